@@ -1,0 +1,151 @@
+package sshexec
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// Defaults applied to zero Config fields.
+const (
+	// DefaultTimeout bounds an action whose Config.Timeout is zero.
+	DefaultTimeout = 60 * time.Second
+	// DefaultKillGrace is how long Run waits for an exit report after it
+	// sent "signal KILL".
+	DefaultKillGrace = 2 * time.Second
+	// DefaultOutputLimit is how many bytes of each of stdout and stderr are
+	// kept when Config.OutputLimit is zero.
+	DefaultOutputLimit = 8 << 20
+)
+
+// clientVersion is the identification string we send (RFC 4253 §4.2).
+const clientVersion = "SSH-2.0-airlock"
+
+// ErrInvalidConfig is wrapped by every error Run returns for a Config it
+// cannot use. Nothing is dialed in that case.
+var ErrInvalidConfig = errors.New("sshexec: invalid config")
+
+// Config describes one action's connection. It is read, never modified, by
+// Run, and may be shared by concurrent calls.
+type Config struct {
+	// Addr is the server's "host:port". It must be supplied; Run never
+	// dials anything else.
+	Addr string
+
+	// User is the remote account. It must be supplied.
+	User string
+
+	// Signers are offered, in order, for public key authentication. At
+	// least one must be supplied. RSA keys sign with SHA-2 only
+	// (rsa-sha2-512, rsa-sha2-256), never SHA-1. A certificate signer made
+	// with ssh.NewCertSigner works like any other.
+	Signers []ssh.Signer
+
+	// HostKeys says which host keys are trusted for Addr. At least one
+	// pinned key or known_hosts file must be supplied: there is no
+	// insecure mode and no trust on first use.
+	HostKeys HostKeys
+
+	// Timeout bounds the whole action: dial, key exchange, authentication,
+	// exec and the output drain. Zero means DefaultTimeout. A deadline on
+	// the context passed to Run applies as well; the earlier one wins.
+	Timeout time.Duration
+
+	// KillGrace is how long Run waits, after the deadline or a cancel made
+	// it send "signal KILL", for the server to report that the command
+	// ended. Zero means DefaultKillGrace. It is the only time Run may take
+	// beyond the deadline.
+	KillGrace time.Duration
+
+	// OutputLimit is how many bytes of stdout, and separately of stderr,
+	// Run keeps in the Result. Bytes beyond it are read (so the command is
+	// never blocked on a full pipe), counted and dropped, and the stream
+	// is flagged truncated. Zero means DefaultOutputLimit; negative keeps
+	// nothing.
+	OutputLimit int64
+
+	// Output, if not nil, is called with every chunk of stdout or stderr
+	// as it arrives, including chunks beyond OutputLimit. It is called
+	// from one goroutine per stream, must not block, and must not keep p
+	// after it returns.
+	Output func(s Stream, p []byte)
+}
+
+// Stream names one of the command's output streams.
+type Stream uint8
+
+// The output streams.
+const (
+	Stdout Stream = 1
+	Stderr Stream = 2
+)
+
+// String returns "stdout" or "stderr".
+func (s Stream) String() string {
+	switch s {
+	case Stdout:
+		return "stdout"
+	case Stderr:
+		return "stderr"
+	}
+	return fmt.Sprintf("Stream(%d)", uint8(s))
+}
+
+func (c *Config) validate() error {
+	if c == nil {
+		return fmt.Errorf("%w: nil config", ErrInvalidConfig)
+	}
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		return fmt.Errorf("%w: address %q is not host:port", ErrInvalidConfig, c.Addr)
+	}
+	if c.User == "" {
+		return fmt.Errorf("%w: no user", ErrInvalidConfig)
+	}
+	if len(c.Signers) == 0 {
+		return fmt.Errorf("%w: no signers", ErrInvalidConfig)
+	}
+	for i, s := range c.Signers {
+		if s == nil {
+			return fmt.Errorf("%w: signer %d is nil", ErrInvalidConfig, i)
+		}
+	}
+	if len(c.HostKeys.Pinned) == 0 && len(c.HostKeys.KnownHostsFiles) == 0 {
+		return fmt.Errorf("%w: no pinned host keys and no known_hosts files", ErrInvalidConfig)
+	}
+	for i, k := range c.HostKeys.Pinned {
+		if k == nil {
+			return fmt.Errorf("%w: pinned host key %d is nil", ErrInvalidConfig, i)
+		}
+	}
+	if c.Timeout < 0 || c.KillGrace < 0 {
+		return fmt.Errorf("%w: negative timeout", ErrInvalidConfig)
+	}
+	return nil
+}
+
+func (c *Config) timeout() time.Duration {
+	if c.Timeout == 0 {
+		return DefaultTimeout
+	}
+	return c.Timeout
+}
+
+func (c *Config) killGrace() time.Duration {
+	if c.KillGrace == 0 {
+		return DefaultKillGrace
+	}
+	return c.KillGrace
+}
+
+func (c *Config) outputLimit() int64 {
+	switch {
+	case c.OutputLimit == 0:
+		return DefaultOutputLimit
+	case c.OutputLimit < 0:
+		return 0
+	}
+	return c.OutputLimit
+}

@@ -1,0 +1,96 @@
+package sshexec
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Result is what one action did. Run fills in every fact it learned, also
+// when the action failed: a refused host key still has a fingerprint, a
+// timed-out command still has its partial output.
+type Result struct {
+	// Outcome is the action's single terminal outcome.
+	Outcome Outcome
+	// Detail says in one line what happened, for people; never branch on
+	// it.
+	Detail string
+
+	// ExitCode is the command's exit status (0–255) when Outcome is
+	// Exited, or when a timed-out or cancelled command reported one after
+	// our KILL. Meaningless otherwise; see HasExitCode.
+	ExitCode    int
+	HasExitCode bool
+	// Signal is the signal name without "SIG" ("TERM", "KILL") when the
+	// server reported exit-signal: for Signaled, or after our KILL.
+	Signal string
+	// CoreDumped is the server's core-dumped flag of an exit-signal.
+	CoreDumped bool
+	// Termination is set for TimedOut and Cancelled (Confirmed or
+	// Unconfirmed), and is NotStarted for outcomes in which no exec
+	// request was sent.
+	Termination Termination
+
+	// HostKeyType and HostKeyFingerprint ("SHA256:…") describe the key
+	// the server offered, whether or not it was trusted. Empty when the
+	// handshake never got that far.
+	HostKeyType        string
+	HostKeyFingerprint string
+	// ServerVersion is the server's identification string
+	// ("SSH-2.0-OpenSSH_9.2p1 …"), when one was received.
+	ServerVersion string
+
+	// Stdout and Stderr hold at most Config.OutputLimit bytes each, from
+	// the start of the stream. StdoutBytes and StderrBytes count every
+	// byte received; the Truncated flags say bytes were dropped.
+	Stdout, Stderr                   []byte
+	StdoutBytes, StderrBytes         int64
+	StdoutTruncated, StderrTruncated bool
+
+	// Timings of each phase.
+	Timings Timings
+}
+
+// Success reports whether the command ran and exited with status 0, the
+// only outcome that counts as success.
+func (r *Result) Success() bool {
+	return r.Outcome == Exited && r.HasExitCode && r.ExitCode == 0
+}
+
+// Timings are the durations of an action's phases; a phase that did not
+// happen is zero.
+type Timings struct {
+	// Dial is the TCP connect.
+	Dial time.Duration
+	// Handshake is version exchange and key exchange, up to the host key
+	// check.
+	Handshake time.Duration
+	// Auth is from the host key check to the end of authentication.
+	Auth time.Duration
+	// Session is opening the session channel.
+	Session time.Duration
+	// Command is from sending exec to the end of the command (or to the
+	// end of our wait after KILL).
+	Command time.Duration
+	// Total is the whole of Run.
+	Total time.Duration
+}
+
+// Error is the error Run returns whenever the command did not run to an end
+// the server reported: every outcome but Exited, Signaled and ExitMissing.
+// Branch on Outcome (or on the Result's Outcome), never on the text.
+type Error struct {
+	Outcome Outcome
+	// Err is the underlying cause, when there is one. For host key
+	// outcomes it is a *HostKeyError.
+	Err error
+}
+
+func (e *Error) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("sshexec: %s", e.Outcome)
+	}
+	return fmt.Sprintf("sshexec: %s: %s", e.Outcome, strings.TrimPrefix(e.Err.Error(), "sshexec: "))
+}
+
+func (e *Error) Unwrap() error { return e.Err }

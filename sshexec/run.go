@@ -1,0 +1,302 @@
+package sshexec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// Run runs command on cfg.Addr as cfg.User over one new SSH connection and
+// closes the connection before it returns.
+//
+// If cfg cannot be used, Run returns a nil Result and an error wrapping
+// ErrInvalidConfig; nothing is dialed. Otherwise the Result is never nil and
+// its Outcome is set. The error is nil when the command ran to an end the
+// server reported (Exited with any code, Signaled, ExitMissing) and an
+// *Error carrying the outcome otherwise.
+//
+// The command string is sent as it is in one "exec" request (RFC 4254
+// §6.5); how it is interpreted is up to the server (OpenSSH passes it to the
+// account's shell with -c). Nothing is sent on the command's stdin, which is
+// closed at once.
+func Run(ctx context.Context, cfg *Config, command string) (*Result, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	signers := make([]ssh.Signer, len(cfg.Signers))
+	for i, s := range cfg.Signers {
+		ss, err := strongSigner(s)
+		if err != nil {
+			return nil, fmt.Errorf("%w: signer %d: %v", ErrInvalidConfig, i, err)
+		}
+		signers[i] = ss
+	}
+	hk, err := newHostKeyChecker(cfg.Addr, cfg.HostKeys)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+
+	a := &action{cfg: cfg, command: command, start: time.Now(), res: &Result{}}
+	dctx, cancel := context.WithDeadline(ctx, a.start.Add(cfg.timeout()))
+	defer cancel()
+	err = a.run(ctx, dctx, signers, hk)
+	a.res.Timings.Total = time.Since(a.start)
+	return a.res, err
+}
+
+// action is the state of one Run.
+type action struct {
+	cfg     *Config
+	command string
+	start   time.Time
+	res     *Result
+}
+
+// end sets the outcome and returns the error Run reports for it.
+func (a *action) end(o Outcome, t Termination, cause error) error {
+	a.res.Outcome = o
+	a.res.Termination = t
+	if cause != nil {
+		a.res.Detail = (&Error{Outcome: o, Err: cause}).Error()
+	} else {
+		a.res.Detail = o.String()
+	}
+	switch o {
+	case Exited, Signaled, ExitMissing:
+		return nil
+	}
+	return &Error{Outcome: o, Err: cause}
+}
+
+// stopped returns the outcome for a deadline or cancel: Cancelled when the
+// caller cancelled ctx, TimedOut otherwise.
+func stopped(ctx context.Context) Outcome {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return Cancelled
+	}
+	return TimedOut
+}
+
+func (a *action) run(ctx, dctx context.Context, signers []ssh.Signer, hk *hostKeyChecker) error {
+	res := a.res
+
+	// Dial.
+	var d net.Dialer
+	raw, err := d.DialContext(dctx, "tcp", a.cfg.Addr)
+	res.Timings.Dial = time.Since(a.start)
+	if err != nil {
+		if stopped(ctx) == Cancelled {
+			return a.end(Cancelled, NotStarted, fmt.Errorf("cancelled while connecting to %s", a.cfg.Addr))
+		}
+		return a.end(DialFailed, NotStarted, err)
+	}
+	wc := &watchConn{Conn: raw}
+	defer wc.closeLocal()
+
+	// Until exec is sent, the deadline or a cancel simply cuts the
+	// connection: nothing has started on the server.
+	stopCut := context.AfterFunc(dctx, wc.closeLocal)
+	defer stopCut()
+
+	// Version exchange, key exchange, host key check, authentication.
+	hsStart := time.Now()
+	cfg := &ssh.ClientConfig{
+		User:              a.cfg.User,
+		Auth:              []ssh.AuthMethod{ssh.PublicKeys(signers...)},
+		HostKeyCallback:   hk.check,
+		HostKeyAlgorithms: hk.algorithms(),
+		ClientVersion:     clientVersion,
+	}
+	conn, chans, reqs, err := ssh.NewClientConn(wc, a.cfg.Addr, cfg)
+	called, hkAt, keyType, keyFP, rejected := hk.seen()
+	res.HostKeyType, res.HostKeyFingerprint = keyType, keyFP
+	if called {
+		res.Timings.Handshake = hkAt.Sub(hsStart)
+		res.Timings.Auth = time.Since(hkAt)
+	} else {
+		res.Timings.Handshake = time.Since(hsStart)
+	}
+	if err != nil {
+		res.ServerVersion = wc.serverVersion()
+		switch {
+		case rejected != nil:
+			return a.end(rejected.Outcome, NotStarted, rejected)
+		case dctx.Err() != nil && stopped(ctx) == Cancelled:
+			return a.end(Cancelled, NotStarted, fmt.Errorf("cancelled during the SSH handshake: %w", err))
+		case dctx.Err() != nil && called:
+			return a.end(HandshakeFailed, NotStarted, fmt.Errorf("deadline passed during authentication: %w", err))
+		case dctx.Err() != nil:
+			return a.end(HandshakeFailed, NotStarted, fmt.Errorf("deadline passed during the SSH handshake: %w", err))
+		case called && wc.transportError() == nil:
+			// The host key was accepted and the connection is intact:
+			// the server refused every credential we offered.
+			return a.end(AuthFailed, NotStarted, err)
+		}
+		return a.end(HandshakeFailed, NotStarted, err)
+	}
+	res.ServerVersion = string(conn.ServerVersion())
+
+	// Every goroutine below ends when the connection is closed; the
+	// deferred calls run in reverse order: close, then wait.
+	var wg sync.WaitGroup
+	defer func() {
+		wg.Wait()
+		conn.Wait()
+	}()
+	defer conn.Close()
+	defer wc.closeLocal()
+	wg.Go(func() {
+		// No forwarding of any kind: refuse every channel the server
+		// opens toward us (forwarded-tcpip, auth-agent@openssh.com, x11).
+		for nc := range chans {
+			nc.Reject(ssh.Prohibited, "airlock opens no channels toward the client")
+		}
+	})
+	wg.Go(func() { ssh.DiscardRequests(reqs) })
+
+	// One session channel.
+	sessStart := time.Now()
+	ch, chReqs, err := conn.OpenChannel("session", nil)
+	res.Timings.Session = time.Since(sessStart)
+	if err != nil {
+		return a.notStarted(ctx, dctx, fmt.Errorf("open session: %w", err))
+	}
+	ex := newExitWatcher()
+	wc.watchChannel(ex.closed)
+	wg.Go(func() { ex.collect(chReqs) })
+	if err := ch.CloseWrite(); err != nil { // stdin: nothing to send
+		return a.notStarted(ctx, dctx, fmt.Errorf("close stdin: %w", err))
+	}
+	limit := a.cfg.outputLimit()
+	stdout := &capture{stream: Stdout, limit: limit, out: a.cfg.Output}
+	stderr := &capture{stream: Stderr, limit: limit, out: a.cfg.Output}
+	wg.Go(func() { stdout.drain(ch) })
+	wg.Go(func() { stderr.drain(ch.Stderr()) })
+
+	if !stopCut() {
+		// The deadline or a cancel already cut the connection.
+		return a.notStarted(ctx, dctx, dctx.Err())
+	}
+
+	// One exec request (RFC 4254 §6.5). From here the deadline and
+	// cancel are handled by signalling the command, not by cutting.
+	execAt := time.Now()
+	execReply := make(chan error, 1)
+	wg.Go(func() {
+		ok, err := ch.SendRequest("exec", true, ssh.Marshal(struct{ Command string }{a.command}))
+		if err == nil && !ok {
+			err = errExecRefused
+		}
+		execReply <- err
+	})
+
+	var (
+		acked, killed bool
+		stop          = dctx.Done()
+		reported      = ex.reported
+		grace         <-chan time.Time
+	)
+wait:
+	for {
+		select {
+		case err := <-execReply:
+			execReply = nil
+			if errors.Is(err, errExecRefused) {
+				res.Timings.Command = time.Since(execAt)
+				return a.end(SessionFailed, NotStarted, err)
+			}
+			acked = err == nil
+		case <-ex.closed:
+			break wait
+		case <-reported:
+			if killed {
+				break wait // our KILL is confirmed; don't wait for more
+			}
+			reported = nil
+		case <-stop:
+			// RFC 4254 §6.9. OpenSSH delivers it to the session's
+			// process (not its process group); sshd refuses it for
+			// forced-command sessions, which then end unconfirmed.
+			killed, stop = true, nil
+			wg.Go(func() {
+				ch.SendRequest("signal", false, ssh.Marshal(struct{ Signal string }{"KILL"}))
+			})
+			t := time.NewTimer(a.cfg.killGrace())
+			defer t.Stop()
+			grace = t.C
+		case <-grace:
+			break wait
+		}
+	}
+	res.Timings.Command = time.Since(execAt)
+
+	// Closing keeps what the channel already buffered: after a clean
+	// channel close that is every byte of output, which the readers still
+	// drain to EOF.
+	closedCleanly := isClosed(ex.closed) && wc.transportError() == nil
+	wc.closeLocal()
+	conn.Close()
+	wg.Wait()
+	stdout.fill(&res.Stdout, &res.StdoutBytes, &res.StdoutTruncated)
+	stderr.fill(&res.Stderr, &res.StderrBytes, &res.StderrTruncated)
+
+	st := ex.result()
+	res.ExitCode, res.HasExitCode = st.code, st.hasCode
+	res.Signal, res.CoreDumped = st.signal, st.coreDumped
+	switch {
+	case killed:
+		o := stopped(ctx)
+		if st.reported() {
+			return a.end(o, Confirmed, fmt.Errorf("%s; the command was killed and its end confirmed", stopReason(o)))
+		}
+		return a.end(o, Unconfirmed, fmt.Errorf("%s; the command was sent KILL but its end was not confirmed, it may still be running", stopReason(o)))
+	case st.signal != "":
+		return a.end(Signaled, 0, fmt.Errorf("the command was ended by signal %s", st.signal))
+	case st.hasCode:
+		return a.end(Exited, 0, nil)
+	case !closedCleanly:
+		err := wc.transportError()
+		if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		return a.end(ConnectionLost, 0, fmt.Errorf("the connection broke while the command ran, it may still be running: %w", err))
+	case !acked:
+		return a.end(SessionFailed, NotStarted, errors.New("the server closed the session without answering the exec request"))
+	}
+	return a.end(ExitMissing, 0, errors.New("the server closed the session without an exit status or signal"))
+}
+
+var errExecRefused = errors.New("the server refused the exec request")
+
+func stopReason(o Outcome) string {
+	if o == Cancelled {
+		return "cancelled"
+	}
+	return "the action deadline passed"
+}
+
+// notStarted ends an action that failed before exec was sent.
+func (a *action) notStarted(ctx, dctx context.Context, err error) error {
+	if dctx.Err() != nil {
+		if stopped(ctx) == Cancelled {
+			return a.end(Cancelled, NotStarted, fmt.Errorf("cancelled before the command started: %w", err))
+		}
+		return a.end(SessionFailed, NotStarted, fmt.Errorf("deadline passed before the command started: %w", err))
+	}
+	return a.end(SessionFailed, NotStarted, err)
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
