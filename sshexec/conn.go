@@ -96,13 +96,18 @@ func (c *watchConn) transportError() error {
 	return c.err
 }
 
-// closeLocal closes the connection on our side; errors after it are ours.
-func (c *watchConn) closeLocal() {
+// Close closes the connection. Every Close is ours (x/crypto/ssh calls it
+// too, on our side), so I/O errors after it do not count as transport
+// failures.
+func (c *watchConn) Close() error {
 	c.mu.Lock()
 	c.local = true
 	c.mu.Unlock()
-	c.Conn.Close()
+	return c.Conn.Close()
 }
+
+// closeLocal is Close for use in defer and context.AfterFunc.
+func (c *watchConn) closeLocal() { c.Close() }
 
 // serverVersion returns the server's identification line, if one arrived.
 func (c *watchConn) serverVersion() string {

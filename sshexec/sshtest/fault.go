@@ -1,0 +1,284 @@
+package sshtest
+
+import (
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// FaultServer is an in-process SSH server on loopback for faults a real
+// sshd cannot be made to produce on demand. It authenticates one client key
+// and hands each exec request to a handler.
+type FaultServer struct {
+	// Addr is "127.0.0.1:PORT".
+	Addr string
+	// HostKey is the server's host key; ClientSigner the only client key
+	// it accepts.
+	HostKey      ssh.PublicKey
+	ClientSigner ssh.Signer
+
+	opts FaultOptions
+	ln   net.Listener
+	wg   sync.WaitGroup
+
+	mu     sync.Mutex
+	conns  map[net.Conn]bool
+	seen   []string
+	closed bool
+}
+
+// FaultOptions choose a FaultServer's behaviour.
+type FaultOptions struct {
+	// BannerDelay delays the server's version line.
+	BannerDelay time.Duration
+	// RefuseSession rejects every session channel.
+	RefuseSession bool
+	// RefuseExec answers every exec request with failure.
+	RefuseExec bool
+	// Exec handles an accepted exec request. It runs in its own
+	// goroutine; when it returns without having closed the channel, the
+	// channel is closed. Nil means: exit status 0 at once.
+	Exec func(e *Exec)
+}
+
+// Exec is one exec request as the handler sees it.
+type Exec struct {
+	Command string
+	// Channel is the session channel: write stdout to it, stderr to
+	// Channel.Stderr().
+	Channel ssh.Channel
+	// Signals receives the name of every "signal" request.
+	Signals <-chan string
+	// Done is closed when the client closed the channel or the
+	// connection ended.
+	Done <-chan struct{}
+
+	srv  *FaultServer
+	conn net.Conn
+	sc   *ssh.ServerConn
+}
+
+// ExitStatus sends exit-status (RFC 4254 §6.10).
+func (e *Exec) ExitStatus(code uint32) error {
+	_, err := e.Channel.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{code}))
+	return err
+}
+
+// ExitSignal sends exit-signal with the signal name without "SIG".
+func (e *Exec) ExitSignal(name string) error {
+	_, err := e.Channel.SendRequest("exit-signal", false, ssh.Marshal(struct {
+		Signal     string
+		CoreDumped bool
+		Error      string
+		Lang       string
+	}{Signal: name}))
+	return err
+}
+
+// Drop cuts the TCP connection without any SSH goodbye.
+func (e *Exec) Drop() { e.conn.Close() }
+
+// OpenToClient tries to open a channel of the given type toward the
+// client, as a hostile server would for forwarding, and records the result
+// as "open-to-client:TYPE:accepted" or ":rejected".
+func (e *Exec) OpenToClient(typ string, payload []byte) error {
+	ch, reqs, err := e.sc.OpenChannel(typ, payload)
+	if err != nil {
+		e.srv.record("open-to-client:" + typ + ":rejected")
+		return err
+	}
+	e.srv.record("open-to-client:" + typ + ":accepted")
+	go ssh.DiscardRequests(reqs)
+	ch.Close()
+	return nil
+}
+
+// SendGlobal sends a global request toward the client and records whether
+// it was accepted.
+func (e *Exec) SendGlobal(name string) {
+	ok, _, err := e.sc.SendRequest(name, true, nil)
+	switch {
+	case err != nil:
+		e.srv.record("global-to-client:" + name + ":error")
+	case ok:
+		e.srv.record("global-to-client:" + name + ":accepted")
+	default:
+		e.srv.record("global-to-client:" + name + ":rejected")
+	}
+}
+
+// NewFaultServer starts a FaultServer for one test and stops it, waiting
+// for every goroutine, when the test ends.
+func NewFaultServer(tb testing.TB, opts FaultOptions) *FaultServer {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	host := NewKey()
+	f := &FaultServer{
+		Addr:         ln.Addr().String(),
+		HostKey:      host.PublicKey(),
+		ClientSigner: NewKey(),
+		opts:         opts,
+		ln:           ln,
+		conns:        map[net.Conn]bool{},
+	}
+	cfg := &ssh.ServerConfig{
+		PublicKeyCallback: func(_ ssh.ConnMetadata, k ssh.PublicKey) (*ssh.Permissions, error) {
+			if string(k.Marshal()) == string(f.ClientSigner.PublicKey().Marshal()) {
+				return &ssh.Permissions{}, nil
+			}
+			return nil, errUnknownKey
+		},
+	}
+	cfg.AddHostKey(host)
+	f.wg.Go(func() { f.accept(cfg) })
+	tb.Cleanup(f.Close)
+	return f
+}
+
+type faultError string
+
+func (e faultError) Error() string { return string(e) }
+
+const errUnknownKey = faultError("sshtest: unknown client key")
+
+// Seen returns, in order, what the server saw: "global:TYPE" and
+// "req:TYPE" for requests from the client, "channel:TYPE" for channel
+// opens, and the results of OpenToClient and SendGlobal.
+func (f *FaultServer) Seen() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.seen...)
+}
+
+func (f *FaultServer) record(s string) {
+	f.mu.Lock()
+	f.seen = append(f.seen, s)
+	f.mu.Unlock()
+}
+
+// Close stops the server and waits for all its goroutines.
+func (f *FaultServer) Close() {
+	f.mu.Lock()
+	f.closed = true
+	for c := range f.conns {
+		c.Close()
+	}
+	f.mu.Unlock()
+	f.ln.Close()
+	f.wg.Wait()
+}
+
+func (f *FaultServer) accept(cfg *ssh.ServerConfig) {
+	for {
+		c, err := f.ln.Accept()
+		if err != nil {
+			return
+		}
+		f.mu.Lock()
+		if f.closed {
+			f.mu.Unlock()
+			c.Close()
+			return
+		}
+		f.conns[c] = true
+		f.mu.Unlock()
+		f.wg.Go(func() {
+			defer func() {
+				c.Close()
+				f.mu.Lock()
+				delete(f.conns, c)
+				f.mu.Unlock()
+			}()
+			f.serve(c, cfg)
+		})
+	}
+}
+
+func (f *FaultServer) serve(c net.Conn, cfg *ssh.ServerConfig) {
+	if f.opts.BannerDelay > 0 {
+		t := time.NewTimer(f.opts.BannerDelay)
+		defer t.Stop()
+		<-t.C
+	}
+	sc, chans, reqs, err := ssh.NewServerConn(c, cfg)
+	if err != nil {
+		return
+	}
+	defer sc.Close()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
+		for r := range reqs {
+			f.record("global:" + r.Type)
+			if r.WantReply {
+				r.Reply(false, nil)
+			}
+		}
+	})
+	for nc := range chans {
+		f.record("channel:" + nc.ChannelType())
+		if nc.ChannelType() != "session" || f.opts.RefuseSession {
+			nc.Reject(ssh.Prohibited, "refused by the fault server")
+			continue
+		}
+		ch, creqs, err := nc.Accept()
+		if err != nil {
+			continue
+		}
+		wg.Go(func() { f.session(c, sc, ch, creqs) })
+	}
+}
+
+func (f *FaultServer) session(c net.Conn, sc *ssh.ServerConn, ch ssh.Channel, reqs <-chan *ssh.Request) {
+	signals := make(chan string, 16)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	defer func() {
+		close(done)
+		ch.Close()
+		wg.Wait()
+	}()
+	started := false
+	for r := range reqs {
+		f.record("req:" + r.Type)
+		switch {
+		case r.Type == "exec" && !started:
+			var m struct{ Command string }
+			if ssh.Unmarshal(r.Payload, &m) != nil || f.opts.RefuseExec {
+				r.Reply(false, nil)
+				continue
+			}
+			r.Reply(true, nil)
+			started = true
+			e := &Exec{Command: m.Command, Channel: ch, Signals: signals, Done: done, srv: f, conn: c, sc: sc}
+			handler := f.opts.Exec
+			if handler == nil {
+				handler = func(e *Exec) { e.ExitStatus(0) }
+			}
+			wg.Go(func() {
+				handler(e)
+				e.Channel.Close()
+			})
+		case r.Type == "signal":
+			var m struct{ Signal string }
+			ssh.Unmarshal(r.Payload, &m)
+			select {
+			case signals <- m.Signal:
+			default:
+			}
+			if r.WantReply {
+				r.Reply(true, nil)
+			}
+		default:
+			if r.WantReply {
+				r.Reply(false, nil)
+			}
+		}
+	}
+}
