@@ -1,0 +1,314 @@
+package approvals
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Authorize decides whether run id may perform action a, asking a
+// reviewer when the policy says so, and blocks until it knows:
+//
+//   - call mode (the policy's ModeFor(a.Target, a.Account)): a new request
+//     bound to DigestOf(id, a) is raised every time, also in an approved
+//     run; its approval lets exactly this action through once.
+//   - run mode, run approved: the action passes at once if it is within
+//     the approval's scope, TTL and action budget.
+//   - run mode, run pending: the run's one pending run request is raised
+//     (or joined, if another action already raised it) and awaited; if
+//     approved, the action is checked as above.
+//
+// onPending, if not nil, is called (without locks held) once a request is
+// raised or joined, before waiting — so the agent can be told which
+// approval id it waits for.
+//
+// The wait ends with Result.Status approved, denied or expired (after
+// ApprovalTimeout); it returns early with ctx.Err() if ctx is done. Errors
+// other than ctx's mean the action must not run: ErrBadAction,
+// ErrUnknownRun, ErrRunDenied, ErrRunEnded, ErrRunExpired, ErrOutOfScope,
+// ErrClosed, ErrEventNotRecorded.
+func (s *Store) Authorize(ctx context.Context, id RunID, a Action, onPending func(Request)) (Result, error) {
+	if err := a.validate(); err != nil {
+		return Result{}, err
+	}
+	mode := s.policy.ModeFor(a.Target, a.Account)
+	for {
+		res, w, err := s.admitOrRaise(ctx, id, mode, a)
+		if err != nil || w == nil {
+			return res, err
+		}
+		if onPending != nil {
+			onPending(*w.req)
+		}
+		select {
+		case <-ctx.Done():
+			return Result{}, ctx.Err()
+		case <-w.done:
+		}
+		if err := s.lock(); err != nil {
+			return Result{}, err
+		}
+		q, st := w.req, w.status
+		if mode == ModeCall {
+			res, err := s.consume(ctx, q, st, a)
+			s.mu.Unlock()
+			return res, err
+		}
+		err = s.runGone(ctx, id, st)
+		s.mu.Unlock()
+		if st != StatusApproved {
+			res := Result{Status: st, Mode: ModeRun, RequestID: q.ID, Reviewer: q.DecidedBy, Reason: q.Reason}
+			if err != nil {
+				return Result{}, err
+			}
+			return res, nil
+		}
+		// The run is approved: go round again to count this action
+		// against the approval's limits.
+	}
+}
+
+// runGone turns a request that expired because its run ended into the
+// run's error, so the caller learns the run is over rather than "expired".
+// Called with s.mu held.
+func (s *Store) runGone(ctx context.Context, id RunID, st Status) error {
+	if st != StatusExpired {
+		return nil
+	}
+	r, err := loadRun(ctx, s.db, id)
+	if err != nil {
+		return err
+	}
+	return stateErr(r)
+}
+
+// admitOrRaise, under the lock, either admits a against approved run id,
+// or returns the waitSet to wait on, raising a request if needed.
+func (s *Store) admitOrRaise(ctx context.Context, id RunID, mode Mode, a Action) (Result, *waitSet, error) {
+	if err := s.lock(); err != nil {
+		return Result{}, nil, err
+	}
+	defer s.mu.Unlock()
+	r, err := loadRun(ctx, s.db, id)
+	if err != nil {
+		return Result{}, nil, err
+	}
+	if err := s.usable(ctx, r); err != nil {
+		return Result{}, nil, err
+	}
+	var w *waitSet
+	switch {
+	case mode == ModeCall:
+		w, err = s.raise(ctx, r, KindCall, a)
+	case r.State == RunPending:
+		if qid, ok := s.runReq[r.ID]; ok {
+			return Result{}, s.waits[qid], nil
+		}
+		w, err = s.raise(ctx, r, KindRun, a)
+	default: // RunApproved
+		err = s.admit(ctx, r, a)
+	}
+	if err != nil || w != nil {
+		return Result{}, w, err
+	}
+	return Result{Status: StatusApproved, Mode: ModeRun, RequestID: r.ApprovalID, Reviewer: r.DecidedBy}, nil, nil
+}
+
+// admit counts a against approved run r's limits. Called with s.mu held.
+func (s *Store) admit(ctx context.Context, r *Run, a Action) error {
+	if !r.inScope(a) {
+		return ErrOutOfScope
+	}
+	if r.MaxActions > 0 && r.Actions >= r.MaxActions {
+		if err := s.endRun(ctx, r, EndMaxActions, "", ""); err != nil {
+			return err
+		}
+		return ErrRunExpired
+	}
+	r = r.clone()
+	r.Actions++
+	return s.commit(ctx, []*Run{r}, nil, nil)
+}
+
+// raise creates a pending request for a in run r. Called with s.mu held.
+func (s *Store) raise(ctx context.Context, r *Run, kind Kind, a Action) (*waitSet, error) {
+	now := s.clock.Now()
+	q := &Request{
+		ID: RequestID(newID(requestIDPrefix)), Kind: kind, RunID: r.ID,
+		Target: a.Target, Account: a.Account, Command: a.Command, Timeout: a.Timeout,
+		Digest: DigestOf(r.ID, a), Requester: r.Requester,
+		RequestedAt: now, ExpiresAt: now.Add(s.timeout), Status: StatusPending,
+	}
+	ev := Event{Kind: EventApprovalRequested, Time: now, Run: *r, Request: q}
+	if err := s.commit(ctx, nil, []*Request{q}, []Event{ev}); err != nil {
+		return nil, err
+	}
+	w := &waitSet{req: q, done: make(chan struct{})}
+	s.waits[q.ID] = w
+	if kind == KindRun {
+		s.runReq[r.ID] = q.ID
+	}
+	qid := q.ID
+	s.schedule("req:"+string(qid), s.timeout, func(ctx context.Context) error {
+		return s.expireRequest(ctx, qid)
+	})
+	return w, nil
+}
+
+// expireRequest ends a pending request whose deadline passed. Called with
+// s.mu held.
+func (s *Store) expireRequest(ctx context.Context, id RequestID) error {
+	w, ok := s.waits[id]
+	if !ok {
+		return nil
+	}
+	r, err := loadRun(ctx, s.db, w.req.RunID)
+	if err != nil {
+		return err
+	}
+	q := *w.req
+	q.Status, q.DecidedAt, q.Reason = StatusExpired, s.clock.Now(), "no decision in time"
+	ev := Event{Kind: EventApprovalDecided, Time: q.DecidedAt, Run: *r, Request: &q}
+	if err := s.commit(ctx, nil, []*Request{&q}, []Event{ev}); err != nil {
+		return err
+	}
+	s.finish(&q, StatusExpired)
+	return nil
+}
+
+// consume turns the decision on call request q into the result for action
+// a. An approval authorises DigestOf(run, a) once: it is marked consumed
+// here, and a different action, a second use, or a run that ended while
+// waiting gets nothing. Called with s.mu held.
+func (s *Store) consume(ctx context.Context, q *Request, st Status, a Action) (Result, error) {
+	res := Result{Status: st, Mode: ModeCall, RequestID: q.ID, Reviewer: q.DecidedBy, Reason: q.Reason, Digest: q.Digest}
+	if st != StatusApproved {
+		if st == StatusExpired {
+			if err := s.runGone(ctx, q.RunID, st); err != nil {
+				return Result{}, err
+			}
+		}
+		return res, nil
+	}
+	cur, err := loadRequest(ctx, s.db, q.ID)
+	if err != nil {
+		return Result{}, err
+	}
+	if cur.Status != StatusApproved || !cur.ConsumedAt.IsZero() {
+		return Result{}, ErrAlreadyDecided
+	}
+	if DigestOf(cur.RunID, a) != cur.Digest {
+		return Result{}, fmt.Errorf("approvals: action does not match the approved digest: %w", ErrBadAction)
+	}
+	r, err := loadRun(ctx, s.db, cur.RunID)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := s.usable(ctx, r); err != nil {
+		return Result{}, err
+	}
+	cur.ConsumedAt = s.clock.Now()
+	if err := s.commit(ctx, nil, []*Request{cur}, nil); err != nil {
+		return Result{}, err
+	}
+	return res, nil
+}
+
+// Decide records a reviewer's decision on a pending request and wakes
+// everyone waiting for it. It returns the decided request.
+//
+// Errors, each leaving everything unchanged: ErrNotReviewer (a zero or
+// foreign Reviewer, or one disabled since it logged in), ErrUnknownValue
+// (verdict), ErrUnknownRequest, ErrAlreadyDecided, ErrRequestExpired,
+// ErrSelfApproval, ErrBadTTL, ErrTTLOverCap, ErrTTLForCall, ErrBadScope,
+// ErrEventNotRecorded.
+func (s *Store) Decide(ctx context.Context, rv Reviewer, id RequestID, d Decision) (Request, error) {
+	if d.Verdict != Approve && d.Verdict != Deny {
+		return Request{}, fmt.Errorf("approvals: verdict %d: %w", d.Verdict, ErrUnknownValue)
+	}
+	if err := s.lock(); err != nil {
+		return Request{}, err
+	}
+	defer s.mu.Unlock()
+	if err := s.checkReviewer(ctx, rv); err != nil {
+		return Request{}, err
+	}
+	q, err := loadRequest(ctx, s.db, id)
+	if err != nil {
+		return Request{}, err
+	}
+	if q.Status != StatusPending {
+		return Request{}, ErrAlreadyDecided
+	}
+	now := s.clock.Now()
+	if !now.Before(q.ExpiresAt) {
+		// The timer is due; record the expiry now rather than let this
+		// decision look like it counted.
+		if err := s.expireRequest(ctx, id); err != nil {
+			s.log.Error("expiry not recorded", "request", id, "error", err)
+		}
+		return Request{}, ErrRequestExpired
+	}
+	r, err := loadRun(ctx, s.db, q.RunID)
+	if err != nil {
+		return Request{}, err
+	}
+	if sameName(rv.name, r.Requester) || sameName(rv.name, q.Requester) {
+		return Request{}, ErrSelfApproval
+	}
+	var ttl time.Duration
+	if q.Kind == KindCall {
+		if d.TTL != nil {
+			return Request{}, ErrTTLForCall
+		}
+		if d.MaxActions != 0 || len(d.Scope) != 0 {
+			return Request{}, fmt.Errorf("approvals: limits on a call approval: %w", ErrBadScope)
+		}
+	} else if d.Verdict == Approve {
+		if ttl, err = s.ttl(d.TTL, s.runTTL); err != nil {
+			return Request{}, err
+		}
+		if d.MaxActions < 0 {
+			return Request{}, fmt.Errorf("approvals: max actions %d: %w", d.MaxActions, ErrBadScope)
+		}
+		for _, sc := range d.Scope {
+			if sc.Target == "" {
+				return Request{}, fmt.Errorf("approvals: scope without a target: %w", ErrBadScope)
+			}
+		}
+	}
+	st := StatusApproved
+	if d.Verdict == Deny {
+		st = StatusDenied
+	}
+	q.Status, q.DecidedBy, q.DecidedAt, q.Reason = st, rv.name, now, d.Reason
+	events := []Event{{Kind: EventApprovalDecided, Time: now, Run: *r, Request: q}}
+	var runs []*Run
+	if q.Kind == KindRun {
+		r = r.clone()
+		r.ApprovalID, r.DecidedBy, r.DecidedAt, r.Reason = q.ID, rv.name, now, d.Reason
+		kind := EventRunDenied
+		r.State = RunDenied
+		if d.Verdict == Approve {
+			kind = EventRunApproved
+			r.State, r.ExpiresAt, r.MaxActions, r.Scope = RunApproved, now.Add(ttl), d.MaxActions, d.Scope
+		}
+		runs = append(runs, r)
+		events = append(events, Event{Kind: kind, Time: now, Run: *r, Request: q})
+	}
+	if err := s.commit(ctx, runs, []*Request{q}, events); err != nil {
+		return Request{}, err
+	}
+	s.finish(q, st)
+	if q.Kind == KindRun {
+		s.scheduleRun(r)
+	}
+	return *q, nil
+}
+
+// sameName compares a reviewer name with a requester name the way people
+// read them: case does not make two people.
+func sameName(a, b string) bool {
+	return strings.EqualFold(strings.TrimSpace(a), strings.TrimSpace(b))
+}

@@ -1,0 +1,358 @@
+package approvals
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3" // registers "sqlite3"
+)
+
+// schemaVersion is PRAGMA user_version; bump it with a migration.
+const schemaVersion = 1
+
+const schema = `
+CREATE TABLE IF NOT EXISTS runs (
+	id               TEXT PRIMARY KEY,
+	state            TEXT NOT NULL,
+	requester        TEXT NOT NULL,
+	created_at       INTEGER NOT NULL,
+	anchor_pid       INTEGER,
+	anchor_start     INTEGER,
+	anchor           TEXT,
+	explicit         INTEGER NOT NULL DEFAULT 0,
+	anchor_gone      INTEGER NOT NULL DEFAULT 0,
+	token_hash       BLOB,
+	token_expires_at INTEGER,
+	approval_id      TEXT,
+	decided_by       TEXT,
+	decided_at       INTEGER,
+	reason           TEXT,
+	expires_at       INTEGER,
+	max_actions      INTEGER NOT NULL DEFAULT 0,
+	scope            TEXT,
+	actions          INTEGER NOT NULL DEFAULT 0,
+	ended_at         INTEGER,
+	end_reason       TEXT,
+	ended_by         TEXT,
+	end_note         TEXT
+);
+CREATE INDEX IF NOT EXISTS runs_live_anchor ON runs(anchor_gone, anchor_pid);
+CREATE INDEX IF NOT EXISTS runs_state ON runs(state);
+CREATE TABLE IF NOT EXISTS requests (
+	id           TEXT PRIMARY KEY,
+	kind         TEXT NOT NULL,
+	run_id       TEXT NOT NULL REFERENCES runs(id),
+	target       TEXT NOT NULL,
+	account      TEXT NOT NULL,
+	command      TEXT NOT NULL,
+	timeout_ns   INTEGER NOT NULL,
+	digest       BLOB NOT NULL,
+	requester    TEXT NOT NULL,
+	requested_at INTEGER NOT NULL,
+	expires_at   INTEGER NOT NULL,
+	status       TEXT NOT NULL,
+	decided_by   TEXT,
+	decided_at   INTEGER,
+	reason       TEXT,
+	consumed_at  INTEGER
+);
+CREATE INDEX IF NOT EXISTS requests_status ON requests(status);
+CREATE TABLE IF NOT EXISTS reviewers (
+	name       TEXT PRIMARY KEY,
+	hash       TEXT NOT NULL,
+	enabled    INTEGER NOT NULL,
+	created_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS reviewer_tokens (
+	id         TEXT PRIMARY KEY,
+	name       TEXT NOT NULL REFERENCES reviewers(name),
+	hash       BLOB NOT NULL,
+	created_at INTEGER NOT NULL,
+	expires_at INTEGER NOT NULL
+);
+`
+
+// openDB opens (creating if needed) the state database: owner-only file
+// mode, WAL, synchronous=FULL (a consumed call approval or a decision must
+// survive power loss), foreign keys, one connection (the store serialises
+// its writes anyway, and one connection makes transactions simple).
+func openDB(ctx context.Context, path string) (*sql.DB, error) {
+	if path == "" {
+		return nil, errors.New("approvals: no state database path")
+	}
+	// The path goes into an SQLite URI; keep it free of URI syntax.
+	if strings.ContainsAny(path, "?#%") {
+		return nil, fmt.Errorf("approvals: state database path %q has one of ?#%%", path)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("approvals: open state database: %w", err)
+	}
+	fi, err := f.Stat()
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("approvals: open state database: %w", err)
+	}
+	// It holds reviewer password hashes: refuse to use a file others can read.
+	if fi.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("approvals: state database %s has mode %v; want 0600 (chmod 600 it)", path, fi.Mode().Perm())
+	}
+	q := url.Values{}
+	q.Set("_journal_mode", "WAL")
+	q.Set("_synchronous", "FULL")
+	q.Set("_foreign_keys", "on")
+	q.Set("_busy_timeout", "5000")
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("approvals: open state database: %w", err)
+	}
+	db.SetMaxOpenConns(1)
+	if err := migrate(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+func migrate(ctx context.Context, db *sql.DB) error {
+	var v int
+	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return fmt.Errorf("approvals: state database: %w", err)
+	}
+	if v > schemaVersion {
+		return fmt.Errorf("approvals: state database schema %d is newer than this gateway's %d", v, schemaVersion)
+	}
+	if _, err := db.ExecContext(ctx, schema); err != nil {
+		return fmt.Errorf("approvals: create schema: %w", err)
+	}
+	if _, err := db.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
+		return fmt.Errorf("approvals: set schema version: %w", err)
+	}
+	return nil
+}
+
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// Times are stored as Unix nanoseconds; NULL is the zero time.
+func ns(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixNano()
+}
+
+func fromNS(v sql.NullInt64) time.Time {
+	if !v.Valid {
+		return time.Time{}
+	}
+	return time.Unix(0, v.Int64)
+}
+
+func nullStr(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+const runColumns = `id, state, requester, created_at, anchor_pid, anchor_start, anchor, explicit,
+	anchor_gone, token_hash, token_expires_at, approval_id, decided_by, decided_at, reason,
+	expires_at, max_actions, scope, actions, ended_at, end_reason, ended_by, end_note`
+
+func upsertRun(ctx context.Context, q querier, r *Run) error {
+	var pid, start, anchor, scope any
+	if r.Anchor != nil {
+		b, err := json.Marshal(r.Anchor)
+		if err != nil {
+			return fmt.Errorf("approvals: encode anchor: %w", err)
+		}
+		pid, start, anchor = r.Anchor.ID.PID, int64(r.Anchor.ID.StartTime), string(b)
+	}
+	if len(r.Scope) > 0 {
+		b, err := json.Marshal(r.Scope)
+		if err != nil {
+			return fmt.Errorf("approvals: encode scope: %w", err)
+		}
+		scope = string(b)
+	}
+	var endReason any
+	if r.EndReason != 0 {
+		endReason = r.EndReason.String()
+	}
+	_, err := q.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+		ON CONFLICT(id) DO UPDATE SET state=excluded.state, anchor_gone=excluded.anchor_gone,
+			approval_id=excluded.approval_id, decided_by=excluded.decided_by,
+			decided_at=excluded.decided_at, reason=excluded.reason, expires_at=excluded.expires_at,
+			max_actions=excluded.max_actions, scope=excluded.scope, actions=excluded.actions,
+			ended_at=excluded.ended_at, end_reason=excluded.end_reason,
+			ended_by=excluded.ended_by, end_note=excluded.end_note`,
+		string(r.ID), r.State.String(), r.Requester, ns(r.CreatedAt), pid, start, anchor, r.Explicit,
+		r.anchorGone, r.tokenHash, ns(r.TokenExpiresAt), nullStr(string(r.ApprovalID)),
+		nullStr(r.DecidedBy), ns(r.DecidedAt), nullStr(r.Reason), ns(r.ExpiresAt), r.MaxActions,
+		scope, r.Actions, ns(r.EndedAt), endReason, nullStr(r.EndedBy), nullStr(r.EndNote))
+	if err != nil {
+		return fmt.Errorf("approvals: write run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanRun(sc scanner) (*Run, error) {
+	var (
+		r                                                  Run
+		id, state                                          string
+		pid, start                                         sql.NullInt64
+		anchor, approvalID, decidedBy, reason, scope       sql.NullString
+		endReason, endedBy, endNote                        sql.NullString
+		createdAt, tokenExp, decidedAt, expiresAt, endedAt sql.NullInt64
+	)
+	err := sc.Scan(&id, &state, &r.Requester, &createdAt, &pid, &start, &anchor, &r.Explicit,
+		&r.anchorGone, &r.tokenHash, &tokenExp, &approvalID, &decidedBy, &decidedAt, &reason,
+		&expiresAt, &r.MaxActions, &scope, &r.Actions, &endedAt, &endReason, &endedBy, &endNote)
+	if err != nil {
+		return nil, err
+	}
+	r.ID = RunID(id)
+	if r.State, err = ParseRunState(state); err != nil {
+		return nil, err
+	}
+	if anchor.Valid {
+		r.Anchor = new(Process)
+		if err := json.Unmarshal([]byte(anchor.String), r.Anchor); err != nil {
+			return nil, fmt.Errorf("approvals: decode anchor of %s: %w", id, err)
+		}
+	}
+	if scope.Valid {
+		if err := json.Unmarshal([]byte(scope.String), &r.Scope); err != nil {
+			return nil, fmt.Errorf("approvals: decode scope of %s: %w", id, err)
+		}
+	}
+	if endReason.Valid {
+		if r.EndReason, err = ParseEndReason(endReason.String); err != nil {
+			return nil, err
+		}
+	}
+	r.CreatedAt, r.TokenExpiresAt = fromNS(createdAt), fromNS(tokenExp)
+	r.DecidedAt, r.ExpiresAt, r.EndedAt = fromNS(decidedAt), fromNS(expiresAt), fromNS(endedAt)
+	r.ApprovalID, r.DecidedBy, r.Reason = RequestID(approvalID.String), decidedBy.String, reason.String
+	r.EndedBy, r.EndNote = endedBy.String, endNote.String
+	return &r, nil
+}
+
+func loadRun(ctx context.Context, q querier, id RunID) (*Run, error) {
+	r, err := scanRun(q.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, string(id)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrUnknownRun
+	}
+	if err != nil {
+		return nil, fmt.Errorf("approvals: read run %s: %w", id, err)
+	}
+	return r, nil
+}
+
+func loadRuns(ctx context.Context, q querier, where string, args ...any) ([]*Run, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+runColumns+` FROM runs WHERE `+where+` ORDER BY created_at, id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("approvals: read runs: %w", err)
+	}
+	defer rows.Close()
+	var out []*Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("approvals: read runs: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+const requestColumns = `id, kind, run_id, target, account, command, timeout_ns, digest, requester,
+	requested_at, expires_at, status, decided_by, decided_at, reason, consumed_at`
+
+func upsertRequest(ctx context.Context, q querier, r *Request) error {
+	_, err := q.ExecContext(ctx, `INSERT INTO requests (`+requestColumns+`)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+		ON CONFLICT(id) DO UPDATE SET status=excluded.status, decided_by=excluded.decided_by,
+			decided_at=excluded.decided_at, reason=excluded.reason, consumed_at=excluded.consumed_at`,
+		string(r.ID), r.Kind.String(), string(r.RunID), r.Target, r.Account, r.Command,
+		int64(r.Timeout), r.Digest[:], r.Requester, ns(r.RequestedAt), ns(r.ExpiresAt),
+		r.Status.String(), nullStr(r.DecidedBy), ns(r.DecidedAt), nullStr(r.Reason), ns(r.ConsumedAt))
+	if err != nil {
+		return fmt.Errorf("approvals: write request %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+func scanRequest(sc scanner) (*Request, error) {
+	var (
+		r                                          Request
+		id, kind, runID, status                    string
+		timeout                                    int64
+		digest                                     []byte
+		decidedBy, reason                          sql.NullString
+		requestedAt, expiresAt, decidedAt, consume sql.NullInt64
+	)
+	err := sc.Scan(&id, &kind, &runID, &r.Target, &r.Account, &r.Command, &timeout, &digest,
+		&r.Requester, &requestedAt, &expiresAt, &status, &decidedBy, &decidedAt, &reason, &consume)
+	if err != nil {
+		return nil, err
+	}
+	r.ID, r.RunID, r.Timeout = RequestID(id), RunID(runID), time.Duration(timeout)
+	if r.Kind, err = ParseKind(kind); err != nil {
+		return nil, err
+	}
+	if r.Status, err = ParseStatus(status); err != nil {
+		return nil, err
+	}
+	if len(digest) != len(r.Digest) {
+		return nil, fmt.Errorf("approvals: request %s has a %d-byte digest", id, len(digest))
+	}
+	copy(r.Digest[:], digest)
+	r.RequestedAt, r.ExpiresAt = fromNS(requestedAt), fromNS(expiresAt)
+	r.DecidedAt, r.ConsumedAt = fromNS(decidedAt), fromNS(consume)
+	r.DecidedBy, r.Reason = decidedBy.String, reason.String
+	return &r, nil
+}
+
+func loadRequest(ctx context.Context, q querier, id RequestID) (*Request, error) {
+	r, err := scanRequest(q.QueryRowContext(ctx, `SELECT `+requestColumns+` FROM requests WHERE id = ?`, string(id)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrUnknownRequest
+	}
+	if err != nil {
+		return nil, fmt.Errorf("approvals: read request %s: %w", id, err)
+	}
+	return r, nil
+}
+
+func loadRequests(ctx context.Context, q querier, where string, args ...any) ([]*Request, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+requestColumns+` FROM requests WHERE `+where+` ORDER BY requested_at, id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("approvals: read requests: %w", err)
+	}
+	defer rows.Close()
+	var out []*Request
+	for rows.Next() {
+		r, err := scanRequest(rows)
+		if err != nil {
+			return nil, fmt.Errorf("approvals: read requests: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}

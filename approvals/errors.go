@@ -1,0 +1,107 @@
+package approvals
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors a caller decides on. Each is distinct, each leaves the store
+// unchanged, and the gateway audits each one; compare with errors.Is.
+var (
+	// ErrUnknownValue: a closed-set name (mode, state, kind, …) is not one we know.
+	ErrUnknownValue = errors.New("approvals: unknown value")
+
+	// ErrUnknownRun: no run with that id (or token) exists.
+	ErrUnknownRun = errors.New("approvals: unknown run")
+	// ErrRunEnded: the run ended (anchor exited, closed or revoked).
+	ErrRunEnded = errors.New("approvals: run ended")
+	// ErrRunExpired: the run's approval or token expired, or its action
+	// budget is used up.
+	ErrRunExpired = errors.New("approvals: run expired")
+	// ErrRunDenied: a reviewer denied the run.
+	ErrRunDenied = errors.New("approvals: run denied")
+	// ErrOutOfScope: the run is approved only for other targets/accounts.
+	ErrOutOfScope = errors.New("approvals: action outside the run's approved scope")
+
+	// ErrMalformedToken: the string is not a run or reviewer token at all.
+	ErrMalformedToken = errors.New("approvals: malformed token")
+	// ErrWrongToken: a well-formed token that does not match.
+	ErrWrongToken = errors.New("approvals: wrong token")
+	// ErrTokenExpired: the token matched but has expired.
+	ErrTokenExpired = errors.New("approvals: token expired")
+
+	// ErrUnknownRequest: no approval request with that id exists.
+	ErrUnknownRequest = errors.New("approvals: unknown approval request")
+	// ErrAlreadyDecided: the request was already approved, denied or expired.
+	ErrAlreadyDecided = errors.New("approvals: approval request already decided")
+	// ErrRequestExpired: the decision arrived after the request's deadline.
+	ErrRequestExpired = errors.New("approvals: approval request expired")
+
+	// ErrBadTTL: a TTL is zero or negative.
+	ErrBadTTL = errors.New("approvals: ttl must be positive")
+	// ErrTTLOverCap: a TTL exceeds the configured maximum.
+	ErrTTLOverCap = errors.New("approvals: ttl over the maximum")
+	// ErrTTLForCall: a TTL was given for a call approval, which is used once.
+	ErrTTLForCall = errors.New("approvals: ttl given for a call approval")
+	// ErrBadScope: a run approval's limits are invalid (negative max
+	// actions, empty target in the scope).
+	ErrBadScope = errors.New("approvals: invalid run approval limits")
+	// ErrBadAction: an action has an empty target, account or command, or a
+	// non-positive timeout.
+	ErrBadAction = errors.New("approvals: invalid action")
+
+	// ErrNotReviewer: the decision does not come from a verified, enabled
+	// reviewer of this store.
+	ErrNotReviewer = errors.New("approvals: not a reviewer")
+	// ErrSelfApproval: the reviewer is the requester of the run.
+	ErrSelfApproval = errors.New("approvals: reviewer is the requester")
+	// ErrBadCredentials: unknown reviewer, wrong password or token, or a
+	// disabled account; deliberately one error for all four.
+	ErrBadCredentials = errors.New("approvals: bad reviewer credentials")
+	// ErrReviewerExists: a reviewer of that name already exists.
+	ErrReviewerExists = errors.New("approvals: reviewer exists")
+	// ErrUnknownReviewer: an administrative call named a reviewer that does
+	// not exist (verification never returns it; see ErrBadCredentials).
+	ErrUnknownReviewer = errors.New("approvals: unknown reviewer")
+	// ErrBadReviewerName: the name is empty, too long, or has characters
+	// outside [A-Za-z0-9._-].
+	ErrBadReviewerName = errors.New("approvals: invalid reviewer name")
+	// ErrWeakPassword: the password is shorter than MinPasswordLen.
+	ErrWeakPassword = errors.New("approvals: password too short")
+
+	// ErrNoProcess: the process does not exist (or is now another process).
+	ErrNoProcess = errors.New("approvals: no such process")
+	// ErrPeerMismatch: the process at the peer's pid does not belong to the
+	// peer's uid, so the pid was reused after the peer connected.
+	ErrPeerMismatch = errors.New("approvals: peer process changed")
+	// ErrNoAnchor: no process in the caller's ancestry can anchor a run
+	// (every ancestor is a shell or wrapper up to pid 1).
+	ErrNoAnchor = errors.New("approvals: no anchor process")
+	// ErrNotAncestor: the run's anchor is neither the caller nor one of its
+	// ancestors.
+	ErrNotAncestor = errors.New("approvals: anchor is not the caller or its ancestor")
+	// ErrRemoteRun / ErrLocalRun: the operation needs the other kind of run.
+	ErrRemoteRun = errors.New("approvals: run is remote")
+	ErrLocalRun  = errors.New("approvals: run is local")
+
+	// ErrEventNotRecorded: the event sink failed, so the state change did
+	// not take effect (fail closed).
+	ErrEventNotRecorded = errors.New("approvals: event not recorded")
+	// ErrClosed: the store is closed.
+	ErrClosed = errors.New("approvals: store closed")
+)
+
+// eventError wraps a sink failure so that both ErrEventNotRecorded and the
+// sink's own error match errors.Is.
+type eventError struct {
+	kind EventKind
+	err  error
+}
+
+func (e *eventError) Error() string {
+	return fmt.Sprintf("approvals: record %s: %v", e.kind, e.err)
+}
+
+func (e *eventError) Is(target error) bool { return target == ErrEventNotRecorded }
+
+func (e *eventError) Unwrap() error { return e.err }

@@ -1,0 +1,142 @@
+package approvals
+
+import (
+	"context"
+	"fmt"
+	"path"
+)
+
+// Peer is a local caller as the kernel reports it for the gateway's Unix
+// socket (SO_PEERCRED): process id, effective uid and gid at connect time.
+type Peer struct {
+	PID int
+	UID int
+	GID int
+}
+
+// ProcessID names one process over time. The kernel reuses pids; the start
+// time (clock ticks after boot, /proc/PID/stat field 22) tells a new process
+// at an old pid apart, so a run anchored on one can never pass to the other.
+type ProcessID struct {
+	PID       int    `json:"pid"`
+	StartTime uint64 `json:"start_time"`
+}
+
+func (id ProcessID) String() string { return fmt.Sprintf("%d@%d", id.PID, id.StartTime) }
+
+// ProcStat is the cheap part of a process: what the chain walk needs.
+type ProcStat struct {
+	ID   ProcessID `json:"id"`
+	PPID int       `json:"ppid"`
+	// UID is the effective uid (what SO_PEERCRED reports).
+	UID int `json:"uid"`
+	// Comm is the kernel's short name (/proc/PID/comm, up to 15 bytes; the
+	// process can change it).
+	Comm string `json:"comm"`
+	// Exe is the executable's path, empty when the gateway may not read it
+	// (another user's process without CAP_SYS_PTRACE).
+	Exe string `json:"exe,omitempty"`
+}
+
+// name is what the wrapper rule matches: the executable's base name when
+// known, else the comm.
+func (p ProcStat) name() string {
+	if p.Exe != "" {
+		return path.Base(p.Exe)
+	}
+	return p.Comm
+}
+
+// Process is what a reviewer sees of an anchor process.
+type Process struct {
+	ProcStat
+	GID  int    `json:"gid"`
+	User string `json:"user"`
+	// ExeSHA256 is the hex SHA-256 of the running executable's file (read
+	// through /proc/PID/exe, so a replaced path does not fool it).
+	ExeSHA256 string   `json:"exe_sha256,omitempty"`
+	Argv      []string `json:"argv"`
+	Cwd       string   `json:"cwd,omitempty"`
+	// Chain is the parent chain from the anchor's parent up to pid 1.
+	Chain []ProcStat `json:"chain,omitempty"`
+}
+
+// Inspector reads processes. The store uses it to identify local callers
+// and to learn when an anchor exits; ProcFS is the real one, tests inject
+// fakes for pid reuse and deaths on demand.
+type Inspector interface {
+	// Stat reads one process. A process that does not exist, or is a
+	// zombie, is an error wrapping ErrNoProcess.
+	Stat(pid int) (ProcStat, error)
+	// Describe reads what a reviewer sees of id (without Chain). If pid is
+	// now another process (other start time) it fails with ErrNoProcess.
+	Describe(id ProcessID) (Process, error)
+	// Wait blocks until the process id has exited (or its pid belongs to a
+	// newer process) and returns nil, or returns ctx.Err() once ctx is done.
+	Wait(ctx context.Context, id ProcessID) error
+}
+
+// DefaultTransparent is the default set of executable names that never
+// anchor a run: shells and wrappers an agent runs tools through, so that a
+// fresh shell per tool call is still one run.
+var DefaultTransparent = []string{
+	"sh", "bash", "dash", "zsh", "fish", "env", "timeout", "nice", "nohup", "setsid", "stdbuf", "xargs",
+}
+
+// maxChain bounds the parent walk (pid_max is 2^22, real chains are short).
+const maxChain = 1024
+
+// chain returns the caller's process and its ancestors up to pid 1.
+// Every parent must have started no later than its child: a parent pid
+// reused by a newer process breaks the chain instead of lending its place.
+func chain(insp Inspector, peer Peer) ([]ProcStat, error) {
+	self, err := insp.Stat(peer.PID)
+	if err != nil {
+		return nil, err
+	}
+	if self.UID != peer.UID {
+		return nil, ErrPeerMismatch
+	}
+	c := []ProcStat{self}
+	for cur := self; cur.PPID > 0; {
+		if len(c) == maxChain {
+			return nil, fmt.Errorf("approvals: process chain longer than %d: %w", maxChain, ErrNoProcess)
+		}
+		p, err := insp.Stat(cur.PPID)
+		if err != nil {
+			return nil, fmt.Errorf("approvals: parent of pid %d: %w", cur.ID.PID, err)
+		}
+		if p.ID.StartTime > cur.ID.StartTime {
+			return nil, fmt.Errorf("approvals: parent pid %d was reused: %w", p.ID.PID, ErrNoProcess)
+		}
+		c = append(c, p)
+		cur = p
+	}
+	return c, nil
+}
+
+// heuristicAnchor returns the index in c (a chain from chain) of the
+// nearest strict ancestor of the caller that is not transparent and is not
+// pid 1 (init would make every process on the host one run).
+func heuristicAnchor(c []ProcStat, transparent map[string]bool) (int, error) {
+	for i := 1; i < len(c); i++ {
+		if c[i].ID.PID == 1 {
+			break
+		}
+		if !transparent[c[i].name()] {
+			return i, nil
+		}
+	}
+	return 0, ErrNoAnchor
+}
+
+// admits reports whether anchor is the caller (c[0]) or one of its
+// ancestors, pid and start time both.
+func admits(c []ProcStat, anchor ProcessID) bool {
+	for _, p := range c {
+		if p.ID == anchor {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,375 @@
+package approvals
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"database/sql"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/argon2"
+)
+
+// Argon2Params are argon2id parameters (RFC 9106).
+type Argon2Params struct {
+	Time      uint32 // passes
+	MemoryKiB uint32
+	Threads   uint8
+}
+
+// DefaultArgon2 is RFC 9106 §4's second recommended option (t=3,
+// m=64 MiB, p=4), about 0.1–0.3 s per verification on one core. Verifying
+// costs 64 MiB of memory for that time, so Accounts lets at most
+// maxConcurrentVerify run at once.
+var DefaultArgon2 = Argon2Params{Time: 3, MemoryKiB: 64 * 1024, Threads: 4}
+
+const (
+	argonSaltLen = 16 // RFC 9106 §3.1: 128 bits
+	argonKeyLen  = 32
+
+	// MinPasswordLen and maxPasswordLen bound reviewer passwords (bytes).
+	MinPasswordLen = 12
+	maxPasswordLen = 1024
+	maxNameLen     = 64
+
+	maxConcurrentVerify = 2
+)
+
+// Reviewer is a verified reviewer: the only principal that can decide
+// approval requests or revoke runs. The only ways to get one are
+// Accounts.Verify (name and password) and Accounts.VerifyToken (a reviewer
+// API token); no run, run token or process converts into one. The zero
+// Reviewer decides nothing (ErrNotReviewer).
+type Reviewer struct {
+	name     string
+	accounts *Accounts
+}
+
+// Name returns the reviewer's account name.
+func (r Reviewer) Name() string { return r.name }
+
+// ReviewerInfo is an account as listed for operators.
+type ReviewerInfo struct {
+	Name      string    `json:"name"`
+	Enabled   bool      `json:"enabled"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Accounts are the reviewer accounts in the state database: name, argon2id
+// password hash with a per-user salt (PHC string format), enabled flag, and
+// hashed API tokens. Passwords are never stored or logged.
+type Accounts struct {
+	db     *sql.DB
+	params Argon2Params
+	now    func() time.Time
+	owned  bool   // Close closes db
+	dummy  string // a hash to verify unknown names against
+	sem    chan struct{}
+}
+
+// OpenAccounts opens the reviewer accounts of a state database without
+// starting a Store, for offline administration (airlock reviewer add). It
+// is safe to use while a gateway has the same file open.
+func OpenAccounts(ctx context.Context, path string, params Argon2Params) (*Accounts, error) {
+	db, err := openDB(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	return newAccounts(db, params, time.Now, true), nil
+}
+
+func newAccounts(db *sql.DB, p Argon2Params, now func() time.Time, owned bool) *Accounts {
+	if p == (Argon2Params{}) {
+		p = DefaultArgon2
+	}
+	a := &Accounts{db: db, params: p, now: now, owned: owned, sem: make(chan struct{}, maxConcurrentVerify)}
+	a.dummy = hashPassword([]byte("airlock dummy password"), p)
+	return a
+}
+
+// Close closes the database if OpenAccounts opened it; an Accounts from
+// Store.Accounts is closed with its Store.
+func (a *Accounts) Close() error {
+	if a.owned {
+		return a.db.Close()
+	}
+	return nil
+}
+
+func validName(n string) bool {
+	if n == "" || len(n) > maxNameLen {
+		return false
+	}
+	for _, c := range []byte(n) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func checkPassword(p Secret) error {
+	if len(p.s) < MinPasswordLen {
+		return ErrWeakPassword
+	}
+	if len(p.s) > maxPasswordLen {
+		return fmt.Errorf("approvals: password longer than %d bytes: %w", maxPasswordLen, ErrWeakPassword)
+	}
+	return nil
+}
+
+// Add creates an enabled reviewer. Names are 1–64 characters of
+// [A-Za-z0-9._-]; passwords at least MinPasswordLen bytes.
+func (a *Accounts) Add(ctx context.Context, name string, password Secret) error {
+	if !validName(name) {
+		return ErrBadReviewerName
+	}
+	if err := checkPassword(password); err != nil {
+		return err
+	}
+	h := hashPassword([]byte(password.s), a.params)
+	res, err := a.db.ExecContext(ctx, `INSERT INTO reviewers (name, hash, enabled, created_at)
+		VALUES (?, ?, 1, ?) ON CONFLICT(name) DO NOTHING`, name, h, a.now().UnixNano())
+	if err != nil {
+		return fmt.Errorf("approvals: add reviewer: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrReviewerExists
+	}
+	return nil
+}
+
+// SetPassword replaces a reviewer's password (and salt).
+func (a *Accounts) SetPassword(ctx context.Context, name string, password Secret) error {
+	if err := checkPassword(password); err != nil {
+		return err
+	}
+	return a.update(ctx, `UPDATE reviewers SET hash = ? WHERE name = ?`, hashPassword([]byte(password.s), a.params), name)
+}
+
+// SetEnabled enables or disables a reviewer. A disabled reviewer cannot
+// log in, its tokens stop working, and a Reviewer it already holds can no
+// longer decide.
+func (a *Accounts) SetEnabled(ctx context.Context, name string, enabled bool) error {
+	return a.update(ctx, `UPDATE reviewers SET enabled = ? WHERE name = ?`, enabled, name)
+}
+
+func (a *Accounts) update(ctx context.Context, q string, args ...any) error {
+	res, err := a.db.ExecContext(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("approvals: update reviewer: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrUnknownReviewer
+	}
+	return nil
+}
+
+// List returns every reviewer account by name.
+func (a *Accounts) List(ctx context.Context) ([]ReviewerInfo, error) {
+	rows, err := a.db.QueryContext(ctx, `SELECT name, enabled, created_at FROM reviewers ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("approvals: list reviewers: %w", err)
+	}
+	defer rows.Close()
+	var out []ReviewerInfo
+	for rows.Next() {
+		var ri ReviewerInfo
+		var created int64
+		if err := rows.Scan(&ri.Name, &ri.Enabled, &created); err != nil {
+			return nil, fmt.Errorf("approvals: list reviewers: %w", err)
+		}
+		ri.CreatedAt = time.Unix(0, created)
+		out = append(out, ri)
+	}
+	return out, rows.Err()
+}
+
+// Verify checks a reviewer's name and password. Every failure — unknown
+// name, wrong password, disabled account — is ErrBadCredentials and costs
+// one argon2id computation, so timing does not tell which.
+func (a *Accounts) Verify(ctx context.Context, name string, password Secret) (Reviewer, error) {
+	select {
+	case a.sem <- struct{}{}:
+	case <-ctx.Done():
+		return Reviewer{}, ctx.Err()
+	}
+	defer func() { <-a.sem }()
+	stored, enabled := a.dummy, false
+	var known bool
+	if validName(name) {
+		err := a.db.QueryRowContext(ctx, `SELECT hash, enabled FROM reviewers WHERE name = ?`, name).Scan(&stored, &enabled)
+		switch {
+		case err == nil:
+			known = true
+		case errors.Is(err, sql.ErrNoRows):
+			stored = a.dummy
+		default:
+			return Reviewer{}, fmt.Errorf("approvals: read reviewer: %w", err)
+		}
+	}
+	ok := verifyPassword([]byte(password.s), stored)
+	if !known || !enabled || !ok {
+		return Reviewer{}, ErrBadCredentials
+	}
+	return Reviewer{name: name, accounts: a}, nil
+}
+
+// IssueToken creates an API token for a reviewer (for scripts and the
+// reviewer CLI), valid for ttl. It is returned once and stored hashed.
+func (a *Accounts) IssueToken(ctx context.Context, name string, ttl time.Duration) (Secret, error) {
+	if ttl <= 0 {
+		return Secret{}, ErrBadTTL
+	}
+	id := newID("")
+	tok, hash := newToken(reviewerTokenPrefix, id)
+	now := a.now()
+	_, err := a.db.ExecContext(ctx, `INSERT INTO reviewer_tokens (id, name, hash, created_at, expires_at)
+		SELECT ?, name, ?, ?, ? FROM reviewers WHERE name = ?`,
+		id, hash[:], now.UnixNano(), now.Add(ttl).UnixNano(), name)
+	if err != nil {
+		return Secret{}, fmt.Errorf("approvals: issue token: %w", err)
+	}
+	var n int
+	if err := a.db.QueryRowContext(ctx, `SELECT count(*) FROM reviewer_tokens WHERE id = ?`, id).Scan(&n); err != nil || n == 0 {
+		return Secret{}, ErrUnknownReviewer
+	}
+	return tok, nil
+}
+
+// VerifyToken checks a reviewer API token: ErrMalformedToken if it is not
+// one (a run token is not), ErrBadCredentials if it does not match, is
+// expired, or its account is disabled.
+func (a *Accounts) VerifyToken(ctx context.Context, token Secret) (Reviewer, error) {
+	id, hash, err := parseToken(reviewerTokenPrefix, token)
+	if err != nil {
+		return Reviewer{}, err
+	}
+	var (
+		name    string
+		stored  []byte
+		expires int64
+		enabled bool
+	)
+	err = a.db.QueryRowContext(ctx, `SELECT t.name, t.hash, t.expires_at, r.enabled
+		FROM reviewer_tokens t JOIN reviewers r ON r.name = t.name WHERE t.id = ?`, id).
+		Scan(&name, &stored, &expires, &enabled)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Reviewer{}, ErrBadCredentials
+	}
+	if err != nil {
+		return Reviewer{}, fmt.Errorf("approvals: read token: %w", err)
+	}
+	if !equalHash(stored, hash[:]) || !enabled || !a.now().Before(time.Unix(0, expires)) {
+		return Reviewer{}, ErrBadCredentials
+	}
+	return Reviewer{name: name, accounts: a}, nil
+}
+
+// enabled reports whether a reviewer account exists and is enabled.
+func (a *Accounts) enabled(ctx context.Context, name string) (bool, error) {
+	var on bool
+	err := a.db.QueryRowContext(ctx, `SELECT enabled FROM reviewers WHERE name = ?`, name).Scan(&on)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return on, err
+}
+
+// checkReviewer accepts only a Reviewer verified by this store's accounts
+// and still enabled. Called with s.mu held.
+func (s *Store) checkReviewer(ctx context.Context, rv Reviewer) error {
+	if rv.accounts != s.accounts || rv.name == "" {
+		return ErrNotReviewer
+	}
+	on, err := s.accounts.enabled(ctx, rv.name)
+	if err != nil {
+		return fmt.Errorf("approvals: read reviewer: %w", err)
+	}
+	if !on {
+		return ErrNotReviewer
+	}
+	return nil
+}
+
+// hashPassword returns the PHC string
+// $argon2id$v=19$m=MEM,t=TIME,p=THREADS$SALT$HASH (unpadded base64).
+func hashPassword(pw []byte, p Argon2Params) string {
+	salt := make([]byte, argonSaltLen)
+	rand.Read(salt)
+	key := argon2.IDKey(pw, salt, p.Time, p.MemoryKiB, p.Threads, argonKeyLen)
+	b64 := base64.RawStdEncoding
+	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s",
+		argon2.Version, p.MemoryKiB, p.Time, p.Threads, b64.EncodeToString(salt), b64.EncodeToString(key))
+}
+
+// verifyPassword recomputes the hash with the stored parameters and salt
+// and compares in constant time.
+func verifyPassword(pw []byte, phc string) bool {
+	p, salt, key, err := parsePHC(phc)
+	if err != nil {
+		return false
+	}
+	got := argon2.IDKey(pw, salt, p.Time, p.MemoryKiB, p.Threads, uint32(len(key)))
+	return subtle.ConstantTimeCompare(got, key) == 1
+}
+
+// Bounds a stored hash must respect, so a damaged or hostile row cannot
+// make verification allocate without limit.
+const (
+	maxArgonMemoryKiB = 4 << 20 // 4 GiB
+	maxArgonTime      = 64
+)
+
+var errBadPHC = errors.New("approvals: malformed password hash")
+
+// parsePHC parses what hashPassword writes, and nothing else.
+func parsePHC(s string) (Argon2Params, []byte, []byte, error) {
+	var p Argon2Params
+	parts := strings.Split(s, "$")
+	if len(parts) != 6 || parts[0] != "" || parts[1] != "argon2id" || parts[2] != "v="+strconv.Itoa(argon2.Version) {
+		return p, nil, nil, errBadPHC
+	}
+	var m, t, th uint64
+	fields := strings.Split(parts[3], ",")
+	if len(fields) != 3 {
+		return p, nil, nil, errBadPHC
+	}
+	for i, f := range fields {
+		k, v, ok := strings.Cut(f, "=")
+		want := [...]string{"m", "t", "p"}[i]
+		if !ok || k != want || v == "" || v[0] == '0' || v[0] == '+' {
+			return p, nil, nil, errBadPHC
+		}
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil {
+			return p, nil, nil, errBadPHC
+		}
+		switch i {
+		case 0:
+			m = n
+		case 1:
+			t = n
+		case 2:
+			th = n
+		}
+	}
+	if m > maxArgonMemoryKiB || t > maxArgonTime || th > 255 || th == 0 || m < 8*th {
+		return p, nil, nil, errBadPHC
+	}
+	b64 := base64.RawStdEncoding.Strict()
+	salt, err := b64.DecodeString(parts[4])
+	if err != nil || len(salt) < 8 {
+		return p, nil, nil, errBadPHC
+	}
+	key, err := b64.DecodeString(parts[5])
+	if err != nil || len(key) < 16 || len(key) > 64 {
+		return p, nil, nil, errBadPHC
+	}
+	return Argon2Params{Time: uint32(t), MemoryKiB: uint32(m), Threads: uint8(th)}, salt, key, nil
+}

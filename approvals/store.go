@@ -1,0 +1,547 @@
+package approvals
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Defaults of Options, as in the contract's approval block.
+const (
+	DefaultApprovalTimeout = 120 * time.Second
+	DefaultRunTTL          = time.Hour
+	DefaultMaxRunTTL       = 8 * time.Hour
+)
+
+// How long a timer-driven change may take to record, and how soon it is
+// retried when the sink refuses it.
+const (
+	eventTimeout  = 10 * time.Second
+	retryInterval = 5 * time.Second
+)
+
+// Options configure a Store. Path and Sink are required.
+type Options struct {
+	// Path is the state database file (state.db in the state directory).
+	Path string
+	// Sink receives every state change; see EventSink for the failure rule.
+	Sink EventSink
+	// Policy gives the mode of each target account.
+	Policy Policy
+	// ApprovalTimeout is how long a request waits for a decision
+	// (approval.timeout; zero means DefaultApprovalTimeout).
+	ApprovalTimeout time.Duration
+	// RunTTL is the default TTL of a run approval and of a remote run's
+	// token (approval.run_ttl; zero means DefaultRunTTL).
+	RunTTL time.Duration
+	// MaxRunTTL caps every TTL (approval.max_run_ttl; zero means
+	// DefaultMaxRunTTL).
+	MaxRunTTL time.Duration
+	// Transparent lists executable names that never anchor a run; nil means
+	// DefaultTransparent.
+	Transparent []string
+	// Inspector reads processes; nil means &ProcFS{}.
+	Inspector Inspector
+	// Clock drives expiry; nil means SystemClock{}.
+	Clock Clock
+	// Logger gets what cannot be returned (a timer's event that failed to
+	// record); nil discards.
+	Logger hclog.Logger
+	// Argon2 are the parameters for new reviewer password hashes; the zero
+	// value means DefaultArgon2.
+	Argon2 Argon2Params
+}
+
+// Store holds runs, approval requests and decisions, and reviewer accounts.
+// All methods are safe for concurrent use.
+type Store struct {
+	db          *sql.DB
+	accounts    *Accounts
+	sink        EventSink
+	policy      Policy
+	timeout     time.Duration
+	runTTL      time.Duration
+	maxRunTTL   time.Duration
+	transparent map[string]bool
+	insp        Inspector
+	clock       Clock
+	log         hclog.Logger
+
+	ctx    context.Context // cancelled by Close: stops watchers
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // anchor watchers
+
+	mu      sync.Mutex
+	closed  bool
+	waits   map[RequestID]*waitSet
+	runReq  map[RunID]RequestID // the pending run request of a run
+	anchors map[ProcessID]anchorEntry
+	timers  map[string]func() bool
+}
+
+type anchorEntry struct {
+	run      RunID
+	explicit bool
+}
+
+// waitSet is a pending request and everyone waiting for it. done is closed
+// once, under Store.mu, after the outcome fields are set.
+type waitSet struct {
+	req    *Request
+	done   chan struct{}
+	status Status
+}
+
+// Open opens the state database and recovers: pending requests are ended
+// as expired, runs whose anchor is gone are ended, expired approvals and
+// tokens are ended, and live anchors are watched again. Each of these is
+// recorded through Sink; if one cannot be, Open fails.
+func Open(ctx context.Context, o Options) (*Store, error) {
+	if o.Sink == nil {
+		return nil, errors.New("approvals: Options.Sink is required")
+	}
+	if err := o.Policy.validate(); err != nil {
+		return nil, err
+	}
+	s := &Store{
+		sink: o.Sink, policy: o.Policy, timeout: o.ApprovalTimeout, runTTL: o.RunTTL,
+		maxRunTTL: o.MaxRunTTL, insp: o.Inspector, clock: o.Clock, log: o.Logger,
+		transparent: make(map[string]bool),
+		waits:       make(map[RequestID]*waitSet), runReq: make(map[RunID]RequestID),
+		anchors: make(map[ProcessID]anchorEntry), timers: make(map[string]func() bool),
+	}
+	if s.timeout == 0 {
+		s.timeout = DefaultApprovalTimeout
+	}
+	if s.runTTL == 0 {
+		s.runTTL = DefaultRunTTL
+	}
+	if s.maxRunTTL == 0 {
+		s.maxRunTTL = DefaultMaxRunTTL
+	}
+	if s.timeout < 0 || s.runTTL < 0 || s.maxRunTTL < 0 {
+		return nil, fmt.Errorf("approvals: negative timeout or ttl in options: %w", ErrBadTTL)
+	}
+	if s.runTTL > s.maxRunTTL {
+		return nil, fmt.Errorf("approvals: run_ttl %v over max_run_ttl %v: %w", s.runTTL, s.maxRunTTL, ErrTTLOverCap)
+	}
+	transparent := o.Transparent
+	if transparent == nil {
+		transparent = DefaultTransparent
+	}
+	for _, n := range transparent {
+		s.transparent[n] = true
+	}
+	if s.insp == nil {
+		s.insp = &ProcFS{}
+	}
+	if s.clock == nil {
+		s.clock = SystemClock{}
+	}
+	if s.log == nil {
+		s.log = hclog.NewNullLogger()
+	}
+	s.log = s.log.Named("approvals")
+	db, err := openDB(ctx, o.Path)
+	if err != nil {
+		return nil, err
+	}
+	s.db = db
+	s.accounts = newAccounts(db, o.Argon2, s.clock.Now, false)
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.mu.Lock()
+	err = s.recover(ctx)
+	s.mu.Unlock()
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close stops timers and anchor watchers, wakes every waiter (their
+// Authorize returns ErrClosed), and closes the database. Requests still
+// pending stay pending in the database and are expired at the next Open.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	for _, stop := range s.timers {
+		stop()
+	}
+	for id, w := range s.waits {
+		close(w.done)
+		delete(s.waits, id)
+	}
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	return s.db.Close()
+}
+
+// Accounts returns the reviewer accounts kept in the store's database.
+func (s *Store) Accounts() *Accounts { return s.accounts }
+
+func (s *Store) lock() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+// commit writes runs and requests in one transaction, records events in
+// order, and commits only if all were recorded. Called with s.mu held.
+func (s *Store) commit(ctx context.Context, runs []*Run, reqs []*Request, events []Event) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("approvals: begin: %w", err)
+	}
+	defer tx.Rollback()
+	for _, r := range runs {
+		if err := upsertRun(ctx, tx, r); err != nil {
+			return err
+		}
+	}
+	for _, q := range reqs {
+		if err := upsertRequest(ctx, tx, q); err != nil {
+			return err
+		}
+	}
+	for _, e := range events {
+		if err := s.sink.Record(ctx, e); err != nil {
+			return &eventError{kind: e.Kind, err: err}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("approvals: commit: %w", err)
+	}
+	return nil
+}
+
+// schedule arranges for f to run (under s.mu) after d, replacing any timer
+// of the same key. If f fails — the sink refused its event — it is retried.
+// Called with s.mu held.
+func (s *Store) schedule(key string, d time.Duration, f func(ctx context.Context) error) {
+	if stop, ok := s.timers[key]; ok {
+		stop()
+	}
+	s.timers[key] = s.clock.AfterFunc(d, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.closed {
+			return
+		}
+		delete(s.timers, key)
+		ctx, cancel := context.WithTimeout(s.ctx, eventTimeout)
+		defer cancel()
+		if err := f(ctx); err != nil {
+			s.log.Error("state change not recorded; will retry", "change", key, "error", err, "retry_in", retryInterval)
+			s.schedule(key, retryInterval, f)
+		}
+	})
+}
+
+func (s *Store) unschedule(key string) {
+	if stop, ok := s.timers[key]; ok {
+		stop()
+		delete(s.timers, key)
+	}
+}
+
+// recover runs at Open, with s.mu held.
+func (s *Store) recover(ctx context.Context) error {
+	now := s.clock.Now()
+	pending, err := loadRequests(ctx, s.db, "status = ?", StatusPending.String())
+	if err != nil {
+		return err
+	}
+	for _, q := range pending {
+		r, err := loadRun(ctx, s.db, q.RunID)
+		if err != nil {
+			return err
+		}
+		q.Status, q.DecidedAt, q.Reason = StatusExpired, now, "gateway restarted"
+		ev := Event{Kind: EventApprovalDecided, Time: now, Run: *r, Request: q}
+		if err := s.commit(ctx, nil, []*Request{q}, []Event{ev}); err != nil {
+			return fmt.Errorf("approvals: expire request %s at start-up: %w", q.ID, err)
+		}
+	}
+	runs, err := loadRuns(ctx, s.db, "state IN (?, ?) OR (anchor_pid IS NOT NULL AND anchor_gone = 0)",
+		RunPending.String(), RunApproved.String())
+	if err != nil {
+		return err
+	}
+	for _, r := range runs {
+		if r.Local() && !r.anchorGone {
+			if !s.alive(r.Anchor.ID) {
+				if err := s.anchorExited(ctx, r); err != nil {
+					return fmt.Errorf("approvals: end run %s at start-up: %w", r.ID, err)
+				}
+				continue
+			}
+			// A live anchor keeps even a denied or expired run, so that the
+			// process stays refused rather than getting a fresh run.
+			s.anchors[r.Anchor.ID] = anchorEntry{run: r.ID, explicit: r.Explicit}
+			s.watch(r.Anchor.ID)
+		}
+		if r.State.Terminal() {
+			continue
+		}
+		if err := s.expireIfDue(ctx, r, now); err != nil {
+			if isRunStateErr(err) {
+				continue
+			}
+			return fmt.Errorf("approvals: expire run %s at start-up: %w", r.ID, err)
+		}
+		s.scheduleRun(r)
+	}
+	return nil
+}
+
+// alive reports whether id is still running (same pid, same start time).
+func (s *Store) alive(id ProcessID) bool {
+	st, err := s.insp.Stat(id.PID)
+	return err == nil && st.ID == id
+}
+
+// watch starts the goroutine that ends id's run when id exits. Called with
+// s.mu held and the store open.
+func (s *Store) watch(id ProcessID) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := s.insp.Wait(s.ctx, id); err != nil {
+			if s.ctx.Err() == nil {
+				s.log.Error("cannot watch anchor process; its run ends on its next use", "process", id, "error", err)
+			}
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.closed {
+			return
+		}
+		e, ok := s.anchors[id]
+		if !ok {
+			return
+		}
+		delete(s.anchors, id)
+		f := func(ctx context.Context) error {
+			r, err := loadRun(ctx, s.db, e.run)
+			if err != nil {
+				return err
+			}
+			if r.anchorGone {
+				return nil
+			}
+			return s.anchorExited(ctx, r)
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, eventTimeout)
+		defer cancel()
+		if err := f(ctx); err != nil {
+			s.log.Error("run end not recorded; will retry", "run", e.run, "error", err)
+			s.schedule("anchor:"+string(e.run), retryInterval, f)
+		}
+	}()
+}
+
+// anchorExited records that r's anchor is gone, ending r if it was live.
+func (s *Store) anchorExited(ctx context.Context, r *Run) error {
+	if r.State.Terminal() {
+		r = r.clone()
+		r.anchorGone = true
+		return s.commit(ctx, []*Run{r}, nil, nil)
+	}
+	return s.endRun(ctx, r, EndAnchorExited, "", "")
+}
+
+// endRun moves r to ended or expired for reason, expiring its pending
+// requests. Called with s.mu held; on error nothing changed.
+func (s *Store) endRun(ctx context.Context, r *Run, reason EndReason, by, note string) error {
+	now := s.clock.Now()
+	r = r.clone()
+	r.State, r.EndedAt, r.EndReason, r.EndedBy, r.EndNote = reason.state(), now, reason, by, note
+	if reason == EndAnchorExited {
+		r.anchorGone = true
+	}
+	var reqs []*Request
+	var events []Event
+	for _, w := range s.waits {
+		if w.req.RunID != r.ID {
+			continue
+		}
+		q := *w.req
+		q.Status, q.DecidedAt, q.Reason = StatusExpired, now, "run "+r.State.String()+": "+reason.String()
+		reqs = append(reqs, &q)
+		events = append(events, Event{Kind: EventApprovalDecided, Time: now, Run: *r, Request: &q})
+	}
+	events = append(events, Event{Kind: EventRunEnded, Time: now, Run: *r})
+	if err := s.commit(ctx, []*Run{r}, reqs, events); err != nil {
+		return err
+	}
+	for _, q := range reqs {
+		s.finish(q, StatusExpired)
+	}
+	s.unschedule("run:" + string(r.ID))
+	s.unschedule("token:" + string(r.ID))
+	if reason == EndAnchorExited {
+		delete(s.anchors, r.Anchor.ID)
+	}
+	return nil
+}
+
+// finish wakes the waiters of q after its final state was committed.
+func (s *Store) finish(q *Request, st Status) {
+	w, ok := s.waits[q.ID]
+	if !ok {
+		return
+	}
+	w.req, w.status = q, st
+	close(w.done)
+	delete(s.waits, q.ID)
+	if s.runReq[q.RunID] == q.ID {
+		delete(s.runReq, q.RunID)
+	}
+	s.unschedule("req:" + string(q.ID))
+}
+
+// scheduleRun sets the timers that expire r: its approval's TTL and its
+// token's expiry. Called with s.mu held.
+func (s *Store) scheduleRun(r *Run) {
+	now := s.clock.Now()
+	if r.State == RunApproved && !r.ExpiresAt.IsZero() {
+		id := r.ID
+		s.schedule("run:"+string(id), r.ExpiresAt.Sub(now), func(ctx context.Context) error {
+			return s.expireByID(ctx, id)
+		})
+	}
+	if !r.State.Terminal() && !r.TokenExpiresAt.IsZero() {
+		id := r.ID
+		s.schedule("token:"+string(id), r.TokenExpiresAt.Sub(now), func(ctx context.Context) error {
+			return s.expireByID(ctx, id)
+		})
+	}
+}
+
+func (s *Store) expireByID(ctx context.Context, id RunID) error {
+	r, err := loadRun(ctx, s.db, id)
+	if err != nil {
+		return err
+	}
+	if err := s.expireIfDue(ctx, r, s.clock.Now()); err != nil && !isRunStateErr(err) {
+		return err
+	}
+	return nil
+}
+
+// expireIfDue ends r if its token or approval has expired at now, and
+// returns the run-state error the caller should see (nil if r is usable).
+func (s *Store) expireIfDue(ctx context.Context, r *Run, now time.Time) error {
+	if r.State.Terminal() {
+		return stateErr(r)
+	}
+	reason := EndReason(0)
+	switch {
+	case !r.TokenExpiresAt.IsZero() && !now.Before(r.TokenExpiresAt):
+		reason = EndTokenExpired
+	case r.State == RunApproved && !now.Before(r.ExpiresAt):
+		reason = EndTTL
+	default:
+		return nil
+	}
+	if err := s.endRun(ctx, r, reason, "", ""); err != nil {
+		return err
+	}
+	return ErrRunExpired
+}
+
+// stateErr is the error for an action in terminal run r.
+func stateErr(r *Run) error {
+	switch r.State {
+	case RunDenied:
+		return ErrRunDenied
+	case RunEnded:
+		return ErrRunEnded
+	case RunExpired:
+		return ErrRunExpired
+	}
+	return nil
+}
+
+func isRunStateErr(err error) bool {
+	return errors.Is(err, ErrRunDenied) || errors.Is(err, ErrRunEnded) || errors.Is(err, ErrRunExpired)
+}
+
+// Run returns one run.
+func (s *Store) Run(ctx context.Context, id RunID) (Run, error) {
+	if err := s.lock(); err != nil {
+		return Run{}, err
+	}
+	defer s.mu.Unlock()
+	r, err := loadRun(ctx, s.db, id)
+	if err != nil {
+		return Run{}, err
+	}
+	return *r, nil
+}
+
+// Runs returns the runs that are pending or approved, oldest first.
+func (s *Store) Runs(ctx context.Context) ([]Run, error) {
+	if err := s.lock(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	rs, err := loadRuns(ctx, s.db, "state IN (?, ?)", RunPending.String(), RunApproved.String())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Run, len(rs))
+	for i, r := range rs {
+		out[i] = *r
+	}
+	return out, nil
+}
+
+// Request returns one approval request.
+func (s *Store) Request(ctx context.Context, id RequestID) (Request, error) {
+	if err := s.lock(); err != nil {
+		return Request{}, err
+	}
+	defer s.mu.Unlock()
+	q, err := loadRequest(ctx, s.db, id)
+	if err != nil {
+		return Request{}, err
+	}
+	return *q, nil
+}
+
+// Pending returns the requests waiting for a reviewer, oldest first
+// (`approvals list`).
+func (s *Store) Pending(ctx context.Context) ([]Request, error) {
+	if err := s.lock(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	out := make([]Request, 0, len(s.waits))
+	qs, err := loadRequests(ctx, s.db, "status = ?", StatusPending.String())
+	if err != nil {
+		return nil, err
+	}
+	now := s.clock.Now()
+	for _, q := range qs {
+		if now.Before(q.ExpiresAt) { // one whose timer is about to fire is not shown
+			out = append(out, *q)
+		}
+	}
+	return out, nil
+}
