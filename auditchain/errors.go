@@ -1,0 +1,55 @@
+package auditchain
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors a caller can decide on with errors.Is.
+var (
+	// ErrInvalidEntry means an entry given to Append breaks the encoding
+	// rules (unknown kind, duplicate or malformed field name, unsupported
+	// value type, a size limit). Nothing was written.
+	ErrInvalidEntry = errors.New("invalid entry")
+
+	// ErrClosed means the log was closed. Nothing was written.
+	ErrClosed = errors.New("log closed")
+
+	// ErrFailed means the log stopped accepting entries after a write or
+	// integrity failure it could not recover from; the error also wraps
+	// the cause. Reopen the log (and run Verify) before writing again.
+	ErrFailed = errors.New("log failed")
+
+	// ErrOutcomeUnknown means the caller's context ended after the writer
+	// had taken the entry: it may or may not be durable. A caller that must
+	// fail closed treats it as written-but-unconfirmed.
+	ErrOutcomeUnknown = errors.New("append outcome unknown")
+
+	// ErrInconsistent means the database does not match a checkpoint it
+	// signed earlier (entries a checkpoint vouches for are missing or
+	// different). Open refuses such a database; run Verify.
+	ErrInconsistent = errors.New("database inconsistent with its checkpoints")
+
+	// ErrMalformedLeaf means bytes are not a valid version 1 leaf.
+	ErrMalformedLeaf = errors.New("malformed leaf")
+
+	// ErrMalformedCheckpoint means bytes are not a valid checkpoint body
+	// or signed checkpoint note.
+	ErrMalformedCheckpoint = errors.New("malformed checkpoint")
+
+	// ErrNotFound means the requested entry, action or blob does not exist.
+	ErrNotFound = errors.New("not found")
+)
+
+// A KeyFileError means the checkpoint signing key file (or its directory)
+// is unsafe to use: readable or writable by others, or owned by someone
+// else. Fix says what to run. The key itself never appears in the error.
+type KeyFileError struct {
+	Path    string
+	Problem string // for example "mode 0644 allows group or world access"
+	Fix     string // for example "chmod 600 /var/lib/airlock/keys/checkpoint.key"
+}
+
+func (e *KeyFileError) Error() string {
+	return fmt.Sprintf("auditchain: unsafe key file %s: %s (fix: %s)", e.Path, e.Problem, e.Fix)
+}

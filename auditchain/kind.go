@@ -1,0 +1,97 @@
+package auditchain
+
+import "fmt"
+
+// Kind is the kind of an audit entry. The set is closed and persisted by
+// name inside every leaf: append new kinds at the end, never rename or
+// reorder them.
+type Kind uint8
+
+// The entry kinds of the contract.
+const (
+	kindInvalid Kind = iota
+	KindGatewayStarted
+	KindGatewayStopped
+	KindConfigLoaded
+	KindRunCreated
+	KindRunApproved
+	KindRunDenied
+	KindRunEnded
+	KindActionRequested
+	KindApprovalRequested
+	KindApprovalDecided
+	KindActionConnecting
+	KindActionFinished
+	KindOutputRead
+	KindTokenRotated
+	KindCheckpoint
+	kindEnd // keep last
+)
+
+var kindNames = [...]string{
+	kindInvalid:            "",
+	KindGatewayStarted:     "gateway.started",
+	KindGatewayStopped:     "gateway.stopped",
+	KindConfigLoaded:       "config.loaded",
+	KindRunCreated:         "run.created",
+	KindRunApproved:        "run.approved",
+	KindRunDenied:          "run.denied",
+	KindRunEnded:           "run.ended",
+	KindActionRequested:    "action.requested",
+	KindApprovalRequested:  "approval.requested",
+	KindApprovalDecided:    "approval.decided",
+	KindActionConnecting:   "action.connecting",
+	KindActionFinished:     "action.finished",
+	KindOutputRead:         "output.read",
+	KindTokenRotated:       "token.rotated",
+	KindCheckpoint:         "checkpoint",
+}
+
+// Kinds returns every valid kind in declaration order.
+func Kinds() []Kind {
+	ks := make([]Kind, 0, kindEnd-1)
+	for k := kindInvalid + 1; k < kindEnd; k++ {
+		ks = append(ks, k)
+	}
+	return ks
+}
+
+// Valid reports whether k is one of the declared kinds.
+func (k Kind) Valid() bool { return k > kindInvalid && k < kindEnd }
+
+// String returns the persisted name of k.
+func (k Kind) String() string {
+	if !k.Valid() {
+		return fmt.Sprintf("Kind(%d)", uint8(k))
+	}
+	return kindNames[k]
+}
+
+// MarshalText returns the persisted name; it fails for an invalid kind.
+func (k Kind) MarshalText() ([]byte, error) {
+	if !k.Valid() {
+		return nil, fmt.Errorf("auditchain: invalid kind %d", uint8(k))
+	}
+	return []byte(kindNames[k]), nil
+}
+
+// UnmarshalText parses a persisted name with [ParseKind].
+func (k *Kind) UnmarshalText(b []byte) error {
+	v, err := ParseKind(string(b))
+	if err != nil {
+		return err
+	}
+	*k = v
+	return nil
+}
+
+// ParseKind returns the kind named s. Unknown names are an error wrapping
+// [ErrInvalidEntry].
+func ParseKind(s string) (Kind, error) {
+	for k := kindInvalid + 1; k < kindEnd; k++ {
+		if kindNames[k] == s {
+			return k, nil
+		}
+	}
+	return kindInvalid, fmt.Errorf("auditchain: unknown entry kind %q: %w", s, ErrInvalidEntry)
+}

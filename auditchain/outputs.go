@@ -1,0 +1,122 @@
+package auditchain
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// DefaultMaxBlob is the output store's default per-blob cap (8 MiB, the
+// gateway's default output buffer).
+const DefaultMaxBlob = 8 << 20
+
+// An OutputStore keeps command output outside the chain: a separate SQLite
+// file, owner-only, keyed by the SHA-256 of the stored bytes. The chain
+// records only a Blob's digest, size and truncation flag, so output can be
+// withheld from readers of the log and still be checked against it.
+type OutputStore struct {
+	db      *sql.DB
+	maxBlob int
+}
+
+// OutputOptions configure an OutputStore.
+type OutputOptions struct {
+	// Path is the database file (outputs.db), created 0600. Open refuses
+	// a file that group or others can access, or another user owns
+	// (*KeyFileError, as output can hold secrets).
+	Path string
+	// MaxBlob caps one blob; longer data is cut and flagged. Zero:
+	// DefaultMaxBlob.
+	MaxBlob int
+}
+
+// A Blob describes stored output.
+type Blob struct {
+	Digest    [32]byte // SHA-256 of the stored bytes
+	Size      int64    // bytes offered to Put
+	Stored    int64    // bytes stored (Size capped at MaxBlob)
+	Truncated bool     // Stored < Size
+}
+
+// Fields returns the blob's facts as entry fields named
+// prefix_sha256, prefix_bytes, prefix_stored and prefix_truncated.
+func (b Blob) Fields(prefix string) []Field {
+	return []Field{
+		Bytes(prefix+"_sha256", b.Digest[:]),
+		Int(prefix+"_bytes", b.Size),
+		Int(prefix+"_stored", b.Stored),
+		Bool(prefix+"_truncated", b.Truncated),
+	}
+}
+
+// OpenOutputs opens (creating when missing) the output store.
+func OpenOutputs(ctx context.Context, opts OutputOptions) (*OutputStore, error) {
+	if opts.Path == "" {
+		return nil, errors.New("auditchain: OutputOptions.Path is required")
+	}
+	if opts.MaxBlob <= 0 {
+		opts.MaxBlob = DefaultMaxBlob
+	}
+	if err := os.MkdirAll(filepath.Dir(opts.Path), 0o700); err != nil {
+		return nil, fmt.Errorf("auditchain: output store: %w", err)
+	}
+	if err := createPrivateFile(opts.Path); err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(opts.Path)
+	if err != nil {
+		return nil, fmt.Errorf("auditchain: output store: %w", err)
+	}
+	if err := checkSecretFile(opts.Path, fi); err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("sqlite3", rwDSN(opts.Path))
+	if err != nil {
+		return nil, fmt.Errorf("auditchain: output store: %w", err)
+	}
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS blobs (digest BLOB PRIMARY KEY, data BLOB NOT NULL) STRICT`); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("auditchain: output store: %w", err)
+	}
+	return &OutputStore{db: db, maxBlob: opts.MaxBlob}, nil
+}
+
+// Close closes the store.
+func (s *OutputStore) Close() error { return s.db.Close() }
+
+// Put stores data (cut to the cap) durably and returns its Blob. Storing
+// the same bytes twice keeps one copy.
+func (s *OutputStore) Put(ctx context.Context, data []byte) (Blob, error) {
+	b := Blob{Size: int64(len(data))}
+	if len(data) > s.maxBlob {
+		data, b.Truncated = data[:s.maxBlob], true
+	}
+	b.Stored = int64(len(data))
+	b.Digest = sha256.Sum256(data)
+	if _, err := s.db.ExecContext(ctx, `INSERT OR IGNORE INTO blobs (digest, data) VALUES (?, ?)`, b.Digest[:], data); err != nil {
+		return Blob{}, fmt.Errorf("auditchain: store output: %w", err)
+	}
+	return b, nil
+}
+
+// Get returns the bytes with the given digest, checked against it, or an
+// error wrapping ErrNotFound.
+func (s *OutputStore) Get(ctx context.Context, digest [32]byte) ([]byte, error) {
+	var data []byte
+	err := s.db.QueryRowContext(ctx, `SELECT data FROM blobs WHERE digest = ?`, digest[:]).Scan(&data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("auditchain: output %s: %w", hex.EncodeToString(digest[:]), ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("auditchain: read output: %w", err)
+	}
+	if sha256.Sum256(data) != digest {
+		return nil, fmt.Errorf("auditchain: output %s does not match its digest", hex.EncodeToString(digest[:]))
+	}
+	return data, nil
+}

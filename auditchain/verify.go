@@ -1,0 +1,649 @@
+package auditchain
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// VerifyOptions say what to verify and what to trust.
+type VerifyOptions struct {
+	// Path is the database file. It is opened read-only.
+	Path string
+
+	// Key verifies checkpoint signatures; its name is the expected origin.
+	// Required: the key in the database's own directory proves nothing
+	// to someone who distrusts that machine, so the caller chooses it.
+	Key note.Verifier
+
+	// Trusted are signed checkpoints kept outside the database (a copy of
+	// checkpoints.log, notes a witness stored). The database must extend
+	// each of them.
+	Trusted []TrustedNote
+}
+
+// A TrustedNote is a signed checkpoint from outside the database, with a
+// label saying where it came from (for reports).
+type TrustedNote struct {
+	Source string
+	Note   []byte
+}
+
+// ReadTrustedNotes reads a checkpoint file (one or more signed notes, as
+// the log appends them) into TrustedNotes labelled "path#n".
+func ReadTrustedNotes(path string) ([]TrustedNote, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("auditchain: read checkpoints: %w", err)
+	}
+	notes, err := SplitNotes(data)
+	if err != nil {
+		return nil, fmt.Errorf("auditchain: %s: %w", path, err)
+	}
+	out := make([]TrustedNote, len(notes))
+	for i, n := range notes {
+		out[i] = TrustedNote{Source: path + "#" + strconv.Itoa(i+1), Note: n}
+	}
+	return out, nil
+}
+
+// A Damage is one finding of Verify.
+type Damage struct {
+	// Seq is the first entry the damage concerns, or -1 when it concerns
+	// no entry (a checkpoint, the schema). For damage found only through a
+	// checkpoint, Seq is the start of the range that checkpoint could not
+	// vouch for (the size of the last checkpoint that did verify).
+	Seq    int64      `json:"seq"`
+	Kind   DamageKind `json:"kind"`
+	Source string     `json:"source"` // "database" or a trusted note's label
+	Detail string     `json:"detail"`
+}
+
+// A Fork is the evidence of a fork: a signed checkpoint that the database
+// contradicts and, when the database holds one, its own signed checkpoint
+// with a consistency proof from the contradicted size to it.
+type Fork struct {
+	Size        int64          `json:"size"`
+	TrustedNote string         `json:"trusted_note"`
+	Source      string         `json:"source"`
+	TrustedRoot tlog.Hash      `json:"trusted_root"`
+	LocalRoot   tlog.Hash      `json:"local_root"` // recomputed from the database's entries
+	LocalNote   string         `json:"local_note,omitempty"`
+	LocalSize   int64          `json:"local_size,omitempty"`
+	Proof       tlog.TreeProof `json:"proof,omitempty"` // LocalRoot at Size is a prefix of LocalNote's tree
+}
+
+// A Report is the result of Verify.
+type Report struct {
+	Entries            int64    `json:"entries"`             // rows in the database
+	Verified           int64    `json:"verified"`            // entries checked before the first entry damage
+	Checkpoints        int      `json:"checkpoints"`         // database checkpoints that verified
+	TrustedCheckpoints int      `json:"trusted_checkpoints"` // outside checkpoints that verified
+	Covered            int64    `json:"covered"`             // entries vouched for by a verified checkpoint
+	Uncovered          int64    `json:"uncovered"`           // Entries - Covered: not yet vouched for
+	Damage             []Damage `json:"damage"`
+	Fork               *Fork    `json:"fork,omitempty"`
+}
+
+// Intact reports whether Verify found no damage.
+func (r *Report) Intact() bool { return len(r.Damage) == 0 }
+
+// First returns the finding with the lowest entry seq, or else the first
+// finding, or nil when the log is intact.
+func (r *Report) First() *Damage {
+	var best *Damage
+	for i := range r.Damage {
+		d := &r.Damage[i]
+		if d.Seq >= 0 && (best == nil || best.Seq < 0 || d.Seq < best.Seq) {
+			best = d
+		}
+	}
+	if best == nil && len(r.Damage) > 0 {
+		best = &r.Damage[0]
+	}
+	return best
+}
+
+// Verify re-derives the log from its stored leaves and checks everything
+// against everything: sequence numbers, each leaf's encoding and columns,
+// the leaf hashes, the chain, every stored Merkle hash, every checkpoint's
+// signature, origin, order and root, the checkpoint entries in the chain,
+// and the trusted notes. It reads the database in one read transaction and
+// streams it: memory stays O(log n) in the number of entries.
+//
+// Damage is reported in the Report, with the first bad seq and its kind;
+// the error is for a verification that could not run (unreadable file, not
+// a database, no key).
+func Verify(ctx context.Context, opts VerifyOptions) (*Report, error) {
+	if opts.Key == nil {
+		return nil, errors.New("auditchain: verify: a verifier key is required")
+	}
+	db, err := openReadOnly(ctx, opts.Path)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("auditchain: verify: %w", err)
+	}
+	defer tx.Rollback()
+	v := &verifier{ctx: ctx, tx: tx, key: opts.Key, rep: &Report{Damage: []Damage{}}}
+	if err := v.run(opts.Trusted); err != nil {
+		return nil, fmt.Errorf("auditchain: verify %s: %w", opts.Path, err)
+	}
+	return v.rep, nil
+}
+
+type trustedCheckpoint struct {
+	Checkpoint
+	source string
+	note   []byte
+}
+
+type verifier struct {
+	ctx context.Context
+	tx  *sql.Tx
+	key note.Verifier
+	rep *Report
+
+	next    int64 // the seq expected next (= entries verified)
+	prev    [32]byte
+	front   frontier
+	stopped bool // an entry damage ended the scan
+
+	tree     *sql.Rows // tree_hashes cursor
+	treeNext int64     // the stored hash index expected next
+
+	ckpts       *sql.Rows // checkpoints cursor
+	ckptPending *StoredCheckpoint
+	lastDB      Checkpoint // last database checkpoint that verified
+	trusted     []trustedCheckpoint
+	lastGood    int64 // size of the last checkpoint that matched
+}
+
+func (v *verifier) damage(seq int64, kind DamageKind, source, format string, args ...any) {
+	v.rep.Damage = append(v.rep.Damage, Damage{Seq: seq, Kind: kind, Source: source, Detail: fmt.Sprintf(format, args...)})
+}
+
+func (v *verifier) entryDamage(seq int64, kind DamageKind, format string, args ...any) {
+	v.damage(seq, kind, "database", format, args...)
+	v.stopped = true
+}
+
+func (v *verifier) run(trusted []TrustedNote) error {
+	ctx := v.ctx
+	want, err := expectedSchema(ctx)
+	if err != nil {
+		return err
+	}
+	got, err := readSchema(ctx, v.tx)
+	if err != nil {
+		return err
+	}
+	if d := schemaDiff(want, got); d != "" {
+		v.damage(-1, DamageSchema, "database", "schema differs from the log's: %s", d)
+	}
+	for _, t := range trusted {
+		c, err := OpenCheckpoint(t.Note, v.key)
+		if err != nil {
+			var ce *CheckpointError
+			kind := DamageMalformed
+			if errors.As(err, &ce) {
+				kind = ce.Problem.damage()
+			}
+			v.damage(-1, kind, t.Source, "%v", err)
+			continue
+		}
+		v.trusted = append(v.trusted, trustedCheckpoint{c, t.Source, t.Note})
+	}
+	slices.SortStableFunc(v.trusted, func(a, b trustedCheckpoint) int { return cmp.Compare(a.Size, b.Size) })
+
+	if v.tree, err = v.tx.QueryContext(ctx, `SELECT idx, hash, typeof(idx) || typeof(hash) FROM tree_hashes ORDER BY idx`); err != nil {
+		return err
+	}
+	defer v.tree.Close()
+	if v.ckpts, err = v.tx.QueryContext(ctx, `SELECT id, size, note, typeof(size) || typeof(note) FROM checkpoints ORDER BY id`); err != nil {
+		return err
+	}
+	defer v.ckpts.Close()
+	rows, err := v.tx.QueryContext(ctx, `SELECT seq, time_ns, kind, action_id, run_id, leaf, leaf_hash, chain,
+		typeof(seq) || typeof(time_ns) || typeof(kind) || typeof(action_id) || typeof(run_id) || typeof(leaf) || typeof(leaf_hash) || typeof(chain)
+		FROM entries ORDER BY seq`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	v.prev = chainGenesis
+	if err := v.checkpointsAt(0); err != nil {
+		return err
+	}
+	var r row
+	for rows.Next() {
+		if err := rows.Scan(&r.seq, &r.time, &r.kind, &r.action, &r.run, &r.leaf, &r.leafHash, &r.chain, &r.types); err != nil {
+			return err
+		}
+		v.rep.Entries++
+		if v.stopped {
+			continue
+		}
+		if err := v.entry(&r); err != nil {
+			return err
+		}
+		if v.stopped {
+			continue
+		}
+		if err := v.checkpointsAt(v.next); err != nil {
+			return err
+		}
+		if v.next%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	v.rep.Verified = v.next
+	return v.finish()
+}
+
+// row is one scanned entries row; RawBytes keep the scan allocation-free.
+type row struct {
+	seq, time, kind, action, run sql.RawBytes
+	leaf, leafHash, chain        sql.RawBytes
+	types                        sql.RawBytes
+}
+
+const entryTypes = "integerintegertexttexttextblobblobblob"
+
+// entry checks one row against the expected next entry.
+func (v *verifier) entry(r *row) error {
+	s := v.next
+	seq, err := strconv.ParseInt(string(r.seq), 10, 64)
+	if err != nil || string(r.types) != entryTypes {
+		if err == nil {
+			s = seq
+		}
+		v.entryDamage(s, DamageMalformed, "row has column types %q, want %q", r.types, entryTypes)
+		return nil
+	}
+	switch {
+	case seq > s:
+		v.entryDamage(s, DamageDeleted, "entries %d to %d are missing", s, seq-1)
+		return nil
+	case seq < s:
+		v.entryDamage(seq, DamageDuplicated, "seq %d appears twice", seq)
+		return nil
+	}
+	e, err := DecodeLeaf(r.leaf)
+	if err != nil {
+		return v.bad(r, "leaf does not decode: %v", err)
+	}
+	if e.Seq != s {
+		return v.misplaced(r, e.Seq)
+	}
+	if strconv.FormatInt(e.Time.UnixNano(), 10) != string(r.time) || e.Kind.String() != string(r.kind) ||
+		e.ActionID != string(r.action) || e.RunID != string(r.run) {
+		return v.bad(r, "columns differ from the leaf")
+	}
+	lh := tlog.RecordHash(r.leaf)
+	if !bytes.Equal(lh[:], r.leafHash) {
+		return v.bad(r, "stored leaf hash differs from the leaf")
+	}
+	chain := ChainHash(v.prev, r.leaf)
+	if !bytes.Equal(chain[:], r.chain) {
+		return v.bad(r, "chain hash does not follow from the previous entry")
+	}
+	front := v.front
+	hs, err := front.add(lh)
+	if err != nil {
+		return err
+	}
+	ok, detail, err := v.treeHashes(hs)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return v.bad(r, "%s", detail)
+	}
+	if e.Kind == KindCheckpoint {
+		if err := v.checkpointEntry(s, &e); err != nil || v.stopped {
+			return err
+		}
+	}
+	v.front, v.prev, v.next = front, chain, s+1
+	return nil
+}
+
+// treeHashes reads the stored hashes of the next entry and compares them.
+func (v *verifier) treeHashes(hs []tlog.Hash) (bool, string, error) {
+	var idx int64
+	var hash, types sql.RawBytes
+	for _, h := range hs {
+		if !v.tree.Next() {
+			if err := v.tree.Err(); err != nil {
+				return false, "", err
+			}
+			return false, fmt.Sprintf("stored tree hash %d is missing", v.treeNext), nil
+		}
+		if err := v.tree.Scan(&idx, &hash, &types); err != nil {
+			return false, fmt.Sprintf("stored tree hash after %d is malformed", v.treeNext), nil
+		}
+		if string(types) != "integerblob" || idx != v.treeNext || !bytes.Equal(hash, h[:]) {
+			return false, fmt.Sprintf("stored tree hash %d differs", v.treeNext), nil
+		}
+		v.treeNext++
+	}
+	return true, "", nil
+}
+
+// bad classifies a row at the expected seq that fails a check: an inserted
+// row when the next row is the genuine entry, otherwise a modification.
+func (v *verifier) bad(r *row, format string, args ...any) error {
+	s := v.next
+	fits, err := v.nextFits(s)
+	if err != nil {
+		return err
+	}
+	if fits {
+		v.entryDamage(s, DamageInserted, "the row at %d is not part of the log; the genuine entry %d follows it", s, s)
+		return nil
+	}
+	v.entryDamage(s, DamageModified, format, args...)
+	return nil
+}
+
+// nextFits reports whether the row after seq holds the genuine entry seq:
+// its leaf says seq and its chain hash follows from the previous entry.
+func (v *verifier) nextFits(seq int64) (bool, error) {
+	var leaf, chain []byte
+	err := v.tx.QueryRowContext(v.ctx, `SELECT leaf, chain FROM entries WHERE seq > ? ORDER BY seq LIMIT 1`, seq).Scan(&leaf, &chain)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, nil // a malformed next row does not fit
+	}
+	if leafSeq(leaf) != seq {
+		return false, nil
+	}
+	c := ChainHash(v.prev, leaf)
+	return bytes.Equal(c[:], chain), nil
+}
+
+// leafSeq reads the seq of a version 1 leaf without decoding the rest, or
+// returns -1.
+func leafSeq(leaf []byte) int64 {
+	if len(leaf) < 9 || leaf[0] != leafVersion1 {
+		return -1
+	}
+	n := binary.BigEndian.Uint64(leaf[1:9])
+	if n > 1<<62 {
+		return -1
+	}
+	return int64(n)
+}
+
+// misplaced classifies a well-formed leaf whose own seq t is not its row's.
+func (v *verifier) misplaced(r *row, t int64) error {
+	s := v.next
+	if t < s {
+		var orig []byte
+		err := v.tx.QueryRowContext(v.ctx, `SELECT leaf FROM entries WHERE seq = ?`, t).Scan(&orig)
+		if err == nil && bytes.Equal(orig, r.leaf) {
+			v.entryDamage(s, DamageDuplicated, "the row at %d repeats entry %d", s, t)
+			return nil
+		}
+		return v.bad(r, "the row at %d holds a leaf for %d", s, t)
+	}
+	fits, err := v.nextFits(s)
+	if err != nil {
+		return err
+	}
+	if fits && t == s+1 {
+		// Is this row the genuine entry s+1, following the next row?
+		var next []byte
+		if err := v.tx.QueryRowContext(v.ctx, `SELECT chain FROM entries WHERE seq > ? ORDER BY seq LIMIT 1`, s).Scan(&next); err == nil && len(next) == 32 {
+			var nc [32]byte
+			copy(nc[:], next)
+			if c := ChainHash(nc, r.leaf); bytes.Equal(c[:], r.chain) {
+				v.entryDamage(s, DamageReordered, "entries %d and %d are swapped", s, s+1)
+				return nil
+			}
+		}
+	}
+	if fits {
+		v.entryDamage(s, DamageInserted, "the row at %d is not part of the log; the genuine entry %d follows it", s, s)
+		return nil
+	}
+	// Does entry s appear later?
+	rows, err := v.tx.QueryContext(v.ctx, `SELECT seq, leaf FROM entries WHERE seq > ? ORDER BY seq`, s)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var at int64
+	var leaf sql.RawBytes
+	for rows.Next() {
+		if err := rows.Scan(&at, &leaf); err != nil {
+			break
+		}
+		if leafSeq(leaf) == s {
+			v.entryDamage(s, DamageReordered, "entry %d was moved to row %d", s, at)
+			return nil
+		}
+	}
+	v.entryDamage(s, DamageDeleted, "entries from %d on are missing (the row at %d holds entry %d)", s, s, t)
+	return nil
+}
+
+// checkpointEntry checks a checkpoint entry against the tree and the
+// stored checkpoints.
+func (v *verifier) checkpointEntry(seq int64, e *Entry) error {
+	size, _ := e.fieldInt("size")
+	root, _ := e.fieldBytes("root")
+	sum, _ := e.fieldBytes("note_sha256")
+	if size <= 0 || size > seq || len(root) != tlog.HashSize || len(sum) != sha256.Size {
+		v.entryDamage(seq, DamageModified, "checkpoint entry %d has malformed fields", seq)
+		return nil
+	}
+	got, err := tlog.TreeHash(size, dbHashReader{v.ctx, v.tx})
+	if err != nil || !bytes.Equal(got[:], root) {
+		v.entryDamage(seq, DamageModified, "checkpoint entry %d records a root the tree does not have at size %d", seq, size)
+		return nil
+	}
+	rows, err := v.tx.QueryContext(v.ctx, `SELECT note FROM checkpoints WHERE size = ?`, size)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var msg []byte
+		if rows.Scan(&msg) == nil {
+			if s := sha256.Sum256(msg); bytes.Equal(s[:], sum) {
+				return nil
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	v.damage(-1, DamageCheckpointDeleted, "database",
+		"the checkpoint of size %d recorded by entry %d is not in the checkpoints table", size, seq)
+	return nil
+}
+
+// checkpointsAt verifies the database and trusted checkpoints of the given
+// size, now that the scan has reached it.
+func (v *verifier) checkpointsAt(size int64) error {
+	root := v.front.root()
+	for {
+		c, err := v.peekCheckpoint()
+		if err != nil {
+			return err
+		}
+		if c == nil || c.Size > size {
+			break
+		}
+		v.ckptPending = nil
+		v.dbCheckpoint(c, size, root)
+	}
+	for len(v.trusted) > 0 && v.trusted[0].Size <= size {
+		t := v.trusted[0]
+		v.trusted = v.trusted[1:]
+		if t.Size < size {
+			continue // cannot happen: sizes are visited in order
+		}
+		if t.Root != root {
+			v.fork(t.Checkpoint, t.source, t.note, root)
+			continue
+		}
+		v.rep.TrustedCheckpoints++
+		v.covered(size)
+	}
+	return nil
+}
+
+func (v *verifier) covered(size int64) {
+	v.rep.Covered = max(v.rep.Covered, size)
+	v.lastGood = max(v.lastGood, size)
+}
+
+// peekCheckpoint returns the next stored checkpoint without consuming it.
+// A row that is not well formed is reported and skipped.
+func (v *verifier) peekCheckpoint() (*StoredCheckpoint, error) {
+	for v.ckptPending == nil {
+		if !v.ckpts.Next() {
+			return nil, v.ckpts.Err()
+		}
+		var c StoredCheckpoint
+		var size sql.NullInt64
+		var types string
+		if err := v.ckpts.Scan(&c.ID, &size, &c.Note, &types); err != nil || types != "integerblob" {
+			v.damage(-1, DamageMalformed, "database", "checkpoint row %d has column types %q", c.ID, types)
+			continue
+		}
+		c.Size = size.Int64
+		v.ckptPending = &c
+	}
+	return v.ckptPending, nil
+}
+
+func (v *verifier) dbCheckpoint(sc *StoredCheckpoint, size int64, root tlog.Hash) {
+	c, err := OpenCheckpoint(sc.Note, v.key)
+	if err != nil {
+		var ce *CheckpointError
+		kind := DamageMalformed
+		if errors.As(err, &ce) {
+			kind = ce.Problem.damage()
+		}
+		v.damage(-1, kind, "database", "checkpoint %d: %v", sc.ID, err)
+		return
+	}
+	if c.Size != sc.Size {
+		v.damage(-1, DamageMalformed, "database", "checkpoint %d: size column %d, note says %d", sc.ID, sc.Size, c.Size)
+		return
+	}
+	if c.Size < v.lastDB.Size || (c.Size == v.lastDB.Size && c.Size > 0) {
+		var n int
+		_ = v.tx.QueryRowContext(v.ctx, `SELECT count(*) FROM checkpoints WHERE note = ? AND id < ?`, sc.Note, sc.ID).Scan(&n)
+		if n > 0 {
+			v.damage(-1, DamageReplayed, "database", "checkpoint %d repeats an earlier checkpoint of size %d", sc.ID, c.Size)
+		} else {
+			v.damage(-1, DamageCheckpointOrder, "database", "checkpoint %d has size %d after a checkpoint of size %d", sc.ID, c.Size, v.lastDB.Size)
+		}
+		return
+	}
+	if c.Size != size {
+		return // unreachable: peeked only when c.Size <= size, and sizes rise
+	}
+	if c.Root != root {
+		v.fork(c, "database", sc.Note, root)
+		return
+	}
+	v.lastDB = c
+	v.rep.Checkpoints++
+	v.covered(size)
+	if f := v.rep.Fork; f != nil && f.LocalNote == "" && size >= f.Size {
+		f.LocalNote, f.LocalSize = string(sc.Note), size
+	}
+}
+
+// fork records a signed checkpoint that contradicts the recomputed tree.
+func (v *verifier) fork(c Checkpoint, source string, msg []byte, root tlog.Hash) {
+	v.damage(v.lastGood, DamageFork, source,
+		"a signed checkpoint of size %d has root %s; the database's entries give %s (they differ somewhere in %d..%d)",
+		c.Size, c.Root, root, v.lastGood, c.Size-1)
+	if v.rep.Fork == nil {
+		v.rep.Fork = &Fork{Size: c.Size, TrustedNote: string(msg), Source: source, TrustedRoot: c.Root, LocalRoot: root}
+	}
+}
+
+// finish handles what lies beyond the last entry.
+func (v *verifier) finish() error {
+	n := v.next
+	if !v.stopped {
+		// Stored hashes beyond the last entry remember entries that are gone.
+		if v.tree.Next() {
+			v.damage(n, DamageTruncated, "database", "the stored tree holds hashes for entries after the last one (%d)", n-1)
+		}
+		for {
+			c, err := v.peekCheckpoint()
+			if err != nil {
+				return err
+			}
+			if c == nil {
+				break
+			}
+			v.ckptPending = nil
+			if oc, err := OpenCheckpoint(c.Note, v.key); err != nil {
+				v.dbCheckpoint(c, n, v.front.root()) // reports the problem
+			} else if oc.Size > n {
+				v.damage(n, DamageTruncated, "database", "checkpoint %d vouches for %d entries; the database holds %d", c.ID, oc.Size, n)
+			} else {
+				v.dbCheckpoint(c, n, v.front.root())
+			}
+		}
+		truncated := slices.ContainsFunc(v.rep.Damage, func(d Damage) bool { return d.Kind == DamageTruncated })
+		for _, t := range v.trusted {
+			if truncated {
+				break // the database's own evidence already says so
+			}
+			v.damage(n, DamageRolledBack, t.source, "a checkpoint kept outside vouches for %d entries; the database holds %d", t.Size, n)
+			break
+		}
+	}
+	v.rep.Uncovered = v.rep.Entries - v.rep.Covered
+	if f := v.rep.Fork; f != nil && f.LocalNote != "" && f.LocalSize > f.Size {
+		p, err := tlog.ProveTree(f.LocalSize, f.Size, dbHashReader{v.ctx, v.tx})
+		if err == nil {
+			f.Proof = p
+		}
+	}
+	return nil
+}
+
+func (e *Entry) fieldInt(name string) (int64, bool) {
+	v, ok := e.Field(name)
+	i, ok2 := v.(int64)
+	return i, ok && ok2
+}
+
+func (e *Entry) fieldBytes(name string) ([]byte, bool) {
+	v, ok := e.Field(name)
+	b, ok2 := v.([]byte)
+	return b, ok && ok2
+}
