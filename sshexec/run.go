@@ -243,6 +243,15 @@ wait:
 	wc.closeLocal()
 	conn.Close()
 	wg.Wait()
+	if execReply != nil {
+		// The reply, if the server sent one, was queued before the
+		// channel closed; the goroutine has ended, so this does not block.
+		err := <-execReply
+		if errors.Is(err, errExecRefused) {
+			return a.end(SessionFailed, NotStarted, err)
+		}
+		acked = err == nil
+	}
 	stdout.fill(&res.Stdout, &res.StdoutBytes, &res.StdoutTruncated)
 	stderr.fill(&res.Stderr, &res.StderrBytes, &res.StderrTruncated)
 

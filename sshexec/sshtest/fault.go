@@ -24,6 +24,8 @@ type FaultServer struct {
 	ln   net.Listener
 	wg   sync.WaitGroup
 
+	quit chan struct{}
+
 	mu     sync.Mutex
 	conns  map[net.Conn]bool
 	seen   []string
@@ -126,6 +128,7 @@ func NewFaultServer(tb testing.TB, opts FaultOptions) *FaultServer {
 		opts:         opts,
 		ln:           ln,
 		conns:        map[net.Conn]bool{},
+		quit:         make(chan struct{}),
 	}
 	cfg := &ssh.ServerConfig{
 		PublicKeyCallback: func(_ ssh.ConnMetadata, k ssh.PublicKey) (*ssh.Permissions, error) {
@@ -165,6 +168,9 @@ func (f *FaultServer) record(s string) {
 // Close stops the server and waits for all its goroutines.
 func (f *FaultServer) Close() {
 	f.mu.Lock()
+	if !f.closed {
+		close(f.quit)
+	}
 	f.closed = true
 	for c := range f.conns {
 		c.Close()
@@ -204,7 +210,11 @@ func (f *FaultServer) serve(c net.Conn, cfg *ssh.ServerConfig) {
 	if f.opts.BannerDelay > 0 {
 		t := time.NewTimer(f.opts.BannerDelay)
 		defer t.Stop()
-		<-t.C
+		select {
+		case <-t.C:
+		case <-f.quit:
+			return
+		}
 	}
 	sc, chans, reqs, err := ssh.NewServerConn(c, cfg)
 	if err != nil {
