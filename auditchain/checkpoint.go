@@ -303,7 +303,7 @@ func loadOrCreateKey(path, vkeyPath, name string) (*signingKey, bool, error) {
 // verifierKeyOf derives "<name>+<hash>+<keydata>" from a signer key
 // "PRIVATE+KEY+<name>+<hash>+<keydata>" by rebuilding the Ed25519 public key.
 func verifierKeyOf(skey string) (string, error) {
-	parts := strings.Split(strings.TrimSpace(skey), "+")
+	parts := strings.SplitN(strings.TrimSpace(skey), "+", 5)
 	if len(parts) != 5 {
 		return "", errors.New("bad signer key")
 	}

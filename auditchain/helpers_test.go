@@ -2,6 +2,7 @@ package auditchain
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -100,3 +101,5 @@ func trustedFile(t testing.TB, o Options) []TrustedNote {
 }
 
 var _ = filepath.Join
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }

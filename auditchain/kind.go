@@ -29,22 +29,22 @@ const (
 )
 
 var kindNames = [...]string{
-	kindInvalid:            "",
-	KindGatewayStarted:     "gateway.started",
-	KindGatewayStopped:     "gateway.stopped",
-	KindConfigLoaded:       "config.loaded",
-	KindRunCreated:         "run.created",
-	KindRunApproved:        "run.approved",
-	KindRunDenied:          "run.denied",
-	KindRunEnded:           "run.ended",
-	KindActionRequested:    "action.requested",
-	KindApprovalRequested:  "approval.requested",
-	KindApprovalDecided:    "approval.decided",
-	KindActionConnecting:   "action.connecting",
-	KindActionFinished:     "action.finished",
-	KindOutputRead:         "output.read",
-	KindTokenRotated:       "token.rotated",
-	KindCheckpoint:         "checkpoint",
+	kindInvalid:           "",
+	KindGatewayStarted:    "gateway.started",
+	KindGatewayStopped:    "gateway.stopped",
+	KindConfigLoaded:      "config.loaded",
+	KindRunCreated:        "run.created",
+	KindRunApproved:       "run.approved",
+	KindRunDenied:         "run.denied",
+	KindRunEnded:          "run.ended",
+	KindActionRequested:   "action.requested",
+	KindApprovalRequested: "approval.requested",
+	KindApprovalDecided:   "approval.decided",
+	KindActionConnecting:  "action.connecting",
+	KindActionFinished:    "action.finished",
+	KindOutputRead:        "output.read",
+	KindTokenRotated:      "token.rotated",
+	KindCheckpoint:        "checkpoint",
 }
 
 // Kinds returns every valid kind in declaration order.

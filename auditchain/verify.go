@@ -171,6 +171,7 @@ type verifier struct {
 	lastDB      Checkpoint // last database checkpoint that verified
 	trusted     []trustedCheckpoint
 	lastGood    int64 // size of the last checkpoint that matched
+	lastTrusted int64 // size of the last trusted checkpoint that matched
 }
 
 func (v *verifier) damage(seq int64, kind DamageKind, source, format string, args ...any) {
@@ -481,6 +482,25 @@ func (v *verifier) checkpointEntry(seq int64, e *Entry) error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
+	// Not under its size: a row whose size column was edited is reported
+	// as malformed when the scan reaches it; only a missing note is a
+	// deleted checkpoint. This full scan runs only on damage.
+	all, err := v.tx.QueryContext(v.ctx, `SELECT note FROM checkpoints`)
+	if err != nil {
+		return err
+	}
+	defer all.Close()
+	for all.Next() {
+		var msg []byte
+		if all.Scan(&msg) == nil {
+			if s := sha256.Sum256(msg); bytes.Equal(s[:], sum) {
+				return nil
+			}
+		}
+	}
+	if err := all.Err(); err != nil {
+		return err
+	}
 	v.damage(-1, DamageCheckpointDeleted, "database",
 		"the checkpoint of size %d recorded by entry %d is not in the checkpoints table", size, seq)
 	return nil
@@ -512,6 +532,7 @@ func (v *verifier) checkpointsAt(size int64) error {
 			continue
 		}
 		v.rep.TrustedCheckpoints++
+		v.lastTrusted = size
 		v.covered(size)
 	}
 	return nil
@@ -583,10 +604,19 @@ func (v *verifier) dbCheckpoint(sc *StoredCheckpoint, size int64, root tlog.Hash
 }
 
 // fork records a signed checkpoint that contradicts the recomputed tree.
+//
+// The damage's seq is where the contradicted history is last known to
+// agree with the database: for a trusted checkpoint, the last trusted
+// checkpoint that matched (the database's own checkpoints may be re-signed
+// with a stolen key); for a checkpoint in the database, the last of either.
 func (v *verifier) fork(c Checkpoint, source string, msg []byte, root tlog.Hash) {
-	v.damage(v.lastGood, DamageFork, source,
+	from := v.lastGood
+	if source != "database" {
+		from = v.lastTrusted
+	}
+	v.damage(from, DamageFork, source,
 		"a signed checkpoint of size %d has root %s; the database's entries give %s (they differ somewhere in %d..%d)",
-		c.Size, c.Root, root, v.lastGood, c.Size-1)
+		c.Size, c.Root, root, from, c.Size-1)
 	if v.rep.Fork == nil {
 		v.rep.Fork = &Fork{Size: c.Size, TrustedNote: string(msg), Source: source, TrustedRoot: c.Root, LocalRoot: root}
 	}
