@@ -1,6 +1,7 @@
 package sshexec
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -91,7 +93,11 @@ type hostKeyChecker struct {
 	addr   string
 	pinned []ssh.PublicKey
 	known  ssh.HostKeyCallback // nil without known_hosts files
-	hasCA  bool                // the files hold @cert-authority lines
+	// caLines are the "file:line" positions of @cert-authority lines.
+	// knownhosts lists their CA keys among a host's known keys, and would
+	// even accept a server presenting a CA key as its plain host key; we
+	// use them for certificates only, as OpenSSH does.
+	caLines map[string]bool
 
 	mu       sync.Mutex
 	called   bool
@@ -109,31 +115,41 @@ func newHostKeyChecker(addr string, hk HostKeys) (*hostKeyChecker, error) {
 			return nil, fmt.Errorf("sshexec: read known_hosts: %w", err)
 		}
 		c.known = cb
-		hasCA, err := filesHaveCA(hk.KnownHostsFiles)
-		if err != nil {
+		if c.caLines, err = caLinesOf(hk.KnownHostsFiles); err != nil {
 			return nil, err
 		}
-		c.hasCA = hasCA
 	}
 	return c, nil
 }
 
-// filesHaveCA reports whether any file has an @cert-authority line.
-func filesHaveCA(files []string) (bool, error) {
-	for _, f := range files {
-		data, err := os.ReadFile(f)
+// caLinesOf returns the positions of the @cert-authority lines in files,
+// numbered as knownhosts numbers them.
+func caLinesOf(files []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, name := range files {
+		f, err := os.Open(name)
 		if err != nil {
-			return false, fmt.Errorf("sshexec: read known_hosts: %w", err)
+			return nil, fmt.Errorf("sshexec: read known_hosts: %w", err)
 		}
-		for _, line := range bytes.Split(data, []byte("\n")) {
-			marker, _, _, _, _, err := ssh.ParseKnownHosts(line)
+		sc := bufio.NewScanner(f)
+		n := 0
+		for sc.Scan() {
+			n++
+			marker, _, _, _, _, err := ssh.ParseKnownHosts(sc.Bytes())
 			if err == nil && marker == "cert-authority" {
-				return true, nil
+				out[fileLine(name, n)] = true
 			}
 		}
+		err = sc.Err()
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("sshexec: read known_hosts %s: %w", name, err)
+		}
 	}
-	return false, nil
+	return out, nil
 }
+
+func fileLine(name string, line int) string { return name + ":" + strconv.Itoa(line) }
 
 // probeKey is a key no server can hold. Offering it to the known_hosts
 // callback makes knownhosts list every key it trusts for an address
@@ -159,7 +175,9 @@ func (c *hostKeyChecker) knownFor(addr string, remote net.Addr) []ssh.PublicKey 
 	var ke *knownhosts.KeyError
 	if errors.As(c.known(addr, remote, probeKey()), &ke) {
 		for _, w := range ke.Want {
-			out = append(out, w.Key)
+			if !c.caLines[fileLine(w.Filename, w.Line)] {
+				out = append(out, w.Key)
+			}
 		}
 	}
 	return out
@@ -169,7 +187,10 @@ func (c *hostKeyChecker) knownFor(addr string, remote net.Addr) []ssh.PublicKey 
 // trusted for this address, then (if a known_hosts file names a host CA)
 // the certificate algorithms. Offering only these keeps negotiation from
 // choosing a key type for which we hold no key, which would make a trusted
-// server look unknown.
+// server look unknown. When no plain key is trusted for the address, every
+// supported algorithm follows, so that a server without a certificate still
+// shows its key and is reported as unknown rather than as a failed
+// negotiation.
 func (c *hostKeyChecker) algorithms() []string {
 	keys := append([]ssh.PublicKey(nil), c.pinned...)
 	keys = append(keys, c.knownFor(c.addr, tcpAddr(c.addr))...)
@@ -186,10 +207,13 @@ func (c *hostKeyChecker) algorithms() []string {
 	for _, k := range keys {
 		add(algorithmsForKey(k.Type())...)
 	}
-	if c.hasCA {
+	if len(c.caLines) > 0 {
 		add(ssh.CertAlgoED25519v01, ssh.CertAlgoECDSA256v01, ssh.CertAlgoECDSA384v01,
 			ssh.CertAlgoECDSA521v01, ssh.CertAlgoRSASHA512v01, ssh.CertAlgoRSASHA256v01,
 			ssh.CertAlgoSKED25519v01, ssh.CertAlgoSKECDSA256v01)
+	}
+	if len(keys) == 0 {
+		add(ssh.SupportedAlgorithms().HostKeys...)
 	}
 	return algos
 }
@@ -257,20 +281,26 @@ func (c *hostKeyChecker) verdict(hostname string, remote net.Addr, key ssh.Publi
 	}
 
 	var reason string
-	if c.known != nil {
-		err := c.known(hostname, remote, key)
+	if cert, isCert := key.(*ssh.Certificate); isCert && c.known != nil {
+		err := c.known(hostname, remote, cert)
 		if err == nil {
 			return nil
 		}
-		if _, isCert := key.(*ssh.Certificate); isCert {
-			// knownhosts reports certificate failures (unknown CA, wrong
-			// principal, expired) as plain errors; keep the text as a
-			// reason for people, never as something to branch on.
-			reason = err.Error()
+		// knownhosts reports certificate failures (unknown CA, wrong
+		// principal, expired) as plain errors; keep the text as a reason
+		// for people, never as something to branch on.
+		reason = err.Error()
+	}
+	knownPlain := c.knownFor(hostname, remote)
+	if _, isCert := key.(*ssh.Certificate); !isCert {
+		for _, k := range knownPlain {
+			if bytes.Equal(k.Marshal(), key.Marshal()) {
+				return nil
+			}
 		}
 	}
 
-	trusted := append(append([]ssh.PublicKey(nil), c.pinned...), c.knownFor(hostname, remote)...)
+	trusted := append(append([]ssh.PublicKey(nil), c.pinned...), knownPlain...)
 	if len(trusted) > 0 {
 		return refuse(HostKeyMismatch, trusted, reason)
 	}

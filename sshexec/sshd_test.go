@@ -377,3 +377,73 @@ func TestConnectionLostAgainstSSHD(t *testing.T) {
 		t.Errorf("took %v to notice the broken connection", res.Timings.Total)
 	}
 }
+
+func TestHostCertificateAgainstSSHD(t *testing.T) {
+	t.Parallel()
+	good := sshtest.NewSSHD(t, sshtest.Options{HostCertPrincipals: []string{"127.0.0.1"}})
+	wrong := sshtest.NewSSHD(t, sshtest.Options{HostCertPrincipals: []string{"other.example.com"}})
+	dir := t.TempDir()
+	caLine := func(s *sshtest.SSHD) string {
+		return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.HostCA)))
+	}
+	// knownhosts matches the port exactly, so name each server as
+	// "[127.0.0.1]:PORT", as OpenSSH writes it.
+	name := func(s *sshtest.SSHD) string { return knownhosts.Normalize(s.Addr) }
+	write := func(name string, lines ...string) []string {
+		f := filepath.Join(dir, name)
+		if err := os.WriteFile(f, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return []string{f}
+	}
+	tests := []struct {
+		name  string
+		s     *sshtest.SSHD
+		files []string
+		want  sshexec.Outcome
+	}{
+		{"trusted CA, right principal", good, write("good", "@cert-authority "+name(good)+" "+caLine(good)), sshexec.Exited},
+		{"CA for other hosts only", good, write("otherhosts", "@cert-authority *.example.com "+caLine(good)), sshexec.HostKeyUnknown},
+		{"untrusted CA", good, write("untrusted", "@cert-authority "+name(good)+" "+caLine(wrong)), sshexec.HostKeyUnknown},
+		{"trusted CA, wrong principal", wrong, write("wrong", "@cert-authority "+name(wrong)+" "+caLine(wrong)), sshexec.HostKeyUnknown},
+		{"revoked CA", good, write("revoked", "@cert-authority "+name(good)+" "+caLine(good), "@revoked * "+caLine(good)), sshexec.HostKeyRevoked},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := configFor(tt.s)
+			cfg.HostKeys = sshexec.HostKeys{KnownHostsFiles: tt.files}
+			res, err := sshexec.Run(context.Background(), cfg, "true")
+			if res == nil {
+				t.Fatal(err)
+			}
+			if res.Outcome != tt.want {
+				t.Fatalf("outcome = %v, want %v (%s)", res.Outcome, tt.want, res.Detail)
+			}
+			if tt.want == sshexec.Exited && !strings.HasSuffix(res.HostKeyType, "-cert-v01@openssh.com") {
+				t.Errorf("host key type %q, want a certificate", res.HostKeyType)
+			}
+		})
+	}
+}
+
+// TestPlainKeyListedAsCAIsRefused: x/crypto's knownhosts alone accepts a
+// server whose plain host key equals an @cert-authority key for the host.
+// A CA key vouches for certificates only.
+func TestPlainKeyListedAsCAIsRefused(t *testing.T) {
+	t.Parallel()
+	s := sshtest.NewSSHD(t, sshtest.Options{}) // one ed25519 host key, no certificate
+	f := filepath.Join(t.TempDir(), "known_hosts")
+	line := "@cert-authority " + knownhosts.Normalize(s.Addr) + " " + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.HostKey)))
+	if err := os.WriteFile(f, []byte(line+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := configFor(s)
+	cfg.HostKeys = sshexec.HostKeys{KnownHostsFiles: []string{f}}
+	res, err := sshexec.Run(context.Background(), cfg, "true")
+	if res == nil || res.Outcome != sshexec.HostKeyUnknown {
+		t.Fatalf("got %v (%v), want host_key_unknown", res, err)
+	}
+	if res.HostKeyFingerprint != ssh.FingerprintSHA256(s.HostKey) {
+		t.Fatalf("server presented %s %s, want its plain ed25519 key", res.HostKeyType, res.HostKeyFingerprint)
+	}
+}

@@ -108,6 +108,9 @@ type SSHD struct {
 	// ExtraHostKeys holds the additional host keys of
 	// Options.ExtraHostKeys, by the type given there.
 	ExtraHostKeys map[string]ssh.PublicKey
+	// HostCA is the CA that signed the host certificate, when
+	// Options.HostCertPrincipals is set.
+	HostCA ssh.PublicKey
 
 	opts Options
 	mu   sync.Mutex
@@ -123,6 +126,10 @@ type Options struct {
 	// ExtraHostKeys are key types ("rsa", "ecdsa") for additional host
 	// keys, offered after the ed25519 one; see SSHD.ExtraHostKeys.
 	ExtraHostKeys []string
+	// HostCertPrincipals, when set, makes a host CA, signs the ed25519
+	// host key as a host certificate for these principals and serves it
+	// (HostCertificate); see SSHD.HostCA.
+	HostCertPrincipals []string
 }
 
 // StartSSHD starts an sshd and waits until it accepts connections.
@@ -197,6 +204,20 @@ func (s *SSHD) setup() error {
 			return err
 		}
 		s.ExtraHostKeys[typ] = k
+	}
+	if len(s.opts.HostCertPrincipals) > 0 {
+		ca := filepath.Join(s.Dir, "host_ca")
+		k, err := GenerateKeyFile(ca, "ed25519", "")
+		if err != nil {
+			return err
+		}
+		s.HostCA = k
+		out, err := exec.Command("ssh-keygen", "-q", "-s", ca, "-h", "-I", "airlock-test-host",
+			"-n", strings.Join(s.opts.HostCertPrincipals, ","), "-V", "-5m:+1h",
+			filepath.Join(s.Dir, "host_ed25519.pub")).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("sshtest: sign host key: %v: %s", err, out)
+		}
 	}
 	s.ClientKeyFile = filepath.Join(s.Dir, "client_ed25519")
 	if _, err := GenerateKeyFile(s.ClientKeyFile, "ed25519", ""); err != nil {
@@ -298,6 +319,9 @@ LogLevel VERBOSE
 MaxStartups 200:30:400
 MaxSessions 10
 `, port, filepath.Join(s.Dir, "host_ed25519"), filepath.Join(s.Dir, "sshd.pid"), s.AuthorizedKeysFile())
+	if len(s.opts.HostCertPrincipals) > 0 {
+		cfg += "HostCertificate " + filepath.Join(s.Dir, "host_ed25519-cert.pub") + "\n"
+	}
 	for _, typ := range s.opts.ExtraHostKeys {
 		cfg += "HostKey " + filepath.Join(s.Dir, "host_"+typ) + "\n"
 	}
