@@ -250,8 +250,8 @@ func TestTamperCatalogue(t *testing.T) {
 		name         string
 		trusted      bool // verify with checkpoints.log as the outside record
 		dropTriggers bool // leave the append-only triggers dropped
-		tamper  func(t *testing.T, o Options, db *sql.DB)
-		want    *finding // nil: intact
+		tamper       func(t *testing.T, o Options, db *sql.DB)
+		want         *finding // nil: intact
 	}{
 		{name: "untouched", tamper: func(*testing.T, Options, *sql.DB) {}},
 		{name: "untouched with trusted file", trusted: true, tamper: func(*testing.T, Options, *sql.DB) {}},
