@@ -2,6 +2,7 @@ package auditchain
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -103,3 +104,19 @@ func trustedFile(t testing.TB, o Options) []TrustedNote {
 var _ = filepath.Join
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
+
+// execer is the subset of *sql.DB a concurrent tamperer uses.
+type execer interface {
+	Exec(query string, args ...any) (sql.Result, error)
+}
+
+// tamperWhileOpen writes to a database that a Log holds open.
+func tamperWhileOpen(t testing.TB, path string, fn func(db execer)) {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	fn(db)
+}
