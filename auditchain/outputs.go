@@ -96,9 +96,12 @@ func (s *OutputStore) Put(ctx context.Context, data []byte) (Blob, error) {
 	if len(data) > s.maxBlob {
 		data, b.Truncated = data[:s.maxBlob], true
 	}
+	if data == nil {
+		data = []byte{} // a nil slice would bind as NULL
+	}
 	b.Stored = int64(len(data))
 	b.Digest = sha256.Sum256(data)
-	if _, err := s.db.ExecContext(ctx, `INSERT OR IGNORE INTO blobs (digest, data) VALUES (?, ?)`, b.Digest[:], data); err != nil {
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO blobs (digest, data) VALUES (?, ?) ON CONFLICT (digest) DO NOTHING`, b.Digest[:], data); err != nil {
 		return Blob{}, fmt.Errorf("auditchain: store output: %w", err)
 	}
 	return b, nil
