@@ -2,6 +2,7 @@ package sshexec_test
 
 import (
 	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -18,7 +19,14 @@ var (
 	sharedErr error
 )
 
+// testingProcs is GOMAXPROCS, for benchmarks that want a given number of
+// goroutines from RunParallel.
+var testingProcs = runtime.GOMAXPROCS(0)
+
 func TestMain(m *testing.M) {
+	if os.Getenv("AIRLOCK_RSS_CHILD") == "1" {
+		os.Exit(rssChild())
+	}
 	if _, err := os.Stat(sshtest.SSHDPath); err == nil {
 		shared, sharedErr = sshtest.StartSSHD(sshtest.Options{ExtraHostKeys: []string{"rsa", "ecdsa"}})
 	}
