@@ -6,7 +6,9 @@
 
 GO          ?= go
 TEST_TIMEOUT ?= 30m
-BENCH_TIME  ?= 200x
+BENCH_TIME  ?= 1s
+BENCH_COUNT ?= 6
+BENCHSTAT   ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 FUZZ_TIME   ?= 60s
 PKGS        ?= ./...
 
@@ -30,8 +32,13 @@ vet:
 test: test-deps vet
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
 
+# bench runs every benchmark BENCH_COUNT times into .bench/bench.txt and
+# summarises it with benchstat: sub-benchmarks named impl=… are compared side
+# by side, with ratios against the first implementation.
 bench: test-deps
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCH_TIME) -count 6 -timeout 60m $(PKGS)
+	@mkdir -p .bench
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCH_TIME) -count $(BENCH_COUNT) -timeout 90m $(PKGS) | tee .bench/bench.txt
+	$(BENCHSTAT) -col /impl .bench/bench.txt
 
 fuzz:
 	@bash .ci/fuzz $(FUZZ_TIME)

@@ -42,14 +42,14 @@ func BenchmarkAction(b *testing.B) {
 		{"openssh", openSSHClient(b, s)},
 	}
 	for _, r := range runners {
-		b.Run(r.name+"/seq", func(b *testing.B) {
+		b.Run("impl="+r.name+"/conc=1", func(b *testing.B) {
 			for b.Loop() {
 				if err := r.run(); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
-		b.Run(r.name+"/par8", func(b *testing.B) {
+		b.Run("impl="+r.name+"/conc=8", func(b *testing.B) {
 			b.SetParallelism(max(1, 8/benchProcs()))
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
@@ -129,7 +129,7 @@ func BenchmarkPeakRSS(b *testing.B) {
 		{"default", ""},
 		{"gomemlimit-90MiB", "GOMEMLIMIT=90MiB"},
 	} {
-		b.Run(env.name, func(b *testing.B) {
+		b.Run("env="+env.name, func(b *testing.B) {
 			for b.Loop() {
 				cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")
 				cmd.Env = append(os.Environ(),

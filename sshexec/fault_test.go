@@ -58,6 +58,16 @@ func TestFaultOutcomes(t *testing.T) {
 			wantOutcome: sshexec.Exited, wantStdout: "hi\n",
 		},
 		{
+			name: "exit status but the channel left open",
+			opts: sshtest.FaultOptions{Exec: func(e *sshtest.Exec) {
+				io.WriteString(e.Channel, "hi\n")
+				e.ExitStatus(42)
+				<-e.Done
+			}},
+			timeout:     time.Minute, // must end after the grace, not this
+			wantOutcome: sshexec.Exited, wantStdout: "hi\n",
+		},
+		{
 			name:        "exit signal",
 			opts:        sshtest.FaultOptions{Exec: func(e *sshtest.Exec) { e.ExitSignal("SEGV") }},
 			wantOutcome: sshexec.Signaled, wantSignal: "SEGV",
@@ -146,6 +156,9 @@ func TestFaultOutcomes(t *testing.T) {
 			}
 			if tt.wantOutcome == sshexec.Exited && res.ExitCode != 42 {
 				t.Errorf("exit code = %d, want 42", res.ExitCode)
+			}
+			if res.Timings.Total > 10*time.Second {
+				t.Errorf("Run took %v", res.Timings.Total)
 			}
 			if res.Success() {
 				t.Errorf("%v counted as success", res.Outcome)

@@ -218,7 +218,13 @@ wait:
 			if killed {
 				break wait // our KILL is confirmed; don't wait for more
 			}
+			// RFC 4254 §6.10: the channel should close right after the
+			// exit report. Give a server that leaves it open a grace
+			// period, not the rest of the deadline.
 			reported = nil
+			t := time.NewTimer(a.cfg.killGrace())
+			defer t.Stop()
+			grace = t.C
 		case <-stop:
 			// RFC 4254 §6.9. OpenSSH delivers it to the session's
 			// process (not its process group); sshd refuses it for
