@@ -33,15 +33,24 @@ type VerifyOptions struct {
 	Trusted []TrustedNote
 }
 
-// A TrustedNote is a signed checkpoint from outside the database, with a
-// label saying where it came from (for reports).
+// A TrustedNote is a signed checkpoint from outside the database. Source
+// names where it came from (a file, a witness); Index is its position
+// there, from 1. Reports label it "Source#Index".
 type TrustedNote struct {
 	Source string
+	Index  int
 	Note   []byte
 }
 
+func (t TrustedNote) label() string {
+	if t.Index == 0 {
+		return t.Source
+	}
+	return t.Source + "#" + strconv.Itoa(t.Index)
+}
+
 // ReadTrustedNotes reads a checkpoint file (one or more signed notes, as
-// the log appends them) into TrustedNotes labelled "path#n".
+// the log appends them) into TrustedNotes with path as their Source.
 func ReadTrustedNotes(path string) ([]TrustedNote, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -53,7 +62,7 @@ func ReadTrustedNotes(path string) ([]TrustedNote, error) {
 	}
 	out := make([]TrustedNote, len(notes))
 	for i, n := range notes {
-		out[i] = TrustedNote{Source: path + "#" + strconv.Itoa(i+1), Note: n}
+		out[i] = TrustedNote{Source: path, Index: i + 1, Note: n}
 	}
 	return out, nil
 }
@@ -139,7 +148,7 @@ func Verify(ctx context.Context, opts VerifyOptions) (*Report, error) {
 		return nil, fmt.Errorf("auditchain: verify: %w", err)
 	}
 	defer tx.Rollback()
-	v := &verifier{ctx: ctx, tx: tx, key: opts.Key, rep: &Report{Damage: []Damage{}}}
+	v := &verifier{ctx: ctx, tx: tx, key: opts.Key, rep: &Report{Damage: []Damage{}}, lastTrusted: map[string]int64{}}
 	if err := v.run(opts.Trusted); err != nil {
 		return nil, fmt.Errorf("auditchain: verify %s: %w", opts.Path, err)
 	}
@@ -148,7 +157,8 @@ func Verify(ctx context.Context, opts VerifyOptions) (*Report, error) {
 
 type trustedCheckpoint struct {
 	Checkpoint
-	source string
+	source string // the TrustedNote's Source
+	label  string
 	note   []byte
 }
 
@@ -170,8 +180,8 @@ type verifier struct {
 	ckptPending *StoredCheckpoint
 	lastDB      Checkpoint // last database checkpoint that verified
 	trusted     []trustedCheckpoint
-	lastGood    int64 // size of the last checkpoint that matched
-	lastTrusted int64 // size of the last trusted checkpoint that matched
+	lastGood    int64            // size of the last checkpoint that matched
+	lastTrusted map[string]int64 // per source, the size of the last trusted checkpoint that matched
 }
 
 func (v *verifier) damage(seq int64, kind DamageKind, source, format string, args ...any) {
@@ -204,10 +214,10 @@ func (v *verifier) run(trusted []TrustedNote) error {
 			if errors.As(err, &ce) {
 				kind = ce.Problem.damage()
 			}
-			v.damage(-1, kind, t.Source, "%v", err)
+			v.damage(-1, kind, t.label(), "%v", err)
 			continue
 		}
-		v.trusted = append(v.trusted, trustedCheckpoint{c, t.Source, t.Note})
+		v.trusted = append(v.trusted, trustedCheckpoint{c, t.Source, t.label(), t.Note})
 	}
 	slices.SortStableFunc(v.trusted, func(a, b trustedCheckpoint) int { return cmp.Compare(a.Size, b.Size) })
 
@@ -528,11 +538,11 @@ func (v *verifier) checkpointsAt(size int64) error {
 			continue // cannot happen: sizes are visited in order
 		}
 		if t.Root != root {
-			v.fork(t.Checkpoint, t.source, t.note, root)
+			v.fork(t.Checkpoint, t.label, v.lastTrusted[t.source], t.note, root)
 			continue
 		}
 		v.rep.TrustedCheckpoints++
-		v.lastTrusted = size
+		v.lastTrusted[t.source] = size
 		v.covered(size)
 	}
 	return nil
@@ -592,7 +602,7 @@ func (v *verifier) dbCheckpoint(sc *StoredCheckpoint, size int64, root tlog.Hash
 		return // unreachable: peeked only when c.Size <= size, and sizes rise
 	}
 	if c.Root != root {
-		v.fork(c, "database", sc.Note, root)
+		v.fork(c, "database", v.lastGood, sc.Note, root)
 		return
 	}
 	v.lastDB = c
@@ -605,18 +615,19 @@ func (v *verifier) dbCheckpoint(sc *StoredCheckpoint, size int64, root tlog.Hash
 
 // fork records a signed checkpoint that contradicts the recomputed tree.
 //
-// The damage's seq is where the contradicted history is last known to
-// agree with the database: for a trusted checkpoint, the last trusted
-// checkpoint that matched (the database's own checkpoints may be re-signed
-// with a stolen key); for a checkpoint in the database, the last of either.
-func (v *verifier) fork(c Checkpoint, source string, msg []byte, root tlog.Hash) {
-	from := v.lastGood
-	if source != "database" {
-		from = v.lastTrusted
+// The damage's seq, from, is where the contradicted history is last known
+// to agree with the database: for a trusted checkpoint, the last checkpoint
+// from the same source that matched (the database's own checkpoints may be
+// re-signed with a stolen key); for a checkpoint in the database, the last
+// checkpoint of any source that matched.
+func (v *verifier) fork(c Checkpoint, source string, from int64, msg []byte, root tlog.Hash) {
+	where := ""
+	if from < c.Size {
+		where = fmt.Sprintf(" (they differ somewhere in %d..%d)", from, c.Size-1)
 	}
 	v.damage(from, DamageFork, source,
-		"a signed checkpoint of size %d has root %s; the database's entries give %s (they differ somewhere in %d..%d)",
-		c.Size, c.Root, root, from, c.Size-1)
+		"a signed checkpoint of size %d has root %s; the database's entries give %s%s",
+		c.Size, c.Root, root, where)
 	if v.rep.Fork == nil {
 		v.rep.Fork = &Fork{Size: c.Size, TrustedNote: string(msg), Source: source, TrustedRoot: c.Root, LocalRoot: root}
 	}
@@ -652,7 +663,7 @@ func (v *verifier) finish() error {
 			if truncated {
 				break // the database's own evidence already says so
 			}
-			v.damage(n, DamageRolledBack, t.source, "a checkpoint kept outside vouches for %d entries; the database holds %d", t.Size, n)
+			v.damage(n, DamageRolledBack, t.label, "a checkpoint kept outside vouches for %d entries; the database holds %d", t.Size, n)
 			break
 		}
 	}

@@ -26,6 +26,7 @@ type command struct {
 // commands is the verb table. Each verb lives in its own file.
 var commands = map[string]command{
 	"version": {"print version, commit and Go version", runVersion},
+	"audit":   {"verify, export and prove the audit log", runAudit},
 }
 
 func main() {

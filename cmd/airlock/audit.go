@@ -1,0 +1,487 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/airlockgw/airlock/auditchain"
+)
+
+// Exit codes of "airlock audit verify" (contract): intact, damage found,
+// could not verify. The other audit verbs use 0, 1 (not found) and 2.
+const (
+	exitOK      = 0
+	exitDamaged = 1
+	exitFailed  = 2
+)
+
+const auditUsage = `usage: airlock audit VERB [flags] [args]
+
+verbs:
+  verify [--db FILE] [--key FILE] [--trusted-checkpoint FILE]... [--json]
+      rehash and check the whole log; exit 0 intact, 1 damage found
+      (the first bad seq and the kind are printed), 2 could not verify
+  export [--db FILE] [--after SEQ]
+      every entry with seq > SEQ as JSON Lines on stdout
+  show [--db FILE] [--json] ACTION_ID
+      every entry of one action
+  prove [--db FILE] [--key FILE] [--json] SEQ
+      inclusion proof of entry SEQ in the first signed checkpoint covering it
+  consistency [--db FILE] [--json] OLD NEW
+      consistency proof that the tree of size OLD is a prefix of size NEW
+
+--db defaults to $AIRLOCK_STATE_DIR/audit.db, else ./audit.db. --key (the
+checkpoint verifier key) defaults to keys/checkpoint.vkey next to the
+database. verify also checks checkpoints.log next to the database when it
+exists, and every --trusted-checkpoint file (a copy of checkpoints.log, or
+notes a witness kept, stored away from this machine). A --config flag
+(finding all of these from the gateway's configuration) comes with the
+configuration loader.
+`
+
+func runAudit(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(stdout, auditUsage)
+		return exitOK
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	verbs := map[string]func(context.Context, []string, io.Writer, io.Writer) int{
+		"verify":      auditVerify,
+		"export":      auditExport,
+		"show":        auditShow,
+		"prove":       auditProve,
+		"consistency": auditConsistency,
+	}
+	verb, ok := verbs[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "airlock audit: unknown verb %q; run \"airlock audit help\"\n", args[0])
+		return exitFailed
+	}
+	return verb(ctx, args[1:], stdout, stderr)
+}
+
+// auditFlags are the flags the verbs share.
+type auditFlags struct {
+	fs      *flag.FlagSet
+	db      string
+	key     string
+	jsonOut bool
+}
+
+func newAuditFlags(name string, stderr io.Writer, withKey, withJSON bool) *auditFlags {
+	f := &auditFlags{fs: flag.NewFlagSet("airlock audit "+name, flag.ContinueOnError)}
+	f.fs.SetOutput(stderr)
+	def := "audit.db"
+	if dir := os.Getenv("AIRLOCK_STATE_DIR"); dir != "" {
+		def = filepath.Join(dir, "audit.db")
+	}
+	f.fs.StringVar(&f.db, "db", def, "audit database `FILE`")
+	if withKey {
+		f.fs.StringVar(&f.key, "key", "", "checkpoint verifier key `FILE` (default: keys/checkpoint.vkey next to the database)")
+	}
+	if withJSON {
+		f.fs.BoolVar(&f.jsonOut, "json", false, "print JSON")
+	}
+	return f
+}
+
+// parse accepts flags before and after the positional arguments and
+// checks their number.
+func (f *auditFlags) parse(args []string, positional int, stderr io.Writer) ([]string, bool) {
+	var pos []string
+	for {
+		if err := f.fs.Parse(args); err != nil {
+			return nil, false
+		}
+		args = f.fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+	if len(pos) != positional {
+		fmt.Fprintf(stderr, "%s: want %d argument(s), got %d; run \"airlock audit help\"\n", f.fs.Name(), positional, len(pos))
+		return nil, false
+	}
+	return pos, true
+}
+
+func (f *auditFlags) keyPath() string {
+	if f.key != "" {
+		return f.key
+	}
+	return filepath.Join(filepath.Dir(f.db), "keys", "checkpoint.vkey")
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+func auditVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	f := newAuditFlags("verify", stderr, true, true)
+	var trustedFiles stringList
+	f.fs.Var(&trustedFiles, "trusted-checkpoint", "`FILE` of signed checkpoints kept elsewhere (repeatable)")
+	if _, ok := f.parse(args, 0, stderr); !ok {
+		return exitFailed
+	}
+	if _, err := os.Stat(f.db); err != nil {
+		fmt.Fprintf(stderr, "airlock audit verify: could not verify: %v\n", err)
+		return exitFailed
+	}
+	key, err := auditchain.ReadVerifierKey(f.keyPath())
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock audit verify: could not verify: %v; pass the verifier key with --key FILE\n", err)
+		return exitFailed
+	}
+	var trusted []auditchain.TrustedNote
+	local := filepath.Join(filepath.Dir(f.db), "checkpoints.log")
+	if _, err := os.Stat(local); err == nil {
+		trustedFiles = append(stringList{local}, trustedFiles...)
+	}
+	for _, path := range trustedFiles {
+		ns, err := auditchain.ReadTrustedNotes(path)
+		if err != nil {
+			fmt.Fprintf(stderr, "airlock audit verify: could not verify: %v\n", err)
+			return exitFailed
+		}
+		trusted = append(trusted, ns...)
+	}
+	rep, err := auditchain.Verify(ctx, auditchain.VerifyOptions{Path: f.db, Key: key, Trusted: trusted})
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock audit verify: could not verify: %v\n", err)
+		return exitFailed
+	}
+	code := exitOK
+	if !rep.Intact() {
+		code = exitDamaged
+	}
+	if f.jsonOut {
+		out := struct {
+			Status string             `json:"status"`
+			First  *auditchain.Damage `json:"first,omitempty"`
+			*auditchain.Report
+		}{Status: "intact", Report: rep}
+		if code != exitOK {
+			out.Status, out.First = "damaged", rep.First()
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			fmt.Fprintf(stderr, "airlock audit verify: %v\n", err)
+			return exitFailed
+		}
+		return code
+	}
+	if code == exitOK {
+		fmt.Fprintf(stdout, "intact: %d entries; %d checkpoints in the database and %d kept outside verified; %d entries not yet covered by a checkpoint\n",
+			rep.Entries, rep.Checkpoints, rep.TrustedCheckpoints, rep.Uncovered)
+		if len(trusted) == 0 {
+			fmt.Fprintln(stdout, "note: no checkpoint kept outside the database was given; a rollback or a rewrite with the signing key would not show (see --trusted-checkpoint)")
+		}
+		return code
+	}
+	first := rep.First()
+	fmt.Fprintf(stdout, "DAMAGED: first bad seq %s: %s (%s): %s\n", seqText(first.Seq), first.Kind, first.Source, first.Detail)
+	for i := range rep.Damage {
+		if d := &rep.Damage[i]; d != first {
+			fmt.Fprintf(stdout, "also: seq %s: %s (%s): %s\n", seqText(d.Seq), d.Kind, d.Source, d.Detail)
+		}
+	}
+	fmt.Fprintf(stdout, "%d entries, %d verified before the first damaged entry; %d not covered by a checkpoint\n", rep.Entries, rep.Verified, rep.Uncovered)
+	if fk := rep.Fork; fk != nil {
+		printFork(stdout, fk)
+	}
+	return code
+}
+
+func seqText(seq int64) string {
+	if seq < 0 {
+		return "-"
+	}
+	return strconv.FormatInt(seq, 10)
+}
+
+func printFork(w io.Writer, f *auditchain.Fork) {
+	fmt.Fprintf(w, "\nFORK at tree size %d. The checkpoint from %s says:\n\n%s\n", f.Size, f.Source, indent(f.TrustedNote))
+	fmt.Fprintf(w, "The database's entries give root %s at size %d.\n", f.LocalRoot, f.Size)
+	if f.LocalNote == "" {
+		fmt.Fprintln(w, "The database holds no signed checkpoint at or beyond that size.")
+		return
+	}
+	fmt.Fprintf(w, "The database's own signed checkpoint (size %d) says:\n\n%s\n", f.LocalSize, indent(f.LocalNote))
+	fmt.Fprintf(w, "Consistency proof that the database's tree of size %d (root %s) is a prefix of that checkpoint's tree (RFC 6962, base64):\n", f.Size, f.LocalRoot)
+	for _, h := range f.Proof {
+		fmt.Fprintf(w, "  %s\n", h)
+	}
+	fmt.Fprintln(w, "Both notes verify with the same key: the key signed two histories.")
+}
+
+func indent(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return "    " + strings.Join(lines, "\n    ") + "\n"
+}
+
+func openReader(ctx context.Context, f *auditFlags, verb string, stderr io.Writer) (*auditchain.Reader, bool) {
+	if _, err := os.Stat(f.db); err != nil {
+		fmt.Fprintf(stderr, "airlock audit %s: %v\n", verb, err)
+		return nil, false
+	}
+	r, err := auditchain.OpenReader(ctx, f.db)
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock audit %s: %v\n", verb, err)
+		return nil, false
+	}
+	return r, true
+}
+
+func auditExport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	f := newAuditFlags("export", stderr, false, false)
+	after := f.fs.Int64("after", -1, "export entries with seq greater than `SEQ` (default: all)")
+	if _, ok := f.parse(args, 0, stderr); !ok {
+		return exitFailed
+	}
+	r, ok := openReader(ctx, f, "export", stderr)
+	if !ok {
+		return exitFailed
+	}
+	defer r.Close()
+	w := bufio.NewWriterSize(stdout, 64<<10)
+	for rec, err := range r.Entries(ctx, *after) {
+		if err == nil {
+			var line []byte
+			if line, err = rec.MarshalJSON(); err == nil {
+				w.Write(line)
+				err = w.WriteByte('\n')
+			}
+		}
+		if err != nil {
+			w.Flush()
+			fmt.Fprintf(stderr, "airlock audit export: %v\n", err)
+			return exitFailed
+		}
+	}
+	if err := w.Flush(); err != nil {
+		fmt.Fprintf(stderr, "airlock audit export: %v\n", err)
+		return exitFailed
+	}
+	return exitOK
+}
+
+func auditShow(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	f := newAuditFlags("show", stderr, false, true)
+	pos, ok := f.parse(args, 1, stderr)
+	if !ok {
+		return exitFailed
+	}
+	r, ok := openReader(ctx, f, "show", stderr)
+	if !ok {
+		return exitFailed
+	}
+	defer r.Close()
+	recs, err := r.ActionEntries(ctx, pos[0])
+	if errors.Is(err, auditchain.ErrNotFound) {
+		fmt.Fprintf(stderr, "airlock audit show: no entries for action %q\n", pos[0])
+		return exitDamaged
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock audit show: %v\n", err)
+		return exitFailed
+	}
+	for _, rec := range recs {
+		if f.jsonOut {
+			line, err := rec.MarshalJSON()
+			if err != nil {
+				fmt.Fprintf(stderr, "airlock audit show: %v\n", err)
+				return exitFailed
+			}
+			fmt.Fprintf(stdout, "%s\n", line)
+			continue
+		}
+		fmt.Fprintf(stdout, "%d  %s  %s  run=%s\n", rec.Seq, rec.Time.UTC().Format("2006-01-02T15:04:05.000000000Z"), rec.Kind, visible(rec.RunID))
+		for _, fl := range rec.Fields {
+			fmt.Fprintf(stdout, "    %s = %s\n", fl.Name, valueText(fl.Value))
+		}
+	}
+	return exitOK
+}
+
+// visible quotes a string when it holds anything that would not print as
+// itself (control, bidi or invalid bytes), so a terminal never renders it raw.
+func visible(s string) string {
+	q := strconv.QuoteToGraphic(s)
+	if q[1:len(q)-1] == s {
+		return s
+	}
+	return q
+}
+
+func valueText(v any) string {
+	switch v := v.(type) {
+	case string:
+		return strconv.QuoteToGraphic(v)
+	case []byte:
+		return "0x" + hex.EncodeToString(v)
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+func auditProve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	f := newAuditFlags("prove", stderr, true, true)
+	pos, ok := f.parse(args, 1, stderr)
+	if !ok {
+		return exitFailed
+	}
+	seq, err := strconv.ParseInt(pos[0], 10, 64)
+	if err != nil || seq < 0 {
+		fmt.Fprintf(stderr, "airlock audit prove: SEQ %q is not a sequence number\n", pos[0])
+		return exitFailed
+	}
+	r, ok := openReader(ctx, f, "prove", stderr)
+	if !ok {
+		return exitFailed
+	}
+	defer r.Close()
+	// The first checkpoint that covers seq and verifies with the key.
+	var signed []byte
+	var size int64
+	if key, err := auditchain.ReadVerifierKey(f.keyPath()); err == nil {
+		cps, err := r.Checkpoints(ctx)
+		if err != nil {
+			fmt.Fprintf(stderr, "airlock audit prove: %v\n", err)
+			return exitFailed
+		}
+		for _, sc := range cps {
+			if c, err := auditchain.OpenCheckpoint(sc.Note, key); err == nil && c.Size > seq {
+				signed, size = sc.Note, c.Size
+				break
+			}
+		}
+	} else if f.key != "" {
+		fmt.Fprintf(stderr, "airlock audit prove: %v\n", err)
+		return exitFailed
+	}
+	if signed == nil {
+		if size, err = r.Size(ctx); err != nil {
+			fmt.Fprintf(stderr, "airlock audit prove: %v\n", err)
+			return exitFailed
+		}
+	}
+	p, err := r.ProveInclusion(ctx, seq, size)
+	if errors.Is(err, auditchain.ErrNotFound) {
+		fmt.Fprintf(stderr, "airlock audit prove: %v\n", err)
+		return exitDamaged
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock audit prove: %v\n", err)
+		return exitFailed
+	}
+	if signed != nil {
+		c, _ := auditchain.ParseCheckpoint(string(signed[:strings.Index(string(signed), "\n\n")+1]))
+		if c.Root != p.Root {
+			fmt.Fprintf(stderr, "airlock audit prove: the stored tree disagrees with the signed checkpoint of size %d; run airlock audit verify\n", size)
+			return exitDamaged
+		}
+	}
+	if f.jsonOut {
+		return writeJSON(stdout, stderr, struct {
+			Seq        int64    `json:"seq"`
+			Size       int64    `json:"size"`
+			LeafHash   string   `json:"leaf_hash"`
+			Root       string   `json:"root"`
+			Proof      []string `json:"proof"`
+			Checkpoint string   `json:"checkpoint,omitempty"`
+		}{p.Seq, p.Size, p.LeafHash.String(), p.Root.String(), hashStrings(p.Proof), string(signed)})
+	}
+	fmt.Fprintf(stdout, "entry %d (leaf hash %s) is in the tree of size %d, root %s\n", p.Seq, p.LeafHash, p.Size, p.Root)
+	if signed != nil {
+		fmt.Fprintf(stdout, "signed checkpoint:\n\n%s\n", indent(string(signed)))
+	} else {
+		fmt.Fprintln(stdout, "no signed checkpoint covers this entry yet: the root above is not signed")
+	}
+	fmt.Fprintf(stdout, "inclusion proof (RFC 6962 audit path, %d hashes, base64):\n", len(p.Proof))
+	for _, h := range p.Proof {
+		fmt.Fprintf(stdout, "  %s\n", h)
+	}
+	return exitOK
+}
+
+func auditConsistency(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	f := newAuditFlags("consistency", stderr, false, true)
+	pos, ok := f.parse(args, 2, stderr)
+	if !ok {
+		return exitFailed
+	}
+	var sizes [2]int64
+	for i, s := range pos {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			fmt.Fprintf(stderr, "airlock audit consistency: %q is not a tree size\n", s)
+			return exitFailed
+		}
+		sizes[i] = n
+	}
+	r, ok := openReader(ctx, f, "consistency", stderr)
+	if !ok {
+		return exitFailed
+	}
+	defer r.Close()
+	p, err := r.ProveConsistency(ctx, sizes[0], sizes[1])
+	if errors.Is(err, auditchain.ErrNotFound) {
+		fmt.Fprintf(stderr, "airlock audit consistency: %v\n", err)
+		return exitDamaged
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock audit consistency: %v\n", err)
+		return exitFailed
+	}
+	if f.jsonOut {
+		return writeJSON(stdout, stderr, struct {
+			Old     int64    `json:"old"`
+			New     int64    `json:"new"`
+			OldRoot string   `json:"old_root"`
+			NewRoot string   `json:"new_root"`
+			Proof   []string `json:"proof"`
+		}{p.Old, p.New, p.OldRoot.String(), p.NewRoot.String(), hashStrings(p.Proof)})
+	}
+	fmt.Fprintf(stdout, "the tree of size %d (root %s)\nis a prefix of the tree of size %d (root %s)\n", p.Old, p.OldRoot, p.New, p.NewRoot)
+	fmt.Fprintf(stdout, "consistency proof (RFC 6962, %d hashes, base64):\n", len(p.Proof))
+	for _, h := range p.Proof {
+		fmt.Fprintf(stdout, "  %s\n", h)
+	}
+	return exitOK
+}
+
+func hashStrings[H ~[32]byte](hs []H) []string {
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = base64.StdEncoding.EncodeToString(h[:])
+	}
+	return out
+}
+
+func writeJSON(stdout, stderr io.Writer, v any) int {
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		fmt.Fprintf(stderr, "airlock audit: %v\n", err)
+		return exitFailed
+	}
+	return exitOK
+}

@@ -1,0 +1,318 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/airlockgw/airlock/auditchain"
+	"github.com/google/go-cmp/cmp"
+)
+
+// newAuditLog writes a small log into a fresh state dir and returns its
+// options.
+func newAuditLog(t *testing.T, n int) auditchain.Options {
+	t.Helper()
+	o := auditchain.DefaultOptions(t.TempDir())
+	o.Origin = "cli.test/log"
+	o.CheckpointEvery = 5
+	o.CheckpointInterval = -1
+	ctx := context.Background()
+	l, err := auditchain.Open(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		e := auditchain.Entry{Kind: auditchain.KindActionRequested, ActionID: fmt.Sprintf("act-%d", i%3), RunID: "run-1",
+			Fields: []auditchain.Field{auditchain.Str("command", fmt.Sprintf("echo %d", i)), auditchain.Int("i", int64(i))}}
+		if _, err := l.Append(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = dispatch(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func editDB(t *testing.T, path, stmt string) {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, s := range []string{`DROP TRIGGER entries_no_update`, stmt} {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+type firstJSON struct {
+	Seq  int64  `json:"seq"`
+	Kind string `json:"kind"`
+}
+
+type verifyJSON struct {
+	Status    string     `json:"status"`
+	First     *firstJSON `json:"first"`
+	Entries   int64      `json:"entries"`
+	Uncovered int64      `json:"uncovered"`
+}
+
+func TestAuditVerifyExitCodes(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     func(o auditchain.Options) []string
+		prepare  func(t *testing.T, o auditchain.Options)
+		wantCode int
+		want     verifyJSON // checked when the code is 0 or 1
+	}{
+		{
+			name:     "intact",
+			args:     func(o auditchain.Options) []string { return []string{"--db", o.Path} },
+			wantCode: exitOK,
+			want:     verifyJSON{Status: "intact", Entries: 14},
+		},
+		{
+			name: "modified entry",
+			args: func(o auditchain.Options) []string { return []string{"--db", o.Path} },
+			prepare: func(t *testing.T, o auditchain.Options) {
+				editDB(t, o.Path, `UPDATE entries SET chain = zeroblob(32) WHERE seq = 7`)
+			},
+			wantCode: exitDamaged,
+			want:     verifyJSON{Status: "damaged", First: &firstJSON{7, "modified"}, Entries: 14, Uncovered: 9},
+		},
+		{
+			name: "rolled back against a trusted copy",
+			args: func(o auditchain.Options) []string {
+				return []string{"--db", o.Path, "--trusted-checkpoint", filepath.Join(filepath.Dir(o.Path), "kept-elsewhere.log")}
+			},
+			prepare: func(t *testing.T, o auditchain.Options) {
+				data, _ := os.ReadFile(o.CheckpointLogPath)
+				os.WriteFile(filepath.Join(filepath.Dir(o.Path), "kept-elsewhere.log"), data, 0o644)
+				os.Remove(o.CheckpointLogPath)
+				db, _ := sql.Open("sqlite3", "file:"+o.Path)
+				defer db.Close()
+				for _, s := range []string{`DROP TRIGGER entries_no_delete`, `DROP TRIGGER checkpoints_no_delete`, `DROP TRIGGER tree_hashes_no_delete`,
+					`DELETE FROM entries WHERE seq >= 10`, `DELETE FROM checkpoints WHERE size > 10`, `DELETE FROM tree_hashes WHERE idx >= 18`} {
+					if _, err := db.Exec(s); err != nil {
+						t.Fatal(err)
+					}
+				}
+			},
+			wantCode: exitDamaged,
+		},
+		{
+			name: "missing verifier key",
+			args: func(o auditchain.Options) []string {
+				return []string{"--db", o.Path, "--key", filepath.Join(t.TempDir(), "none.vkey")}
+			},
+			wantCode: exitFailed,
+		},
+		{
+			name:     "missing database",
+			args:     func(o auditchain.Options) []string { return []string{"--db", filepath.Join(t.TempDir(), "none.db")} },
+			wantCode: exitFailed,
+		},
+		{
+			name: "not a database",
+			args: func(o auditchain.Options) []string { return []string{"--db", o.Path} },
+			prepare: func(t *testing.T, o auditchain.Options) {
+				os.Remove(o.Path + "-wal")
+				os.Remove(o.Path + "-shm")
+				os.WriteFile(o.Path, bytes.Repeat([]byte("not sqlite "), 100), 0o600)
+			},
+			wantCode: exitFailed,
+		},
+		{
+			name:     "bad flag",
+			args:     func(o auditchain.Options) []string { return []string{"--nope"} },
+			wantCode: exitFailed,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := newAuditLog(t, 12)
+			if tt.prepare != nil {
+				tt.prepare(t, o)
+			}
+			args := append([]string{"audit", "verify"}, tt.args(o)...)
+			code, _, stderr := runCLI(t, args...)
+			if code != tt.wantCode {
+				t.Fatalf("exit %d, want %d; stderr: %s", code, tt.wantCode, stderr)
+			}
+			code, stdout, _ := runCLI(t, append(args, "--json")...)
+			if code != tt.wantCode || code == exitFailed {
+				return
+			}
+			var got verifyJSON
+			if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+				t.Fatalf("--json output: %v\n%s", err, stdout)
+			}
+			if tt.want.Status == "" {
+				return
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("verify --json (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestAuditVerifyPrintsFork(t *testing.T) {
+	o := newAuditLog(t, 12)
+	kept := filepath.Join(t.TempDir(), "kept.log")
+	data, _ := os.ReadFile(o.CheckpointLogPath)
+	os.WriteFile(kept, data, 0o644)
+	// Rewrite the whole log with the same key, as a thief would.
+	os.Remove(o.Path)
+	os.Remove(o.Path + "-wal")
+	os.Remove(o.Path + "-shm")
+	os.Remove(o.CheckpointLogPath)
+	ctx := context.Background()
+	l, err := auditchain.Open(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 12; i++ {
+		l.Append(ctx, auditchain.Entry{Kind: auditchain.KindRunCreated, RunID: fmt.Sprint("forged-", i)})
+	}
+	l.Close(ctx)
+	code, stdout, stderr := runCLI(t, "audit", "verify", "--db", o.Path, "--trusted-checkpoint", kept)
+	if code != exitDamaged {
+		t.Fatalf("exit %d, want 1; stderr %s", code, stderr)
+	}
+	for _, want := range []string{"FORK", "cli.test/log\n", "Consistency proof"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if n := strings.Count(stdout, "— cli.test/log "); n != 2 {
+		t.Errorf("output shows %d signed notes, want both:\n%s", n, stdout)
+	}
+}
+
+func TestAuditExport(t *testing.T) {
+	o := newAuditLog(t, 12)
+	code, stdout, stderr := runCLI(t, "audit", "export", "--db", o.Path, "--after", "3")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	sc := bufio.NewScanner(strings.NewReader(stdout))
+	want := int64(4)
+	for sc.Scan() {
+		var line struct {
+			Seq       int64          `json:"seq"`
+			Kind      string         `json:"kind"`
+			Fields    map[string]any `json:"fields"`
+			Leaf      []byte         `json:"leaf"`
+			LeafHash  string         `json:"leaf_hash"`
+			ChainHash string         `json:"chain_hash"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		if line.Seq != want {
+			t.Fatalf("seq %d, want %d", line.Seq, want)
+		}
+		e, err := auditchain.DecodeLeaf(line.Leaf)
+		if err != nil || e.Seq != line.Seq || e.Kind.String() != line.Kind {
+			t.Errorf("leaf of %d does not match the line: %+v, %v", line.Seq, e, err)
+		}
+		if len(line.LeafHash) != 64 || len(line.ChainHash) != 64 {
+			t.Errorf("hashes not hex SHA-256: %q %q", line.LeafHash, line.ChainHash)
+		}
+		want++
+	}
+	if want != 14 {
+		t.Errorf("exported up to seq %d, want 13", want-1)
+	}
+}
+
+func TestAuditShowProveConsistency(t *testing.T) {
+	o := newAuditLog(t, 12)
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantOut  []string
+	}{
+		{"show", []string{"show", "--db", o.Path, "act-1"}, exitOK, []string{"action.requested", `command = "echo 1"`, `command = "echo 10"`}},
+		{"show flags after the argument", []string{"show", "act-2", "--db", o.Path}, exitOK, []string{`command = "echo 2"`}},
+		{"show unknown action", []string{"show", "--db", o.Path, "nope"}, exitDamaged, nil},
+		{"prove covered entry", []string{"prove", "--db", o.Path, "3"}, exitOK, []string{"entry 3", "signed checkpoint", "— cli.test/log"}},
+		{"prove out of range", []string{"prove", "--db", o.Path, "99"}, exitDamaged, nil},
+		{"prove bad seq", []string{"prove", "--db", o.Path, "x"}, exitFailed, nil},
+		{"consistency", []string{"consistency", "--db", o.Path, "5", "14"}, exitOK, []string{"size 5", "size 14"}},
+		{"consistency backwards", []string{"consistency", "--db", o.Path, "9", "5"}, exitDamaged, nil},
+		{"consistency missing argument", []string{"consistency", "--db", o.Path, "5"}, exitFailed, nil},
+		{"unknown verb", []string{"frobnicate"}, exitFailed, nil},
+		{"help", []string{"help"}, exitOK, []string{"verify"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, append([]string{"audit"}, tt.args...)...)
+			if code != tt.wantCode {
+				t.Fatalf("exit %d, want %d; stderr: %s", code, tt.wantCode, stderr)
+			}
+			for _, w := range tt.wantOut {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("output lacks %q:\n%s", w, stdout)
+				}
+			}
+		})
+	}
+}
+
+func TestAuditProveJSONChecks(t *testing.T) {
+	o := newAuditLog(t, 12)
+	code, stdout, stderr := runCLI(t, "audit", "prove", "--db", o.Path, "--json", "7")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var p struct {
+		Seq, Size  int64
+		LeafHash   string `json:"leaf_hash"`
+		Root       string
+		Proof      []string
+		Checkpoint string
+	}
+	if err := json.Unmarshal([]byte(stdout), &p); err != nil {
+		t.Fatal(err)
+	}
+	v, err := auditchain.ReadVerifierKey(o.VerifierKeyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := auditchain.OpenCheckpoint([]byte(p.Checkpoint), v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Size != p.Size || c.Root.String() != p.Root || p.Size <= 7 {
+		t.Errorf("proof for size %d root %s, checkpoint %+v", p.Size, p.Root, c)
+	}
+}
+
+func TestAuditDefaultDBFromStateDir(t *testing.T) {
+	o := newAuditLog(t, 3)
+	t.Setenv("AIRLOCK_STATE_DIR", filepath.Dir(o.Path))
+	if code, _, stderr := runCLI(t, "audit", "verify"); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}
