@@ -1,0 +1,750 @@
+package gateway
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/zclconf/go-cty/cty"
+	"golang.org/x/crypto/ssh"
+
+	"github.com/airlockgw/airlock/sshexec"
+)
+
+// Defaults for what the configuration leaves out.
+const (
+	DefaultHTTPAddr          = "127.0.0.1:7422"
+	DefaultApprovalTimeout   = 120 * time.Second
+	DefaultRunTTL            = time.Hour
+	DefaultMaxRunTTL         = 8 * time.Hour
+	DefaultCheckpointEntries = 100
+	DefaultCheckpointEvery   = 30 * time.Second
+	DefaultMaxParallel       = 4
+	DefaultMaxTimeout        = 10 * time.Minute
+	DefaultActionTimeout     = 60 * time.Second
+	// maxConfigSize bounds the configuration file.
+	maxConfigSize = 4 << 20
+)
+
+// Config is a loaded, validated configuration. Paths in it are absolute.
+type Config struct {
+	// Path is the file it was loaded from; Digest the SHA-256 of its
+	// bytes, in hex, as recorded in the audit log's config.loaded entry.
+	Path   string
+	Digest string
+
+	StateDir  string
+	LogFormat string // "text" or "json"
+	LogLevel  string
+
+	Listen   ListenConfig
+	Approval ApprovalConfig
+	Audit    AuditConfig
+	Notify   *NotifyConfig
+
+	// Credentials and Targets by name; TargetNames in file order.
+	Credentials map[string]*CredentialConfig
+	Targets     map[string]*TargetConfig
+	TargetNames []string
+}
+
+// ListenConfig is the listen block.
+type ListenConfig struct {
+	HTTP        string // "" disables the HTTP listener
+	TLSCert     string
+	TLSKey      string
+	Socket      string
+	SocketGroup string
+}
+
+// ApprovalConfig is the approval block.
+type ApprovalConfig struct {
+	Timeout   time.Duration
+	RunTTL    time.Duration
+	MaxRunTTL time.Duration
+}
+
+// AuditConfig is the audit block.
+type AuditConfig struct {
+	// CheckpointEntries and CheckpointInterval: sign a checkpoint after
+	// this many entries and/or this much time; zero disables that trigger.
+	CheckpointEntries  int
+	CheckpointInterval time.Duration
+	WitnessCommand     string
+}
+
+// NotifyConfig is the notify block (reviewer webhook).
+type NotifyConfig struct {
+	URL        string
+	SecretFile string
+}
+
+// CredentialConfig is one credential block.
+type CredentialConfig struct {
+	Name           string
+	PrivateKeyFile string
+	PassphraseFile string
+	// CA makes per-action certificates signed by the gateway CA.
+	CA bool
+}
+
+// TargetConfig is one target block.
+type TargetConfig struct {
+	Name           string
+	Address        string
+	HostKeys       []ssh.PublicKey
+	KnownHostsFile string
+	DefaultAccount string
+	MaxParallel    int
+	Accounts       map[string]*AccountConfig
+	AccountNames   []string
+}
+
+// AccountConfig is one account block of a target.
+type AccountConfig struct {
+	Name       string
+	Credential string
+	Approval   string // "run" or "call"
+	MaxTimeout time.Duration
+	Output     OutputPolicy
+}
+
+// OutputPolicy is how much of an action's output the agent gets back; the
+// output store keeps up to its cap whatever the policy.
+type OutputPolicy string
+
+// The output policies.
+const (
+	OutputFull OutputPolicy = "full" // everything kept (up to the store cap)
+	OutputTail OutputPolicy = "tail" // the last 64 KiB of each stream
+	OutputNone OutputPolicy = "none" // nothing; sizes and digests only
+)
+
+// ConfigError is every problem found in a configuration file, each with its
+// file:line. LoadConfig returns it so that `airlock config check` can show
+// all of them at once.
+type ConfigError struct {
+	Problems []Problem
+}
+
+// Problem is one configuration problem at a place in a file.
+type Problem struct {
+	File    string
+	Line    int // 0 when the problem has no place
+	Message string
+}
+
+func (p Problem) String() string {
+	if p.Line == 0 {
+		return p.File + ": " + p.Message
+	}
+	return fmt.Sprintf("%s:%d: %s", p.File, p.Line, p.Message)
+}
+
+func (e *ConfigError) Error() string {
+	if len(e.Problems) == 1 {
+		return "gateway: config: " + e.Problems[0].String()
+	}
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.String()
+	}
+	return fmt.Sprintf("gateway: config: %d problems:\n  %s", len(e.Problems), strings.Join(lines, "\n  "))
+}
+
+// ConfigPath returns the configuration file to use: flag if set, else
+// $AIRLOCK_CONFIG, else ./airlock.hcl.
+func ConfigPath(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if env := os.Getenv("AIRLOCK_CONFIG"); env != "" {
+		return env
+	}
+	return "airlock.hcl"
+}
+
+// defaultStateDir is $AIRLOCK_STATE_DIR, else $XDG_STATE_HOME/airlock, else
+// ~/.local/state/airlock.
+func defaultStateDir() (string, error) {
+	if d := os.Getenv("AIRLOCK_STATE_DIR"); d != "" {
+		return d, nil
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "airlock"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("no state_dir set, $AIRLOCK_STATE_DIR and $XDG_STATE_HOME unset, and no home directory: %w", err)
+	}
+	return filepath.Join(home, ".local", "state", "airlock"), nil
+}
+
+// LoadConfig reads, decodes and validates the configuration file at path.
+// Every problem found is reported in a *ConfigError with its file:line.
+func LoadConfig(path string) (*Config, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: config: %w", err)
+	}
+	f, err := os.Open(abs)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: config: %w", err)
+	}
+	defer f.Close()
+	src, err := io.ReadAll(io.LimitReader(f, maxConfigSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("gateway: config: read %s: %w", path, err)
+	}
+	if len(src) > maxConfigSize {
+		return nil, fmt.Errorf("gateway: config: %s is larger than %d bytes", path, maxConfigSize)
+	}
+	return ParseConfig(src, abs)
+}
+
+// ParseConfig decodes and validates configuration source; filename is used
+// in messages and to resolve relative paths.
+func ParseConfig(src []byte, filename string) (*Config, error) {
+	p := hclparse.NewParser()
+	file, diags := p.ParseHCL(src, filename)
+	c := &checker{file: filename}
+	c.diags(diags)
+	if file == nil || diags.HasErrors() {
+		return nil, c.err()
+	}
+	var raw rawConfig
+	c.diags(gohcl.DecodeBody(file.Body, nil, &raw))
+	if c.failed() {
+		return nil, c.err()
+	}
+	sum := sha256.Sum256(src)
+	cfg := &Config{
+		Path:        filename,
+		Digest:      hex.EncodeToString(sum[:]),
+		Credentials: map[string]*CredentialConfig{},
+		Targets:     map[string]*TargetConfig{},
+	}
+	base := filepath.Dir(filename)
+	c.build(cfg, &raw, base)
+	if c.failed() {
+		return nil, c.err()
+	}
+	return cfg, nil
+}
+
+// The raw shapes gohcl decodes into. Attributes are kept as *hcl.Attribute so
+// that every value error can name its file:line.
+type rawConfig struct {
+	StateDir    *hcl.Attribute   `hcl:"state_dir,optional"`
+	LogFormat   *hcl.Attribute   `hcl:"log_format,optional"`
+	LogLevel    *hcl.Attribute   `hcl:"log_level,optional"`
+	Listen      *rawListen       `hcl:"listen,block"`
+	Approval    *rawApproval     `hcl:"approval,block"`
+	Audit       *rawAudit        `hcl:"audit,block"`
+	Notify      *rawNotify       `hcl:"notify,block"`
+	Credentials []*rawCredential `hcl:"credential,block"`
+	Targets     []*rawTarget     `hcl:"target,block"`
+}
+
+type rawListen struct {
+	HTTP        *hcl.Attribute `hcl:"http,optional"`
+	TLSCert     *hcl.Attribute `hcl:"tls_cert,optional"`
+	TLSKey      *hcl.Attribute `hcl:"tls_key,optional"`
+	Socket      *hcl.Attribute `hcl:"socket,optional"`
+	SocketGroup *hcl.Attribute `hcl:"socket_group,optional"`
+	DefRange    hcl.Range      `hcl:",def_range"`
+}
+
+type rawApproval struct {
+	Timeout   *hcl.Attribute `hcl:"timeout,optional"`
+	RunTTL    *hcl.Attribute `hcl:"run_ttl,optional"`
+	MaxRunTTL *hcl.Attribute `hcl:"max_run_ttl,optional"`
+	DefRange  hcl.Range      `hcl:",def_range"`
+}
+
+type rawAudit struct {
+	CheckpointEvery *hcl.Attribute `hcl:"checkpoint_every,optional"`
+	WitnessCommand  *hcl.Attribute `hcl:"witness_command,optional"`
+}
+
+type rawNotify struct {
+	URL        *hcl.Attribute `hcl:"url"`
+	SecretFile *hcl.Attribute `hcl:"secret_file"`
+	DefRange   hcl.Range      `hcl:",def_range"`
+}
+
+type rawCredential struct {
+	Name           string         `hcl:"name,label"`
+	PrivateKeyFile *hcl.Attribute `hcl:"private_key_file,optional"`
+	PassphraseFile *hcl.Attribute `hcl:"passphrase_file,optional"`
+	CA             *hcl.Attribute `hcl:"ca,optional"`
+	DefRange       hcl.Range      `hcl:",def_range"`
+}
+
+type rawTarget struct {
+	Name           string         `hcl:"name,label"`
+	Address        *hcl.Attribute `hcl:"address"`
+	HostKeys       *hcl.Attribute `hcl:"host_keys,optional"`
+	KnownHostsFile *hcl.Attribute `hcl:"known_hosts_file,optional"`
+	DefaultAccount *hcl.Attribute `hcl:"default_account,optional"`
+	MaxParallel    *hcl.Attribute `hcl:"max_parallel,optional"`
+	Accounts       []*rawAccount  `hcl:"account,block"`
+	DefRange       hcl.Range      `hcl:",def_range"`
+}
+
+type rawAccount struct {
+	Name       string         `hcl:"name,label"`
+	Credential *hcl.Attribute `hcl:"credential"`
+	Approval   *hcl.Attribute `hcl:"approval,optional"`
+	MaxTimeout *hcl.Attribute `hcl:"max_timeout,optional"`
+	Output     *hcl.Attribute `hcl:"output,optional"`
+	DefRange   hcl.Range      `hcl:",def_range"`
+}
+
+// checker collects problems with their positions.
+type checker struct {
+	file     string
+	problems []Problem
+}
+
+func (c *checker) failed() bool { return len(c.problems) > 0 }
+
+func (c *checker) err() error {
+	if !c.failed() {
+		return nil
+	}
+	return &ConfigError{Problems: c.problems}
+}
+
+func (c *checker) add(r *hcl.Range, msg string) {
+	p := Problem{File: c.file, Message: msg}
+	if r != nil && r.Filename != "" {
+		p.File, p.Line = r.Filename, r.Start.Line
+	}
+	c.problems = append(c.problems, p)
+}
+
+func (c *checker) diags(ds hcl.Diagnostics) {
+	for _, d := range ds {
+		if d.Severity != hcl.DiagError {
+			continue
+		}
+		msg := d.Summary
+		if d.Detail != "" {
+			msg += ": " + d.Detail
+		}
+		c.add(d.Subject, msg)
+	}
+}
+
+// require records a problem when a required attribute is missing (gohcl
+// does not enforce presence for *hcl.Attribute fields) and reports whether
+// it is there.
+func (c *checker) require(a *hcl.Attribute, block hcl.Range, what string) bool {
+	if a == nil {
+		c.errorf(block, "%s is required", what)
+		return false
+	}
+	return true
+}
+
+func (c *checker) errorf(r hcl.Range, format string, args ...any) {
+	c.add(&r, fmt.Sprintf(format, args...))
+}
+
+// value evaluates an attribute as a constant: no variables or functions.
+func (c *checker) value(a *hcl.Attribute) (cty.Value, bool) {
+	v, ds := a.Expr.Value(nil)
+	if ds.HasErrors() {
+		c.diags(ds)
+		return cty.NilVal, false
+	}
+	if v.IsNull() {
+		c.errorf(a.Range, "%s must not be null", a.Name)
+		return cty.NilVal, false
+	}
+	return v, true
+}
+
+func (c *checker) str(a *hcl.Attribute, def string) string {
+	if a == nil {
+		return def
+	}
+	s, ok := c.strOK(a)
+	if !ok {
+		return def
+	}
+	return s
+}
+
+// strOK evaluates a string attribute; false means a problem was recorded.
+func (c *checker) strOK(a *hcl.Attribute) (string, bool) {
+	v, ok := c.value(a)
+	if !ok {
+		return "", false
+	}
+	if v.Type() != cty.String {
+		c.errorf(a.Range, "%s must be a string", a.Name)
+		return "", false
+	}
+	s := v.AsString()
+	if strings.ContainsAny(s, "\x00\n\r") {
+		c.errorf(a.Range, "%s must not contain NUL or line breaks", a.Name)
+		return "", false
+	}
+	return s, true
+}
+
+func (c *checker) strList(a *hcl.Attribute) []string {
+	if a == nil {
+		return nil
+	}
+	v, ok := c.value(a)
+	if !ok {
+		return nil
+	}
+	if v.Type() == cty.String {
+		return []string{v.AsString()}
+	}
+	if !v.Type().IsTupleType() && !v.Type().IsListType() {
+		c.errorf(a.Range, "%s must be a list of strings", a.Name)
+		return nil
+	}
+	var out []string
+	for it := v.ElementIterator(); it.Next(); {
+		_, e := it.Element()
+		if e.IsNull() || e.Type() != cty.String {
+			c.errorf(a.Range, "%s must be a list of strings", a.Name)
+			return nil
+		}
+		out = append(out, e.AsString())
+	}
+	return out
+}
+
+func (c *checker) boolean(a *hcl.Attribute) bool {
+	if a == nil {
+		return false
+	}
+	v, ok := c.value(a)
+	if !ok {
+		return false
+	}
+	if v.Type() != cty.Bool {
+		c.errorf(a.Range, "%s must be true or false", a.Name)
+		return false
+	}
+	return v.True()
+}
+
+func (c *checker) integer(a *hcl.Attribute, def, min, max int) int {
+	if a == nil {
+		return def
+	}
+	v, ok := c.value(a)
+	if !ok {
+		return def
+	}
+	if v.Type() != cty.Number {
+		c.errorf(a.Range, "%s must be a whole number", a.Name)
+		return def
+	}
+	bf := v.AsBigFloat()
+	i, acc := bf.Int64()
+	if !bf.IsInt() || acc != 0 || i < int64(min) || i > int64(max) {
+		c.errorf(a.Range, "%s must be a whole number from %d to %d", a.Name, min, max)
+		return def
+	}
+	return int(i)
+}
+
+// duration parses a duration written as a string ("90s", "10m", "1h30m").
+func (c *checker) duration(a *hcl.Attribute, def, max time.Duration) time.Duration {
+	if a == nil {
+		return def
+	}
+	s, ok := c.strOK(a)
+	if !ok {
+		return def
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		c.errorf(a.Range, `%s = %q is not a positive duration; write it like "30s", "10m" or "1h"`, a.Name, s)
+		return def
+	}
+	if max > 0 && d > max {
+		c.errorf(a.Range, "%s = %s is more than the maximum %s", a.Name, d, max)
+		return def
+	}
+	return d
+}
+
+func (c *checker) path(a *hcl.Attribute, base string) string {
+	if a == nil {
+		return ""
+	}
+	s, ok := c.strOK(a)
+	if !ok {
+		return ""
+	}
+	if s == "" {
+		c.errorf(a.Range, "%s must not be empty", a.Name)
+		return ""
+	}
+	if !filepath.IsAbs(s) {
+		s = filepath.Join(base, s)
+	}
+	return filepath.Clean(s)
+}
+
+// nameRE is what target, account and credential names may look like: they
+// appear in commands, URLs and authorized_keys comments.
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+
+var checkpointEveryRE = regexp.MustCompile(`^([0-9]+) entries$`)
+
+func (c *checker) build(cfg *Config, raw *rawConfig, base string) {
+	// Top level.
+	if raw.StateDir != nil {
+		cfg.StateDir = c.path(raw.StateDir, base)
+	} else if d, err := defaultStateDir(); err != nil {
+		c.add(nil, err.Error())
+	} else {
+		cfg.StateDir = d
+	}
+	cfg.LogFormat = c.str(raw.LogFormat, "text")
+	if cfg.LogFormat != "text" && cfg.LogFormat != "json" {
+		c.errorf(raw.LogFormat.Range, `log_format must be "text" or "json"`)
+	}
+	cfg.LogLevel = strings.ToLower(c.str(raw.LogLevel, "info"))
+	switch cfg.LogLevel {
+	case "trace", "debug", "info", "warn", "error":
+	default:
+		c.errorf(raw.LogLevel.Range, `log_level must be one of "trace", "debug", "info", "warn", "error"`)
+	}
+
+	// listen.
+	cfg.Listen.HTTP = DefaultHTTPAddr
+	cfg.Listen.Socket = filepath.Join(cfg.StateDir, "run", "airlock.sock")
+	if l := raw.Listen; l != nil {
+		cfg.Listen.HTTP = c.str(l.HTTP, DefaultHTTPAddr)
+		cfg.Listen.TLSCert = c.path(l.TLSCert, base)
+		cfg.Listen.TLSKey = c.path(l.TLSKey, base)
+		if l.Socket != nil {
+			cfg.Listen.Socket = c.path(l.Socket, base)
+		}
+		cfg.Listen.SocketGroup = c.str(l.SocketGroup, "")
+		if cfg.Listen.SocketGroup != "" {
+			if _, err := user.LookupGroup(cfg.Listen.SocketGroup); err != nil {
+				c.errorf(l.SocketGroup.Range, "socket_group %q: no such group; create it or remove socket_group", cfg.Listen.SocketGroup)
+			}
+		}
+		if (cfg.Listen.TLSCert == "") != (cfg.Listen.TLSKey == "") {
+			c.errorf(l.DefRange, "listen needs both tls_cert and tls_key, or neither")
+		}
+		if cfg.Listen.HTTP != "" {
+			host, _, err := net.SplitHostPort(cfg.Listen.HTTP)
+			switch {
+			case err != nil:
+				c.errorf(l.HTTP.Range, `listen.http = %q is not host:port, e.g. "127.0.0.1:7422"`, cfg.Listen.HTTP)
+			case !isLoopback(host) && cfg.Listen.TLSCert == "":
+				c.errorf(l.HTTP.Range, "listen.http = %q is not a loopback address: set tls_cert and tls_key, or listen on 127.0.0.1", cfg.Listen.HTTP)
+			}
+		}
+	}
+
+	// approval.
+	cfg.Approval = ApprovalConfig{Timeout: DefaultApprovalTimeout, RunTTL: DefaultRunTTL, MaxRunTTL: DefaultMaxRunTTL}
+	if a := raw.Approval; a != nil {
+		cfg.Approval.Timeout = c.duration(a.Timeout, DefaultApprovalTimeout, 24*time.Hour)
+		cfg.Approval.MaxRunTTL = c.duration(a.MaxRunTTL, DefaultMaxRunTTL, 30*24*time.Hour)
+		cfg.Approval.RunTTL = c.duration(a.RunTTL, min(DefaultRunTTL, cfg.Approval.MaxRunTTL), 0)
+		if cfg.Approval.RunTTL > cfg.Approval.MaxRunTTL {
+			c.errorf(a.DefRange, "approval.run_ttl (%s) is more than max_run_ttl (%s)", cfg.Approval.RunTTL, cfg.Approval.MaxRunTTL)
+		}
+	}
+
+	// audit.
+	cfg.Audit = AuditConfig{CheckpointEntries: DefaultCheckpointEntries, CheckpointInterval: DefaultCheckpointEvery}
+	if a := raw.Audit; a != nil {
+		if a.CheckpointEvery != nil {
+			cfg.Audit.CheckpointEntries, cfg.Audit.CheckpointInterval = 0, 0
+			for _, s := range c.strList(a.CheckpointEvery) {
+				if m := checkpointEveryRE.FindStringSubmatch(s); m != nil {
+					n, err := strconv.Atoi(m[1])
+					if err != nil || n < 1 || n > 1_000_000 {
+						c.errorf(a.CheckpointEvery.Range, "checkpoint_every %q: the count must be from 1 to 1000000", s)
+						continue
+					}
+					cfg.Audit.CheckpointEntries = n
+				} else if d, err := time.ParseDuration(s); err == nil && d >= time.Second {
+					cfg.Audit.CheckpointInterval = d
+				} else {
+					c.errorf(a.CheckpointEvery.Range, `checkpoint_every %q: write "N entries" or a duration of at least 1s such as "30s"; a list may give both`, s)
+				}
+			}
+		}
+		cfg.Audit.WitnessCommand = c.path(a.WitnessCommand, base)
+	}
+
+	// notify.
+	if n := raw.Notify; n != nil && c.require(n.URL, n.DefRange, "notify.url") && c.require(n.SecretFile, n.DefRange, "notify.secret_file") {
+		cfg.Notify = &NotifyConfig{URL: c.str(n.URL, ""), SecretFile: c.path(n.SecretFile, base)}
+		if !strings.HasPrefix(cfg.Notify.URL, "https://") && !strings.HasPrefix(cfg.Notify.URL, "http://") {
+			c.errorf(n.URL.Range, "notify.url must be an http:// or https:// URL")
+		}
+	}
+
+	// credentials.
+	for _, r := range raw.Credentials {
+		if !nameRE.MatchString(r.Name) {
+			c.errorf(r.DefRange, "credential name %q: use letters, digits, '.', '_' and '-' (at most 63)", r.Name)
+			continue
+		}
+		if _, dup := cfg.Credentials[r.Name]; dup {
+			c.errorf(r.DefRange, "credential %q is defined twice", r.Name)
+			continue
+		}
+		cr := &CredentialConfig{
+			Name:           r.Name,
+			PrivateKeyFile: c.path(r.PrivateKeyFile, base),
+			PassphraseFile: c.path(r.PassphraseFile, base),
+			CA:             c.boolean(r.CA),
+		}
+		switch {
+		case cr.CA && cr.PrivateKeyFile != "":
+			c.errorf(r.DefRange, "credential %q: set private_key_file or ca = true, not both", r.Name)
+		case !cr.CA && cr.PrivateKeyFile == "":
+			c.errorf(r.DefRange, "credential %q: set private_key_file (a key the target trusts) or ca = true (per-action certificates)", r.Name)
+		case cr.PassphraseFile != "" && cr.PrivateKeyFile == "":
+			c.errorf(r.DefRange, "credential %q: passphrase_file needs private_key_file", r.Name)
+		}
+		cfg.Credentials[r.Name] = cr
+	}
+
+	// targets.
+	for _, r := range raw.Targets {
+		c.target(cfg, r, base)
+	}
+}
+
+func (c *checker) target(cfg *Config, r *rawTarget, base string) {
+	if !nameRE.MatchString(r.Name) {
+		c.errorf(r.DefRange, "target name %q: use letters, digits, '.', '_' and '-' (at most 63)", r.Name)
+		return
+	}
+	if _, dup := cfg.Targets[r.Name]; dup {
+		c.errorf(r.DefRange, "target %q is defined twice", r.Name)
+		return
+	}
+	if !c.require(r.Address, r.DefRange, fmt.Sprintf("target %q: address", r.Name)) {
+		return
+	}
+	t := &TargetConfig{
+		Name:           r.Name,
+		Address:        c.str(r.Address, ""),
+		KnownHostsFile: c.path(r.KnownHostsFile, base),
+		DefaultAccount: c.str(r.DefaultAccount, ""),
+		MaxParallel:    c.integer(r.MaxParallel, DefaultMaxParallel, 1, 1024),
+		Accounts:       map[string]*AccountConfig{},
+	}
+	if host, port, err := net.SplitHostPort(t.Address); err != nil || host == "" || port == "" {
+		if t.Address != "" && !strings.Contains(t.Address, ":") {
+			t.Address = net.JoinHostPort(t.Address, "22") // a host name or IPv4 address alone
+		} else {
+			c.errorf(r.Address.Range, `target %q: address %q is not host:port, e.g. "10.0.0.24:22"`, r.Name, t.Address)
+		}
+	}
+	before := len(c.problems)
+	if r.HostKeys != nil {
+		for i, line := range c.strList(r.HostKeys) {
+			k, err := sshexec.ParseHostKey(line)
+			if err != nil {
+				c.errorf(r.HostKeys.Range, "target %q: host_keys[%d] is not a public key line such as \"ssh-ed25519 AAAA…\": %v", r.Name, i, err)
+				continue
+			}
+			t.HostKeys = append(t.HostKeys, k)
+		}
+	}
+	if len(t.HostKeys) == 0 && t.KnownHostsFile == "" && len(c.problems) == before {
+		c.errorf(r.DefRange, "target %q has no host_keys and no known_hosts_file: airlock never trusts a host key on first use; run `airlock hosts scan %s`, confirm the fingerprint out of band, then `airlock hosts pin %s --fingerprint SHA256:…`", r.Name, t.Address, r.Name)
+	}
+	for _, ra := range r.Accounts {
+		if !nameRE.MatchString(ra.Name) {
+			c.errorf(ra.DefRange, "account name %q: use letters, digits, '.', '_' and '-' (at most 63)", ra.Name)
+			continue
+		}
+		if _, dup := t.Accounts[ra.Name]; dup {
+			c.errorf(ra.DefRange, "target %q: account %q is defined twice", r.Name, ra.Name)
+			continue
+		}
+		if !c.require(ra.Credential, ra.DefRange, fmt.Sprintf("target %q account %q: credential", r.Name, ra.Name)) {
+			continue
+		}
+		a := &AccountConfig{
+			Name:       ra.Name,
+			Credential: c.str(ra.Credential, ""),
+			Approval:   c.str(ra.Approval, "call"),
+			MaxTimeout: c.duration(ra.MaxTimeout, DefaultMaxTimeout, 24*time.Hour),
+			Output:     OutputPolicy(c.str(ra.Output, string(OutputFull))),
+		}
+		if _, ok := cfg.Credentials[a.Credential]; !ok && ra.Credential != nil {
+			c.errorf(ra.Credential.Range, "target %q account %q: no credential %q is defined (defined: %s)", r.Name, ra.Name, a.Credential, names(cfg.Credentials))
+		}
+		if a.Approval != "run" && a.Approval != "call" && ra.Approval != nil {
+			c.errorf(ra.Approval.Range, `target %q account %q: approval must be "run" or "call"`, r.Name, ra.Name)
+		}
+		switch a.Output {
+		case OutputFull, OutputTail, OutputNone:
+		default:
+			c.errorf(ra.Output.Range, `target %q account %q: output must be "full", "tail" or "none"`, r.Name, ra.Name)
+		}
+		t.Accounts[a.Name] = a
+		t.AccountNames = append(t.AccountNames, a.Name)
+	}
+	switch {
+	case len(t.Accounts) == 0:
+		c.errorf(r.DefRange, "target %q has no account block", r.Name)
+	case t.DefaultAccount == "" && len(t.Accounts) == 1:
+		t.DefaultAccount = t.AccountNames[0]
+	case t.DefaultAccount != "":
+		if _, ok := t.Accounts[t.DefaultAccount]; !ok {
+			c.errorf(r.DefaultAccount.Range, "target %q: default_account %q is not one of its accounts (%s)", r.Name, t.DefaultAccount, names(t.Accounts))
+		}
+	}
+	cfg.Targets[t.Name] = t
+	cfg.TargetNames = append(cfg.TargetNames, t.Name)
+}
+
+func names[V any](m map[string]V) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, strconv.Quote(k))
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,287 @@
+package gateway
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const testHostKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKnQ7cBmrfILU8y0HCfFXb5n5bd2OoB25Bhz9wGtK6Ko build-box"
+
+// contractExample is the configuration from the contract, with real values.
+var contractExample = `state_dir = "/var/lib/airlock"
+
+listen {
+  http   = "127.0.0.1:7422"
+  socket = "/run/airlock/airlock.sock"
+}
+
+approval {
+  timeout     = "120s"
+  run_ttl     = "1h"
+  max_run_ttl = "8h"
+}
+
+audit {
+  checkpoint_every = ["100 entries", "30s"]
+  witness_command  = "/usr/local/bin/push-checkpoint"
+}
+
+credential "deploy" {
+  private_key_file = "/etc/airlock/keys/deploy_ed25519"
+  passphrase_file  = "/run/credentials/airlock.service/deploy-pass"
+}
+
+credential "ca" {
+  ca = true
+}
+
+target "build-box" {
+  address         = "10.0.0.24:22"
+  host_keys       = ["` + testHostKey + `"]
+  default_account = "deploy"
+  max_parallel    = 4
+
+  account "deploy" {
+    credential  = "deploy"
+    approval    = "run"
+    max_timeout = "10m"
+    output      = "full"
+  }
+  account "root" {
+    credential = "ca"
+    approval   = "call"
+    output     = "tail"
+  }
+}
+
+target "db" {
+  address          = "db.internal"
+  known_hosts_file = "known_hosts"
+  account "postgres" {
+    credential = "deploy"
+  }
+}
+`
+
+func TestParseConfigContractExample(t *testing.T) {
+	cfg, err := ParseConfig([]byte(contractExample), "/etc/airlock/airlock.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.StateDir != "/var/lib/airlock" || cfg.Listen.Socket != "/run/airlock/airlock.sock" || cfg.Listen.HTTP != "127.0.0.1:7422" {
+		t.Errorf("top level: %+v %+v", cfg.StateDir, cfg.Listen)
+	}
+	if diff := cmp.Diff(ApprovalConfig{Timeout: 120 * time.Second, RunTTL: time.Hour, MaxRunTTL: 8 * time.Hour}, cfg.Approval); diff != "" {
+		t.Errorf("approval (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(AuditConfig{CheckpointEntries: 100, CheckpointInterval: 30 * time.Second, WitnessCommand: "/usr/local/bin/push-checkpoint"}, cfg.Audit); diff != "" {
+		t.Errorf("audit (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"build-box", "db"}, cfg.TargetNames); diff != "" {
+		t.Errorf("target names (-want +got):\n%s", diff)
+	}
+	bb := cfg.Targets["build-box"]
+	if len(bb.HostKeys) != 1 || bb.DefaultAccount != "deploy" || bb.MaxParallel != 4 {
+		t.Errorf("build-box: %+v", bb)
+	}
+	if a := bb.Accounts["root"]; a.Approval != "call" || a.Output != OutputTail || a.MaxTimeout != DefaultMaxTimeout {
+		t.Errorf("build-box/root: %+v", a)
+	}
+	db := cfg.Targets["db"]
+	if db.Address != "db.internal:22" || db.KnownHostsFile != "/etc/airlock/known_hosts" || db.DefaultAccount != "postgres" {
+		t.Errorf("db: address %q known_hosts %q default %q", db.Address, db.KnownHostsFile, db.DefaultAccount)
+	}
+	if a := db.Accounts["postgres"]; a.Approval != "call" || a.Output != OutputFull {
+		t.Errorf("an account without approval must default to the stronger mode, call: %+v", a)
+	}
+	if !cfg.Credentials["ca"].CA || cfg.Credentials["deploy"].PassphraseFile == "" {
+		t.Errorf("credentials: %+v", cfg.Credentials)
+	}
+	if len(cfg.Digest) != 64 {
+		t.Errorf("digest %q", cfg.Digest)
+	}
+}
+
+func TestParseConfigDefaults(t *testing.T) {
+	t.Setenv("AIRLOCK_STATE_DIR", "/srv/airlock-state")
+	cfg, err := ParseConfig([]byte(`
+credential "k" { private_key_file = "k" }
+target "t" {
+  address   = "127.0.0.1:2222"
+  host_keys = ["`+testHostKey+`"]
+  account "a" { credential = "k" }
+}`), "/etc/airlock/airlock.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.StateDir != "/srv/airlock-state" || cfg.Listen.Socket != "/srv/airlock-state/run/airlock.sock" || cfg.Listen.HTTP != DefaultHTTPAddr {
+		t.Errorf("state dir %q socket %q http %q", cfg.StateDir, cfg.Listen.Socket, cfg.Listen.HTTP)
+	}
+	if cfg.Approval.Timeout != DefaultApprovalTimeout || cfg.Audit.CheckpointEntries != DefaultCheckpointEntries {
+		t.Errorf("defaults: %+v %+v", cfg.Approval, cfg.Audit)
+	}
+	if cfg.Credentials["k"].PrivateKeyFile != "/etc/airlock/k" {
+		t.Errorf("relative paths resolve against the config's directory: %q", cfg.Credentials["k"].PrivateKeyFile)
+	}
+}
+
+func TestParseConfigProblems(t *testing.T) {
+	valid := func(extra string) string {
+		return `credential "k" { private_key_file = "/k" }
+target "t" {
+  address   = "10.0.0.1:22"
+  host_keys = ["` + testHostKey + `"]
+  account "a" { credential = "k" }
+}
+` + extra
+	}
+	tests := []struct {
+		name      string
+		src       string
+		wantLines []int
+	}{
+		{"unknown top-level field", "statedir = \"/x\"\n", []int{1}},
+		{"unknown field in a target", `credential "k" { private_key_file = "/k" }
+target "t" {
+  adress = "10.0.0.1:22"
+  account "a" { credential = "k" }
+}`, []int{3}},
+		{"syntax error", "target \"t\" {\n  address = \n}\n", []int{2}},
+		{"duration not a string", valid("approval {\n  timeout = 120\n}\n"), []int{8}},
+		{"duration garbage", valid("approval {\n  timeout = \"two minutes\"\n}\n"), []int{8}},
+		{"negative duration", valid("approval {\n  run_ttl = \"-1h\"\n}\n"), []int{8}},
+		{"run_ttl over max", valid("approval {\n  run_ttl = \"9h\"\n}\n"), []int{7}},
+		{"non-loopback http without TLS", valid("listen {\n  http = \"0.0.0.0:7422\"\n}\n"), []int{8}},
+		{"bad checkpoint_every", valid("audit {\n  checkpoint_every = \"often\"\n}\n"), []int{8}},
+		{"no host keys", `credential "k" { private_key_file = "/k" }
+target "t" {
+  address = "10.0.0.1:22"
+  account "a" { credential = "k" }
+}`, []int{2}},
+		{"bad host key", `credential "k" { private_key_file = "/k" }
+target "t" {
+  address   = "10.0.0.1:22"
+  host_keys = ["ssh-ed25519 nope"]
+  account "a" { credential = "k" }
+}`, []int{4}},
+		{"unknown credential", `credential "k" { private_key_file = "/k" }
+target "t" {
+  address   = "10.0.0.1:22"
+  host_keys = ["` + testHostKey + `"]
+  account "a" {
+    credential = "missing"
+  }
+}`, []int{6}},
+		{"bad approval mode and output", `credential "k" { private_key_file = "/k" }
+target "t" {
+  address   = "10.0.0.1:22"
+  host_keys = ["` + testHostKey + `"]
+  account "a" {
+    credential = "k"
+    approval   = "never"
+    output     = "some"
+  }
+}`, []int{7, 8}},
+		{"default account not defined", `credential "k" { private_key_file = "/k" }
+target "t" {
+  address         = "10.0.0.1:22"
+  host_keys       = ["` + testHostKey + `"]
+  default_account = "root"
+  account "a" { credential = "k" }
+}`, []int{5}},
+		{"duplicate target", valid(`target "t" {
+  address   = "10.0.0.2:22"
+  host_keys = ["` + testHostKey + `"]
+  account "a" { credential = "k" }
+}
+`), []int{7}},
+		{"credential with neither key nor ca", valid("credential \"empty\" {}\n"), []int{7}},
+		{"bad target name", `credential "k" { private_key_file = "/k" }
+target "t;rm -rf /" {
+  address   = "10.0.0.1:22"
+  host_keys = ["` + testHostKey + `"]
+  account "a" { credential = "k" }
+}`, []int{2}},
+		{"max_parallel out of range", `credential "k" { private_key_file = "/k" }
+target "t" {
+  address      = "10.0.0.1:22"
+  host_keys    = ["` + testHostKey + `"]
+  max_parallel = 0
+  account "a" { credential = "k" }
+}`, []int{5}},
+		{"target without address", "credential \"k\" { private_key_file = \"/k\" }\ntarget \"t\" {}\n", []int{2}},
+		{"account without credential", `credential "k" { private_key_file = "/k" }
+target "t" {
+  address   = "10.0.0.1:22"
+  host_keys = ["` + testHostKey + `"]
+  account "a" {}
+}`, []int{5, 2}},
+		{"duplicate listen block", valid("listen {}\nlisten {}\n"), []int{8}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseConfig([]byte(tt.src), "airlock.hcl")
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("err = %v, want *ConfigError", err)
+			}
+			var lines []int
+			for _, p := range ce.Problems {
+				if p.File != "airlock.hcl" {
+					t.Errorf("problem %q names file %q", p.Message, p.File)
+				}
+				lines = append(lines, p.Line)
+			}
+			if diff := cmp.Diff(tt.wantLines, lines); diff != "" {
+				t.Errorf("problem lines (-want +got):\n%s\nproblems: %v", diff, ce.Problems)
+			}
+		})
+	}
+}
+
+func TestLoadConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "airlock.hcl")
+	if err := os.WriteFile(f, []byte(contractExample), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadConfig(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Path != f {
+		t.Errorf("path %q", cfg.Path)
+	}
+	big := filepath.Join(dir, "big.hcl")
+	if err := os.WriteFile(big, []byte(strings.Repeat("#\n", maxConfigSize)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadConfig(big); err == nil {
+		t.Error("a config file over the size limit was accepted")
+	}
+	if _, err := LoadConfig(filepath.Join(dir, "missing.hcl")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: err = %v, want os.ErrNotExist", err)
+	}
+}
+
+func FuzzParseConfig(f *testing.F) {
+	f.Add([]byte(contractExample))
+	f.Add([]byte("target \"x\" { address = \"a:1\" }"))
+	f.Add([]byte("listen { http = \"[::1]:1\" }"))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		cfg, err := ParseConfig(src, "fuzz.hcl")
+		if err == nil && cfg == nil {
+			t.Fatal("nil config without error")
+		}
+		var ce *ConfigError
+		if err != nil && errors.As(err, &ce) && len(ce.Problems) == 0 {
+			t.Fatal("ConfigError without problems")
+		}
+	})
+}
