@@ -691,9 +691,7 @@ func (c *checker) target(cfg *Config, r *rawTarget, base string) {
 			c.errorf(ra.DefRange, "target %q: account %q is defined twice", r.Name, ra.Name)
 			continue
 		}
-		if !c.require(ra.Credential, ra.DefRange, fmt.Sprintf("target %q account %q: credential", r.Name, ra.Name)) {
-			continue
-		}
+		c.require(ra.Credential, ra.DefRange, fmt.Sprintf("target %q account %q: credential", r.Name, ra.Name))
 		a := &AccountConfig{
 			Name:       ra.Name,
 			Credential: c.str(ra.Credential, ""),

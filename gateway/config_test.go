@@ -221,7 +221,7 @@ target "t" {
   address   = "10.0.0.1:22"
   host_keys = ["` + testHostKey + `"]
   account "a" {}
-}`, []int{5, 2}},
+}`, []int{5}},
 		{"duplicate listen block", valid("listen {}\nlisten {}\n"), []int{8}},
 	}
 	for _, tt := range tests {
