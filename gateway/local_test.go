@@ -1,0 +1,160 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestPrivateDir(t *testing.T) {
+	base := t.TempDir()
+	t.Run("created 0700", func(t *testing.T) {
+		d := filepath.Join(base, "new", "run")
+		if err := privateDir(d, -1); err != nil {
+			t.Fatal(err)
+		}
+		if fi, _ := os.Stat(d); fi.Mode().Perm() != 0o700 {
+			t.Errorf("mode %04o, want 0700", fi.Mode().Perm())
+		}
+	})
+	t.Run("created 0750 with a group", func(t *testing.T) {
+		d := filepath.Join(base, "grp")
+		if err := privateDir(d, os.Getegid()); err != nil {
+			t.Fatal(err)
+		}
+		if fi, _ := os.Stat(d); fi.Mode().Perm() != 0o750 {
+			t.Errorf("mode %04o, want 0750", fi.Mode().Perm())
+		}
+	})
+	refuse := []struct {
+		name  string
+		setup func(d string)
+	}{
+		{"world-writable", func(d string) { os.Mkdir(d, 0o700); os.Chmod(d, 0o777) }},
+		{"group-writable", func(d string) { os.Mkdir(d, 0o700); os.Chmod(d, 0o770) }},
+		{"world-readable", func(d string) { os.Mkdir(d, 0o700); os.Chmod(d, 0o755) }},
+		{"a symlink to a private dir", func(d string) {
+			real := d + "-real"
+			os.Mkdir(real, 0o700)
+			os.Symlink(real, d)
+		}},
+		{"a file", func(d string) { os.WriteFile(d, nil, 0o600) }},
+	}
+	if os.Geteuid() == 0 {
+		refuse = append(refuse, struct {
+			name  string
+			setup func(d string)
+		}{"owned by another user", func(d string) { os.Mkdir(d, 0o700); os.Chown(d, 12345, 12345) }})
+	}
+	for _, tt := range refuse {
+		t.Run("refuses "+tt.name, func(t *testing.T) {
+			d := filepath.Join(base, tt.name)
+			tt.setup(d)
+			var ude *UnsafeDirError
+			if err := privateDir(d, -1); !errors.As(err, &ude) {
+				t.Fatalf("err = %v, want *UnsafeDirError", err)
+			}
+		})
+	}
+}
+
+func TestWriteControl(t *testing.T) {
+	d := filepath.Join(t.TempDir(), "run")
+	if err := privateDir(d, -1); err != nil {
+		t.Fatal(err)
+	}
+	c := Control{Socket: filepath.Join(d, "airlock.sock"), Token: "00112233445566778899aabbccddeeff"}
+	if err := writeControl(d, -1, c); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(d, ControlFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("control file mode %04o, want 0600", fi.Mode().Perm())
+	}
+	got, err := ReadControl(c.Socket)
+	if err != nil || got != c {
+		t.Fatalf("ReadControl = %+v, %v", got, err)
+	}
+	// Replaced atomically: no temporary files are left behind.
+	ents, _ := os.ReadDir(d)
+	if len(ents) != 1 {
+		t.Errorf("directory holds %d entries, want only the control file", len(ents))
+	}
+}
+
+func TestLocalToken(t *testing.T) {
+	a, err := newLocalToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := newLocalToken()
+	if len(a.hex) != 32 || a.hex == b.hex {
+		t.Fatalf("tokens %d chars, equal %v: want 128 random bits", len(a.hex), a.hex == b.hex)
+	}
+	if !a.equal(a.hex) || a.equal(b.hex) || a.equal("") || a.equal(a.hex[:31]) || (localToken{}).equal("") {
+		t.Error("token comparison is wrong")
+	}
+}
+
+func TestListenSocketAndPeerCred(t *testing.T) {
+	d := filepath.Join(t.TempDir(), "run")
+	if err := privateDir(d, -1); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(d, "airlock.sock")
+	l, err := listenSocket(path, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Errorf("socket mode %04o, want 0600", fi.Mode().Perm())
+	}
+	if _, err := listenSocket(path, -1); err == nil {
+		t.Error("a second listener on a live socket was allowed")
+	}
+	got := make(chan PeerCred, 1)
+	srv := &http.Server{
+		ConnContext: withPeerCred,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			pc, _ := peerCredFrom(r.Context())
+			got <- pc
+		}),
+	}
+	go srv.Serve(l)
+	defer srv.Close()
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", path)
+	}}}
+	resp, err := client.Get("http://local/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	pc := <-got
+	if pc.PID != int32(os.Getpid()) || pc.UID != uint32(os.Getuid()) {
+		t.Errorf("peer cred %+v, want this process (pid %d uid %d)", pc, os.Getpid(), os.Getuid())
+	}
+	srv.Close()
+
+	// A stale socket is replaced; a regular file is never removed.
+	l2, err := listenSocket(path, -1)
+	if err != nil {
+		t.Fatalf("stale socket not replaced: %v", err)
+	}
+	l2.Close()
+	other := filepath.Join(d, "file")
+	os.WriteFile(other, []byte("keep"), 0o600)
+	if _, err := listenSocket(other, -1); err == nil {
+		t.Error("listenSocket replaced a regular file")
+	}
+	if b, _ := os.ReadFile(other); string(b) != "keep" {
+		t.Error("the regular file was changed")
+	}
+}
