@@ -76,7 +76,7 @@ func (e *Entry) Field(name string) (any, bool) {
 	return nil, false
 }
 
-func validFieldName(s string) bool {
+func validFieldName[T string | []byte](s T) bool {
 	if len(s) == 0 || len(s) > MaxFieldName {
 		return false
 	}
@@ -266,31 +266,69 @@ func (r *leafReader) u64(what string) uint64 {
 // or duplicate fields, a bool other than 0 or 1, trailing bytes) is an
 // error wrapping ErrMalformedLeaf. Time is returned in UTC.
 func DecodeLeaf(leaf []byte) (Entry, error) {
-	var e Entry
+	var fields []Field
+	h, err := walkLeaf(leaf, func(name []byte, tag byte, val []byte) {
+		f := Field{Name: string(name)}
+		switch tag {
+		case tagString:
+			f.Value = string(val)
+		case tagBytes:
+			f.Value = bytes.Clone(val)
+		case tagInt:
+			f.Value = int64(binary.BigEndian.Uint64(val))
+		case tagBool:
+			f.Value = val[0] == 1
+		}
+		fields = append(fields, f)
+	})
+	if err != nil {
+		return Entry{}, err
+	}
+	return Entry{
+		Seq:      h.seq,
+		Time:     time.Unix(0, h.timeNs).UTC(),
+		Kind:     h.kind,
+		ActionID: string(h.action),
+		RunID:    string(h.run),
+		Fields:   fields,
+	}, nil
+}
+
+// leafHeader is the fixed part of a leaf, viewed in place.
+type leafHeader struct {
+	seq, timeNs int64
+	kind        Kind
+	action, run []byte
+}
+
+// walkLeaf checks a whole leaf without allocating and calls visit (when
+// not nil) for each field with its raw value: the payload of a string or
+// bytes value, 8 bytes of an int, 1 byte (0 or 1) of a bool.
+func walkLeaf(leaf []byte, visit func(name []byte, tag byte, val []byte)) (leafHeader, error) {
+	var h leafHeader
 	if len(leaf) > MaxLeafLen {
-		return e, fmt.Errorf("auditchain: leaf of %d bytes: %w", len(leaf), ErrMalformedLeaf)
+		return h, fmt.Errorf("auditchain: leaf of %d bytes: %w", len(leaf), ErrMalformedLeaf)
 	}
 	r := &leafReader{b: leaf}
 	if v := r.u8("version"); r.err == nil && v != leafVersion1 {
-		return e, fmt.Errorf("auditchain: leaf version %d: %w", v, ErrMalformedLeaf)
+		return h, fmt.Errorf("auditchain: leaf version %d: %w", v, ErrMalformedLeaf)
 	}
 	seq := r.u64("seq")
 	if seq > math.MaxInt64 {
 		r.fail("seq out of range")
 	}
-	e.Seq = int64(seq)
-	e.Time = time.Unix(0, int64(r.u64("time"))).UTC()
+	h.seq = int64(seq)
+	h.timeNs = int64(r.u64("time"))
 	kname := r.take(int(r.u8("kind length")), "kind")
 	if r.err == nil {
-		k, err := ParseKind(string(kname))
-		if err != nil {
+		h.kind = kindOf(kname)
+		if !h.kind.Valid() {
 			r.fail(fmt.Sprintf("unknown kind %q", kname))
 		}
-		e.Kind = k
 	}
-	e.ActionID = string(r.take(r.u16("action id length"), "action id"))
-	e.RunID = string(r.take(r.u16("run id length"), "run id"))
-	if len(e.ActionID) > MaxIDLen || len(e.RunID) > MaxIDLen {
+	h.action = r.take(r.u16("action id length"), "action id")
+	h.run = r.take(r.u16("run id length"), "run id")
+	if len(h.action) > MaxIDLen || len(h.run) > MaxIDLen {
 		r.fail("id too long")
 	}
 	n := r.u16("field count")
@@ -303,7 +341,7 @@ func DecodeLeaf(leaf []byte) (Entry, error) {
 		if r.err != nil {
 			break
 		}
-		if !validFieldName(string(name)) {
+		if !validFieldName(name) {
 			r.fail(fmt.Sprintf("field name %q", name))
 			break
 		}
@@ -312,33 +350,40 @@ func DecodeLeaf(leaf []byte) (Entry, error) {
 			break
 		}
 		prev = name
-		f := Field{Name: string(name)}
-		switch tag := r.u8("value tag"); tag {
-		case tagString:
-			f.Value = string(r.take(r.u32("string length"), "string"))
-		case tagBytes:
-			f.Value = bytes.Clone(r.take(r.u32("bytes length"), "bytes"))
+		var val []byte
+		tag := r.u8("value tag")
+		switch tag {
+		case tagString, tagBytes:
+			val = r.take(r.u32("value length"), "value")
 		case tagInt:
-			f.Value = int64(r.u64("int"))
+			val = r.take(8, "int")
 		case tagBool:
-			switch r.u8("bool") {
-			case 0:
-				f.Value = false
-			case 1:
-				f.Value = true
-			default:
+			val = r.take(1, "bool")
+			if val != nil && val[0] > 1 {
 				r.fail("bool not 0 or 1")
 			}
 		default:
 			r.fail(fmt.Sprintf("value tag %d", tag))
 		}
-		e.Fields = append(e.Fields, f)
+		if r.err == nil && visit != nil {
+			visit(name, tag, val)
+		}
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.fail(fmt.Sprintf("%d trailing bytes", len(r.b)))
 	}
 	if r.err != nil {
-		return Entry{}, r.err
+		return leafHeader{}, r.err
 	}
-	return e, nil
+	return h, nil
+}
+
+// kindOf returns the kind named b, or the invalid kind.
+func kindOf(b []byte) Kind {
+	for k := kindInvalid + 1; k < kindEnd; k++ {
+		if kindNames[k] == string(b) {
+			return k
+		}
+	}
+	return kindInvalid
 }

@@ -3,8 +3,9 @@ package auditchain
 import (
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
+	"strconv"
+	"unicode/utf8"
 )
 
 // MarshalJSON renders a record as one line of the export (JSON Lines):
@@ -12,43 +13,103 @@ import (
 //	{"seq":0,"time":"…","kind":"action.requested","action_id":"…","run_id":"…",
 //	 "fields":{"name":value,…},"leaf":"<base64>","leaf_hash":"<hex>","chain_hash":"<hex>"}
 //
-// Field values: strings as JSON strings (invalid UTF-8 is replaced, so a
-// string may not round-trip), int64 as numbers, bools, bytes as hex. The
-// JSON is for people and tools; leaf holds the exact bytes that are
-// hashed, from which everything else can be re-derived and checked.
+// Field values: strings as JSON strings (invalid UTF-8 is replaced by
+// U+FFFD, so such a string does not round-trip), int64 as numbers, bools,
+// bytes as hex strings. Fields appear sorted by name, as in the leaf. The
+// JSON is for people and tools; leaf holds the exact bytes that are hashed,
+// from which everything else can be re-derived and checked.
 func (r Record) MarshalJSON() ([]byte, error) {
-	fields := make(map[string]any, len(r.Fields))
-	for _, f := range r.Fields {
+	return r.AppendJSON(nil)
+}
+
+// AppendJSON appends the export line of r (without a newline) to b.
+func (r Record) AppendJSON(b []byte) ([]byte, error) {
+	if !r.Kind.Valid() {
+		return b, fmt.Errorf("auditchain: export entry %d: invalid kind %d", r.Seq, uint8(r.Kind))
+	}
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendInt(b, r.Seq, 10)
+	b = append(b, `,"time":"`...)
+	b = r.Time.UTC().AppendFormat(b, jsonTime)
+	b = append(b, `","kind":"`...)
+	b = append(b, kindNames[r.Kind]...)
+	b = append(b, '"')
+	if r.ActionID != "" {
+		b = append(b, `,"action_id":`...)
+		b = appendJSONString(b, r.ActionID)
+	}
+	if r.RunID != "" {
+		b = append(b, `,"run_id":`...)
+		b = appendJSONString(b, r.RunID)
+	}
+	b = append(b, `,"fields":{`...)
+	for i, f := range r.Fields {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, f.Name)
+		b = append(b, ':')
 		switch v := f.Value.(type) {
+		case string:
+			b = appendJSONString(b, v)
 		case []byte:
-			fields[f.Name] = hex.EncodeToString(v)
+			b = append(b, '"')
+			b = hex.AppendEncode(b, v)
+			b = append(b, '"')
+		case int64:
+			b = strconv.AppendInt(b, v, 10)
+		case bool:
+			b = strconv.AppendBool(b, v)
 		default:
-			fields[f.Name] = v
+			return b, fmt.Errorf("auditchain: export entry %d: field %q has type %T", r.Seq, f.Name, f.Value)
 		}
 	}
-	kind, err := r.Kind.MarshalText()
-	if err != nil {
-		return nil, fmt.Errorf("auditchain: export entry %d: %w", r.Seq, err)
+	b = append(b, `},"leaf":"`...)
+	b = base64.StdEncoding.AppendEncode(b, r.Leaf)
+	b = append(b, `","leaf_hash":"`...)
+	b = hex.AppendEncode(b, r.LeafHash[:])
+	b = append(b, `","chain_hash":"`...)
+	b = hex.AppendEncode(b, r.Chain[:])
+	b = append(b, `"}`...)
+	return b, nil
+}
+
+// appendJSONString appends s as a JSON string (RFC 8259 §7): quotes,
+// backslashes and control characters escaped, invalid UTF-8 replaced.
+// U+2028 and U+2029 are escaped too, as encoding/json does.
+func appendJSONString(b []byte, s string) []byte {
+	const hexDigits = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c < 0x20 || c == 0x7f:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+		default:
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
 	}
-	return json.Marshal(struct {
-		Seq       int64          `json:"seq"`
-		Time      string         `json:"time"`
-		Kind      string         `json:"kind"`
-		ActionID  string         `json:"action_id,omitempty"`
-		RunID     string         `json:"run_id,omitempty"`
-		Fields    map[string]any `json:"fields"`
-		Leaf      string         `json:"leaf"`
-		LeafHash  string         `json:"leaf_hash"`
-		ChainHash string         `json:"chain_hash"`
-	}{
-		Seq:       r.Seq,
-		Time:      r.Time.UTC().Format(jsonTime),
-		Kind:      string(kind),
-		ActionID:  r.ActionID,
-		RunID:     r.RunID,
-		Fields:    fields,
-		Leaf:      base64.StdEncoding.EncodeToString(r.Leaf),
-		LeafHash:  hex.EncodeToString(r.LeafHash[:]),
-		ChainHash: hex.EncodeToString(r.Chain[:]),
-	})
+	return append(b, '"')
 }

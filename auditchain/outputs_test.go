@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -79,7 +80,7 @@ func TestOutputStoreRefusesSharedFile(t *testing.T) {
 func TestExportJSON(t *testing.T) {
 	rec := Record{
 		Entry: Entry{Seq: 3, Time: t0, Kind: KindActionFinished, ActionID: "a", RunID: "r",
-			Fields: []Field{Str("outcome", "exited"), Int("exit_code", 0), Bool("t", false), Bytes("d", []byte{0xab})}},
+			Fields: []Field{Bytes("d", []byte{0xab}), Int("exit_code", 0), Str("outcome", "exited"), Bool("t", false)}},
 		Leaf: []byte{1, 2},
 	}
 	rec.LeafHash[0], rec.Chain[31] = 0xff, 0x01
@@ -93,5 +94,23 @@ func TestExportJSON(t *testing.T) {
 		`"chain_hash":"0000000000000000000000000000000000000000000000000000000000000001"}`
 	if diff := cmp.Diff(want, string(got)); diff != "" {
 		t.Errorf("export line (-want +got):\n%s", diff)
+	}
+}
+
+// The hand-written export encoding must agree with encoding/json.
+func TestExportJSONStrings(t *testing.T) {
+	for _, s := range []string{"", "plain", `q"b\s`, "\x00\x1f\x7f", "tab\tnl\ncr\r", "caf\u00e9", "\xff\xfe", "\u2028\u2029", "<&>", "\U0001F600"} {
+		got := appendJSONString(nil, s)
+		var back string
+		if err := json.Unmarshal(got, &back); err != nil {
+			t.Errorf("%q encodes to invalid JSON %s: %v", s, got, err)
+			continue
+		}
+		ref, _ := json.Marshal(s)
+		var want string
+		json.Unmarshal(ref, &want)
+		if back != want {
+			t.Errorf("%q encodes to %s, which decodes to %q, want %q", s, got, back, want)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -75,9 +76,21 @@ func readSchema(ctx context.Context, q querier) ([]schemaObject, error) {
 	return objs, nil
 }
 
-// expectedSchema is what sqlite_schema holds after schemaDDL, derived from
-// a fresh in-memory database so that SQLite's own normalisation applies.
+var expected struct {
+	once sync.Once
+	objs []schemaObject
+	err  error
+}
+
+// expectedSchema is what sqlite_schema holds after schemaDDL, derived once
+// from a fresh in-memory database so that SQLite's own normalisation
+// applies.
 func expectedSchema(ctx context.Context) ([]schemaObject, error) {
+	expected.once.Do(func() { expected.objs, expected.err = buildExpectedSchema(context.WithoutCancel(ctx)) })
+	return expected.objs, expected.err
+}
+
+func buildExpectedSchema(ctx context.Context) ([]schemaObject, error) {
 	db, err := sql.Open("sqlite3", "file:expected?mode=memory")
 	if err != nil {
 		return nil, fmt.Errorf("auditchain: expected schema: %w", err)

@@ -27,6 +27,14 @@ func ChainHash(prev [32]byte, leaf []byte) [32]byte {
 	return out
 }
 
+// chainHasher computes ChainHash with a reusable buffer.
+type chainHasher struct{ buf []byte }
+
+func (c *chainHasher) sum(prev [32]byte, leaf []byte) [32]byte {
+	c.buf = append(append(append(c.buf[:0], chainPrefix...), prev[:]...), leaf...)
+	return sha256.Sum256(c.buf)
+}
+
 // frontier holds the roots of the complete subtrees on the right edge of
 // an RFC 6962 tree of size n: for each bit L set in n, the hash of the
 // subtree of 2^L leaves at level L. It is all that tlog.StoredHashes needs
@@ -60,6 +68,20 @@ func (f *frontier) add(h tlog.Hash) ([]tlog.Hash, error) {
 	}
 	f.push(hs)
 	return hs, nil
+}
+
+// addFast is add without tlog's allocations, for the verifier's hot loop:
+// record n completes one subtree per trailing one bit of n, each the node
+// hash of the frontier subtree on its left and the one just completed.
+// TestFrontierMatchesTlog checks it against tlog.StoredHashes.
+func (f *frontier) addFast(h tlog.Hash, out []tlog.Hash) []tlog.Hash {
+	out = append(out[:0], h)
+	for l := 0; f.n>>uint(l)&1 == 1; l++ {
+		h = tlog.NodeHash(f.nodes[l], h)
+		out = append(out, h)
+	}
+	f.push(out)
+	return out
 }
 
 // push updates the frontier with the stored hashes of record n: hs[L] is

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"slices"
 	"testing"
 
 	"golang.org/x/mod/sumdb/tlog"
@@ -79,9 +80,13 @@ func TestFrontierMatchesTlog(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		fast := f
 		got, err := f.add(tlog.RecordHash(leaf))
 		if err != nil {
 			t.Fatal(err)
+		}
+		if gotFast := fast.addFast(tlog.RecordHash(leaf), nil); !slices.Equal(gotFast, got) || fast != f {
+			t.Fatalf("record %d: addFast differs from add", n)
 		}
 		if len(got) != len(want) {
 			t.Fatalf("record %d: %d stored hashes, want %d", n, len(got), len(want))

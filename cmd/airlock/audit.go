@@ -262,10 +262,10 @@ func auditExport(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	defer r.Close()
 	w := bufio.NewWriterSize(stdout, 64<<10)
+	var line []byte
 	for rec, err := range r.Entries(ctx, *after) {
 		if err == nil {
-			var line []byte
-			if line, err = rec.MarshalJSON(); err == nil {
+			if line, err = rec.AppendJSON(line[:0]); err == nil {
 				w.Write(line)
 				err = w.WriteByte('\n')
 			}

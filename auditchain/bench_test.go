@@ -1,0 +1,204 @@
+package auditchain
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// benchEntry is a typical action.finished entry; its leaf is about 300 bytes.
+func benchEntry(i int) Entry {
+	return Entry{
+		Kind:     KindActionFinished,
+		ActionID: fmt.Sprintf("act-%016x", i),
+		RunID:    "run-0123456789abcdef",
+		Fields: []Field{
+			Str("outcome", "exited"),
+			Int("exit_code", 0),
+			Str("target", "build-box"),
+			Str("account", "deploy"),
+			Str("command", "systemctl restart worker && journalctl -u worker -n 20"),
+			Str("host_key_fingerprint", "SHA256:uNiVztksCsDhcc0u9e8BujQXVUpKZIDTMczCvj3tD2s"),
+			Bytes("stdout_sha256", make([]byte, 32)),
+			Int("stdout_bytes", 1234),
+			Bool("stdout_truncated", false),
+			Int("duration_ms", 118),
+		},
+	}
+}
+
+func benchOptions(b *testing.B) Options {
+	o := DefaultOptions(b.TempDir())
+	o.Origin = "bench.test/log"
+	o.CheckpointInterval = -1
+	return o
+}
+
+// BenchmarkAppendDurable measures one appender: each op is one durable
+// append (commit and fsync). It reports the median and 99th percentile.
+func BenchmarkAppendDurable(b *testing.B) {
+	l := openLog(b, benchOptions(b))
+	defer closeLog(b, l)
+	ctx := context.Background()
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		if _, err := l.Append(ctx, benchEntry(i)); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// BenchmarkAppendConcurrent32 measures group commit: each op is 32
+// appenders each appending 8 entries at once.
+func BenchmarkAppendConcurrent32(b *testing.B) {
+	const appenders, each = 32, 8
+	l := openLog(b, benchOptions(b))
+	defer closeLog(b, l)
+	ctx := context.Background()
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		var wg sync.WaitGroup
+		for g := 0; g < appenders; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := 0; j < each; j++ {
+					if _, err := l.Append(ctx, benchEntry(g*each+j)); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N*appenders*each)/time.Since(start).Seconds(), "entries/s")
+}
+
+// benchLogSize is the size of the log the verify and export benchmarks
+// read; AUDITCHAIN_BENCH_ENTRIES overrides it (for example 1000000).
+func benchLogSize() int {
+	if n, err := strconv.Atoi(os.Getenv("AUDITCHAIN_BENCH_ENTRIES")); err == nil && n > 0 {
+		return n
+	}
+	return 10000
+}
+
+var benchLog struct {
+	once sync.Once
+	dir  string
+	o    Options
+	err  error
+}
+
+// sharedBenchLog builds the read benchmarks' log once per process.
+func sharedBenchLog(b *testing.B) Options {
+	benchLog.once.Do(func() {
+		benchLog.dir, benchLog.err = os.MkdirTemp("", "auditchain-bench")
+		if benchLog.err != nil {
+			return
+		}
+		o := DefaultOptions(benchLog.dir)
+		o.Origin = "bench.test/log"
+		o.CheckpointInterval = -1
+		l, err := Open(context.Background(), o)
+		if err != nil {
+			benchLog.err = err
+			return
+		}
+		n := benchLogSize()
+		var wg sync.WaitGroup
+		const writers = 64
+		for g := 0; g < writers; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := g; i < n; i += writers {
+					if _, err := l.Append(context.Background(), benchEntry(i)); err != nil {
+						benchLog.err = err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if err := l.Close(context.Background()); err != nil && benchLog.err == nil {
+			benchLog.err = err
+		}
+		benchLog.o = o
+	})
+	if benchLog.err != nil {
+		b.Fatal(benchLog.err)
+	}
+	return benchLog.o
+}
+
+// BenchmarkVerify: each op verifies the whole shared log.
+func BenchmarkVerify(b *testing.B) {
+	o := sharedBenchLog(b)
+	v, err := ReadVerifierKey(o.VerifierKeyPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	trusted := trustedFile(b, o)
+	b.ResetTimer()
+	var entries int64
+	for i := 0; i < b.N; i++ {
+		rep := verify(b, o, v, trusted...)
+		if !rep.Intact() {
+			b.Fatal(rep.Damage)
+		}
+		entries += rep.Entries
+	}
+	b.ReportMetric(float64(entries)/b.Elapsed().Seconds(), "entries/s")
+}
+
+// BenchmarkExport: each op exports the whole shared log as JSON Lines.
+func BenchmarkExport(b *testing.B) {
+	o := sharedBenchLog(b)
+	ctx := context.Background()
+	r, err := OpenReader(ctx, o.Path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	b.ResetTimer()
+	var entries int64
+	for i := 0; i < b.N; i++ {
+		for rec, err := range r.Entries(ctx, -1) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			line, err := rec.MarshalJSON()
+			if err != nil {
+				b.Fatal(err)
+			}
+			io.Discard.Write(line)
+			entries++
+		}
+	}
+	b.ReportMetric(float64(entries)/b.Elapsed().Seconds(), "entries/s")
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchLog.dir != "" {
+		os.RemoveAll(benchLog.dir)
+	}
+	os.Exit(code)
+}
