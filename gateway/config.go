@@ -21,6 +21,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/sshexec"
 )
 
@@ -175,22 +176,6 @@ func ConfigPath(flag string) string {
 		return env
 	}
 	return "airlock.hcl"
-}
-
-// defaultStateDir is $AIRLOCK_STATE_DIR, else $XDG_STATE_HOME/airlock, else
-// ~/.local/state/airlock.
-func defaultStateDir() (string, error) {
-	if d := os.Getenv("AIRLOCK_STATE_DIR"); d != "" {
-		return d, nil
-	}
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
-		return filepath.Join(d, "airlock"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("no state_dir set, $AIRLOCK_STATE_DIR and $XDG_STATE_HOME unset, and no home directory: %w", err)
-	}
-	return filepath.Join(home, ".local", "state", "airlock"), nil
 }
 
 // LoadConfig reads, decodes and validates the configuration file at path.
@@ -520,7 +505,7 @@ func (c *checker) build(cfg *Config, raw *rawConfig, base string) {
 	// Top level.
 	if raw.StateDir != nil {
 		cfg.StateDir = c.path(raw.StateDir, base)
-	} else if d, err := defaultStateDir(); err != nil {
+	} else if d, err := api.DefaultStateDir(); err != nil {
 		c.add(nil, err.Error())
 	} else {
 		cfg.StateDir = d

@@ -17,18 +17,14 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlockgw/airlock/gateway/api"
 )
 
 // ControlFileName is the file next to the socket that carries the socket
 // path and the local token; airlock-ssh and airlock mcp find it from
 // $AIRLOCK_SOCKET.
-const ControlFileName = "control.json"
-
-// Control is the content of the control file.
-type Control struct {
-	Socket string `json:"socket"`
-	Token  string `json:"token"`
-}
+const ControlFileName = api.ControlFileName
 
 // localToken is the 128-bit token every local connection presents. It is
 // compared in constant time and never logged.
@@ -124,7 +120,7 @@ func groupID(name string) (int, error) {
 // the final mode, checked, synced, then renamed over control.json, so that
 // a reader sees either the old file or the new one, never a partial or
 // over-permissive one. If the mode cannot be applied nothing is published.
-func writeControl(dir string, gid int, c Control) error {
+func writeControl(dir string, gid int, c api.Control) error {
 	mode := fs.FileMode(0o600)
 	if gid >= 0 {
 		mode = 0o640
@@ -178,19 +174,6 @@ func writeControl(dir string, gid int, c Control) error {
 		d.Close()
 	}
 	return nil
-}
-
-// ReadControl reads the control file next to the socket path.
-func ReadControl(socket string) (Control, error) {
-	var c Control
-	b, err := os.ReadFile(filepath.Join(filepath.Dir(socket), ControlFileName))
-	if err != nil {
-		return c, err
-	}
-	if err := json.Unmarshal(b, &c); err != nil {
-		return c, fmt.Errorf("gateway: control file: %w", err)
-	}
-	return c, nil
 }
 
 // listenSocket listens on the Unix socket path in its private directory,

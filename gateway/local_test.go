@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/airlockgw/airlock/gateway/api"
 )
 
 func TestPrivateDir(t *testing.T) {
@@ -67,7 +69,7 @@ func TestWriteControl(t *testing.T) {
 	if err := privateDir(d, -1); err != nil {
 		t.Fatal(err)
 	}
-	c := Control{Socket: filepath.Join(d, "airlock.sock"), Token: "00112233445566778899aabbccddeeff"}
+	c := api.Control{Socket: filepath.Join(d, "airlock.sock"), Token: "00112233445566778899aabbccddeeff"}
 	if err := writeControl(d, -1, c); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +80,7 @@ func TestWriteControl(t *testing.T) {
 	if fi.Mode().Perm() != 0o600 {
 		t.Errorf("control file mode %04o, want 0600", fi.Mode().Perm())
 	}
-	got, err := ReadControl(c.Socket)
+	got, err := api.ReadControl(c.Socket)
 	if err != nil || got != c {
 		t.Fatalf("ReadControl = %+v, %v", got, err)
 	}

@@ -1,0 +1,273 @@
+// Command airlock-ssh is the agent's drop-in for `ssh host command`: it asks
+// the local airlock gateway to run one command on a configured target and
+// prints the result as ssh would. It holds no keys, keeps no session and
+// never runs ssh.
+//
+//	airlock-ssh [flags] [account@]target [--] command [args...]
+//
+// Exit status: the remote command's exit status when it ran and reported
+// one; 255 for every other outcome, with one line on stderr:
+// "airlock-ssh: OUTCOME: DETAIL (action ID)".
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/airlockgw/airlock/gateway/api"
+)
+
+const usage = `usage: airlock-ssh [flags] [account@]target [--] command [args...]
+
+Runs one command on a target configured in the airlock gateway, after the
+approval the gateway's policy requires, over a fresh SSH connection the
+gateway makes. Standard input is not sent.
+
+flags:
+  -l ACCOUNT      remote account (default: the target's default account)
+  --timeout DUR   action timeout, e.g. 30s or 5m (default 60s; capped by policy)
+  --json          print the action object as JSON instead of the output
+  --socket PATH   gateway socket (default: $AIRLOCK_SOCKET, else the standard path)
+  -T              accepted and ignored: no terminal is ever allocated
+
+exit status: the remote exit status, or 255 when the command did not run to
+an exit status (the reason is printed on stderr).
+`
+
+// refused are ssh's flags that would open a hole, with the reason.
+var refused = map[string]string{
+	"-A": "agent forwarding is never offered: the gateway holds the credentials",
+	"-L": "port forwarding is never offered: an action is one command",
+	"-R": "port forwarding is never offered: an action is one command",
+	"-D": "dynamic forwarding is never offered: an action is one command",
+	"-X": "X11 forwarding is never offered",
+	"-Y": "X11 forwarding is never offered",
+	"-W": "stdio forwarding is never offered: an action is one command",
+	"-J": "targets and their addresses come from the gateway's configuration; there are no jump hosts",
+	"-M": "connections are never shared: every action uses a fresh connection",
+	"-S": "connections are never shared: every action uses a fresh connection",
+	"-o": "connection options are fixed by the gateway's configuration",
+	"-F": "connection options are fixed by the gateway's configuration",
+	"-i": "agents hold no keys: the gateway holds the credentials",
+	"-p": "the target's address and port come from the gateway's configuration",
+	"-t": "no terminal is ever allocated",
+	"-N": "an action is one command; there is nothing to do without one",
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+type options struct {
+	account string
+	timeout time.Duration
+	json    bool
+	socket  string
+	target  string
+	command string
+}
+
+// fail prints a message and returns exit status 255.
+func fail(stderr io.Writer, format string, args ...any) int {
+	fmt.Fprintf(stderr, "airlock-ssh: "+format+"\n", args...)
+	return 255
+}
+
+func parse(args []string) (options, error) {
+	var o options
+	value := func(i *int, name string) (string, error) {
+		a := args[*i]
+		if v, ok := strings.CutPrefix(a, name+"="); ok && strings.HasPrefix(name, "--") {
+			return v, nil
+		}
+		if len(a) > len(name) && !strings.HasPrefix(name, "--") {
+			return a[len(name):], nil // -lroot
+		}
+		if *i+1 >= len(args) {
+			return "", fmt.Errorf("%s needs a value", name)
+		}
+		*i++
+		return args[*i], nil
+	}
+	i := 0
+	for ; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			i++
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			break
+		}
+		switch {
+		case a == "-h" || a == "--help":
+			return o, errHelp
+		case a == "--json":
+			o.json = true
+		case a == "-T":
+		case a == "-l" || strings.HasPrefix(a, "-l") && len(a) > 2 && !strings.HasPrefix(a, "--"):
+			v, err := value(&i, "-l")
+			if err != nil {
+				return o, err
+			}
+			o.account = v
+		case a == "--timeout" || strings.HasPrefix(a, "--timeout="):
+			v, err := value(&i, "--timeout")
+			if err != nil {
+				return o, err
+			}
+			d, err := parseTimeout(v)
+			if err != nil {
+				return o, err
+			}
+			o.timeout = d
+		case a == "--socket" || strings.HasPrefix(a, "--socket="):
+			v, err := value(&i, "--socket")
+			if err != nil {
+				return o, err
+			}
+			o.socket = v
+		default:
+			flag := a
+			if len(a) > 2 && a[1] != '-' {
+				flag = a[:2] // -L8080:… or a cluster like -tt
+			}
+			if why, ok := refused[flag]; ok {
+				return o, fmt.Errorf("%s is refused: %s", flag, why)
+			}
+			return o, fmt.Errorf("unknown flag %s (see airlock-ssh --help)", a)
+		}
+	}
+	if i >= len(args) {
+		return o, errors.New("no target given (see airlock-ssh --help)")
+	}
+	dest := args[i]
+	i++
+	if user, host, ok := strings.Cut(dest, "@"); ok {
+		if o.account != "" && o.account != user {
+			return o, fmt.Errorf("account given twice: -l %s and %s@", o.account, user)
+		}
+		o.account, dest = user, host
+	}
+	if dest == "" {
+		return o, errors.New("empty target")
+	}
+	o.target = dest
+	if i < len(args) && args[i] == "--" {
+		i++
+	}
+	if i >= len(args) {
+		return o, errors.New("no command given: airlock runs one command per action, never an interactive shell")
+	}
+	// As ssh does: the arguments are joined with single spaces.
+	o.command = strings.Join(args[i:], " ")
+	return o, nil
+}
+
+var errHelp = errors.New("help")
+
+func parseTimeout(v string) (time.Duration, error) {
+	if n, err := strconv.Atoi(v); err == nil && n > 0 {
+		return time.Duration(n) * time.Second, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < time.Second {
+		return 0, fmt.Errorf("--timeout %q: give a duration of at least 1s, e.g. 30s or 5m", v)
+	}
+	return d, nil
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, err := parse(args)
+	if errors.Is(err, errHelp) {
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	if err != nil {
+		return fail(stderr, "%v", err)
+	}
+	socket := o.socket
+	if socket == "" {
+		if socket, err = api.DefaultSocket(); err != nil {
+			return fail(stderr, "%v", err)
+		}
+	}
+	ctl, err := api.ReadControl(socket)
+	if err != nil {
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			return fail(stderr, "no gateway at %s: is `airlock serve` running? (set $AIRLOCK_SOCKET or --socket if it listens elsewhere)", socket)
+		case errors.Is(err, os.ErrPermission):
+			return fail(stderr, "cannot read the gateway's control file next to %s: this user is not allowed to use the gateway (ask an operator to add it to the socket group)", socket)
+		}
+		return fail(stderr, "%v", err)
+	}
+	client := api.NewLocalClient(socket, ctl.Token)
+	req := api.ActionRequest{Target: o.target, Account: o.account, Command: o.command}
+	if o.timeout > 0 {
+		req.TimeoutS = int((o.timeout + time.Second - 1) / time.Second)
+	}
+	waited := false
+	a, err := client.RunAction(ctx, req, api.Events{
+		State: func(s api.StateEvent) {
+			if s.State == api.StateWaitingApproval && !waited {
+				waited = true
+				fmt.Fprintf(stderr, "airlock-ssh: waiting for a reviewer to approve this %s (approval %s)\n", s.Kind, s.ApprovalID)
+			}
+		},
+		Output: func(stream string, p []byte) {
+			if o.json {
+				return
+			}
+			if stream == "stderr" {
+				stderr.Write(p)
+			} else {
+				stdout.Write(p)
+			}
+		},
+	})
+	if err != nil {
+		var apiErr *api.Error
+		var opErr *net.OpError
+		switch {
+		case errors.As(err, &apiErr) && apiErr.Err.Code == api.CodeUnauthorized:
+			return fail(stderr, "the gateway refused the local token from %s: the token may have been rotated; run again, or ask an operator", socket)
+		case errors.As(err, &apiErr):
+			return fail(stderr, "%s: %s", apiErr.Err.Code, apiErr.Err.Message)
+		case errors.As(err, &opErr) && opErr.Op == "dial":
+			return fail(stderr, "cannot reach the gateway at %s: is `airlock serve` running? (%v)", socket, opErr.Err)
+		case ctx.Err() != nil:
+			return fail(stderr, "interrupted; the gateway cancels the action")
+		}
+		return fail(stderr, "%v", err)
+	}
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(a)
+	}
+	if a.Outcome == "exited" && a.ExitCode != nil {
+		return *a.ExitCode
+	}
+	detail := a.Detail
+	if next := api.NextStep(a); next != "" {
+		if detail != "" {
+			detail += "; "
+		}
+		detail += next
+	}
+	fmt.Fprintf(stderr, "airlock-ssh: %s: %s (action %s)\n", a.Outcome, detail, a.ID)
+	return 255
+}

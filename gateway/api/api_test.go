@@ -1,0 +1,53 @@
+package api
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestEncodeBytesRoundTrip(t *testing.T) {
+	for _, b := range [][]byte{nil, []byte("plain text\n"), []byte("ünïcödé"), {0xff, 0xfe, 0x00, 'a'}, []byte("\x1b[31mred\x1b[0m")} {
+		s, enc := EncodeBytes(b)
+		got, err := DecodeBytes(s, enc)
+		if err != nil || !bytes.Equal(got, b) {
+			t.Errorf("round trip of %q: got %q (%s), %v", b, got, enc, err)
+		}
+	}
+	if _, enc := EncodeBytes([]byte{0xff}); enc != EncodingBase64 {
+		t.Error("invalid UTF-8 must be sent as base64")
+	}
+}
+
+func TestReadEvents(t *testing.T) {
+	stream := ": comment\n\nevent: state\ndata: {\"state\":\"running\"}\n\nevent: stdout\ndata: line1\ndata: line2\n\ndata: no-name\n\n"
+	type ev struct{ Event, Data string }
+	var got []ev
+	err := ReadEvents(strings.NewReader(stream), func(e string, d []byte) error {
+		got = append(got, ev{e, string(d)})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ev{{"state", `{"state":"running"}`}, {"stdout", "line1\nline2"}, {"message", "no-name"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+func TestNextStepCoversEveryFailure(t *testing.T) {
+	for _, o := range []string{"rejected", "denied", "expired", "audit_unavailable", "dial_failed",
+		"handshake_failed", "host_key_unknown", "host_key_mismatch", "host_key_revoked", "auth_failed",
+		"session_failed", "signaled", "exit_missing", "timed_out", "cancelled", "connection_lost", "interrupted"} {
+		if NextStep(&Action{Outcome: o}) == "" {
+			t.Errorf("no next step for %s", o)
+		}
+	}
+	zero := 0
+	if s := NextStep(&Action{Outcome: "exited", ExitCode: &zero}); s != "" {
+		t.Errorf("success has a next step: %q", s)
+	}
+}

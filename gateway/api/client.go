@@ -1,0 +1,341 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// maxResponse bounds a JSON response body; maxEventLine one SSE line.
+const (
+	maxResponse  = 64 << 20
+	maxEventLine = 16 << 20
+)
+
+// DefaultStateDir is $AIRLOCK_STATE_DIR, else $XDG_STATE_HOME/airlock, else
+// ~/.local/state/airlock.
+func DefaultStateDir() (string, error) {
+	if d := os.Getenv("AIRLOCK_STATE_DIR"); d != "" {
+		return d, nil
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "airlock"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("no state directory: $AIRLOCK_STATE_DIR and $XDG_STATE_HOME are unset and there is no home directory: %w", err)
+	}
+	return filepath.Join(home, ".local", "state", "airlock"), nil
+}
+
+// DefaultSocket is $AIRLOCK_SOCKET, else the socket in the default state
+// directory.
+func DefaultSocket() (string, error) {
+	if s := os.Getenv("AIRLOCK_SOCKET"); s != "" {
+		return s, nil
+	}
+	d, err := DefaultStateDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d, "run", "airlock.sock"), nil
+}
+
+// ControlFileName is the file next to the socket that carries the local
+// token.
+const ControlFileName = "control.json"
+
+// Control is the content of the control file.
+type Control struct {
+	Socket string `json:"socket"`
+	Token  string `json:"token"`
+}
+
+// ReadControl reads the control file in the socket's directory.
+func ReadControl(socket string) (Control, error) {
+	var c Control
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(socket), ControlFileName))
+	if err != nil {
+		return c, err
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		return c, fmt.Errorf("control file %s: %w", filepath.Join(filepath.Dir(socket), ControlFileName), err)
+	}
+	return c, nil
+}
+
+// Client talks to a gateway over its local socket or HTTP.
+type Client struct {
+	base string
+	http *http.Client
+	auth string
+}
+
+// NewLocalClient returns a client for the local socket, presenting token.
+func NewLocalClient(socket, token string) *Client {
+	return &Client{
+		base: "http://airlock.local",
+		auth: "Bearer " + token,
+		http: &http.Client{Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				return (&net.Dialer{}).DialContext(ctx, "unix", socket)
+			},
+			DisableKeepAlives: true,
+		}},
+	}
+}
+
+// NewHTTPClient returns a client for the gateway at baseURL, presenting
+// bearer (a run token or a reviewer session token) when not empty.
+func NewHTTPClient(baseURL, bearer string) *Client {
+	c := &Client{base: strings.TrimRight(baseURL, "/"), http: &http.Client{}}
+	if bearer != "" {
+		c.auth = "Bearer " + bearer
+	}
+	return c
+}
+
+// WithBearer returns a copy of c presenting another bearer token.
+func (c *Client) WithBearer(token string) *Client {
+	cc := *c
+	cc.auth = "Bearer " + token
+	return &cc
+}
+
+func (c *Client) newRequest(ctx context.Context, method, path string, body any) (*http.Request, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.auth != "" {
+		req.Header.Set("Authorization", c.auth)
+	}
+	return req, nil
+}
+
+// readError turns a non-2xx response into an *Error.
+func readError(resp *http.Response) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	e := &Error{Status: resp.StatusCode}
+	if json.Unmarshal(b, e) != nil || e.Err.Code == "" {
+		e.Err = ErrorBody{Code: CodeInternal, Message: fmt.Sprintf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))}
+	}
+	return e
+}
+
+// Do sends a JSON request and decodes a JSON response into out (if not
+// nil). A non-2xx answer is returned as an *Error.
+func (c *Client) Do(ctx context.Context, method, path string, body, out any) error {
+	req, err := c.newRequest(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return readError(resp)
+	}
+	if out == nil {
+		return nil
+	}
+	dec := json.NewDecoder(io.LimitReader(resp.Body, maxResponse))
+	return dec.Decode(out)
+}
+
+// Events receives what a streamed action reports while it runs.
+type Events struct {
+	State  func(StateEvent)
+	Output func(stream string, p []byte)
+}
+
+// RunAction requests an action and streams its events until it finishes,
+// returning the final action object. Cancelling ctx cancels the action.
+func (c *Client) RunAction(ctx context.Context, r ActionRequest, ev Events) (*Action, error) {
+	req, err := c.newRequest(ctx, http.MethodPost, "/v1/actions", r)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return nil, readError(resp)
+	}
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		var a Action
+		if err := json.NewDecoder(io.LimitReader(resp.Body, maxResponse)).Decode(&a); err != nil {
+			return nil, err
+		}
+		return &a, nil
+	}
+	var final *Action
+	err = ReadEvents(resp.Body, func(event string, data []byte) error {
+		switch event {
+		case "state":
+			var s StateEvent
+			if err := json.Unmarshal(data, &s); err != nil {
+				return err
+			}
+			if ev.State != nil {
+				ev.State(s)
+			}
+		case "stdout", "stderr":
+			var o OutputEvent
+			if err := json.Unmarshal(data, &o); err != nil {
+				return err
+			}
+			b, err := DecodeBytes(o.Data, o.Encoding)
+			if err != nil {
+				return err
+			}
+			if ev.Output != nil {
+				ev.Output(event, b)
+			}
+		case "finished":
+			var a Action
+			if err := json.Unmarshal(data, &a); err != nil {
+				return err
+			}
+			final = &a
+			return errStop
+		case "error":
+			var e Error
+			if err := json.Unmarshal(data, &e); err != nil {
+				return err
+			}
+			return &e
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if final == nil {
+		return nil, errors.New("airlock: the event stream ended before the action finished")
+	}
+	return final, nil
+}
+
+var errStop = errors.New("stop")
+
+// ReadEvents reads a text/event-stream, calling fn for each event. It stops
+// at the end of the stream or when fn returns an error (the sentinel that
+// ends a stream normally is not returned).
+func ReadEvents(r io.Reader, fn func(event string, data []byte) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), maxEventLine)
+	var event string
+	var data bytes.Buffer
+	for sc.Scan() {
+		line := sc.Bytes()
+		switch {
+		case len(line) == 0:
+			if data.Len() > 0 || event != "" {
+				if event == "" {
+					event = "message"
+				}
+				if err := fn(event, bytes.TrimSuffix(data.Bytes(), []byte("\n"))); err != nil {
+					if errors.Is(err, errStop) {
+						return nil
+					}
+					return err
+				}
+			}
+			event = ""
+			data.Reset()
+		case line[0] == ':':
+		case bytes.HasPrefix(line, []byte("event:")):
+			event = strings.TrimSpace(string(line[len("event:"):]))
+		case bytes.HasPrefix(line, []byte("data:")):
+			data.Write(bytes.TrimPrefix(line[len("data:"):], []byte(" ")))
+			data.WriteByte('\n')
+		}
+	}
+	return sc.Err()
+}
+
+// Action fetches an action object.
+func (c *Client) Action(ctx context.Context, id string) (*Action, error) {
+	var a Action
+	err := c.Do(ctx, http.MethodGet, "/v1/actions/"+url.PathEscape(id), nil, &a)
+	return &a, err
+}
+
+// Targets lists the configured targets.
+func (c *Client) Targets(ctx context.Context) ([]Target, error) {
+	var t []Target
+	err := c.Do(ctx, http.MethodGet, "/v1/targets", nil, &t)
+	return t, err
+}
+
+// Approvals lists approval requests in state ("pending", or "" for all
+// recent ones).
+func (c *Client) Approvals(ctx context.Context, state string) ([]Approval, error) {
+	path := "/v1/approvals"
+	if state != "" {
+		path += "?state=" + url.QueryEscape(state)
+	}
+	var a []Approval
+	err := c.Do(ctx, http.MethodGet, path, nil, &a)
+	return a, err
+}
+
+// Decide approves or denies an approval request.
+func (c *Client) Decide(ctx context.Context, id string, d DecisionRequest) (*Approval, error) {
+	var a Approval
+	err := c.Do(ctx, http.MethodPost, "/v1/approvals/"+url.PathEscape(id)+"/decision", d, &a)
+	return &a, err
+}
+
+// Runs lists runs.
+func (c *Client) Runs(ctx context.Context) ([]Run, error) {
+	var r []Run
+	err := c.Do(ctx, http.MethodGet, "/v1/runs", nil, &r)
+	return r, err
+}
+
+// CreateRun creates a remote run; the token in the answer is shown once.
+func (c *Client) CreateRun(ctx context.Context) (*Run, error) {
+	var r Run
+	err := c.Do(ctx, http.MethodPost, "/v1/runs", struct{}{}, &r)
+	return &r, err
+}
+
+// EndRun ends a run.
+func (c *Client) EndRun(ctx context.Context, id string) error {
+	return c.Do(ctx, http.MethodDelete, "/v1/runs/"+url.PathEscape(id), nil, nil)
+}
+
+// Login exchanges a reviewer's name and password for a session token.
+func (c *Client) Login(ctx context.Context, reviewer, password string) (*LoginResponse, error) {
+	var l LoginResponse
+	err := c.Do(ctx, http.MethodPost, "/v1/login", LoginRequest{Reviewer: reviewer, Password: password}, &l)
+	return &l, err
+}

@@ -1,0 +1,246 @@
+package api
+
+import (
+	"encoding/base64"
+	"time"
+	"unicode/utf8"
+)
+
+// ActionRequest is the body of POST /v1/actions.
+type ActionRequest struct {
+	Target   string `json:"target"`
+	Account  string `json:"account,omitempty"`
+	Command  string `json:"command"`
+	TimeoutS int    `json:"timeout_s,omitempty"`
+}
+
+// Action is the action object of the contract. Outcome is empty while the
+// action is in flight; State says where it is.
+type Action struct {
+	ID       string `json:"id"`
+	RunID    string `json:"run_id"`
+	Target   string `json:"target"`
+	Account  string `json:"account"`
+	Command  string `json:"command"`
+	TimeoutS int    `json:"timeout_s"`
+	State    State  `json:"state"`
+
+	Outcome            string `json:"outcome,omitempty"`
+	Detail             string `json:"detail,omitempty"`
+	ExitCode           *int   `json:"exit_code,omitempty"`
+	Signal             string `json:"signal,omitempty"`
+	Termination        string `json:"termination,omitempty"`
+	HostKeyFingerprint string `json:"host_key_fingerprint,omitempty"`
+
+	// Stdout and Stderr are what the account's output policy returns.
+	// They hold the bytes as text when those are valid UTF-8; otherwise
+	// they hold base64 and the Encoding field says so.
+	Stdout          string `json:"stdout"`
+	StdoutEncoding  string `json:"stdout_encoding,omitempty"`
+	Stderr          string `json:"stderr"`
+	StderrEncoding  string `json:"stderr_encoding,omitempty"`
+	StdoutBytes     int64  `json:"stdout_bytes"`
+	StderrBytes     int64  `json:"stderr_bytes"`
+	StdoutTruncated bool   `json:"stdout_truncated"`
+	StderrTruncated bool   `json:"stderr_truncated"`
+
+	RequestedAt time.Time  `json:"requested_at"`
+	StartedAt   *time.Time `json:"started_at,omitempty"`
+	FinishedAt  *time.Time `json:"finished_at,omitempty"`
+
+	Approval ApprovalInfo `json:"approval"`
+}
+
+// State is where an action is in its lifecycle.
+type State string
+
+// The action states.
+const (
+	StateRequested       State = "requested"
+	StateWaitingApproval State = "waiting_approval"
+	StateConnecting      State = "connecting"
+	StateRunning         State = "running"
+	StateFinished        State = "finished"
+)
+
+// ApprovalInfo says under which approval an action ran or was refused.
+type ApprovalInfo struct {
+	Mode      string `json:"mode"` // "run" or "call"
+	ID        string `json:"id,omitempty"`
+	DecidedBy string `json:"decided_by,omitempty"`
+	Decision  string `json:"decision,omitempty"` // "approve", "deny", "expired"
+	Reason    string `json:"reason,omitempty"`
+}
+
+// EncodingBase64 marks a stream field holding base64.
+const EncodingBase64 = "base64"
+
+// EncodeBytes returns b as a JSON-safe string and its encoding ("" for
+// text that is valid UTF-8, "base64" otherwise).
+func EncodeBytes(b []byte) (string, string) {
+	if utf8.Valid(b) {
+		return string(b), ""
+	}
+	return base64.StdEncoding.EncodeToString(b), EncodingBase64
+}
+
+// DecodeBytes reverses EncodeBytes.
+func DecodeBytes(s, encoding string) ([]byte, error) {
+	if encoding == EncodingBase64 {
+		return base64.StdEncoding.DecodeString(s)
+	}
+	return []byte(s), nil
+}
+
+// StdoutBytesValue returns the stdout bytes.
+func (a *Action) StdoutBytesValue() ([]byte, error) { return DecodeBytes(a.Stdout, a.StdoutEncoding) }
+
+// StderrBytesValue returns the stderr bytes.
+func (a *Action) StderrBytesValue() ([]byte, error) { return DecodeBytes(a.Stderr, a.StderrEncoding) }
+
+// Success reports whether the action exited with status 0, the only
+// success.
+func (a *Action) Success() bool {
+	return a.Outcome == "exited" && a.ExitCode != nil && *a.ExitCode == 0
+}
+
+// StateEvent is the data of an SSE "state" event.
+type StateEvent struct {
+	State      State  `json:"state"`
+	ApprovalID string `json:"approval_id,omitempty"`
+	// Kind is "run" or "call" for StateWaitingApproval.
+	Kind    string `json:"kind,omitempty"`
+	Message string `json:"message,omitempty"`
+	// ActionID is set on the first event of an action.
+	ActionID string `json:"action_id,omitempty"`
+}
+
+// OutputEvent is the data of an SSE "stdout" or "stderr" event.
+type OutputEvent struct {
+	Data     string `json:"data"`
+	Encoding string `json:"encoding,omitempty"`
+}
+
+// Error is the error envelope: {"error": {"code": …, "message": …}}.
+type Error struct {
+	Err ErrorBody `json:"error"`
+	// Status is the HTTP status it came with (not sent).
+	Status int `json:"-"`
+}
+
+// ErrorBody is the inside of the error envelope.
+type ErrorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *Error) Error() string {
+	return "airlock: " + e.Err.Code + ": " + e.Err.Message
+}
+
+// Error codes. Callers branch on these, never on messages.
+const (
+	CodeBadRequest      = "bad_request"
+	CodeUnauthorized    = "unauthorized"
+	CodeForbidden       = "forbidden"
+	CodeNotFound        = "not_found"
+	CodeConflict        = "conflict"
+	CodeTooLarge        = "request_too_large"
+	CodeUnsupportedType = "unsupported_media_type"
+	CodeRateLimited     = "rate_limited"
+	CodeUnavailable     = "unavailable"
+	CodeInternal        = "internal"
+)
+
+// Run is a run as the API shows it.
+type Run struct {
+	ID        string     `json:"run_id"`
+	State     string     `json:"state"`
+	Kind      string     `json:"kind"` // "local" or "remote"
+	Requester string     `json:"requester"`
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	Anchor    *Process   `json:"anchor,omitempty"`
+	Actions   int        `json:"actions"`
+	// Token is returned once, by POST /v1/runs.
+	Token string `json:"token,omitempty"`
+}
+
+// Process describes a local anchor process for reviewers.
+type Process struct {
+	PID        int       `json:"pid"`
+	StartTime  uint64    `json:"start_time"`
+	Executable string    `json:"executable"`
+	SHA256     string    `json:"sha256"`
+	Argv       []string  `json:"argv"`
+	Cwd        string    `json:"cwd"`
+	UID        int       `json:"uid"`
+	User       string    `json:"user"`
+	Parents    []Process `json:"parents,omitempty"`
+}
+
+// Approval is a pending or decided approval request, as listed by
+// GET /v1/approvals and `airlock approvals list --json`.
+type Approval struct {
+	ID          string     `json:"id"`
+	Kind        string     `json:"kind"` // "run" or "call"
+	RunID       string     `json:"run_id"`
+	Target      string     `json:"target"`
+	Account     string     `json:"account"`
+	Command     string     `json:"command"`
+	TimeoutS    int        `json:"timeout_s,omitempty"`
+	Digest      string     `json:"digest,omitempty"`
+	RequestedAt time.Time  `json:"requested_at"`
+	ExpiresAt   time.Time  `json:"expires_at"`
+	Requester   string     `json:"requester"`
+	State       string     `json:"state"`
+	Run         *Run       `json:"run,omitempty"`
+	DecidedBy   string     `json:"decided_by,omitempty"`
+	DecidedAt   *time.Time `json:"decided_at,omitempty"`
+	Reason      string     `json:"reason,omitempty"`
+}
+
+// DecisionRequest is the body of POST /v1/approvals/{id}/decision.
+type DecisionRequest struct {
+	Decision string `json:"decision"` // "approve" or "deny"
+	Reason   string `json:"reason,omitempty"`
+	TTLS     int    `json:"ttl_s,omitempty"`
+	// MaxActions limits an approved run's actions; 0 means no limit.
+	MaxActions int `json:"max_actions,omitempty"`
+	// Digest, if set, must match the request's digest: the decision is
+	// bound to what the reviewer saw.
+	Digest string `json:"digest,omitempty"`
+}
+
+// Target is one entry of GET /v1/targets. It never carries secrets.
+type Target struct {
+	Name           string          `json:"name"`
+	Address        string          `json:"address"`
+	DefaultAccount string          `json:"default_account"`
+	HostKeys       []string        `json:"host_key_fingerprints"`
+	KnownHostsFile bool            `json:"known_hosts_file"`
+	MaxParallel    int             `json:"max_parallel"`
+	Accounts       []TargetAccount `json:"accounts"`
+}
+
+// TargetAccount is one account of a Target.
+type TargetAccount struct {
+	Name        string `json:"name"`
+	Approval    string `json:"approval"`
+	MaxTimeoutS int    `json:"max_timeout_s"`
+	Output      string `json:"output"`
+	Certificate bool   `json:"certificate"`
+}
+
+// LoginRequest is the body of POST /v1/login.
+type LoginRequest struct {
+	Reviewer string `json:"reviewer"`
+	Password string `json:"password"`
+}
+
+// LoginResponse carries a reviewer session token for the Authorization
+// header.
+type LoginResponse struct {
+	Token     string    `json:"token"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
