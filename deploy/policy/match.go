@@ -1,0 +1,214 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The reasons Match refuses a request that tokenized cleanly.
+var (
+	// ErrUnknownVerb: the first word names no verb of the policy.
+	ErrUnknownVerb = errors.New("unknown verb")
+	// ErrArgCount: the request has more or fewer arguments than the verb
+	// has params.
+	ErrArgCount = errors.New("wrong number of arguments")
+)
+
+// The reasons an *ArgError gives for refusing one argument.
+var (
+	ErrNotInEnum     = errors.New("not one of the allowed values")
+	ErrNoMatch       = errors.New("does not match the pattern")
+	ErrLeadingDash   = errors.New("begins with '-'")
+	ErrNotInteger    = errors.New("not a decimal integer")
+	ErrOutOfRange    = errors.New("out of range")
+	ErrPathTraversal = errors.New("path has a '..' component")
+	ErrPathNotClean  = errors.New("path is not absolute and clean")
+	ErrPathOutside   = errors.New("path is not under the allowed prefix")
+	ErrSymlinkEscape = errors.New("path leads outside the allowed prefix through a symbolic link")
+	ErrPathUnchecked = errors.New("path cannot be checked for symbolic links")
+)
+
+// UnknownVerbError is returned for a request whose first word is not a
+// verb; it wraps ErrUnknownVerb.
+type UnknownVerbError struct{ Verb string }
+
+func (e *UnknownVerbError) Error() string {
+	return "policy: unknown verb " + Quote(e.Verb)
+}
+
+func (e *UnknownVerbError) Unwrap() error { return ErrUnknownVerb }
+
+// ArgCountError is returned when a request has the wrong number of
+// arguments; it wraps ErrArgCount.
+type ArgCountError struct {
+	Verb      string
+	Got, Want int
+}
+
+func (e *ArgCountError) Error() string {
+	return fmt.Sprintf("policy: verb %s takes %d argument(s), got %d", e.Verb, e.Want, e.Got)
+}
+
+func (e *ArgCountError) Unwrap() error { return ErrArgCount }
+
+// ArgError says why one argument was refused.
+type ArgError struct {
+	Verb, Param string
+	// Value is the argument as given.
+	Value string
+	// Err is one of the ErrNotInEnum … ErrSymlinkEscape sentinels.
+	Err error
+}
+
+func (e *ArgError) Error() string {
+	v := e.Value
+	if len(v) > 200 {
+		v = v[:200] + "…"
+	}
+	return fmt.Sprintf("policy: verb %s: param %s: %s %v", e.Verb, e.Param, Quote(v), e.Err)
+}
+
+func (e *ArgError) Unwrap() error { return e.Err }
+
+// Plan is what a matched request runs.
+type Plan struct {
+	// Verb is the matched verb.
+	Verb *Verb
+	// Args are the request's arguments after the verb, one per param.
+	Args []string
+	// Argv is the program and its arguments, ready for execve: the Sudo
+	// prefix when the verb has run_as, then the verb's argv with every
+	// "{param}" replaced. Each template element is exactly one element.
+	Argv []string
+	// Dir is the working directory, "" for the caller's.
+	Dir string
+	// Timeout bounds the run.
+	Timeout time.Duration
+	// Env are the names of the variables to pass through.
+	Env []string
+}
+
+// Match tokenizes command (see Tokenize), finds the verb named by its first
+// word and validates every argument against the verb's params. It returns
+// the Plan to run, or an error saying why the request is refused: a
+// *SyntaxError, *UnknownVerbError, *ArgCountError or *ArgError. Nothing is
+// run.
+//
+// A path_under argument is checked against the file system as it is now;
+// a symbolic link created between Match and the program's use of the path
+// is not seen. Keep the directories under the prefix writable only by
+// accounts trusted not to race the check.
+func (p *Policy) Match(command string) (*Plan, error) {
+	words, err := Tokenize(command)
+	if err != nil {
+		return nil, err
+	}
+	v := p.byName[words[0]]
+	if v == nil {
+		return nil, &UnknownVerbError{Verb: words[0]}
+	}
+	args := words[1:]
+	if len(args) != len(v.Params) {
+		return nil, &ArgCountError{Verb: v.Name, Got: len(args), Want: len(v.Params)}
+	}
+	values := make(map[string]string, len(args))
+	for i, prm := range v.Params {
+		if err := prm.check(args[i]); err != nil {
+			return nil, &ArgError{Verb: v.Name, Param: prm.Name, Value: args[i], Err: err}
+		}
+		values[prm.Name] = args[i]
+	}
+	plan := &Plan{Verb: v, Args: args, Dir: v.Dir, Timeout: v.Timeout, Env: v.Env}
+	if v.RunAs != "" {
+		plan.Argv = []string{Sudo, "-n", "-u", v.RunAs, "--"}
+	}
+	for _, t := range v.argv {
+		plan.Argv = append(plan.Argv, t.expand(values))
+	}
+	return plan, nil
+}
+
+var intRE = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
+
+// check validates one argument.
+func (p *Param) check(arg string) error {
+	switch p.Kind {
+	case Enum:
+		for _, v := range p.Values {
+			if arg == v {
+				return nil
+			}
+		}
+		return ErrNotInEnum
+	case Regex:
+		if !p.re.MatchString(arg) {
+			return ErrNoMatch
+		}
+		if strings.HasPrefix(arg, "-") && !p.LeadingDash {
+			return ErrLeadingDash
+		}
+		return nil
+	case Int:
+		if !intRE.MatchString(arg) || arg == "-0" {
+			return ErrNotInteger
+		}
+		n, err := strconv.ParseInt(arg, 10, 64)
+		if err != nil || n < p.Min || n > p.Max {
+			return ErrOutOfRange
+		}
+		return nil
+	case PathUnder:
+		return checkPathUnder(arg, p.Under)
+	}
+	return fmt.Errorf("policy: param %s has no type", p.Name)
+}
+
+// checkPathUnder accepts an absolute, clean path strictly beneath under
+// whose existing part, with every symbolic link resolved, is still under
+// under's own resolved location. The part of the path that does not exist
+// yet cannot hold a link.
+func checkPathUnder(path, under string) error {
+	for _, el := range strings.Split(path, "/") {
+		if el == ".." {
+			return ErrPathTraversal
+		}
+	}
+	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
+		return ErrPathNotClean
+	}
+	if !strings.HasPrefix(path, under+"/") {
+		return ErrPathOutside
+	}
+	root, err := filepath.EvalSymlinks(under)
+	if err != nil {
+		return ErrPathOutside // the prefix itself is missing: nothing is under it
+	}
+	existing := path
+	for {
+		_, err := os.Lstat(existing)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return ErrPathUnchecked
+		}
+		existing = filepath.Dir(existing)
+	}
+	real, err := filepath.EvalSymlinks(existing)
+	if err != nil {
+		// A dangling link: the program would create its target,
+		// wherever that is.
+		return ErrSymlinkEscape
+	}
+	if real != root && !strings.HasPrefix(real, root+"/") {
+		return ErrSymlinkEscape
+	}
+	return nil
+}
