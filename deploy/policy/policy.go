@@ -267,9 +267,14 @@ func (c *collector) verb(b *verbBody) *Verb {
 		params[prm.Name] = prm
 		v.Params = append(v.Params, prm)
 	}
-	v.Argv = c.strList(b.Argv)
 	used := map[string]bool{}
+	if b.Argv == nil {
+		c.errorf(b.DefRange, "verb %q: argv is required", b.Name)
+	} else {
+		v.Argv = c.strList(b.Argv)
+	}
 	switch {
+	case b.Argv == nil:
 	case len(v.Argv) == 0:
 		c.errorf(b.Argv.Range, "verb %q: argv is empty", b.Name)
 	case !isCleanAbs(v.Argv[0]) || strings.ContainsAny(v.Argv[0], "{}"):

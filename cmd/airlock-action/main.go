@@ -1,0 +1,65 @@
+// Command airlock-action is the forced command for targets: sshd runs it
+// instead of the command a client asked for, and it runs only what its
+// policy allows, with no shell.
+//
+//	command="/usr/local/bin/airlock-action --policy /etc/airlock/action.hcl",restrict ssh-ed25519 AAAA… airlock:T/A
+//
+// Usage:
+//
+//	airlock-action [--policy FILE]                  serve the request in $SSH_ORIGINAL_COMMAND
+//	airlock-action --check [--policy FILE]          validate the policy (problems as FILE:LINE)
+//	airlock-action --explain "CMD" [--policy FILE]  show what CMD would run, or why it is refused
+//
+// A refused request exits 126 with one line on stderr. See
+// deploy/forcedcmd for the exit statuses and the log line.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/airlockgw/airlock/deploy/forcedcmd"
+	"github.com/airlockgw/airlock/deploy/policy"
+)
+
+// DefaultPolicy is where operators put the policy.
+const DefaultPolicy = "/etc/airlock/action.hcl"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
+}
+
+func run(args, env []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("airlock-action", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	policyFile := fs.String("policy", DefaultPolicy, "policy `file`")
+	check := fs.Bool("check", false, "validate the policy and exit: 0 valid, 1 not")
+	explain := fs.String("explain", "", "show the argv `command` would run, or why it is refused")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "airlock-action: unexpected argument %q: the request comes from $SSH_ORIGINAL_COMMAND; use --explain to try one\n", fs.Arg(0))
+		return 2
+	}
+	switch {
+	case *check:
+		return forcedcmd.Check(*policyFile, stdout)
+	case *explain != "":
+		pol, err := policy.Load(*policyFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "airlock-action: %v\n", err)
+			return 1
+		}
+		return forcedcmd.Explain(pol, *explain, stdout)
+	}
+	return forcedcmd.Serve(context.Background(), forcedcmd.Options{
+		PolicyFile: *policyFile,
+		Env:        env,
+		Stdout:     stdout,
+		Stderr:     stderr,
+	})
+}

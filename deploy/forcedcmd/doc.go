@@ -1,0 +1,24 @@
+// Package forcedcmd is airlock-action, the forced command that sshd runs on
+// a target instead of whatever the client asked for
+// (command="airlock-action --policy FILE" in authorized_keys, or a
+// certificate's force-command option).
+//
+// Serve reads the requested command from SSH_ORIGINAL_COMMAND, matches it
+// against the policy (package policy), and either refuses it — exit status
+// 126 and one line on stderr — or executes the verb's fixed argv directly,
+// with no shell, a fixed PATH plus the verb's allow-listed variables, the
+// verb's working directory, and the verb's timeout, after which the whole
+// process group is killed. It returns the program's exit status, 128+N when
+// the program died of signal N, 124 on timeout and 127 when the program
+// could not be started. Every request, allowed or refused, is logged as one
+// line (a Record) to syslog, when a syslog socket exists, and to the
+// policy's log_file; when sshd's ExposeAuthInfo is on, the line carries the
+// certificate key ID ("airlock:<action id>") and serial, so that the
+// target's own log names the gateway's audited action.
+//
+// Check validates a policy file for airlock-action --check, and Explain
+// shows what a command would run for --explain.
+//
+// This package knows nothing of the gateway, HTTP or approvals: it trusts
+// the policy file and sshd, and nothing the client sends.
+package forcedcmd

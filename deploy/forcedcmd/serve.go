@@ -1,0 +1,290 @@
+package forcedcmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlockgw/airlock/deploy/policy"
+)
+
+// Exit statuses of airlock-action besides the program's own.
+const (
+	// ExitRefused: the request was refused (unknown verb, invalid
+	// argument, malformed command, unusable policy); nothing ran.
+	ExitRefused = 126
+	// ExitCannotRun: the verb matched but its program could not be
+	// started.
+	ExitCannotRun = 127
+	// ExitTimeout: the verb's timeout passed and the program's process
+	// group was killed (as timeout(1) reports it).
+	ExitTimeout = 124
+	// exitSignalBase + N: the program died of signal N (as a shell
+	// reports it).
+	exitSignalBase = 128
+)
+
+// Path is the fixed PATH every program runs with.
+const Path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// killGrace is how long Serve waits for a killed program's output to
+// drain before it stops waiting for it.
+const killGrace = 2 * time.Second
+
+// Options configure Serve.
+type Options struct {
+	// PolicyFile is the policy to load. It must be supplied.
+	PolicyFile string
+	// Env is airlock-action's environment (os.Environ()): the request is
+	// read from SSH_ORIGINAL_COMMAND, sshd's auth info from SSH_USER_AUTH,
+	// the client from SSH_CONNECTION, and the verb's allow-listed
+	// variables are passed on from it.
+	Env []string
+	// Stdout and Stderr receive the program's output; Stderr also gets
+	// the one-line reason of a refusal. The program's stdin is /dev/null.
+	Stdout, Stderr io.Writer
+	// Log receives the request's Record. When nil, Serve uses
+	// OpenLog(the policy's log_file).
+	Log Logger
+}
+
+// Serve handles one request as sshd's forced command and returns the exit
+// status for airlock-action to exit with: the program's, or ExitRefused,
+// ExitCannotRun, ExitTimeout, or 128+N for a program killed by signal N.
+// ctx bounds nothing on its own; cancelling it kills the program's process
+// group as a timeout would.
+func Serve(ctx context.Context, o Options) int {
+	rec := &Record{Decision: Refuse, Exit: ExitRefused}
+	rec.Command, _ = lookupEnv(o.Env, "SSH_ORIGINAL_COMMAND")
+	rec.Client = client(o.Env)
+	if f, ok := lookupEnv(o.Env, "SSH_USER_AUTH"); ok {
+		rec.Auth = readAuthInfo(f)
+	}
+
+	log := o.Log
+	pol, err := policy.Load(o.PolicyFile)
+	if log == nil {
+		file := ""
+		if pol != nil {
+			file = pol.LogFile
+		}
+		l, lerr := OpenLog(file)
+		if lerr != nil {
+			// Fail closed: the operator asked for a file log we cannot
+			// write. Syslog still gets the line when it is there.
+			l, _ = OpenLog("")
+			err = errors.Join(err, lerr)
+		}
+		defer closeLog(l)
+		log = l
+	}
+	finish := func() int {
+		switch {
+		case rec.Decision == Refuse:
+			fmt.Fprintf(o.Stderr, "airlock-action: refused: %s\n", rec.Reason)
+		case rec.Exit == ExitCannotRun:
+			fmt.Fprintf(o.Stderr, "airlock-action: cannot run: %s\n", rec.Reason)
+		}
+		log.Log(rec) // a log that fails now cannot undo what ran
+		return rec.Exit
+	}
+	if err != nil {
+		rec.Reason = oneLine(err)
+		return finish()
+	}
+	if _, ok := lookupEnv(o.Env, "SSH_ORIGINAL_COMMAND"); !ok {
+		rec.Reason = "no command: this key only runs commands allowed by the policy, never a login shell"
+		return finish()
+	}
+	plan, err := pol.Match(rec.Command)
+	if err != nil {
+		rec.Reason = oneLine(err)
+		return finish()
+	}
+	rec.Decision, rec.Verb, rec.Args, rec.Command = Allow, plan.Verb.Name, plan.Args, ""
+	run(ctx, plan, o, rec)
+	return finish()
+}
+
+// run executes plan and fills in rec's exit, timeout, signal and duration.
+func run(ctx context.Context, plan *policy.Plan, o Options, rec *Record) {
+	cmd := &exec.Cmd{
+		Path:   plan.Argv[0],
+		Args:   plan.Argv,
+		Env:    environment(plan.Env, o.Env),
+		Dir:    plan.Dir,
+		Stdout: o.Stdout,
+		Stderr: o.Stderr,
+		// Its own process group, so that a timeout kills everything the
+		// program started, not just the program.
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		WaitDelay:   killGrace,
+	}
+	ctx, cancel := context.WithTimeout(ctx, plan.Timeout)
+	defer cancel()
+
+	// sshd delivers SIGHUP/SIGTERM to us when the session ends or the
+	// gateway asks; pass them on to the whole group.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		rec.Exit = ExitCannotRun
+		rec.Reason = oneLine(err)
+		return
+	}
+	pgid := cmd.Process.Pid
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+wait:
+	for {
+		select {
+		case err = <-done:
+			break wait
+		case s := <-sigs:
+			syscall.Kill(-pgid, s.(syscall.Signal))
+		case <-ctx.Done():
+			rec.TimedOut = true
+			syscall.Kill(-pgid, syscall.SIGKILL)
+			err = <-done
+			break wait
+		}
+	}
+	rec.Duration = time.Since(start)
+	// Whatever the program left behind in its group goes with it: a
+	// verb's work ends when its program does.
+	syscall.Kill(-pgid, syscall.SIGKILL)
+
+	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	switch {
+	case rec.TimedOut:
+		rec.Exit = ExitTimeout
+		if ws.Signaled() {
+			rec.Signal = signalName(ws.Signal())
+		}
+	case ws.Signaled():
+		rec.Signal = signalName(ws.Signal())
+		rec.Exit = exitSignalBase + int(ws.Signal())
+	default:
+		rec.Exit = ws.ExitStatus()
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) && !errors.Is(err, exec.ErrWaitDelay) {
+		rec.Reason = oneLine(err)
+	}
+}
+
+// environment is the program's environment: the fixed PATH and the
+// allow-listed names that are set in env.
+func environment(names, env []string) []string {
+	out := []string{"PATH=" + Path}
+	for _, n := range names {
+		if v, ok := lookupEnv(env, n); ok {
+			out = append(out, n+"="+v)
+		}
+	}
+	return out
+}
+
+// lookupEnv finds name in env; like getenv(3), the first entry wins.
+func lookupEnv(env []string, name string) (string, bool) {
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// client is "ADDRESS PORT" of the client, from SSH_CONNECTION ("client
+// port server port").
+func client(env []string) string {
+	c, _ := lookupEnv(env, "SSH_CONNECTION")
+	f := strings.Fields(c)
+	if len(f) < 2 {
+		return ""
+	}
+	return f[0] + " " + f[1]
+}
+
+// signalName is the signal's name without "SIG" ("KILL", "TERM"), as
+// sshexec reports exit-signal names.
+func signalName(s syscall.Signal) string {
+	if n := unix.SignalName(s); n != "" {
+		return strings.TrimPrefix(n, "SIG")
+	}
+	return strconv.Itoa(int(s))
+}
+
+// Explain writes what command would run — the argv with each element
+// quoted, the working directory, the timeout and the environment — or why
+// it would be refused. It returns 0 when the command would run and
+// ExitRefused otherwise. Nothing is run and nothing is logged.
+func Explain(pol *policy.Policy, command string, w io.Writer) int {
+	plan, err := pol.Match(command)
+	if err != nil {
+		fmt.Fprintf(w, "refused (exit %d): %s\n", ExitRefused, oneLine(err))
+		return ExitRefused
+	}
+	q := make([]string, len(plan.Argv))
+	for i, a := range plan.Argv {
+		q[i] = policy.Quote(a)
+	}
+	dir := plan.Dir
+	if dir == "" {
+		dir = "(the account's home directory, as sshd leaves it)"
+	}
+	env := "PATH=" + Path
+	if len(plan.Env) > 0 {
+		env += " and, when set, " + strings.Join(plan.Env, " ")
+	}
+	fmt.Fprintf(w, "verb:    %s (%s:%d)\n", plan.Verb.Name, pol.File, plan.Verb.Line)
+	fmt.Fprintf(w, "argv:    %s\n", strings.Join(q, " "))
+	fmt.Fprintf(w, "dir:     %s\n", dir)
+	fmt.Fprintf(w, "timeout: %s (then the process group is killed; exit %d)\n", plan.Timeout, ExitTimeout)
+	fmt.Fprintf(w, "env:     %s\n", env)
+	return 0
+}
+
+// Check loads the policy at path and writes every problem, one per line as
+// FILE:LINE: MESSAGE, or a summary and warnings (a program that does not
+// exist or is not executable here) when it is valid. It returns 0 for a
+// valid policy and 1 otherwise.
+func Check(path string, w io.Writer) int {
+	pol, err := policy.Load(path)
+	if err != nil {
+		var pe *policy.Error
+		if errors.As(err, &pe) {
+			for _, p := range pe.Problems {
+				fmt.Fprintln(w, p)
+			}
+		} else {
+			fmt.Fprintln(w, err)
+		}
+		return 1
+	}
+	for _, v := range pol.Verbs {
+		prog := v.Argv[0]
+		if v.RunAs != "" {
+			prog = policy.Sudo
+		}
+		if fi, err := os.Stat(prog); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			fmt.Fprintf(w, "%s:%d: warning: verb %s: %s is not an executable file here\n", pol.File, v.Line, v.Name, prog)
+		}
+	}
+	fmt.Fprintf(w, "%s: ok, %d verbs\n", pol.File, len(pol.Verbs))
+	return 0
+}
