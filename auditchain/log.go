@@ -1,6 +1,7 @@
 package auditchain
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -626,13 +627,14 @@ func (l *Log) write(ctx context.Context, batch []*appendReq) ([]Ref, error) {
 	}
 	size, chain, front := l.size, l.chain, l.front
 	refs := make([]Ref, len(batch))
-	var leaf []byte
+	entryArgs := make([]any, 0, 8*len(batch))
+	hashArgs := make([]any, 0, 4*len(batch))
 	isCkpt := false
 	for i, r := range batch {
 		e := r.e
 		e.Seq = size
 		e.Time = time.Unix(0, l.now().UnixNano()).UTC()
-		leaf, err = appendLeaf(leaf[:0], e, r.fields)
+		leaf, err := appendLeaf(nil, e, r.fields)
 		if err != nil {
 			tx.Rollback()
 			return nil, err
@@ -644,18 +646,10 @@ func (l *Log) write(ctx context.Context, batch []*appendReq) ([]Ref, error) {
 			tx.Rollback()
 			return nil, l.fail(err)
 		}
-		if _, err := tx.ExecContext(ctx,
-			`INSERT INTO entries (seq, time_ns, kind, action_id, run_id, leaf, leaf_hash, chain) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			e.Seq, e.Time.UnixNano(), e.Kind.String(), e.ActionID, e.RunID, leaf, lh[:], chain[:]); err != nil {
-			tx.Rollback()
-			return nil, l.recover(ctx, fmt.Errorf("auditchain: insert entry %d: %w", e.Seq, err))
-		}
+		entryArgs = append(entryArgs, e.Seq, e.Time.UnixNano(), e.Kind.String(), e.ActionID, e.RunID, leaf, bytes.Clone(lh[:]), bytes.Clone(chain[:]))
 		base := tlog.StoredHashIndex(0, e.Seq)
 		for j, h := range hs {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO tree_hashes (idx, hash) VALUES (?, ?)`, base+int64(j), h[:]); err != nil {
-				tx.Rollback()
-				return nil, l.recover(ctx, fmt.Errorf("auditchain: insert tree hash: %w", err))
-			}
+			hashArgs = append(hashArgs, base+int64(j), bytes.Clone(h[:]))
 		}
 		if r.extra != nil {
 			if err := r.extra(ctx, tx); err != nil {
@@ -667,11 +661,36 @@ func (l *Log) write(ctx context.Context, batch []*appendReq) ([]Ref, error) {
 		refs[i] = Ref{Seq: e.Seq, Time: e.Time, LeafHash: lh, Chain: chain}
 		size++
 	}
+	// Multi-row inserts: a batch costs a few statements, not three per entry.
+	if err := insertRows(ctx, tx, `INSERT INTO entries (seq, time_ns, kind, action_id, run_id, leaf, leaf_hash, chain) VALUES `, 8, entryArgs); err != nil {
+		tx.Rollback()
+		return nil, l.recover(ctx, fmt.Errorf("auditchain: insert entries from %d: %w", l.size, err))
+	}
+	if err := insertRows(ctx, tx, `INSERT INTO tree_hashes (idx, hash) VALUES `, 2, hashArgs); err != nil {
+		tx.Rollback()
+		return nil, l.recover(ctx, fmt.Errorf("auditchain: insert tree hashes: %w", err))
+	}
 	if err := tx.Commit(); err != nil {
 		return nil, l.recover(ctx, fmt.Errorf("auditchain: commit: %w", err))
 	}
 	l.size, l.chain, l.front, l.ckptEntry = size, chain, front, isCkpt
 	return refs, nil
+}
+
+// insertRows runs prefix with as many "(?, …)" tuples of width columns as
+// args holds, in chunks that stay under SQLite's parameter limit.
+func insertRows(ctx context.Context, tx *sql.Tx, prefix string, width int, args []any) error {
+	const maxRows = 256
+	for len(args) > 0 {
+		n := min(len(args)/width, maxRows)
+		tuple := "(" + strings.Repeat("?, ", width-1) + "?)"
+		q := prefix + strings.Repeat(tuple+", ", n-1) + tuple
+		if _, err := tx.ExecContext(ctx, q, args[:n*width]...); err != nil {
+			return err
+		}
+		args = args[n*width:]
+	}
+	return nil
 }
 
 // recover is called after a failed write: when the database still ends
@@ -692,7 +711,13 @@ func (l *Log) recover(ctx context.Context, cause error) error {
 // whenever entries are uncovered). It runs on the writer goroutine, so no
 // entry is appended while it works.
 func (l *Log) maybeCheckpoint(ctx context.Context, final bool) error {
-	if l.failed.Load() != nil || l.size == l.ckpt.Size {
+	if p := l.failed.Load(); p != nil {
+		if final {
+			return *p // Close reports that the log had failed
+		}
+		return nil
+	}
+	if l.size == l.ckpt.Size {
 		return nil
 	}
 	// A checkpoint's own entry alone does not call for another checkpoint,

@@ -126,7 +126,39 @@ func TestAppendFailsClosed(t *testing.T) {
 	if _, err := l.Append(ctx, sampleEntry(2)); !errors.Is(err, ErrFailed) {
 		t.Errorf("later append: %v, want ErrFailed (sticky)", err)
 	}
-	l.Close(ctx)
+	if err := l.Close(ctx); !errors.Is(err, ErrFailed) {
+		t.Errorf("Close of a failed log: %v, want ErrFailed", err)
+	}
+}
+
+// Verify and the Reader never write to the file they examine.
+func TestVerifyIsReadOnly(t *testing.T) {
+	o := testOptions(t)
+	o.CheckpointEvery = 4
+	v := buildLog(t, o, 10)
+	before, err := os.ReadFile(o.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(o.Path, 0o400)
+	verify(t, o, v, trustedFile(t, o)...)
+	r, err := OpenReader(context.Background(), o.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range r.Entries(context.Background(), -1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.Close()
+	after, err := os.ReadFile(o.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Error("verifying changed the database file")
+	}
 }
 
 func TestOpenIsExclusive(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"iter"
 	"time"
 
+	"github.com/mattn/go-sqlite3"
 	"golang.org/x/mod/sumdb/tlog"
 )
 
@@ -30,8 +31,22 @@ func OpenReader(ctx context.Context, path string) (*Reader, error) {
 	return &Reader{db: db, owned: true}, nil
 }
 
+// readOnlyDriver opens database files that may come from anywhere (an
+// investigator's copy): queries only, and functions in the file's schema
+// (views, triggers) may not have side effects.
+const readOnlyDriver = "auditchain-sqlite3-readonly"
+
+func init() {
+	sql.Register(readOnlyDriver, &sqlite3.SQLiteDriver{
+		ConnectHook: func(c *sqlite3.SQLiteConn) error {
+			_, err := c.Exec(`PRAGMA query_only = ON; PRAGMA trusted_schema = OFF`, nil)
+			return err
+		},
+	})
+}
+
 func openReadOnly(ctx context.Context, path string) (*sql.DB, error) {
-	db, err := sql.Open("sqlite3", roDSN(path))
+	db, err := sql.Open(readOnlyDriver, roDSN(path))
 	if err != nil {
 		return nil, fmt.Errorf("auditchain: open %s: %w", path, err)
 	}
