@@ -1,0 +1,219 @@
+package deploy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// Change is what an install or removal did to a file. The set is closed.
+type Change uint8
+
+// The changes.
+const (
+	// Unchanged: the file already said what was asked (the line was
+	// there, or there was nothing to remove); it was not rewritten.
+	Unchanged Change = iota + 1
+	// Added: the line was appended (the file was created if missing).
+	Added
+	// Replaced: a line with the same airlock comment was replaced.
+	Replaced
+	// Removed: the line(s) with the airlock comment were removed.
+	Removed
+)
+
+func (c Change) String() string {
+	switch c {
+	case Unchanged:
+		return "unchanged"
+	case Added:
+		return "added"
+	case Replaced:
+		return "replaced"
+	case Removed:
+		return "removed"
+	}
+	return fmt.Sprintf("Change(%d)", uint8(c))
+}
+
+// The reasons a line is refused by the installer.
+var (
+	ErrInvalidLine    = errors.New("deploy: not a valid authorized_keys line")
+	ErrNotAirlockLine = errors.New("deploy: line has no airlock:TARGET/ACCOUNT comment")
+	ErrNotRestricted  = errors.New(`deploy: line lacks the "restrict" option`)
+)
+
+// maxAuthorizedKeysBytes bounds the file the installer reads.
+const maxAuthorizedKeysBytes = 16 << 20
+
+// InstallLine puts line into the authorized_keys file: it replaces the line
+// (or lines) carrying the same "airlock:TARGET/ACCOUNT" comment, or appends
+// it, and leaves every other line byte for byte as it was, including
+// comments, blank lines, odd whitespace and lines it cannot parse. The
+// line must parse, carry an airlock comment and have the "restrict"
+// option (as AuthorizedKeysLine writes it).
+//
+// The file is rewritten atomically (see package doc) and keeps its mode
+// and owner; a new file gets mode 0600 and the directory's owner. The
+// directory and its parents must be owned by root or the directory's owner
+// and not writable by others (sticky parents such as /tmp excepted), and
+// the file, if present, a regular file owned by that owner or root and not
+// writable by group or others; anything else is an *UnsafeError and
+// nothing is written. Concurrent airlock installers take turns on a lock
+// of the directory; an edit by someone else between our read and our
+// rename is detected and reported as ErrChanged.
+func InstallLine(file, line string) (Change, error) {
+	comment, err := ParseAirlockLine(line)
+	if err != nil {
+		return 0, err
+	}
+	_, _, options, _, _ := ssh.ParseAuthorizedKey([]byte(line))
+	restricted := false
+	for _, o := range options {
+		restricted = restricted || strings.EqualFold(o, "restrict")
+	}
+	if !restricted {
+		return 0, ErrNotRestricted
+	}
+	return rewrite(file, comment, line)
+}
+
+// RemoveLine removes from the authorized_keys file every line carrying the
+// airlock comment of line, which is either such a line or the bare comment
+// "airlock:TARGET/ACCOUNT". Everything else is as for InstallLine; a
+// missing file or line is Unchanged.
+func RemoveLine(file, line string) (Change, error) {
+	comment, err := airlockComment(line)
+	if err != nil {
+		if comment, err = ParseAirlockLine(line); err != nil {
+			return 0, err
+		}
+	}
+	return rewrite(file, comment, "")
+}
+
+// rewrite replaces the lines whose comment is comment with line, or
+// removes them when line is "".
+func rewrite(file, comment, line string) (Change, error) {
+	file, err := filepath.Abs(file)
+	if err != nil {
+		return 0, fmt.Errorf("deploy: %w", err)
+	}
+	dir := filepath.Dir(file)
+	uid, gid, err := checkDir(dir, -1)
+	if err != nil {
+		return 0, err
+	}
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+
+	mode := fs.FileMode(0o600)
+	before, err := os.Lstat(file)
+	var old []byte
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		before = nil
+		if line == "" {
+			return Unchanged, nil
+		}
+	case err != nil:
+		return 0, fmt.Errorf("deploy: %w", err)
+	default:
+		if err := checkFile(file, before, uid, false); err != nil {
+			return 0, err
+		}
+		if before.Size() > maxAuthorizedKeysBytes {
+			return 0, fmt.Errorf("deploy: %s is larger than %d bytes", file, maxAuthorizedKeysBytes)
+		}
+		mode = before.Mode().Perm()
+		uid, gid = ownerOf(before)
+		if old, err = os.ReadFile(file); err != nil {
+			return 0, fmt.Errorf("deploy: %w", err)
+		}
+	}
+
+	data, change := edit(old, comment, line)
+	if change == Unchanged {
+		return Unchanged, nil
+	}
+	if err := writeAtomic(file, data, mode, uid, gid, func() error { return sameFile(file, before) }); err != nil {
+		return 0, err
+	}
+	return change, nil
+}
+
+// edit returns old with the lines carrying comment replaced by line (at
+// the first one's place) or removed (line == ""), or line appended when
+// none carries it. Lines are split on "\n" only and put back with exactly
+// the bytes they had.
+func edit(old []byte, comment, line string) ([]byte, Change) {
+	var lines [][]byte
+	if len(old) > 0 {
+		lines = bytes.Split(old, []byte("\n"))
+	}
+	// A final "\n" leaves an empty last element: the file ends in a
+	// newline, which we keep.
+	endsInNewline := len(lines) > 0 && len(lines[len(lines)-1]) == 0
+	if endsInNewline {
+		lines = lines[:len(lines)-1]
+	}
+	var (
+		out   [][]byte
+		found bool
+		same  = true
+	)
+	for _, l := range lines {
+		if !carries(l, comment) {
+			out = append(out, l)
+			continue
+		}
+		if line == "" || found {
+			same = false
+			continue // removed, or a duplicate of the line we already placed
+		}
+		found = true
+		repl := []byte(line)
+		if bytes.HasSuffix(l, []byte("\r")) {
+			repl = append(repl, '\r') // keep a CRLF file's line ending
+		}
+		same = same && bytes.Equal(l, repl)
+		out = append(out, repl)
+	}
+	change := Replaced
+	switch {
+	case line == "" && same:
+		return old, Unchanged
+	case line == "":
+		change = Removed
+	case !found:
+		out = append(out, []byte(line))
+		change = Added
+		endsInNewline = true
+	case same:
+		return old, Unchanged
+	}
+	data := bytes.Join(out, []byte("\n"))
+	if endsInNewline && len(out) > 0 {
+		data = append(data, '\n')
+	}
+	return data, change
+}
+
+// carries reports whether an authorized_keys line is one of ours with this
+// comment. Lines that do not parse are never ours.
+func carries(l []byte, comment string) bool {
+	if !bytes.Contains(l, []byte(comment)) {
+		return false
+	}
+	_, c, _, _, err := ssh.ParseAuthorizedKey(l)
+	return err == nil && strings.TrimSpace(c) == comment
+}
