@@ -339,3 +339,23 @@ func (c *Client) Login(ctx context.Context, reviewer, password string) (*LoginRe
 	err := c.Do(ctx, http.MethodPost, "/v1/login", LoginRequest{Reviewer: reviewer, Password: password}, &l)
 	return &l, err
 }
+
+// DoRaw sends a prepared request (its URL's host is ignored) and returns an
+// *Error for a non-2xx answer.
+func (c *Client) DoRaw(req *http.Request) error {
+	u, err := url.Parse(c.base + req.URL.Path)
+	if err != nil {
+		return err
+	}
+	req.URL = u
+	req.Host = u.Host
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return readError(resp)
+	}
+	return nil
+}

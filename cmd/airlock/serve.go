@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/airlockgw/airlock/gateway"
+)
+
+func init() {
+	commands["serve"] = command{"run the gateway", runServe}
+	commands["config"] = command{"check the configuration (config check)", runConfig}
+}
+
+// configFlag adds the --config flag every verb but demo accepts.
+func configFlag(fs *flag.FlagSet) *string {
+	return fs.String("config", "", "configuration file (default: $AIRLOCK_CONFIG, else ./airlock.hcl)")
+}
+
+func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: %s\n\nflags:\n", usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// loadConfig loads the configuration and prints every problem found.
+func loadConfig(path string, stderr io.Writer) (*gateway.Config, bool) {
+	cfg, err := gateway.LoadConfig(gateway.ConfigPath(path))
+	if err != nil {
+		var ce *gateway.ConfigError
+		if errors.As(err, &ce) {
+			for _, p := range ce.Problems {
+				fmt.Fprintln(stderr, p)
+			}
+			fmt.Fprintf(stderr, "airlock: %d problem(s) in the configuration\n", len(ce.Problems))
+		} else {
+			fmt.Fprintf(stderr, "airlock: %v\n", err)
+		}
+		return nil, false
+	}
+	return cfg, true
+}
+
+func newLogger(cfg *gateway.Config, stderr io.Writer) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{
+		Name:       "airlock",
+		Level:      hclog.LevelFromString(cfg.LogLevel),
+		JSONFormat: cfg.LogFormat == "json",
+		Output:     stderr,
+	})
+}
+
+func runServe(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("airlock serve [--config FILE]", "airlock serve [--config FILE]", stderr)
+	cfgPath := configFlag(fs)
+	if fs.Parse(args) != nil {
+		return 2
+	}
+	cfg, ok := loadConfig(*cfgPath, stderr)
+	if !ok {
+		return 1
+	}
+	gateway.Version = version
+	log := newLogger(cfg, stderr)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv, err := gateway.New(ctx, gateway.Options{Config: cfg, Logger: log})
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock: %v\n", err)
+		return 1
+	}
+	if err := srv.Serve(ctx); err != nil {
+		fmt.Fprintf(stderr, "airlock: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func runConfig(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "check" {
+		fmt.Fprintln(stderr, "usage: airlock config check [--config FILE]")
+		return 2
+	}
+	fs := newFlagSet("airlock config check", "airlock config check [--config FILE]", stderr)
+	cfgPath := configFlag(fs)
+	if fs.Parse(args[1:]) != nil {
+		return 2
+	}
+	cfg, ok := loadConfig(*cfgPath, stderr)
+	if !ok {
+		return 1
+	}
+	problems := 0
+	for _, name := range sortedKeys(cfg.Credentials) {
+		c := cfg.Credentials[name]
+		if c.CA {
+			continue
+		}
+		if _, err := gateway.LoadSigner(c); err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", cfg.Path, err)
+			problems++
+		}
+	}
+	if problems > 0 {
+		fmt.Fprintf(stderr, "airlock: %d problem(s) with credentials\n", problems)
+		return 1
+	}
+	fmt.Fprintf(stdout, "%s: OK (%d targets, %d credentials, state in %s)\n", cfg.Path, len(cfg.Targets), len(cfg.Credentials), cfg.StateDir)
+	return 0
+}

@@ -1,0 +1,608 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"golang.org/x/crypto/ssh"
+
+	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/auditchain"
+	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/sshexec/sshtest"
+)
+
+const (
+	testReviewer = "alice"
+	testPassword = "correct horse battery staple"
+)
+
+// testGateway is a running gateway for one test.
+type testGateway struct {
+	t        *testing.T
+	srv      *Server
+	cfg      *Config
+	cancel   context.CancelFunc
+	done     chan error
+	agent    *api.Client // over the local socket
+	base     string      // HTTP base URL
+	reviewer *api.Client // logged in as testReviewer
+}
+
+type gwOptions struct {
+	extraConfig string
+	hostKeyLine string // overrides the pinned host key of every target
+	options     func(*Options)
+	mutate      func(*Config)
+}
+
+// startGateway writes a configuration for the sshd s with targets
+// "box-run" (run mode), "box-call" (call mode), "box-tail" and "box-none"
+// (output policies), starts the gateway and logs a reviewer in.
+func startGateway(t *testing.T, s *sshtest.SSHD, o gwOptions) *testGateway {
+	t.Helper()
+	dir := t.TempDir()
+	hostKey := o.hostKeyLine
+	if hostKey == "" {
+		hostKey = strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.CurrentHostKey())))
+	}
+	target := func(name, mode, output string) string {
+		return fmt.Sprintf(`
+target %q {
+  address   = %q
+  host_keys = [%q]
+  account %q {
+    credential  = "key"
+    approval    = %q
+    max_timeout = "2m"
+    output      = %q
+  }
+}
+`, name, s.Addr, hostKey, s.User, mode, output)
+	}
+	src := fmt.Sprintf(`
+state_dir = %q
+listen {
+  http = "127.0.0.1:0"
+}
+approval {
+  timeout = "20s"
+}
+credential "key" {
+  private_key_file = %q
+}
+`, filepath.Join(dir, "state"), s.ClientKeyFile) +
+		target("box-run", "run", "full") + target("box-call", "call", "full") +
+		target("box-tail", "run", "tail") + target("box-none", "run", "none") + o.extraConfig
+	cfgFile := filepath.Join(dir, "airlock.hcl")
+	if err := os.WriteFile(cfgFile, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadConfig(cfgFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.mutate != nil {
+		o.mutate(cfg)
+	}
+	return runGateway(t, cfg, o)
+}
+
+func runGateway(t *testing.T, cfg *Config, o gwOptions) *testGateway {
+	t.Helper()
+	opts := Options{Config: cfg, Logger: hclog.New(&hclog.LoggerOptions{Output: testWriter{t}, Level: hclog.Info}), ShutdownGrace: 5 * time.Second}
+	if o.options != nil {
+		o.options(&opts)
+	}
+	ctx := context.Background()
+	srv, err := New(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.store.Accounts().Add(ctx, testReviewer, approvals.NewSecret(testPassword)); err != nil && !errors.Is(err, approvals.ErrReviewerExists) {
+		t.Fatal(err)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	g := &testGateway{t: t, srv: srv, cfg: cfg, cancel: cancel, done: make(chan error, 1)}
+	go func() { g.done <- srv.Serve(sctx) }()
+	select {
+	case <-srv.Ready():
+	case err := <-g.done:
+		t.Fatalf("Serve: %v", err)
+	}
+	t.Cleanup(g.stop)
+	ctl, err := api.ReadControl(cfg.Listen.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.agent = api.NewLocalClient(cfg.Listen.Socket, ctl.Token)
+	g.base = "http://" + srv.HTTPAddr()
+	login, err := api.NewHTTPClient(g.base, "").Login(ctx, testReviewer, testPassword)
+	if err != nil {
+		t.Fatalf("login: %v", err)
+	}
+	g.reviewer = api.NewHTTPClient(g.base, login.Token)
+	return g
+}
+
+func (g *testGateway) stop() {
+	if g.cancel == nil {
+		return
+	}
+	g.cancel()
+	g.cancel = nil
+	if err := <-g.done; err != nil {
+		g.t.Errorf("Serve: %v", err)
+	}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// approveNext waits for one pending approval and decides it.
+func (g *testGateway) decideNext(kind, decision, reason string) api.Approval {
+	g.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		pending, err := g.reviewer.Approvals(context.Background(), "pending")
+		if err != nil {
+			g.t.Fatal(err)
+		}
+		if len(pending) > 0 {
+			a := pending[0]
+			if a.Kind != kind {
+				g.t.Fatalf("pending approval is a %s, want a %s", a.Kind, kind)
+			}
+			if _, err := g.reviewer.Decide(context.Background(), a.ID, api.DecisionRequest{Decision: decision, Reason: reason, Digest: a.Digest}); err != nil {
+				g.t.Fatalf("decide: %v", err)
+			}
+			return a
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	g.t.Fatal("no approval request appeared")
+	return api.Approval{}
+}
+
+// runAsync starts an action and returns a channel with its result.
+func (g *testGateway) runAsync(req api.ActionRequest) <-chan actionResult {
+	ch := make(chan actionResult, 1)
+	go func() {
+		var waits []api.StateEvent
+		var mu sync.Mutex
+		a, err := g.agent.RunAction(context.Background(), req, api.Events{State: func(s api.StateEvent) {
+			mu.Lock()
+			waits = append(waits, s)
+			mu.Unlock()
+		}})
+		ch <- actionResult{a, err, waits}
+	}()
+	return ch
+}
+
+type actionResult struct {
+	a      *api.Action
+	err    error
+	states []api.StateEvent
+}
+
+func (g *testGateway) verifyAudit() *auditchain.Report {
+	g.t.Helper()
+	rep, err := g.srv.verifyAudit(context.Background(), auditchain.VerifyOptions{})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	if !rep.Intact() {
+		g.t.Fatalf("audit chain damaged: %+v", rep.First())
+	}
+	return rep
+}
+
+func TestRunApprovalThenActionsPass(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	g := startGateway(t, s, gwOptions{})
+	res := g.runAsync(api.ActionRequest{Target: "box-run", Command: "echo hello; echo oops >&2"})
+	ap := g.decideNext("run", "approve", "")
+	r := <-res
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if !r.a.Success() || r.a.Stdout != "hello\n" || r.a.Stderr != "oops\n" {
+		t.Fatalf("action: %+v", r.a)
+	}
+	if r.a.Approval.Mode != "run" || r.a.Approval.ID != ap.ID || r.a.Approval.DecidedBy != testReviewer {
+		t.Errorf("approval info %+v, want run approval %s by %s", r.a.Approval, ap.ID, testReviewer)
+	}
+	sawWait := false
+	for _, st := range r.states {
+		if st.State == api.StateWaitingApproval && st.ApprovalID == ap.ID {
+			sawWait = true
+		}
+	}
+	if !sawWait {
+		t.Errorf("no waiting_approval event with the approval id; events %+v", r.states)
+	}
+	// The approved run's next actions pass without asking.
+	for i := range 3 {
+		a, err := g.agent.RunAction(context.Background(), api.ActionRequest{Target: "box-run", Command: fmt.Sprintf("exit %d", i)}, api.Events{})
+		if err != nil || a.Outcome != "exited" || *a.ExitCode != i {
+			t.Fatalf("action %d: %+v %v", i, a, err)
+		}
+	}
+	if p, _ := g.reviewer.Approvals(context.Background(), "pending"); len(p) != 0 {
+		t.Errorf("approved run raised %d more requests", len(p))
+	}
+	// The action object is readable by the agent and the reviewer.
+	for _, c := range []*api.Client{g.agent, g.reviewer} {
+		got, err := c.Action(context.Background(), r.a.ID)
+		if err != nil || got.Outcome != "exited" || got.Stdout != "hello\n" {
+			t.Errorf("GET action: %+v %v", got, err)
+		}
+	}
+	rep := g.verifyAudit()
+	if rep.Entries < 10 {
+		t.Errorf("only %d audit entries", rep.Entries)
+	}
+}
+
+func TestCallModeAsksEveryTime(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	g := startGateway(t, s, gwOptions{})
+	for i, decision := range []string{"approve", "approve", "deny"} {
+		res := g.runAsync(api.ActionRequest{Target: "box-call", Command: fmt.Sprintf("echo call %d", i)})
+		ap := g.decideNext("call", decision, "not today")
+		if ap.Command != fmt.Sprintf("echo call %d", i) {
+			t.Errorf("the reviewer saw %q", ap.Command)
+		}
+		r := <-res
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		want := "exited"
+		if decision == "deny" {
+			want = "denied"
+		}
+		if r.a.Outcome != want {
+			t.Fatalf("call %d: outcome %s, want %s (%s)", i, r.a.Outcome, want, r.a.Detail)
+		}
+		if decision == "deny" && (r.a.Approval.Reason != "not today" || !strings.Contains(api.NextStep(r.a), "not today")) {
+			t.Errorf("denial reason not passed on: %+v", r.a.Approval)
+		}
+	}
+	g.verifyAudit()
+}
+
+func TestApprovalTimeoutExpires(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	g := startGateway(t, s, gwOptions{mutate: func(c *Config) { c.Approval.Timeout = time.Second }})
+	a, err := g.agent.RunAction(context.Background(), api.ActionRequest{Target: "box-call", Command: "true"}, api.Events{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Outcome != "expired" || a.Approval.Decision != "expired" {
+		t.Fatalf("outcome %s (%s), want expired", a.Outcome, a.Detail)
+	}
+	g.verifyAudit()
+}
+
+func TestHostKeyMismatchDialsButRunsNothing(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	other := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sshtest.NewKey().PublicKey())))
+	g := startGateway(t, s, gwOptions{hostKeyLine: other})
+	before := s.Accepted()
+	res := g.runAsync(api.ActionRequest{Target: "box-call", Command: "touch /tmp/never"})
+	g.decideNext("call", "approve", "")
+	r := <-res
+	if r.err != nil || r.a.Outcome != "host_key_mismatch" {
+		t.Fatalf("got %+v %v, want host_key_mismatch", r.a, r.err)
+	}
+	if !strings.Contains(api.NextStep(r.a), "do not retry") {
+		t.Errorf("next step %q does not tell the agent not to retry", api.NextStep(r.a))
+	}
+	time.Sleep(100 * time.Millisecond)
+	if s.Accepted() != before {
+		t.Error("sshd accepted a login although the host key was refused")
+	}
+	g.verifyAudit()
+}
+
+// failingAudit fails appends of one kind.
+type failingAudit struct {
+	auditAppender
+	kind auditchain.Kind
+}
+
+func (f failingAudit) Append(ctx context.Context, e auditchain.Entry) (auditchain.Ref, error) {
+	if e.Kind == f.kind {
+		return auditchain.Ref{}, errors.New("injected: disk full")
+	}
+	return f.auditAppender.Append(ctx, e)
+}
+
+func TestAuditFailureMeansNothingIsDialed(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	g := startGateway(t, s, gwOptions{options: func(o *Options) {
+		o.auditWrap = func(a auditAppender) auditAppender { return failingAudit{a, auditchain.KindActionConnecting} }
+	}})
+	before := s.Accepted()
+	res := g.runAsync(api.ActionRequest{Target: "box-call", Command: "true"})
+	g.decideNext("call", "approve", "")
+	r := <-res
+	if r.err != nil || r.a.Outcome != "audit_unavailable" || r.a.StartedAt != nil {
+		t.Fatalf("got %+v %v, want audit_unavailable before start", r.a, r.err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if s.Accepted() != before {
+		t.Error("the gateway dialed although the intent was not recorded")
+	}
+}
+
+func TestOutputPolicies(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	g := startGateway(t, s, gwOptions{})
+	// 100 KiB of output: "tail" returns the last 64 KiB, "none" nothing.
+	cmd := "head -c 102400 /dev/zero | tr '\\0' x; echo END"
+	res := g.runAsync(api.ActionRequest{Target: "box-tail", Command: cmd})
+	g.decideNext("run", "approve", "")
+	r := <-res
+	if r.err != nil || !r.a.Success() {
+		t.Fatalf("%+v %v", r.a, r.err)
+	}
+	if len(r.a.Stdout) != tailSize || !strings.HasSuffix(r.a.Stdout, "xEND\n") || !r.a.StdoutTruncated || r.a.StdoutBytes != 102404 {
+		t.Errorf("tail: %d bytes returned, truncated %v, counted %d", len(r.a.Stdout), r.a.StdoutTruncated, r.a.StdoutBytes)
+	}
+	// The run is approved for every run-mode target: no new request.
+	r = <-g.runAsync(api.ActionRequest{Target: "box-none", Command: "echo secret-output"})
+	if r.err != nil || !r.a.Success() {
+		t.Fatalf("%+v %v", r.a, r.err)
+	}
+	if r.a.Stdout != "" || !r.a.StdoutTruncated || r.a.StdoutBytes != 14 {
+		t.Errorf("none: stdout %q truncated %v counted %d", r.a.Stdout, r.a.StdoutTruncated, r.a.StdoutBytes)
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	g := startGateway(t, s, gwOptions{})
+	ctx := context.Background()
+	// Transport-level problems: the contract's error envelope.
+	for _, tt := range []struct {
+		name   string
+		body   string
+		ctype  string
+		status int
+	}{
+		{"unknown field", `{"target":"box-run","command":"true","host":"10.0.0.1"}`, "application/json", http.StatusBadRequest},
+		{"case-variant key", `{"Target":"box-run","command":"true"}`, "application/json", http.StatusBadRequest},
+		{"duplicate key", `{"target":"box-run","target":"box-call","command":"true"}`, "application/json", http.StatusBadRequest},
+		{"trailing data", `{"target":"box-run","command":"true"} {}`, "application/json", http.StatusBadRequest},
+		{"not an object", `["box-run"]`, "application/json", http.StatusBadRequest},
+		{"wrong content type", `{"target":"box-run","command":"true"}`, "text/plain", http.StatusUnsupportedMediaType},
+		{"oversized", `{"target":"box-run","command":"` + strings.Repeat("a", maxBody) + `"}`, "application/json", http.StatusRequestEntityTooLarge},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := postRaw(g, tt.body, tt.ctype)
+			var ae *api.Error
+			if !errors.As(err, &ae) || ae.Status != tt.status {
+				t.Fatalf("err = %v, want status %d", err, tt.status)
+			}
+		})
+	}
+	// Requests that decode but are not allowed: a rejected action, audited.
+	for _, tt := range []struct {
+		name string
+		req  api.ActionRequest
+	}{
+		{"unknown target", api.ActionRequest{Target: "10.0.0.1:22", Command: "true"}},
+		{"unknown account", api.ActionRequest{Target: "box-run", Account: "root", Command: "true"}},
+		{"timeout over the cap", api.ActionRequest{Target: "box-run", Command: "true", TimeoutS: 3600}},
+		{"negative timeout", api.ActionRequest{Target: "box-run", Command: "true", TimeoutS: -5}},
+		{"empty command", api.ActionRequest{Target: "box-run", Command: "  "}},
+		{"NUL in command", api.ActionRequest{Target: "box-run", Command: "echo a\x00b"}},
+		{"huge command", api.ActionRequest{Target: "box-run", Command: strings.Repeat("a", maxCommandLen+1)}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := g.agent.RunAction(ctx, tt.req, api.Events{})
+			if err != nil || a.Outcome != "rejected" {
+				t.Fatalf("got %+v %v, want a rejected action", a, err)
+			}
+		})
+	}
+	if p, _ := g.reviewer.Approvals(ctx, "pending"); len(p) != 0 {
+		t.Errorf("rejected requests raised %d approval requests", len(p))
+	}
+	g.verifyAudit()
+}
+
+func postRaw(g *testGateway, body, ctype string) error {
+	req, _ := http.NewRequest(http.MethodPost, "http://airlock.local/v1/actions", strings.NewReader(body))
+	req.Header.Set("Content-Type", ctype)
+	ctl, _ := api.ReadControl(g.cfg.Listen.Socket)
+	req.Header.Set("Authorization", "Bearer "+ctl.Token)
+	c := api.NewLocalClient(g.cfg.Listen.Socket, ctl.Token)
+	return c.DoRaw(req)
+}
+
+func TestAgentCredentialsNeverReachReviewerEndpoints(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	g := startGateway(t, s, gwOptions{})
+	ctx := context.Background()
+	run, err := api.NewHTTPClient(g.base, "").CreateRun(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runClient := api.NewHTTPClient(g.base, run.Token)
+	for name, c := range map[string]*api.Client{"local token": g.agent, "run token": runClient} {
+		_, err := c.Approvals(ctx, "pending")
+		var ae *api.Error
+		if !errors.As(err, &ae) || ae.Status != http.StatusForbidden {
+			t.Errorf("%s: GET /v1/approvals: err = %v, want 403", name, err)
+		}
+		_, err = c.Decide(ctx, "apr_00000000000000000000000000000000", api.DecisionRequest{Decision: "approve"})
+		if !errors.As(err, &ae) || ae.Status != http.StatusForbidden {
+			t.Errorf("%s: decision: err = %v, want 403", name, err)
+		}
+		_, err = c.Runs(ctx)
+		if !errors.As(err, &ae) || ae.Status != http.StatusForbidden {
+			t.Errorf("%s: GET /v1/runs: err = %v, want 403", name, err)
+		}
+	}
+	// No credential at all: 401.
+	_, err = api.NewHTTPClient(g.base, "").Approvals(ctx, "pending")
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.Status != http.StatusUnauthorized {
+		t.Errorf("anonymous: err = %v, want 401", err)
+	}
+	// A wrong local token: 401.
+	_, err = api.NewLocalClient(g.cfg.Listen.Socket, strings.Repeat("0", 32)).Targets(ctx)
+	if !errors.As(err, &ae) || ae.Status != http.StatusUnauthorized {
+		t.Errorf("wrong local token: err = %v, want 401", err)
+	}
+}
+
+func TestRemoteRunLifecycle(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	g := startGateway(t, s, gwOptions{})
+	ctx := context.Background()
+	run, err := api.NewHTTPClient(g.base, "").CreateRun(ctx)
+	if err != nil || !strings.HasPrefix(run.Token, "airlock_run_") {
+		t.Fatalf("create run: %+v %v", run, err)
+	}
+	rc := api.NewHTTPClient(g.base, run.Token)
+	ch := make(chan actionResult, 1)
+	go func() {
+		a, err := rc.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: "echo remote"}, api.Events{})
+		ch <- actionResult{a: a, err: err}
+	}()
+	g.decideNext("run", "approve", "")
+	r := <-ch
+	if r.err != nil || r.a.Stdout != "remote\n" || r.a.RunID != run.ID {
+		t.Fatalf("%+v %v", r.a, r.err)
+	}
+	if err := rc.EndRun(ctx, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	a, err := rc.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: "true"}, api.Events{})
+	if err != nil || a.Outcome != "rejected" {
+		t.Fatalf("action of an ended run: %+v %v, want rejected", a, err)
+	}
+}
+
+func TestSocketAndControlFileModes(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	g := startGateway(t, s, gwOptions{})
+	for path, want := range map[string]os.FileMode{
+		filepath.Dir(g.cfg.Listen.Socket): 0o700,
+		g.cfg.Listen.Socket:               0o600,
+		filepath.Join(filepath.Dir(g.cfg.Listen.Socket), "control.json"): 0o600,
+		g.cfg.StateDir: 0o700,
+	} {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != want {
+			t.Errorf("%s: mode %04o, want %04o", path, fi.Mode().Perm(), want)
+		}
+	}
+}
+
+func TestRefusesToStartWithWorldWritableSocketDir(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "sockdir", "airlock.sock")
+	os.Mkdir(filepath.Dir(sock), 0o700)
+	os.Chmod(filepath.Dir(sock), 0o777)
+	src := fmt.Sprintf(`
+state_dir = %q
+listen {
+  http   = ""
+  socket = %q
+}
+credential "key" { private_key_file = %q }
+target "box" {
+  address   = %q
+  host_keys = [%q]
+  account %q { credential = "key" }
+}
+`, filepath.Join(dir, "state"), sock, s.ClientKeyFile, s.Addr, strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.HostKey))), s.User)
+	cfg, err := ParseConfig([]byte(src), filepath.Join(dir, "airlock.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(context.Background(), Options{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = srv.Serve(context.Background())
+	var ude *UnsafeDirError
+	if !errors.As(err, &ude) {
+		t.Fatalf("Serve: %v, want *UnsafeDirError", err)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(sock), "control.json")); err == nil {
+		t.Error("the control file was published in a world-writable directory")
+	}
+	srv.Close(context.Background())
+}
+
+func TestTokenRotationCutsLiveConnections(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	g := startGateway(t, s, gwOptions{})
+	ctx := context.Background()
+	// A live connection: an action waiting for approval.
+	res := g.runAsync(api.ActionRequest{Target: "box-call", Command: "true"})
+	g.waitPending(1)
+	if err := g.agent.Do(ctx, http.MethodPost, "/v1/token/rotate", struct{}{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	r := <-res
+	if r.err == nil {
+		t.Fatalf("the waiting connection survived the rotation: %+v", r.a)
+	}
+	// The old token no longer works; the new one does.
+	if _, err := g.agent.Targets(ctx); err == nil {
+		t.Error("the old token still works")
+	}
+	ctl, _ := api.ReadControl(g.cfg.Listen.Socket)
+	if _, err := api.NewLocalClient(g.cfg.Listen.Socket, ctl.Token).Targets(ctx); err != nil {
+		t.Errorf("the new token does not work: %v", err)
+	}
+}
+
+func (g *testGateway) waitPending(n int) {
+	g.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		p, err := g.reviewer.Approvals(context.Background(), "pending")
+		if err == nil && len(p) >= n {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	g.t.Fatalf("%d pending approvals did not appear", n)
+}

@@ -1,0 +1,339 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/gateway/api"
+)
+
+const (
+	// maxBody bounds every JSON request body.
+	maxBody = 256 << 10
+	// writeTimeout bounds each write to a client, so a client that stops
+	// reading cannot hold a handler forever.
+	writeTimeout = 30 * time.Second
+	// heartbeat keeps event streams alive (and finds dead readers) while an
+	// action waits for a reviewer.
+	heartbeat = 15 * time.Second
+)
+
+// principal is who is calling, as established by the listener and the
+// credentials presented.
+type principal struct {
+	local      bool
+	peer       PeerCred
+	remoteAddr string
+	// runToken is the bearer token of an HTTP agent (not yet verified:
+	// approvals checks it against its run).
+	runToken approvals.Secret
+	// reviewer is set only from a verified reviewer credential.
+	reviewer   approvals.Reviewer
+	isReviewer bool
+}
+
+type principalKey struct{}
+
+func principalFrom(ctx context.Context) *principal {
+	p, _ := ctx.Value(principalKey{}).(*principal)
+	return p
+}
+
+// router is the API shared by the local socket and the HTTP listener.
+func (s *Server) router() http.Handler {
+	r := chi.NewRouter()
+	r.Use(s.recoverer, apiHeaders, s.identify)
+	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	r.Method(http.MethodGet, "/metrics", s.metrics.handler())
+	r.Route("/v1", func(r chi.Router) {
+		r.Post("/login", s.handleLogin)
+		r.With(s.agent).Post("/actions", s.handlePostAction)
+		r.With(s.agentOrReviewer).Get("/actions/{id}", s.handleGetAction)
+		r.With(s.agentOrReviewer).Get("/actions/{id}/events", s.handleActionEvents)
+		r.Post("/runs", s.handleCreateRun)
+		r.With(s.reviewerOnly).Get("/runs", s.handleListRuns)
+		r.With(s.agentOrReviewer).Get("/runs/{id}", s.handleGetRun)
+		r.With(s.agentOrReviewer).Delete("/runs/{id}", s.handleEndRun)
+		r.With(s.reviewerOnly).Get("/approvals", s.handleListApprovals)
+		r.With(s.reviewerOnly).Post("/approvals/{id}/decision", s.handleDecision)
+		r.With(s.agentOrReviewer).Get("/targets", s.handleTargets)
+		r.With(s.reviewerOnly).Get("/audit/entries", s.handleAuditEntries)
+		r.With(s.reviewerOnly).Get("/audit/verify", s.handleAuditVerify)
+		r.Post("/token/rotate", s.handleRotateToken)
+	})
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, api.CodeNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusMethodNotAllowed, api.CodeBadRequest, "method "+r.Method+" is not allowed on "+r.URL.Path)
+	})
+	return r
+}
+
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("handler panic", "path", r.URL.Path, "panic", fmt.Sprint(v))
+				writeError(w, http.StatusInternalServerError, api.CodeInternal, "internal error")
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func apiHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Cache-Control", "no-store")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
+		h.Set("Referrer-Policy", "no-referrer")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// identify establishes the principal. On the local socket every request
+// must present the local token; the kernel's peer credentials say which
+// process it is. On HTTP a bearer token is a reviewer token or a run token.
+func (s *Server) identify(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := &principal{remoteAddr: r.RemoteAddr}
+		bearer, hasBearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if pc, ok := peerCredFrom(r.Context()); ok {
+			p.local, p.peer = true, pc
+			key := fmt.Sprintf("uid:%d", pc.UID)
+			if s.limiter.blocked(key) {
+				writeError(w, http.StatusTooManyRequests, api.CodeRateLimited, "too many wrong local tokens; wait a minute")
+				return
+			}
+			if !hasBearer || s.local == nil || !s.local.currentToken().equal(bearer) {
+				s.limiter.fail(key)
+				s.log.Warn("local request with a wrong or missing token", "pid", pc.PID, "uid", pc.UID)
+				writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "the local token is missing or wrong; read it from the control file next to the socket")
+				return
+			}
+		} else if hasBearer {
+			tok := approvals.NewSecret(bearer)
+			rv, err := s.store.Accounts().VerifyToken(r.Context(), tok)
+			switch {
+			case err == nil:
+				p.reviewer, p.isReviewer = rv, true
+			case errors.Is(err, approvals.ErrMalformedToken):
+				p.runToken = tok // not a reviewer token: an agent's run token, checked when used
+			default:
+				key := "addr:" + hostOf(r.RemoteAddr)
+				s.limiter.fail(key)
+				writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "the reviewer token is not valid; log in again")
+				return
+			}
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+	})
+}
+
+func hostOf(addr string) string {
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h
+	}
+	return addr
+}
+
+// agent lets through the local socket's callers and HTTP callers with a run
+// token; never reviewers (a reviewer is not an agent) or anonymous callers.
+func (s *Server) agent(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := principalFrom(r.Context())
+		if !p.local && p.runToken.IsZero() {
+			writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "agents call over the local socket, or over HTTP with a run token from POST /v1/runs")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) agentOrReviewer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := principalFrom(r.Context())
+		if !p.local && p.runToken.IsZero() && !p.isReviewer {
+			writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "credentials required")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// reviewerOnly refuses every agent credential: the local token and run
+// tokens never reach reviewer endpoints.
+func (s *Server) reviewerOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := principalFrom(r.Context())
+		switch {
+		case p.isReviewer:
+			next.ServeHTTP(w, r)
+		case p.local || !p.runToken.IsZero():
+			writeError(w, http.StatusForbidden, api.CodeForbidden, "agent credentials cannot reach reviewer endpoints; log in as a reviewer over HTTP")
+		default:
+			writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "reviewer credentials required: POST /v1/login")
+		}
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	if rc := http.NewResponseController(w); rc != nil {
+		rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, api.Error{Err: api.ErrorBody{Code: code, Message: msg}})
+}
+
+// decodeJSON reads a JSON object body strictly: content type
+// application/json, at most maxBody bytes, exactly the field names of v's
+// json tags (case-sensitive, each at most once), nothing after the object.
+// It writes the error response itself and returns false on failure.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		writeError(w, http.StatusUnsupportedMediaType, api.CodeUnsupportedType, "send the body as application/json")
+		return false
+	}
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, api.CodeTooLarge, fmt.Sprintf("the body is over %d bytes", maxBody))
+		} else {
+			writeError(w, http.StatusBadRequest, api.CodeBadRequest, "reading the body: "+err.Error())
+		}
+		return false
+	}
+	if err := checkKeys(data, jsonNames(v)); err != nil {
+		writeError(w, http.StatusBadRequest, api.CodeBadRequest, err.Error())
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, api.CodeBadRequest, "invalid JSON: "+err.Error())
+		return false
+	}
+	return true
+}
+
+// jsonNames returns the exact JSON field names of a struct pointer.
+func jsonNames(v any) map[string]bool {
+	t := reflect.TypeOf(v).Elem()
+	names := map[string]bool{}
+	for i := range t.NumField() {
+		tag := t.Field(i).Tag.Get("json")
+		name, _, _ := strings.Cut(tag, ",")
+		if name != "" && name != "-" {
+			names[name] = true
+		}
+	}
+	return names
+}
+
+// checkKeys walks a JSON object's top-level keys: Go's decoder would accept
+// case variants and keep the last of duplicate keys, so that what a
+// reviewer sees could differ from what is decoded.
+func checkKeys(data []byte, allowed map[string]bool) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil {
+		return fmt.Errorf("invalid JSON: %v", err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return errors.New("the body must be a JSON object")
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return fmt.Errorf("invalid JSON: %v", err)
+		}
+		key := tok.(string)
+		if !allowed[key] {
+			return fmt.Errorf("unknown field %q", key)
+		}
+		if seen[key] {
+			return fmt.Errorf("field %q given twice", key)
+		}
+		seen[key] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return fmt.Errorf("invalid JSON: %v", err)
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return fmt.Errorf("invalid JSON: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("unexpected data after the JSON object")
+	}
+	return nil
+}
+
+// sseWriter writes server-sent events, each within writeTimeout.
+type sseWriter struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func newSSE(w http.ResponseWriter) *sseWriter {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	return &sseWriter{w: w, rc: http.NewResponseController(w)}
+}
+
+func (s *sseWriter) send(name string, data any) error {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return err
+	}
+	s.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, b); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+func (s *sseWriter) comment() error {
+	s.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if _, err := io.WriteString(s.w, ": keep-alive\n\n"); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+func wantsSSE(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+}

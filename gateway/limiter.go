@@ -1,0 +1,58 @@
+package gateway
+
+import (
+	"sync"
+	"time"
+)
+
+// limiter counts failures per key (a reviewer name, an address, a uid) in a
+// sliding window, so that password and token guessing is slowed to a crawl
+// without locking anyone out for long.
+type limiter struct {
+	mu     sync.Mutex
+	window time.Duration
+	max    int
+	hits   map[string][]time.Time
+	now    func() time.Time
+}
+
+func newLimiter() *limiter {
+	return &limiter{window: time.Minute, max: 10, hits: map[string][]time.Time{}, now: time.Now}
+}
+
+// blocked reports whether key has failed too often in the window.
+func (l *limiter) blocked(key string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.prune(key)) >= l.max
+}
+
+// fail records a failure for key.
+func (l *limiter) fail(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.hits[key] = append(l.prune(key), l.now())
+	if len(l.hits) > 100000 { // bound memory under a flood of keys
+		for k := range l.hits {
+			if len(l.prune(k)) == 0 {
+				delete(l.hits, k)
+			}
+		}
+	}
+}
+
+func (l *limiter) prune(key string) []time.Time {
+	h := l.hits[key]
+	cut := l.now().Add(-l.window)
+	i := 0
+	for i < len(h) && h[i].Before(cut) {
+		i++
+	}
+	h = h[i:]
+	if len(h) == 0 {
+		delete(l.hits, key)
+		return nil
+	}
+	l.hits[key] = h
+	return h
+}

@@ -1,0 +1,35 @@
+package gateway
+
+import (
+	"os"
+	"testing"
+
+	"github.com/airlockgw/airlock/sshexec/sshtest"
+)
+
+// shared is one real sshd for the package's tests that do not change it.
+var (
+	shared    *sshtest.SSHD
+	sharedErr error
+)
+
+func TestMain(m *testing.M) {
+	if _, err := os.Stat(sshtest.SSHDPath); err == nil {
+		shared, sharedErr = sshtest.StartSSHD(sshtest.Options{})
+	}
+	code := m.Run()
+	if shared != nil {
+		shared.Close()
+	}
+	os.Exit(code)
+}
+
+func sharedSSHD(t *testing.T) *sshtest.SSHD {
+	t.Helper()
+	sshtest.Need(t)
+	if sharedErr != nil {
+		t.Fatal(sharedErr)
+	}
+	shared.LogOnFailure(t)
+	return shared
+}

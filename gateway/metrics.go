@@ -1,0 +1,55 @@
+package gateway
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are the gateway's Prometheus metrics, in a registry of its own.
+type metrics struct {
+	reg          *prometheus.Registry
+	actions      *prometheus.CounterVec
+	inFlight     prometheus.Gauge
+	approvalWait prometheus.Histogram
+	phase        *prometheus.HistogramVec
+	auditAppend  prometheus.Histogram
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "airlock_actions_total",
+			Help: "Actions by terminal outcome.",
+		}, []string{"outcome"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "airlock_actions_in_flight",
+			Help: "Actions between request and outcome.",
+		}),
+		approvalWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "airlock_approval_wait_seconds",
+			Help:    "Time an action waited for a reviewer's decision.",
+			Buckets: []float64{0.01, 0.1, 1, 5, 15, 30, 60, 120, 300, 600},
+		}),
+		phase: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "airlock_action_phase_seconds",
+			Help:    "Duration of each phase of an action's SSH connection.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14),
+		}, []string{"phase"}),
+		auditAppend: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "airlock_audit_append_seconds",
+			Help:    "Latency of one durable audit append.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+		}),
+	}
+	m.reg.MustRegister(m.actions, m.inFlight, m.approvalWait, m.phase, m.auditAppend,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
