@@ -245,3 +245,61 @@ func sameFile(path string, before fs.FileInfo) error {
 	}
 	return nil
 }
+
+// maxEditedFileBytes bounds a file updateFile reads.
+const maxEditedFileBytes = 16 << 20
+
+// updateFile is the read-modify-write of every file deploy edits in place
+// (authorized_keys, known_hosts, the gateway config). It checks the
+// directory (checkDir) and the file (checkFile, owned by the directory's
+// owner or root), holds the directory's lock, reads the file, and lets
+// edit compute the new content; unless edit reports Unchanged, the new
+// content replaces the file atomically with the old mode and owner (a new
+// file gets newMode and the directory's owner), provided nobody changed
+// the file meanwhile.
+func updateFile(file string, newMode fs.FileMode, edit func(old []byte, exists bool) ([]byte, Change, error)) (Change, error) {
+	file, err := filepath.Abs(file)
+	if err != nil {
+		return 0, fmt.Errorf("deploy: %w", err)
+	}
+	dir := filepath.Dir(file)
+	uid, gid, err := checkDir(dir, -1)
+	if err != nil {
+		return 0, err
+	}
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+
+	mode := newMode
+	before, err := os.Lstat(file)
+	var old []byte
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		before = nil
+	case err != nil:
+		return 0, fmt.Errorf("deploy: %w", err)
+	default:
+		if err := checkFile(file, before, uid, false); err != nil {
+			return 0, err
+		}
+		if before.Size() > maxEditedFileBytes {
+			return 0, fmt.Errorf("deploy: %s is larger than %d bytes", file, maxEditedFileBytes)
+		}
+		mode = before.Mode().Perm()
+		uid, gid = ownerOf(before)
+		if old, err = os.ReadFile(file); err != nil {
+			return 0, fmt.Errorf("deploy: %w", err)
+		}
+	}
+	data, change, err := edit(old, before != nil)
+	if err != nil || change == Unchanged {
+		return change, err
+	}
+	if err := writeAtomic(file, data, mode, uid, gid, func() error { return sameFile(file, before) }); err != nil {
+		return 0, err
+	}
+	return change, nil
+}

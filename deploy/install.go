@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"golang.org/x/crypto/ssh"
@@ -48,9 +45,6 @@ var (
 	ErrNotAirlockLine = errors.New("deploy: line has no airlock:TARGET/ACCOUNT comment")
 	ErrNotRestricted  = errors.New(`deploy: line lacks the "restrict" option`)
 )
-
-// maxAuthorizedKeysBytes bounds the file the installer reads.
-const maxAuthorizedKeysBytes = 16 << 20
 
 // InstallLine puts line into the authorized_keys file: it replaces the line
 // (or lines) carrying the same "airlock:TARGET/ACCOUNT" comment, or appends
@@ -101,54 +95,13 @@ func RemoveLine(file, line string) (Change, error) {
 // rewrite replaces the lines whose comment is comment with line, or
 // removes them when line is "".
 func rewrite(file, comment, line string) (Change, error) {
-	file, err := filepath.Abs(file)
-	if err != nil {
-		return 0, fmt.Errorf("deploy: %w", err)
-	}
-	dir := filepath.Dir(file)
-	uid, gid, err := checkDir(dir, -1)
-	if err != nil {
-		return 0, err
-	}
-	unlock, err := lockDir(dir)
-	if err != nil {
-		return 0, err
-	}
-	defer unlock()
-
-	mode := fs.FileMode(0o600)
-	before, err := os.Lstat(file)
-	var old []byte
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		before = nil
-		if line == "" {
-			return Unchanged, nil
+	return updateFile(file, 0o600, func(old []byte, exists bool) ([]byte, Change, error) {
+		if !exists && line == "" {
+			return nil, Unchanged, nil
 		}
-	case err != nil:
-		return 0, fmt.Errorf("deploy: %w", err)
-	default:
-		if err := checkFile(file, before, uid, false); err != nil {
-			return 0, err
-		}
-		if before.Size() > maxAuthorizedKeysBytes {
-			return 0, fmt.Errorf("deploy: %s is larger than %d bytes", file, maxAuthorizedKeysBytes)
-		}
-		mode = before.Mode().Perm()
-		uid, gid = ownerOf(before)
-		if old, err = os.ReadFile(file); err != nil {
-			return 0, fmt.Errorf("deploy: %w", err)
-		}
-	}
-
-	data, change := edit(old, comment, line)
-	if change == Unchanged {
-		return Unchanged, nil
-	}
-	if err := writeAtomic(file, data, mode, uid, gid, func() error { return sameFile(file, before) }); err != nil {
-		return 0, err
-	}
-	return change, nil
+		data, change := edit(old, comment, line)
+		return data, change, nil
+	})
 }
 
 // edit returns old with the lines carrying comment replaced by line (at
