@@ -238,7 +238,11 @@ func (s *Store) Decide(ctx context.Context, rv Reviewer, id RequestID, d Decisio
 	if err != nil {
 		return Request{}, err
 	}
-	if q.Status != StatusPending {
+	switch q.Status {
+	case StatusPending:
+	case StatusExpired:
+		return Request{}, ErrRequestExpired
+	default:
 		return Request{}, ErrAlreadyDecided
 	}
 	now := s.clock.Now()

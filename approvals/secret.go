@@ -27,11 +27,11 @@ func (s Secret) IsZero() bool { return s.s == "" }
 
 const redacted = "[redacted]"
 
-func (Secret) String() string                 { return redacted }
-func (Secret) GoString() string               { return redacted }
-func (Secret) Format(f fmt.State, _ rune)     { f.Write([]byte(redacted)) }
-func (Secret) MarshalText() ([]byte, error)   { return []byte(redacted), nil }
-func (Secret) MarshalJSON() ([]byte, error)   { return []byte(`"` + redacted + `"`), nil }
+func (Secret) String() string               { return redacted }
+func (Secret) GoString() string             { return redacted }
+func (Secret) Format(f fmt.State, _ rune)   { f.Write([]byte(redacted)) }
+func (Secret) MarshalText() ([]byte, error) { return []byte(redacted), nil }
+func (Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + redacted + `"`), nil }
 
 // RunID identifies a run: "run_" and 32 lower-case hex digits (128 bits).
 type RunID string
