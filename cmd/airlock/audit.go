@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/airlockgw/airlock/auditchain"
+	"github.com/airlockgw/airlock/gateway"
 )
 
 // Exit codes of "airlock audit verify" (contract): intact, damage found,
@@ -42,13 +43,14 @@ verbs:
   consistency [--db FILE] [--json] OLD NEW
       consistency proof that the tree of size OLD is a prefix of size NEW
 
---db defaults to $AIRLOCK_STATE_DIR/audit.db, else ./audit.db. --key (the
-checkpoint verifier key) defaults to keys/checkpoint.vkey next to the
-database. verify also checks checkpoints.log next to the database when it
-exists, and every --trusted-checkpoint file (a copy of checkpoints.log, or
-notes a witness kept, stored away from this machine). A --config flag
-(finding all of these from the gateway's configuration) comes with the
-configuration loader.
+Every verb also takes --config FILE: the database is then the state
+directory's audit.db. Without --db or --config the database is
+$AIRLOCK_STATE_DIR/audit.db, else the state directory of $AIRLOCK_CONFIG or
+./airlock.hcl when one exists, else ./audit.db. --key (the checkpoint
+verifier key) defaults to keys/checkpoint.vkey next to the database. verify
+also checks checkpoints.log next to the database when it exists, and every
+--trusted-checkpoint file (a copy of checkpoints.log, or notes a witness
+kept, stored away from this machine).
 `
 
 func runAudit(args []string, stdout, stderr io.Writer) int {
@@ -77,6 +79,7 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 type auditFlags struct {
 	fs      *flag.FlagSet
 	db      string
+	config  string
 	key     string
 	jsonOut bool
 }
@@ -89,6 +92,7 @@ func newAuditFlags(name string, stderr io.Writer, withKey, withJSON bool) *audit
 		def = filepath.Join(dir, "audit.db")
 	}
 	f.fs.StringVar(&f.db, "db", def, "audit database `FILE`")
+	f.fs.StringVar(&f.config, "config", "", "gateway configuration `FILE`: use its state directory's audit.db")
 	if withKey {
 		f.fs.StringVar(&f.key, "key", "", "checkpoint verifier key `FILE` (default: keys/checkpoint.vkey next to the database)")
 	}
@@ -117,7 +121,38 @@ func (f *auditFlags) parse(args []string, positional int, stderr io.Writer) ([]s
 		fmt.Fprintf(stderr, "%s: want %d argument(s), got %d; run \"airlock audit help\"\n", f.fs.Name(), positional, len(pos))
 		return nil, false
 	}
+	if err := f.resolveDB(); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", f.fs.Name(), err)
+		return nil, false
+	}
 	return pos, true
+}
+
+// resolveDB finds the database from the configuration unless --db was
+// given: --config, else (without $AIRLOCK_STATE_DIR) $AIRLOCK_CONFIG or
+// ./airlock.hcl when it exists.
+func (f *auditFlags) resolveDB() error {
+	dbSet := false
+	f.fs.Visit(func(fl *flag.Flag) { dbSet = dbSet || fl.Name == "db" })
+	if dbSet {
+		return nil
+	}
+	path := f.config
+	if path == "" {
+		if os.Getenv("AIRLOCK_STATE_DIR") != "" {
+			return nil
+		}
+		path = gateway.ConfigPath("")
+		if _, err := os.Stat(path); err != nil {
+			return nil
+		}
+	}
+	cfg, err := gateway.LoadConfig(path)
+	if err != nil {
+		return err
+	}
+	f.db = filepath.Join(cfg.StateDir, "audit.db")
+	return nil
 }
 
 func (f *auditFlags) keyPath() string {

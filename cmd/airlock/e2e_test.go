@@ -1,0 +1,348 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/sshexec/sshtest"
+)
+
+// End-to-end tests of the built binaries: `airlock serve` as its own
+// process, `airlock-ssh` and `airlock run` as agents, the reviewer CLI,
+// against a real sshd.
+
+var (
+	binOnce sync.Once
+	binDir  string
+	binErr  error
+)
+
+// binaries builds airlock and airlock-ssh once per test process.
+func binaries(t *testing.T) (airlock, airlockSSH string) {
+	t.Helper()
+	binOnce.Do(func() {
+		binDir, binErr = os.MkdirTemp("", "airlock-bin-")
+		if binErr != nil {
+			return
+		}
+		for _, p := range []string{"airlock", "airlock-ssh"} {
+			out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, p), "github.com/airlockgw/airlock/cmd/"+p).CombinedOutput()
+			if err != nil {
+				binErr = fmt.Errorf("go build %s: %v: %s", p, err, out)
+				return
+			}
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return filepath.Join(binDir, "airlock"), filepath.Join(binDir, "airlock-ssh")
+}
+
+// daemon is an `airlock serve` process.
+type daemon struct {
+	t       *testing.T
+	bin     string
+	cfgFile string
+	state   string
+	socket  string
+	httpURL string
+	cmd     *exec.Cmd
+	log     *bytes.Buffer
+	mu      *sync.Mutex
+	pwFile  string
+}
+
+func writeConfig(t *testing.T, s *sshtest.SSHD, mode string) (cfgFile, state string, port int) {
+	t.Helper()
+	dir := t.TempDir()
+	state = filepath.Join(dir, "state")
+	port = freePort(t)
+	src := fmt.Sprintf(`
+state_dir = %q
+listen {
+  http = "127.0.0.1:%d"
+}
+credential "key" {
+  private_key_file = %q
+}
+target "box" {
+  address   = %q
+  host_keys = [%q]
+  account %q {
+    credential = "key"
+    approval   = %q
+  }
+}
+`, state, port, s.ClientKeyFile, s.Addr, strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.HostKey))), s.User, mode)
+	cfgFile = filepath.Join(dir, "airlock.hcl")
+	if err := os.WriteFile(cfgFile, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cfgFile, state, port
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := netListen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*netTCPAddr).Port
+}
+
+func startDaemon(t *testing.T, cfgFile, state string, port int) *daemon {
+	t.Helper()
+	bin, _ := binaries(t)
+	d := &daemon{t: t, bin: bin, cfgFile: cfgFile, state: state, socket: filepath.Join(state, "run", "airlock.sock"),
+		httpURL: fmt.Sprintf("http://127.0.0.1:%d", port), log: &bytes.Buffer{}, mu: &sync.Mutex{}}
+	d.pwFile = filepath.Join(filepath.Dir(cfgFile), "pw")
+	if err := os.WriteFile(d.pwFile, []byte("correct horse battery staple\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d.start()
+	t.Cleanup(func() {
+		d.signal(syscall.SIGTERM)
+		if t.Failed() {
+			t.Logf("airlock serve log:\n%s", d.logText())
+		}
+	})
+	return d
+}
+
+func (d *daemon) start() {
+	d.t.Helper()
+	os.Remove(filepath.Join(filepath.Dir(d.socket), "control.json"))
+	d.cmd = exec.Command(d.bin, "serve", "--config", d.cfgFile)
+	d.cmd.Stdout = lockedWriter{d.mu, d.log}
+	d.cmd.Stderr = lockedWriter{d.mu, d.log}
+	if err := d.cmd.Start(); err != nil {
+		d.t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := api.ReadControl(d.socket); err == nil {
+			if _, err := api.NewHTTPClient(d.httpURL, "").Targets(context.Background()); err != nil && strings.Contains(err.Error(), "credentials") {
+				return // the HTTP listener answers too
+			}
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("airlock serve did not start:\n%s", d.logText())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// signal sends sig and waits for the daemon to exit.
+func (d *daemon) signal(sig syscall.Signal) {
+	if d.cmd == nil || d.cmd.Process == nil {
+		return
+	}
+	d.cmd.Process.Signal(sig)
+	done := make(chan struct{})
+	go func() { d.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(40 * time.Second):
+		d.cmd.Process.Kill()
+		<-done
+	}
+	d.cmd = nil
+}
+
+func (d *daemon) logText() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.log.String()
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+// cli runs the airlock binary as a reviewer or operator.
+func (d *daemon) cli(args ...string) (string, string, int) {
+	d.t.Helper()
+	cmd := exec.Command(d.bin, args...)
+	cmd.Env = append(os.Environ(), "AIRLOCK_URL="+d.httpURL, "AIRLOCK_REVIEWER=alice", "AIRLOCK_PASSWORD_FILE="+d.pwFile, "AIRLOCK_CONFIG="+d.cfgFile)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		d.t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// pending waits for n pending approvals and returns them.
+func (d *daemon) pending(n int) []api.Approval {
+	d.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out, errs, code := d.cli("approvals", "list", "--json")
+		if code != 0 {
+			d.t.Fatalf("approvals list: %s", errs)
+		}
+		var list []api.Approval
+		if err := json.Unmarshal([]byte(out), &list); err != nil {
+			d.t.Fatalf("approvals list --json: %v: %s", err, out)
+		}
+		if len(list) >= n {
+			return list
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("%d approvals pending, want %d", len(list), n)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// agent runs a command line as an agent process (under sh, as an agent's
+// tool call would be), with the socket in its environment.
+func (d *daemon) agent(script string) *exec.Cmd {
+	_, sshBin := binaries(d.t)
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Env = append(os.Environ(), "AIRLOCK_SOCKET="+d.socket, "PATH="+filepath.Dir(sshBin)+":"+os.Getenv("PATH"))
+	return cmd
+}
+
+func TestEndToEndBinaries(t *testing.T) {
+	s := sshtest.NewSSHD(t, sshtest.Options{})
+	cfgFile, state, port := writeConfig(t, s, "run")
+	_, errs, code := runCLIEnv(t, map[string]string{"AIRLOCK_PASSWORD_FILE": writePW(t)}, "reviewer", "add", "alice", "--config", cfgFile)
+	if code != 0 {
+		t.Fatalf("reviewer add: %s", errs)
+	}
+	if out, errs, code := runCLIEnv(t, nil, "config", "check", "--config", cfgFile); code != 0 || !strings.Contains(out, "OK") {
+		t.Fatalf("config check: %s %s", out, errs)
+	}
+	d := startDaemon(t, cfgFile, state, port)
+
+	t.Run("airlock run: one approval covers the run, a second process needs its own", func(t *testing.T) {
+		airlock, _ := binaries(t)
+		var out1 bytes.Buffer
+		a1 := d.agent(airlock + " run -- sh -c 'airlock-ssh box echo first; airlock-ssh box echo second; airlock-ssh box exit 7; echo status=$?'")
+		a1.Stdout, a1.Stderr = &out1, &out1
+		if err := a1.Start(); err != nil {
+			t.Fatal(err)
+		}
+		list := d.pending(1)
+		if list[0].Kind != "run" || list[0].Command != "echo first" {
+			t.Fatalf("pending %+v", list[0])
+		}
+		if _, errs, code := d.cli("approvals", "approve", list[0].ID, "--ttl", "10m"); code != 0 {
+			t.Fatalf("approve: %s", errs)
+		}
+		a1.Wait()
+		got := out1.String()
+		for _, want := range []string{"first\n", "second\n", "status=7"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("agent output %q lacks %q", got, want)
+			}
+		}
+		if strings.Count(got, "waiting for a reviewer") != 1 {
+			t.Errorf("want exactly one waiting message: %q", got)
+		}
+		// A second agent process, same command: a new run, a new approval.
+		var out2 bytes.Buffer
+		a2 := d.agent(airlock + " run -- airlock-ssh box echo third")
+		a2.Stdout, a2.Stderr = &out2, &out2
+		a2.Start()
+		list = d.pending(1)
+		if _, errs, code := d.cli("approvals", "deny", list[0].ID, "--reason", "not this one"); code != 0 {
+			t.Fatalf("deny: %s", errs)
+		}
+		err := a2.Wait()
+		ee, _ := err.(*exec.ExitError)
+		if ee == nil || ee.ExitCode() != 255 || !strings.Contains(out2.String(), "airlock-ssh: denied:") || !strings.Contains(out2.String(), "not this one") {
+			t.Fatalf("second agent: %v %q", err, out2.String())
+		}
+	})
+
+	t.Run("kill -9 mid-action, restart: interrupted and the chain verifies", func(t *testing.T) {
+		var out bytes.Buffer
+		a := d.agent("airlock-ssh box 'echo started; sleep 30'")
+		a.Stdout, a.Stderr = &out, &out
+		a.Start()
+		list := d.pending(1)
+		d.cli("approvals", "approve", list[0].ID)
+		deadline := time.Now().Add(20 * time.Second)
+		for !strings.Contains(out.String(), "started") && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		d.signal(syscall.SIGKILL)
+		a.Wait()
+		d.start()
+		outText, errs, code := d.cli("audit", "export")
+		if code != 0 {
+			t.Fatalf("audit export: %s", errs)
+		}
+		if !strings.Contains(outText, `"interrupted"`) {
+			t.Errorf("no interrupted outcome after the restart:\n%s", outText)
+		}
+		if _, errs, code := d.cli("audit", "verify", "--config", d.cfgFile); code != 0 {
+			t.Errorf("audit verify: exit %d: %s", code, errs)
+		}
+	})
+
+	t.Run("SIGTERM lets the in-flight action finish", func(t *testing.T) {
+		var out bytes.Buffer
+		a := d.agent(binDirAirlock() + " run -- airlock-ssh box 'sleep 2; echo done'")
+		a.Stdout, a.Stderr = &out, &out
+		a.Start()
+		list := d.pending(1)
+		d.cli("approvals", "approve", list[0].ID)
+		time.Sleep(500 * time.Millisecond)
+		d.signal(syscall.SIGTERM)
+		a.Wait()
+		if !strings.Contains(out.String(), "done") {
+			t.Errorf("the action did not finish across SIGTERM: %q", out.String())
+		}
+		if !strings.Contains(d.logText(), "stopping") {
+			t.Errorf("no graceful stop in the log")
+		}
+		d.start()
+	})
+}
+
+func binDirAirlock() string { return filepath.Join(binDir, "airlock") }
+
+func writePW(t *testing.T) string {
+	f := filepath.Join(t.TempDir(), "pw")
+	os.WriteFile(f, []byte("correct horse battery staple\n"), 0o600)
+	return f
+}
+
+func runCLIEnv(t *testing.T, env map[string]string, args ...string) (string, string, int) {
+	t.Helper()
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	var out, errb bytes.Buffer
+	code := dispatch(args, &out, &errb)
+	return out.String(), errb.String(), code
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+
+	"github.com/airlockgw/airlock/gateway"
+	"github.com/airlockgw/airlock/gateway/api"
+)
+
+func init() {
+	commands["token"] = command{"rotate the local token (token rotate)", runToken}
+	commands["run"] = command{"start a command as the anchor of a new run (run -- CMD...)", runRun}
+}
+
+// localSocket finds the gateway's socket: $AIRLOCK_SOCKET, else the
+// configuration's listen.socket when a configuration exists, else the
+// standard path.
+func localSocket(cfgPath string) (string, error) {
+	if s := os.Getenv("AIRLOCK_SOCKET"); s != "" {
+		return s, nil
+	}
+	path := gateway.ConfigPath(cfgPath)
+	if _, err := os.Stat(path); err == nil || cfgPath != "" {
+		cfg, err := gateway.LoadConfig(path)
+		if err != nil {
+			return "", err
+		}
+		return cfg.Listen.Socket, nil
+	}
+	return api.DefaultSocket()
+}
+
+func localClient(socket string) (*api.Client, error) {
+	ctl, err := api.ReadControl(socket)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("no gateway at %s: is `airlock serve` running?", socket)
+		}
+		return nil, err
+	}
+	return api.NewLocalClient(socket, ctl.Token), nil
+}
+
+func runToken(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "rotate" {
+		fmt.Fprintln(stderr, "usage: airlock token rotate [--config FILE]")
+		return 2
+	}
+	fs := newFlagSet("airlock token rotate", "airlock token rotate [--config FILE]", stderr)
+	cfgPath := configFlag(fs)
+	if fs.Parse(args[1:]) != nil {
+		return 2
+	}
+	socket, err := localSocket(*cfgPath)
+	if err != nil {
+		return failf(stderr, "%v", err)
+	}
+	c, err := localClient(socket)
+	if err != nil {
+		return failf(stderr, "%v", err)
+	}
+	if err := c.Do(context.Background(), http.MethodPost, "/v1/token/rotate", struct{}{}, nil); err != nil {
+		return failf(stderr, "%v", err)
+	}
+	fmt.Fprintln(stdout, "local token rotated; existing local connections were cut")
+	return 0
+}
+
+// runRun registers this process as the anchor of a new run, then runs CMD
+// as its child: CMD and everything it starts act within that run, and the
+// run ends when this process does.
+func runRun(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("airlock run", "airlock run [--config FILE] [--] CMD [ARGS...]", stderr)
+	cfgPath := configFlag(fs)
+	if fs.Parse(args) != nil {
+		return 2
+	}
+	argv := fs.Args()
+	if len(argv) == 0 {
+		return failf(stderr, "give the command to run: airlock run -- CMD [ARGS...]")
+	}
+	socket, err := localSocket(*cfgPath)
+	if err != nil {
+		return failf(stderr, "%v", err)
+	}
+	c, err := localClient(socket)
+	if err != nil {
+		return failf(stderr, "%v", err)
+	}
+	ctx := context.Background()
+	var run api.Run
+	if err := c.Do(ctx, http.MethodPost, "/v1/runs", struct{}{}, &run); err != nil {
+		return failf(stderr, "registering the run: %v", err)
+	}
+	fmt.Fprintf(stderr, "airlock: run %s started for %s (a reviewer approves it at its first action)\n", run.ID, argv[0])
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
+	cmd.Env = append(os.Environ(), "AIRLOCK_SOCKET="+socket, "AIRLOCK_RUN_ID="+run.ID)
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	if err := cmd.Start(); err != nil {
+		c.EndRun(ctx, run.ID)
+		return failf(stderr, "%v", err)
+	}
+	go func() {
+		for s := range sigs {
+			cmd.Process.Signal(s)
+		}
+	}()
+	err = cmd.Wait()
+	if err := c.EndRun(ctx, run.ID); err != nil {
+		fmt.Fprintf(stderr, "airlock: ending run %s: %v (it ends anyway now that this process exits)\n", run.ID, err)
+	}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	return failf(stderr, "%v", err)
+}

@@ -1,0 +1,348 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/gateway/api"
+)
+
+func init() {
+	commands["approvals"] = command{"list, approve and deny approval requests (reviewer)", runApprovals}
+	commands["runs"] = command{"list and end runs (reviewer)", runRuns}
+	commands["reviewer"] = command{"add a reviewer account (reviewer add NAME)", runReviewer}
+}
+
+// reviewerFlags are the reviewer CLI's connection flags.
+type reviewerFlags struct {
+	url, name *string
+	json      *bool
+}
+
+func addReviewerFlags(fs *flag.FlagSet, withJSON bool) reviewerFlags {
+	def := os.Getenv("AIRLOCK_URL")
+	if def == "" {
+		def = "http://127.0.0.1:7422"
+	}
+	rf := reviewerFlags{
+		url:  fs.String("url", def, "gateway HTTP listener (default: $AIRLOCK_URL, else http://127.0.0.1:7422)"),
+		name: fs.String("reviewer", os.Getenv("AIRLOCK_REVIEWER"), "reviewer name (default: $AIRLOCK_REVIEWER)"),
+	}
+	if withJSON {
+		rf.json = fs.Bool("json", false, "print machine-readable JSON")
+	}
+	configFlag(fs) // accepted for symmetry; the reviewer CLI talks to --url
+	return rf
+}
+
+// login signs the reviewer in and returns a client using its token.
+func (rf reviewerFlags) login(ctx context.Context, stderr io.Writer) (*api.Client, error) {
+	if *rf.name == "" {
+		return nil, errors.New("no reviewer name: pass --reviewer NAME or set $AIRLOCK_REVIEWER")
+	}
+	pass, err := readPassword(stderr, fmt.Sprintf("password for reviewer %s: ", *rf.name), false)
+	if err != nil {
+		return nil, err
+	}
+	anon := api.NewHTTPClient(*rf.url, "")
+	l, err := anon.Login(ctx, *rf.name, pass)
+	if err != nil {
+		return nil, explainHTTP(err, *rf.url)
+	}
+	return anon.WithBearer(l.Token), nil
+}
+
+func explainHTTP(err error, url string) error {
+	var ae *api.Error
+	if errors.As(err, &ae) {
+		return fmt.Errorf("%s", ae.Err.Message)
+	}
+	return fmt.Errorf("cannot reach the gateway at %s (is `airlock serve` running, and is --url right?): %w", url, err)
+}
+
+// readPassword reads a password from $AIRLOCK_PASSWORD_FILE or the
+// terminal, never from arguments. confirm asks twice.
+func readPassword(stderr io.Writer, prompt string, confirm bool) (string, error) {
+	if f := os.Getenv("AIRLOCK_PASSWORD_FILE"); f != "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", fmt.Errorf("$AIRLOCK_PASSWORD_FILE: %w", err)
+		}
+		return strings.TrimRight(string(b), "\r\n"), nil
+	}
+	fd := int(os.Stdin.Fd())
+	old, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	if err != nil {
+		return "", errors.New("no terminal to read the password from: set $AIRLOCK_PASSWORD_FILE to a file holding it")
+	}
+	noEcho := *old
+	noEcho.Lflag &^= unix.ECHO
+	noEcho.Lflag |= unix.ICANON | unix.ISIG
+	if err := unix.IoctlSetTermios(fd, unix.TCSETS, &noEcho); err != nil {
+		return "", err
+	}
+	defer unix.IoctlSetTermios(fd, unix.TCSETS, old)
+	r := bufio.NewReader(os.Stdin)
+	read := func(p string) (string, error) {
+		fmt.Fprint(stderr, p)
+		line, err := r.ReadString('\n')
+		fmt.Fprintln(stderr)
+		return strings.TrimRight(line, "\r\n"), err
+	}
+	pass, err := read(prompt)
+	if err != nil {
+		return "", err
+	}
+	if confirm {
+		again, err := read("again: ")
+		if err != nil {
+			return "", err
+		}
+		if again != pass {
+			return "", errors.New("the passwords differ")
+		}
+	}
+	return pass, nil
+}
+
+// printable shows attacker-controlled text on a terminal without letting
+// it act: control characters, bidi overrides and other invisible runes are
+// escaped.
+func printable(s string) string {
+	q := strconv.QuoteToASCII(s)
+	q = q[1 : len(q)-1]
+	if q == s {
+		return s
+	}
+	return q
+}
+
+func runApprovals(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "usage: airlock approvals list [--json] | approve ID [--ttl DUR] [--max-actions N] | deny ID [--reason TEXT]")
+		return 2
+	}
+	ctx := context.Background()
+	verb, rest := args[0], args[1:]
+	fs := newFlagSet("airlock approvals "+verb, "airlock approvals "+verb+" [flags]", stderr)
+	rf := addReviewerFlags(fs, verb == "list")
+	ttl := fs.Duration("ttl", 0, "run approvals: how long the approval lasts (default: the policy's run_ttl)")
+	maxActions := fs.Int("max-actions", 0, "run approvals: at most this many actions (0: no limit)")
+	reason := fs.String("reason", "", "deny: the reason the agent is told")
+	id, rest := leadingArg(rest)
+	if fs.Parse(rest) != nil {
+		return 2
+	}
+	if id == "" && fs.NArg() > 0 {
+		id = fs.Arg(0)
+	}
+	switch verb {
+	case "list":
+		c, err := rf.login(ctx, stderr)
+		if err != nil {
+			return failf(stderr, "%v", err)
+		}
+		list, err := c.Approvals(ctx, "pending")
+		if err != nil {
+			return failf(stderr, "%v", explainHTTP(err, *rf.url))
+		}
+		if *rf.json {
+			type item struct {
+				ID          string    `json:"id"`
+				Kind        string    `json:"kind"`
+				RunID       string    `json:"run_id"`
+				Target      string    `json:"target"`
+				Account     string    `json:"account"`
+				Command     string    `json:"command"`
+				RequestedAt time.Time `json:"requested_at"`
+				ExpiresAt   time.Time `json:"expires_at"`
+				Requester   string    `json:"requester"`
+			}
+			out := make([]item, 0, len(list))
+			for _, a := range list {
+				out = append(out, item{a.ID, a.Kind, a.RunID, a.Target, a.Account, a.Command, a.RequestedAt, a.ExpiresAt, a.Requester})
+			}
+			return printJSON(stdout, out)
+		}
+		if len(list) == 0 {
+			fmt.Fprintln(stdout, "no pending approvals")
+			return 0
+		}
+		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tKIND\tTARGET\tACCOUNT\tREQUESTER\tEXPIRES IN\tCOMMAND")
+		for _, a := range list {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Kind, printable(a.Target), printable(a.Account),
+				printable(a.Requester), time.Until(a.ExpiresAt).Round(time.Second), printable(a.Command))
+		}
+		tw.Flush()
+		return 0
+	case "approve", "deny":
+		if id == "" {
+			return failf(stderr, "which approval? pass its ID (see airlock approvals list)")
+		}
+		c, err := rf.login(ctx, stderr)
+		if err != nil {
+			return failf(stderr, "%v", err)
+		}
+		d := api.DecisionRequest{Decision: verb, Reason: *reason, MaxActions: *maxActions}
+		if *ttl > 0 {
+			d.TTLS = int(ttl.Seconds())
+		}
+		a, err := c.Decide(ctx, id, d)
+		if err != nil {
+			return failf(stderr, "%v", explainHTTP(err, *rf.url))
+		}
+		fmt.Fprintf(stdout, "%s: %s (%s on %s/%s: %s)\n", a.ID, a.State, a.Kind, printable(a.Target), printable(a.Account), printable(a.Command))
+		return 0
+	}
+	return failf(stderr, "unknown verb %q: use list, approve or deny", verb)
+}
+
+// leadingArg takes a first non-flag argument (an ID) off args, so that
+// "approve ID --ttl 1h" works as well as "approve --ttl 1h ID".
+func leadingArg(args []string) (string, []string) {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return args[0], args[1:]
+	}
+	return "", args
+}
+
+func runRuns(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "usage: airlock runs list [--json] | end ID")
+		return 2
+	}
+	ctx := context.Background()
+	verb, rest := args[0], args[1:]
+	fs := newFlagSet("airlock runs "+verb, "airlock runs "+verb+" [flags]", stderr)
+	rf := addReviewerFlags(fs, verb == "list")
+	reason := fs.String("reason", "", "end: why the run is revoked")
+	id, rest := leadingArg(rest)
+	if fs.Parse(rest) != nil {
+		return 2
+	}
+	if id == "" && fs.NArg() > 0 {
+		id = fs.Arg(0)
+	}
+	c, err := rf.login(ctx, stderr)
+	if err != nil {
+		return failf(stderr, "%v", err)
+	}
+	switch verb {
+	case "list":
+		runs, err := c.Runs(ctx)
+		if err != nil {
+			return failf(stderr, "%v", explainHTTP(err, *rf.url))
+		}
+		if *rf.json {
+			return printJSON(stdout, runs)
+		}
+		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tSTATE\tKIND\tREQUESTER\tACTIONS\tEXPIRES\tANCHOR")
+		for _, r := range runs {
+			exp, anchor := "-", "-"
+			if r.ExpiresAt != nil {
+				exp = r.ExpiresAt.Local().Format(time.DateTime)
+			}
+			if r.Anchor != nil {
+				anchor = fmt.Sprintf("pid %d %s", r.Anchor.PID, printable(strings.Join(r.Anchor.Argv, " ")))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.State, r.Kind, printable(r.Requester), r.Actions, exp, anchor)
+		}
+		tw.Flush()
+		return 0
+	case "end":
+		if id == "" {
+			return failf(stderr, "which run? pass its ID (see airlock runs list)")
+		}
+		path := "/v1/runs/" + id
+		if *reason != "" {
+			path += "?reason=" + url.QueryEscape(*reason)
+		}
+		var r api.Run
+		if err := c.Do(ctx, "DELETE", path, nil, &r); err != nil {
+			return failf(stderr, "%v", explainHTTP(err, *rf.url))
+		}
+		fmt.Fprintf(stdout, "%s: %s\n", r.ID, r.State)
+		return 0
+	}
+	return failf(stderr, "unknown verb %q: use list or end", verb)
+}
+
+func runReviewer(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "add" {
+		fmt.Fprintln(stderr, "usage: airlock reviewer add NAME [--config FILE]")
+		return 2
+	}
+	fs := newFlagSet("airlock reviewer add", "airlock reviewer add NAME [--config FILE]", stderr)
+	cfgPath := configFlag(fs)
+	name, rest := leadingArg(args[1:])
+	if fs.Parse(rest) != nil {
+		return 2
+	}
+	if name == "" && fs.NArg() > 0 {
+		name = fs.Arg(0)
+	}
+	if name == "" {
+		return failf(stderr, "give the reviewer's name: airlock reviewer add NAME")
+	}
+	cfg, ok := loadConfig(*cfgPath, stderr)
+	if !ok {
+		return 1
+	}
+	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+		return failf(stderr, "%v", err)
+	}
+	pass, err := readPassword(stderr, fmt.Sprintf("new password for reviewer %s: ", name), true)
+	if err != nil {
+		return failf(stderr, "%v", err)
+	}
+	ctx := context.Background()
+	acc, err := approvals.OpenAccounts(ctx, filepath.Join(cfg.StateDir, "state.db"), approvals.DefaultArgon2)
+	if err != nil {
+		return failf(stderr, "%v", err)
+	}
+	defer acc.Close()
+	if err := acc.Add(ctx, name, approvals.NewSecret(pass)); err != nil {
+		switch {
+		case errors.Is(err, approvals.ErrReviewerExists):
+			return failf(stderr, "reviewer %q exists already", name)
+		case errors.Is(err, approvals.ErrWeakPassword):
+			return failf(stderr, "the password is too short: use at least %d characters", approvals.MinPasswordLen)
+		case errors.Is(err, approvals.ErrBadReviewerName):
+			return failf(stderr, "invalid reviewer name %q: use letters, digits, '.', '_' and '-'", name)
+		}
+		return failf(stderr, "%v", err)
+	}
+	fmt.Fprintf(stdout, "reviewer %s added to %s\n", name, filepath.Join(cfg.StateDir, "state.db"))
+	return 0
+}
+
+func printJSON(w io.Writer, v any) int {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return 1
+	}
+	return 0
+}
+
+func failf(stderr io.Writer, format string, args ...any) int {
+	fmt.Fprintf(stderr, "airlock: "+format+"\n", args...)
+	return 1
+}
