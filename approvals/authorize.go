@@ -199,7 +199,7 @@ func (s *Store) consume(ctx context.Context, q *Request, st Status, a Action) (R
 		return Result{}, ErrAlreadyDecided
 	}
 	if DigestOf(cur.RunID, a) != cur.Digest {
-		return Result{}, fmt.Errorf("approvals: action does not match the approved digest: %w", ErrBadAction)
+		return Result{}, ErrDigestMismatch
 	}
 	r, err := loadRun(ctx, s.db, cur.RunID)
 	if err != nil {
@@ -220,7 +220,8 @@ func (s *Store) consume(ctx context.Context, q *Request, st Status, a Action) (R
 //
 // Errors, each leaving everything unchanged: ErrNotReviewer (a zero or
 // foreign Reviewer, or one disabled since it logged in), ErrUnknownValue
-// (verdict), ErrUnknownRequest, ErrAlreadyDecided, ErrRequestExpired,
+// (verdict), ErrUnknownRequest, ErrAlreadyDecided (approved or denied
+// before), ErrRequestExpired (expired, or past its deadline),
 // ErrSelfApproval, ErrBadTTL, ErrTTLOverCap, ErrTTLForCall, ErrBadScope,
 // ErrEventNotRecorded.
 func (s *Store) Decide(ctx context.Context, rv Reviewer, id RequestID, d Decision) (Request, error) {

@@ -36,6 +36,9 @@ var (
 	ErrAlreadyDecided = errors.New("approvals: approval request already decided")
 	// ErrRequestExpired: the decision arrived after the request's deadline.
 	ErrRequestExpired = errors.New("approvals: approval request expired")
+	// ErrDigestMismatch: an approval was presented for another action than
+	// the one it is bound to.
+	ErrDigestMismatch = errors.New("approvals: action does not match the approved digest")
 
 	// ErrBadTTL: a TTL is zero or negative.
 	ErrBadTTL = errors.New("approvals: ttl must be positive")

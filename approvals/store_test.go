@@ -335,8 +335,12 @@ func TestBadInput(t *testing.T) {
 	e.s.Decide(ctx, rita, decided.ID, Decision{Verdict: Deny})
 	recv(t, decidedCh)
 
-	wrong := []byte(tok.Reveal())
-	wrong[len(wrong)-2] ^= 1 // same length, same shape
+	wrong := []byte(tok.Reveal()) // same length, same shape, other secret
+	if i := len(runTokenPrefix) + idHexLen + 1; wrong[i] == 'A' {
+		wrong[i] = 'B'
+	} else {
+		wrong[i] = 'A'
+	}
 	unknownRunTok := runTokenPrefix + "00000000000000000000000000000000" + tok.Reveal()[len(runTokenPrefix)+idHexLen:]
 
 	tests := []struct {
@@ -344,7 +348,10 @@ func TestBadInput(t *testing.T) {
 		do   func() error
 		want error
 	}{
-		{"unknown run", func() error { _, err := e.s.Authorize(ctx, "run_00000000000000000000000000000000", act("run-box", "ls"), nil); return err }, ErrUnknownRun},
+		{"unknown run", func() error {
+			_, err := e.s.Authorize(ctx, "run_00000000000000000000000000000000", act("run-box", "ls"), nil)
+			return err
+		}, ErrUnknownRun},
 		{"ended run", func() error { _, err := e.s.Authorize(ctx, ended.ID, act("run-box", "ls"), nil); return err }, ErrRunEnded},
 		{"empty command", func() error { _, err := e.s.Authorize(ctx, run.ID, act("run-box", ""), nil); return err }, ErrBadAction},
 		{"zero timeout", func() error {
@@ -363,17 +370,32 @@ func TestBadInput(t *testing.T) {
 			_, err := e.s.Decide(ctx, rita, runReq.ID, Decision{Verdict: Approve, TTL: ttl(DefaultMaxRunTTL + 1)})
 			return err
 		}, ErrTTLOverCap},
-		{"zero ttl", func() error { _, err := e.s.Decide(ctx, rita, runReq.ID, Decision{Verdict: Approve, TTL: ttl(0)}); return err }, ErrBadTTL},
-		{"negative ttl", func() error { _, err := e.s.Decide(ctx, rita, runReq.ID, Decision{Verdict: Approve, TTL: ttl(-time.Second)}); return err }, ErrBadTTL},
-		{"ttl on a call", func() error { _, err := e.s.Decide(ctx, rita, callReq.ID, Decision{Verdict: Approve, TTL: ttl(time.Minute)}); return err }, ErrTTLForCall},
-		{"negative max actions", func() error { _, err := e.s.Decide(ctx, rita, runReq.ID, Decision{Verdict: Approve, MaxActions: -1}); return err }, ErrBadScope},
+		{"zero ttl", func() error {
+			_, err := e.s.Decide(ctx, rita, runReq.ID, Decision{Verdict: Approve, TTL: ttl(0)})
+			return err
+		}, ErrBadTTL},
+		{"negative ttl", func() error {
+			_, err := e.s.Decide(ctx, rita, runReq.ID, Decision{Verdict: Approve, TTL: ttl(-time.Second)})
+			return err
+		}, ErrBadTTL},
+		{"ttl on a call", func() error {
+			_, err := e.s.Decide(ctx, rita, callReq.ID, Decision{Verdict: Approve, TTL: ttl(time.Minute)})
+			return err
+		}, ErrTTLForCall},
+		{"negative max actions", func() error {
+			_, err := e.s.Decide(ctx, rita, runReq.ID, Decision{Verdict: Approve, MaxActions: -1})
+			return err
+		}, ErrBadScope},
 		{"unknown verdict", func() error { _, err := e.s.Decide(ctx, rita, runReq.ID, Decision{Verdict: 9}); return err }, ErrUnknownValue},
 		{"zero reviewer", func() error { _, err := e.s.Decide(ctx, Reviewer{}, runReq.ID, Decision{Verdict: Approve}); return err }, ErrNotReviewer},
 		{"reviewer of another store", func() error { _, err := e.s.Decide(ctx, other, runReq.ID, Decision{Verdict: Approve}); return err }, ErrNotReviewer},
 		{"disabled reviewer", func() error { _, err := e.s.Decide(ctx, disabled, runReq.ID, Decision{Verdict: Approve}); return err }, ErrNotReviewer},
 		{"requester decides its own run", func() error { _, err := e.s.Decide(ctx, self, runReq.ID, Decision{Verdict: Approve}); return err }, ErrSelfApproval},
 		{"requester decides its own call", func() error { _, err := e.s.Decide(ctx, self, callReq.ID, Decision{Verdict: Approve}); return err }, ErrSelfApproval},
-		{"remote ttl over cap", func() error { _, _, err := e.s.CreateRemote(ctx, RemoteRun{Requester: "a", TTL: ttl(DefaultMaxRunTTL + 1)}); return err }, ErrTTLOverCap},
+		{"remote ttl over cap", func() error {
+			_, _, err := e.s.CreateRemote(ctx, RemoteRun{Requester: "a", TTL: ttl(DefaultMaxRunTTL + 1)})
+			return err
+		}, ErrTTLOverCap},
 		{"remote zero ttl", func() error { _, _, err := e.s.CreateRemote(ctx, RemoteRun{Requester: "a", TTL: ttl(0)}); return err }, ErrBadTTL},
 		{"end an ended run", func() error { return e.s.EndRun(ctx, ended.ID) }, ErrRunEnded},
 	}
@@ -403,7 +425,7 @@ func TestBadInput(t *testing.T) {
 func TestErrorsDistinct(t *testing.T) {
 	all := []error{ErrUnknownRun, ErrRunEnded, ErrRunExpired, ErrRunDenied, ErrOutOfScope,
 		ErrMalformedToken, ErrWrongToken, ErrTokenExpired, ErrUnknownRequest, ErrAlreadyDecided,
-		ErrRequestExpired, ErrBadTTL, ErrTTLOverCap, ErrTTLForCall, ErrBadScope, ErrBadAction,
+		ErrRequestExpired, ErrDigestMismatch, ErrBadTTL, ErrTTLOverCap, ErrTTLForCall, ErrBadScope, ErrBadAction,
 		ErrNotReviewer, ErrSelfApproval, ErrBadCredentials, ErrReviewerExists, ErrUnknownReviewer,
 		ErrBadReviewerName, ErrWeakPassword, ErrNoProcess, ErrPeerMismatch, ErrNoAnchor,
 		ErrNotAncestor, ErrEventNotRecorded, ErrClosed, ErrUnknownValue}

@@ -1,0 +1,156 @@
+package approvals
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestDigestBindsEveryField(t *testing.T) {
+	base := Action{Target: "web", Account: "deploy", Command: "systemctl restart web", Timeout: 30 * time.Second}
+	const run RunID = "run_0123456789abcdef0123456789abcdef"
+	want := DigestOf(run, base)
+	for _, tc := range []struct {
+		name string
+		run  RunID
+		edit func(*Action)
+	}{
+		{"other run", "run_0123456789abcdef0123456789abcdee", func(*Action) {}},
+		{"other target", run, func(a *Action) { a.Target = "web2" }},
+		{"other account", run, func(a *Action) { a.Account = "root" }},
+		{"other command", run, func(a *Action) { a.Command = "systemctl restart web " }},
+		{"command with NUL", run, func(a *Action) { a.Command += "\x00" }},
+		{"other timeout", run, func(a *Action) { a.Timeout += time.Nanosecond }},
+		{"target and account shifted", run, func(a *Action) { a.Target, a.Account = "webd", "eploy" }},
+		{"account and command shifted", run, func(a *Action) {
+			a.Account, a.Command = "deploysystemctl", " restart web"
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := base
+			tc.edit(&a)
+			if got := DigestOf(tc.run, a); got == want {
+				t.Errorf("digest unchanged by %s", tc.name)
+			}
+		})
+	}
+	if got := DigestOf(run, base); got != want {
+		t.Errorf("digest not deterministic: %v then %v", want, got)
+	}
+}
+
+// TestCanonicalActionGolden pins the encoding: a change here invalidates
+// every stored digest and needs a new domain string.
+func TestCanonicalActionGolden(t *testing.T) {
+	got := CanonicalAction("run_x", Action{Target: "t", Account: "a", Command: "ls -l", Timeout: time.Second})
+	want := "00000011" + hex.EncodeToString([]byte("airlock/action/v1")) +
+		"00000005" + hex.EncodeToString([]byte("run_x")) +
+		"00000001" + "74" + "00000001" + "61" +
+		"00000005" + hex.EncodeToString([]byte("ls -l")) +
+		"000000003b9aca00"
+	if hex.EncodeToString(got) != want {
+		t.Errorf("CanonicalAction =\n%x\nwant\n%s", got, want)
+	}
+}
+
+// FuzzCanonicalActionInjective: two different actions never share an
+// encoding.
+func FuzzCanonicalActionInjective(f *testing.F) {
+	f.Add("r", "a b", "c", "ls", int64(1), "r", "a", "b c", "ls", int64(1))
+	f.Add("", "", "", "", int64(0), "", "", "", "", int64(1))
+	f.Fuzz(func(t *testing.T, r1, t1, a1, c1 string, d1 int64, r2, t2, a2, c2 string, d2 int64) {
+		x := Action{Target: t1, Account: a1, Command: c1, Timeout: time.Duration(d1)}
+		y := Action{Target: t2, Account: a2, Command: c2, Timeout: time.Duration(d2)}
+		same := r1 == r2 && x == y
+		if eq := bytes.Equal(CanonicalAction(RunID(r1), x), CanonicalAction(RunID(r2), y)); eq != same {
+			t.Errorf("actions equal %v but encodings equal %v", same, eq)
+		}
+	})
+}
+
+func FuzzParseDigest(f *testing.F) {
+	f.Add(DigestOf("r", Action{}).String())
+	f.Add("ABCDEF")
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := ParseDigest(s)
+		if err != nil {
+			return
+		}
+		if d.String() != s {
+			t.Errorf("ParseDigest(%q) round-trips to %q", s, d.String())
+		}
+	})
+}
+
+// TestApprovalBoundToAction: an approved call lets only its own action
+// through, once.
+func TestApprovalBoundToAction(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	rv := e.reviewer("rita")
+	run, _ := e.remoteRun()
+	a := act("call-box", "cat /etc/hostname")
+
+	e.s.mu.Lock()
+	r, _ := loadRun(ctx, e.s.db, run.ID)
+	w, err := e.s.raise(ctx, r, KindCall, a)
+	e.s.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s.Decide(ctx, rv, w.req.ID, Decision{Verdict: Approve}); err != nil {
+		t.Fatal(err)
+	}
+	<-w.done
+	other := a
+	other.Command = "cat /etc/shadow"
+	for _, tc := range []struct {
+		name string
+		a    Action
+		want error
+	}{
+		{"a different command", other, ErrDigestMismatch},
+		{"the approved action", a, nil},
+		{"a replay", a, ErrAlreadyDecided},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e.s.mu.Lock()
+			res, err := e.s.consume(ctx, w.req, w.status, tc.a)
+			e.s.mu.Unlock()
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("consume: %+v, %v; want %v", res, err, tc.want)
+			}
+			if err == nil && (res.Status != StatusApproved || res.Digest != DigestOf(run.ID, a)) {
+				t.Errorf("result %+v", res)
+			}
+		})
+	}
+}
+
+func TestActionValidate(t *testing.T) {
+	ok := act("t", "ls")
+	for _, tc := range []struct {
+		name string
+		edit func(*Action)
+	}{
+		{"no target", func(a *Action) { a.Target = "" }},
+		{"no account", func(a *Action) { a.Account = "" }},
+		{"no command", func(a *Action) { a.Command = "" }},
+		{"zero timeout", func(a *Action) { a.Timeout = 0 }},
+		{"negative timeout", func(a *Action) { a.Timeout = -time.Second }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := ok
+			tc.edit(&a)
+			if err := a.validate(); !errors.Is(err, ErrBadAction) {
+				t.Errorf("validate: %v, want ErrBadAction", err)
+			}
+		})
+	}
+	if err := ok.validate(); err != nil {
+		t.Errorf("valid action: %v", err)
+	}
+}
