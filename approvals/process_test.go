@@ -1,0 +1,258 @@
+package approvals
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// A fake process table:
+//
+//	1 systemd ─ 10 sshd ─ 20 bash ─ 30 node (agent) ─ 40 bash ─ 50 timeout ─ 60 airlock-ssh
+//	                                                  └ 41 bash ─ 61 airlock-ssh
+//	          └ 11 node (second agent) ─ 62 airlock-ssh
+func agentTree(fi *fakeInspector) {
+	fi.add(10, 1, 10, "sshd", 0)
+	fi.add(20, 10, 20, "bash", 1000)
+	fi.add(30, 20, 30, "node", 1000)
+	fi.add(40, 30, 40, "bash", 1000)
+	fi.add(41, 30, 41, "bash", 1000)
+	fi.add(50, 40, 50, "timeout", 1000)
+	fi.add(60, 50, 60, "airlock-ssh", 1000)
+	fi.add(61, 41, 61, "airlock-ssh", 1000)
+	fi.add(11, 1, 11, "node", 1000)
+	fi.add(62, 11, 62, "airlock-ssh", 1000)
+}
+
+func TestLocalAnchorChoice(t *testing.T) {
+	e := newEnv(t)
+	agentTree(e.procs)
+	ctx := context.Background()
+	r1, err := e.s.ResolveLocal(ctx, Peer{PID: 60, UID: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r1.Anchor.ID != (ProcessID{30, 30}) || r1.Requester != "user1000" || r1.Explicit {
+		t.Errorf("anchor %v requester %q explicit %v; want node 30", r1.Anchor.ID, r1.Requester, r1.Explicit)
+	}
+	wantChain := []int{20, 10, 1}
+	var gotChain []int
+	for _, p := range r1.Anchor.Chain {
+		gotChain = append(gotChain, p.ID.PID)
+	}
+	if diff := cmp.Diff(wantChain, gotChain); diff != "" {
+		t.Errorf("anchor chain (-want +got):\n%s", diff)
+	}
+	// Another tool call of the same agent, through another shell: same run.
+	r2, err := e.s.ResolveLocal(ctx, Peer{PID: 61, UID: 1000})
+	if err != nil || r2.ID != r1.ID {
+		t.Errorf("second shell of the same agent: run %s, %v; want %s", r2.ID, err, r1.ID)
+	}
+	// A second agent process is another run.
+	r3, err := e.s.ResolveLocal(ctx, Peer{PID: 62, UID: 1000})
+	if err != nil || r3.ID == r1.ID || r3.Anchor.ID.PID != 11 {
+		t.Errorf("second agent: run %s anchor %v, %v; want a new run anchored at 11", r3.ID, r3.Anchor, err)
+	}
+	if diff := cmp.Diff([]string{"run.created", "run.created"}, e.sink.kinds()); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+func TestLocalCallerErrors(t *testing.T) {
+	e := newEnv(t)
+	agentTree(e.procs)
+	e.procs.add(70, 1, 70, "bash", 1000)
+	e.procs.add(71, 70, 71, "airlock-ssh", 1000)
+	e.procs.add(80, 30, 5, "airlock-ssh", 1000) // started before its "parent": pid 30 was reused
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		peer Peer
+		want error
+	}{
+		{"peer gone", Peer{PID: 999, UID: 1000}, ErrNoProcess},
+		{"uid differs: pid reused after connect", Peer{PID: 60, UID: 1001}, ErrPeerMismatch},
+		{"only shells up to init", Peer{PID: 71, UID: 1000}, ErrNoAnchor},
+		{"parent pid reused", Peer{PID: 80, UID: 1000}, ErrNoProcess},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := e.s.ResolveLocal(ctx, tc.peer); !errors.Is(err, tc.want) {
+				t.Errorf("err = %v, want %v", err, tc.want)
+			}
+		})
+	}
+	if n := e.sink.count(); n != 0 {
+		t.Errorf("%d events for refused callers", n)
+	}
+}
+
+func TestExplicitAnchorWins(t *testing.T) {
+	e := newEnv(t)
+	// 1 ─ 100 airlock (run) ─ 110 python (agent) ─ 120 sh ─ 130 airlock-ssh
+	e.procs.add(100, 1, 100, "airlock", 1000)
+	e.procs.add(110, 100, 110, "python3", 1000)
+	e.procs.add(120, 110, 120, "sh", 1000)
+	e.procs.add(130, 120, 130, "airlock-ssh", 1000)
+	e.procs.add(140, 1, 140, "airlock-ssh", 1000)
+	ctx := context.Background()
+	reg, err := e.s.RegisterAnchor(ctx, Peer{PID: 100, UID: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reg.Explicit || reg.Anchor.ID.PID != 100 {
+		t.Fatalf("registered run %+v", reg)
+	}
+	again, err := e.s.RegisterAnchor(ctx, Peer{PID: 100, UID: 1000})
+	if err != nil || again.ID != reg.ID {
+		t.Errorf("registering twice: %s, %v; want %s", again.ID, err, reg.ID)
+	}
+	got, err := e.s.ResolveLocal(ctx, Peer{PID: 130, UID: 1000})
+	if err != nil || got.ID != reg.ID {
+		t.Errorf("descendant resolves to %s, %v; want the explicit run %s", got.ID, err, reg.ID)
+	}
+	// The registered process itself (airlock mcp makes its own requests).
+	if got, err := e.s.ResolveLocal(ctx, Peer{PID: 100, UID: 1000}); err != nil || got.ID != reg.ID {
+		t.Errorf("anchor itself resolves to %s, %v", got.ID, err)
+	}
+	// A process outside the tree is not admitted to the run.
+	if _, err := e.s.ResolveLocal(ctx, Peer{PID: 140, UID: 1000}); !errors.Is(err, ErrNoAnchor) {
+		t.Errorf("outsider: err = %v, want ErrNoAnchor", err)
+	}
+}
+
+func TestAnchorDeathAndPidReuse(t *testing.T) {
+	e := newEnv(t)
+	e.sink.seen = make(chan EventKind, 16)
+	agentTree(e.procs)
+	ctx := context.Background()
+	rv := e.reviewer("rita")
+	run, err := e.s.ResolveLocal(ctx, Peer{PID: 60, UID: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, ch := e.authorize(ctx, run.ID, act("run-box", "ls"))
+	e.s.Decide(ctx, rv, q.ID, Decision{Verdict: Approve})
+	recv(t, ch)
+	drain(e.sink.seen)
+
+	// The agent exits; its helper processes with it.
+	for _, pid := range []int{60, 50, 40, 61, 41, 30} {
+		e.procs.kill(pid)
+	}
+	waitKind(t, e.sink.seen, EventRunEnded)
+	got, _ := e.s.Run(ctx, run.ID)
+	if got.State != RunEnded || got.EndReason != EndAnchorExited {
+		t.Errorf("run after anchor exit: %v %v", got.State, got.EndReason)
+	}
+	if _, err := e.s.Authorize(ctx, run.ID, act("run-box", "ls"), nil); !errors.Is(err, ErrRunEnded) {
+		t.Errorf("action in the ended run: err = %v, want ErrRunEnded", err)
+	}
+
+	// The same pids come back for a new agent with the same argv: a new
+	// run, pending, not the approved one.
+	e.procs.add(30, 20, 300, "node", 1000)
+	e.procs.add(40, 30, 400, "bash", 1000)
+	e.procs.add(60, 40, 600, "airlock-ssh", 1000)
+	again, err := e.s.ResolveLocal(ctx, Peer{PID: 60, UID: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.ID == run.ID || again.State != RunPending || again.Anchor.ID != (ProcessID{30, 300}) {
+		t.Errorf("after pid reuse: run %s state %v anchor %v; want a new pending run", again.ID, again.State, again.Anchor.ID)
+	}
+}
+
+// TestAnchorCheckedOnUse: even if the exit is not (yet) noticed by the
+// watcher, an action checks the anchor's pid and start time itself.
+func TestAnchorCheckedOnUse(t *testing.T) {
+	fi := &silentInspector{newFakeInspector()}
+	e := newEnv(t, func(o *Options) { o.Inspector = fi })
+	agentTree(fi.fakeInspector)
+	ctx := context.Background()
+	run, err := e.s.ResolveLocal(ctx, Peer{PID: 60, UID: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi.kill(30)
+	fi.add(30, 20, 999, "node", 1000) // reused at once
+	if _, err := e.s.Authorize(ctx, run.ID, act("run-box", "ls"), nil); !errors.Is(err, ErrRunEnded) {
+		t.Errorf("action after anchor exit: err = %v, want ErrRunEnded", err)
+	}
+}
+
+// silentInspector never reports exits, like a watcher that lags.
+type silentInspector struct{ *fakeInspector }
+
+func (silentInspector) Wait(ctx context.Context, _ ProcessID) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func TestDeniedAnchorStaysRefused(t *testing.T) {
+	e := newEnv(t)
+	agentTree(e.procs)
+	ctx := context.Background()
+	rv := e.reviewer("rita")
+	run, _ := e.s.ResolveLocal(ctx, Peer{PID: 60, UID: 1000})
+	q, ch := e.authorize(ctx, run.ID, act("run-box", "ls"))
+	e.s.Decide(ctx, rv, q.ID, Decision{Verdict: Deny})
+	recv(t, ch)
+	if _, err := e.s.ResolveLocal(ctx, Peer{PID: 61, UID: 1000}); !errors.Is(err, ErrRunDenied) {
+		t.Errorf("same agent after denial: err = %v, want ErrRunDenied", err)
+	}
+	e.reopen()
+	if _, err := e.s.ResolveLocal(ctx, Peer{PID: 61, UID: 1000}); !errors.Is(err, ErrRunDenied) {
+		t.Errorf("same agent after denial and restart: err = %v, want ErrRunDenied", err)
+	}
+}
+
+func TestRestartEndsRunsOfDeadAnchors(t *testing.T) {
+	e := newEnv(t)
+	agentTree(e.procs)
+	ctx := context.Background()
+	dead, _ := e.s.ResolveLocal(ctx, Peer{PID: 60, UID: 1000})
+	live, _ := e.s.ResolveLocal(ctx, Peer{PID: 62, UID: 1000})
+	e.s.Close()
+	e.procs.kill(30)
+	e.open()
+	if got, _ := e.s.Run(ctx, dead.ID); got.State != RunEnded || got.EndReason != EndAnchorExited {
+		t.Errorf("run of a dead anchor after restart: %v %v", got.State, got.EndReason)
+	}
+	if got, err := e.s.ResolveLocal(ctx, Peer{PID: 62, UID: 1000}); err != nil || got.ID != live.ID {
+		t.Errorf("live anchor after restart: %s, %v; want %s", got.ID, err, live.ID)
+	}
+	// And its watcher is running again.
+	e.sink.mu.Lock()
+	e.sink.seen = make(chan EventKind, 4)
+	e.sink.mu.Unlock()
+	e.procs.kill(11)
+	waitKind(t, e.sink.seen, EventRunEnded)
+}
+
+func drain(ch chan EventKind) {
+	for {
+		select {
+		case <-ch:
+		default:
+			return
+		}
+	}
+}
+
+func waitKind(t *testing.T, ch <-chan EventKind, want EventKind) {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case k := <-ch:
+			if k == want {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no %v event", want)
+		}
+	}
+}
