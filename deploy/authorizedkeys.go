@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"regexp"
 	"strings"
 	"unicode/utf8"
@@ -182,4 +183,33 @@ func airlockComment(comment string) (string, error) {
 		return "", fmt.Errorf("%w: comment %q", ErrNotAirlockLine, comment)
 	}
 	return comment, nil
+}
+
+// CredentialPublicKey returns the public key of the private key in file
+// (OpenSSH, PKCS#1, PKCS#8 or SEC 1 PEM), for printing its authorized_keys
+// line. An encrypted OpenSSH key needs no passphrase: its public half is
+// stored in the clear. For other encrypted forms it falls back to
+// file+".pub".
+func CredentialPublicKey(file string) (ssh.PublicKey, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("deploy: credential: %w", err)
+	}
+	s, err := ssh.ParsePrivateKey(b)
+	if err == nil {
+		return s.PublicKey(), nil
+	}
+	var pm *ssh.PassphraseMissingError
+	if errors.As(err, &pm) && pm.PublicKey != nil {
+		return pm.PublicKey, nil
+	}
+	pub, perr := os.ReadFile(file + ".pub")
+	if perr != nil {
+		return nil, fmt.Errorf("deploy: credential %s: %w", file, err)
+	}
+	k, _, _, _, err := ssh.ParseAuthorizedKey(pub)
+	if err != nil {
+		return nil, fmt.Errorf("deploy: credential %s.pub: %w", file, err)
+	}
+	return k, nil
 }

@@ -27,13 +27,14 @@ const maxKeyFileBytes = 64 << 10
 // InitCA makes the gateway's SSH certificate authority: a new ed25519 key
 // written to file in OpenSSH form with mode 0600, and its public key line
 // to file+".pub" with mode 0644. The directory is created (mode 0700) if
-// missing and must otherwise pass the checks of InstallLine; both files
+// missing (its parent must exist) and must pass the checks of
+// InstallLine; both files
 // belong to the directory's owner (so that root can create the CA for the
 // gateway user).
 //
 // An existing CA is never replaced, since every target trusts it: if file
-// exists and is a safe secret (a regular file owned by us, or by anyone
-// when we are root, not readable or writable by group or others), InitCA
+// exists and is a safe secret (a regular file owned by the directory's
+// owner or root, not readable or writable by group or others), InitCA
 // returns its public key and created == false; otherwise an *UnsafeError.
 func InitCA(file string) (pub ssh.PublicKey, created bool, err error) {
 	file, err = filepath.Abs(file)
@@ -41,8 +42,8 @@ func InitCA(file string) (pub ssh.PublicKey, created bool, err error) {
 		return nil, false, fmt.Errorf("deploy: %w", err)
 	}
 	dir := filepath.Dir(file)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, false, fmt.Errorf("deploy: %w", err)
+	if err := makeKeyDir(dir); err != nil {
+		return nil, false, err
 	}
 	// Root (sudo airlock ca init) writes the key for the directory's
 	// owner, the gateway user; anyone else only into their own directory.
@@ -54,7 +55,10 @@ func InitCA(file string) (pub ssh.PublicKey, created bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
-	if _, err := os.Lstat(file); err == nil {
+	if fi, err := os.Lstat(file); err == nil {
+		if err := checkFile(file, fi, uid, true); err != nil {
+			return nil, false, err
+		}
 		s, err := LoadCA(file, nil)
 		if err != nil {
 			return nil, false, err
@@ -91,6 +95,30 @@ func InitCA(file string) (pub ssh.PublicKey, created bool, err error) {
 		return nil, false, err
 	}
 	return pub, true, nil
+}
+
+// makeKeyDir creates dir (mode 0700) if it is missing, giving it to the
+// owner of its parent when we are root: `sudo airlock ca init` makes
+// state_dir/keys for the gateway user who owns state_dir.
+func makeKeyDir(dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return fmt.Errorf("deploy: %w", err)
+	}
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	parent, err := os.Stat(filepath.Dir(dir))
+	if err != nil {
+		return fmt.Errorf("deploy: %w", err)
+	}
+	uid, gid := ownerOf(parent)
+	if err := os.Chown(dir, uid, gid); err != nil {
+		return fmt.Errorf("deploy: %w", err)
+	}
+	return nil
 }
 
 // LoadCA reads the CA's private key, refusing a file that is not a safe
