@@ -472,6 +472,11 @@ func (l *Log) Append(ctx context.Context, e Entry) (Ref, error) {
 	if p := l.failed.Load(); p != nil {
 		return Ref{}, *p
 	}
+	// A context that has already ended must not race the writer for the
+	// entry: select picks among ready cases at random.
+	if err := ctx.Err(); err != nil {
+		return Ref{}, fmt.Errorf("auditchain: append: %w", err)
+	}
 	r := &appendReq{e: e, fields: fs, done: make(chan appendResult, 1)}
 	select {
 	case <-l.closing:

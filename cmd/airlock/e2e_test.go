@@ -170,6 +170,25 @@ func (d *daemon) logText() string {
 	return d.log.String()
 }
 
+// lockedBuffer is a bytes.Buffer that a process may write while the test
+// reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 type lockedWriter struct {
 	mu *sync.Mutex
 	b  *bytes.Buffer
@@ -284,9 +303,9 @@ func TestEndToEndBinaries(t *testing.T) {
 	})
 
 	t.Run("kill -9 mid-action, restart: interrupted and the chain verifies", func(t *testing.T) {
-		var out bytes.Buffer
+		out := &lockedBuffer{}
 		a := d.agent("airlock-ssh box 'echo started; sleep 30'")
-		a.Stdout, a.Stderr = &out, &out
+		a.Stdout, a.Stderr = out, out
 		a.Start()
 		list := d.pending(1)
 		d.cli("approvals", "approve", list[0].ID)
