@@ -122,7 +122,7 @@ func TestProcFSDescribeSelf(t *testing.T) {
 // shell that runs sleep, prints sleep's pid, and waits.
 func TestHelperAnchor(t *testing.T) {
 	if os.Getenv("AIRLOCK_APPROVALS_HELPER") != "1" {
-		t.Skip("helper process")
+		return
 	}
 	cmd := exec.Command("sh", "-c", "sleep 60 & echo $!; wait")
 	cmd.Stdout = os.Stdout
@@ -267,6 +267,13 @@ func TestProcFSWaitCancel(t *testing.T) {
 			defer cancel()
 			if err := p.Wait(ctx, st.ID); !errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("Wait on a live process: err = %v, want DeadlineExceeded", err)
+			}
+			if !p.NoPidfd {
+				// Linux 5.3+ (every supported kernel) has pidfds: the
+				// fallback must not be what ran.
+				if err := p.waitPidfd(ctx, st.ID); errors.Is(err, errNoPidfd) {
+					t.Errorf("pidfd wait fell back to polling")
+				}
 			}
 			if err := p.Wait(context.Background(), ProcessID{st.ID.PID, st.ID.StartTime + 1}); err != nil {
 				t.Errorf("Wait on a process that is gone: %v", err)
