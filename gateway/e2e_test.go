@@ -28,7 +28,7 @@ const (
 
 // testGateway is a running gateway for one test.
 type testGateway struct {
-	t        *testing.T
+	t        testing.TB
 	srv      *Server
 	cfg      *Config
 	cancel   context.CancelFunc
@@ -48,7 +48,7 @@ type gwOptions struct {
 // startGateway writes a configuration for the sshd s with targets
 // "box-run" (run mode), "box-call" (call mode), "box-tail" and "box-none"
 // (output policies), starts the gateway and logs a reviewer in.
-func startGateway(t *testing.T, s *sshtest.SSHD, o gwOptions) *testGateway {
+func startGateway(t testing.TB, s *sshtest.SSHD, o gwOptions) *testGateway {
 	t.Helper()
 	dir := t.TempDir()
 	hostKey := o.hostKeyLine
@@ -97,9 +97,12 @@ credential "key" {
 	return runGateway(t, cfg, o)
 }
 
-func runGateway(t *testing.T, cfg *Config, o gwOptions) *testGateway {
+func runGateway(t testing.TB, cfg *Config, o gwOptions) *testGateway {
 	t.Helper()
 	opts := Options{Config: cfg, Logger: hclog.New(&hclog.LoggerOptions{Output: testWriter{t}, Level: hclog.Info}), ShutdownGrace: 5 * time.Second}
+	if _, bench := t.(*testing.B); bench {
+		opts.Logger = nil
+	}
 	if o.options != nil {
 		o.options(&opts)
 	}
@@ -145,7 +148,7 @@ func (g *testGateway) stop() {
 	}
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"os"
+	"runtime"
 	"testing"
 
 	"github.com/airlockgw/airlock/sshexec/sshtest"
@@ -24,7 +25,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func sharedSSHD(t *testing.T) *sshtest.SSHD {
+func sharedSSHD(t testing.TB) *sshtest.SSHD {
 	t.Helper()
 	sshtest.Need(t)
 	if sharedErr != nil {
@@ -33,3 +34,5 @@ func sharedSSHD(t *testing.T) *sshtest.SSHD {
 	shared.LogOnFailure(t)
 	return shared
 }
+
+func runtimeGOMAXPROCS() int { return runtime.GOMAXPROCS(0) }
