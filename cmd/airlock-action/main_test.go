@@ -65,6 +65,11 @@ verb "hang" {
   argv    = ["/bin/sleep", "30"]
   timeout = "500ms"
 }
+verb "linger" {
+  argv    = ["/bin/sh", "-c", "echo $$ > {file}; exec /bin/sleep 30"]
+  param "file" { path_under = "DIR/data" }
+  timeout = "1m"
+}
 `
 
 func TestMain(m *testing.M) {
@@ -336,6 +341,53 @@ func TestInjectionCorpusThroughSSHD(t *testing.T) {
 	})
 }
 
+// TestGatewayTimeoutEndsTheProgram: sshd refuses the gateway's "signal
+// KILL" for a forced command, so when an action times out the gateway just
+// closes the connection; airlock-action must notice and kill the program
+// rather than let it run for the verb's whole timeout.
+func TestGatewayTimeoutEndsTheProgram(t *testing.T) {
+	t.Parallel()
+	e := sharedEnv(t)
+	pidFile := filepath.Join(e.dir, "data", fmt.Sprintf("linger-%d.pid", time.Now().UnixNano()))
+	cfg := e.config(e.key)
+	cfg.Timeout = 2 * time.Second
+	cfg.KillGrace = 200 * time.Millisecond
+	res, _ := sshexec.Run(context.Background(), cfg, "linger "+pidFile)
+	if res == nil || res.Outcome != sshexec.TimedOut {
+		t.Fatalf("got %+v, want timed_out", res)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := strings.TrimSpace(string(b))
+	deadline := time.Now().Add(5 * time.Second)
+	for processAlive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("program %s still runs 5s after the gateway gave up", pid)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	want := `args=["` + pidFile + `"] exit=137 client_gone=true signal=KILL`
+	deadline = time.Now().Add(5 * time.Second)
+	for !strings.Contains(e.logText(t), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no log line with %q:\n%s", want, e.logText(t))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// processAlive reports whether pid runs and is not a zombie.
+func processAlive(pid string) bool {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z'
+}
+
 func dialSSH(e *env, signer ssh.Signer) (*ssh.Client, error) {
 	return ssh.Dial("tcp", e.sshd.Addr, &ssh.ClientConfig{
 		User:              e.sshd.User,
@@ -393,7 +445,7 @@ func TestFlags(t *testing.T) {
 		wantCode   int
 		wantStdout string // a substring
 	}{
-		{"check valid", []string{"--check", "--policy", good}, 0, "ok, 6 verbs"},
+		{"check valid", []string{"--check", "--policy", good}, 0, "ok, 7 verbs"},
 		{"check invalid", []string{"--check", "--policy", bad}, 1, bad + ":2: "},
 		{"explain allowed", []string{"--policy", good, "--explain", "restart web"}, 0, "argv:    /bin/echo restarting web\n"},
 		{"explain refused", []string{"--policy", good, "--explain", "restart web; id"}, 126, "refused (exit 126)"},

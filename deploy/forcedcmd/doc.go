@@ -8,7 +8,10 @@
 // 126 and one line on stderr — or executes the verb's fixed argv directly,
 // with no shell, a fixed PATH plus the verb's allow-listed variables, the
 // verb's working directory, and the verb's timeout, after which the whole
-// process group is killed. It returns the program's exit status, 128+N when
+// process group is killed. The group is killed too when the client goes
+// away (sshd's end of stdout closes): sshd refuses "signal" requests for
+// forced commands, so closing the connection is the only way a gateway's
+// timeout or cancel reaches the target. It returns the program's exit status, 128+N when
 // the program died of signal N, 124 on timeout and 127 when the program
 // could not be started. Every request, allowed or refused, is logged as one
 // line (a Record) to syslog, when a syslog socket exists, and to the

@@ -52,6 +52,9 @@ type Record struct {
 	// names the signal that ended it ("KILL"), if one did.
 	TimedOut bool
 	Signal   string
+	// ClientGone is set when the client closed the session while the
+	// program ran, and airlock-action killed its process group.
+	ClientGone bool
 	// Client is the client's address and port from SSH_CONNECTION.
 	Client string
 	// Auth is what sshd says authenticated the session (ExposeAuthInfo).
@@ -91,6 +94,9 @@ func (r *Record) String() string {
 	fmt.Fprintf(&b, " exit=%d", r.Exit)
 	if r.TimedOut {
 		b.WriteString(" timeout=true")
+	}
+	if r.ClientGone {
+		b.WriteString(" client_gone=true")
 	}
 	if r.Signal != "" {
 		fmt.Fprintf(&b, " signal=%s", r.Signal)

@@ -148,6 +148,13 @@ func run(ctx context.Context, plan *policy.Plan, o Options, rec *Record) {
 	pgid := cmd.Process.Pid
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	gone := make(chan struct{})
+	if f, ok := o.Stdout.(*os.File); ok {
+		stop := make(chan struct{})
+		watched := make(chan struct{})
+		go func() { defer close(watched); watchPeer(f, stop, gone) }()
+		defer func() { close(stop); <-watched }()
+	}
 	var err error
 wait:
 	for {
@@ -156,6 +163,11 @@ wait:
 			break wait
 		case s := <-sigs:
 			syscall.Kill(-pgid, s.(syscall.Signal))
+		case <-gone:
+			rec.ClientGone = true
+			syscall.Kill(-pgid, syscall.SIGKILL)
+			err = <-done
+			break wait
 		case <-ctx.Done():
 			rec.TimedOut = true
 			syscall.Kill(-pgid, syscall.SIGKILL)
@@ -184,6 +196,35 @@ wait:
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) && !errors.Is(err, exec.ErrWaitDelay) {
 		rec.Reason = oneLine(err)
+	}
+}
+
+// peerPoll is how often watchPeer looks at the output channel.
+const peerPoll = 250 * time.Millisecond
+
+// watchPeer closes gone when the reading end of f — sshd's end of the
+// session's stdout — is closed: the client went away (the gateway closes
+// the connection when an action times out or is cancelled). sshd refuses
+// "signal" requests for forced-command sessions, so this is how the end of
+// an action reaches the program. poll(2) reports POLLERR (pipe) or POLLHUP
+// (socket) for it whatever events are asked for. It returns when stop is
+// closed.
+func watchPeer(f *os.File, stop <-chan struct{}, gone chan<- struct{}) {
+	fds := []unix.PollFd{{Fd: int32(f.Fd())}}
+	for {
+		n, err := unix.Poll(fds, int(peerPoll/time.Millisecond))
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			return
+		}
+		if n > 0 && fds[0].Revents&(unix.POLLERR|unix.POLLHUP|unix.POLLNVAL) != 0 {
+			close(gone)
+			return
+		}
+		select {
+		case <-stop:
+			return
+		default:
+		}
 	}
 }
 

@@ -216,6 +216,41 @@ func TestServeRefusesOnBadPolicy(t *testing.T) {
 	}
 }
 
+func TestServeKillsTheProgramWhenTheClientGoesAway(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pf := writePolicy(t, dir, `verb "linger" {
+  argv    = ["/bin/sleep", "30"]
+  timeout = "1m"
+}`)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	rec := &recorder{}
+	var stderr bytes.Buffer
+	code := make(chan int, 1)
+	start := time.Now()
+	go func() {
+		code <- Serve(context.Background(), Options{PolicyFile: pf, Env: []string{"SSH_ORIGINAL_COMMAND=linger"}, Stdout: w, Stderr: &stderr, Log: rec})
+	}()
+	time.Sleep(300 * time.Millisecond)
+	r.Close() // sshd's end of the session's stdout
+	select {
+	case c := <-code:
+		if c != 128+int(syscall.SIGKILL) {
+			t.Errorf("exit = %d, want %d", c, 128+int(syscall.SIGKILL))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve still waits for the program after the client went away")
+	}
+	got := rec.only(t)
+	if !got.ClientGone || got.Signal != "KILL" || time.Since(start) > 5*time.Second {
+		t.Errorf("record %+v after %s; want client gone, KILL", got, time.Since(start))
+	}
+}
+
 func TestServeTimeoutKillsTheProcessGroup(t *testing.T) {
 	t.Parallel()
 	dir, err := filepath.EvalSymlinks(t.TempDir())
