@@ -609,3 +609,38 @@ func (g *testGateway) waitPending(n int) {
 	}
 	g.t.Fatalf("%d pending approvals did not appear", n)
 }
+
+func TestMaxParallelQueuesWithinTheDeadline(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	g := startGateway(t, s, gwOptions{mutate: func(c *Config) { c.Targets["box-run"].MaxParallel = 1 }})
+	// Approve the run first.
+	first := g.runAsync(api.ActionRequest{Target: "box-run", Command: "true"})
+	g.decideNext("run", "approve", "")
+	if r := <-first; r.err != nil || !r.a.Success() {
+		t.Fatalf("%+v %v", r.a, r.err)
+	}
+	// One slot: the second action waits for the first.
+	a := g.runAsync(api.ActionRequest{Target: "box-run", Command: "sleep 1"})
+	time.Sleep(300 * time.Millisecond)
+	b := g.runAsync(api.ActionRequest{Target: "box-run", Command: "true"})
+	ra, rb := <-a, <-b
+	if ra.err != nil || rb.err != nil || !ra.a.Success() || !rb.a.Success() {
+		t.Fatalf("%+v %v / %+v %v", ra.a, ra.err, rb.a, rb.err)
+	}
+	if rb.a.StartedAt.Before(*ra.a.FinishedAt) {
+		t.Errorf("the second action started at %v, before the first ended at %v", rb.a.StartedAt, ra.a.FinishedAt)
+	}
+	// Its deadline passing in the queue ends it without dialing.
+	hold := g.runAsync(api.ActionRequest{Target: "box-run", Command: "sleep 3"})
+	time.Sleep(300 * time.Millisecond)
+	before := s.Accepted()
+	short, err := g.agent.RunAction(context.Background(), api.ActionRequest{Target: "box-run", Command: "true", TimeoutS: 1}, api.Events{})
+	if err != nil || short.Outcome != "timed_out" || short.Termination != "not_started" {
+		t.Fatalf("queued past its deadline: %+v %v, want timed_out/not_started", short, err)
+	}
+	if s.Accepted() != before {
+		t.Error("a queued action past its deadline was dialed")
+	}
+	<-hold
+}
