@@ -1,0 +1,40 @@
+package approvals
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// TestNoGoroutineLeftBehind: waiting, cancelling, expiring and watching
+// anchors leave no goroutine once the store is closed.
+func TestNoGoroutineLeftBehind(t *testing.T) {
+	before := runtime.NumGoroutine()
+	e := newEnv(t, func(o *Options) { o.Inspector = &ProcFS{} })
+	ctx := context.Background()
+	run, _ := e.remoteRun()
+	for range 20 {
+		cctx, cancel := context.WithCancel(ctx)
+		_, ch := e.authorize(cctx, run.ID, act("call-box", "ls"))
+		cancel()
+		recv(t, ch)
+	}
+	_, ch := e.authorize(ctx, run.ID, act("run-box", "ls"))
+	e.clock.Advance(DefaultApprovalTimeout)
+	recv(t, ch)
+	// A real anchor watcher (this process's parent chain).
+	e.s.RegisterAnchor(ctx, Peer{PID: os.Getpid(), UID: os.Geteuid()})
+	if err := e.s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<16)
+		t.Errorf("%d goroutines after Close, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
+	}
+}
