@@ -154,6 +154,11 @@ func edit(old []byte, comment, line string) ([]byte, Change) {
 	case same:
 		return old, Unchanged
 	}
+	if len(out) > 0 && len(out[len(out)-1]) == 0 {
+		// A blank line is now last: terminate it, or it would read as
+		// the file's final newline rather than a line.
+		endsInNewline = true
+	}
 	data := bytes.Join(out, []byte("\n"))
 	if endsInNewline && len(out) > 0 {
 		data = append(data, '\n')
