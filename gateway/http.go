@@ -76,6 +76,7 @@ func (s *Server) router() http.Handler {
 		r.With(s.reviewerOnly).Get("/audit/verify", s.handleAuditVerify)
 		r.Post("/token/rotate", s.handleRotateToken)
 	})
+	r.Mount("/ui", s.uiHandler())
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, api.CodeNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
