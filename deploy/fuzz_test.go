@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/crypto/ssh"
 )
 
 // optDequote is sshd's opt_dequote (misc.c), ported: the value runs to the
@@ -90,6 +91,47 @@ func FuzzEdit(f *testing.F) {
 		}
 		if wantOurs := map[bool]int{false: 1, true: 0}[remove]; ours != wantOurs {
 			t.Fatalf("%d lines carry the comment, want %d:\n%q", ours, wantOurs, out)
+		}
+	})
+}
+
+// FuzzAddHostKey checks the config edit on any input: when it adds the
+// key, the result is the input with one contiguous insertion, parses, and
+// lists the key for the target.
+func FuzzAddHostKey(f *testing.F) {
+	for _, s := range []string{
+		"target \"box\" {\n  address = \"x:22\"\n}\n",
+		"target \"box\" {\n  host_keys = [\n    \"a\", # c\n  ]\n}\n",
+		"target \"box\" {\n  host_keys = [\"a\"]\n}\n",
+		"target \"box\" {\n  host_keys = []\n}\n",
+		"target \"box\" { address = \"x\" }\n",
+		"target \"box\" {\n  host_keys = [\"a\",]\n}\n",
+	} {
+		f.Add(s)
+	}
+	key := fixedKey(f, 9)
+	k := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(key)))
+	f.Fuzz(func(t *testing.T, src string) {
+		out, change, err := addHostKey([]byte(src), "f.hcl", "box", key, k)
+		if err != nil || change != Added {
+			return
+		}
+		// One contiguous insertion.
+		p := 0
+		for p < len(src) && src[p] == out[p] {
+			p++
+		}
+		if !strings.HasSuffix(string(out), src[p:]) {
+			t.Fatalf("more than an insertion:\n%q\n->\n%q", src, out)
+		}
+		body, err := parseConfig(out, "f.hcl")
+		if err != nil {
+			return // AddHostKey refuses such a result and writes nothing
+		}
+		if b, err := targetBlock(body, "f.hcl", "box"); err == nil {
+			if keys, err := hostKeys(b, "f.hcl"); err == nil && !containsKey(keys, key) {
+				t.Fatalf("edit parsed but lacks the key:\n%s", out)
+			}
 		}
 	})
 }
