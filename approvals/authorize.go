@@ -39,7 +39,12 @@ func (s *Store) Authorize(ctx context.Context, id RunID, a Action, onPending fun
 			return res, err
 		}
 		if onPending != nil {
-			onPending(*w.req)
+			// A decision may replace w.req at any moment: copy it under
+			// the lock.
+			s.mu.Lock()
+			q := *w.req
+			s.mu.Unlock()
+			onPending(q)
 		}
 		select {
 		case <-ctx.Done():
