@@ -1,0 +1,391 @@
+package main
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/auditchain"
+	"github.com/airlockgw/airlock/gateway"
+	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/demo"
+)
+
+func init() {
+	commands["demo"] = command{"run the whole flow on a built-in demo target (no config, no sshd)", runDemo}
+}
+
+const demoReviewer = "demo"
+
+// demoEnv is a running demo: gateway, target and the files in dir.
+type demoEnv struct {
+	dir      string
+	cfgFile  string
+	pwFile   string
+	password string
+	target   *demo.Target
+	srv      *gateway.Server
+	cfg      *gateway.Config
+	stop     context.CancelFunc
+	served   chan error
+}
+
+func runDemo(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("airlock demo", "airlock demo [--keep DIR] [--script]", stderr)
+	keep := fs.String("keep", "", "keep the demo's state in `DIR` (created if missing) instead of a temporary directory removed at exit")
+	script := fs.Bool("script", false, "run a scripted tour (approve a run, run commands, deny one, show a host key mismatch, verify the audit log) and exit")
+	if fs.Parse(args) != nil {
+		return 2
+	}
+	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+
+	env, err := startDemo(ctx, *keep, stderr)
+	if err != nil {
+		return failf(stderr, "demo: %v", err)
+	}
+	defer env.close(*keep == "", stderr)
+	env.printIntro(stdout, *keep == "")
+	if *script {
+		if err := env.tour(ctx, stdout); err != nil {
+			fmt.Fprintf(stdout, "\nthe tour failed: %v\n", err)
+			return 1
+		}
+		fmt.Fprintln(stdout, "\nthe tour is over; everything it did is in the audit log above.")
+		return 0
+	}
+	fmt.Fprintln(stdout, "Press Ctrl-C to stop the demo.")
+	select {
+	case <-ctx.Done():
+	case err := <-env.served:
+		if err != nil {
+			return failf(stderr, "demo: %v", err)
+		}
+	}
+	return 0
+}
+
+func startDemo(ctx context.Context, keep string, stderr io.Writer) (*demoEnv, error) {
+	var dir string
+	var err error
+	if keep != "" {
+		dir, err = filepath.Abs(keep)
+		if err == nil {
+			err = os.MkdirAll(dir, 0o700)
+		}
+	} else {
+		dir, err = os.MkdirTemp("", "airlock-demo-")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, err
+	}
+	env := &demoEnv{dir: dir, cfgFile: filepath.Join(dir, "airlock.hcl"), pwFile: filepath.Join(dir, "reviewer-password")}
+
+	// The gateway's credential, trusted by the demo target.
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "airlock demo")
+	if err != nil {
+		return nil, err
+	}
+	keyFile := filepath.Join(dir, "demo_ed25519")
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(block), 0o600); err != nil {
+		return nil, err
+	}
+	signer, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		return nil, err
+	}
+	scratch := filepath.Join(dir, "target")
+	if err := os.MkdirAll(scratch, 0o700); err != nil {
+		return nil, err
+	}
+	if env.target, err = demo.Start(scratch, signer.PublicKey()); err != nil {
+		return nil, err
+	}
+	hostKey := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(env.target.HostKey())))
+	src := fmt.Sprintf(`# The configuration of this demo: a real airlock configuration.
+state_dir = %q
+
+listen {
+  http = "127.0.0.1:0"
+}
+
+approval {
+  timeout = "5m"
+}
+
+credential "demo" {
+  private_key_file = %q
+}
+
+# The built-in demo target: an in-process SSH server on loopback that runs
+# commands with /bin/sh -c in %s.
+target "demo" {
+  address         = %q
+  host_keys       = [%q]
+  default_account = "agent"
+
+  # One approval covers the whole agent run.
+  account "agent" {
+    credential = "demo"
+    approval   = "run"
+  }
+
+  # Every command is approved on its own.
+  account "ops" {
+    credential = "demo"
+    approval   = "call"
+  }
+}
+`, filepath.Join(dir, "state"), keyFile, scratch, env.target.Addr, hostKey)
+	if err := os.WriteFile(env.cfgFile, []byte(src), 0o600); err != nil {
+		return nil, err
+	}
+	env.cfg, err = gateway.LoadConfig(env.cfgFile)
+	if err != nil {
+		return nil, err
+	}
+
+	// A reviewer with a random password.
+	pw := make([]byte, 12)
+	rand.Read(pw)
+	env.password = hex.EncodeToString(pw)
+	if err := os.WriteFile(env.pwFile, []byte(env.password+"\n"), 0o600); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(env.cfg.StateDir, 0o700); err != nil {
+		return nil, err
+	}
+	acc, err := approvals.OpenAccounts(ctx, filepath.Join(env.cfg.StateDir, "state.db"), approvals.DefaultArgon2)
+	if err != nil {
+		return nil, err
+	}
+	err = acc.Add(ctx, demoReviewer, approvals.NewSecret(env.password))
+	acc.Close()
+	if err != nil && !errors.Is(err, approvals.ErrReviewerExists) {
+		return nil, err
+	}
+	if errors.Is(err, approvals.ErrReviewerExists) {
+		// A kept demo directory: reset the reviewer's password.
+		acc, err := approvals.OpenAccounts(ctx, filepath.Join(env.cfg.StateDir, "state.db"), approvals.DefaultArgon2)
+		if err != nil {
+			return nil, err
+		}
+		err = acc.SetPassword(ctx, demoReviewer, approvals.NewSecret(env.password))
+		acc.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	gateway.Version = version
+	env.srv, err = gateway.New(ctx, gateway.Options{Config: env.cfg, Logger: newLogger(env.cfg, io.Discard), ShutdownGrace: 5 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithCancel(context.Background())
+	env.stop = cancel
+	env.served = make(chan error, 1)
+	go func() { env.served <- env.srv.Serve(sctx) }()
+	select {
+	case <-env.srv.Ready():
+	case err := <-env.served:
+		return nil, err
+	}
+	return env, nil
+}
+
+func (e *demoEnv) close(remove bool, stderr io.Writer) {
+	if e.stop != nil {
+		e.stop()
+		if err := <-e.served; err != nil {
+			fmt.Fprintf(stderr, "airlock: demo gateway: %v\n", err)
+		}
+	}
+	if e.target != nil {
+		e.target.Close()
+	}
+	if remove {
+		os.RemoveAll(e.dir)
+	}
+}
+
+func (e *demoEnv) printIntro(w io.Writer, temporary bool) {
+	url := "http://" + e.srv.HTTPAddr()
+	where := e.dir
+	if temporary {
+		where += " (removed when the demo stops)"
+	}
+	fmt.Fprintf(w, `airlock demo: a gateway and a built-in SSH target, on loopback only.
+
+  state       %s
+  config      %s
+  socket      %s
+  reviewer    %s   name %q, password in %s
+  target      demo (%s): account "agent" asks once per run, "ops" for every command
+
+Try it in another terminal (build the helpers first: go build -o /tmp/airlock-bin/ ./cmd/...):
+
+  # as an agent; the first command waits for a reviewer
+  AIRLOCK_SOCKET=%s /tmp/airlock-bin/airlock-ssh demo -- uname -a
+
+  # as the reviewer
+  export AIRLOCK_URL=%s AIRLOCK_REVIEWER=%s AIRLOCK_PASSWORD_FILE=%s
+  /tmp/airlock-bin/airlock approvals list
+  /tmp/airlock-bin/airlock approvals approve ID
+
+  # as an investigator
+  /tmp/airlock-bin/airlock audit verify --config %s
+
+  # an MCP client (Claude Desktop, Cursor, …) runs airlock mcp:
+  {"mcpServers": {"airlock": {"command": "/tmp/airlock-bin/airlock", "args": ["mcp"], "env": {"AIRLOCK_SOCKET": %q}}}}
+
+`, where, e.cfgFile, e.cfg.Listen.Socket, url, demoReviewer, e.pwFile, e.target.Addr,
+		e.cfg.Listen.Socket, url, demoReviewer, e.pwFile, e.cfgFile, e.cfg.Listen.Socket)
+}
+
+// tour runs the scripted walk-through.
+func (e *demoEnv) tour(ctx context.Context, w io.Writer) error {
+	ctl, err := api.ReadControl(e.cfg.Listen.Socket)
+	if err != nil {
+		return err
+	}
+	agent := api.NewLocalClient(e.cfg.Listen.Socket, ctl.Token)
+	login, err := api.NewHTTPClient("http://"+e.srv.HTTPAddr(), "").Login(ctx, demoReviewer, e.password)
+	if err != nil {
+		return fmt.Errorf("reviewer login: %w", err)
+	}
+	reviewer := api.NewHTTPClient("http://"+e.srv.HTTPAddr(), login.Token)
+
+	step := func(n int, text string) { fmt.Fprintf(w, "\n%d. %s\n", n, text) }
+	show := func(a *api.Action) {
+		fmt.Fprintf(w, "   → %s", a.Outcome)
+		if a.ExitCode != nil {
+			fmt.Fprintf(w, " (exit %d)", *a.ExitCode)
+		}
+		fmt.Fprintf(w, " [action %s]\n", a.ID)
+		if out := strings.TrimSpace(a.Stdout); out != "" {
+			for _, line := range strings.Split(out, "\n") {
+				fmt.Fprintf(w, "     | %s\n", printable(line))
+			}
+		}
+		if next := api.NextStep(a); next != "" {
+			fmt.Fprintf(w, "     next step: %s\n", next)
+		}
+	}
+	// decide waits for a pending request and decides it as the reviewer.
+	decide := func(decision, reason string) error {
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			list, err := reviewer.Approvals(ctx, "pending")
+			if err != nil {
+				return err
+			}
+			if len(list) == 0 {
+				continue
+			}
+			a := list[0]
+			fmt.Fprintf(w, "   reviewer sees a %s approval %s: %s on %s/%s, requested by %s\n", a.Kind, a.ID, printable(a.Command), a.Target, a.Account, printable(a.Requester))
+			_, err = reviewer.Decide(ctx, a.ID, api.DecisionRequest{Decision: decision, Reason: reason, Digest: a.Digest})
+			fmt.Fprintf(w, "   reviewer: %s\n", decision)
+			return err
+		}
+		return errors.New("no approval request appeared")
+	}
+	run := func(req api.ActionRequest, decision, reason string) (*api.Action, error) {
+		type res struct {
+			a   *api.Action
+			err error
+		}
+		ch := make(chan res, 1)
+		go func() {
+			a, err := agent.RunAction(ctx, req, api.Events{})
+			ch <- res{a, err}
+		}()
+		if decision != "" {
+			if err := decide(decision, reason); err != nil {
+				return nil, err
+			}
+		}
+		r := <-ch
+		if r.err == nil {
+			show(r.a)
+		}
+		return r.a, r.err
+	}
+	expect := func(a *api.Action, outcome string) error {
+		if a.Outcome != outcome {
+			return fmt.Errorf("action %s ended %s (%s), expected %s", a.ID, a.Outcome, a.Detail, outcome)
+		}
+		return nil
+	}
+
+	step(1, `The agent runs "echo hello" as account agent (run mode): the first action of its run waits for a reviewer.`)
+	a, err := run(api.ActionRequest{Target: "demo", Command: "echo hello from the demo target"}, "approve", "")
+	if err != nil {
+		return err
+	}
+	if err := expect(a, "exited"); err != nil {
+		return err
+	}
+	step(2, "The approved run's next actions pass without asking again; each is a fresh SSH connection.")
+	for _, c := range []string{"uname -s", "ls -la", "exit 3"} {
+		if a, err = run(api.ActionRequest{Target: "demo", Command: c}, "", ""); err != nil {
+			return err
+		}
+		if err := expect(a, "exited"); err != nil {
+			return err
+		}
+	}
+	step(3, `Account ops is in call mode: every command is approved on its own. The reviewer denies this one.`)
+	if a, err = run(api.ActionRequest{Target: "demo", Account: "ops", Command: "rm -rf ./important"}, "deny", "not during the demo"); err != nil {
+		return err
+	}
+	if err := expect(a, "denied"); err != nil {
+		return err
+	}
+	step(4, "The target's host key changes (a reinstall, or someone in the middle): nothing runs.")
+	if err := e.target.RotateHostKey(); err != nil {
+		return err
+	}
+	if a, err = run(api.ActionRequest{Target: "demo", Command: "echo should not run"}, "", ""); err != nil {
+		return err
+	}
+	if err := expect(a, "host_key_mismatch"); err != nil {
+		return err
+	}
+	step(5, "An investigator verifies the audit log: hash chain, Merkle tree, signed checkpoints.")
+	key, err := auditchain.ReadVerifierKey(filepath.Join(e.cfg.StateDir, "keys", "checkpoint.vkey"))
+	if err != nil {
+		return err
+	}
+	rep, err := auditchain.Verify(ctx, auditchain.VerifyOptions{Path: filepath.Join(e.cfg.StateDir, "audit.db"), Key: key})
+	if err != nil {
+		return err
+	}
+	if !rep.Intact() {
+		return fmt.Errorf("the audit log is damaged: %+v", rep.First())
+	}
+	fmt.Fprintf(w, "   → intact: %d entries, %d signed checkpoints (entries not yet covered by one: %d)\n", rep.Entries, rep.Checkpoints, rep.Uncovered)
+	fmt.Fprintf(w, "   try: airlock audit export --config %s\n", e.cfgFile)
+	return nil
+}
