@@ -121,12 +121,12 @@ type Logger interface {
 	Log(r *Record) error
 }
 
-// OpenLog returns the logger Serve uses by default: syslog (facility auth,
+// openLog returns the logger Serve uses by default: syslog (facility auth,
 // tag "airlock-action") when a syslog socket can be reached, and the file
 // when file is not empty, appended to with one write per line. A missing
 // syslog socket is not an error (containers and tests often have none); a
 // log file that cannot be opened is.
-func OpenLog(file string) (Logger, error) {
+func openLog(file string) (Logger, error) {
 	var ls multiLogger
 	if w, err := syslog.New(syslog.LOG_AUTH|syslog.LOG_INFO, "airlock-action"); err == nil {
 		ls = append(ls, &syslogLogger{w: w})
@@ -142,7 +142,7 @@ func OpenLog(file string) (Logger, error) {
 	return ls, nil
 }
 
-// closeLog releases what OpenLog opened.
+// closeLog releases what openLog opened.
 func closeLog(l Logger) {
 	if m, ok := l.(multiLogger); ok {
 		m.close()

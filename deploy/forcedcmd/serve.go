@@ -52,9 +52,13 @@ type Options struct {
 	Env []string
 	// Stdout and Stderr receive the program's output; Stderr also gets
 	// the one-line reason of a refusal. The program's stdin is /dev/null.
+	// When Stdout is an *os.File (sshd's pipe or socket), the program's
+	// process group is killed as soon as its other end closes.
 	Stdout, Stderr io.Writer
-	// Log receives the request's Record. When nil, Serve uses
-	// OpenLog(the policy's log_file).
+	// Log receives the request's Record. When nil, Serve logs to
+	// syslog (facility auth, tag airlock-action) when a syslog socket can
+	// be reached, and to the policy's log_file when it sets one. A
+	// log_file that cannot be opened refuses the request.
 	Log Logger
 }
 
@@ -78,11 +82,11 @@ func Serve(ctx context.Context, o Options) int {
 		if pol != nil {
 			file = pol.LogFile
 		}
-		l, lerr := OpenLog(file)
+		l, lerr := openLog(file)
 		if lerr != nil {
 			// Fail closed: the operator asked for a file log we cannot
 			// write. Syslog still gets the line when it is there.
-			l, _ = OpenLog("")
+			l, _ = openLog("")
 			err = errors.Join(err, lerr)
 		}
 		defer closeLog(l)
