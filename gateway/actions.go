@@ -16,6 +16,7 @@ import (
 
 	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/auditchain"
+	"github.com/airlockgw/airlock/deploy"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/sshexec"
 )
@@ -235,7 +236,8 @@ func (s *Server) execute(ctx context.Context, st *actionState, c caller, req api
 	} else {
 		fields = append(fields, auditchain.Str("transport", "http"), auditchain.Str("remote_addr", c.remoteAddr))
 	}
-	if err := s.record(ctx, auditchain.KindActionRequested, a.obj.ID, a.obj.RunID, fields...); err != nil {
+	requested, err := s.recordRef(ctx, auditchain.KindActionRequested, a.obj.ID, a.obj.RunID, fields...)
+	if err != nil {
 		s.log.Error("audit append failed; nothing dialed", "action", a.obj.ID, "error", err)
 		a.obj.Outcome, a.obj.Detail = "audit_unavailable", "the request could not be recorded in the audit log, so nothing was run"
 		a.answer()
@@ -306,15 +308,18 @@ func (s *Server) execute(ctx context.Context, st *actionState, c caller, req api
 		return
 	}
 
-	// 6. The intent, durable before anything is dialed.
-	signer, err := s.signerFor(account)
+	// 6. The intent, durable before anything is dialed. A per-action
+	// certificate names the action (key ID) and its action.requested
+	// entry (serial), so the target's sshd log points into the chain.
+	signer, certFields, err := s.signerFor(account, a.obj.ID, uint64(requested.Seq), timeout)
 	if err != nil {
 		a.end(ctx, "rejected", err.Error(), "")
 		return
 	}
-	if err := s.record(ctx, auditchain.KindActionConnecting, a.obj.ID, a.obj.RunID,
+	connecting := append([]auditchain.Field{
 		auditchain.Str("address", target.Address), auditchain.Str("account", account.Name),
-		auditchain.Str("credential", account.Credential)); err != nil {
+		auditchain.Str("credential", account.Credential)}, certFields...)
+	if err := s.record(ctx, auditchain.KindActionConnecting, a.obj.ID, a.obj.RunID, connecting...); err != nil {
 		s.log.Error("audit append failed; nothing dialed", "action", a.obj.ID, "error", err)
 		a.obj.Outcome, a.obj.Detail = "audit_unavailable", "the intent could not be recorded in the audit log, so nothing was dialed"
 		a.answer()
@@ -565,13 +570,29 @@ func (s *Server) resolveRun(ctx context.Context, c caller) (approvals.Run, error
 	return s.store.ResolveRemote(ctx, c.runToken)
 }
 
-// signerFor returns the credential of an account.
-func (s *Server) signerFor(a *AccountConfig) (ssh.Signer, error) {
+// signerFor returns the credential of an account: its key, or a fresh
+// key with a certificate for this one action, described by the returned
+// audit fields.
+func (s *Server) signerFor(a *AccountConfig, actionID string, serial uint64, timeout time.Duration) (ssh.Signer, []auditchain.Field, error) {
+	cred := s.cfg.Credentials[a.Credential]
+	if cred != nil && cred.CA {
+		cert, err := deploy.NewActionCert(s.ca, deploy.CertRequest{
+			ActionID: actionID, Account: a.Name, Serial: serial, Timeout: timeout,
+			ForceCommand: cred.ForceCommand, SourceAddress: cred.SourceAddress,
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("the certificate for this action could not be made: %v", err)
+		}
+		return cert.Signer, []auditchain.Field{
+			auditchain.Str("cert_key_id", cert.KeyID), auditchain.Int("cert_serial", int64(cert.Serial)),
+			auditchain.Str("cert_valid_before", cert.ValidBefore.UTC().Format(time.RFC3339)),
+		}, nil
+	}
 	signer, ok := s.signers[a.Credential]
 	if !ok {
-		return nil, fmt.Errorf("credential %q of account %q is not usable", a.Credential, a.Name)
+		return nil, nil, fmt.Errorf("credential %q of account %q is not usable", a.Credential, a.Name)
 	}
-	return signer, nil
+	return signer, nil, nil
 }
 
 func (s *Server) observePhases(r *sshexec.Result) {

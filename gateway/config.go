@@ -98,8 +98,11 @@ type CredentialConfig struct {
 	Name           string
 	PrivateKeyFile string
 	PassphraseFile string
-	// CA makes per-action certificates signed by the gateway CA.
-	CA bool
+	// CA makes per-action certificates signed by the gateway CA, with
+	// optional force-command and source-address critical options.
+	CA            bool
+	ForceCommand  string
+	SourceAddress string
 }
 
 // TargetConfig is one target block.
@@ -181,6 +184,18 @@ func ConfigPath(flag string) string {
 // LoadConfig reads, decodes and validates the configuration file at path.
 // Every problem found is reported in a *ConfigError with its file:line.
 func LoadConfig(path string) (*Config, error) {
+	return loadConfig(path, false)
+}
+
+// LoadAdminConfig is LoadConfig for the administration verbs that come
+// before a target's host key is pinned (ca init, deploy authorized-keys,
+// hosts pin): it accepts targets without host_keys or known_hosts_file.
+// The gateway itself never starts from such a configuration.
+func LoadAdminConfig(path string) (*Config, error) {
+	return loadConfig(path, true)
+}
+
+func loadConfig(path string, allowUnpinned bool) (*Config, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: config: %w", err)
@@ -197,15 +212,19 @@ func LoadConfig(path string) (*Config, error) {
 	if len(src) > maxConfigSize {
 		return nil, fmt.Errorf("gateway: config: %s is larger than %d bytes", path, maxConfigSize)
 	}
-	return ParseConfig(src, abs)
+	return parseConfig(src, abs, allowUnpinned)
 }
 
 // ParseConfig decodes and validates configuration source; filename is used
 // in messages and to resolve relative paths.
 func ParseConfig(src []byte, filename string) (*Config, error) {
+	return parseConfig(src, filename, false)
+}
+
+func parseConfig(src []byte, filename string, allowUnpinned bool) (*Config, error) {
 	p := hclparse.NewParser()
 	file, diags := p.ParseHCL(src, filename)
-	c := &checker{file: filename}
+	c := &checker{file: filename, allowUnpinned: allowUnpinned}
 	c.diags(diags)
 	if file == nil || diags.HasErrors() {
 		return nil, c.err()
@@ -276,6 +295,8 @@ type rawCredential struct {
 	PrivateKeyFile *hcl.Attribute `hcl:"private_key_file,optional"`
 	PassphraseFile *hcl.Attribute `hcl:"passphrase_file,optional"`
 	CA             *hcl.Attribute `hcl:"ca,optional"`
+	ForceCommand   *hcl.Attribute `hcl:"force_command,optional"`
+	SourceAddress  *hcl.Attribute `hcl:"source_address,optional"`
 	DefRange       hcl.Range      `hcl:",def_range"`
 }
 
@@ -301,8 +322,9 @@ type rawAccount struct {
 
 // checker collects problems with their positions.
 type checker struct {
-	file     string
-	problems []Problem
+	file          string
+	allowUnpinned bool
+	problems      []Problem
 }
 
 func (c *checker) failed() bool { return len(c.problems) > 0 }
@@ -608,6 +630,8 @@ func (c *checker) build(cfg *Config, raw *rawConfig, base string) {
 			PrivateKeyFile: c.path(r.PrivateKeyFile, base),
 			PassphraseFile: c.path(r.PassphraseFile, base),
 			CA:             c.boolean(r.CA),
+			ForceCommand:   c.str(r.ForceCommand, ""),
+			SourceAddress:  c.str(r.SourceAddress, ""),
 		}
 		switch {
 		case cr.CA && cr.PrivateKeyFile != "":
@@ -616,6 +640,8 @@ func (c *checker) build(cfg *Config, raw *rawConfig, base string) {
 			c.errorf(r.DefRange, "credential %q: set private_key_file (a key the target trusts) or ca = true (per-action certificates)", r.Name)
 		case cr.PassphraseFile != "" && cr.PrivateKeyFile == "":
 			c.errorf(r.DefRange, "credential %q: passphrase_file needs private_key_file", r.Name)
+		case !cr.CA && (cr.ForceCommand != "" || cr.SourceAddress != ""):
+			c.errorf(r.DefRange, "credential %q: force_command and source_address are certificate options: they need ca = true (for a key, put them in its authorized_keys line)", r.Name)
 		}
 		cfg.Credentials[r.Name] = cr
 	}
@@ -664,7 +690,7 @@ func (c *checker) target(cfg *Config, r *rawTarget, base string) {
 			t.HostKeys = append(t.HostKeys, k)
 		}
 	}
-	if len(t.HostKeys) == 0 && t.KnownHostsFile == "" && len(c.problems) == before {
+	if len(t.HostKeys) == 0 && t.KnownHostsFile == "" && len(c.problems) == before && !c.allowUnpinned {
 		c.errorf(r.DefRange, "target %q has no host_keys and no known_hosts_file: airlock never trusts a host key on first use; run `airlock hosts scan %s`, confirm the fingerprint out of band, then `airlock hosts pin %s --fingerprint SHA256:…`", r.Name, t.Address, r.Name)
 	}
 	for _, ra := range r.Accounts {

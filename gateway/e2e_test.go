@@ -17,6 +17,7 @@ import (
 
 	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/auditchain"
+	"github.com/airlockgw/airlock/deploy"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
@@ -643,4 +644,81 @@ func TestMaxParallelQueuesWithinTheDeadline(t *testing.T) {
 		t.Error("a queued action past its deadline was dialed")
 	}
 	<-hold
+}
+
+// TestPerActionCertificate: a credential with ca = true logs in with a
+// fresh key and a certificate whose key ID names the action and whose
+// serial is its action.requested entry, as the target's sshd logs.
+func TestPerActionCertificate(t *testing.T) {
+	t.Parallel()
+	sshtest.Need(t)
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	caPub, _, err := deploy.InitCA(filepath.Join(state, "keys", "ca"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// sshd reads TrustedUserCAKeys as root at start; the file may live
+	// anywhere readable.
+	caFile := filepath.Join(t.TempDir(), "ca.pub")
+	if err := os.WriteFile(caFile, []byte(deploy.CAPublicKeyLine(caPub)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := sshtest.NewSSHD(t, sshtest.Options{Config: []string{"TrustedUserCAKeys " + caFile}})
+	src := fmt.Sprintf(`
+state_dir = %q
+listen {
+  http = "127.0.0.1:0"
+}
+credential "ca" {
+  ca = true
+}
+target "box" {
+  address   = %q
+  host_keys = [%q]
+  account %q {
+    credential = "ca"
+    approval   = "call"
+  }
+}
+`, state, s.Addr, strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.HostKey))), s.User)
+	cfg, err := ParseConfig([]byte(src), filepath.Join(dir, "airlock.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := runGateway(t, cfg, gwOptions{})
+	res := g.runAsync(api.ActionRequest{Target: "box", Command: "echo certified"})
+	g.decideNext("call", "approve", "")
+	r := <-res
+	if r.err != nil || !r.a.Success() || r.a.Stdout != "certified\n" {
+		t.Fatalf("%+v %v", r.a, r.err)
+	}
+	recs, err := g.srv.alog.Reader().ActionEntries(context.Background(), r.a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var requestedSeq int64 = -1
+	var keyID string
+	var serial int64
+	for _, rec := range recs {
+		switch rec.Kind {
+		case auditchain.KindActionRequested:
+			requestedSeq = rec.Seq
+		case auditchain.KindActionConnecting:
+			v, _ := rec.Field("cert_key_id")
+			keyID, _ = v.(string)
+			v, _ = rec.Field("cert_serial")
+			serial, _ = v.(int64)
+		}
+	}
+	if keyID != "airlock:"+r.a.ID || serial != requestedSeq {
+		t.Errorf("action.connecting records key id %q serial %d; want airlock:%s and the action.requested seq %d", keyID, serial, r.a.ID, requestedSeq)
+	}
+	want := fmt.Sprintf("ID airlock:%s (serial %d)", r.a.ID, requestedSeq)
+	if !s.WaitLog(want, 3*time.Second) {
+		t.Errorf("sshd did not log %q", want)
+	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/auditchain"
+	"github.com/airlockgw/airlock/deploy"
 )
 
 // auditAppender is the part of *auditchain.Log the lifecycle writes to,
@@ -49,6 +50,8 @@ type Server struct {
 	outputs *auditchain.OutputStore
 	store   *approvals.Store
 	signers map[string]ssh.Signer
+	// ca signs per-action certificates for ca = true credentials.
+	ca      ssh.Signer
 	slots   map[string]chan struct{}
 	metrics *metrics
 
@@ -106,6 +109,14 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	}
 	for _, c := range cfg.Credentials {
 		if c.CA {
+			if s.ca == nil {
+				caFile := filepath.Join(cfg.StateDir, "keys", "ca")
+				ca, err := deploy.LoadCA(caFile, nil)
+				if err != nil {
+					return nil, fmt.Errorf("gateway: credential %q uses the gateway CA, which cannot be loaded (%v); create it with `airlock ca init --config %s`", c.Name, err, cfg.Path)
+				}
+				s.ca = ca
+			}
 			continue
 		}
 		signer, err := LoadSigner(c)
@@ -220,8 +231,13 @@ func (s *Server) recover(ctx context.Context) error {
 
 // record appends one audit entry durably.
 func (s *Server) record(ctx context.Context, kind auditchain.Kind, actionID, runID string, fields ...auditchain.Field) error {
-	_, err := s.audit.Append(ctx, auditchain.Entry{Kind: kind, ActionID: actionID, RunID: runID, Fields: fields})
+	_, err := s.recordRef(ctx, kind, actionID, runID, fields...)
 	return err
+}
+
+// recordRef is record, returning where the entry landed.
+func (s *Server) recordRef(ctx context.Context, kind auditchain.Kind, actionID, runID string, fields ...auditchain.Field) (auditchain.Ref, error) {
+	return s.audit.Append(ctx, auditchain.Entry{Kind: kind, ActionID: actionID, RunID: runID, Fields: fields})
 }
 
 // recordApprovalEvent is the approvals store's EventSink: every run and
