@@ -1,0 +1,101 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/airlockgw/airlock/gateway"
+	"github.com/airlockgw/airlock/sshexec/sshtest"
+)
+
+// TestAdminVerbs walks an operator's path: CA, authorized_keys line and
+// its installation, scanning and pinning a host key, against a real sshd.
+func TestAdminVerbs(t *testing.T) {
+	s := sshtest.NewSSHD(t, sshtest.Options{})
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "airlock.hcl")
+	src := fmt.Sprintf(`state_dir = %q
+credential "key" {
+  private_key_file = %q
+}
+credential "ca" {
+  ca = true
+}
+target "box" {
+  address = %q
+  account %q {
+    credential = "key"
+  }
+  account "certs" {
+    credential = "ca"
+  }
+}
+`, filepath.Join(dir, "state"), s.ClientKeyFile, s.Addr, s.User)
+	if err := os.WriteFile(cfgFile, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Not pinned yet: the gateway refuses this configuration.
+	if _, err := gateway.LoadConfig(cfgFile); err == nil {
+		t.Fatal("a target without host keys was accepted")
+	}
+
+	code, caLine, errs := runCLI(t, "ca", "init", "--config", cfgFile)
+	if code != 0 || !strings.HasPrefix(caLine, "ssh-ed25519 ") {
+		t.Fatalf("ca init: %d %q %s", code, caLine, errs)
+	}
+	if code, again, _ := runCLI(t, "ca", "init", "--config", cfgFile); code != 0 || again != caLine {
+		t.Errorf("a second ca init changed the CA: %q vs %q", again, caLine)
+	}
+	if code, pub, _ := runCLI(t, "ca", "public-key", "--config", cfgFile); code != 0 || pub != caLine {
+		t.Errorf("ca public-key = %q, want %q", pub, caLine)
+	}
+
+	code, line, errs := runCLI(t, "deploy", "authorized-keys", "--config", cfgFile, "--target", "box", "--account", s.User,
+		"--command", "/usr/local/bin/airlock-action --policy /etc/airlock/action.hcl", "--from", "10.0.0.0/8")
+	line = strings.TrimSpace(line)
+	if code != 0 || !strings.HasPrefix(line, "restrict,") || !strings.HasSuffix(line, "airlock:box/"+s.User) ||
+		!strings.Contains(line, `command="/usr/local/bin/airlock-action --policy /etc/airlock/action.hcl"`) || !strings.Contains(line, `from="10.0.0.0/8"`) {
+		t.Fatalf("deploy authorized-keys: %d %q %s", code, line, errs)
+	}
+	if code, cert, _ := runCLI(t, "deploy", "authorized-keys", "--config", cfgFile, "--target", "box", "--account", "certs"); code != 0 || !strings.Contains(cert, "cert-authority") {
+		t.Errorf("CA account line: %q", cert)
+	}
+	ak := filepath.Join(dir, "authorized_keys")
+	os.WriteFile(ak, []byte("# keep me\nssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKnQ7cBmrfILU8y0HCfFXb5n5bd2OoB25Bhz9wGtK6Ko other\n"), 0o600)
+	for i, want := range []string{"added", "unchanged"} {
+		code, out, errs := runCLI(t, "deploy", "install", "--authorized-keys", ak, "--line", line)
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("install #%d: %d %q %s, want %s", i, code, out, errs, want)
+		}
+	}
+	if code, out, _ := runCLI(t, "deploy", "install", "--authorized-keys", ak, "--line", line, "--remove"); code != 0 || !strings.Contains(out, "removed") {
+		t.Errorf("remove: %q", out)
+	}
+	if b, _ := os.ReadFile(ak); !strings.Contains(string(b), "# keep me") || !strings.Contains(string(b), " other\n") {
+		t.Errorf("install touched lines it did not write:\n%s", b)
+	}
+
+	code, scan, errs := runCLI(t, "hosts", "scan", s.Addr)
+	fp := ssh.FingerprintSHA256(s.HostKey)
+	if code != 0 || !strings.Contains(scan, fp) {
+		t.Fatalf("hosts scan: %d %q %s (want %s)", code, scan, errs, fp)
+	}
+	if code, _, _ := runCLI(t, "hosts", "pin", "box", "--config", cfgFile, "--fingerprint", "SHA256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"); code == 0 {
+		t.Error("pinned a fingerprint the server does not offer")
+	}
+	if code, out, errs := runCLI(t, "hosts", "pin", "box", "--config", cfgFile, "--fingerprint", fp); code != 0 {
+		t.Fatalf("hosts pin: %d %q %s", code, out, errs)
+	}
+	cfg, err := gateway.LoadConfig(cfgFile)
+	if err != nil {
+		t.Fatalf("after pinning, the configuration does not load: %v", err)
+	}
+	if k := cfg.Targets["box"].HostKeys; len(k) != 1 || ssh.FingerprintSHA256(k[0]) != fp {
+		t.Errorf("pinned keys: %v", k)
+	}
+}
