@@ -16,8 +16,12 @@ PKGS        ?= ./...
 
 all: build
 
+# airlock-action runs on targets: built static (no cgo) so that it has no
+# runtime dependency there.
 build:
 	$(GO) build ./...
+	CGO_ENABLED=0 $(GO) build -o bin/airlock-action ./cmd/airlock-action
+	$(GO) build -o bin/ ./cmd/airlock ./cmd/airlock-ssh
 
 # test-deps installs the real peers the tests talk to: OpenSSH's sshd and
 # client, and the dedicated login account with /bin/sh as its shell.
