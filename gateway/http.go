@@ -60,6 +60,7 @@ func (s *Server) router() http.Handler {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	r.Method(http.MethodGet, "/metrics", s.metrics.handler())
+	r.Handle("/mcp", s.mcpHandler())
 	r.Route("/v1", func(r chi.Router) {
 		r.Post("/login", s.handleLogin)
 		r.With(s.agent).Post("/actions", s.handlePostAction)
