@@ -1,0 +1,268 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/hashicorp/go-hclog"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockgw/airlock/gateway/api"
+)
+
+// Backend is what the tools need of a gateway, declared here so that the
+// stdio bridge can hand in an *api.Client for the local socket and the
+// gateway an adapter bound to one run token.
+type Backend interface {
+	// RunAction requests one action and reports its events until it
+	// finishes; cancelling ctx cancels the action.
+	RunAction(ctx context.Context, req api.ActionRequest, ev api.Events) (*api.Action, error)
+	// Targets lists the configured targets, as GET /v1/targets.
+	Targets(ctx context.Context) ([]api.Target, error)
+	// Action returns an action of the caller's run, as GET /v1/actions/{id}.
+	Action(ctx context.Context, id string) (*api.Action, error)
+}
+
+var _ Backend = (*api.Client)(nil)
+
+// Options configure a server. The zero value is usable.
+type Options struct {
+	// Version is reported to clients as the server's version.
+	Version string
+	// Logger receives the server's own log; nil discards. It must never
+	// write to the stdio transport's stdout.
+	Logger hclog.Logger
+	// ProgressInterval is how often a call waiting for a reviewer repeats
+	// its progress notification. Zero: 5 s.
+	ProgressInterval time.Duration
+}
+
+// The tool names of the contract.
+const (
+	ToolExec        = "ssh_exec"
+	ToolListTargets = "list_targets"
+	ToolGetAction   = "get_action"
+)
+
+// ExecInput is the input of ssh_exec.
+type ExecInput struct {
+	Target   string `json:"target" jsonschema:"name of a configured target, as list_targets shows it; never an address or host name"`
+	Command  string `json:"command" jsonschema:"one shell command line run by the account's login shell on the target, as ssh would run it; no standard input is sent"`
+	Account  string `json:"account,omitempty" jsonschema:"remote account on the target; omit it for the target's default account"`
+	TimeoutS int    `json:"timeout_s,omitempty" jsonschema:"seconds the command may run once connected (default 60, capped by the account's max_timeout_s); time waiting for a reviewer does not count"`
+}
+
+// GetActionInput is the input of get_action.
+type GetActionInput struct {
+	ActionID string `json:"action_id" jsonschema:"id of an action (act_…) from an ssh_exec result of this session"`
+}
+
+// TargetList is the structured result of list_targets: MCP structured
+// content is a JSON object, so the list of GET /v1/targets is wrapped.
+type TargetList struct {
+	Targets []api.Target `json:"targets" jsonschema:"the configured targets, in configuration order"`
+}
+
+const instructions = `airlock runs commands on SSH targets that an operator configured, one command per call, each over a fresh connection with a pinned host key, approved by a human when policy says so, and recorded in a signed audit log.
+Call list_targets first to learn target and account names and which need approval. Then call ssh_exec with one of those names; an address is never accepted.
+A reviewer may have to approve: the first command of this session when the account's approval mode is "run", every command when it is "call". The call then waits (by default up to 120 s) and reports progress while it does. If a call is denied, do not retry without asking a human.
+Only outcome "exited" with exit_code 0 is success; every other result is an error that says what to do next.`
+
+const execDescription = `Run one command on a configured SSH target through the airlock gateway and return its result.
+The gateway opens a fresh SSH connection with strict host-key checking, runs exactly this command (no PTY, no forwarding, no standard input), records it in a signed audit log and closes the connection; nothing persists between calls (no working directory, no environment).
+Approval: a human reviewer may have to approve first — the first command of this session when the account's approval mode is "run", every command when it is "call" (list_targets shows the mode). The call then waits until the reviewer decides or the approval deadline passes (120 s by default), sending progress notifications meanwhile; the command's own timeout starts only after approval.
+Result: the action object. Only outcome "exited" with exit_code 0 is success; any other outcome (the command failed, denied, expired, host key problems, timed_out, …) is returned as an error result whose text says what to do next. stdout and stderr are what the account's output policy returns (full, last 64 KiB, or none).`
+
+const listTargetsDescription = `List the SSH targets this gateway is configured for: each target's name (use it with ssh_exec), address, default account, pinned host-key fingerprints, and per account its approval mode ("run": a reviewer approves this session once; "call": a reviewer approves every command), max_timeout_s and output policy. Never returns secrets. Read-only; needs no approval.`
+
+const getActionDescription = `Return the action object of an earlier action of this session by its id (act_…): its outcome, exit code, output as the output policy allows, and approval. Only actions of this session's run are visible. Read-only; needs no approval.`
+
+// actionFieldDescriptions document the action object in the output schema,
+// so that a model reads results right.
+var actionFieldDescriptions = map[string]string{
+	"id":                   "the action's id; get_action returns it again",
+	"run_id":               "the run (this agent session's authority) the action belongs to",
+	"state":                "where the action is: requested, waiting_approval, connecting, running or finished",
+	"outcome":              "how it ended: exited (the command ran; see exit_code — only 0 is success), rejected, denied, expired, audit_unavailable, dial_failed, handshake_failed, host_key_unknown, host_key_mismatch, host_key_revoked, auth_failed, session_failed, signaled, exit_missing, timed_out, cancelled, connection_lost or interrupted; empty while in flight",
+	"detail":               "a human-readable explanation of the outcome",
+	"exit_code":            "the command's exit status (outcome exited)",
+	"signal":               "the signal that ended the command (outcome signaled)",
+	"termination":          "for timed_out and cancelled: not_started, confirmed (the command was stopped) or unconfirmed (it may still run)",
+	"host_key_fingerprint": "the SHA256 fingerprint of the host key the target presented",
+	"stdout":               "standard output as the account's output policy returns it; base64 when stdout_encoding is base64",
+	"stderr":               "standard error as the account's output policy returns it; base64 when stderr_encoding is base64",
+	"stdout_encoding":      "base64 when stdout is not valid UTF-8",
+	"stderr_encoding":      "base64 when stderr is not valid UTF-8",
+	"stdout_bytes":         "bytes the command wrote to stdout, including any not returned",
+	"stderr_bytes":         "bytes the command wrote to stderr, including any not returned",
+	"stdout_truncated":     "true when stdout holds less than the command wrote (output policy or size cap)",
+	"stderr_truncated":     "true when stderr holds less than the command wrote (output policy or size cap)",
+	"approval":             "under which approval the action ran or was refused: mode run or call, the approval id, who decided, the decision and its reason",
+}
+
+// schemas are built once: inferred from the Go types, then given the
+// descriptions and bounds that inference cannot express.
+var (
+	execInputSchema = func() *jsonschema.Schema {
+		s := mustSchema[ExecInput]()
+		one := 1
+		s.Properties["target"].MinLength = &one
+		s.Properties["command"].MinLength = &one
+		s.Properties["timeout_s"].Minimum = new(1.0)
+		return s
+	}()
+	getActionInputSchema = func() *jsonschema.Schema {
+		s := mustSchema[GetActionInput]()
+		one := 1
+		s.Properties["action_id"].MinLength = &one
+		return s
+	}()
+	actionSchema = func() *jsonschema.Schema {
+		s := mustSchema[api.Action]()
+		for name, d := range actionFieldDescriptions {
+			p, ok := s.Properties[name]
+			if !ok {
+				panic("mcp: the action object has no field " + name)
+			}
+			p.Description = d
+		}
+		return s
+	}()
+	targetListSchema = mustSchema[TargetList]()
+	schemaCache      = sdk.NewSchemaCache()
+)
+
+func mustSchema[T any]() *jsonschema.Schema {
+	s, err := jsonschema.For[T](nil)
+	if err != nil {
+		panic(fmt.Sprintf("mcp: schema of %T: %v", *new(T), err))
+	}
+	return s
+}
+
+// NewServer returns an MCP server with airlock's tools over b. Connect it
+// to any transport: sdk.StdioTransport for airlock mcp, a Streamable HTTP
+// handler for /mcp, in-memory transports in tests.
+func NewServer(b Backend, o Options) *sdk.Server {
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	if o.ProgressInterval <= 0 {
+		o.ProgressInterval = 5 * time.Second
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	srv := sdk.NewServer(&sdk.Implementation{Name: "airlock", Title: "airlock SSH action gateway", Version: o.Version}, &sdk.ServerOptions{
+		Instructions: instructions,
+		SchemaCache:  schemaCache,
+		// The tool set never changes; logging carries approval waits.
+		Capabilities: &sdk.ServerCapabilities{Logging: &sdk.LoggingCapabilities{}, Tools: &sdk.ToolCapabilities{}},
+	})
+	t := &tools{b: b, log: o.Logger, interval: o.ProgressInterval}
+	yes := true
+	sdk.AddTool(srv, &sdk.Tool{
+		Name:         ToolExec,
+		Title:        "Run a command on an SSH target (may need human approval)",
+		Description:  execDescription,
+		InputSchema:  execInputSchema,
+		OutputSchema: actionSchema,
+		Annotations:  &sdk.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: &yes},
+	}, t.exec)
+	no := false
+	sdk.AddTool(srv, &sdk.Tool{
+		Name:         ToolListTargets,
+		Title:        "List SSH targets",
+		Description:  listTargetsDescription,
+		OutputSchema: targetListSchema,
+		Annotations:  &sdk.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &no},
+	}, t.listTargets)
+	sdk.AddTool(srv, &sdk.Tool{
+		Name:         ToolGetAction,
+		Title:        "Get an action's result",
+		Description:  getActionDescription,
+		InputSchema:  getActionInputSchema,
+		OutputSchema: actionSchema,
+		Annotations:  &sdk.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &no},
+	}, t.getAction)
+	return srv
+}
+
+type tools struct {
+	b        Backend
+	log      hclog.Logger
+	interval time.Duration
+}
+
+func (t *tools) exec(ctx context.Context, req *sdk.CallToolRequest, in ExecInput) (*sdk.CallToolResult, *api.Action, error) {
+	rep := newReporter(ctx, req, t.interval)
+	defer rep.stop()
+	a, err := t.b.RunAction(ctx, api.ActionRequest{Target: in.Target, Account: in.Account, Command: in.Command, TimeoutS: in.TimeoutS}, api.Events{State: rep.state})
+	if err != nil {
+		if ctx.Err() == nil {
+			t.log.Warn("ssh_exec could not be requested", "target", in.Target, "error", err)
+		}
+		return nil, nil, backendError("the action could not be requested", err)
+	}
+	return actionResult(a), a, nil
+}
+
+func (t *tools) listTargets(ctx context.Context, req *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, *TargetList, error) {
+	ts, err := t.b.Targets(ctx)
+	if err != nil {
+		return nil, nil, backendError("the targets could not be listed", err)
+	}
+	if ts == nil {
+		ts = []api.Target{}
+	}
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: targetsSummary(ts)}}}, &TargetList{Targets: ts}, nil
+}
+
+func (t *tools) getAction(ctx context.Context, req *sdk.CallToolRequest, in GetActionInput) (*sdk.CallToolResult, *api.Action, error) {
+	a, err := t.b.Action(ctx, in.ActionID)
+	if err != nil {
+		var ae *api.Error
+		if errors.As(err, &ae) && ae.Err.Code == api.CodeNotFound {
+			return nil, nil, fmt.Errorf("no action %q in this session's run; use the id from an ssh_exec result", in.ActionID)
+		}
+		return nil, nil, backendError("the action could not be read", err)
+	}
+	res := actionResult(a)
+	if a.Outcome == "" {
+		// Still in flight: not a failure yet.
+		res.IsError = false
+	}
+	return res, a, nil
+}
+
+// actionResult is the tool result for a (finished) action: an error unless
+// it exited with status 0, with a summary as text. The structured content
+// (the action itself) is added by the SDK from the typed output.
+func actionResult(a *api.Action) *sdk.CallToolResult {
+	return &sdk.CallToolResult{
+		Content: []sdk.Content{&sdk.TextContent{Text: Summary(a)}},
+		IsError: !a.Success(),
+	}
+}
+
+// backendError is the tool error for a call that could not reach a
+// result: the gateway is not running, refused the credentials, or the
+// caller went away.
+func backendError(what string, err error) error {
+	var ae *api.Error
+	if errors.As(err, &ae) {
+		switch ae.Err.Code {
+		case api.CodeUnauthorized:
+			return fmt.Errorf("%s: the gateway refused this session's credentials (%s); restart the MCP server or start a new run", what, ae.Err.Message)
+		case api.CodeUnavailable:
+			return fmt.Errorf("%s: the gateway is unavailable (%s); retry later", what, ae.Err.Message)
+		case api.CodeRateLimited:
+			return fmt.Errorf("%s: rate limited (%s); wait a minute", what, ae.Err.Message)
+		}
+		return fmt.Errorf("%s: %s: %s", what, ae.Err.Code, ae.Err.Message)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
