@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/mcp"
+)
+
+func init() {
+	commands["mcp"] = command{"MCP server over stdio for agent hosts; this process anchors the session's run (mcp)", runMCP}
+}
+
+// runMCP speaks MCP on stdin and stdout and logs only to stderr. It
+// registers itself as the anchor of a new run, so that the host's agent
+// session is one run, and ends the run when the host closes stdin. When
+// the gateway is not running it keeps serving: every tool call says so and
+// the next one tries again.
+func runMCP(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("airlock mcp", "airlock mcp [--config FILE]", stderr)
+	cfgPath := configFlag(fs)
+	if fs.Parse(args) != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		return failf(stderr, "airlock mcp takes no arguments; hosts launch it as is")
+	}
+	log := hclog.New(&hclog.LoggerOptions{Name: "airlock-mcp", Output: stderr, Level: hclog.Info})
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+
+	b := &bridge{cfgPath: *cfgPath, log: log}
+	if _, err := b.client(ctx); err != nil {
+		log.Warn("no gateway yet; tool calls will report it and try again", "error", err)
+	}
+	defer b.endRun()
+	srv := mcp.NewServer(b, mcp.Options{Version: version, Logger: log})
+	err := srv.Run(ctx, &sdk.IOTransport{Reader: os.Stdin, Writer: nopWriteCloser{stdout}})
+	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
+		log.Error("MCP session ended", "error", err)
+		return 1
+	}
+	return 0
+}
+
+// bridge is the MCP tools' Backend over the local socket: an api.Client
+// whose process (this one) is registered as its run's anchor, connected
+// when first needed and again after the gateway restarted or rotated its
+// token.
+type bridge struct {
+	cfgPath string
+	log     hclog.Logger
+
+	mu     sync.Mutex
+	c      *api.Client
+	socket string
+	runID  string
+}
+
+// client returns a registered client, connecting first if need be.
+func (b *bridge) client(ctx context.Context) (*api.Client, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.c != nil {
+		return b.c, nil
+	}
+	socket, err := localSocket(b.cfgPath)
+	if err != nil {
+		return nil, fmt.Errorf("the airlock gateway's socket is unknown: %w", err)
+	}
+	c, err := localClient(socket)
+	if err != nil {
+		return nil, fmt.Errorf("the airlock gateway is not running (%v); start it, then retry", err)
+	}
+	// This process anchors the run: the host's whole agent session is
+	// one run, approved once in run mode, ended when this process ends.
+	var run api.Run
+	if err := c.Do(ctx, http.MethodPost, "/v1/runs", struct{}{}, &run); err != nil {
+		if isUnreachable(err) {
+			return nil, fmt.Errorf("the airlock gateway is not running (no answer on %s: %v); start it with `airlock serve`, then retry", socket, err)
+		}
+		return nil, fmt.Errorf("registering this session's run with the gateway at %s: %w", socket, err)
+	}
+	if b.runID != "" && b.runID != run.ID {
+		b.log.Info("the gateway came back; this session continues as a new run", "run", run.ID, "previous", b.runID)
+	} else {
+		b.log.Info("run registered; a reviewer approves it at its first action if its targets need it", "run", run.ID, "socket", socket)
+	}
+	b.c, b.socket, b.runID = c, socket, run.ID
+	return c, nil
+}
+
+// call runs f with a registered client. When the gateway could not be
+// reached or refused the local token — nothing was sent to a target — it
+// reconnects and tries once more.
+func (b *bridge) call(ctx context.Context, f func(*api.Client) error) error {
+	for attempt := 0; ; attempt++ {
+		c, err := b.client(ctx)
+		if err != nil {
+			return err
+		}
+		err = f(c)
+		if err == nil || attempt > 0 || ctx.Err() != nil || !(isUnreachable(err) || isUnauthorized(err)) {
+			if isUnreachable(err) {
+				return fmt.Errorf("the airlock gateway stopped answering (%v); start it with `airlock serve`, then retry", err)
+			}
+			return err
+		}
+		b.mu.Lock()
+		if b.c == c {
+			b.c = nil
+		}
+		b.mu.Unlock()
+	}
+}
+
+func (b *bridge) RunAction(ctx context.Context, req api.ActionRequest, ev api.Events) (*api.Action, error) {
+	var a *api.Action
+	err := b.call(ctx, func(c *api.Client) (err error) {
+		a, err = c.RunAction(ctx, req, ev)
+		return err
+	})
+	return a, err
+}
+
+func (b *bridge) Targets(ctx context.Context) ([]api.Target, error) {
+	var t []api.Target
+	err := b.call(ctx, func(c *api.Client) (err error) {
+		t, err = c.Targets(ctx)
+		return err
+	})
+	return t, err
+}
+
+func (b *bridge) Action(ctx context.Context, id string) (*api.Action, error) {
+	var a *api.Action
+	err := b.call(ctx, func(c *api.Client) (err error) {
+		a, err = c.Action(ctx, id)
+		return err
+	})
+	return a, err
+}
+
+// endRun ends the run when the host is done with this session. If this
+// fails the run still ends: the gateway watches its anchor process.
+func (b *bridge) endRun() {
+	b.mu.Lock()
+	c, id := b.c, b.runID
+	b.mu.Unlock()
+	if c == nil || id == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.EndRun(ctx, id); err != nil {
+		b.log.Warn("ending the run; it ends anyway when this process exits", "run", id, "error", err)
+		return
+	}
+	b.log.Info("run ended", "run", id)
+}
+
+// isUnreachable reports an error in reaching the socket: nothing was sent.
+func isUnreachable(err error) bool {
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "dial"
+}
+
+func isUnauthorized(err error) bool {
+	var ae *api.Error
+	return errors.As(err, &ae) && ae.Err.Code == api.CodeUnauthorized
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

@@ -1,0 +1,561 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/mcp"
+)
+
+// fakeBackend stands in for the gateway where a real one cannot produce an
+// outcome on demand (interrupted, connection_lost, …) or a failure of the
+// gateway itself. The gateway's own tests drive the same tools against a
+// real gateway and sshd.
+type fakeBackend struct {
+	run     func(ctx context.Context, req api.ActionRequest, ev api.Events) (*api.Action, error)
+	targets []api.Target
+	actions map[string]*api.Action
+	err     error
+
+	mu    sync.Mutex
+	calls []api.ActionRequest
+}
+
+func (f *fakeBackend) RunAction(ctx context.Context, req api.ActionRequest, ev api.Events) (*api.Action, error) {
+	f.mu.Lock()
+	f.calls = append(f.calls, req)
+	f.mu.Unlock()
+	if f.err != nil {
+		return nil, f.err
+	}
+	return f.run(ctx, req, ev)
+}
+
+func (f *fakeBackend) Targets(ctx context.Context) ([]api.Target, error) {
+	return f.targets, f.err
+}
+
+func (f *fakeBackend) Action(ctx context.Context, id string) (*api.Action, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	a, ok := f.actions[id]
+	if !ok {
+		return nil, &api.Error{Err: api.ErrorBody{Code: api.CodeNotFound, Message: "no action"}, Status: 404}
+	}
+	return a, nil
+}
+
+func (f *fakeBackend) requests() []api.ActionRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]api.ActionRequest(nil), f.calls...)
+}
+
+// notes records what the server sent besides results.
+type notes struct {
+	mu       sync.Mutex
+	progress []*sdk.ProgressNotificationParams
+	logs     []*sdk.LoggingMessageParams
+}
+
+func (n *notes) snapshot() ([]*sdk.ProgressNotificationParams, []*sdk.LoggingMessageParams) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]*sdk.ProgressNotificationParams(nil), n.progress...), append([]*sdk.LoggingMessageParams(nil), n.logs...)
+}
+
+// connect serves b over in-memory transports and returns a client session
+// with the SDK's latest protocol version.
+func connect(t *testing.T, b mcp.Backend, o mcp.Options) (*sdk.ClientSession, *notes) {
+	t.Helper()
+	return connectVersion(t, b, o, "")
+}
+
+// The protocol versions the tests speak: the SDK's latest (where the log
+// level travels with each request) and the one today's hosts use (where
+// the client sets it once).
+const (
+	latestProtocol = ""
+	legacyProtocol = "2025-11-25"
+)
+
+// connectVersion is connect with a protocol version; a legacy session sets
+// the log level to info.
+func connectVersion(t *testing.T, b mcp.Backend, o mcp.Options, version string) (*sdk.ClientSession, *notes) {
+	t.Helper()
+	ctx := context.Background()
+	st, ct := sdk.NewInMemoryTransports()
+	ss, err := mcp.NewServer(b, o).Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &notes{}
+	c := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, &sdk.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
+			n.mu.Lock()
+			n.progress = append(n.progress, r.Params)
+			n.mu.Unlock()
+		},
+		LoggingMessageHandler: func(_ context.Context, r *sdk.LoggingMessageRequest) {
+			n.mu.Lock()
+			n.logs = append(n.logs, r.Params)
+			n.mu.Unlock()
+		},
+	})
+	cs, err := c.Connect(ctx, ct, &sdk.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if version == legacyProtocol {
+		if err := cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "info"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		cs.Close()
+		ss.Wait()
+	})
+	return cs, n
+}
+
+func exitCode(n int) *int { return &n }
+
+func finished(outcome string, code *int) *api.Action {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	return &api.Action{ID: "act_test", RunID: "run_0123456789abcdef0123456789abcdef", Target: "box", Account: "deploy",
+		Command: "make deploy", TimeoutS: 60, State: api.StateFinished, Outcome: outcome, Detail: "detail of " + outcome,
+		ExitCode: code, Stdout: "out\n", Stderr: "err\n", StdoutBytes: 4, StderrBytes: 4, RequestedAt: at, FinishedAt: &at,
+		Approval: api.ApprovalInfo{Mode: "run", ID: "apr_0123456789abcdef0123456789abcdef", DecidedBy: "alice", Decision: "approve"}}
+}
+
+// structured decodes a result's structured content as T.
+func structured[T any](t *testing.T, res *sdk.CallToolResult) T {
+	t.Helper()
+	var v T
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("structured content %s: %v", b, err)
+	}
+	return v
+}
+
+func text(res *sdk.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func TestToolsAreTypedAndDescribed(t *testing.T) {
+	t.Parallel()
+	cs, _ := connect(t, &fakeBackend{}, mcp.Options{})
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type shape struct {
+		Required   []string
+		Properties []string
+		Closed     bool
+		Output     bool
+		ReadOnly   bool
+	}
+	got := map[string]shape{}
+	for _, tool := range res.Tools {
+		var in struct {
+			Required             []string                  `json:"required"`
+			Properties           map[string]map[string]any `json:"properties"`
+			AdditionalProperties *bool                     `json:"additionalProperties"`
+		}
+		b, _ := json.Marshal(tool.InputSchema)
+		if err := json.Unmarshal(b, &in); err != nil {
+			t.Fatal(err)
+		}
+		var props []string
+		for name, p := range in.Properties {
+			props = append(props, name)
+			if d, _ := p["description"].(string); d == "" {
+				t.Errorf("%s: argument %s has no description", tool.Name, name)
+			}
+		}
+		if len(tool.Description) < 100 {
+			t.Errorf("%s: description too short for a model to choose well: %q", tool.Name, tool.Description)
+		}
+		got[tool.Name] = shape{Required: in.Required, Properties: slices.Sorted(slices.Values(props)),
+			Closed: in.AdditionalProperties != nil && !*in.AdditionalProperties, Output: tool.OutputSchema != nil,
+			ReadOnly: tool.Annotations != nil && tool.Annotations.ReadOnlyHint}
+	}
+	want := map[string]shape{
+		"ssh_exec":     {Required: []string{"target", "command"}, Properties: []string{"account", "command", "target", "timeout_s"}, Closed: true, Output: true},
+		"list_targets": {Closed: true, Output: true, ReadOnly: true},
+		"get_action":   {Required: []string{"action_id"}, Properties: []string{"action_id"}, Closed: true, Output: true, ReadOnly: true},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("tools (-want +got):\n%s", diff)
+	}
+	for _, tool := range res.Tools {
+		if tool.Name == mcp.ToolExec {
+			for _, word := range []string{"approv", "120 s", "exit_code 0"} {
+				if !strings.Contains(tool.Description, word) {
+					t.Errorf("ssh_exec's description does not mention %q", word)
+				}
+			}
+		}
+	}
+}
+
+func TestExecResultIsErrorUnlessExitedZero(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		outcome string
+		code    *int
+		isError bool
+	}{
+		{"exited", exitCode(0), false},
+		{"exited", exitCode(1), true},
+		{"exited", exitCode(255), true},
+		{"rejected", nil, true},
+		{"denied", nil, true},
+		{"expired", nil, true},
+		{"audit_unavailable", nil, true},
+		{"dial_failed", nil, true},
+		{"host_key_unknown", nil, true},
+		{"host_key_mismatch", nil, true},
+		{"auth_failed", nil, true},
+		{"signaled", nil, true},
+		{"exit_missing", nil, true},
+		{"timed_out", nil, true},
+		{"cancelled", nil, true},
+		{"connection_lost", nil, true},
+		{"interrupted", nil, true},
+	} {
+		name := tt.outcome
+		if tt.code != nil {
+			name += "/" + string(rune('0'+*tt.code%10))
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			want := finished(tt.outcome, tt.code)
+			b := &fakeBackend{run: func(context.Context, api.ActionRequest, api.Events) (*api.Action, error) { return want, nil }}
+			cs, _ := connect(t, b, mcp.Options{})
+			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "ssh_exec",
+				Arguments: map[string]any{"target": "box", "command": "make deploy", "account": "deploy", "timeout_s": 30}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.IsError != tt.isError {
+				t.Errorf("isError = %v, want %v", res.IsError, tt.isError)
+			}
+			if diff := cmp.Diff(*want, structured[api.Action](t, res)); diff != "" {
+				t.Errorf("structured content (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]api.ActionRequest{{Target: "box", Account: "deploy", Command: "make deploy", TimeoutS: 30}}, b.requests()); diff != "" {
+				t.Errorf("request (-want +got):\n%s", diff)
+			}
+			summary := text(res)
+			if !strings.Contains(summary, "act_test") || !strings.Contains(summary, "out\n") {
+				t.Errorf("summary lacks the action id or output:\n%s", summary)
+			}
+			if next := api.NextStep(want); !strings.Contains(summary, next) {
+				t.Errorf("summary lacks the next step %q:\n%s", next, summary)
+			}
+		})
+	}
+}
+
+func TestProgressAndLogsWhileWaitingForApproval(t *testing.T) {
+	t.Parallel()
+	for _, version := range []string{latestProtocol, legacyProtocol} {
+		t.Run("protocol="+version, func(t *testing.T) {
+			t.Parallel()
+			testProgressAndLogs(t, version)
+		})
+	}
+}
+
+func testProgressAndLogs(t *testing.T, version string) {
+	release := make(chan struct{})
+	b := &fakeBackend{run: func(ctx context.Context, req api.ActionRequest, ev api.Events) (*api.Action, error) {
+		ev.State(api.StateEvent{State: api.StateRequested, ActionID: "act_test"})
+		ev.State(api.StateEvent{State: api.StateWaitingApproval, ApprovalID: "apr_0123456789abcdef0123456789abcdef", Kind: "call",
+			Message: "waiting for a reviewer to approve this call (until 2026-01-02T03:06:05Z)"})
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		ev.State(api.StateEvent{State: api.StateConnecting})
+		ev.State(api.StateEvent{State: api.StateRunning})
+		return finished("exited", exitCode(0)), nil
+	}}
+	cs, n := connectVersion(t, b, mcp.Options{ProgressInterval: 20 * time.Millisecond}, version)
+	done := make(chan *sdk.CallToolResult, 1)
+	go func() {
+		p := &sdk.CallToolParams{Name: "ssh_exec", Arguments: map[string]any{"target": "box", "command": "make deploy"}}
+		if version == latestProtocol {
+			p.Meta = sdk.Meta{sdk.MetaKeyLogLevel: "info"}
+		}
+		p.SetProgressToken("call-1")
+		res, err := cs.CallTool(context.Background(), p)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	// The heartbeat repeats the waiting notice until a decision.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		progress, _ := n.snapshot()
+		if len(progress) >= 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d progress notifications while waiting", len(progress))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(release)
+	if res := <-done; res == nil || res.IsError {
+		t.Fatalf("result %+v", res)
+	}
+	progress, logs := n.snapshot()
+	last := 0.0
+	var messages []string
+	for _, p := range progress {
+		if p.ProgressToken != "call-1" {
+			t.Errorf("progress token %v, want call-1", p.ProgressToken)
+		}
+		if p.Progress <= last {
+			t.Errorf("progress %v after %v: must increase", p.Progress, last)
+		}
+		last = p.Progress
+		messages = append(messages, p.Message)
+	}
+	all := strings.Join(messages, "\n")
+	for _, want := range []string{"a human is being asked (approval apr_0123456789abcdef0123456789abcdef)", "still waiting for a human reviewer", "connecting", "running"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no progress message with %q in:\n%s", want, all)
+		}
+	}
+	var states []mcp.LogEvent
+	for _, l := range logs {
+		var ev mcp.LogEvent
+		b, _ := json.Marshal(l.Data)
+		if err := json.Unmarshal(b, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if (ev.State == api.StateWaitingApproval) != (l.Level == "notice") {
+			t.Errorf("log level %s for state %s", l.Level, ev.State)
+		}
+		ev.Message = ""
+		states = append(states, ev)
+	}
+	want := []mcp.LogEvent{
+		{ActionID: "act_test", State: api.StateRequested},
+		{ActionID: "act_test", State: api.StateWaitingApproval, ApprovalID: "apr_0123456789abcdef0123456789abcdef", Kind: "call"},
+		{ActionID: "act_test", State: api.StateConnecting},
+		{ActionID: "act_test", State: api.StateRunning},
+	}
+	if diff := cmp.Diff(want, states); diff != "" {
+		t.Errorf("log events (-want +got):\n%s", diff)
+	}
+}
+
+func TestCancellingTheCallCancelsTheAction(t *testing.T) {
+	t.Parallel()
+	for _, version := range []string{latestProtocol, legacyProtocol} {
+		t.Run("protocol="+version, func(t *testing.T) {
+			t.Parallel()
+			testCancel(t, version)
+		})
+	}
+}
+
+func testCancel(t *testing.T, version string) {
+	entered := make(chan struct{})
+	sawCancel := make(chan struct{})
+	b := &fakeBackend{run: func(ctx context.Context, req api.ActionRequest, ev api.Events) (*api.Action, error) {
+		close(entered)
+		<-ctx.Done()
+		close(sawCancel)
+		return nil, ctx.Err()
+	}}
+	cs, _ := connectVersion(t, b, mcp.Options{}, version)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "ssh_exec", Arguments: map[string]any{"target": "box", "command": "sleep 60"}})
+		errc <- err
+	}()
+	<-entered
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Errorf("CallTool: %v, want context.Canceled", err)
+	}
+	select {
+	case <-sawCancel:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the backend's action was not cancelled")
+	}
+	// The session carries on.
+	if _, err := cs.ListTools(context.Background(), nil); err != nil {
+		t.Errorf("after a cancel: %v", err)
+	}
+}
+
+func TestBadArgumentsAreToolErrors(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		tool string
+		args any
+	}{
+		{"no target", "ssh_exec", map[string]any{"command": "true"}},
+		{"no command", "ssh_exec", map[string]any{"target": "box"}},
+		{"empty command", "ssh_exec", map[string]any{"target": "box", "command": ""}},
+		{"timeout as text", "ssh_exec", map[string]any{"target": "box", "command": "true", "timeout_s": "ten"}},
+		{"negative timeout", "ssh_exec", map[string]any{"target": "box", "command": "true", "timeout_s": -1}},
+		{"fractional timeout", "ssh_exec", map[string]any{"target": "box", "command": "true", "timeout_s": 1.5}},
+		{"an address instead", "ssh_exec", map[string]any{"target": "box", "command": "true", "host": "10.0.0.1"}},
+		{"command as array", "ssh_exec", map[string]any{"target": "box", "command": []string{"rm", "-rf"}}},
+		{"arguments not an object", "ssh_exec", []string{"box", "true"}},
+		{"no action id", "get_action", map[string]any{}},
+		{"action id as number", "get_action", map[string]any{"action_id": 7}},
+		{"arguments to list_targets", "list_targets", map[string]any{"target": "box"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := &fakeBackend{run: func(context.Context, api.ActionRequest, api.Events) (*api.Action, error) {
+				return finished("exited", exitCode(0)), nil
+			}}
+			cs, _ := connect(t, b, mcp.Options{})
+			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: tt.tool, Arguments: tt.args})
+			if err != nil {
+				var werr *jsonrpc.Error
+				if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams {
+					t.Fatalf("CallTool: %v, want a tool error result or invalid params", err)
+				}
+			} else if !res.IsError {
+				t.Errorf("isError = false for bad arguments; result %s", text(res))
+			}
+			if got := b.requests(); len(got) != 0 {
+				t.Errorf("bad arguments reached the gateway: %+v", got)
+			}
+			if _, err := cs.ListTools(context.Background(), nil); err != nil {
+				t.Errorf("the session did not survive: %v", err)
+			}
+		})
+	}
+}
+
+func TestUnknownToolIsAProtocolError(t *testing.T) {
+	t.Parallel()
+	cs, _ := connect(t, &fakeBackend{}, mcp.Options{})
+	_, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "ssh_shell", Arguments: map[string]any{"host": "10.0.0.1"}})
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams {
+		t.Fatalf("CallTool(ssh_shell): %v, want invalid params", err)
+	}
+}
+
+func TestGatewayFailuresAreToolErrors(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		err  error
+	}{
+		{"gateway down", &net.OpError{Op: "dial", Net: "unix", Err: errors.New("connection refused")}},
+		{"token refused", &api.Error{Err: api.ErrorBody{Code: api.CodeUnauthorized, Message: "the local token is missing or wrong"}, Status: 401}},
+		{"shutting down", &api.Error{Err: api.ErrorBody{Code: api.CodeUnavailable, Message: "shutting down"}, Status: 503}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cs, _ := connect(t, &fakeBackend{err: tt.err}, mcp.Options{})
+			for _, call := range []*sdk.CallToolParams{
+				{Name: "ssh_exec", Arguments: map[string]any{"target": "box", "command": "true"}},
+				{Name: "list_targets", Arguments: map[string]any{}},
+				{Name: "get_action", Arguments: map[string]any{"action_id": "act_x"}},
+			} {
+				res, err := cs.CallTool(context.Background(), call)
+				if err != nil {
+					t.Fatalf("%s: %v, want a tool error result", call.Name, err)
+				}
+				if !res.IsError || res.StructuredContent != nil || text(res) == "" {
+					t.Errorf("%s: isError %v, structured %v, text %q; want an explained error without a result object", call.Name, res.IsError, res.StructuredContent, text(res))
+				}
+			}
+		})
+	}
+}
+
+func TestListTargetsAndGetAction(t *testing.T) {
+	t.Parallel()
+	targets := []api.Target{{Name: "box", Address: "10.0.0.24:22", DefaultAccount: "deploy", HostKeys: []string{"SHA256:abc"}, MaxParallel: 4,
+		Accounts: []api.TargetAccount{{Name: "deploy", Approval: "run", MaxTimeoutS: 600, Output: "full"}}}}
+	done := finished("exited", exitCode(0))
+	inFlight := &api.Action{ID: "act_running", RunID: done.RunID, Target: "box", Account: "deploy", Command: "sleep 9", TimeoutS: 60,
+		State: api.StateWaitingApproval, RequestedAt: done.RequestedAt, Approval: api.ApprovalInfo{Mode: "call", ID: "apr_0123456789abcdef0123456789abcdef"}}
+	failed := finished("host_key_mismatch", nil)
+	failed.ID = "act_failed"
+	b := &fakeBackend{targets: targets, actions: map[string]*api.Action{done.ID: done, inFlight.ID: inFlight, failed.ID: failed}}
+	cs, _ := connect(t, b, mcp.Options{})
+	ctx := context.Background()
+
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "list_targets", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("list_targets: %v %+v", err, res)
+	}
+	if diff := cmp.Diff(mcp.TargetList{Targets: targets}, structured[mcp.TargetList](t, res)); diff != "" {
+		t.Errorf("list_targets (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(text(res), "box account deploy, default account: approval per run") {
+		t.Errorf("list_targets text:\n%s", text(res))
+	}
+
+	for _, tt := range []struct {
+		id      string
+		want    *api.Action
+		isError bool
+	}{
+		{done.ID, done, false},
+		{inFlight.ID, inFlight, false},
+		{failed.ID, failed, true},
+		{"act_someone_elses", nil, true},
+	} {
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "get_action", Arguments: map[string]any{"action_id": tt.id}})
+		if err != nil {
+			t.Fatalf("get_action %s: %v", tt.id, err)
+		}
+		if res.IsError != tt.isError {
+			t.Errorf("get_action %s: isError %v, want %v (%s)", tt.id, res.IsError, tt.isError, text(res))
+		}
+		if tt.want == nil {
+			if res.StructuredContent != nil {
+				t.Errorf("get_action %s: a result object for an unknown action", tt.id)
+			}
+			continue
+		}
+		if diff := cmp.Diff(*tt.want, structured[api.Action](t, res)); diff != "" {
+			t.Errorf("get_action %s (-want +got):\n%s", tt.id, diff)
+		}
+	}
+}
