@@ -126,7 +126,7 @@ func TestNoPlaintextStored(t *testing.T) {
 
 func TestDefaultArgon2Hash(t *testing.T) {
 	h := hashPassword([]byte("pw"), DefaultArgon2)
-	if !strings.HasPrefix(h, "$argon2id$v=19$m=65536,t=3,p=4$") {
+	if !strings.HasPrefix(h, "$argon2id$v=19$m=19456,t=2,p=1$") {
 		t.Errorf("default hash %q", h)
 	}
 	if !verifyPassword([]byte("pw"), h) || verifyPassword([]byte("pW"), h) {
@@ -237,4 +237,13 @@ func FuzzParsePHC(f *testing.F) {
 			t.Errorf("parsePHC(%q) accepted %+v salt %d key %d", s, p, len(salt), len(key))
 		}
 	})
+}
+
+// A hash made with other parameters (the earlier default) keeps verifying:
+// parameters travel in the PHC string.
+func TestOlderParametersStillVerify(t *testing.T) {
+	h := hashPassword([]byte("an older password"), Argon2Params{Time: 3, MemoryKiB: 64 * 1024, Threads: 4})
+	if !verifyPassword([]byte("an older password"), h) || verifyPassword([]byte("an older passworD"), h) {
+		t.Error("a hash with other parameters does not verify correctly")
+	}
 }

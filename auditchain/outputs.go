@@ -79,6 +79,9 @@ func OpenOutputs(ctx context.Context, opts OutputOptions) (*OutputStore, error) 
 	if err != nil {
 		return nil, fmt.Errorf("auditchain: output store: %w", err)
 	}
+	// SQLite takes one writer at a time anyway: one connection keeps many
+	// parallel actions from opening a connection (and a page cache) each.
+	db.SetMaxOpenConns(1)
 	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS blobs (digest BLOB PRIMARY KEY, data BLOB NOT NULL) STRICT`); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("auditchain: output store: %w", err)

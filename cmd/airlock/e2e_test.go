@@ -31,7 +31,7 @@ var (
 )
 
 // binaries builds airlock and airlock-ssh once per test process.
-func binaries(t *testing.T) (airlock, airlockSSH string) {
+func binaries(t testing.TB) (airlock, airlockSSH string) {
 	t.Helper()
 	binOnce.Do(func() {
 		binDir, binErr = os.MkdirTemp("", "airlock-bin-")
@@ -54,7 +54,7 @@ func binaries(t *testing.T) (airlock, airlockSSH string) {
 
 // daemon is an `airlock serve` process.
 type daemon struct {
-	t       *testing.T
+	t       testing.TB
 	bin     string
 	cfgFile string
 	state   string
@@ -66,7 +66,7 @@ type daemon struct {
 	pwFile  string
 }
 
-func writeConfig(t *testing.T, s *sshtest.SSHD, mode string) (cfgFile, state string, port int) {
+func writeConfig(t testing.TB, s *sshtest.SSHD, mode string) (cfgFile, state string, port int) {
 	t.Helper()
 	dir := t.TempDir()
 	state = filepath.Join(dir, "state")
@@ -95,7 +95,7 @@ target "box" {
 	return cfgFile, state, port
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := netListen()
 	if err != nil {
@@ -105,7 +105,7 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*netTCPAddr).Port
 }
 
-func startDaemon(t *testing.T, cfgFile, state string, port int) *daemon {
+func startDaemon(t testing.TB, cfgFile, state string, port int) *daemon {
 	t.Helper()
 	bin, _ := binaries(t)
 	d := &daemon{t: t, bin: bin, cfgFile: cfgFile, state: state, socket: filepath.Join(state, "run", "airlock.sock"),
@@ -356,7 +356,7 @@ func writePW(t *testing.T) string {
 	return f
 }
 
-func runCLIEnv(t *testing.T, env map[string]string, args ...string) (string, string, int) {
+func runCLIEnv(t testing.TB, env map[string]string, args ...string) (string, string, int) {
 	t.Helper()
 	for k, v := range env {
 		t.Setenv(k, v)
