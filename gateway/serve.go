@@ -85,26 +85,31 @@ func (l *localListener) track(c net.Conn, state http.ConnState) {
 // shutdown grace, cancels those still running (their outcome recorded),
 // records gateway.stopped and signs a final checkpoint.
 func (s *Server) Serve(ctx context.Context) error {
+	// Failing to listen still stops the gateway properly.
+	fail := func(err error) error {
+		s.Close(context.Background())
+		return err
+	}
 	gid, err := groupID(s.cfg.Listen.SocketGroup)
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	dir := filepath.Dir(s.cfg.Listen.Socket)
 	if err := privateDir(dir, gid); err != nil {
-		return err
+		return fail(err)
 	}
 	tok, err := newLocalToken()
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	uln, err := listenSocket(s.cfg.Listen.Socket, gid)
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	l := &localListener{s: s, path: s.cfg.Listen.Socket, dir: dir, gid: gid, ln: uln, token: tok, conns: map[net.Conn]struct{}{}}
 	if err := writeControl(dir, gid, api.Control{Socket: l.path, Token: tok.hex}); err != nil {
 		uln.Close()
-		return err
+		return fail(err)
 	}
 	s.local = l
 	handler := s.router()
@@ -135,7 +140,8 @@ func (s *Server) Serve(ctx context.Context) error {
 		if err != nil {
 			l.srv.Close()
 			wg.Wait()
-			return err
+			os.Remove(filepath.Join(dir, ControlFileName))
+			return fail(err)
 		}
 		servers = append(servers, hs)
 		useTLS := hs.TLSConfig != nil

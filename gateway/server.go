@@ -69,6 +69,9 @@ type Server struct {
 	local   *localListener
 	limiter *limiter
 
+	closeOnce sync.Once
+	closeErr  error
+
 	// ready is closed once Serve listens; httpAddr is its HTTP address.
 	ready    chan struct{}
 	httpAddr string
@@ -307,15 +310,18 @@ func (s *Server) closeStores(ctx context.Context) {
 
 // Close stops the gateway without waiting: in-flight actions are cancelled
 // (and recorded), gateway.stopped is recorded, a final checkpoint signed.
-// Serve calls it on the way out; call it directly only when Serve was never
-// called.
+// Serve calls it on the way out, also when it fails to start listening;
+// call it directly only when Serve was never called. Calling it again does
+// nothing.
 func (s *Server) Close(ctx context.Context) error {
-	s.draining.Store(true)
-	s.cancelBase()
-	s.actionsWG.Wait()
-	err := s.record(ctx, auditchain.KindGatewayStopped, "", "", auditchain.Int("pid", int64(os.Getpid())))
-	s.closeStores(ctx)
-	return err
+	s.closeOnce.Do(func() {
+		s.draining.Store(true)
+		s.cancelBase()
+		s.actionsWG.Wait()
+		s.closeErr = s.record(ctx, auditchain.KindGatewayStopped, "", "", auditchain.Int("pid", int64(os.Getpid())))
+		s.closeStores(ctx)
+	})
+	return s.closeErr
 }
 
 // timedAppender measures audit append latency.
