@@ -17,6 +17,9 @@ type Backend interface {
 	// name and per address (remoteAddr is the client's host:port) and
 	// returns ErrRateLimited or ErrBadCredentials.
 	Login(ctx context.Context, name, password, remoteAddr string) (Reviewer, error)
+	// Enabled reports whether rv may still act: a reviewer disabled since
+	// login is logged out at the next request.
+	Enabled(ctx context.Context, rv Reviewer) bool
 	// Pending lists every pending run and call approval, newest first.
 	Pending(ctx context.Context) ([]Card, error)
 	// Decide records a decision, refusing it (ErrChanged) unless the

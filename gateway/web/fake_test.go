@@ -42,12 +42,13 @@ type fakeBackend struct {
 	outputs   map[string]Output
 	reads     []string
 	failures  map[string]int
+	disabled  map[string]bool
 	decideErr error
 	verified  *Verification
 }
 
 func newFake(now func() time.Time) *fakeBackend {
-	return &fakeBackend{now: now, decided: map[string]Card{}, actions: map[string]Action{}, outputs: map[string]Output{}, failures: map[string]int{}}
+	return &fakeBackend{now: now, decided: map[string]Card{}, actions: map[string]Action{}, outputs: map[string]Output{}, failures: map[string]int{}, disabled: map[string]bool{}}
 }
 
 func (f *fakeBackend) Login(ctx context.Context, name, password, addr string) (Reviewer, error) {
@@ -61,6 +62,12 @@ func (f *fakeBackend) Login(ctx context.Context, name, password, addr string) (R
 		return nil, ErrBadCredentials
 	}
 	return fakeReviewer(name), nil
+}
+
+func (f *fakeBackend) Enabled(ctx context.Context, rv Reviewer) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return !f.disabled[rv.Name()]
 }
 
 func (f *fakeBackend) Pending(ctx context.Context) ([]Card, error) {

@@ -175,6 +175,10 @@ func (h *Handler) current(r *http.Request, touch bool) (*reqState, bool) {
 	if !ok {
 		return nil, false
 	}
+	if !h.b.Enabled(r.Context(), s.reviewer) {
+		h.sessions.end(c.Value)
+		return nil, false
+	}
 	return &reqState{s: s, token: c.Value}, true
 }
 

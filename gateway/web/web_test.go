@@ -545,3 +545,20 @@ func TestRenderedPagesHoldNoHiddenCharacters(t *testing.T) {
 	}
 	checkNoInline(t, "/ui/pending", page)
 }
+
+func TestDisabledReviewerIsLoggedOut(t *testing.T) {
+	f, _, srv, c := newTestHandler(t)
+	login(t, c, srv.URL)
+	f.mu.Lock()
+	f.disabled[testReviewer] = true
+	f.mu.Unlock()
+	if res, _ := get(t, c, srv.URL+"/ui/pending"); res.StatusCode != http.StatusSeeOther {
+		t.Errorf("a disabled reviewer still sees the pending page: %d", res.StatusCode)
+	}
+	f.mu.Lock()
+	f.disabled[testReviewer] = false
+	f.mu.Unlock()
+	if res, _ := get(t, c, srv.URL+"/ui/pending"); res.StatusCode != http.StatusSeeOther {
+		t.Errorf("the session survived being disabled: %d", res.StatusCode)
+	}
+}
