@@ -246,6 +246,7 @@ func (d *daemon) agent(script string) *exec.Cmd {
 	_, sshBin := binaries(d.t)
 	cmd := exec.Command("sh", "-c", script)
 	cmd.Env = append(os.Environ(), "AIRLOCK_SOCKET="+d.socket, "PATH="+filepath.Dir(sshBin)+":"+os.Getenv("PATH"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // so that a test can end all of it
 	return cmd
 }
 
@@ -299,6 +300,44 @@ func TestEndToEndBinaries(t *testing.T) {
 		ee, _ := err.(*exec.ExitError)
 		if ee == nil || ee.ExitCode() != 255 || !strings.Contains(out2.String(), "airlock-ssh: denied:") || !strings.Contains(out2.String(), "not this one") {
 			t.Fatalf("second agent: %v %q", err, out2.String())
+		}
+	})
+
+	t.Run("reviewer CLI: runs list and end", func(t *testing.T) {
+		// An agent whose run stays open: one action, then it idles.
+		airlock, _ := binaries(t)
+		out1 := &lockedBuffer{}
+		a := d.agent(airlock + " run -- sh -c 'airlock-ssh box true; sleep 60'")
+		a.Stdout, a.Stderr = out1, out1
+		if err := a.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { syscall.Kill(-a.Process.Pid, syscall.SIGKILL); a.Wait() }()
+		list := d.pending(1)
+		d.cli("approvals", "approve", list[0].ID)
+		out, errs, code := d.cli("runs", "list", "--json")
+		if code != 0 {
+			t.Fatalf("runs list: %s", errs)
+		}
+		var runs []api.Run
+		if err := json.Unmarshal([]byte(out), &runs); err != nil {
+			t.Fatalf("runs list --json: %v %q", err, out)
+		}
+		var live *api.Run
+		for i := range runs {
+			if runs[i].ID == list[0].RunID {
+				live = &runs[i]
+			}
+		}
+		if live == nil || live.Kind != "local" || live.Anchor == nil {
+			t.Fatalf("the agent's run %s is not listed as a local run with its anchor: %s", list[0].RunID, out)
+		}
+		if _, errs, code := d.cli("runs", "end", live.ID, "--reason", "test over"); code != 0 {
+			t.Fatalf("runs end: %s", errs)
+		}
+		out, _, _ = d.cli("runs", "list", "--json")
+		if strings.Contains(out, live.ID) {
+			t.Errorf("run %s still listed after runs end", live.ID)
 		}
 	})
 
