@@ -2,8 +2,10 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -37,6 +39,25 @@ type testGateway struct {
 	agent    *api.Client // over the local socket
 	base     string      // HTTP base URL
 	reviewer *api.Client // logged in as testReviewer
+	logs     *logBuffer  // everything the gateway logged
+}
+
+// logBuffer collects the gateway's log for assertions.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 type gwOptions struct {
@@ -100,7 +121,8 @@ credential "key" {
 
 func runGateway(t testing.TB, cfg *Config, o gwOptions) *testGateway {
 	t.Helper()
-	opts := Options{Config: cfg, Logger: hclog.New(&hclog.LoggerOptions{Output: testWriter{t}, Level: hclog.Info}), ShutdownGrace: 5 * time.Second}
+	logs := &logBuffer{}
+	opts := Options{Config: cfg, Logger: hclog.New(&hclog.LoggerOptions{Output: io.MultiWriter(testWriter{t}, logs), Level: hclog.Trace}), ShutdownGrace: 5 * time.Second}
 	if _, bench := t.(*testing.B); bench {
 		opts.Logger = nil
 	}
@@ -116,7 +138,7 @@ func runGateway(t testing.TB, cfg *Config, o gwOptions) *testGateway {
 		t.Fatal(err)
 	}
 	sctx, cancel := context.WithCancel(ctx)
-	g := &testGateway{t: t, srv: srv, cfg: cfg, cancel: cancel, done: make(chan error, 1)}
+	g := &testGateway{t: t, srv: srv, cfg: cfg, cancel: cancel, done: make(chan error, 1), logs: logs}
 	go func() { g.done <- srv.Serve(sctx) }()
 	select {
 	case <-srv.Ready():
@@ -720,5 +742,63 @@ target "box" {
 	want := fmt.Sprintf("ID airlock:%s (serial %d)", r.a.ID, requestedSeq)
 	if !s.WaitLog(want, 3*time.Second) {
 		t.Errorf("sshd did not log %q", want)
+	}
+}
+
+// TestSecretsNeverLeave: the local token, run tokens, reviewer tokens and
+// passwords, and the private key never appear in the gateway's log (at
+// trace level), in the audit log, or in API answers.
+func TestSecretsNeverLeave(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	g := startGateway(t, s, gwOptions{})
+	ctx := context.Background()
+	ctl, _ := api.ReadControl(g.cfg.Listen.Socket)
+	login, err := api.NewHTTPClient(g.base, "").Login(ctx, testReviewer, testPassword)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := api.NewHTTPClient(g.base, "").CreateRun(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wrong credentials are logged as failures, without the guess.
+	api.NewHTTPClient(g.base, "").Login(ctx, testReviewer, "wrong-guess-password")
+	api.NewLocalClient(g.cfg.Listen.Socket, "0123456789abcdef0123456789abcdef").Targets(ctx)
+	res := g.runAsync(api.ActionRequest{Target: "box-call", Command: "echo ok"})
+	g.decideNext("call", "approve", "")
+	if r := <-res; r.err != nil || !r.a.Success() {
+		t.Fatalf("%+v %v", r.a, r.err)
+	}
+	targets, err := g.reviewer.Targets(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, _ := json.Marshal(targets)
+	entries, err := g.reviewer.AuditEntries(ctx, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := os.ReadFile(s.ClientKeyFile)
+	keyBody := strings.Split(string(key), "\n")[1] // a line of the PEM body
+	secrets := map[string]string{
+		"local token":    ctl.Token,
+		"reviewer token": login.Token,
+		"run token":      run.Token,
+		"password":       testPassword,
+		"wrong password": "wrong-guess-password",
+		"wrong token":    "0123456789abcdef0123456789abcdef",
+		"private key":    keyBody,
+		"key file path":  s.ClientKeyFile,
+	}
+	for where, text := range map[string]string{"log": g.logs.String(), "targets": string(tb), "audit": string(entries)} {
+		for what, secret := range secrets {
+			if (where == "audit" || where == "log") && what == "key file path" {
+				continue // the path is configuration, not a secret; only API answers omit it
+			}
+			if strings.Contains(text, secret) {
+				t.Errorf("the %s contains the %s", where, what)
+			}
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -358,4 +359,12 @@ func (c *Client) DoRaw(req *http.Request) error {
 		return readError(resp)
 	}
 	return nil
+}
+
+// AuditEntries returns up to 1000 audit entries after seq, as exported
+// JSON (reviewers).
+func (c *Client) AuditEntries(ctx context.Context, after int64) (json.RawMessage, error) {
+	var raw json.RawMessage
+	err := c.Do(ctx, http.MethodGet, "/v1/audit/entries?after="+strconv.FormatInt(after, 10), nil, &raw)
+	return raw, err
 }
