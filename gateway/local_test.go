@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/airlockgw/airlock/gateway/api"
@@ -158,5 +159,31 @@ func TestListenSocketAndPeerCred(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(other); string(b) != "keep" {
 		t.Error("the regular file was changed")
+	}
+}
+
+func TestSocketGroupModes(t *testing.T) {
+	gid := os.Getegid()
+	d := filepath.Join(t.TempDir(), "run")
+	if err := privateDir(d, gid); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(d, "airlock.sock")
+	l, err := listenSocket(path, gid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := writeControl(d, gid, api.Control{Socket: path, Token: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]os.FileMode{d: 0o750, path: 0o660, filepath.Join(d, ControlFileName): 0o640} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != want || int(fi.Sys().(*syscall.Stat_t).Gid) != gid {
+			t.Errorf("%s: mode %04o gid %d, want %04o gid %d", p, fi.Mode().Perm(), fi.Sys().(*syscall.Stat_t).Gid, want, gid)
+		}
 	}
 }
