@@ -236,6 +236,12 @@ func mcpLifecycle(t *testing.T, g *testGateway, cs *sdk.ClientSession, l *mcpLog
 		t.Errorf("exit 3: %v isError %v %+v", err, res.IsError, a)
 	}
 
+	// The account's output policy decides what reaches the model.
+	res, err = cs.CallTool(ctx, callParams("ssh_exec", map[string]any{"target": "box-none", "command": "echo secret-output"}))
+	if a := actionFrom(t, res); err != nil || res.IsError || a.Stdout != "" || !a.StdoutTruncated || a.StdoutBytes != 14 || strings.Contains(toolText(res), "secret-output") {
+		t.Errorf("output none: %v %+v\n%s", err, a, toolText(res))
+	}
+
 	res, err = cs.CallTool(ctx, callParams("get_action", map[string]any{"action_id": first.ID}))
 	if err != nil || res.IsError {
 		t.Fatalf("get_action: %v %s", err, toolText(res))
