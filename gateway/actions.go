@@ -357,9 +357,11 @@ func (s *Server) execute(ctx context.Context, st *actionState, c caller, req api
 	s.observePhases(res2)
 	a.fromResult(res2)
 
-	// 8. Outputs to the store, the result to the chain.
-	stdoutBlob, err1 := s.outputs.Put(ctx, res2.Stdout)
-	stderrBlob, err2 := s.outputs.Put(ctx, res2.Stderr)
+	// 8. Outputs to the store, the result to the chain — also when the
+	// caller has gone (cancelled): what ran is recorded in full.
+	keep := context.WithoutCancel(ctx)
+	stdoutBlob, err1 := s.outputs.Put(keep, res2.Stdout)
+	stderrBlob, err2 := s.outputs.Put(keep, res2.Stderr)
 	if err := errors.Join(err1, err2); err != nil {
 		s.log.Error("output store failed", "action", a.obj.ID, "error", err)
 		a.mayHaveRun(ctx, "the output could not be stored")

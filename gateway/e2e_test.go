@@ -802,3 +802,48 @@ func TestSecretsNeverLeave(t *testing.T) {
 		}
 	}
 }
+
+// TestCallerGoingAwayCancels: an agent that goes away mid-command (Ctrl-C
+// on airlock-ssh) cancels the action; the command is killed and the
+// outcome recorded as cancelled, output included.
+func TestCallerGoingAwayCancels(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	g := startGateway(t, s, gwOptions{})
+	first := g.runAsync(api.ActionRequest{Target: "box-run", Command: "true"})
+	g.decideNext("run", "approve", "")
+	<-first
+	ctx, cancel := context.WithCancel(context.Background())
+	var id string
+	var mu sync.Mutex
+	_, err := g.agent.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: "echo started; sleep 30"}, api.Events{
+		State: func(s api.StateEvent) {
+			mu.Lock()
+			if s.ActionID != "" {
+				id = s.ActionID
+			}
+			mu.Unlock()
+		},
+		Output: func(stream string, p []byte) {
+			if strings.Contains(string(p), "started") {
+				cancel()
+			}
+		},
+	})
+	if err == nil {
+		t.Fatal("the cancelled stream returned an action")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var a *api.Action
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		a, err = g.reviewer.Action(context.Background(), id)
+		if err == nil && a.Outcome != "" {
+			break
+		}
+	}
+	if a == nil || a.Outcome != "cancelled" || a.Termination != "confirmed" || a.Stdout != "started\n" {
+		t.Fatalf("after the caller went away: %+v %v, want cancelled/confirmed with the output so far", a, err)
+	}
+	g.verifyAudit()
+}

@@ -455,23 +455,7 @@ func (s *Server) writeStoreError(w http.ResponseWriter, err error) {
 // Targets.
 
 func (s *Server) handleTargets(w http.ResponseWriter, r *http.Request) {
-	out := make([]api.Target, 0, len(s.cfg.TargetNames))
-	for _, name := range s.cfg.TargetNames {
-		t := s.cfg.Targets[name]
-		v := api.Target{Name: t.Name, Address: t.Address, DefaultAccount: t.DefaultAccount,
-			KnownHostsFile: t.KnownHostsFile != "", MaxParallel: t.MaxParallel, HostKeys: []string{}}
-		for _, k := range t.HostKeys {
-			v.HostKeys = append(v.HostKeys, fingerprint(k))
-		}
-		for _, an := range t.AccountNames {
-			a := t.Accounts[an]
-			cred := s.cfg.Credentials[a.Credential]
-			v.Accounts = append(v.Accounts, api.TargetAccount{Name: a.Name, Approval: a.Approval,
-				MaxTimeoutS: int(a.MaxTimeout / time.Second), Output: string(a.Output), Certificate: cred != nil && cred.CA})
-		}
-		out = append(out, v)
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, s.targetList())
 }
 
 // Reviewer login.
