@@ -524,11 +524,12 @@ func (h *Handler) action(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) output(w http.ResponseWriter, r *http.Request) {
 	st := sessionFrom(r.Context())
-	a, ok := h.loadAction(w, r, st)
-	if !ok {
+	id := r.PathValue("id")
+	if !actionIDPattern.MatchString(id) {
+		h.renderError(w, r, st, http.StatusNotFound, "There is no such action.")
 		return
 	}
-	out, err := h.b.ReadOutput(r.Context(), st.s.reviewer, a.ID)
+	out, err := h.b.ReadOutput(r.Context(), st.s.reviewer, id)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		h.renderError(w, r, st, http.StatusNotFound, "This action has no stored output.")
@@ -541,6 +542,11 @@ func (h *Handler) output(w http.ResponseWriter, r *http.Request) {
 		return
 	case err != nil:
 		h.internal(w, r, st, "reading output", err)
+		return
+	}
+	// Loaded after the read, so its trail shows the read itself.
+	a, ok := h.loadAction(w, r, st)
+	if !ok {
 		return
 	}
 	so := &shownOutput{}

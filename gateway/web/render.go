@@ -104,7 +104,7 @@ var funcs = template.FuncMap{
 	},
 	"runFlags": func(r Run) []Flag { return Flags(runTexts(&r)...) },
 	"time":     func(t time.Time) string { return fmtTime(t) },
-	"iso":      func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"iso":      func(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") },
 	"dur":      fmtDur,
 	"left": func(now, t time.Time) string {
 		if !t.After(now) {

@@ -1,0 +1,744 @@
+package gateway
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/auditchain"
+	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/web"
+	"github.com/airlockgw/airlock/gateway/web/webtest"
+)
+
+var updateScreenshots = flag.Bool("update-screenshots", false, "rewrite the committed screenshots under web/testdata/screenshots")
+
+// screenshotDir is where committed screenshots go under -update-screenshots.
+func screenshotDir() string {
+	if *updateScreenshots {
+		return filepath.Join("web", "testdata", "screenshots")
+	}
+	return ""
+}
+
+// shownText is what the page shows of s (see web.Reveal).
+func shownText(s string) string {
+	var b strings.Builder
+	for _, seg := range web.Reveal(s) {
+		b.WriteString(seg.Text)
+		if seg.Break {
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// pendingFor waits for the pending request whose command is cmd.
+func (g *testGateway) pendingFor(cmd string) approvals.Request {
+	g.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		reqs, err := g.srv.store.Pending(context.Background())
+		if err != nil {
+			g.t.Fatal(err)
+		}
+		for _, q := range reqs {
+			if q.Command == cmd {
+				return q
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	g.t.Fatalf("no pending request for %q", cmd)
+	return approvals.Request{}
+}
+
+// remoteAgent creates a remote run and returns a client holding its token.
+func (g *testGateway) remoteAgent(name string) (*api.Client, api.Run) {
+	g.t.Helper()
+	var run api.Run
+	if err := api.NewHTTPClient(g.base, "").Do(context.Background(), http.MethodPost, "/v1/runs", map[string]string{"name": name}, &run); err != nil {
+		g.t.Fatal(err)
+	}
+	return api.NewHTTPClient(g.base, run.Token), run
+}
+
+// uiClient logs in through the login form and returns a client that keeps
+// the session cookie and does not follow redirects.
+func uiClient(t *testing.T, base string) *http.Client {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	tok := uiCSRF(t, c, base+"/ui/login")
+	res, err := c.PostForm(base+"/ui/login", url.Values{"csrf": {tok}, "reviewer": {testReviewer}, "password": {testPassword}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("login: status %d", res.StatusCode)
+	}
+	return c
+}
+
+var uiCSRFField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+func uiCSRF(t *testing.T, c *http.Client, u string) string {
+	t.Helper()
+	res, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	m := uiCSRFField.FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("GET %s: %d, no CSRF field", u, res.StatusCode)
+	}
+	return string(m[1])
+}
+
+func TestUIRefusesAgentCredentials(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	g := startGateway(t, s, gwOptions{})
+	_, run := g.remoteAgent("probe")
+	ctl, err := api.ReadControl(g.cfg.Listen.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", g.cfg.Listen.Socket)
+	}}}
+	login, err := api.NewHTTPClient(g.base, "").Login(context.Background(), testReviewer, testPassword)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		client *http.Client
+		base   string
+		bearer string
+	}{
+		{"local socket with the local token", local, "http://airlock.local", ctl.Token},
+		{"local socket without a token", local, "http://airlock.local", ""},
+		{"run token", http.DefaultClient, g.base, run.Token},
+		{"reviewer API token", http.DefaultClient, g.base, login.Token},
+	} {
+		for _, path := range []string{"/ui/pending", "/ui/login", "/ui/runs", "/ui/audit"} {
+			for _, method := range []string{http.MethodGet, http.MethodPost} {
+				req, _ := http.NewRequest(method, tc.base+path, strings.NewReader(""))
+				if tc.bearer != "" {
+					req.Header.Set("Authorization", "Bearer "+tc.bearer)
+				}
+				res, err := tc.client.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ := io.ReadAll(res.Body)
+				res.Body.Close()
+				if res.StatusCode != http.StatusForbidden && res.StatusCode != http.StatusUnauthorized {
+					t.Errorf("%s: %s %s: status %d, want 401 or 403", tc.name, method, path, res.StatusCode)
+				}
+				if strings.Contains(string(body), "<form") {
+					t.Errorf("%s: %s %s served a page", tc.name, method, path)
+				}
+			}
+		}
+	}
+	// And the other way round: a browser session is no API credential.
+	c := uiClient(t, g.base)
+	res, err := c.Get(g.base + "/v1/approvals")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the session cookie reached the API: status %d", res.StatusCode)
+	}
+}
+
+func TestUILoginRateLimited(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	g := startGateway(t, s, gwOptions{})
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	status := 0
+	for range 11 {
+		tok := uiCSRF(t, c, g.base+"/ui/login")
+		res, err := c.PostForm(g.base+"/ui/login", url.Values{"csrf": {tok}, "reviewer": {"mallory"}, "password": {"not the password"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		status = res.StatusCode
+	}
+	if status != http.StatusTooManyRequests {
+		t.Errorf("after 11 wrong passwords: status %d, want 429", status)
+	}
+	// The address is now blocked for every name, on the API too.
+	if _, err := api.NewHTTPClient(g.base, "").Login(context.Background(), testReviewer, testPassword); err == nil || err.(*api.Error).Err.Code != api.CodeRateLimited {
+		t.Errorf("API login from the blocked address: %v, want rate_limited", err)
+	}
+}
+
+func TestUIOutputReadIsAudited(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	g := startGateway(t, s, gwOptions{})
+	res := g.runAsync(api.ActionRequest{Target: "box-none", Command: "echo secret-output; echo err >&2"})
+	g.decideNext("run", "approve", "")
+	r := <-res
+	if r.err != nil || !r.a.Success() || r.a.Stdout != "" {
+		t.Fatalf("action: %+v %v (output policy none: the agent sees nothing)", r.a, r.err)
+	}
+	c := uiClient(t, g.base)
+	tok := uiCSRF(t, c, g.base+"/ui/actions/"+r.a.ID)
+	resp, err := c.PostForm(g.base+"/ui/actions/"+r.a.ID+"/output", url.Values{"csrf": {tok}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(page), "secret-output") {
+		t.Fatalf("output page: status %d, output missing", resp.StatusCode)
+	}
+	recs, err := g.srv.alog.Reader().ActionEntries(context.Background(), r.a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, rec := range recs {
+		if rec.Kind == auditchain.KindOutputRead {
+			who, _ := rec.Field("reviewer")
+			found = who == testReviewer && rec.RunID == r.a.RunID
+		}
+	}
+	if !found {
+		t.Errorf("no output.read entry by %s for %s", testReviewer, r.a.ID)
+	}
+	// Without the CSRF token nothing is read, and nothing recorded.
+	resp, err = c.PostForm(g.base+"/ui/actions/"+r.a.ID+"/output", url.Values{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	recs2, _ := g.srv.alog.Reader().ActionEntries(context.Background(), r.a.ID)
+	if resp.StatusCode != http.StatusForbidden || len(recs2) != len(recs) {
+		t.Errorf("a CSRF-less read: status %d, %d new entries", resp.StatusCode, len(recs2)-len(recs))
+	}
+	g.verifyAudit()
+}
+
+// webhook records what a notification endpoint receives; the first fail
+// requests are answered 503.
+type webhook struct {
+	mu    sync.Mutex
+	fail  int
+	calls []webhookCall
+}
+
+type webhookCall struct {
+	header http.Header
+	body   []byte
+	status int
+}
+
+func (h *webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	status := http.StatusNoContent
+	if h.fail > 0 {
+		h.fail--
+		status = http.StatusServiceUnavailable
+	}
+	h.calls = append(h.calls, webhookCall{r.Header.Clone(), body, status})
+	w.WriteHeader(status)
+}
+
+// delivered returns the accepted notifications of an event.
+func (h *webhook) delivered(event string) []webhookCall {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []webhookCall
+	for _, c := range h.calls {
+		if c.status/100 == 2 && c.header.Get("X-Airlock-Event") == event {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func TestUIWebhookNotifies(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	hook := &webhook{fail: 2}
+	srv := httptest.NewServer(hook)
+	t.Cleanup(srv.Close)
+	secret := "0123456789abcdef-webhook-secret"
+	secretFile := filepath.Join(t.TempDir(), "webhook.secret")
+	if err := os.WriteFile(secretFile, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := startGateway(t, s, gwOptions{extraConfig: fmt.Sprintf("notify {\n  url = %q\n  secret_file = %q\n}\n", srv.URL+"/hook", secretFile)})
+	cmd := "echo notify-me --password=hunter2"
+	res := g.runAsync(api.ActionRequest{Target: "box-call", Command: cmd})
+	q := g.pendingFor(cmd)
+	waitFor := func(event string) webhookCall {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for time.Now().Before(deadline) {
+			if d := hook.delivered(event); len(d) > 0 {
+				return d[0]
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatalf("no %s notification delivered; calls %d", event, len(hook.calls))
+		return webhookCall{}
+	}
+	req := waitFor("approval.requested")
+	if _, err := g.reviewer.Decide(context.Background(), string(q.ID), api.DecisionRequest{Decision: "approve", Digest: fmt.Sprintf("%x", q.Digest[:])}); err != nil {
+		t.Fatal(err)
+	}
+	dec := waitFor("approval.decided")
+	if r := <-res; r.err != nil || !r.a.Success() {
+		t.Fatalf("action: %+v %v", r.a, r.err)
+	}
+
+	for name, c := range map[string]webhookCall{"requested": req, "decided": dec} {
+		// The signature covers timestamp and body with the shared secret.
+		mac := hmac.New(sha256.New, []byte(secret))
+		mac.Write([]byte(c.header.Get("X-Airlock-Timestamp") + "."))
+		mac.Write(c.body)
+		if want := "sha256=" + hex.EncodeToString(mac.Sum(nil)); c.header.Get("X-Airlock-Signature") != want {
+			t.Errorf("%s: signature %q, want %q", name, c.header.Get("X-Airlock-Signature"), want)
+		}
+		if c.header.Get("Content-Type") != "application/json" || c.header.Get("X-Airlock-Delivery") == "" {
+			t.Errorf("%s: headers %v", name, c.header)
+		}
+		for _, secretish := range []string{secret, "hunter2", cmd, testPassword, g.srv.local.currentToken().hex} {
+			if strings.Contains(string(c.body), secretish) || strings.Contains(fmt.Sprint(c.header), secretish) {
+				t.Errorf("%s: the notification carries %q", name, secretish)
+			}
+		}
+	}
+	var n notification
+	if err := json.Unmarshal(req.body, &n); err != nil {
+		t.Fatal(err)
+	}
+	if n.Event != "approval.requested" || n.ApprovalID != string(q.ID) || n.Kind != "call" || n.State != "pending" || n.Target != "box-call" ||
+		n.URL != g.base+"/ui/pending#"+string(q.ID) {
+		t.Errorf("requested notification %+v", n)
+	}
+	if err := json.Unmarshal(dec.body, &n); err != nil {
+		t.Fatal(err)
+	}
+	if n.Event != "approval.decided" || n.ApprovalID != string(q.ID) || n.State != "approved" || n.DecidedBy != testReviewer {
+		t.Errorf("decided notification %+v", n)
+	}
+	// The first delivery was retried after two failures, under one id.
+	hook.mu.Lock()
+	defer hook.mu.Unlock()
+	if len(hook.calls) < 4 || hook.calls[0].header.Get("X-Airlock-Delivery") != hook.calls[2].header.Get("X-Airlock-Delivery") {
+		t.Errorf("calls %d; want the first notification retried under the same delivery id", len(hook.calls))
+	}
+}
+
+func TestUIWebhookNeverBlocksTheLifecycle(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	// A webhook that never answers.
+	stall := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-stall:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() { close(stall); srv.Close() })
+	secretFile := filepath.Join(t.TempDir(), "webhook.secret")
+	os.WriteFile(secretFile, []byte("stalled-secret-value"), 0o600)
+	g := startGateway(t, s, gwOptions{extraConfig: fmt.Sprintf("notify {\n  url = %q\n  secret_file = %q\n}\n", srv.URL, secretFile)})
+	start := time.Now()
+	for i := range 3 {
+		cmd := fmt.Sprintf("echo %d", i)
+		res := g.runAsync(api.ActionRequest{Target: "box-call", Command: cmd})
+		q := g.pendingFor(cmd)
+		if _, err := g.reviewer.Decide(context.Background(), string(q.ID), api.DecisionRequest{Decision: "approve"}); err != nil {
+			t.Fatal(err)
+		}
+		if r := <-res; r.err != nil || !r.a.Success() {
+			t.Fatalf("action %d: %+v %v", i, r.a, r.err)
+		}
+	}
+	if d := time.Since(start); d > 8*time.Second {
+		t.Errorf("three approved actions took %s with a stalled webhook", d)
+	}
+}
+
+// TestUIBrowser drives the reviewer pages of a real gateway, with real
+// agents waiting on a real sshd, in Chromium.
+func TestUIBrowser(t *testing.T) {
+	s := sharedSSHD(t)
+	browser := webtest.Browser(t)
+	g := startGateway(t, s, gwOptions{extraConfig: "audit {\n  checkpoint_every = \"10 entries\"\n}\n"})
+	tab := webtest.Tab(t, browser)
+	ctx := context.Background()
+	noHits := func(t *testing.T, tab context.Context) {
+		t.Helper()
+		if hits, err := webtest.Hits(tab); err != nil || len(hits) != 0 {
+			t.Errorf("the page ran or tried to run something: %q %v", hits, err)
+		}
+	}
+	waitCard := func(t *testing.T, tab context.Context, id approvals.RequestID) {
+		t.Helper()
+		if err := webtest.WaitFor(tab, fmt.Sprintf(`document.getElementById(%q) !== null`, id), 15*time.Second); err != nil {
+			t.Fatalf("card %s did not appear live: %v", id, err)
+		}
+	}
+	flash := func(t *testing.T, tab context.Context, want string) {
+		t.Helper()
+		if err := webtest.WaitFor(tab, fmt.Sprintf(`document.getElementById('flash') !== null && document.getElementById('flash').textContent.includes(%q)`, want), 10*time.Second); err != nil {
+			text, _ := webtest.Eval[string](tab, `(document.getElementById('flash') || document.body).textContent.slice(0, 400)`)
+			t.Fatalf("no message %q; the page says %q", want, text)
+		}
+	}
+
+	t.Run("login", func(t *testing.T) {
+		if err := chromedp.Do(tab, chromedp.Navigate(g.base+"/ui/login"), chromedp.WaitVisible(chromedp.ID("reviewer")),
+			chromedp.SendKeys(chromedp.ID("reviewer"), testReviewer), chromedp.SendKeys(chromedp.ID("password"), "not it at all"),
+			chromedp.Click(chromedp.ID("login-button"))); err != nil {
+			t.Fatal(err)
+		}
+		if err := webtest.WaitFor(tab, `document.getElementById('problem') && document.getElementById('problem').textContent.includes('Wrong reviewer name or password')`, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		webtest.Screenshot(t, tab, "", "login-page.png", screenshotDir())
+		if err := webtest.Login(tab, g.base, testReviewer, testPassword); err != nil {
+			t.Fatal(err)
+		}
+		if title, _ := chromedp.Run(tab, chromedp.Title()); title != "(0) Pending approvals · airlock" {
+			t.Errorf("title %q", title)
+		}
+		noHits(t, tab)
+	})
+
+	var approvedCall *api.Action
+	t.Run("a pending call appears live and approving it completes the waiting action", func(t *testing.T) {
+		if err := chromedp.Do(tab, chromedp.Navigate(g.base+"/ui/pending"), chromedp.WaitVisible(chromedp.ID("empty"))); err != nil {
+			t.Fatal(err)
+		}
+		agent, _ := g.remoteAgent("deploy-bot")
+		cmd := "df -h /tmp > /dev/null && echo approved-in-the-browser"
+		res := make(chan actionResult, 1)
+		go func() {
+			a, err := agent.RunAction(ctx, api.ActionRequest{Target: "box-call", Command: cmd}, api.Events{})
+			res <- actionResult{a: a, err: err}
+		}()
+		q := g.pendingFor(cmd)
+		waitCard(t, tab, q.ID)
+		if err := webtest.WaitFor(tab, `document.title.startsWith('(1) ')`, 5*time.Second); err != nil {
+			t.Error(err)
+		}
+		card, err := webtest.Eval[string](tab, fmt.Sprintf(`document.getElementById(%q).textContent`, q.ID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{cmd, "box-call", s.User, fingerprint(s.CurrentHostKey()), "remote:deploy-bot@127.0.0.1", fmt.Sprintf("%x", q.Digest[:]), "call: approving lets exactly this command run once"} {
+			if !strings.Contains(card, want) {
+				t.Errorf("the card lacks %q", want)
+			}
+		}
+		webtest.Screenshot(t, tab, "", "pending-page.png", screenshotDir())
+		if err := chromedp.Do(tab, chromedp.Click(chromedp.ID("approve-"+string(q.ID)))); err != nil {
+			t.Fatal(err)
+		}
+		flash(t, tab, "Approved call "+string(q.ID))
+		r := <-res
+		if r.err != nil || !r.a.Success() || !strings.Contains(r.a.Stdout, "approved-in-the-browser") {
+			t.Fatalf("the waiting action: %+v %v", r.a, r.err)
+		}
+		if r.a.Approval.DecidedBy != testReviewer || r.a.Approval.ID != string(q.ID) {
+			t.Errorf("approval %+v", r.a.Approval)
+		}
+		approvedCall = r.a
+		noHits(t, tab)
+	})
+
+	t.Run("deny with a reason", func(t *testing.T) {
+		cmd := "rm -rf /srv/releases/old"
+		res := g.runAsync(api.ActionRequest{Target: "box-call", Command: cmd})
+		q := g.pendingFor(cmd)
+		waitCard(t, tab, q.ID)
+		sel := fmt.Sprintf(`#%s input[name=reason]`, q.ID)
+		if err := chromedp.Do(tab, chromedp.SendKeys(chromedp.CSS(sel), "not on a Friday"), chromedp.Click(chromedp.ID("deny-"+string(q.ID)))); err != nil {
+			t.Fatal(err)
+		}
+		flash(t, tab, "Denied call")
+		r := <-res
+		if r.err != nil || r.a.Outcome != "denied" || r.a.Approval.Reason != "not on a Friday" {
+			t.Fatalf("the denied action: %+v %v", r.a, r.err)
+		}
+	})
+
+	t.Run("a run approval with a TTL lets the run's next actions pass", func(t *testing.T) {
+		cmd := "echo first of the run"
+		res := g.runAsync(api.ActionRequest{Target: "box-run", Command: cmd})
+		q := g.pendingFor(cmd)
+		if q.Kind != approvals.KindRun {
+			t.Fatalf("request kind %s, want run", q.Kind)
+		}
+		waitCard(t, tab, q.ID)
+		if err := chromedp.Do(tab,
+			chromedp.SetValue(chromedp.CSS(fmt.Sprintf(`#%s select[name=ttl_s]`, q.ID)), "900"),
+			chromedp.SendKeys(chromedp.CSS(fmt.Sprintf(`#%s input[name=max_actions]`, q.ID)), "3"),
+			chromedp.Click(chromedp.ID("approve-"+string(q.ID)))); err != nil {
+			t.Fatal(err)
+		}
+		flash(t, tab, "Approved run")
+		if r := <-res; r.err != nil || !r.a.Success() {
+			t.Fatalf("first action: %+v %v", r.a, r.err)
+		}
+		run, err := g.srv.store.Run(ctx, q.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if left := time.Until(run.ExpiresAt); run.State != approvals.RunApproved || left < 14*time.Minute || left > 15*time.Minute || run.MaxActions != 3 {
+			t.Errorf("run %s, expires in %s, max actions %d; want approved for 15m, at most 3", run.State, left, run.MaxActions)
+		}
+		a, err := g.agent.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: "echo second"}, api.Events{})
+		if err != nil || !a.Success() || a.Approval.ID != string(q.ID) {
+			t.Fatalf("the run's next action: %+v %v", a, err)
+		}
+		if p, _ := g.srv.store.Pending(ctx); len(p) != 0 {
+			t.Errorf("the approved run asked again: %d pending", len(p))
+		}
+	})
+
+	t.Run("hostile commands are shown escaped and nothing runs", func(t *testing.T) {
+		cmds := []string{
+			`echo "</script><script>window.__xss('close')</script>"`,
+			`<img src=x onerror="window.__xss('img')"> " autofocus onfocus="window.__xss('attr')" x="`,
+			"javascript:window.__xss('url') \x1b[8m hidden \x1b[0m",
+			"echo safe # \u202e ; rm -rf ~ \u202c \u2066x\u2069 \u200b\u200d\ufeff\u00a0",
+			"echo hi\nrm -rf /tmp/x\r\n\t\u2028end",
+		}
+		want := map[approvals.RequestID]string{}
+		results := make([]<-chan actionResult, len(cmds))
+		for i, c := range cmds {
+			results[i] = g.runAsync(api.ActionRequest{Target: "box-call", Command: c})
+			want[g.pendingFor(c).ID] = c
+		}
+		for id, c := range want {
+			waitCard(t, tab, id)
+			got, err := webtest.Eval[map[string]any](tab, fmt.Sprintf(`(function () {
+				const pre = document.getElementById(%q).querySelector('pre.cmd');
+				return {text: pre.textContent, escapes: pre.querySelectorAll('span.esc').length, elements: pre.querySelectorAll('*').length - pre.querySelectorAll('span.esc, span.na').length};
+			})()`, id))
+			if err != nil {
+				t.Fatal(err)
+			}
+			escapes := 0
+			for _, seg := range web.Reveal(c) {
+				if seg.Escaped() {
+					escapes++
+				}
+			}
+			if got["text"] != shownText(c) || int(got["escapes"].(float64)) != escapes || got["elements"].(float64) != 0 {
+				t.Errorf("%q is shown as %s, want %q with %d escapes", c, webtest.JSON(got), shownText(c), escapes)
+			}
+		}
+		if n, _ := webtest.Eval[int](tab, `document.querySelectorAll('img, svg, iframe, script:not([src])').length`); n != 0 {
+			t.Errorf("%d injected elements", n)
+		}
+		noHits(t, tab)
+		for id := range want {
+			if err := chromedp.Do(tab, chromedp.WaitVisible(chromedp.ID("deny-"+string(id))), chromedp.Click(chromedp.ID("deny-"+string(id)))); err != nil {
+				t.Fatal(err)
+			}
+			// The decision's page no longer shows the card.
+			if err := webtest.WaitFor(tab, fmt.Sprintf(`document.readyState === 'complete' && document.getElementById(%q) === null`, id), 10*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			flash(t, tab, "Denied call "+string(id))
+		}
+		for _, res := range results {
+			if r := <-res; r.err != nil || r.a.Outcome != "denied" {
+				t.Errorf("hostile action: %+v %v", r.a, r.err)
+			}
+		}
+	})
+
+	t.Run("CSRF-less POST refused", func(t *testing.T) {
+		cmd := "echo csrf"
+		res := g.runAsync(api.ActionRequest{Target: "box-call", Command: cmd})
+		q := g.pendingFor(cmd)
+		waitCard(t, tab, q.ID)
+		status, err := webtest.Eval[int](tab, fmt.Sprintf(`fetch('/ui/approvals/%s/decision', {method: 'POST', body: new URLSearchParams({decision: 'approve', digest: '%x'})}).then(r => r.status)`, q.ID, q.Digest[:]))
+		if err != nil || status != http.StatusForbidden {
+			t.Errorf("POST without the CSRF token: %d %v, want 403", status, err)
+		}
+		if got, _ := g.srv.store.Request(ctx, q.ID); got.Status != approvals.StatusPending {
+			t.Errorf("the request is %s after a refused POST", got.Status)
+		}
+		// Approving twice: once here, then from a second tab of the same
+		// session that still shows the card.
+		tab2, cancel := chromedp.NewContext(tab)
+		defer cancel()
+		if err := chromedp.Do(tab2, chromedp.Navigate(g.base+"/ui/pending"), chromedp.WaitVisible(chromedp.ID(string(q.ID)))); err != nil {
+			t.Fatal(err)
+		}
+		if err := chromedp.Do(tab, chromedp.Navigate(g.base+"/ui/pending"), chromedp.WaitVisible(chromedp.ID("approve-"+string(q.ID))), chromedp.Click(chromedp.ID("approve-"+string(q.ID)))); err != nil {
+			t.Fatal(err)
+		}
+		flash(t, tab, "Approved call")
+		if _, err := webtest.Eval[bool](tab2, fmt.Sprintf(`document.querySelector('#approve-%s').form.submit(), true`, q.ID)); err != nil {
+			t.Fatal(err)
+		}
+		flash(t, tab2, "already approved or denied")
+		if r := <-res; r.err != nil || !r.a.Success() {
+			t.Errorf("action: %+v %v", r.a, r.err)
+		}
+	})
+
+	t.Run("approving after the run ended", func(t *testing.T) {
+		agent, run := g.remoteAgent("short-lived")
+		cmd := "echo from a run that ends"
+		res := make(chan actionResult, 1)
+		go func() {
+			a, err := agent.RunAction(ctx, api.ActionRequest{Target: "box-call", Command: cmd}, api.Events{})
+			res <- actionResult{a: a, err: err}
+		}()
+		q := g.pendingFor(cmd)
+		waitCard(t, tab, q.ID)
+		// Revoke the run from the runs page in a second tab.
+		tab2, cancel := chromedp.NewContext(tab)
+		defer cancel()
+		if err := chromedp.Do(tab2, chromedp.Navigate(g.base+"/ui/runs"), chromedp.WaitVisible(chromedp.ID("revoke-"+run.ID))); err != nil {
+			t.Fatal(err)
+		}
+		webtest.Screenshot(t, tab2, "#"+run.ID, "run-card.png", screenshotDir())
+		if err := chromedp.Do(tab2, chromedp.SendKeys(chromedp.CSS("#"+run.ID+" input[name=note]"), "no longer needed"), chromedp.Click(chromedp.ID("revoke-"+run.ID))); err != nil {
+			t.Fatal(err)
+		}
+		flash(t, tab2, "Revoked run "+run.ID)
+		if _, err := webtest.Eval[bool](tab, fmt.Sprintf(`document.querySelector('#approve-%s').form.submit(), true`, q.ID)); err != nil {
+			t.Fatal(err)
+		}
+		flash(t, tab, "the run ended")
+		if r := <-res; r.err != nil || r.a.Outcome == "exited" {
+			t.Errorf("the action of the revoked run: %+v %v", r.a, r.err)
+		}
+	})
+
+	t.Run("action detail and audited output", func(t *testing.T) {
+		if approvedCall == nil {
+			t.Skip("no approved action")
+		}
+		if err := chromedp.Do(tab, chromedp.Navigate(g.base+"/ui/actions/"+approvedCall.ID), chromedp.WaitVisible(chromedp.ID("read-output"))); err != nil {
+			t.Fatal(err)
+		}
+		page, _ := webtest.Eval[string](tab, `document.querySelector('main').textContent`)
+		for _, want := range []string{"exited", fingerprint(s.CurrentHostKey()), "action.requested", "action.connecting", "action.finished", "approve by " + testReviewer} {
+			if !strings.Contains(page, want) {
+				t.Errorf("the action page lacks %q", want)
+			}
+		}
+		if err := chromedp.Do(tab, chromedp.Click(chromedp.ID("read-output")), chromedp.WaitVisible(chromedp.ID("output"))); err != nil {
+			t.Fatal(err)
+		}
+		out, _ := webtest.Eval[string](tab, `document.getElementById('output').textContent`)
+		if !strings.Contains(out, "approved-in-the-browser") {
+			t.Errorf("output section %q", out)
+		}
+		webtest.Screenshot(t, tab, "", "action-page.png", screenshotDir())
+		recs, _ := g.srv.alog.Reader().ActionEntries(ctx, approvedCall.ID)
+		if last := recs[len(recs)-1]; last.Kind != auditchain.KindOutputRead {
+			t.Errorf("last entry of the action is %s, want output.read", last.Kind)
+		}
+		noHits(t, tab)
+	})
+
+	t.Run("audit status", func(t *testing.T) {
+		if err := chromedp.Do(tab, chromedp.Navigate(g.base+"/ui/audit"), chromedp.Click(chromedp.ID("verify"))); err != nil {
+			t.Fatal(err)
+		}
+		flash(t, tab, "The audit log verified")
+		webtest.Screenshot(t, tab, "#status", "audit-status.png", screenshotDir())
+		noHits(t, tab)
+	})
+
+	t.Run("logout ends the session", func(t *testing.T) {
+		if err := chromedp.Do(tab, chromedp.Navigate(g.base+"/ui/pending"), chromedp.Click(chromedp.ID("logout"))); err != nil {
+			t.Fatal(err)
+		}
+		if err := webtest.WaitFor(tab, `location.pathname === '/ui/login'`, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		status, _ := webtest.Eval[int](tab, `fetch('/ui/pending/cards').then(r => r.status)`)
+		if status != http.StatusUnauthorized {
+			t.Errorf("after logout the cards answer %d, want 401", status)
+		}
+	})
+}
+
+// TestUIBrowserExpiredCard approves a call after its request expired: the
+// page says so, and the agent's action ends expired.
+func TestUIBrowserExpiredCard(t *testing.T) {
+	s := sharedSSHD(t)
+	browser := webtest.Browser(t)
+	g := startGateway(t, s, gwOptions{mutate: func(c *Config) { c.Approval.Timeout = 3 * time.Second }})
+	tab := webtest.Tab(t, browser)
+	if err := webtest.Login(tab, g.base, testReviewer, testPassword); err != nil {
+		t.Fatal(err)
+	}
+	cmd := "echo too late"
+	res := g.runAsync(api.ActionRequest{Target: "box-call", Command: cmd})
+	q := g.pendingFor(cmd)
+	if err := webtest.WaitFor(tab, fmt.Sprintf(`document.getElementById(%q) !== null`, q.ID), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := webtest.WaitFor(tab, fmt.Sprintf(`document.getElementById(%q).classList.contains('expired') || document.getElementById(%q).classList.contains('gone')`, q.ID, q.ID), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if got, _ := g.srv.store.Request(context.Background(), q.ID); got.Status == approvals.StatusExpired {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the request did not expire")
+		}
+	}
+	if _, err := webtest.Eval[bool](tab, fmt.Sprintf(`document.querySelector('#approve-%s').form.submit(), true`, q.ID)); err != nil {
+		t.Fatal(err)
+	}
+	if err := webtest.WaitFor(tab, `document.getElementById('flash') !== null && document.getElementById('flash').textContent.includes('expired before your decision')`, 10*time.Second); err != nil {
+		text, _ := webtest.Eval[string](tab, `document.body.textContent.slice(0, 300)`)
+		t.Fatalf("%v; the page says %q", err, text)
+	}
+	if r := <-res; r.err != nil || r.a.Outcome != "expired" {
+		t.Errorf("the action: %+v %v, want expired", r.a, r.err)
+	}
+}
