@@ -742,3 +742,69 @@ func TestUIBrowserExpiredCard(t *testing.T) {
 		t.Errorf("the action: %+v %v, want expired", r.a, r.err)
 	}
 }
+
+func TestUIDecisionBoundToTheShownDigest(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	g := startGateway(t, s, gwOptions{})
+	cmd := "echo bound to its digest"
+	res := g.runAsync(api.ActionRequest{Target: "box-call", Command: cmd})
+	q := g.pendingFor(cmd)
+	c := uiClient(t, g.base)
+	tok := uiCSRF(t, c, g.base+"/ui/pending")
+	decide := func(digest string) string {
+		t.Helper()
+		resp, err := c.PostForm(g.base+"/ui/approvals/"+string(q.ID)+"/decision", url.Values{"csrf": {tok}, "decision": {"approve"}, "digest": {digest}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("decision: status %d", resp.StatusCode)
+		}
+		resp, err = c.Get(g.base + "/ui/pending")
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return string(page)
+	}
+	other := approvals.DigestOf(q.RunID, approvals.Action{Target: q.Target, Account: q.Account, Command: cmd + " ", Timeout: q.Timeout})
+	if page := decide(fmt.Sprintf("%x", other[:])); !strings.Contains(page, "its digest differs") {
+		t.Error("a decision for another digest was not refused clearly")
+	}
+	if got, _ := g.srv.store.Request(context.Background(), q.ID); got.Status != approvals.StatusPending {
+		t.Fatalf("after a decision with the wrong digest the request is %s", got.Status)
+	}
+	if page := decide(fmt.Sprintf("%x", q.Digest[:])); !strings.Contains(page, "Approved call "+string(q.ID)) {
+		t.Error("the decision with the shown digest was not confirmed")
+	}
+	if r := <-res; r.err != nil || !r.a.Success() {
+		t.Fatalf("action: %+v %v", r.a, r.err)
+	}
+}
+
+func TestUIWebhookRefusesAnExposedSecret(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	hook := &webhook{}
+	srv := httptest.NewServer(hook)
+	t.Cleanup(srv.Close)
+	secretFile := filepath.Join(t.TempDir(), "webhook.secret")
+	if err := os.WriteFile(secretFile, []byte("readable-by-everyone"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := startGateway(t, s, gwOptions{extraConfig: fmt.Sprintf("notify {\n  url = %q\n  secret_file = %q\n}\n", srv.URL, secretFile)})
+	res := g.runAsync(api.ActionRequest{Target: "box-call", Command: "echo unnoticed"})
+	g.decideNext("call", "approve", "")
+	if r := <-res; r.err != nil || !r.a.Success() {
+		t.Fatalf("action: %+v %v (notifications off must not stop the gateway)", r.a, r.err)
+	}
+	time.Sleep(2 * notifyPoll)
+	hook.mu.Lock()
+	defer hook.mu.Unlock()
+	if len(hook.calls) != 0 {
+		t.Errorf("%d notifications signed with a secret others can read", len(hook.calls))
+	}
+}
