@@ -58,8 +58,9 @@ func Browser(t testing.TB) context.Context {
 // hook runs before any script of every document the tab opens. It records
 // in window.__airlockHits every execution a hostile payload could cause
 // (the payloads call window.__xss; alert, confirm, prompt and print are
-// replaced) and every Content Security Policy violation, which is what an
-// injected inline script or handler would cause even when it is blocked.
+// replaced), every Content Security Policy violation, which is what an
+// injected inline script or handler would cause even when it is blocked,
+// and every uncaught error (of the page's own script too).
 const hook = `(function () {
   if (window.__airlockHits) return;
   const hits = [];
@@ -68,6 +69,8 @@ const hook = `(function () {
   ['alert', 'confirm', 'prompt', 'print'].forEach(function (f) {
     window[f] = function () { hits.push('exec: ' + f + '(' + Array.from(arguments).join(',') + ')'); };
   });
+  window.addEventListener('error', function (e) { hits.push('error: ' + e.message); }, true);
+  window.addEventListener('unhandledrejection', function (e) { hits.push('rejection: ' + e.reason); });
   document.addEventListener('securitypolicyviolation', function (e) {
     hits.push('csp: ' + e.violatedDirective + ' blocked ' + e.blockedURI + ' ' + (e.sample || ''));
   }, true);
