@@ -204,7 +204,6 @@ func TestUILoginRateLimited(t *testing.T) {
 }
 
 func TestUIOutputReadIsAudited(t *testing.T) {
-	t.Parallel()
 	s := sharedSSHD(t)
 	g := startGateway(t, s, gwOptions{})
 	res := g.runAsync(api.ActionRequest{Target: "box-none", Command: "echo secret-output; echo err >&2"})
@@ -292,7 +291,6 @@ func (h *webhook) delivered(event string) []webhookCall {
 }
 
 func TestUIWebhookNotifies(t *testing.T) {
-	t.Parallel()
 	s := sharedSSHD(t)
 	hook := &webhook{fail: 2}
 	srv := httptest.NewServer(hook)
@@ -367,7 +365,6 @@ func TestUIWebhookNotifies(t *testing.T) {
 }
 
 func TestUIWebhookNeverBlocksTheLifecycle(t *testing.T) {
-	t.Parallel()
 	s := sharedSSHD(t)
 	// A webhook that never answers.
 	stall := make(chan struct{})
@@ -397,6 +394,9 @@ func TestUIWebhookNeverBlocksTheLifecycle(t *testing.T) {
 		t.Errorf("three approved actions took %s with a stalled webhook", d)
 	}
 }
+
+// The tests here that run commands on the shared sshd are not parallel:
+// other tests count the logins it accepts while they run.
 
 // TestUIBrowser drives the reviewer pages of a real gateway, with real
 // agents waiting on a real sshd, in Chromium.
@@ -744,7 +744,6 @@ func TestUIBrowserExpiredCard(t *testing.T) {
 }
 
 func TestUIDecisionBoundToTheShownDigest(t *testing.T) {
-	t.Parallel()
 	s := sharedSSHD(t)
 	g := startGateway(t, s, gwOptions{})
 	cmd := "echo bound to its digest"
@@ -786,7 +785,6 @@ func TestUIDecisionBoundToTheShownDigest(t *testing.T) {
 }
 
 func TestUIWebhookRefusesAnExposedSecret(t *testing.T) {
-	t.Parallel()
 	s := sharedSSHD(t)
 	hook := &webhook{}
 	srv := httptest.NewServer(hook)
