@@ -241,7 +241,7 @@ func (e *demoEnv) printIntro(w io.Writer, temporary bool) {
   state       %s
   config      %s
   socket      %s
-  reviewer    %s   name %q, password in %s
+  reviewer    %s/ui/   name %q, password in %s
   target      demo (%s): account "agent" asks once per run, "ops" for every command
 
 Try it in another terminal (build the helpers first: go build -o /tmp/airlock-bin/ ./cmd/...):
