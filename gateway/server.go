@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -71,6 +72,13 @@ type Server struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// uiOnce builds the reviewer pages (and their notifier) once.
+	uiOnce sync.Once
+	ui     http.Handler
+	// background are goroutines that live as long as the server (the
+	// notifier); Close waits for them before closing the stores they read.
+	background sync.WaitGroup
 
 	// ready is closed once Serve listens; httpAddr is its HTTP address.
 	ready    chan struct{}
@@ -318,6 +326,7 @@ func (s *Server) Close(ctx context.Context) error {
 		s.draining.Store(true)
 		s.cancelBase()
 		s.actionsWG.Wait()
+		s.background.Wait()
 		s.closeErr = s.record(ctx, auditchain.KindGatewayStopped, "", "", auditchain.Int("pid", int64(os.Getpid())))
 		s.closeStores(ctx)
 	})

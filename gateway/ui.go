@@ -35,37 +35,19 @@ const (
 	uiLatestEntries = 50
 )
 
-// uiInstances holds each server's reviewer UI, so that however often the
-// router is built, a server has one session store and one notifier.
-var uiInstances struct {
-	mu sync.Mutex
-	m  map[*Server]http.Handler
-}
-
 // uiHandler serves the reviewer web pages under /ui/ (package web) over
 // this server's stores, and starts the notification webhook if one is
-// configured.
+// configured. However often the router is built, a server has one session
+// store and one notifier.
 func (s *Server) uiHandler() http.Handler {
-	uiInstances.mu.Lock()
-	defer uiInstances.mu.Unlock()
-	if h, ok := uiInstances.m[s]; ok {
-		return h
-	}
-	if uiInstances.m == nil {
-		uiInstances.m = map[*Server]http.Handler{}
-	}
-	b := &uiBackend{s: s}
-	h := s.uiGuard(web.New(b, web.Options{MaxAge: loginTokenTTL, Logger: s.log.Named("ui")}))
-	uiInstances.m[s] = h
-	context.AfterFunc(s.base, func() {
-		uiInstances.mu.Lock()
-		defer uiInstances.mu.Unlock()
-		delete(uiInstances.m, s)
+	s.uiOnce.Do(func() {
+		b := &uiBackend{s: s}
+		s.ui = s.uiGuard(web.New(b, web.Options{MaxAge: loginTokenTTL, Logger: s.log.Named("ui")}))
+		if s.cfg.Notify != nil {
+			s.startNotifier(s.cfg.Notify)
+		}
 	})
-	if s.cfg.Notify != nil {
-		s.startNotifier(s.cfg.Notify)
-	}
-	return h
+	return s.ui
 }
 
 // uiGuard keeps agent credentials and API tokens away from the pages: the
@@ -642,7 +624,7 @@ func (s *Server) startNotifier(cfg *NotifyConfig) {
 		s.log.Error("notifications disabled: reading the audit log", "error", err)
 		return
 	}
-	go n.run(s.base, after-1)
+	s.background.Go(func() { n.run(s.base, after-1) })
 }
 
 func (n *notifier) run(ctx context.Context, after int64) {
