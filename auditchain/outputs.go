@@ -95,24 +95,59 @@ func (s *OutputStore) Close() error { return s.db.Close() }
 // Put stores data (cut to the cap) durably and returns its Blob. Storing
 // the same bytes twice keeps one copy.
 func (s *OutputStore) Put(ctx context.Context, data []byte) (Blob, error) {
-	b := Blob{Size: int64(len(data))}
-	if len(data) > s.maxBlob {
-		data, b.Truncated = data[:s.maxBlob], true
+	bs, err := s.PutAll(ctx, data)
+	if err != nil {
+		return Blob{}, err
 	}
-	if data == nil {
-		data = []byte{} // a nil slice would bind as NULL
-	}
-	b.Stored = int64(len(data))
-	b.Digest = sha256.Sum256(data)
-	if _, err := s.db.ExecContext(ctx, `INSERT INTO blobs (digest, data) VALUES (?, ?) ON CONFLICT (digest) DO NOTHING`, b.Digest[:], data); err != nil {
-		return Blob{}, fmt.Errorf("auditchain: store output: %w", err)
-	}
-	return b, nil
+	return bs[0], nil
 }
 
-// Get returns the bytes with the given digest, checked against it, or an
-// error wrapping ErrNotFound.
+// emptyDigest is the SHA-256 of no bytes: empty output is never written,
+// and Get answers it without the database.
+var emptyDigest = sha256.Sum256(nil)
+
+// PutAll stores several outputs (an action's stdout and stderr) in one
+// transaction, so they cost one fsync between them, and returns their
+// Blobs in order.
+func (s *OutputStore) PutAll(ctx context.Context, data ...[]byte) ([]Blob, error) {
+	blobs := make([]Blob, len(data))
+	var stored [][]byte
+	for i, d := range data {
+		b := Blob{Size: int64(len(d))}
+		if len(d) > s.maxBlob {
+			d, b.Truncated = d[:s.maxBlob], true
+		}
+		b.Stored = int64(len(d))
+		b.Digest = sha256.Sum256(d)
+		blobs[i] = b
+		if len(d) > 0 {
+			stored = append(stored, d)
+		}
+	}
+	if len(stored) == 0 {
+		return blobs, nil
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("auditchain: store output: %w", err)
+	}
+	defer tx.Rollback()
+	for i, d := range stored {
+		digest := sha256.Sum256(d)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO blobs (digest, data) VALUES (?, ?) ON CONFLICT (digest) DO NOTHING`, digest[:], d); err != nil {
+			return nil, fmt.Errorf("auditchain: store output %d: %w", i, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("auditchain: store output: %w", err)
+	}
+	return blobs, nil
+}
+
 func (s *OutputStore) Get(ctx context.Context, digest [32]byte) ([]byte, error) {
+	if digest == emptyDigest {
+		return []byte{}, nil
+	}
 	var data []byte
 	err := s.db.QueryRowContext(ctx, `SELECT data FROM blobs WHERE digest = ?`, digest[:]).Scan(&data)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -114,3 +114,32 @@ func TestExportJSONStrings(t *testing.T) {
 		}
 	}
 }
+
+// PutAll stores several outputs at once; empty output is not written but
+// reads back.
+func TestOutputStorePutAll(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "outputs.db")
+	s, err := OpenOutputs(ctx, OutputOptions{Path: path, MaxBlob: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	blobs, err := s.PutAll(ctx, []byte("stdout bytes"), nil, []byte("err"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(blobs) != 3 || !blobs[0].Truncated || blobs[0].Size != 12 || blobs[0].Stored != 8 || blobs[1].Size != 0 || blobs[2].Stored != 3 {
+		t.Fatalf("blobs %+v", blobs)
+	}
+	for i, want := range []string{"stdout b", "", "err"} {
+		got, err := s.Get(ctx, blobs[i].Digest)
+		if err != nil || string(got) != want {
+			t.Errorf("blob %d: %q, %v; want %q", i, got, err, want)
+		}
+	}
+	var rows int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM blobs`).Scan(&rows); err != nil || rows != 2 {
+		t.Errorf("%d rows stored (%v), want 2: empty output is not written", rows, err)
+	}
+}

@@ -359,15 +359,13 @@ func (s *Server) execute(ctx context.Context, st *actionState, c caller, req api
 
 	// 8. Outputs to the store, the result to the chain — also when the
 	// caller has gone (cancelled): what ran is recorded in full.
-	keep := context.WithoutCancel(ctx)
-	stdoutBlob, err1 := s.outputs.Put(keep, res2.Stdout)
-	stderrBlob, err2 := s.outputs.Put(keep, res2.Stderr)
-	if err := errors.Join(err1, err2); err != nil {
+	blobs, err := s.outputs.PutAll(context.WithoutCancel(ctx), res2.Stdout, res2.Stderr)
+	if err != nil {
 		s.log.Error("output store failed", "action", a.obj.ID, "error", err)
 		a.mayHaveRun(ctx, "the output could not be stored")
 		return
 	}
-	extra := append(stdoutBlob.Fields("stdout"), stderrBlob.Fields("stderr")...)
+	extra := append(blobs[0].Fields("stdout"), blobs[1].Fields("stderr")...)
 	extra = append(extra,
 		auditchain.Int("stdout_received", res2.StdoutBytes), auditchain.Int("stderr_received", res2.StderrBytes),
 		auditchain.Str("host_key_type", res2.HostKeyType), auditchain.Str("host_key_fingerprint", res2.HostKeyFingerprint),

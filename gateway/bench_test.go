@@ -29,7 +29,9 @@ import (
 // conc=16 runs 16 at a time (sec/op is then wall time per action).
 func BenchmarkGatewayAction(b *testing.B) {
 	s := sharedSSHD(b)
-	g := startGateway(b, s, gwOptions{})
+	// Room for all 16 at once: the comparison is of paths, not of the
+	// default max_parallel (4), which would queue the rest.
+	g := startGateway(b, s, gwOptions{mutate: func(c *Config) { c.Targets["box-run"].MaxParallel = 32 }})
 	ctx := context.Background()
 	sshBin := buildAirlockSSH(b)
 

@@ -147,10 +147,21 @@ func Screenshot(t testing.TB, ctx context.Context, sel, name, dir string) {
 	t.Helper()
 	var png []byte
 	var err error
-	if sel == "" {
-		png, err = chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	} else {
-		png, err = chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS(sel)))
+	// Headless Chromium sometimes reports a zero-width page for a moment
+	// after a navigation; set the viewport and try again shortly.
+	for attempt := range 5 {
+		if attempt > 0 {
+			time.Sleep(200 * time.Millisecond)
+			chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900))
+		}
+		if sel == "" {
+			png, err = chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		} else {
+			png, err = chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS(sel)))
+		}
+		if err == nil {
+			break
+		}
 	}
 	if err != nil {
 		t.Errorf("screenshot %s: %v", name, err)
