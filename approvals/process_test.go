@@ -256,3 +256,32 @@ func waitKind(t *testing.T, ch <-chan EventKind, want EventKind) {
 		}
 	}
 }
+
+// FindLocal finds a caller's run for reading and never creates one.
+func TestFindLocalCreatesNothing(t *testing.T) {
+	e := newEnv(t)
+	agentTree(e.procs)
+	ctx := context.Background()
+	if _, err := e.s.FindLocal(ctx, Peer{PID: 60, UID: 1000}); !errors.Is(err, ErrUnknownRun) {
+		t.Fatalf("FindLocal before any action: err = %v, want ErrUnknownRun", err)
+	}
+	if n := e.sink.count(); n != 0 {
+		t.Fatalf("FindLocal recorded %d events", n)
+	}
+	r, err := e.s.ResolveLocal(ctx, Peer{PID: 60, UID: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another shell of the same agent finds the same run.
+	got, err := e.s.FindLocal(ctx, Peer{PID: 61, UID: 1000})
+	if err != nil || got.ID != r.ID {
+		t.Errorf("FindLocal = %s, %v; want %s", got.ID, err, r.ID)
+	}
+	// A second agent process has none.
+	if _, err := e.s.FindLocal(ctx, Peer{PID: 62, UID: 1000}); !errors.Is(err, ErrUnknownRun) {
+		t.Errorf("second agent: err = %v, want ErrUnknownRun", err)
+	}
+	if diff := cmp.Diff([]string{"run.created"}, e.sink.kinds()); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}

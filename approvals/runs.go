@@ -166,6 +166,29 @@ func (s *Store) ResolveLocal(ctx context.Context, peer Peer) (Run, error) {
 	return s.createLocal(ctx, c, anchor, p, false)
 }
 
+// FindLocal returns the run a local caller acts within, like ResolveLocal,
+// but never creates one: a caller with no run gets ErrUnknownRun. It is for
+// reading (an agent looking up its own actions), which must not raise runs.
+func (s *Store) FindLocal(ctx context.Context, peer Peer) (Run, error) {
+	c, err := chain(s.insp, peer)
+	if err != nil {
+		return Run{}, err
+	}
+	anchor, err := heuristicAnchor(c, s.transparent)
+	explicitOnly := errors.Is(err, ErrNoAnchor)
+	if err != nil && !explicitOnly {
+		return Run{}, err
+	}
+	r, found, err := s.findLocal(ctx, c, anchor, explicitOnly)
+	if err != nil {
+		return Run{}, err
+	}
+	if !found {
+		return Run{}, ErrUnknownRun
+	}
+	return r, nil
+}
+
 // RegisterAnchor makes the calling process (peer) the anchor of a new run
 // (airlock run, airlock mcp): its descendants' requests resolve to this
 // run. Registering again returns the same run.

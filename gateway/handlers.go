@@ -128,10 +128,11 @@ func closedChan() chan struct{} {
 	return c
 }
 
-// resolveRunReadOnly finds the caller's current run for read access.
+// resolveRunReadOnly finds the caller's current run for read access,
+// without creating one.
 func (s *Server) resolveRunReadOnly(ctx context.Context, p *principal) (approvals.Run, error) {
 	if p.local {
-		return s.store.ResolveLocal(ctx, approvals.Peer{PID: int(p.peer.PID), UID: int(p.peer.UID), GID: int(p.peer.GID)})
+		return s.store.FindLocal(ctx, approvals.Peer{PID: int(p.peer.PID), UID: int(p.peer.UID), GID: int(p.peer.GID)})
 	}
 	return s.store.ResolveRemote(ctx, p.runToken)
 }
