@@ -10,6 +10,8 @@ BENCH_TIME  ?= 1s
 BENCH_COUNT ?= 6
 BENCHSTAT   ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 FUZZ_TIME   ?= 60s
+# FUZZ_SHORT is how long `make test` runs each fuzz target (make fuzz: FUZZ_TIME).
+FUZZ_SHORT  ?= 3s
 PKGS        ?= ./...
 
 .PHONY: all build test test-deps vet bench fuzz clean
@@ -35,6 +37,7 @@ vet:
 
 test: test-deps vet
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
+	@bash .ci/fuzz $(FUZZ_SHORT)
 
 # bench runs every benchmark BENCH_COUNT times into .bench/bench.txt and
 # summarises it with benchstat: sub-benchmarks named impl=… are compared side
