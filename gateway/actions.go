@@ -96,7 +96,7 @@ func (st *actionState) subscribe() (<-chan sseEvent, func()) {
 	}
 }
 
-// publish sends an event to every subscriber without ever blocking the
+// publishLocked sends an event to every subscriber without ever blocking the
 // action: a reader that cannot keep up is dropped.
 func (st *actionState) publishLocked(ev sseEvent) {
 	for ch := range st.subs {

@@ -52,11 +52,11 @@ func (s *Server) handlePostAction(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, st.snapshot())
 		return
 	}
-	s.streamAction(w, r, st, true)
+	s.streamAction(w, r, st)
 }
 
 // streamAction sends an action's events until it finishes.
-func (s *Server) streamAction(w http.ResponseWriter, r *http.Request, st *actionState, first bool) {
+func (s *Server) streamAction(w http.ResponseWriter, r *http.Request, st *actionState) {
 	events, unsubscribe := st.subscribe()
 	defer unsubscribe()
 	sse := newSSE(w)
@@ -145,7 +145,7 @@ func (s *Server) handleGetAction(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleActionEvents(w http.ResponseWriter, r *http.Request) {
 	if st, ok := s.actionFor(w, r); ok {
-		s.streamAction(w, r, st, false)
+		s.streamAction(w, r, st)
 	}
 }
 
