@@ -101,10 +101,6 @@ type Request struct {
 	ConsumedAt time.Time `json:"consumed_at,omitzero"`
 }
 
-func (q *Request) action() Action {
-	return Action{Target: q.Target, Account: q.Account, Command: q.Command, Timeout: q.Timeout}
-}
-
 // Decision is a reviewer's answer to a request.
 type Decision struct {
 	Verdict Verdict

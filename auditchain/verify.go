@@ -288,7 +288,6 @@ type row struct {
 	seq, time             sql.NullInt64
 	kind, action, run     sql.RawBytes
 	leaf, leafHash, chain sql.RawBytes
-	types                 sql.RawBytes
 }
 
 const entryTypes = "integerintegertexttexttextblobblobblob"
@@ -683,12 +682,11 @@ func (v *verifier) finish() error {
 			}
 		}
 		truncated := slices.ContainsFunc(v.rep.Damage, func(d Damage) bool { return d.Kind == DamageTruncated })
-		for _, t := range v.trusted {
-			if truncated {
-				break // the database's own evidence already says so
-			}
+		// The database's own evidence (truncated) already says so; else
+		// the first checkpoint kept outside does.
+		if len(v.trusted) > 0 && !truncated {
+			t := v.trusted[0]
 			v.damage(n, DamageRolledBack, t.label, "a checkpoint kept outside vouches for %d entries; the database holds %d", t.Size, n)
-			break
 		}
 	}
 	v.rep.Uncovered = v.rep.Entries - v.rep.Covered

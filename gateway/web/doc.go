@@ -1,8 +1,8 @@
 // Package web is the reviewers' browser interface to the gateway: the
 // login, pending-approval, runs, action and audit pages served under /ui/.
 //
-// It owns the HTML (html/template, parsed once from files embedded with
-// go:embed), the one stylesheet and the one script (no inline script or
+// It owns the HTML (html/template, parsed once from files embedded in the
+// binary), the one stylesheet and the one script (no inline script or
 // style, no external assets, no build step), reviewer sessions (HttpOnly,
 // SameSite=Strict cookies with idle and absolute expiry), CSRF tokens on
 // every state-changing form, the security headers of every page, and the
