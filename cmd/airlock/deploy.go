@@ -80,6 +80,7 @@ func runDeploy(args []string, stdout, stderr io.Writer) int {
 		file := fs.String("authorized-keys", "", "the authorized_keys file to change (required)")
 		line := fs.String("line", "", "the line from airlock deploy authorized-keys (required; with --remove, the line or its airlock: comment)")
 		remove := fs.Bool("remove", false, "remove the line instead of installing it")
+		configFlag(fs) // accepted like every verb's; the file to change is --authorized-keys
 		if fs.Parse(args[1:]) != nil {
 			return 2
 		}
@@ -152,6 +153,7 @@ func runHosts(args []string, stdout, stderr io.Writer) int {
 	case "scan":
 		fs := newFlagSet("airlock hosts scan", "airlock hosts scan ADDRESS", stderr)
 		timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
+		configFlag(fs) // accepted like every verb's; scan trusts nothing and needs no configuration
 		addr, rest := leadingArg(args[1:])
 		if fs.Parse(rest) != nil {
 			return 2
