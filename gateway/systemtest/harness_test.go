@@ -110,7 +110,18 @@ func newGateway(t testing.TB, c config) *gw {
 
 func newGatewayIn(t testing.TB, c config, netns string) *gw {
 	t.Helper()
-	dir := t.TempDir()
+	return newGatewayDir(t, t.TempDir(), c, netns)
+}
+
+// newGatewayAt is newGateway with its files (the state directory is
+// DIR/state) under dir.
+func newGatewayAt(t testing.TB, dir string, c config) *gw {
+	t.Helper()
+	return newGatewayDir(t, dir, c, "")
+}
+
+func newGatewayDir(t testing.TB, dir string, c config, netns string) *gw {
+	t.Helper()
 	g := &gw{t: t, dir: dir, state: filepath.Join(dir, "state"), log: &lockedBuffer{}, netns: netns}
 	g.socket = filepath.Join(g.state, "run", "airlock.sock")
 	port := freePort(t)

@@ -13,13 +13,11 @@ func (s *SSHD) KillSessions() int {
 	return len(kids)
 }
 
-// Restart stops the listening sshd, kills its sessions and starts it again
-// on the same address with the same host key.
+// Restart kills sshd's sessions, stops the listening sshd and starts it
+// again on the same address with the same host key. The sessions go first:
+// they hold sshd's log pipe, and stopping the listener waits for it.
 func (s *SSHD) Restart() error {
-	kids := s.SessionProcesses()
+	s.KillSessions()
 	s.stop()
-	for _, p := range kids {
-		syscall.Kill(p, syscall.SIGKILL)
-	}
 	return s.start()
 }
