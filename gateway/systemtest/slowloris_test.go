@@ -1,0 +1,143 @@
+package systemtest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/airlockgw/airlock/gateway/api"
+)
+
+// TestSlowClientsDoNotExhaust: hundreds of HTTP clients sending their
+// headers a byte at a time, local-socket clients that stall in their
+// headers or body, and an event stream of a 20 MB action that is never
+// read, all at once; meanwhile a normal action over each transport still
+// completes quickly, the stalled stream does not hold its action back, and
+// once the slow clients go the gateway is back to its resting goroutines
+// and file descriptors.
+func TestSlowClientsDoNotExhaust(t *testing.T) {
+	nHTTP, nSocket, hold := 200, 200, 4*time.Second
+	if soak() {
+		nHTTP, nSocket, hold = 1000, 1000, 20*time.Second
+	}
+	g, _, agent := oneSSHD(t)
+	rv := g.reviewer()
+	remote, _ := g.remoteAgent()
+	g.approveRun(remote, rv, "box")
+	base, _ := g.settle(procStats{fds: 1 << 30, goroutines: 1 << 30}, 0, 0)
+	ctl, _ := api.ReadControl(g.socket)
+	addr := strings.TrimPrefix(g.httpURL, "http://")
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	keep := func(c net.Conn) {
+		mu.Lock()
+		conns = append(conns, c)
+		mu.Unlock()
+	}
+	for i := range nHTTP {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("slow HTTP client %d: %v", i, err)
+		}
+		keep(c)
+		wg.Go(func() {
+			fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: %s\r\nX-Slow: ", addr)
+			tick := time.NewTicker(300 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+					if _, err := c.Write([]byte("a")); err != nil {
+						return
+					}
+				}
+			}
+		})
+	}
+	for i := range nSocket {
+		c, err := net.Dial("unix", g.socket)
+		if err != nil {
+			t.Fatalf("stalled socket client %d: %v", i, err)
+		}
+		keep(c)
+		if i%2 == 0 {
+			fmt.Fprintf(c, "POST /v1/actions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n", ctl.Token)
+		} else {
+			fmt.Fprintf(c, "POST /v1/actions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n{\"target\":", ctl.Token)
+		}
+	}
+	// An event stream nobody reads, of an action with 20 MB of output.
+	id := detached(t, agent, api.ActionRequest{Target: "box", Command: "head -c 20000000 /dev/zero"})
+	sc, err := net.Dial("unix", g.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep(sc)
+	fmt.Fprintf(sc, "GET /v1/actions/%s/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nAccept: text/event-stream\r\n\r\n", id, ctl.Token)
+	defer func() {
+		close(stop)
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	}()
+
+	time.Sleep(500 * time.Millisecond)
+	held := g.stats()
+	for _, tc := range []struct {
+		name string
+		c    *api.Client
+	}{{"socket", agent}, {"http", remote}} {
+		start := time.Now()
+		a, err := tc.c.RunAction(context.Background(), api.ActionRequest{Target: "box", Command: "echo through"}, api.Events{})
+		took := time.Since(start)
+		if err != nil || !a.Success() || a.Stdout != "through\n" {
+			t.Fatalf("a normal action over the %s among slow clients: %+v %v", tc.name, a, err)
+		}
+		t.Logf("a normal action over the %s with %d slow HTTP and %d stalled socket clients held: %s", tc.name, nHTTP, nSocket, took.Round(time.Millisecond))
+		if took > 5*time.Second {
+			t.Errorf("a normal action over the %s took %s among slow clients", tc.name, took)
+		}
+	}
+	big := waitState(t, agent, id, api.StateFinished, 30*time.Second)
+	if big.FinishedAt != nil && big.StartedAt != nil {
+		t.Logf("the 20 MB action behind the unread stream took %s", big.FinishedAt.Sub(*big.StartedAt).Round(time.Millisecond))
+	}
+	if !big.Success() || big.StdoutBytes != 20000000 {
+		t.Errorf("the action behind the unread stream: %s %s, %d bytes", big.Outcome, big.Detail, big.StdoutBytes)
+	}
+	if !g.healthy() {
+		t.Error("/healthz does not answer among slow clients")
+	}
+	time.Sleep(hold)
+	if g.exited() {
+		t.Fatal("the gateway died")
+	}
+	t.Logf("held: %d fds, %d goroutines in the gateway", held.fds, held.goroutines)
+
+	close(stop)
+	mu.Lock()
+	for _, c := range conns {
+		c.Close()
+	}
+	conns = nil
+	mu.Unlock()
+	wg.Wait()
+	stop = make(chan struct{})
+	after, ok := g.settle(base, 8, 20*time.Second)
+	t.Logf("gateway process: fds %d → %d → %d, goroutines %d → %d → %d", base.fds, held.fds, after.fds, base.goroutines, held.goroutines, after.goroutines)
+	if !ok {
+		t.Errorf("the gateway kept what the slow clients took: fds %d → %d, goroutines %d → %d", base.fds, after.fds, base.goroutines, after.goroutines)
+	}
+}
