@@ -14,7 +14,7 @@ FUZZ_TIME   ?= 60s
 FUZZ_SHORT  ?= 3s
 PKGS        ?= ./...
 
-.PHONY: all build test test-deps vet bench fuzz clean
+.PHONY: all build test test-deps vet bench bench-report fuzz clean
 
 all: build
 
@@ -46,6 +46,12 @@ bench: test-deps
 	@mkdir -p .bench
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCH_TIME) -count $(BENCH_COUNT) -timeout 90m $(PKGS) | tee .bench/bench.txt
 	$(BENCHSTAT) -col /impl .bench/bench.txt
+
+# bench-report measures the system benchmark report (docs/benchmarks-report.md
+# and docs/benchmarks-latency.png): every path side by side against one sshd.
+# Run it on an idle machine and commit both files.
+bench-report: test-deps
+	@GO="$(GO)" bash .ci/bench-report
 
 fuzz:
 	@bash .ci/fuzz $(FUZZ_TIME)
