@@ -69,6 +69,7 @@ type Server struct {
 
 	local   *localListener
 	limiter *limiter
+	links   loginLinks
 
 	closeOnce sync.Once
 	closeErr  error

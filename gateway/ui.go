@@ -101,6 +101,27 @@ func (b *uiBackend) Login(ctx context.Context, name, password, remoteAddr string
 	return rv, nil
 }
 
+func (b *uiBackend) LoginLink(ctx context.Context, token, remoteAddr string) (web.Reviewer, error) {
+	addrKey := "login-addr:" + hostOf(remoteAddr)
+	if b.s.limiter.blocked(addrKey) {
+		return nil, web.ErrRateLimited
+	}
+	apiToken, ok := b.s.links.consume(token, time.Now())
+	if !ok {
+		b.s.limiter.fail(addrKey)
+		b.s.log.Warn("unknown, used or expired login link", "addr", hostOf(remoteAddr))
+		return nil, web.ErrBadCredentials
+	}
+	rv, err := b.s.store.Accounts().VerifyToken(ctx, apiToken)
+	if errors.Is(err, approvals.ErrBadCredentials) {
+		return nil, web.ErrBadCredentials
+	}
+	if err != nil {
+		return nil, err
+	}
+	return rv, nil
+}
+
 func (b *uiBackend) Enabled(ctx context.Context, rv web.Reviewer) bool {
 	if _, ok := reviewerOf(rv); !ok {
 		return false

@@ -37,6 +37,7 @@ type demoEnv struct {
 	cfgFile  string
 	pwFile   string
 	password string
+	link     string
 	target   *demo.Target
 	srv      *gateway.Server
 	cfg      *gateway.Config
@@ -212,6 +213,9 @@ target "demo" {
 	case err := <-env.served:
 		return nil, err
 	}
+	if env.link, err = env.srv.LoginLink(ctx, demoReviewer, 30*time.Minute); err != nil {
+		return nil, err
+	}
 	return env, nil
 }
 
@@ -241,7 +245,9 @@ func (e *demoEnv) printIntro(w io.Writer, temporary bool) {
   state       %s
   config      %s
   socket      %s
-  reviewer    %s/ui/   name %q, password in %s
+  reviewer    %s
+              (a one-time login link for 30 minutes; afterwards log in at %s/ui/
+               as %q with the password in %s)
   target      demo (%s): account "agent" asks once per run, "ops" for every command
 
 Try it in another terminal (build the helpers first: go build -o /tmp/airlock-bin/ ./cmd/...):
@@ -260,7 +266,7 @@ Try it in another terminal (build the helpers first: go build -o /tmp/airlock-bi
   # an MCP client (Claude Desktop, Cursor, …) runs airlock mcp:
   {"mcpServers": {"airlock": {"command": "/tmp/airlock-bin/airlock", "args": ["mcp"], "env": {"AIRLOCK_SOCKET": %q}}}}
 
-`, where, e.cfgFile, e.cfg.Listen.Socket, url, demoReviewer, e.pwFile, e.target.Addr,
+`, where, e.cfgFile, e.cfg.Listen.Socket, e.link, url, demoReviewer, e.pwFile, e.target.Addr,
 		e.cfg.Listen.Socket, url, demoReviewer, e.pwFile, e.cfgFile, e.cfg.Listen.Socket)
 }
 

@@ -17,6 +17,10 @@ type Backend interface {
 	// name and per address (remoteAddr is the client's host:port) and
 	// returns ErrRateLimited or ErrBadCredentials.
 	Login(ctx context.Context, name, password, remoteAddr string) (Reviewer, error)
+	// LoginLink consumes a one-time login link's token (the gateway
+	// makes them, e.g. for `airlock demo`): ErrBadCredentials when it is
+	// unknown, used or expired, ErrRateLimited as Login.
+	LoginLink(ctx context.Context, token, remoteAddr string) (Reviewer, error)
 	// Enabled reports whether rv may still act: a reviewer disabled since
 	// login is logged out at the next request.
 	Enabled(ctx context.Context, rv Reviewer) bool

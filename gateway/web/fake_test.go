@@ -32,6 +32,7 @@ func (r fakeReviewer) Name() string { return string(r) }
 // pages asked of it.
 type fakeBackend struct {
 	mu        sync.Mutex
+	linkUsed  bool
 	now       func() time.Time
 	cards     []Card // pending, newest first
 	decided   map[string]Card
@@ -49,6 +50,19 @@ type fakeBackend struct {
 
 func newFake(now func() time.Time) *fakeBackend {
 	return &fakeBackend{now: now, decided: map[string]Card{}, actions: map[string]Action{}, outputs: map[string]Output{}, failures: map[string]int{}, disabled: map[string]bool{}}
+}
+
+// fakeLink is the one login link the fake backend knows; it works once.
+const fakeLink = "link-0123456789abcdef"
+
+func (f *fakeBackend) LoginLink(ctx context.Context, token, addr string) (Reviewer, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if token != fakeLink || f.linkUsed {
+		return nil, ErrBadCredentials
+	}
+	f.linkUsed = true
+	return fakeReviewer(testReviewer), nil
 }
 
 func (f *fakeBackend) Login(ctx context.Context, name, password, addr string) (Reviewer, error) {

@@ -250,18 +250,29 @@ func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Get("out") == "1" {
 		msg = "You are logged out."
 	}
-	h.renderLogin(w, r, http.StatusOK, msg, "")
+	// A GET never consumes a link (link previews and prefetchers follow
+	// links): it shows a button that POSTs it.
+	h.renderLoginData(w, r, http.StatusOK, msg, "", loginData{Link: r.URL.Query().Get("link")})
+}
+
+// loginData is the login page's Data: a one-time link to log in with.
+type loginData struct {
+	Link string
 }
 
 // renderLogin shows the login form with a fresh login CSRF token, held in
 // a short-lived cookie (double submit: there is no session yet).
 func (h *Handler) renderLogin(w http.ResponseWriter, r *http.Request, status int, msg, problem string) {
+	h.renderLoginData(w, r, status, msg, problem, loginData{})
+}
+
+func (h *Handler) renderLoginData(w http.ResponseWriter, r *http.Request, status int, msg, problem string, ld loginData) {
 	tok := newToken()
 	http.SetCookie(w, &http.Cookie{
 		Name: loginCookie, Value: tok, Path: Prefix, MaxAge: 600,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
 	})
-	h.render(w, r, status, "login", &pageData{Title: "Log in", CSRF: tok, Message: msg, Problem: problem})
+	h.render(w, r, status, "login", &pageData{Title: "Log in", CSRF: tok, Message: msg, Problem: problem, Data: ld})
 }
 
 func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
@@ -276,10 +287,18 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name, password := r.PostForm.Get("reviewer"), r.PostForm.Get("password")
-	rv, err := h.b.Login(r.Context(), name, password, r.RemoteAddr)
+	var rv Reviewer
+	if link := r.PostForm.Get("link"); link != "" {
+		rv, err = h.b.LoginLink(r.Context(), link, r.RemoteAddr)
+	} else {
+		rv, err = h.b.Login(r.Context(), name, password, r.RemoteAddr)
+	}
 	switch {
 	case errors.Is(err, ErrRateLimited):
 		h.renderLogin(w, r, http.StatusTooManyRequests, "", "Too many failed logins for this name or address. Wait a minute and try again.")
+		return
+	case errors.Is(err, ErrBadCredentials) && r.PostForm.Get("link") != "":
+		h.renderLogin(w, r, http.StatusUnauthorized, "", "This login link is not valid: it was used already, has expired, or was never made. Log in with your name and password.")
 		return
 	case errors.Is(err, ErrBadCredentials):
 		h.renderLogin(w, r, http.StatusUnauthorized, "", "Wrong reviewer name or password.")

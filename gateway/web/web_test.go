@@ -562,3 +562,34 @@ func TestDisabledReviewerIsLoggedOut(t *testing.T) {
 		t.Errorf("the session survived being disabled: %d", res.StatusCode)
 	}
 }
+
+// A one-time login link: a GET shows a button and consumes nothing; the
+// POST logs in once; the same link never works again.
+func TestLoginLink(t *testing.T) {
+	_, _, srv, c := newTestHandler(t)
+	res, body := get(t, c, srv.URL+"/ui/login?link="+fakeLink)
+	if res.StatusCode != http.StatusOK || !strings.Contains(body, `name="link" value="`+fakeLink+`"`) || !strings.Contains(body, "link-button") {
+		t.Fatalf("the link page does not offer to log in with the link (status %d)", res.StatusCode)
+	}
+	checkNoInline(t, "/ui/login?link=…", body)
+	// Following the link again (a preview, then the reviewer) consumed
+	// nothing.
+	_, body = get(t, c, srv.URL+"/ui/login?link="+fakeLink)
+	tok := csrfField.FindStringSubmatch(body)[1]
+	res, _ = post(t, c, srv.URL+"/ui/login", url.Values{"csrf": {tok}, "link": {fakeLink}})
+	if cookie(res, sessionCookie) == nil {
+		t.Fatalf("logging in with the link: status %d, no session", res.StatusCode)
+	}
+	fresh := newClient(t)
+	_, body = get(t, fresh, srv.URL+"/ui/login?link="+fakeLink)
+	tok = csrfField.FindStringSubmatch(body)[1]
+	res, body = post(t, fresh, srv.URL+"/ui/login", url.Values{"csrf": {tok}, "link": {fakeLink}})
+	if res.StatusCode != http.StatusUnauthorized || hasCookie(res, sessionCookie) || !strings.Contains(body, "not valid") {
+		t.Errorf("a used link: status %d; want 401, no session and a clear message", res.StatusCode)
+	}
+	// Without the form token a link does nothing either.
+	res, _ = post(t, newClient(t), srv.URL+"/ui/login", url.Values{"link": {fakeLink}})
+	if res.StatusCode != http.StatusForbidden {
+		t.Errorf("link without CSRF token: status %d, want 403", res.StatusCode)
+	}
+}
