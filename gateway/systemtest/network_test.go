@@ -1,0 +1,247 @@
+package systemtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/sshexec/sshtest"
+)
+
+// netPair is two network namespaces made by the test, joined by a veth
+// pair: the gateway runs in one, the target's sshd in the other. No
+// interface of the host's own namespace is touched, and the addresses
+// exist only between the two.
+type netPair struct {
+	gw, tg     string // namespace names
+	gwIf, tgIf string
+	gwIP, tgIP string
+}
+
+func ipCmd(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+}
+
+// newNetPair makes the namespaces, or skips: network namespaces need root
+// and iproute2 with netem, which are not peers CI must have.
+func newNetPair(t *testing.T) *netPair {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("network fault tests need root for ip netns and tc netem; not a peer CI must have")
+	}
+	for _, tool := range []string{"ip", "tc"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not found (iproute2); network fault tests skipped, not a peer CI must have", tool)
+		}
+	}
+	r := rand.IntN(1 << 16)
+	p := &netPair{
+		gw: fmt.Sprintf("airlock-gw-%04x", r), tg: fmt.Sprintf("airlock-tg-%04x", r),
+		gwIf: fmt.Sprintf("alg%04x", r), tgIf: fmt.Sprintf("alt%04x", r),
+		gwIP: fmt.Sprintf("10.254.%d.1", r%250), tgIP: fmt.Sprintf("10.254.%d.2", r%250),
+	}
+	if out, err := exec.Command("ip", "netns", "add", p.gw).CombinedOutput(); err != nil {
+		t.Skipf("ip netns add not permitted here (%v: %s); not a peer CI must have", err, out)
+	}
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", p.gw).Run() })
+	ipCmd(t, "netns", "add", p.tg)
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", p.tg).Run() })
+	ipCmd(t, "link", "add", p.gwIf, "netns", p.gw, "type", "veth", "peer", "name", p.tgIf, "netns", p.tg)
+	for _, side := range []struct{ ns, ifc, ip string }{{p.gw, p.gwIf, p.gwIP}, {p.tg, p.tgIf, p.tgIP}} {
+		ipCmd(t, "-n", side.ns, "link", "set", "lo", "up")
+		ipCmd(t, "-n", side.ns, "addr", "add", side.ip+"/30", "dev", side.ifc)
+		ipCmd(t, "-n", side.ns, "link", "set", side.ifc, "up")
+	}
+	return p
+}
+
+// netem sets (or with no args clears) a netem qdisc on both ends.
+func (p *netPair) netem(t *testing.T, args ...string) {
+	t.Helper()
+	for _, side := range []struct{ ns, ifc string }{{p.gw, p.gwIf}, {p.tg, p.tgIf}} {
+		exec.Command("ip", "netns", "exec", side.ns, "tc", "qdisc", "del", "dev", side.ifc, "root").Run()
+		if len(args) > 0 {
+			a := append([]string{"netns", "exec", side.ns, "tc", "qdisc", "add", "dev", side.ifc, "root", "netem"}, args...)
+			if out, err := exec.Command("ip", a...).CombinedOutput(); err != nil {
+				t.Skipf("tc netem not available (%v: %s); not a peer CI must have", err, out)
+			}
+		}
+	}
+}
+
+// blackhole makes the target's address vanish (or come back): packets to
+// it are then dropped silently, with no reset and no ICMP, as on a dead
+// host. This needs no netem.
+func (p *netPair) blackhole(t *testing.T, on bool) {
+	t.Helper()
+	verb := "add"
+	if on {
+		verb = "del"
+	}
+	ipCmd(t, "-n", p.tg, "addr", verb, p.tgIP+"/30", "dev", p.tgIf)
+}
+
+// cliNS runs the airlock CLI inside the gateway's namespace (its HTTP
+// listener is on that namespace's loopback).
+func (g *gw) cliNS(args ...string) (string, int) {
+	g.t.Helper()
+	var out string
+	code := 0
+	err := inNetNS(g.netns, func() error {
+		cmd := exec.Command(binary(g.t, "airlock"), args...)
+		cmd.Env = append(os.Environ(), "AIRLOCK_URL="+g.httpURL, "AIRLOCK_REVIEWER="+reviewerName,
+			"AIRLOCK_PASSWORD_FILE="+g.pwFile, "AIRLOCK_CONFIG="+g.cfgFile)
+		b, err := cmd.CombinedOutput()
+		out = string(b)
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	return out, code
+}
+
+// TestNetworkFaults: with the target behind a veth pair under tc netem —
+// delay, loss, a blackhole before the dial and in the middle of a command
+// — each action ends within its deadline (plus the kill grace) with the
+// outcome that fits.
+func TestNetworkFaults(t *testing.T) {
+	p := newNetPair(t)
+	var s *sshtest.SSHD
+	if err := inNetNS(p.tg, func() (err error) {
+		s, err = sshtest.StartSSHD(sshtest.Options{Config: []string{"ListenAddress " + p.tgIP}})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	s.LogOnFailure(t)
+	_, port, _ := strings.Cut(s.Addr, ":")
+	addr := p.tgIP + ":" + port
+	_, keyFile := clientKey(t, s)
+	g := newGatewayIn(t, config{credentials: map[string]string{"key": keyFile},
+		targets: []target{{name: "far", address: addr, hostKey: keyLine(s.HostKey), user: s.User, credential: "key"}}}, p.gw)
+	agent := g.agent()
+
+	// Approve the run through the reviewer CLI inside the namespace.
+	first := make(chan *api.Action, 1)
+	go func() {
+		a, _ := agent.RunAction(context.Background(), api.ActionRequest{Target: "far", Command: "echo ok"}, api.Events{})
+		first <- a
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, code := g.cliNS("approvals", "list", "--json")
+		var list []api.Approval
+		if code == 0 && json.Unmarshal([]byte(out), &list) == nil && len(list) > 0 {
+			if out, code := g.cliNS("approvals", "approve", list[0].ID); code != 0 {
+				t.Fatalf("approve: %s", out)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no approval request: %s", out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if a := <-first; a == nil || !a.Success() {
+		t.Fatalf("first action across the veth pair: %+v", a)
+	}
+
+	const grace = 2 * time.Second // sshexec.DefaultKillGrace
+	run := func(cmd string, timeoutS int, onOutput func()) (*api.Action, time.Duration) {
+		t.Helper()
+		var once sync.Once
+		start := time.Now()
+		a, err := agent.RunAction(context.Background(), api.ActionRequest{Target: "far", Command: cmd, TimeoutS: timeoutS},
+			api.Events{Output: func(string, []byte) {
+				if onOutput != nil {
+					once.Do(onOutput)
+				}
+			}})
+		took := time.Since(start)
+		if err != nil {
+			t.Fatalf("%s: %v", cmd, err)
+		}
+		if limit := time.Duration(timeoutS)*time.Second + grace + time.Second; took > limit {
+			t.Errorf("%q took %s, over its deadline %ds + kill grace", cmd, took.Round(time.Millisecond), timeoutS)
+		}
+		return a, took
+	}
+
+	t.Run("route blackhole", func(t *testing.T) {
+		ipCmd(t, "-n", p.gw, "route", "add", "blackhole", p.tgIP+"/32")
+		defer ipCmd(t, "-n", p.gw, "route", "del", "blackhole", p.tgIP+"/32")
+		a, took := run("echo ok", 3, nil)
+		if a.Outcome != "dial_failed" {
+			t.Errorf("outcome %q (%s), want dial_failed", a.Outcome, a.Detail)
+		}
+		t.Logf("route blackhole: %s in %s", a.Outcome, took.Round(time.Millisecond))
+	})
+	t.Run("delay 100ms each way", func(t *testing.T) {
+		p.netem(t, "delay", "100ms")
+		defer p.netem(t)
+		a, took := run("echo ok", 20, nil)
+		if !a.Success() || a.Stdout != "ok\n" {
+			t.Errorf("outcome %q (%s), want exited 0", a.Outcome, a.Detail)
+		}
+		t.Logf("delay 100ms: %s in %s", a.Outcome, took.Round(time.Millisecond))
+	})
+	t.Run("loss 20%", func(t *testing.T) {
+		p.netem(t, "loss", "20%")
+		defer p.netem(t)
+		counts := map[string]int{}
+		for range 5 {
+			a, _ := run("echo ok", 10, nil)
+			counts[a.Outcome]++
+			switch {
+			case a.Success():
+			case a.Outcome == "dial_failed" || a.Outcome == "handshake_failed" || a.Outcome == "timed_out" || a.Outcome == "connection_lost":
+			default:
+				t.Errorf("under loss: outcome %q (%s)", a.Outcome, a.Detail)
+			}
+		}
+		t.Logf("loss 20%%: %v", counts)
+	})
+	t.Run("blackhole before the dial", func(t *testing.T) {
+		p.blackhole(t, true)
+		defer p.blackhole(t, false)
+		before := connections(s)
+		a, took := run("echo ok", 3, nil)
+		if a.Outcome != "dial_failed" {
+			t.Errorf("outcome %q (%s), want dial_failed", a.Outcome, a.Detail)
+		}
+		if got := connections(s) - before; got != 0 {
+			t.Errorf("sshd saw %d connections through the blackhole", got)
+		}
+		t.Logf("blackhole: %s in %s", a.Outcome, took.Round(time.Millisecond))
+	})
+	t.Run("blackhole mid-command", func(t *testing.T) {
+		defer p.blackhole(t, false)
+		a, took := run("echo started; sleep 30", 4, func() { p.blackhole(t, true) })
+		if a.Outcome != "timed_out" && a.Outcome != "connection_lost" {
+			t.Errorf("outcome %q (%s), want timed_out or connection_lost", a.Outcome, a.Detail)
+		}
+		if a.Outcome == "timed_out" && a.Termination == "confirmed" {
+			t.Errorf("termination confirmed through a blackhole")
+		}
+		t.Logf("blackhole mid-command: %s (%s) in %s", a.Outcome, a.Termination, took.Round(time.Millisecond))
+	})
+	g.stop(0x0f)
+	g.verify()
+}
