@@ -210,6 +210,9 @@ func (s *Server) execute(ctx context.Context, st *actionState, c caller, req api
 	if target != nil {
 		a.obj.Account = account.Name
 		a.obj.TimeoutS = int(timeout / time.Second)
+		if req.TimeoutS != 0 {
+			a.obj.TimeoutS = req.TimeoutS // as asked, also when refused
+		}
 		a.obj.Approval.Mode = account.Approval
 		st.mu.Lock()
 		st.policy = account.Output
@@ -541,15 +544,18 @@ func (s *Server) resolveRequest(req api.ActionRequest) (*TargetConfig, *AccountC
 	if !ok {
 		return nil, nil, 0, fmt.Sprintf("target %q has no account %q (accounts: %s)", t.Name, name, strings.Join(t.AccountNames, ", "))
 	}
+	// Compare seconds before multiplying: a huge timeout_s would overflow
+	// a Duration into a small or negative one.
 	timeout := min(DefaultActionTimeout, acct.MaxTimeout)
-	if req.TimeoutS != 0 {
+	switch {
+	case req.TimeoutS < 0:
+		return t, acct, 0, "timeout_s must be positive"
+	case int64(req.TimeoutS) > int64(acct.MaxTimeout/time.Second):
+		return t, acct, 0, fmt.Sprintf("timeout_s %d is over the account's maximum of %d seconds", req.TimeoutS, int64(acct.MaxTimeout/time.Second))
+	case req.TimeoutS != 0:
 		timeout = time.Duration(req.TimeoutS) * time.Second
 	}
 	switch {
-	case req.TimeoutS < 0:
-		return t, acct, timeout, "timeout_s must be positive"
-	case timeout > acct.MaxTimeout:
-		return t, acct, timeout, fmt.Sprintf("timeout %s is over the account's maximum %s", timeout, acct.MaxTimeout)
 	case strings.TrimSpace(req.Command) == "":
 		return t, acct, timeout, "the command is empty; an action is one command"
 	case len(req.Command) > maxCommandLen:

@@ -115,8 +115,10 @@ type SSHD struct {
 	opts Options
 	mu   sync.Mutex
 	cmd  *exec.Cmd
-	log  *syncBuffer
-	done chan struct{}
+	// logFile is sshd's stderr. A file, not a pipe: session processes
+	// inherit it, and a pipe would keep cmd.Wait waiting for them.
+	logFile *os.File
+	done    chan struct{}
 }
 
 // Options adjust an SSHD.
@@ -333,13 +335,17 @@ MaxSessions 10
 	if out, err := exec.Command(SSHDPath, "-t", "-f", cfgFile).CombinedOutput(); err != nil {
 		return fmt.Errorf("sshtest: sshd -t: %v: %s", err, out)
 	}
-	if s.log == nil {
-		s.log = &syncBuffer{}
+	if s.logFile == nil {
+		f, err := os.OpenFile(filepath.Join(s.Dir, "sshd.log"), os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o600)
+		if err != nil {
+			return err
+		}
+		s.logFile = f
 	}
-	logStart := len(s.log.String())
+	logStart := len(s.Log())
 	cmd := exec.Command(SSHDPath, "-D", "-e", "-f", cfgFile)
-	cmd.Stderr = s.log
-	cmd.Stdout = s.log
+	cmd.Stderr = s.logFile
+	cmd.Stdout = s.logFile
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("sshtest: start sshd: %w", err)
 	}
@@ -350,16 +356,16 @@ MaxSessions 10
 	for {
 		select {
 		case <-done:
-			return fmt.Errorf("sshtest: sshd exited at start: %s", s.log.String())
+			return fmt.Errorf("sshtest: sshd exited at start: %s", s.Log())
 		default:
 		}
-		if strings.Contains(s.log.String()[logStart:], fmt.Sprintf("Server listening on 127.0.0.1 port %d", port)) {
+		if strings.Contains(s.Log()[logStart:], fmt.Sprintf("Server listening on 127.0.0.1 port %d", port)) {
 			break
 		}
 		if time.Now().After(deadline) {
 			cmd.Process.Kill()
 			<-done
-			return fmt.Errorf("sshtest: sshd did not start listening: %s", s.log.String())
+			return fmt.Errorf("sshtest: sshd did not start listening: %s", s.Log())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -444,11 +450,17 @@ func (s *SSHD) Close() error {
 	for _, k := range kids {
 		syscall.Kill(k, syscall.SIGKILL)
 	}
+	if s.logFile != nil {
+		s.logFile.Close()
+	}
 	return os.RemoveAll(s.Dir)
 }
 
 // Log returns everything sshd has logged so far.
-func (s *SSHD) Log() string { return s.log.String() }
+func (s *SSHD) Log() string {
+	b, _ := os.ReadFile(filepath.Join(s.Dir, "sshd.log"))
+	return string(b)
+}
 
 // Accepted counts "Accepted publickey for USER" lines in the log: one per
 // authenticated connection.
@@ -549,22 +561,4 @@ func NewKey() ssh.Signer {
 		panic(err)
 	}
 	return s
-}
-
-// syncBuffer is a bytes.Buffer safe for one writer and many readers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

@@ -1,0 +1,33 @@
+package gateway
+
+import "testing"
+
+func TestCheckText(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		body string
+		ok   bool
+	}{
+		{"plain", `{"command":"echo hi"}`, true},
+		{"non-ASCII text", `{"command":"echo café ☕"}`, true},
+		{"paired surrogate escape", `{"command":"echo \ud83d\ude00"}`, true},
+		{"escaped backslash before u", `{"command":"echo \\ud800"}`, true},
+		{"escaped quote", `{"command":"say \"\ud800 is not here\\"}`, false},
+		{"BMP escape", `{"command":"\u00e9"}`, true},
+		{"invalid UTF-8", "{\"command\":\"\xff\"}", false},
+		{"truncated UTF-8", "{\"command\":\"\xe2\x82\"}", false},
+		{"lone high surrogate", `{"command":"\ud800"}`, false},
+		{"lone high surrogate at the end", `{"command":"\ud800`, false},
+		{"high then non-surrogate", `{"command":"\ud800\u0041"}`, false},
+		{"lone low surrogate", `{"command":"\udc00"}`, false},
+		{"reversed pair", `{"command":"\ude00\ud83d"}`, false},
+		{"bad hex", `{"command":"\uZZZZ"}`, false},
+		{"u escape outside a string is not ours to judge", `{"a":1} \ud800`, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := checkText([]byte(tt.body)); (err == nil) != tt.ok {
+				t.Errorf("checkText(%q) = %v, want ok %v", tt.body, err, tt.ok)
+			}
+		})
+	}
+}
