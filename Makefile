@@ -14,7 +14,7 @@ FUZZ_TIME   ?= 60s
 FUZZ_SHORT  ?= 3s
 PKGS        ?= ./...
 
-.PHONY: all build test test-deps vet bench bench-report fuzz clean
+.PHONY: all build test test-deps vet bench bench-report fuzz soak clean
 
 all: build
 
@@ -55,6 +55,11 @@ bench-report: test-deps
 
 fuzz:
 	@bash .ci/fuzz $(FUZZ_TIME)
+
+# soak runs the system suite at full size: 10,000 actions, longer slow-client
+# holds (docs/reliability.md).
+soak: test-deps
+	AIRLOCK_SOAK=1 $(GO) test -race -count=1 -timeout 30m ./gateway/systemtest/
 
 clean:
 	$(GO) clean -testcache
