@@ -344,8 +344,10 @@ func (s *Server) execute(ctx context.Context, st *actionState, c caller, req api
 		cfg.HostKeys.KnownHostsFiles = []string{target.KnownHostsFile}
 	}
 	var runningOnce sync.Once
+	running := func() { runningOnce.Do(func() { st.setState(api.StateRunning, api.StateEvent{}) }) }
+	cfg.Started = running
 	cfg.Output = func(stream sshexec.Stream, p []byte) {
-		runningOnce.Do(func() { st.setState(api.StateRunning, api.StateEvent{}) })
+		running() // output can be read before the exec reply is
 		if account.Output == OutputFull {
 			st.output(stream, p)
 		}

@@ -67,6 +67,10 @@ type Config struct {
 	// nothing.
 	OutputLimit int64
 
+	// Started, if not nil, is called once, from Run's goroutine, when the
+	// server accepted the exec request: the command is running.
+	Started func()
+
 	// Output, if not nil, is called with every chunk of stdout or stderr
 	// as it arrives, including chunks beyond OutputLimit. It is called
 	// from one goroutine per stream, must not block, and must not keep p

@@ -397,3 +397,24 @@ func TestInvalidConfigDialsNothing(t *testing.T) {
 		t.Errorf("the server saw %v; an invalid config must dial nothing", seen)
 	}
 }
+
+func TestStartedCallback(t *testing.T) {
+	t.Parallel()
+	f := sshtest.NewFaultServer(t, sshtest.FaultOptions{Exec: func(e *sshtest.Exec) { e.ExitStatus(0) }})
+	var calls atomic.Int32
+	cfg := faultConfig(f)
+	cfg.Started = func() { calls.Add(1) }
+	if res, err := sshexec.Run(context.Background(), cfg, "silent"); err != nil || !res.Success() {
+		t.Fatalf("Run: %v", err)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("Started called %d times for a command that ran, want 1", n)
+	}
+	refused := sshtest.NewFaultServer(t, sshtest.FaultOptions{RefuseExec: true})
+	cfg = faultConfig(refused)
+	cfg.Started = func() { calls.Add(1) }
+	sshexec.Run(context.Background(), cfg, "x")
+	if n := calls.Load(); n != 1 {
+		t.Errorf("Started called %d times in all, want 1: not for a refused exec", n)
+	}
+}

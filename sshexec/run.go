@@ -212,6 +212,9 @@ wait:
 				return a.end(SessionFailed, NotStarted, err)
 			}
 			acked = err == nil
+			if acked && a.cfg.Started != nil {
+				a.cfg.Started()
+			}
 		case <-ex.closed:
 			break wait
 		case <-reported:
@@ -257,6 +260,9 @@ wait:
 			return a.end(SessionFailed, NotStarted, err)
 		}
 		acked = err == nil
+		if acked && a.cfg.Started != nil {
+			a.cfg.Started()
+		}
 	}
 	stdout.fill(&res.Stdout, &res.StdoutBytes, &res.StdoutTruncated)
 	stderr.fill(&res.Stderr, &res.StderrBytes, &res.StderrTruncated)
