@@ -25,6 +25,11 @@ const (
 	KindOutputRead
 	KindTokenRotated
 	KindCheckpoint
+	// KindAuthFailed records failed credentials (a wrong local token,
+	// reviewer password, reviewer token or login link): the first failure
+	// of a caller in a window and the one that got it blocked. Appended
+	// after the contract's list.
+	KindAuthFailed
 	kindEnd // keep last
 )
 
@@ -45,6 +50,7 @@ var kindNames = [...]string{
 	KindOutputRead:        "output.read",
 	KindTokenRotated:      "token.rotated",
 	KindCheckpoint:        "checkpoint",
+	KindAuthFailed:        "auth.failed",
 }
 
 // Kinds returns every valid kind in declaration order.

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/crypto/ssh"
 
@@ -879,5 +880,54 @@ func ownClientKey(t *testing.T, s *sshtest.SSHD) (string, func() int) {
 			}
 		}
 		return n
+	}
+}
+
+// TestFailedCredentialsAreAudited: guessing shows in the audit log — the
+// first failure of a caller and the one that blocks it — without the
+// guesses, and without one write per guess.
+func TestFailedCredentialsAreAudited(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	g := startGateway(t, s, gwOptions{})
+	ctx := context.Background()
+	anon := api.NewHTTPClient(g.base, "")
+	for i := range 15 {
+		anon.Login(ctx, "mallory", fmt.Sprintf("guess number %d!", i))
+	}
+	wrong := api.NewLocalClient(g.cfg.Listen.Socket, strings.Repeat("ab", 16))
+	for range 3 {
+		wrong.Targets(ctx)
+	}
+	raw, err := g.reviewer.AuditEntries(ctx, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []struct {
+		Kind   string         `json:"kind"`
+		Fields map[string]any `json:"fields"`
+	}
+	if err := json.Unmarshal(raw, &entries); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	for _, e := range entries {
+		if e.Kind != "auth.failed" {
+			continue
+		}
+		counts[fmt.Sprint(e.Fields["credential"], " ", e.Fields["subject"], " blocked=", e.Fields["blocked"])]++
+	}
+	want := map[string]int{
+		"reviewer_password login:mallory blocked=false":              1,
+		"reviewer_password login:mallory blocked=true":               1,
+		"reviewer_password login-addr:127.0.0.1 blocked=false":       1,
+		"reviewer_password login-addr:127.0.0.1 blocked=true":        1,
+		fmt.Sprintf("local_token uid:%d blocked=false", os.Getuid()): 1,
+	}
+	if diff := cmp.Diff(want, counts); diff != "" {
+		t.Errorf("auth.failed entries (-want +got):\n%s", diff)
+	}
+	if strings.Contains(string(raw), "guess number") || strings.Contains(string(raw), strings.Repeat("ab", 16)) {
+		t.Error("a guessed secret is in the audit log")
 	}
 }

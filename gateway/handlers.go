@@ -477,8 +477,8 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 	}
 	rv, err := s.store.Accounts().Verify(r.Context(), req.Reviewer, approvals.NewSecret(req.Password))
 	if err != nil {
-		s.limiter.fail(nameKey)
-		s.limiter.fail(addrKey)
+		s.authFailed(r.Context(), "reviewer_password", nameKey)
+		s.authFailed(r.Context(), "reviewer_password", addrKey)
 		s.log.Warn("failed reviewer login", "reviewer", req.Reviewer, "addr", hostOf(r.RemoteAddr))
 		writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "wrong reviewer name or password")
 		return

@@ -131,7 +131,7 @@ func (s *Server) identify(next http.Handler) http.Handler {
 				return
 			}
 			if !hasBearer || s.local == nil || !s.local.currentToken().equal(bearer) {
-				s.limiter.fail(key)
+				s.authFailed(r.Context(), "local_token", key)
 				s.log.Warn("local request with a wrong or missing token", "pid", pc.PID, "uid", pc.UID)
 				writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "the local token is missing or wrong; read it from the control file next to the socket")
 				return
@@ -146,7 +146,7 @@ func (s *Server) identify(next http.Handler) http.Handler {
 				p.runToken = tok // not a reviewer token: an agent's run token, checked when used
 			default:
 				key := "addr:" + hostOf(r.RemoteAddr)
-				s.limiter.fail(key)
+				s.authFailed(r.Context(), "reviewer_token", key)
 				writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "the reviewer token is not valid; log in again")
 				return
 			}

@@ -1,8 +1,11 @@
 package gateway
 
 import (
+	"context"
 	"sync"
 	"time"
+
+	"github.com/airlockgw/airlock/auditchain"
 )
 
 // limiter counts failures per key (a reviewer name, an address, a uid) in a
@@ -27,11 +30,13 @@ func (l *limiter) blocked(key string) bool {
 	return len(l.prune(key)) >= l.max
 }
 
-// fail records a failure for key.
-func (l *limiter) fail(key string) {
+// fail records a failure for key and returns how many it has in the
+// window now.
+func (l *limiter) fail(key string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.hits[key] = append(l.prune(key), l.now())
+	n := len(l.hits[key])
 	if len(l.hits) > 100000 { // bound memory under a flood of keys
 		for k := range l.hits {
 			if len(l.prune(k)) == 0 {
@@ -39,6 +44,7 @@ func (l *limiter) fail(key string) {
 			}
 		}
 	}
+	return n
 }
 
 func (l *limiter) prune(key string) []time.Time {
@@ -55,4 +61,21 @@ func (l *limiter) prune(key string) []time.Time {
 	}
 	l.hits[key] = h
 	return h
+}
+
+// authFailed counts a failed credential against key and records it in the
+// audit log — the first failure in the window and the one that blocks the
+// key, so that guessing shows in the record without an attacker being able
+// to make the gateway write (and fsync) once per guess. The guess itself
+// is never recorded.
+func (s *Server) authFailed(ctx context.Context, credential, key string) {
+	n := s.limiter.fail(key)
+	if n != 1 && n != s.limiter.max {
+		return
+	}
+	if err := s.record(context.WithoutCancel(ctx), auditchain.KindAuthFailed, "", "",
+		auditchain.Str("credential", credential), auditchain.Str("subject", key),
+		auditchain.Int("failures", int64(n)), auditchain.Bool("blocked", n >= s.limiter.max)); err != nil {
+		s.log.Error("recording a failed credential", "error", err)
+	}
 }

@@ -78,7 +78,7 @@ func (s *Server) verifyRunToken(ctx context.Context, token string, r *http.Reque
 			s.log.Error("verifying a run token", "error", err)
 			return nil, errors.New("the run token could not be verified")
 		}
-		s.limiter.fail(mcpLimitKey(r))
+		s.authFailed(ctx, "run_token", mcpLimitKey(r))
 		return nil, fmt.Errorf("%w: %s", sdkauth.ErrInvalidToken, why)
 	}
 	exp := run.TokenExpiresAt

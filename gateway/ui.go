@@ -90,8 +90,8 @@ func (b *uiBackend) Login(ctx context.Context, name, password, remoteAddr string
 	}
 	rv, err := b.s.store.Accounts().Verify(ctx, name, approvals.NewSecret(password))
 	if errors.Is(err, approvals.ErrBadCredentials) {
-		b.s.limiter.fail(nameKey)
-		b.s.limiter.fail(addrKey)
+		b.s.authFailed(ctx, "reviewer_password", nameKey)
+		b.s.authFailed(ctx, "reviewer_password", addrKey)
 		b.s.log.Warn("failed reviewer login (web)", "reviewer", name, "addr", hostOf(remoteAddr))
 		return nil, web.ErrBadCredentials
 	}
@@ -108,7 +108,7 @@ func (b *uiBackend) LoginLink(ctx context.Context, token, remoteAddr string) (we
 	}
 	apiToken, ok := b.s.links.consume(token, time.Now())
 	if !ok {
-		b.s.limiter.fail(addrKey)
+		b.s.authFailed(ctx, "login_link", addrKey)
 		b.s.log.Warn("unknown, used or expired login link", "addr", hostOf(remoteAddr))
 		return nil, web.ErrBadCredentials
 	}
