@@ -124,11 +124,14 @@ func BenchmarkGatewayAction(b *testing.B) {
 
 func testingProcs() int { return max(1, runtimeGOMAXPROCS()) }
 
-// buildAirlockSSH builds the airlock-ssh binary into a temporary directory.
+// buildAirlockSSH builds the airlock-ssh binary into a temporary directory,
+// static as `make build` ships it.
 func buildAirlockSSH(tb testing.TB) string {
 	tb.Helper()
 	out := filepath.Join(tb.TempDir(), "airlock-ssh")
-	if b, err := exec.Command("go", "build", "-o", out, "github.com/airlockgw/airlock/cmd/airlock-ssh").CombinedOutput(); err != nil {
+	cmd := exec.Command("go", "build", "-o", out, "github.com/airlockgw/airlock/cmd/airlock-ssh")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
 		tb.Fatalf("go build airlock-ssh: %v: %s", err, b)
 	}
 	return out
