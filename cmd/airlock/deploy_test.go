@@ -99,3 +99,49 @@ target "box" {
 		t.Errorf("pinned keys: %v", k)
 	}
 }
+
+// config check reports a webhook secret the gateway could not use.
+func TestConfigCheckNotifySecret(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "key")
+	if _, err := sshtest.GenerateKeyFile(key, "ed25519", ""); err != nil {
+		t.Skip(err)
+	}
+	secret := filepath.Join(dir, "hook-secret")
+	cfgFile := filepath.Join(dir, "airlock.hcl")
+	os.WriteFile(cfgFile, []byte(fmt.Sprintf(`state_dir = %q
+notify {
+  url         = "https://hooks.example.com/airlock"
+  secret_file = %q
+}
+credential "k" { private_key_file = %q }
+target "t" {
+  address   = "127.0.0.1:22"
+  host_keys = ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKnQ7cBmrfILU8y0HCfFXb5n5bd2OoB25Bhz9wGtK6Ko"]
+  account "a" { credential = "k" }
+}
+`, filepath.Join(dir, "state"), secret, key)), 0o600)
+	for _, tt := range []struct {
+		name    string
+		content string
+		mode    os.FileMode
+		ok      bool
+	}{
+		{"missing", "", 0, false},
+		{"world-readable", "s3cret", 0o644, false},
+		{"empty", "\n", 0o600, false},
+		{"good", "s3cret\n", 0o600, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			os.Remove(secret)
+			if tt.mode != 0 {
+				os.WriteFile(secret, []byte(tt.content), 0o600)
+				os.Chmod(secret, tt.mode)
+			}
+			code, _, stderr := runCLI(t, "config", "check", "--config", cfgFile)
+			if (code == 0) != tt.ok {
+				t.Errorf("config check: exit %d, want ok %v: %s", code, tt.ok, stderr)
+			}
+		})
+	}
+}

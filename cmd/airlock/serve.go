@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/hashicorp/go-hclog"
@@ -110,6 +111,16 @@ func runConfig(args []string, stdout, stderr io.Writer) int {
 		}
 		if _, err := gateway.LoadSigner(c); err != nil {
 			fmt.Fprintf(stderr, "%s: %v\n", cfg.Path, err)
+			problems++
+		}
+	}
+	if n := cfg.Notify; n != nil {
+		// The gateway would start without notifications; say it now.
+		if err := gateway.CheckSecretFile(n.SecretFile); err != nil {
+			fmt.Fprintf(stderr, "%s: notify.secret_file: %v\n", cfg.Path, err)
+			problems++
+		} else if b, err := os.ReadFile(n.SecretFile); err != nil || len(strings.TrimSpace(string(b))) == 0 {
+			fmt.Fprintf(stderr, "%s: notify.secret_file %s is empty or unreadable: notifications would be off\n", cfg.Path, n.SecretFile)
 			problems++
 		}
 	}
