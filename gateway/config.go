@@ -21,6 +21,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/airlockgw/airlock/deploy/hclcheck"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/sshexec"
 )
@@ -145,28 +146,10 @@ type ConfigError struct {
 }
 
 // Problem is one configuration problem at a place in a file.
-type Problem struct {
-	File    string
-	Line    int // 0 when the problem has no place
-	Message string
-}
-
-func (p Problem) String() string {
-	if p.Line == 0 {
-		return p.File + ": " + p.Message
-	}
-	return fmt.Sprintf("%s:%d: %s", p.File, p.Line, p.Message)
-}
+type Problem = hclcheck.Problem
 
 func (e *ConfigError) Error() string {
-	if len(e.Problems) == 1 {
-		return "gateway: config: " + e.Problems[0].String()
-	}
-	lines := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
-		lines[i] = p.String()
-	}
-	return fmt.Sprintf("gateway: config: %d problems:\n  %s", len(e.Problems), strings.Join(lines, "\n  "))
+	return hclcheck.Text("gateway: config", e.Problems)
 }
 
 // ConfigPath returns the configuration file to use: flag if set, else
@@ -224,14 +207,14 @@ func ParseConfig(src []byte, filename string) (*Config, error) {
 func parseConfig(src []byte, filename string, allowUnpinned bool) (*Config, error) {
 	p := hclparse.NewParser()
 	file, diags := p.ParseHCL(src, filename)
-	c := &checker{file: filename, allowUnpinned: allowUnpinned}
-	c.diags(diags)
+	c := &checker{Collector: hclcheck.Collector{File: filename}, allowUnpinned: allowUnpinned}
+	c.Diags(diags)
 	if file == nil || diags.HasErrors() {
 		return nil, c.err()
 	}
 	var raw rawConfig
-	c.diags(gohcl.DecodeBody(file.Body, nil, &raw))
-	if c.failed() {
+	c.Diags(gohcl.DecodeBody(file.Body, nil, &raw))
+	if c.Failed() {
 		return nil, c.err()
 	}
 	sum := sha256.Sum256(src)
@@ -243,7 +226,7 @@ func parseConfig(src []byte, filename string, allowUnpinned bool) (*Config, erro
 	}
 	base := filepath.Dir(filename)
 	c.build(cfg, &raw, base)
-	if c.failed() {
+	if c.Failed() {
 		return nil, c.err()
 	}
 	return cfg, nil
@@ -322,39 +305,15 @@ type rawAccount struct {
 
 // checker collects problems with their positions.
 type checker struct {
-	file          string
+	hclcheck.Collector
 	allowUnpinned bool
-	problems      []Problem
 }
-
-func (c *checker) failed() bool { return len(c.problems) > 0 }
 
 func (c *checker) err() error {
-	if !c.failed() {
+	if !c.Failed() {
 		return nil
 	}
-	return &ConfigError{Problems: c.problems}
-}
-
-func (c *checker) add(r *hcl.Range, msg string) {
-	p := Problem{File: c.file, Message: msg}
-	if r != nil && r.Filename != "" {
-		p.File, p.Line = r.Filename, r.Start.Line
-	}
-	c.problems = append(c.problems, p)
-}
-
-func (c *checker) diags(ds hcl.Diagnostics) {
-	for _, d := range ds {
-		if d.Severity != hcl.DiagError {
-			continue
-		}
-		msg := d.Summary
-		if d.Detail != "" {
-			msg += ": " + d.Detail
-		}
-		c.add(d.Subject, msg)
-	}
+	return &ConfigError{Problems: c.Problems}
 }
 
 // require records a problem when a required attribute is missing (gohcl
@@ -362,25 +321,21 @@ func (c *checker) diags(ds hcl.Diagnostics) {
 // it is there.
 func (c *checker) require(a *hcl.Attribute, block hcl.Range, what string) bool {
 	if a == nil {
-		c.errorf(block, "%s is required", what)
+		c.Errorf(block, "%s is required", what)
 		return false
 	}
 	return true
-}
-
-func (c *checker) errorf(r hcl.Range, format string, args ...any) {
-	c.add(&r, fmt.Sprintf(format, args...))
 }
 
 // value evaluates an attribute as a constant: no variables or functions.
 func (c *checker) value(a *hcl.Attribute) (cty.Value, bool) {
 	v, ds := a.Expr.Value(nil)
 	if ds.HasErrors() {
-		c.diags(ds)
+		c.Diags(ds)
 		return cty.NilVal, false
 	}
 	if v.IsNull() {
-		c.errorf(a.Range, "%s must not be null", a.Name)
+		c.Errorf(a.Range, "%s must not be null", a.Name)
 		return cty.NilVal, false
 	}
 	return v, true
@@ -404,12 +359,12 @@ func (c *checker) strOK(a *hcl.Attribute) (string, bool) {
 		return "", false
 	}
 	if v.Type() != cty.String {
-		c.errorf(a.Range, "%s must be a string", a.Name)
+		c.Errorf(a.Range, "%s must be a string", a.Name)
 		return "", false
 	}
 	s := v.AsString()
 	if strings.ContainsAny(s, "\x00\n\r") {
-		c.errorf(a.Range, "%s must not contain NUL or line breaks", a.Name)
+		c.Errorf(a.Range, "%s must not contain NUL or line breaks", a.Name)
 		return "", false
 	}
 	return s, true
@@ -427,14 +382,14 @@ func (c *checker) strList(a *hcl.Attribute) []string {
 		return []string{v.AsString()}
 	}
 	if !v.Type().IsTupleType() && !v.Type().IsListType() {
-		c.errorf(a.Range, "%s must be a list of strings", a.Name)
+		c.Errorf(a.Range, "%s must be a list of strings", a.Name)
 		return nil
 	}
 	var out []string
 	for it := v.ElementIterator(); it.Next(); {
 		_, e := it.Element()
 		if e.IsNull() || e.Type() != cty.String {
-			c.errorf(a.Range, "%s must be a list of strings", a.Name)
+			c.Errorf(a.Range, "%s must be a list of strings", a.Name)
 			return nil
 		}
 		out = append(out, e.AsString())
@@ -451,7 +406,7 @@ func (c *checker) boolean(a *hcl.Attribute) bool {
 		return false
 	}
 	if v.Type() != cty.Bool {
-		c.errorf(a.Range, "%s must be true or false", a.Name)
+		c.Errorf(a.Range, "%s must be true or false", a.Name)
 		return false
 	}
 	return v.True()
@@ -466,13 +421,13 @@ func (c *checker) integer(a *hcl.Attribute, def, min, max int) int {
 		return def
 	}
 	if v.Type() != cty.Number {
-		c.errorf(a.Range, "%s must be a whole number", a.Name)
+		c.Errorf(a.Range, "%s must be a whole number", a.Name)
 		return def
 	}
 	bf := v.AsBigFloat()
 	i, acc := bf.Int64()
 	if !bf.IsInt() || acc != 0 || i < int64(min) || i > int64(max) {
-		c.errorf(a.Range, "%s must be a whole number from %d to %d", a.Name, min, max)
+		c.Errorf(a.Range, "%s must be a whole number from %d to %d", a.Name, min, max)
 		return def
 	}
 	return int(i)
@@ -489,11 +444,11 @@ func (c *checker) duration(a *hcl.Attribute, def, max time.Duration) time.Durati
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d <= 0 {
-		c.errorf(a.Range, `%s = %q is not a positive duration; write it like "30s", "10m" or "1h"`, a.Name, s)
+		c.Errorf(a.Range, `%s = %q is not a positive duration; write it like "30s", "10m" or "1h"`, a.Name, s)
 		return def
 	}
 	if max > 0 && d > max {
-		c.errorf(a.Range, "%s = %s is more than the maximum %s", a.Name, d, max)
+		c.Errorf(a.Range, "%s = %s is more than the maximum %s", a.Name, d, max)
 		return def
 	}
 	return d
@@ -508,7 +463,7 @@ func (c *checker) path(a *hcl.Attribute, base string) string {
 		return ""
 	}
 	if s == "" {
-		c.errorf(a.Range, "%s must not be empty", a.Name)
+		c.Errorf(a.Range, "%s must not be empty", a.Name)
 		return ""
 	}
 	if !filepath.IsAbs(s) {
@@ -528,19 +483,19 @@ func (c *checker) build(cfg *Config, raw *rawConfig, base string) {
 	if raw.StateDir != nil {
 		cfg.StateDir = c.path(raw.StateDir, base)
 	} else if d, err := api.DefaultStateDir(); err != nil {
-		c.add(nil, err.Error())
+		c.Add(nil, err.Error())
 	} else {
 		cfg.StateDir = d
 	}
 	cfg.LogFormat = c.str(raw.LogFormat, "text")
 	if cfg.LogFormat != "text" && cfg.LogFormat != "json" {
-		c.errorf(raw.LogFormat.Range, `log_format must be "text" or "json"`)
+		c.Errorf(raw.LogFormat.Range, `log_format must be "text" or "json"`)
 	}
 	cfg.LogLevel = strings.ToLower(c.str(raw.LogLevel, "info"))
 	switch cfg.LogLevel {
 	case "trace", "debug", "info", "warn", "error":
 	default:
-		c.errorf(raw.LogLevel.Range, `log_level must be one of "trace", "debug", "info", "warn", "error"`)
+		c.Errorf(raw.LogLevel.Range, `log_level must be one of "trace", "debug", "info", "warn", "error"`)
 	}
 
 	// listen.
@@ -556,19 +511,19 @@ func (c *checker) build(cfg *Config, raw *rawConfig, base string) {
 		cfg.Listen.SocketGroup = c.str(l.SocketGroup, "")
 		if cfg.Listen.SocketGroup != "" {
 			if _, err := user.LookupGroup(cfg.Listen.SocketGroup); err != nil {
-				c.errorf(l.SocketGroup.Range, "socket_group %q: no such group; create it or remove socket_group", cfg.Listen.SocketGroup)
+				c.Errorf(l.SocketGroup.Range, "socket_group %q: no such group; create it or remove socket_group", cfg.Listen.SocketGroup)
 			}
 		}
 		if (cfg.Listen.TLSCert == "") != (cfg.Listen.TLSKey == "") {
-			c.errorf(l.DefRange, "listen needs both tls_cert and tls_key, or neither")
+			c.Errorf(l.DefRange, "listen needs both tls_cert and tls_key, or neither")
 		}
 		if cfg.Listen.HTTP != "" {
 			host, _, err := net.SplitHostPort(cfg.Listen.HTTP)
 			switch {
 			case err != nil:
-				c.errorf(l.HTTP.Range, `listen.http = %q is not host:port, e.g. "127.0.0.1:7422"`, cfg.Listen.HTTP)
+				c.Errorf(l.HTTP.Range, `listen.http = %q is not host:port, e.g. "127.0.0.1:7422"`, cfg.Listen.HTTP)
 			case !isLoopback(host) && cfg.Listen.TLSCert == "":
-				c.errorf(l.HTTP.Range, "listen.http = %q is not a loopback address: set tls_cert and tls_key, or listen on 127.0.0.1", cfg.Listen.HTTP)
+				c.Errorf(l.HTTP.Range, "listen.http = %q is not a loopback address: set tls_cert and tls_key, or listen on 127.0.0.1", cfg.Listen.HTTP)
 			}
 		}
 	}
@@ -580,7 +535,7 @@ func (c *checker) build(cfg *Config, raw *rawConfig, base string) {
 		cfg.Approval.MaxRunTTL = c.duration(a.MaxRunTTL, DefaultMaxRunTTL, 30*24*time.Hour)
 		cfg.Approval.RunTTL = c.duration(a.RunTTL, min(DefaultRunTTL, cfg.Approval.MaxRunTTL), 0)
 		if cfg.Approval.RunTTL > cfg.Approval.MaxRunTTL {
-			c.errorf(a.DefRange, "approval.run_ttl (%s) is more than max_run_ttl (%s)", cfg.Approval.RunTTL, cfg.Approval.MaxRunTTL)
+			c.Errorf(a.DefRange, "approval.run_ttl (%s) is more than max_run_ttl (%s)", cfg.Approval.RunTTL, cfg.Approval.MaxRunTTL)
 		}
 	}
 
@@ -593,14 +548,14 @@ func (c *checker) build(cfg *Config, raw *rawConfig, base string) {
 				if m := checkpointEveryRE.FindStringSubmatch(s); m != nil {
 					n, err := strconv.Atoi(m[1])
 					if err != nil || n < 1 || n > 1_000_000 {
-						c.errorf(a.CheckpointEvery.Range, "checkpoint_every %q: the count must be from 1 to 1000000", s)
+						c.Errorf(a.CheckpointEvery.Range, "checkpoint_every %q: the count must be from 1 to 1000000", s)
 						continue
 					}
 					cfg.Audit.CheckpointEntries = n
 				} else if d, err := time.ParseDuration(s); err == nil && d >= time.Second {
 					cfg.Audit.CheckpointInterval = d
 				} else {
-					c.errorf(a.CheckpointEvery.Range, `checkpoint_every %q: write "N entries" or a duration of at least 1s such as "30s"; a list may give both`, s)
+					c.Errorf(a.CheckpointEvery.Range, `checkpoint_every %q: write "N entries" or a duration of at least 1s such as "30s"; a list may give both`, s)
 				}
 			}
 		}
@@ -611,18 +566,18 @@ func (c *checker) build(cfg *Config, raw *rawConfig, base string) {
 	if n := raw.Notify; n != nil && c.require(n.URL, n.DefRange, "notify.url") && c.require(n.SecretFile, n.DefRange, "notify.secret_file") {
 		cfg.Notify = &NotifyConfig{URL: c.str(n.URL, ""), SecretFile: c.path(n.SecretFile, base)}
 		if !strings.HasPrefix(cfg.Notify.URL, "https://") && !strings.HasPrefix(cfg.Notify.URL, "http://") {
-			c.errorf(n.URL.Range, "notify.url must be an http:// or https:// URL")
+			c.Errorf(n.URL.Range, "notify.url must be an http:// or https:// URL")
 		}
 	}
 
 	// credentials.
 	for _, r := range raw.Credentials {
 		if !nameRE.MatchString(r.Name) {
-			c.errorf(r.DefRange, "credential name %q: use letters, digits, '.', '_' and '-' (at most 63)", r.Name)
+			c.Errorf(r.DefRange, "credential name %q: use letters, digits, '.', '_' and '-' (at most 63)", r.Name)
 			continue
 		}
 		if _, dup := cfg.Credentials[r.Name]; dup {
-			c.errorf(r.DefRange, "credential %q is defined twice", r.Name)
+			c.Errorf(r.DefRange, "credential %q is defined twice", r.Name)
 			continue
 		}
 		cr := &CredentialConfig{
@@ -635,13 +590,13 @@ func (c *checker) build(cfg *Config, raw *rawConfig, base string) {
 		}
 		switch {
 		case cr.CA && cr.PrivateKeyFile != "":
-			c.errorf(r.DefRange, "credential %q: set private_key_file or ca = true, not both", r.Name)
+			c.Errorf(r.DefRange, "credential %q: set private_key_file or ca = true, not both", r.Name)
 		case !cr.CA && cr.PrivateKeyFile == "":
-			c.errorf(r.DefRange, "credential %q: set private_key_file (a key the target trusts) or ca = true (per-action certificates)", r.Name)
+			c.Errorf(r.DefRange, "credential %q: set private_key_file (a key the target trusts) or ca = true (per-action certificates)", r.Name)
 		case cr.PassphraseFile != "" && cr.PrivateKeyFile == "":
-			c.errorf(r.DefRange, "credential %q: passphrase_file needs private_key_file", r.Name)
+			c.Errorf(r.DefRange, "credential %q: passphrase_file needs private_key_file", r.Name)
 		case !cr.CA && (cr.ForceCommand != "" || cr.SourceAddress != ""):
-			c.errorf(r.DefRange, "credential %q: force_command and source_address are certificate options: they need ca = true (for a key, put them in its authorized_keys line)", r.Name)
+			c.Errorf(r.DefRange, "credential %q: force_command and source_address are certificate options: they need ca = true (for a key, put them in its authorized_keys line)", r.Name)
 		}
 		cfg.Credentials[r.Name] = cr
 	}
@@ -654,11 +609,11 @@ func (c *checker) build(cfg *Config, raw *rawConfig, base string) {
 
 func (c *checker) target(cfg *Config, r *rawTarget, base string) {
 	if !nameRE.MatchString(r.Name) {
-		c.errorf(r.DefRange, "target name %q: use letters, digits, '.', '_' and '-' (at most 63)", r.Name)
+		c.Errorf(r.DefRange, "target name %q: use letters, digits, '.', '_' and '-' (at most 63)", r.Name)
 		return
 	}
 	if _, dup := cfg.Targets[r.Name]; dup {
-		c.errorf(r.DefRange, "target %q is defined twice", r.Name)
+		c.Errorf(r.DefRange, "target %q is defined twice", r.Name)
 		return
 	}
 	if !c.require(r.Address, r.DefRange, fmt.Sprintf("target %q: address", r.Name)) {
@@ -676,30 +631,30 @@ func (c *checker) target(cfg *Config, r *rawTarget, base string) {
 		if t.Address != "" && !strings.Contains(t.Address, ":") {
 			t.Address = net.JoinHostPort(t.Address, "22") // a host name or IPv4 address alone
 		} else {
-			c.errorf(r.Address.Range, `target %q: address %q is not host:port, e.g. "10.0.0.24:22"`, r.Name, t.Address)
+			c.Errorf(r.Address.Range, `target %q: address %q is not host:port, e.g. "10.0.0.24:22"`, r.Name, t.Address)
 		}
 	}
-	before := len(c.problems)
+	before := len(c.Problems)
 	if r.HostKeys != nil {
 		for i, line := range c.strList(r.HostKeys) {
 			k, err := sshexec.ParseHostKey(line)
 			if err != nil {
-				c.errorf(r.HostKeys.Range, "target %q: host_keys[%d] is not a public key line such as \"ssh-ed25519 AAAA…\": %v", r.Name, i, err)
+				c.Errorf(r.HostKeys.Range, "target %q: host_keys[%d] is not a public key line such as \"ssh-ed25519 AAAA…\": %v", r.Name, i, err)
 				continue
 			}
 			t.HostKeys = append(t.HostKeys, k)
 		}
 	}
-	if len(t.HostKeys) == 0 && t.KnownHostsFile == "" && len(c.problems) == before && !c.allowUnpinned {
-		c.errorf(r.DefRange, "target %q has no host_keys and no known_hosts_file: airlock never trusts a host key on first use; run `airlock hosts scan %s`, confirm the fingerprint out of band, then `airlock hosts pin %s --fingerprint SHA256:…`", r.Name, t.Address, r.Name)
+	if len(t.HostKeys) == 0 && t.KnownHostsFile == "" && len(c.Problems) == before && !c.allowUnpinned {
+		c.Errorf(r.DefRange, "target %q has no host_keys and no known_hosts_file: airlock never trusts a host key on first use; run `airlock hosts scan %s`, confirm the fingerprint out of band, then `airlock hosts pin %s --fingerprint SHA256:…`", r.Name, t.Address, r.Name)
 	}
 	for _, ra := range r.Accounts {
 		if !nameRE.MatchString(ra.Name) {
-			c.errorf(ra.DefRange, "account name %q: use letters, digits, '.', '_' and '-' (at most 63)", ra.Name)
+			c.Errorf(ra.DefRange, "account name %q: use letters, digits, '.', '_' and '-' (at most 63)", ra.Name)
 			continue
 		}
 		if _, dup := t.Accounts[ra.Name]; dup {
-			c.errorf(ra.DefRange, "target %q: account %q is defined twice", r.Name, ra.Name)
+			c.Errorf(ra.DefRange, "target %q: account %q is defined twice", r.Name, ra.Name)
 			continue
 		}
 		c.require(ra.Credential, ra.DefRange, fmt.Sprintf("target %q account %q: credential", r.Name, ra.Name))
@@ -711,27 +666,27 @@ func (c *checker) target(cfg *Config, r *rawTarget, base string) {
 			Output:     OutputPolicy(c.str(ra.Output, string(OutputFull))),
 		}
 		if _, ok := cfg.Credentials[a.Credential]; !ok && ra.Credential != nil {
-			c.errorf(ra.Credential.Range, "target %q account %q: no credential %q is defined (defined: %s)", r.Name, ra.Name, a.Credential, names(cfg.Credentials))
+			c.Errorf(ra.Credential.Range, "target %q account %q: no credential %q is defined (defined: %s)", r.Name, ra.Name, a.Credential, names(cfg.Credentials))
 		}
 		if a.Approval != "run" && a.Approval != "call" && ra.Approval != nil {
-			c.errorf(ra.Approval.Range, `target %q account %q: approval must be "run" or "call"`, r.Name, ra.Name)
+			c.Errorf(ra.Approval.Range, `target %q account %q: approval must be "run" or "call"`, r.Name, ra.Name)
 		}
 		switch a.Output {
 		case OutputFull, OutputTail, OutputNone:
 		default:
-			c.errorf(ra.Output.Range, `target %q account %q: output must be "full", "tail" or "none"`, r.Name, ra.Name)
+			c.Errorf(ra.Output.Range, `target %q account %q: output must be "full", "tail" or "none"`, r.Name, ra.Name)
 		}
 		t.Accounts[a.Name] = a
 		t.AccountNames = append(t.AccountNames, a.Name)
 	}
 	switch {
 	case len(t.Accounts) == 0:
-		c.errorf(r.DefRange, "target %q has no account block", r.Name)
+		c.Errorf(r.DefRange, "target %q has no account block", r.Name)
 	case t.DefaultAccount == "" && len(t.Accounts) == 1:
 		t.DefaultAccount = t.AccountNames[0]
 	case t.DefaultAccount != "":
 		if _, ok := t.Accounts[t.DefaultAccount]; !ok {
-			c.errorf(r.DefaultAccount.Range, "target %q: default_account %q is not one of its accounts (%s)", r.Name, t.DefaultAccount, names(t.Accounts))
+			c.Errorf(r.DefaultAccount.Range, "target %q: default_account %q is not one of its accounts (%s)", r.Name, t.DefaultAccount, names(t.Accounts))
 		}
 	}
 	cfg.Targets[t.Name] = t

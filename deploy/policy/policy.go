@@ -13,6 +13,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclparse"
+
+	"github.com/airlockgw/airlock/deploy/hclcheck"
 )
 
 // Defaults and fixed values of a policy.
@@ -117,29 +119,9 @@ type Error struct {
 }
 
 // Problem is one problem at a place in a policy file.
-type Problem struct {
-	File    string
-	Line    int // 0 when the problem has no place
-	Message string
-}
+type Problem = hclcheck.Problem
 
-func (p Problem) String() string {
-	if p.Line == 0 {
-		return p.File + ": " + p.Message
-	}
-	return fmt.Sprintf("%s:%d: %s", p.File, p.Line, p.Message)
-}
-
-func (e *Error) Error() string {
-	if len(e.Problems) == 1 {
-		return "policy: " + e.Problems[0].String()
-	}
-	lines := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
-		lines[i] = p.String()
-	}
-	return fmt.Sprintf("policy: %d problems:\n  %s", len(e.Problems), strings.Join(lines, "\n  "))
-}
+func (e *Error) Error() string { return hclcheck.Text("policy", e.Problems) }
 
 // Load reads and parses the policy file at path.
 func Load(path string) (*Policy, error) {
@@ -205,22 +187,22 @@ var deniedEnv = map[string]bool{
 // Parse parses and validates a policy. name is used in problems and as
 // Policy.File. Every problem found is reported at once in an *Error.
 func Parse(src []byte, name string) (*Policy, error) {
-	c := &collector{file: name}
+	c := &collector{hclcheck.Collector{File: name}}
 	f, diags := hclparse.NewParser().ParseHCL(src, name)
-	c.diags(diags)
+	c.Diags(diags)
 	if f == nil || diags.HasErrors() {
 		return nil, c.err()
 	}
 	var body fileBody
 	if diags := gohcl.DecodeBody(f.Body, nil, &body); diags.HasErrors() {
-		c.diags(diags)
+		c.Diags(diags)
 		return nil, c.err()
 	}
 	p := &Policy{File: name, byName: map[string]*Verb{}}
 	if body.LogFile != nil {
 		p.LogFile = c.str(body.LogFile)
 		if p.LogFile != "" && !isCleanAbs(p.LogFile) {
-			c.errorf(body.LogFile.Range, "log_file %q must be an absolute, clean path", p.LogFile)
+			c.Errorf(body.LogFile.Range, "log_file %q must be an absolute, clean path", p.LogFile)
 		}
 	}
 	for i := range body.Verbs {
@@ -229,14 +211,14 @@ func Parse(src []byte, name string) (*Policy, error) {
 			continue
 		}
 		if _, dup := p.byName[v.Name]; dup {
-			c.errorf(body.Verbs[i].DefRange, "verb %q is declared twice", v.Name)
+			c.Errorf(body.Verbs[i].DefRange, "verb %q is declared twice", v.Name)
 			continue
 		}
 		p.byName[v.Name] = v
 		p.Verbs = append(p.Verbs, v)
 	}
 	if len(body.Verbs) == 0 {
-		c.problems = append(c.problems, Problem{File: name, Line: 1, Message: "no verb blocks: every request would be refused"})
+		c.Problems = append(c.Problems, Problem{File: name, Line: 1, Message: "no verb blocks: every request would be refused"})
 	}
 	if err := c.err(); err != nil {
 		return nil, err
@@ -248,10 +230,10 @@ func Parse(src []byte, name string) (*Policy, error) {
 func (p *Policy) Verb(name string) *Verb { return p.byName[name] }
 
 func (c *collector) verb(b *verbBody) *Verb {
-	before := len(c.problems)
+	before := len(c.Problems)
 	v := &Verb{Name: b.Name, Line: b.DefRange.Start.Line, Timeout: DefaultTimeout}
 	if !verbNameRE.MatchString(b.Name) {
-		c.errorf(b.DefRange, "verb name %q: use letters, digits, '.', '_', ':' and '-', starting with a letter or digit", b.Name)
+		c.Errorf(b.DefRange, "verb name %q: use letters, digits, '.', '_', ':' and '-', starting with a letter or digit", b.Name)
 	}
 	params := map[string]*Param{}
 	for i := range b.Params {
@@ -261,7 +243,7 @@ func (c *collector) verb(b *verbBody) *Verb {
 			continue
 		}
 		if params[prm.Name] != nil {
-			c.errorf(pb.DefRange, "verb %q: param %q is declared twice", b.Name, prm.Name)
+			c.Errorf(pb.DefRange, "verb %q: param %q is declared twice", b.Name, prm.Name)
 			continue
 		}
 		params[prm.Name] = prm
@@ -269,25 +251,25 @@ func (c *collector) verb(b *verbBody) *Verb {
 	}
 	used := map[string]bool{}
 	if b.Argv == nil {
-		c.errorf(b.DefRange, "verb %q: argv is required", b.Name)
+		c.Errorf(b.DefRange, "verb %q: argv is required", b.Name)
 	} else {
 		v.Argv = c.strList(b.Argv)
 	}
 	switch {
 	case b.Argv == nil:
 	case len(v.Argv) == 0:
-		c.errorf(b.Argv.Range, "verb %q: argv is empty", b.Name)
+		c.Errorf(b.Argv.Range, "verb %q: argv is empty", b.Name)
 	case !isCleanAbs(v.Argv[0]) || strings.ContainsAny(v.Argv[0], "{}"):
-		c.errorf(b.Argv.Range, "verb %q: argv[0] %q must be a fixed absolute, clean path (no PATH lookup, no parameters)", b.Name, v.Argv[0])
+		c.Errorf(b.Argv.Range, "verb %q: argv[0] %q must be a fixed absolute, clean path (no PATH lookup, no parameters)", b.Name, v.Argv[0])
 	}
 	for i, el := range v.Argv {
 		if !safeText(el) {
-			c.errorf(b.Argv.Range, "verb %q: argv[%d] holds a control character", b.Name, i)
+			c.Errorf(b.Argv.Range, "verb %q: argv[%d] holds a control character", b.Name, i)
 			continue
 		}
 		t, err := parseTemplate(el)
 		if err != nil {
-			c.errorf(b.Argv.Range, "verb %q: argv[%d] %q: %v", b.Name, i, el, err)
+			c.Errorf(b.Argv.Range, "verb %q: argv[%d] %q: %v", b.Name, i, el, err)
 			continue
 		}
 		for _, part := range t {
@@ -295,7 +277,7 @@ func (c *collector) verb(b *verbBody) *Verb {
 				continue
 			}
 			if params[part.param] == nil {
-				c.errorf(b.Argv.Range, "verb %q: argv[%d] uses {%s}, which is not a declared param", b.Name, i, part.param)
+				c.Errorf(b.Argv.Range, "verb %q: argv[%d] uses {%s}, which is not a declared param", b.Name, i, part.param)
 			}
 			used[part.param] = true
 		}
@@ -303,7 +285,7 @@ func (c *collector) verb(b *verbBody) *Verb {
 	}
 	for _, prm := range v.Params {
 		if !used[prm.Name] {
-			c.errorf(b.DefRange, "verb %q: param %q is not used in argv", b.Name, prm.Name)
+			c.Errorf(b.DefRange, "verb %q: param %q is not used in argv", b.Name, prm.Name)
 		}
 	}
 	if b.Timeout != nil {
@@ -311,9 +293,9 @@ func (c *collector) verb(b *verbBody) *Verb {
 		d, err := time.ParseDuration(s)
 		switch {
 		case err != nil:
-			c.errorf(b.Timeout.Range, "verb %q: timeout %q is not a duration such as \"30s\" or \"5m\"", b.Name, s)
+			c.Errorf(b.Timeout.Range, "verb %q: timeout %q is not a duration such as \"30s\" or \"5m\"", b.Name, s)
 		case d <= 0 || d > MaxTimeout:
-			c.errorf(b.Timeout.Range, "verb %q: timeout %s must be above zero and at most %s", b.Name, d, MaxTimeout)
+			c.Errorf(b.Timeout.Range, "verb %q: timeout %s must be above zero and at most %s", b.Name, d, MaxTimeout)
 		default:
 			v.Timeout = d
 		}
@@ -321,13 +303,13 @@ func (c *collector) verb(b *verbBody) *Verb {
 	if b.RunAs != nil {
 		v.RunAs = c.str(b.RunAs)
 		if !userNameRE.MatchString(v.RunAs) {
-			c.errorf(b.RunAs.Range, "verb %q: run_as %q is not a user name", b.Name, v.RunAs)
+			c.Errorf(b.RunAs.Range, "verb %q: run_as %q is not a user name", b.Name, v.RunAs)
 		}
 	}
 	if b.Dir != nil {
 		v.Dir = c.str(b.Dir)
 		if !isCleanAbs(v.Dir) {
-			c.errorf(b.Dir.Range, "verb %q: dir %q must be an absolute, clean path", b.Name, v.Dir)
+			c.Errorf(b.Dir.Range, "verb %q: dir %q must be an absolute, clean path", b.Name, v.Dir)
 		}
 	}
 	if b.Env != nil {
@@ -335,23 +317,23 @@ func (c *collector) verb(b *verbBody) *Verb {
 		for _, n := range v.Env {
 			switch {
 			case !envNameRE.MatchString(n):
-				c.errorf(b.Env.Range, "verb %q: env %q is not a variable name", b.Name, n)
+				c.Errorf(b.Env.Range, "verb %q: env %q is not a variable name", b.Name, n)
 			case deniedEnv[n] || strings.HasPrefix(n, "LD_"):
-				c.errorf(b.Env.Range, "verb %q: env %q may not be passed through (PATH is fixed; loader and shell start-up variables are refused)", b.Name, n)
+				c.Errorf(b.Env.Range, "verb %q: env %q may not be passed through (PATH is fixed; loader and shell start-up variables are refused)", b.Name, n)
 			}
 		}
 	}
-	if len(c.problems) > before {
+	if len(c.Problems) > before {
 		return nil
 	}
 	return v
 }
 
 func (c *collector) param(b *paramBody) *Param {
-	before := len(c.problems)
+	before := len(c.Problems)
 	p := &Param{Name: b.Name}
 	if !paramNameRE.MatchString(b.Name) {
-		c.errorf(b.DefRange, "param name %q: use lower-case letters, digits and '_'", b.Name)
+		c.Errorf(b.DefRange, "param name %q: use lower-case letters, digits and '_'", b.Name)
 	}
 	var kinds []string
 	if b.Enum != nil {
@@ -359,11 +341,11 @@ func (c *collector) param(b *paramBody) *Param {
 		p.Kind = Enum
 		p.Values = c.strList(b.Enum)
 		if len(p.Values) == 0 {
-			c.errorf(b.Enum.Range, "param %q: enum is empty", b.Name)
+			c.Errorf(b.Enum.Range, "param %q: enum is empty", b.Name)
 		}
 		for _, v := range p.Values {
 			if !safeText(v) {
-				c.errorf(b.Enum.Range, "param %q: enum value %q holds a control character", b.Name, v)
+				c.Errorf(b.Enum.Range, "param %q: enum value %q holds a control character", b.Name, v)
 			}
 		}
 	}
@@ -373,7 +355,7 @@ func (c *collector) param(b *paramBody) *Param {
 		p.Pattern = c.str(b.Regex)
 		re, err := regexp.Compile(`^(?:` + p.Pattern + `)$`)
 		if err != nil {
-			c.errorf(b.Regex.Range, "param %q: regex: %v", b.Name, err)
+			c.Errorf(b.Regex.Range, "param %q: regex: %v", b.Name, err)
 		}
 		p.re = re
 	}
@@ -382,9 +364,9 @@ func (c *collector) param(b *paramBody) *Param {
 		p.Kind = Int
 		var bounds []int64
 		if diags := gohcl.DecodeExpression(b.Int.Expr, nil, &bounds); diags.HasErrors() {
-			c.diags(diags)
+			c.Diags(diags)
 		} else if len(bounds) != 2 || bounds[0] > bounds[1] {
-			c.errorf(b.Int.Range, "param %q: int must be [min, max] with min <= max", b.Name)
+			c.Errorf(b.Int.Range, "param %q: int must be [min, max] with min <= max", b.Name)
 		} else {
 			p.Min, p.Max = bounds[0], bounds[1]
 		}
@@ -394,21 +376,21 @@ func (c *collector) param(b *paramBody) *Param {
 		p.Kind = PathUnder
 		p.Under = c.str(b.PathUnder)
 		if !isCleanAbs(p.Under) || p.Under == "/" {
-			c.errorf(b.PathUnder.Range, "param %q: path_under %q must be an absolute, clean path other than /", b.Name, p.Under)
+			c.Errorf(b.PathUnder.Range, "param %q: path_under %q must be an absolute, clean path other than /", b.Name, p.Under)
 		}
 	}
 	if b.LeadingDash != nil {
 		if diags := gohcl.DecodeExpression(b.LeadingDash.Expr, nil, &p.LeadingDash); diags.HasErrors() {
-			c.diags(diags)
+			c.Diags(diags)
 		}
 		if p.Kind != Regex {
-			c.errorf(b.LeadingDash.Range, "param %q: leading_dash applies to regex params only", b.Name)
+			c.Errorf(b.LeadingDash.Range, "param %q: leading_dash applies to regex params only", b.Name)
 		}
 	}
 	if len(kinds) != 1 {
-		c.errorf(b.DefRange, "param %q: set exactly one of enum, regex, int, path_under (found %d)", b.Name, len(kinds))
+		c.Errorf(b.DefRange, "param %q: set exactly one of enum, regex, int, path_under (found %d)", b.Name, len(kinds))
 	}
-	if len(c.problems) > before {
+	if len(c.Problems) > before {
 		return nil
 	}
 	return p
@@ -486,39 +468,13 @@ func isCleanAbs(p string) bool {
 
 // collector gathers problems with their lines.
 type collector struct {
-	file     string
-	problems []Problem
-}
-
-func (c *collector) errorf(r hcl.Range, format string, args ...any) {
-	file := r.Filename
-	if file == "" {
-		file = c.file
-	}
-	c.problems = append(c.problems, Problem{File: file, Line: r.Start.Line, Message: fmt.Sprintf(format, args...)})
-}
-
-func (c *collector) diags(ds hcl.Diagnostics) {
-	for _, d := range ds {
-		if d.Severity != hcl.DiagError {
-			continue
-		}
-		msg := d.Summary
-		if d.Detail != "" {
-			msg += ": " + d.Detail
-		}
-		p := Problem{File: c.file, Message: msg}
-		if d.Subject != nil {
-			p.File, p.Line = d.Subject.Filename, d.Subject.Start.Line
-		}
-		c.problems = append(c.problems, p)
-	}
+	hclcheck.Collector
 }
 
 func (c *collector) str(a *hcl.Attribute) string {
 	var s string
 	if diags := gohcl.DecodeExpression(a.Expr, nil, &s); diags.HasErrors() {
-		c.diags(diags)
+		c.Diags(diags)
 	}
 	return s
 }
@@ -526,14 +482,14 @@ func (c *collector) str(a *hcl.Attribute) string {
 func (c *collector) strList(a *hcl.Attribute) []string {
 	var l []string
 	if diags := gohcl.DecodeExpression(a.Expr, nil, &l); diags.HasErrors() {
-		c.diags(diags)
+		c.Diags(diags)
 	}
 	return l
 }
 
 func (c *collector) err() error {
-	if len(c.problems) == 0 {
+	if len(c.Problems) == 0 {
 		return nil
 	}
-	return &Error{Problems: c.problems}
+	return &Error{Problems: c.Problems}
 }
