@@ -125,7 +125,7 @@ func runConfig(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if problems > 0 {
-		fmt.Fprintf(stderr, "airlock: %d problem(s) with credentials\n", problems)
+		fmt.Fprintf(stderr, "airlock: %d problem(s) with the files the configuration names\n", problems)
 		return 1
 	}
 	fmt.Fprintf(stdout, "%s: OK (%d targets, %d credentials, state in %s)\n", cfg.Path, len(cfg.Targets), len(cfg.Credentials), cfg.StateDir)
