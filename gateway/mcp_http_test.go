@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -34,55 +33,12 @@ import (
 // transports, and /mcp over Streamable HTTP with the Go SDK, the
 // TypeScript SDK and the official conformance suite.
 
-// mcpLog collects the log events of calls.
-type mcpLog struct {
-	mu     sync.Mutex
-	events []mcp.LogEvent
-}
-
-func (l *mcpLog) handler(_ context.Context, r *sdk.LoggingMessageRequest) {
-	var ev mcp.LogEvent
-	b, _ := json.Marshal(r.Params.Data)
-	if json.Unmarshal(b, &ev) == nil {
-		l.mu.Lock()
-		l.events = append(l.events, ev)
-		l.mu.Unlock()
-	}
-}
-
-// reset forgets the events so far.
-func (l *mcpLog) reset() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.events = nil
-}
-
-// wait returns the first event in state s, and forgets it and all before.
-func (l *mcpLog) wait(t *testing.T, s api.State) mcp.LogEvent {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		l.mu.Lock()
-		for i, ev := range l.events {
-			if ev.State == s {
-				l.events = slices.Delete(l.events, 0, i+1)
-				l.mu.Unlock()
-				return ev
-			}
-		}
-		l.mu.Unlock()
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("no %s event", s)
-	return mcp.LogEvent{}
-}
-
-func newMCPClient(l *mcpLog) *sdk.Client {
-	return sdk.NewClient(&sdk.Implementation{Name: "airlock-test", Version: "1"}, &sdk.ClientOptions{LoggingMessageHandler: l.handler})
+func newMCPClient(l *mcptest.Events) *sdk.Client {
+	return sdk.NewClient(&sdk.Implementation{Name: "airlock-test", Version: "1"}, &sdk.ClientOptions{LoggingMessageHandler: l.Handle})
 }
 
 // connectInMemory serves the tools for a new remote run of g in process.
-func connectInMemory(t *testing.T, g *testGateway) (*sdk.ClientSession, *mcpLog, *api.Run) {
+func connectInMemory(t *testing.T, g *testGateway) (*sdk.ClientSession, *mcptest.Events, *api.Run) {
 	t.Helper()
 	ctx := context.Background()
 	run, err := api.NewHTTPClient(g.base, "").CreateRun(ctx)
@@ -95,7 +51,7 @@ func connectInMemory(t *testing.T, g *testGateway) (*sdk.ClientSession, *mcpLog,
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &mcpLog{}
+	l := &mcptest.Events{}
 	cs, err := newMCPClient(l).Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -117,14 +73,14 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // connectHTTP opens a Go SDK session on g's /mcp with a new run's token.
-func connectHTTP(t *testing.T, g *testGateway) (*sdk.ClientSession, *mcpLog, *api.Run) {
+func connectHTTP(t *testing.T, g *testGateway) (*sdk.ClientSession, *mcptest.Events, *api.Run) {
 	t.Helper()
 	ctx := context.Background()
 	run, err := api.NewHTTPClient(g.base, "").CreateRun(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &mcpLog{}
+	l := &mcptest.Events{}
 	cs, err := newMCPClient(l).Connect(ctx, &sdk.StreamableClientTransport{
 		Endpoint:   g.base + "/mcp",
 		HTTPClient: &http.Client{Transport: bearer{run.Token, http.DefaultTransport}},
@@ -147,26 +103,6 @@ func callParams(name string, args map[string]any) *sdk.CallToolParams {
 	// The latest protocol carries the log level with each request; older
 	// sessions set it once (SetLoggingLevel).
 	return &sdk.CallToolParams{Name: name, Arguments: args, Meta: sdk.Meta{sdk.MetaKeyLogLevel: "info"}}
-}
-
-func actionFrom(t *testing.T, res *sdk.CallToolResult) api.Action {
-	t.Helper()
-	var a api.Action
-	b, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(b, &a); err != nil {
-		t.Fatalf("structured content %s: %v", b, err)
-	}
-	return a
-}
-
-func toolText(res *sdk.CallToolResult) string {
-	var s []string
-	for _, c := range res.Content {
-		if tc, ok := c.(*sdk.TextContent); ok {
-			s = append(s, tc.Text)
-		}
-	}
-	return strings.Join(s, "\n")
 }
 
 // finishedEntry returns the fields of an action's action.finished entry,
@@ -198,7 +134,7 @@ func (g *testGateway) finishedEntry(t *testing.T, actionID string) map[string]an
 // mcpLifecycle drives every tool through a session on g: list_targets,
 // ssh_exec approved (run), failing, denied (call), cancelled while waiting
 // and while running, get_action, bad arguments and an unknown tool.
-func mcpLifecycle(t *testing.T, g *testGateway, cs *sdk.ClientSession, l *mcpLog, run *api.Run) {
+func mcpLifecycle(t *testing.T, g *testGateway, cs *sdk.ClientSession, l *mcptest.Events, run *api.Run) {
 	ctx := context.Background()
 	res, err := cs.CallTool(ctx, callParams("list_targets", map[string]any{}))
 	if err != nil || res.IsError {
@@ -219,33 +155,33 @@ func mcpLifecycle(t *testing.T, g *testGateway, cs *sdk.ClientSession, l *mcpLog
 		}
 		done <- res
 	}()
-	wait := l.wait(t, api.StateWaitingApproval)
+	wait := l.Wait(t, api.StateWaitingApproval)
 	ap := g.decideNext("run", "approve", "")
 	if wait.ApprovalID != ap.ID || wait.Kind != "run" || ap.RunID != run.ID {
 		t.Errorf("waited for %+v; the reviewer decided %+v", wait, ap)
 	}
 	res = <-done
-	first := actionFrom(t, res)
+	first := mcptest.Structured[api.Action](t, res)
 	if res.IsError || first.Stdout != "hello\n" || first.Stderr != "oops\n" || first.RunID != run.ID || first.Approval.DecidedBy != testReviewer {
-		t.Fatalf("approved action: %+v\n%s", first, toolText(res))
+		t.Fatalf("approved action: %+v\n%s", first, mcptest.Text(res))
 	}
 
 	res, err = cs.CallTool(ctx, callParams("ssh_exec", map[string]any{"target": "box-run", "command": "exit 3"}))
-	if a := actionFrom(t, res); err != nil || !res.IsError || a.ExitCode == nil || *a.ExitCode != 3 {
+	if a := mcptest.Structured[api.Action](t, res); err != nil || !res.IsError || a.ExitCode == nil || *a.ExitCode != 3 {
 		t.Errorf("exit 3: %v isError %v %+v", err, res.IsError, a)
 	}
 
 	// The account's output policy decides what reaches the model.
 	res, err = cs.CallTool(ctx, callParams("ssh_exec", map[string]any{"target": "box-none", "command": "echo secret-output"}))
-	if a := actionFrom(t, res); err != nil || res.IsError || a.Stdout != "" || !a.StdoutTruncated || a.StdoutBytes != 14 || strings.Contains(toolText(res), "secret-output") {
-		t.Errorf("output none: %v %+v\n%s", err, a, toolText(res))
+	if a := mcptest.Structured[api.Action](t, res); err != nil || res.IsError || a.Stdout != "" || !a.StdoutTruncated || a.StdoutBytes != 14 || strings.Contains(mcptest.Text(res), "secret-output") {
+		t.Errorf("output none: %v %+v\n%s", err, a, mcptest.Text(res))
 	}
 
 	res, err = cs.CallTool(ctx, callParams("get_action", map[string]any{"action_id": first.ID}))
 	if err != nil || res.IsError {
-		t.Fatalf("get_action: %v %s", err, toolText(res))
+		t.Fatalf("get_action: %v %s", err, mcptest.Text(res))
 	}
-	if diff := cmp.Diff(first, actionFrom(t, res)); diff != "" {
+	if diff := cmp.Diff(first, mcptest.Structured[api.Action](t, res)); diff != "" {
 		t.Errorf("get_action (-want +got):\n%s", diff)
 	}
 	other := g.runAsync(api.ActionRequest{Target: "box-run", Command: "true"}) // the local socket's run
@@ -263,8 +199,8 @@ func mcpLifecycle(t *testing.T, g *testGateway, cs *sdk.ClientSession, l *mcpLog
 	}()
 	g.decideNext("call", "deny", "not this one")
 	res = <-done
-	if a := actionFrom(t, res); !res.IsError || a.Outcome != "denied" || a.Approval.Reason != "not this one" || !strings.Contains(toolText(res), "do not retry") {
-		t.Errorf("denied: isError %v %+v\n%s", res.IsError, a, toolText(res))
+	if a := mcptest.Structured[api.Action](t, res); !res.IsError || a.Outcome != "denied" || a.Approval.Reason != "not this one" || !strings.Contains(mcptest.Text(res), "do not retry") {
+		t.Errorf("denied: isError %v %+v\n%s", res.IsError, a, mcptest.Text(res))
 	}
 
 	for _, tt := range []struct {
@@ -277,15 +213,15 @@ func mcpLifecycle(t *testing.T, g *testGateway, cs *sdk.ClientSession, l *mcpLog
 		{"cancel while the command runs", "box-run", "echo started; sleep 30", api.StateRunning},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			l.reset()
+			l.Reset()
 			cctx, cancel := context.WithCancel(ctx)
 			errc := make(chan error, 1)
 			go func() {
 				_, err := cs.CallTool(cctx, callParams("ssh_exec", map[string]any{"target": tt.target, "command": tt.command}))
 				errc <- err
 			}()
-			requested := l.wait(t, api.StateRequested)
-			l.wait(t, tt.until)
+			requested := l.Wait(t, api.StateRequested)
+			l.Wait(t, tt.until)
 			cancel()
 			if err := <-errc; !errors.Is(err, context.Canceled) {
 				t.Errorf("CallTool: %v, want context.Canceled", err)
@@ -326,7 +262,7 @@ func TestMCPOverStreamableHTTP(t *testing.T) {
 func TestMCPApprovalExpires(t *testing.T) {
 	t.Parallel()
 	g := startGateway(t, sharedSSHD(t), gwOptions{mutate: func(c *Config) { c.Approval.Timeout = time.Second }})
-	for name, connect := range map[string]func(*testing.T, *testGateway) (*sdk.ClientSession, *mcpLog, *api.Run){
+	for name, connect := range map[string]func(*testing.T, *testGateway) (*sdk.ClientSession, *mcptest.Events, *api.Run){
 		"in-memory": connectInMemory, "http": connectHTTP,
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -335,8 +271,8 @@ func TestMCPApprovalExpires(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if a := actionFrom(t, res); !res.IsError || a.Outcome != "expired" || !strings.Contains(toolText(res), "no reviewer decided in time") {
-				t.Errorf("isError %v, %+v\n%s", res.IsError, a, toolText(res))
+			if a := mcptest.Structured[api.Action](t, res); !res.IsError || a.Outcome != "expired" || !strings.Contains(mcptest.Text(res), "no reviewer decided in time") {
+				t.Errorf("isError %v, %+v\n%s", res.IsError, a, mcptest.Text(res))
 			}
 		})
 	}

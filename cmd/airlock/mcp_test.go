@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -79,61 +78,17 @@ credential "key" {
 	return startDaemon(t, cfgFile, state, port)
 }
 
-// mcpEvents collects the log events airlock mcp sends during calls.
-type mcpEvents struct {
-	mu     sync.Mutex
-	events []mcp.LogEvent
-}
-
-func (e *mcpEvents) add(_ context.Context, r *sdk.LoggingMessageRequest) {
-	var ev mcp.LogEvent
-	b, _ := json.Marshal(r.Params.Data)
-	if json.Unmarshal(b, &ev) == nil {
-		e.mu.Lock()
-		e.events = append(e.events, ev)
-		e.mu.Unlock()
-	}
-}
-
-// reset forgets the events so far.
-func (e *mcpEvents) reset() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.events = nil
-}
-
-// wait returns the first event in state s, waiting for it, and forgets it
-// and every event before it.
-func (e *mcpEvents) wait(t *testing.T, s api.State) mcp.LogEvent {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		e.mu.Lock()
-		for i, ev := range e.events {
-			if ev.State == s {
-				e.events = slices.Delete(e.events, 0, i+1)
-				e.mu.Unlock()
-				return ev
-			}
-		}
-		e.mu.Unlock()
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("no %s event", s)
-	return mcp.LogEvent{}
-}
-
 // startMCP runs `airlock mcp` with the socket in its environment and
 // returns a Go SDK session over its stdio.
-func startMCP(t *testing.T, socket string) (*sdk.ClientSession, *mcpEvents, *lockedBuffer) {
+func startMCP(t *testing.T, socket string) (*sdk.ClientSession, *mcptest.Events, *lockedBuffer) {
 	t.Helper()
 	airlock, _ := binaries(t)
 	cmd := exec.Command(airlock, "mcp")
 	cmd.Env = append(os.Environ(), "AIRLOCK_SOCKET="+socket)
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
-	ev := &mcpEvents{}
-	c := sdk.NewClient(&sdk.Implementation{Name: "airlock-test", Version: "1"}, &sdk.ClientOptions{LoggingMessageHandler: ev.add})
+	ev := &mcptest.Events{}
+	c := sdk.NewClient(&sdk.Implementation{Name: "airlock-test", Version: "1"}, &sdk.ClientOptions{LoggingMessageHandler: ev.Handle})
 	cs, err := c.Connect(context.Background(), &sdk.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatalf("connecting to airlock mcp: %v\nits stderr:\n%s", err, stderr.String())
@@ -151,26 +106,6 @@ func startMCP(t *testing.T, socket string) (*sdk.ClientSession, *mcpEvents, *loc
 // carries the level with each request).
 func execParams(args map[string]any) *sdk.CallToolParams {
 	return &sdk.CallToolParams{Name: "ssh_exec", Arguments: args, Meta: sdk.Meta{sdk.MetaKeyLogLevel: "info"}}
-}
-
-func actionOf(t *testing.T, res *sdk.CallToolResult) api.Action {
-	t.Helper()
-	var a api.Action
-	b, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(b, &a); err != nil {
-		t.Fatalf("structured content %s: %v", b, err)
-	}
-	return a
-}
-
-func resultText(res *sdk.CallToolResult) string {
-	var s []string
-	for _, c := range res.Content {
-		if tc, ok := c.(*sdk.TextContent); ok {
-			s = append(s, tc.Text)
-		}
-	}
-	return strings.Join(s, "\n")
 }
 
 // auditEntries returns the audit log's entries of kind for an action or
@@ -251,7 +186,7 @@ func TestMCPStdioAgainstTheGateway(t *testing.T) {
 
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "list_targets", Arguments: map[string]any{}})
 	if err != nil || res.IsError {
-		t.Fatalf("list_targets: %v %s", err, resultText(res))
+		t.Fatalf("list_targets: %v %s", err, mcptest.Text(res))
 	}
 	var list mcp.TargetList
 	b, _ := json.Marshal(res.StructuredContent)
@@ -274,7 +209,7 @@ func TestMCPStdioAgainstTheGateway(t *testing.T) {
 			}
 			done <- res
 		}()
-		wait := events.wait(t, api.StateWaitingApproval)
+		wait := events.Wait(t, api.StateWaitingApproval)
 		pending := d.pending(1)
 		if pending[0].Kind != "run" || pending[0].ID != wait.ApprovalID {
 			t.Fatalf("pending %+v, waiting event %+v", pending[0], wait)
@@ -286,9 +221,9 @@ func TestMCPStdioAgainstTheGateway(t *testing.T) {
 			t.Fatalf("approve: %s", errs)
 		}
 		res := <-done
-		first = actionOf(t, res)
+		first = mcptest.Structured[api.Action](t, res)
 		if res.IsError || first.Stdout != "hello\n" || first.Stderr != "oops\n" || first.Approval.DecidedBy != "alice" {
-			t.Fatalf("result %+v: %s", first, resultText(res))
+			t.Fatalf("result %+v: %s", first, mcptest.Text(res))
 		}
 		// The approved run's next actions pass without asking; failures
 		// are errors carrying the action.
@@ -296,7 +231,7 @@ func TestMCPStdioAgainstTheGateway(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a := actionOf(t, res); !res.IsError || a.Outcome != "exited" || a.ExitCode == nil || *a.ExitCode != 3 || a.RunID != first.RunID {
+		if a := mcptest.Structured[api.Action](t, res); !res.IsError || a.Outcome != "exited" || a.ExitCode == nil || *a.ExitCode != 3 || a.RunID != first.RunID {
 			t.Errorf("exit 3: isError %v, %+v", res.IsError, a)
 		}
 	})
@@ -304,9 +239,9 @@ func TestMCPStdioAgainstTheGateway(t *testing.T) {
 	t.Run("get_action", func(t *testing.T) {
 		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "get_action", Arguments: map[string]any{"action_id": first.ID}})
 		if err != nil || res.IsError {
-			t.Fatalf("get_action: %v %s", err, resultText(res))
+			t.Fatalf("get_action: %v %s", err, mcptest.Text(res))
 		}
-		if diff := cmp.Diff(first, actionOf(t, res)); diff != "" {
+		if diff := cmp.Diff(first, mcptest.Structured[api.Action](t, res)); diff != "" {
 			t.Errorf("get_action (-want +got):\n%s", diff)
 		}
 	})
@@ -323,11 +258,11 @@ func TestMCPStdioAgainstTheGateway(t *testing.T) {
 		}
 		d.cli("approvals", "deny", pending[0].ID, "--reason", "not this one")
 		res := <-done
-		if a := actionOf(t, res); !res.IsError || a.Outcome != "denied" || a.Approval.Reason != "not this one" {
+		if a := mcptest.Structured[api.Action](t, res); !res.IsError || a.Outcome != "denied" || a.Approval.Reason != "not this one" {
 			t.Errorf("deny: isError %v, %+v", res.IsError, a)
 		}
-		if !strings.Contains(resultText(res), "do not retry without asking a human") {
-			t.Errorf("the text does not pass on the next step:\n%s", resultText(res))
+		if !strings.Contains(mcptest.Text(res), "do not retry without asking a human") {
+			t.Errorf("the text does not pass on the next step:\n%s", mcptest.Text(res))
 		}
 	})
 
@@ -336,7 +271,7 @@ func TestMCPStdioAgainstTheGateway(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a := actionOf(t, res); !res.IsError || a.Outcome != "expired" {
+		if a := mcptest.Structured[api.Action](t, res); !res.IsError || a.Outcome != "expired" {
 			t.Errorf("expire: isError %v, %+v", res.IsError, a)
 		}
 	})
@@ -352,15 +287,15 @@ func TestMCPStdioAgainstTheGateway(t *testing.T) {
 		{"cancel while the command runs", "box-run", "echo started; sleep 30", api.StateRunning, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			events.reset()
+			events.Reset()
 			cctx, cancel := context.WithCancel(ctx)
 			errc := make(chan error, 1)
 			go func() {
 				_, err := cs.CallTool(cctx, execParams(map[string]any{"target": tt.target, "command": tt.command}))
 				errc <- err
 			}()
-			requested := events.wait(t, api.StateRequested)
-			events.wait(t, tt.until)
+			requested := events.Wait(t, api.StateRequested)
+			events.Wait(t, tt.until)
 			cancel()
 			if err := <-errc; !errors.Is(err, context.Canceled) {
 				t.Errorf("CallTool: %v, want context.Canceled", err)
@@ -472,8 +407,8 @@ func TestMCPStdioWithoutAGateway(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v, want a tool error result", call.Name, err)
 		}
-		if !res.IsError || !strings.Contains(resultText(res), "not running") {
-			t.Errorf("%s: isError %v, text %q; want an error saying the gateway is not running", call.Name, res.IsError, resultText(res))
+		if !res.IsError || !strings.Contains(mcptest.Text(res), "not running") {
+			t.Errorf("%s: isError %v, text %q; want an error saying the gateway is not running", call.Name, res.IsError, mcptest.Text(res))
 		}
 	}
 	if _, err := cs.ListTools(ctx, nil); err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/mcp"
+	"github.com/airlockgw/airlock/gateway/mcp/mcptest"
 )
 
 // fakeBackend stands in for the gateway where a real one cannot produce an
@@ -141,30 +142,6 @@ func finished(outcome string, code *int) *api.Action {
 		Approval: api.ApprovalInfo{Mode: "run", ID: "apr_0123456789abcdef0123456789abcdef", DecidedBy: "alice", Decision: "approve"}}
 }
 
-// structured decodes a result's structured content as T.
-func structured[T any](t *testing.T, res *sdk.CallToolResult) T {
-	t.Helper()
-	var v T
-	b, err := json.Marshal(res.StructuredContent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatalf("structured content %s: %v", b, err)
-	}
-	return v
-}
-
-func text(res *sdk.CallToolResult) string {
-	var parts []string
-	for _, c := range res.Content {
-		if tc, ok := c.(*sdk.TextContent); ok {
-			parts = append(parts, tc.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
-}
-
 func TestToolsAreTypedAndDescribed(t *testing.T) {
 	t.Parallel()
 	cs, _ := connect(t, &fakeBackend{}, mcp.Options{})
@@ -265,13 +242,13 @@ func TestExecResultIsErrorUnlessExitedZero(t *testing.T) {
 			if res.IsError != tt.isError {
 				t.Errorf("isError = %v, want %v", res.IsError, tt.isError)
 			}
-			if diff := cmp.Diff(*want, structured[api.Action](t, res)); diff != "" {
+			if diff := cmp.Diff(*want, mcptest.Structured[api.Action](t, res)); diff != "" {
 				t.Errorf("structured content (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff([]api.ActionRequest{{Target: "box", Account: "deploy", Command: "make deploy", TimeoutS: 30}}, b.requests()); diff != "" {
 				t.Errorf("request (-want +got):\n%s", diff)
 			}
-			summary := text(res)
+			summary := mcptest.Text(res)
 			if !strings.Contains(summary, "act_test") || !strings.Contains(summary, "out\n") {
 				t.Errorf("summary lacks the action id or output:\n%s", summary)
 			}
@@ -462,7 +439,7 @@ func TestBadArgumentsAreToolErrors(t *testing.T) {
 					t.Fatalf("CallTool: %v, want a tool error result or invalid params", err)
 				}
 			} else if !res.IsError {
-				t.Errorf("isError = false for bad arguments; result %s", text(res))
+				t.Errorf("isError = false for bad arguments; result %s", mcptest.Text(res))
 			}
 			if got := b.requests(); len(got) != 0 {
 				t.Errorf("bad arguments reached the gateway: %+v", got)
@@ -506,8 +483,8 @@ func TestGatewayFailuresAreToolErrors(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: %v, want a tool error result", call.Name, err)
 				}
-				if !res.IsError || res.StructuredContent != nil || text(res) == "" {
-					t.Errorf("%s: isError %v, structured %v, text %q; want an explained error without a result object", call.Name, res.IsError, res.StructuredContent, text(res))
+				if !res.IsError || res.StructuredContent != nil || mcptest.Text(res) == "" {
+					t.Errorf("%s: isError %v, structured %v, text %q; want an explained error without a result object", call.Name, res.IsError, res.StructuredContent, mcptest.Text(res))
 				}
 			}
 		})
@@ -531,11 +508,11 @@ func TestListTargetsAndGetAction(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("list_targets: %v %+v", err, res)
 	}
-	if diff := cmp.Diff(mcp.TargetList{Targets: targets}, structured[mcp.TargetList](t, res)); diff != "" {
+	if diff := cmp.Diff(mcp.TargetList{Targets: targets}, mcptest.Structured[mcp.TargetList](t, res)); diff != "" {
 		t.Errorf("list_targets (-want +got):\n%s", diff)
 	}
-	if !strings.Contains(text(res), "box account deploy, default account: approval per run") {
-		t.Errorf("list_targets text:\n%s", text(res))
+	if !strings.Contains(mcptest.Text(res), "box account deploy, default account: approval per run") {
+		t.Errorf("list_targets text:\n%s", mcptest.Text(res))
 	}
 
 	for _, tt := range []struct {
@@ -553,7 +530,7 @@ func TestListTargetsAndGetAction(t *testing.T) {
 			t.Fatalf("get_action %s: %v", tt.id, err)
 		}
 		if res.IsError != tt.isError {
-			t.Errorf("get_action %s: isError %v, want %v (%s)", tt.id, res.IsError, tt.isError, text(res))
+			t.Errorf("get_action %s: isError %v, want %v (%s)", tt.id, res.IsError, tt.isError, mcptest.Text(res))
 		}
 		if tt.want == nil {
 			if res.StructuredContent != nil {
@@ -561,7 +538,7 @@ func TestListTargetsAndGetAction(t *testing.T) {
 			}
 			continue
 		}
-		if diff := cmp.Diff(*tt.want, structured[api.Action](t, res)); diff != "" {
+		if diff := cmp.Diff(*tt.want, mcptest.Structured[api.Action](t, res)); diff != "" {
 			t.Errorf("get_action %s (-want +got):\n%s", tt.id, diff)
 		}
 	}
