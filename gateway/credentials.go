@@ -11,31 +11,12 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/sshexec"
 )
 
 // maxSecretFile bounds what is read from a key or passphrase file.
 const maxSecretFile = 1 << 20
-
-// Secret holds secret bytes (a passphrase, a token). Every way of printing
-// or encoding it yields "[redacted]", so it can never reach a log, an error
-// or an API response by accident.
-type Secret struct{ b []byte }
-
-// NewSecret wraps b (not copied).
-func NewSecret(b []byte) Secret { return Secret{b: b} }
-
-// Reveal returns the secret bytes; call it only where they are used.
-func (s Secret) Reveal() []byte { return s.b }
-
-// Empty reports whether there is no secret.
-func (s Secret) Empty() bool { return len(s.b) == 0 }
-
-func (Secret) String() string                { return "[redacted]" }
-func (Secret) GoString() string              { return "[redacted]" }
-func (Secret) MarshalText() ([]byte, error)  { return []byte("[redacted]"), nil }
-func (Secret) MarshalJSON() ([]byte, error)  { return []byte(`"[redacted]"`), nil }
-func (Secret) Format(f fmt.State, verb rune) { f.Write([]byte("[redacted]")) }
 
 // FileModeError says a secret file (or its directory) may be read or
 // written by someone other than the gateway user.
@@ -108,15 +89,15 @@ func LoadSigner(c *CredentialConfig) (ssh.Signer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: credential %q: %w", c.Name, err)
 	}
-	var pass Secret
+	var pass approvals.Secret
 	if c.PassphraseFile != "" {
 		b, err := readSecretFile(c.PassphraseFile)
 		if err != nil {
 			return nil, fmt.Errorf("gateway: credential %q: %w", c.Name, err)
 		}
-		pass = NewSecret(bytes.TrimRight(b, "\r\n"))
+		pass = approvals.NewSecret(string(bytes.TrimRight(b, "\r\n")))
 	}
-	s, err := sshexec.ParsePrivateKey(pemBytes, pass.Reveal())
+	s, err := sshexec.ParsePrivateKey(pemBytes, []byte(pass.Reveal()))
 	if err != nil {
 		var missing *ssh.PassphraseMissingError
 		if errors.As(err, &missing) {

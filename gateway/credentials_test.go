@@ -9,12 +9,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/airlockgw/airlock/approvals"
 )
 
+// The passphrase type (shared with reviewer passwords and tokens) never
+// prints.
 func TestSecretNeverPrints(t *testing.T) {
-	s := NewSecret([]byte("hunter2-passphrase"))
+	s := approvals.NewSecret("hunter2-passphrase")
 	type holder struct {
-		Pass Secret
+		Pass approvals.Secret
 	}
 	outs := []string{
 		fmt.Sprint(s), fmt.Sprintf("%v %s %q %x %X %#v %+v", s, s, s, s, s, s, s),
@@ -30,7 +34,7 @@ func TestSecretNeverPrints(t *testing.T) {
 			t.Errorf("secret leaked: %s", o)
 		}
 	}
-	if string(s.Reveal()) != "hunter2-passphrase" {
+	if s.Reveal() != "hunter2-passphrase" {
 		t.Error("Reveal lost the secret")
 	}
 }
