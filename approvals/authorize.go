@@ -155,7 +155,7 @@ func (s *Store) raise(ctx context.Context, r *Run, kind Kind, a Action) (*waitSe
 		s.runReq[r.ID] = q.ID
 	}
 	qid := q.ID
-	s.schedule("req:"+string(qid), s.timeout, func(ctx context.Context) error {
+	s.arm(requestKey(qid), q.ExpiresAt, s.timeout, func(ctx context.Context) error {
 		return s.expireRequest(ctx, qid)
 	})
 	return w, nil
@@ -252,7 +252,7 @@ func (s *Store) Decide(ctx context.Context, rv Reviewer, id RequestID, d Decisio
 		return Request{}, ErrAlreadyDecided
 	}
 	now := s.clock.Now()
-	if !now.Before(q.ExpiresAt) {
+	if s.due(requestKey(id), q.ExpiresAt, now) {
 		// The timer is due; record the expiry now rather than let this
 		// decision look like it counted.
 		if err := s.expireRequest(ctx, id); err != nil {

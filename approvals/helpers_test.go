@@ -6,83 +6,12 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"sort"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/airlockgw/airlock/approvals/clocktest"
 )
-
-// fakeClock is a Clock whose time moves only when a test says so.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*fakeTimer
-}
-
-type fakeTimer struct {
-	at      time.Time
-	f       func()
-	stopped bool
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) func() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &fakeTimer{at: c.now.Add(d), f: f}
-	c.timers = append(c.timers, t)
-	return func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		was := !t.stopped
-		t.stopped = true
-		return was
-	}
-}
-
-// Advance moves time forward by d, running every timer that falls due, in
-// order, in the calling goroutine.
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	target := c.now.Add(d)
-	c.mu.Unlock()
-	for {
-		c.mu.Lock()
-		sort.SliceStable(c.timers, func(i, j int) bool { return c.timers[i].at.Before(c.timers[j].at) })
-		var due *fakeTimer
-		for i, t := range c.timers {
-			if t.stopped {
-				continue
-			}
-			if !t.at.After(target) {
-				due = t
-				c.timers = slices.Delete(c.timers, i, i+1)
-			}
-			break
-		}
-		if due == nil {
-			c.now = target
-			c.timers = slices.DeleteFunc(c.timers, func(t *fakeTimer) bool { return t.stopped })
-			c.mu.Unlock()
-			return
-		}
-		due.stopped = true
-		if due.at.After(c.now) {
-			c.now = due.at
-		}
-		c.mu.Unlock()
-		due.f()
-	}
-}
 
 // fakeInspector is a process table a test edits: pid reuse and deaths on
 // demand.
@@ -211,7 +140,7 @@ type env struct {
 	t     *testing.T
 	s     *Store
 	path  string
-	clock *fakeClock
+	clock *clocktest.Fake
 	procs *fakeInspector
 	sink  *recorder
 	opts  Options
@@ -222,7 +151,7 @@ type env struct {
 // mode, "call-box" call mode.
 func newEnv(t *testing.T, edit ...func(*Options)) *env {
 	t.Helper()
-	e := &env{t: t, path: filepath.Join(t.TempDir(), "state.db"), clock: newFakeClock(),
+	e := &env{t: t, path: filepath.Join(t.TempDir(), "state.db"), clock: clocktest.New(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)),
 		procs: newFakeInspector(), sink: &recorder{}}
 	e.opts = Options{
 		Path: e.path, Sink: e.sink, Clock: e.clock, Inspector: e.procs, Argon2: cheapArgon,

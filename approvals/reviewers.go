@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/crypto/argon2"
@@ -70,10 +71,16 @@ type ReviewerInfo struct {
 type Accounts struct {
 	db     *sql.DB
 	params Argon2Params
-	now    func() time.Time
+	clock  Clock
 	owned  bool   // Close closes db
 	dummy  string // a hash to verify unknown names against
 	sem    chan struct{}
+
+	// live holds the elapsed-time (Clock.Elapsed) deadlines of the API
+	// tokens this process issued or has seen, by token id, so that setting
+	// the system clock back does not lengthen a token.
+	mu   sync.Mutex
+	live map[string]time.Duration
 }
 
 // OpenAccounts opens the reviewer accounts of a state database without
@@ -84,14 +91,15 @@ func OpenAccounts(ctx context.Context, path string, params Argon2Params) (*Accou
 	if err != nil {
 		return nil, err
 	}
-	return newAccounts(db, params, time.Now, true), nil
+	return newAccounts(db, params, SystemClock{}, true), nil
 }
 
-func newAccounts(db *sql.DB, p Argon2Params, now func() time.Time, owned bool) *Accounts {
+func newAccounts(db *sql.DB, p Argon2Params, clock Clock, owned bool) *Accounts {
 	if p == (Argon2Params{}) {
 		p = DefaultArgon2
 	}
-	a := &Accounts{db: db, params: p, now: now, owned: owned, sem: make(chan struct{}, maxConcurrentVerify)}
+	a := &Accounts{db: db, params: p, clock: clock, owned: owned, sem: make(chan struct{}, maxConcurrentVerify),
+		live: make(map[string]time.Duration)}
 	a.dummy = hashPassword([]byte("airlock dummy password"), p)
 	return a
 }
@@ -138,7 +146,7 @@ func (a *Accounts) Add(ctx context.Context, name string, password Secret) error 
 	}
 	h := hashPassword([]byte(password.s), a.params)
 	res, err := a.db.ExecContext(ctx, `INSERT INTO reviewers (name, hash, enabled, created_at)
-		VALUES (?, ?, 1, ?) ON CONFLICT(name) DO NOTHING`, name, h, a.now().UnixNano())
+		VALUES (?, ?, 1, ?) ON CONFLICT(name) DO NOTHING`, name, h, a.clock.Now().UnixNano())
 	if err != nil {
 		return fmt.Errorf("approvals: add reviewer: %w", err)
 	}
@@ -232,7 +240,7 @@ func (a *Accounts) IssueToken(ctx context.Context, name string, ttl time.Duratio
 	}
 	id := newID("")
 	tok, hash := newToken(reviewerTokenPrefix, id)
-	now := a.now()
+	now, el := a.clock.Now(), a.clock.Elapsed()
 	_, err := a.db.ExecContext(ctx, `INSERT INTO reviewer_tokens (id, name, hash, created_at, expires_at)
 		SELECT ?, name, ?, ?, ? FROM reviewers WHERE name = ?`,
 		id, hash[:], now.UnixNano(), now.Add(ttl).UnixNano(), name)
@@ -243,6 +251,14 @@ func (a *Accounts) IssueToken(ctx context.Context, name string, ttl time.Duratio
 	if err := a.db.QueryRowContext(ctx, `SELECT count(*) FROM reviewer_tokens WHERE id = ?`, id).Scan(&n); err != nil || n == 0 {
 		return Secret{}, ErrUnknownReviewer
 	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for k, at := range a.live { // forget tokens that ran out
+		if el >= at {
+			delete(a.live, k)
+		}
+	}
+	a.live[id] = el + ttl
 	return tok, nil
 }
 
@@ -255,24 +271,70 @@ func (a *Accounts) VerifyToken(ctx context.Context, token Secret) (Reviewer, err
 		return Reviewer{}, err
 	}
 	var (
-		name    string
-		stored  []byte
-		expires int64
-		enabled bool
+		name             string
+		stored           []byte
+		created, expires int64
+		enabled          bool
 	)
-	err = a.db.QueryRowContext(ctx, `SELECT t.name, t.hash, t.expires_at, r.enabled
+	err = a.db.QueryRowContext(ctx, `SELECT t.name, t.hash, t.created_at, t.expires_at, r.enabled
 		FROM reviewer_tokens t JOIN reviewers r ON r.name = t.name WHERE t.id = ?`, id).
-		Scan(&name, &stored, &expires, &enabled)
+		Scan(&name, &stored, &created, &expires, &enabled)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Reviewer{}, ErrBadCredentials
 	}
 	if err != nil {
 		return Reviewer{}, fmt.Errorf("approvals: read token: %w", err)
 	}
-	if !equalHash(stored, hash[:]) || !enabled || !a.now().Before(time.Unix(0, expires)) {
+	if !equalHash(stored, hash[:]) || !enabled || a.tokenDue(id, time.Unix(0, created), time.Unix(0, expires)) {
 		return Reviewer{}, ErrBadCredentials
 	}
 	return Reviewer{name: name, accounts: a}, nil
+}
+
+// armTokens fixes the elapsed-time deadlines of every unexpired API token
+// at start-up, so that a token issued before a restart has at most the
+// rest of its lifetime from now on.
+func (a *Accounts) armTokens(ctx context.Context) error {
+	rows, err := a.db.QueryContext(ctx, `SELECT id, created_at, expires_at FROM reviewer_tokens WHERE expires_at > ?`,
+		a.clock.Now().UnixNano())
+	if err != nil {
+		return fmt.Errorf("approvals: read tokens: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id               string
+			created, expires int64
+		)
+		if err := rows.Scan(&id, &created, &expires); err != nil {
+			return fmt.Errorf("approvals: read tokens: %w", err)
+		}
+		a.tokenDue(id, time.Unix(0, created), time.Unix(0, expires))
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("approvals: read tokens: %w", err)
+	}
+	return nil
+}
+
+// tokenDue reports whether token id, issued at created and valid until
+// expires by the wall clock, has run out: by the wall clock, or in elapsed
+// time since this process issued or first saw it. A token issued before a
+// restart gets at most the rest of its wall-clock lifetime and never more
+// than its whole lifetime, even if the clock was set back meanwhile.
+func (a *Accounts) tokenDue(id string, created, expires time.Time) bool {
+	now, el := a.clock.Now(), a.clock.Elapsed()
+	if !now.Before(expires) {
+		return true
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	at, ok := a.live[id]
+	if !ok {
+		at = el + min(expires.Sub(now), expires.Sub(created))
+		a.live[id] = at
+	}
+	return el >= at
 }
 
 // enabled reports whether a reviewer account exists and is enabled.

@@ -81,7 +81,7 @@ func (s *Store) ResolveRemote(ctx context.Context, token Secret) (Run, error) {
 		return Run{}, ErrWrongToken
 	}
 	now := s.clock.Now()
-	if !now.Before(r.TokenExpiresAt) {
+	if r.State == RunExpired && r.EndReason == EndTokenExpired || s.due(tokenKey(r.ID), r.TokenExpiresAt, now) {
 		if err := s.expireIfDue(ctx, r, now); err != nil && !isRunStateErr(err) {
 			return Run{}, err
 		}

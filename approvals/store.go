@@ -82,6 +82,10 @@ type Store struct {
 	runReq  map[RunID]RequestID // the pending run request of a run
 	anchors map[ProcessID]anchorEntry
 	timers  map[string]func() bool
+	// deadlines are the monotonic (Clock.Elapsed) deadlines of live
+	// requests, approvals and tokens, by timer key. They exist only in
+	// memory; at start-up they are derived from the stored wall-clock ones.
+	deadlines map[string]time.Duration
 }
 
 type anchorEntry struct {
@@ -114,6 +118,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		transparent: make(map[string]bool),
 		waits:       make(map[RequestID]*waitSet), runReq: make(map[RunID]RequestID),
 		anchors: make(map[ProcessID]anchorEntry), timers: make(map[string]func() bool),
+		deadlines: make(map[string]time.Duration),
 	}
 	if s.timeout == 0 {
 		s.timeout = DefaultApprovalTimeout
@@ -152,7 +157,11 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		return nil, err
 	}
 	s.db = db
-	s.accounts = newAccounts(db, o.Argon2, s.clock.Now, false)
+	s.accounts = newAccounts(db, o.Argon2, s.clock, false)
+	if err := s.accounts.armTokens(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.Lock()
 	err = s.recover(ctx)
@@ -256,6 +265,40 @@ func (s *Store) unschedule(key string) {
 		stop()
 		delete(s.timers, key)
 	}
+	delete(s.deadlines, key)
+}
+
+// arm schedules f for when the lifetime keyed key runs out: at the wall-
+// clock deadline wall, and in elapsed time no later than life after now
+// (life is the whole lifetime; zero: no such bound). The first arming in
+// this process fixes the elapsed-time deadline; arming again (a run
+// approved after its token was armed) keeps it. Called with s.mu held.
+func (s *Store) arm(key string, wall time.Time, life time.Duration, f func(ctx context.Context) error) {
+	now, el := s.clock.Now(), s.clock.Elapsed()
+	at, ok := s.deadlines[key]
+	if !ok {
+		// After a restart only the wall-clock deadline is known. If the
+		// clock was set back meanwhile, it lies further ahead than the
+		// whole lifetime; never allow more than that.
+		d := max(wall.Sub(now), 0)
+		if life > 0 {
+			d = min(d, life)
+		}
+		at = el + d
+		s.deadlines[key] = at
+	}
+	s.schedule(key, at-el, f)
+}
+
+// due reports whether the lifetime keyed key has run out at now: its
+// wall-clock deadline wall has passed, or its elapsed-time deadline has
+// (the system clock may have been set back). Called with s.mu held.
+func (s *Store) due(key string, wall, now time.Time) bool {
+	if !now.Before(wall) {
+		return true
+	}
+	at, ok := s.deadlines[key]
+	return ok && s.clock.Elapsed() >= at
 }
 
 // recover runs at Open, with s.mu held.
@@ -392,8 +435,8 @@ func (s *Store) endRun(ctx context.Context, r *Run, reason EndReason, by, note s
 	for _, q := range reqs {
 		s.finish(q, StatusExpired)
 	}
-	s.unschedule("run:" + string(r.ID))
-	s.unschedule("token:" + string(r.ID))
+	s.unschedule(runKey(r.ID))
+	s.unschedule(tokenKey(r.ID))
 	if reason == EndAnchorExited {
 		delete(s.anchors, r.Anchor.ID)
 	}
@@ -412,26 +455,26 @@ func (s *Store) finish(q *Request, st Status) {
 	if s.runReq[q.RunID] == q.ID {
 		delete(s.runReq, q.RunID)
 	}
-	s.unschedule("req:" + string(q.ID))
+	s.unschedule(requestKey(q.ID))
 }
 
 // scheduleRun sets the timers that expire r: its approval's TTL and its
 // token's expiry. Called with s.mu held.
 func (s *Store) scheduleRun(r *Run) {
-	now := s.clock.Now()
+	id := r.ID
+	expire := func(ctx context.Context) error { return s.expireByID(ctx, id) }
 	if r.State == RunApproved && !r.ExpiresAt.IsZero() {
-		id := r.ID
-		s.schedule("run:"+string(id), r.ExpiresAt.Sub(now), func(ctx context.Context) error {
-			return s.expireByID(ctx, id)
-		})
+		s.arm(runKey(id), r.ExpiresAt, r.ExpiresAt.Sub(r.DecidedAt), expire)
 	}
 	if !r.State.Terminal() && !r.TokenExpiresAt.IsZero() {
-		id := r.ID
-		s.schedule("token:"+string(id), r.TokenExpiresAt.Sub(now), func(ctx context.Context) error {
-			return s.expireByID(ctx, id)
-		})
+		s.arm(tokenKey(id), r.TokenExpiresAt, r.TokenExpiresAt.Sub(r.CreatedAt), expire)
 	}
 }
+
+// Timer and deadline keys.
+func runKey(id RunID) string         { return "run:" + string(id) }
+func tokenKey(id RunID) string       { return "token:" + string(id) }
+func requestKey(id RequestID) string { return "req:" + string(id) }
 
 func (s *Store) expireByID(ctx context.Context, id RunID) error {
 	r, err := loadRun(ctx, s.db, id)
@@ -452,9 +495,9 @@ func (s *Store) expireIfDue(ctx context.Context, r *Run, now time.Time) error {
 	}
 	reason := EndReason(0)
 	switch {
-	case !r.TokenExpiresAt.IsZero() && !now.Before(r.TokenExpiresAt):
+	case !r.TokenExpiresAt.IsZero() && s.due(tokenKey(r.ID), r.TokenExpiresAt, now):
 		reason = EndTokenExpired
-	case r.State == RunApproved && !now.Before(r.ExpiresAt):
+	case r.State == RunApproved && s.due(runKey(r.ID), r.ExpiresAt, now):
 		reason = EndTTL
 	default:
 		return nil
@@ -539,7 +582,7 @@ func (s *Store) Pending(ctx context.Context) ([]Request, error) {
 	}
 	now := s.clock.Now()
 	for _, q := range qs {
-		if now.Before(q.ExpiresAt) { // one whose timer is about to fire is not shown
+		if !s.due(requestKey(q.ID), q.ExpiresAt, now) { // one whose timer is about to fire is not shown
 			out = append(out, *q)
 		}
 	}
