@@ -75,7 +75,10 @@ type Options struct {
 	// Logger receives operational messages. Nil: no logging.
 	Logger hclog.Logger
 
-	// Now is the clock for entry times. Nil: time.Now.
+	// Now is the clock for entry times. Nil: time.Now. The checkpoint
+	// interval is measured in elapsed time (Go's monotonic clock), not on
+	// this clock, so setting the system clock back does not hold
+	// checkpoints off.
 	Now func() time.Time
 }
 
@@ -127,8 +130,8 @@ type Log struct {
 	front     frontier
 	ckpt      Checkpoint // last signed checkpoint (Size 0: none)
 	ckptEntry bool       // the last entry is the checkpoint entry of ckpt
-	ckptAt    time.Time  // when ckpt was signed, or the log opened
-	retryAt   time.Time  // earliest retry of a checkpoint that could not run
+	ckptAt    time.Time  // when ckpt was signed, or the log opened (monotonic)
+	retryAt   time.Time  // earliest retry of a checkpoint that could not run (monotonic)
 }
 
 type appendReq struct {
@@ -195,7 +198,7 @@ func Open(ctx context.Context, opts Options) (*Log, error) {
 		l.witnessDone = make(chan struct{})
 		go l.runWitness()
 	}
-	l.ckptAt = l.now()
+	l.ckptAt = time.Now()
 	go l.run()
 	return l, nil
 }
@@ -730,7 +733,7 @@ func (l *Log) maybeCheckpoint(ctx context.Context, final bool) error {
 	if !final && l.ckptEntry && l.size == l.ckpt.Size+1 {
 		return nil
 	}
-	now := l.now()
+	now := time.Now()
 	if !final {
 		byCount := l.opts.CheckpointEvery > 0 && l.size-l.ckpt.Size >= int64(l.opts.CheckpointEvery)
 		byTime := l.opts.CheckpointInterval > 0 && now.Sub(l.ckptAt) >= l.opts.CheckpointInterval
@@ -823,7 +826,7 @@ func (l *Log) checkpoint(ctx context.Context, entry bool) error {
 			return fmt.Errorf("auditchain: store checkpoint: %w", err)
 		}
 	}
-	l.ckpt, l.ckptAt = c, l.now()
+	l.ckpt, l.ckptAt = c, time.Now()
 	l.log.Debug("signed checkpoint", "size", size, "root", root.String())
 	if l.witness != nil {
 		select {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"time"
 
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
@@ -103,6 +104,19 @@ type Report struct {
 	Uncovered          int64    `json:"uncovered"`           // Entries - Covered: not yet vouched for
 	Damage             []Damage `json:"damage"`
 	Fork               *Fork    `json:"fork,omitempty"`
+	// TimeSetBack, when set, says entry times go backwards somewhere in
+	// the verified entries: the system clock was set back while entries
+	// were written. It is not damage (order is by seq, which the chain
+	// fixes), but those times do not show the order of events.
+	TimeSetBack *TimeSetBack `json:"time_set_back,omitempty"`
+}
+
+// TimeSetBack summarises entries whose time is earlier than the previous
+// entry's.
+type TimeSetBack struct {
+	Entries  int64         `json:"entries"`   // entries earlier than their predecessor
+	FirstSeq int64         `json:"first_seq"` // the first of them
+	Largest  time.Duration `json:"largest_ns"`
 }
 
 // Intact reports whether Verify found no damage.
@@ -174,10 +188,11 @@ type verifier struct {
 	key note.Verifier
 	rep *Report
 
-	next    int64 // the seq expected next (= entries verified)
-	prev    [32]byte
-	front   frontier
-	stopped bool // an entry damage ended the scan
+	next     int64 // the seq expected next (= entries verified)
+	prev     [32]byte
+	prevTime int64 // time_ns of entry next-1
+	front    frontier
+	stopped  bool // an entry damage ended the scan
 
 	tree     *sql.Rows // tree_hashes cursor
 	treeNext int64     // the stored hash index expected next
@@ -345,8 +360,22 @@ func (v *verifier) entry(r *row) error {
 			return err
 		}
 	}
-	v.front, v.prev, v.next = front, chain, s+1
+	if s > 0 && h.timeNs < v.prevTime {
+		v.timeSetBack(s, time.Duration(v.prevTime-h.timeNs))
+	}
+	v.front, v.prev, v.next, v.prevTime = front, chain, s+1, h.timeNs
 	return nil
+}
+
+// timeSetBack notes that entry seq is step earlier than its predecessor.
+func (v *verifier) timeSetBack(seq int64, step time.Duration) {
+	t := v.rep.TimeSetBack
+	if t == nil {
+		t = &TimeSetBack{FirstSeq: seq}
+		v.rep.TimeSetBack = t
+	}
+	t.Entries++
+	t.Largest = max(t.Largest, step)
 }
 
 // treeHashes reads the stored hashes of the next entry and compares them.

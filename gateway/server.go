@@ -39,6 +39,9 @@ type Options struct {
 
 	// auditWrap, when set, wraps the audit log (tests inject failures).
 	auditWrap func(auditAppender) auditAppender
+	// clock, when set, drives approval expiry and audit entry times
+	// (tests set the clock back).
+	clock approvals.Clock
 }
 
 // Server is a running gateway: its stores are open and recovery is done.
@@ -154,6 +157,9 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if cfg.Audit.WitnessCommand != "" {
 		ao.WitnessCommand = []string{cfg.Audit.WitnessCommand}
 	}
+	if o.clock != nil {
+		ao.Now = o.clock.Now
+	}
 	alog, err := auditchain.Open(ctx, ao)
 	if err != nil {
 		return nil, err
@@ -190,6 +196,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		RunTTL:          cfg.Approval.RunTTL,
 		MaxRunTTL:       cfg.Approval.MaxRunTTL,
 		Inspector:       o.ProcessInspector,
+		Clock:           o.clock,
 		Logger:          log.Named("approvals"),
 	})
 	if err != nil {

@@ -229,6 +229,7 @@ func auditVerify(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		if len(trusted) == 0 {
 			fmt.Fprintln(stdout, "note: no checkpoint kept outside the database was given; a rollback or a rewrite with the signing key would not show (see --trusted-checkpoint)")
 		}
+		printTimeSetBack(stdout, rep.TimeSetBack)
 		return code
 	}
 	first := rep.First()
@@ -242,7 +243,22 @@ func auditVerify(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if fk := rep.Fork; fk != nil {
 		printFork(stdout, fk)
 	}
+	printTimeSetBack(stdout, rep.TimeSetBack)
 	return code
+}
+
+// printTimeSetBack explains entry times that go backwards: not damage, but
+// an investigator must not read order from those times.
+func printTimeSetBack(w io.Writer, t *auditchain.TimeSetBack) {
+	if t == nil {
+		return
+	}
+	n := "1 entry has a time"
+	if t.Entries != 1 {
+		n = fmt.Sprintf("%d entries have a time", t.Entries)
+	}
+	fmt.Fprintf(w, "note: %s earlier than the entry before (first at seq %d, by up to %v): the system clock was set back while the log was written; the order of events is the seq order, not the times\n",
+		n, t.FirstSeq, t.Largest)
 }
 
 func seqText(seq int64) string {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/airlockgw/airlock/auditchain"
 	"github.com/google/go-cmp/cmp"
@@ -40,6 +41,44 @@ func newAuditLog(t *testing.T, n int) auditchain.Options {
 		t.Fatal(err)
 	}
 	return o
+}
+
+func TestAuditVerifyNotesClockSetBack(t *testing.T) {
+	o := auditchain.DefaultOptions(t.TempDir())
+	o.Origin = "cli.test/log"
+	o.CheckpointInterval = -1
+	now := time.Date(2030, 6, 1, 12, 0, 0, 0, time.UTC)
+	o.Now = func() time.Time { return now }
+	ctx := context.Background()
+	l, err := auditchain.Open(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, step := range []time.Duration{0, time.Minute, -90 * time.Minute, time.Second, -time.Hour} {
+		now = now.Add(step)
+		if _, err := l.Append(ctx, auditchain.Entry{Kind: auditchain.KindActionRequested, ActionID: fmt.Sprintf("act-%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runCLI(t, "audit", "verify", "--db", o.Path)
+	want := "note: 2 entries have a time earlier than the entry before (first at seq 2, by up to 1h30m0s)"
+	if code != exitOK || !strings.Contains(out, want) {
+		t.Errorf("exit %d, output:\n%s\nwant a line with %q", code, out, want)
+	}
+	code, out, _ = runCLI(t, "audit", "verify", "--db", o.Path, "--json")
+	var got struct {
+		Status      string                  `json:"status"`
+		TimeSetBack *auditchain.TimeSetBack `json:"time_set_back"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || code != exitOK {
+		t.Fatalf("exit %d, %v: %s", code, err, out)
+	}
+	if wantJSON := (auditchain.TimeSetBack{Entries: 2, FirstSeq: 2, Largest: 90 * time.Minute}); got.Status != "intact" || got.TimeSetBack == nil || *got.TimeSetBack != wantJSON {
+		t.Errorf("--json: status %q, time_set_back %+v; want intact, %+v", got.Status, got.TimeSetBack, wantJSON)
+	}
 }
 
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {

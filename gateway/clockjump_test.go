@@ -1,0 +1,46 @@
+package gateway
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/airlockgw/airlock/approvals/clocktest"
+	"github.com/airlockgw/airlock/gateway/api"
+)
+
+// Setting the system clock back while the gateway runs neither lengthens
+// an approved run nor damages the audit log. The fake clock drives
+// approvals and audit entry times; it moves wall and elapsed time
+// separately.
+func TestClockSetBackDoesNotLengthenRun(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	clk := clocktest.New(time.Now())
+	g := startGateway(t, s, gwOptions{options: func(o *Options) { o.clock = clk }})
+	ctx := context.Background()
+	res := g.runAsync(api.ActionRequest{Target: "box-run", Command: "true"})
+	g.decideNext("run", "approve", "")
+	if r := <-res; r.err != nil || !r.a.Success() {
+		t.Fatalf("first action: %+v %v", r.a, r.err)
+	}
+	clk.Jump(-3 * time.Hour)
+	clk.Advance(DefaultRunTTL - time.Second)
+	a, err := g.agent.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: "echo still"}, api.Events{})
+	if err != nil || !a.Success() {
+		t.Fatalf("action within the run's hour: %+v %v", a, err)
+	}
+	// By the wall clock three hours remain; by elapsed time, none.
+	clk.Advance(time.Second)
+	a, err = g.agent.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: "echo too late"}, api.Events{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Outcome != "rejected" || a.StartedAt != nil {
+		t.Fatalf("action after the run's hour: %+v, want rejected before start", a)
+	}
+	rep := g.verifyAudit()
+	if rep.TimeSetBack == nil || rep.TimeSetBack.Largest < 2*time.Hour {
+		t.Errorf("verify: time_set_back = %+v, want the clock's step back noted", rep.TimeSetBack)
+	}
+}
