@@ -119,6 +119,16 @@ type TimeSetBack struct {
 	Largest  time.Duration `json:"largest_ns"`
 }
 
+// String explains the finding in a sentence for people.
+func (t *TimeSetBack) String() string {
+	n := "1 entry has a time"
+	if t.Entries != 1 {
+		n = fmt.Sprintf("%d entries have a time", t.Entries)
+	}
+	return fmt.Sprintf("%s earlier than the entry before (first at seq %d, by up to %v): the system clock was set back while the log was written; the order of events is the seq order, not the times",
+		n, t.FirstSeq, t.Largest)
+}
+
 // Intact reports whether Verify found no damage.
 func (r *Report) Intact() bool { return len(r.Damage) == 0 }
 

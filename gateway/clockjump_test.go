@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,5 +43,14 @@ func TestClockSetBackDoesNotLengthenRun(t *testing.T) {
 	rep := g.verifyAudit()
 	if rep.TimeSetBack == nil || rep.TimeSetBack.Largest < 2*time.Hour {
 		t.Errorf("verify: time_set_back = %+v, want the clock's step back noted", rep.TimeSetBack)
+	}
+	// The reviewer page's verification says so too.
+	rv, err := (&uiBackend{s: g.srv}).Login(ctx, testReviewer, testPassword, "127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := (&uiBackend{s: g.srv}).VerifyAudit(ctx, rv)
+	if err != nil || !v.Intact || len(v.Notes) != 1 || !strings.Contains(v.Notes[0], "system clock was set back") {
+		t.Errorf("page verification: intact %v, notes %q, %v", v.Intact, v.Notes, err)
 	}
 }

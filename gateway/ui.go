@@ -538,6 +538,9 @@ func (b *uiBackend) VerifyAudit(ctx context.Context, rv web.Reviewer) (web.Verif
 	if rep.Fork != nil {
 		v.Problems = append(v.Problems, fmt.Sprintf("fork: %+v", *rep.Fork))
 	}
+	if rep.TimeSetBack != nil {
+		v.Notes = append(v.Notes, rep.TimeSetBack.String())
+	}
 	b.mu.Lock()
 	b.lastVerify = &v
 	b.mu.Unlock()

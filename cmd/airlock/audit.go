@@ -253,12 +253,7 @@ func printTimeSetBack(w io.Writer, t *auditchain.TimeSetBack) {
 	if t == nil {
 		return
 	}
-	n := "1 entry has a time"
-	if t.Entries != 1 {
-		n = fmt.Sprintf("%d entries have a time", t.Entries)
-	}
-	fmt.Fprintf(w, "note: %s earlier than the entry before (first at seq %d, by up to %v): the system clock was set back while the log was written; the order of events is the seq order, not the times\n",
-		n, t.FirstSeq, t.Largest)
+	fmt.Fprintf(w, "note: %s\n", t)
 }
 
 func seqText(seq int64) string {

@@ -279,4 +279,6 @@ type Verification struct {
 	Uncovered          int64
 	// Problems describe each damage found, first first.
 	Problems []string
+	// Notes are findings that are not damage (entry times that step back).
+	Notes []string
 }

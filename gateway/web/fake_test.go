@@ -185,7 +185,8 @@ func (f *fakeBackend) AuditStatus(ctx context.Context) (AuditStatus, error) {
 func (f *fakeBackend) VerifyAudit(ctx context.Context, rv Reviewer) (Verification, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	v := Verification{At: f.now(), By: rv.Name(), Intact: true, Entries: 120, Verified: 120, Checkpoints: 1, Covered: 100, Uncovered: 20}
+	v := Verification{At: f.now(), By: rv.Name(), Intact: true, Entries: 120, Verified: 120, Checkpoints: 1, Covered: 100, Uncovered: 20,
+		Notes: []string{"1 entry has a time earlier than the entry before"}}
 	f.verified = &v
 	return v, nil
 }

@@ -513,7 +513,7 @@ func TestRevokeAndOutputAndVerify(t *testing.T) {
 	}
 
 	res, _ = post(t, c, srv.URL+"/ui/audit/verify", url.Values{"csrf": {tok}})
-	if _, page := get(t, c, srv.URL+"/ui/audit"); res.StatusCode != http.StatusSeeOther || !strings.Contains(page, "intact") || !strings.Contains(page, "by alice") {
+	if _, page := get(t, c, srv.URL+"/ui/audit"); res.StatusCode != http.StatusSeeOther || !strings.Contains(page, "intact") || !strings.Contains(page, "by alice") || !strings.Contains(page, "1 entry has a time earlier") {
 		t.Errorf("audit page after verifying lacks the result")
 	}
 }
