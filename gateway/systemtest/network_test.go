@@ -34,11 +34,11 @@ func ipCmd(t *testing.T, args ...string) {
 }
 
 // newNetPair makes the namespaces, or skips: network namespaces need root
-// and iproute2 with netem, which are not peers CI must have.
+// and iproute2, which are not peers CI must have.
 func newNetPair(t *testing.T) *netPair {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("network fault tests need root for ip netns and tc netem; not a peer CI must have")
+		t.Skip("network fault tests need root for ip netns and tc; not a peer CI must have")
 	}
 	for _, tool := range []string{"ip", "tc"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -80,6 +80,55 @@ func (p *netPair) netem(t *testing.T, args ...string) {
 	}
 }
 
+// loss drops pct percent of the packets leaving each end of the veth pair
+// at random, with an nftables rule in each namespace (pct 0 removes it).
+// Where tc netem exists it could do the same; nftables works on kernels
+// built without sch_netem.
+func (p *netPair) loss(t *testing.T, pct int) {
+	t.Helper()
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("nft not found (nftables; make test installs it as root); not a peer CI must have")
+	}
+	for _, side := range []struct{ ns, ifc string }{{p.gw, p.gwIf}, {p.tg, p.tgIf}} {
+		exec.Command("ip", "netns", "exec", side.ns, "nft", "delete", "table", "inet", "airlock_loss").Run()
+		if pct == 0 {
+			continue
+		}
+		match := fmt.Sprintf("numgen random mod 100 < %d ", pct)
+		if pct >= 100 {
+			match = ""
+		}
+		rules := fmt.Sprintf(`table inet airlock_loss {
+	chain out {
+		type filter hook output priority 0; policy accept;
+		oifname %q %sdrop
+	}
+}
+`, side.ifc, match)
+		cmd := exec.Command("ip", "netns", "exec", side.ns, "nft", "-f", "-")
+		cmd.Stdin = strings.NewReader(rules)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Skipf("nftables not usable here (%v: %s); not a peer CI must have", err, out)
+		}
+	}
+}
+
+// slowLink limits each end of the veth pair to rate with a token bucket
+// (tc tbf; "" removes it): a thin link whose queue delays every packet.
+func (p *netPair) slowLink(t *testing.T, rate string) {
+	t.Helper()
+	for _, side := range []struct{ ns, ifc string }{{p.gw, p.gwIf}, {p.tg, p.tgIf}} {
+		exec.Command("ip", "netns", "exec", side.ns, "tc", "qdisc", "del", "dev", side.ifc, "root").Run()
+		if rate == "" {
+			continue
+		}
+		if out, err := exec.Command("ip", "netns", "exec", side.ns, "tc", "qdisc", "add", "dev", side.ifc, "root",
+			"tbf", "rate", rate, "burst", "1540", "limit", "1000000").CombinedOutput(); err != nil {
+			t.Skipf("tc tbf not available (%v: %s); not a peer CI must have", err, out)
+		}
+	}
+}
+
 // blackhole makes the target's address vanish (or come back): packets to
 // it are then dropped silently, with no reset and no ICMP, as on a dead
 // host. This needs no netem.
@@ -116,10 +165,11 @@ func (g *gw) cliNS(args ...string) (string, int) {
 	return out, code
 }
 
-// TestNetworkFaults: with the target behind a veth pair under tc netem —
-// delay, loss, a blackhole before the dial and in the middle of a command
-// — each action ends within its deadline (plus the kill grace) with the
-// outcome that fits.
+// TestNetworkFaults: with the target behind a veth pair — a route
+// blackhole, delay (tc netem, where the kernel has it), random and total
+// loss (nftables), a thin link (tc tbf), a blackhole before the dial and in
+// the middle of a command — each action ends within its deadline (plus the
+// kill grace) with the outcome that fits.
 func TestNetworkFaults(t *testing.T) {
 	p := newNetPair(t)
 	var s *sshtest.SSHD
@@ -193,7 +243,7 @@ func TestNetworkFaults(t *testing.T) {
 		}
 		t.Logf("route blackhole: %s in %s", a.Outcome, took.Round(time.Millisecond))
 	})
-	t.Run("delay 100ms each way", func(t *testing.T) {
+	t.Run("delay 100ms each way (netem)", func(t *testing.T) {
 		p.netem(t, "delay", "100ms")
 		defer p.netem(t)
 		a, took := run("echo ok", 20, nil)
@@ -202,21 +252,50 @@ func TestNetworkFaults(t *testing.T) {
 		}
 		t.Logf("delay 100ms: %s in %s", a.Outcome, took.Round(time.Millisecond))
 	})
-	t.Run("loss 20%", func(t *testing.T) {
-		p.netem(t, "loss", "20%")
-		defer p.netem(t)
+	t.Run("loss 20% (nftables)", func(t *testing.T) {
+		p.loss(t, 20)
+		defer p.loss(t, 0)
 		counts := map[string]int{}
 		for range 5 {
-			a, _ := run("echo ok", 10, nil)
+			a, took := run("echo ok", 10, nil)
 			counts[a.Outcome]++
 			switch {
-			case a.Success():
+			case a.Success() && a.Stdout == "ok\n":
 			case a.Outcome == "dial_failed" || a.Outcome == "handshake_failed" || a.Outcome == "timed_out" || a.Outcome == "connection_lost":
 			default:
-				t.Errorf("under loss: outcome %q (%s)", a.Outcome, a.Detail)
+				t.Errorf("under loss: outcome %q (%s) stdout %q", a.Outcome, a.Detail, a.Stdout)
 			}
+			t.Logf("loss 20%%: %s in %s", a.Outcome, took.Round(time.Millisecond))
 		}
 		t.Logf("loss 20%%: %v", counts)
+	})
+	t.Run("loss 100% mid-command (nftables)", func(t *testing.T) {
+		defer p.loss(t, 0)
+		a, took := run("echo started; sleep 30", 4, func() { p.loss(t, 100) })
+		if a.Outcome != "timed_out" && a.Outcome != "connection_lost" {
+			t.Errorf("outcome %q (%s), want timed_out or connection_lost", a.Outcome, a.Detail)
+		}
+		if a.Outcome == "timed_out" && a.Termination == "confirmed" {
+			t.Errorf("termination confirmed although every packet is dropped")
+		}
+		t.Logf("loss 100%% mid-command: %s (%s) in %s", a.Outcome, a.Termination, took.Round(time.Millisecond))
+	})
+	t.Run("slow link 64 kbit/s (tbf)", func(t *testing.T) {
+		p.slowLink(t, "64kbit")
+		defer p.slowLink(t, "")
+		// 32 KiB of output needs about 4 s at 64 kbit/s on top of the
+		// handshake: it arrives whole within a 20 s deadline ...
+		a, took := run("head -c 32768 /dev/zero | tr '\\0' x", 20, nil)
+		if !a.Success() || a.StdoutBytes != 32768 {
+			t.Errorf("outcome %q (%s), %d bytes of stdout; want exited 0 with 32768", a.Outcome, a.Detail, a.StdoutBytes)
+		}
+		t.Logf("slow link, 32 KiB: %s in %s", a.Outcome, took.Round(time.Millisecond))
+		// ... and 256 KiB (about 33 s) cannot: the deadline ends it.
+		a, took = run("head -c 262144 /dev/zero | tr '\\0' x", 5, nil)
+		if a.Outcome != "timed_out" {
+			t.Errorf("outcome %q (%s), want timed_out", a.Outcome, a.Detail)
+		}
+		t.Logf("slow link, 256 KiB in 5 s: %s (%s) after %d bytes in %s", a.Outcome, a.Termination, a.StdoutBytes, took.Round(time.Millisecond))
 	})
 	t.Run("blackhole before the dial", func(t *testing.T) {
 		p.blackhole(t, true)
