@@ -109,21 +109,44 @@ func (c *watchConn) Close() error {
 // closeLocal is Close for use in defer and context.AfterFunc.
 func (c *watchConn) closeLocal() { c.Close() }
 
+// preambleLimit bounds what preamble returns.
+const preambleLimit = 120
+
+// preamble returns the first line the server sent when it is not an
+// identification line (RFC 4253 §4.2 lets a server send other lines
+// first; some send their reason for closing), at most preambleLimit bytes,
+// or "" if the server sent nothing.
+func (c *watchConn) preamble() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	line, _, _ := bytes.Cut(c.head, []byte("\n"))
+	line = bytes.TrimRight(line, "\r")
+	if len(line) > preambleLimit {
+		line = line[:preambleLimit]
+	}
+	return printable(line)
+}
+
 // serverVersion returns the server's identification line, if one arrived.
 func (c *watchConn) serverVersion() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, line := range bytes.Split(c.head, []byte("\n")) {
 		if bytes.HasPrefix(line, []byte("SSH-")) {
-			// RFC 4253 §4.2 allows only printable US-ASCII here; show
-			// anything else as '?' rather than pass it on.
-			return string(bytes.Map(func(r rune) rune {
-				if r < 0x20 || r > 0x7e {
-					return '?'
-				}
-				return r
-			}, bytes.TrimRight(line, "\r")))
+			return printable(bytes.TrimRight(line, "\r"))
 		}
 	}
 	return ""
+}
+
+// printable shows b with every byte outside printable US-ASCII (all RFC
+// 4253 §4.2 allows in an identification line) as '?', so that what a
+// server sent cannot pass on control characters.
+func printable(b []byte) string {
+	return string(bytes.Map(func(r rune) rune {
+		if r < 0x20 || r > 0x7e {
+			return '?'
+		}
+		return r
+	}, b))
 }

@@ -167,31 +167,47 @@ func TestFaultOutcomes(t *testing.T) {
 	}
 }
 
-func TestHandshakeFailedOnGarbage(t *testing.T) {
+// A server that closes every connection before its version line — as
+// sshd does past its MaxStartups limit, saying so or not — is a handshake
+// failure whose detail says what the server sent, control characters
+// masked.
+func TestHandshakeFailedBeforeVersion(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
+	for _, tc := range []struct{ name, sent, want string }{
+		{"nothing", "", "closed the connection before sending anything"},
+		{"MaxStartups", "Exceeded MaxStartups\r\n", `sent no SSH version line but "Exceeded MaxStartups"`},
+		{"control characters", "\x1b]0;owned\x07 go away\r\n", `sent no SSH version line but "?]0;owned? go away"`},
+		{"not SSH at all", "HTTP/1.1 400 Bad Request\r\n\r\n", `sent no SSH version line but "HTTP/1.1 400 Bad Request"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
-				return
+				t.Fatal(err)
 			}
-			io.WriteString(c, "HTTP/1.1 400 Bad Request\r\n\r\n")
-			c.Close()
-		}
-	})
-	f := sshtest.NewFaultServer(t, sshtest.FaultOptions{})
-	cfg := faultConfig(f)
-	cfg.Addr = ln.Addr().String()
-	res, err := sshexec.Run(context.Background(), cfg, "true")
-	var e *sshexec.Error
-	if !errors.As(err, &e) || res.Outcome != sshexec.HandshakeFailed || res.HostKeyFingerprint != "" {
-		t.Fatalf("got %v (%v), want handshake_failed with no host key", res.Outcome, err)
+			var wg sync.WaitGroup
+			t.Cleanup(func() { ln.Close(); wg.Wait() })
+			wg.Go(func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					io.WriteString(c, tc.sent)
+					c.Close()
+				}
+			})
+			cfg := faultConfig(sshtest.NewFaultServer(t, sshtest.FaultOptions{}))
+			cfg.Addr = ln.Addr().String()
+			res, err := sshexec.Run(context.Background(), cfg, "true")
+			var e *sshexec.Error
+			if res == nil || !errors.As(err, &e) || res.Outcome != sshexec.HandshakeFailed || res.Termination != sshexec.NotStarted || res.HostKeyFingerprint != "" {
+				t.Fatalf("got %+v (%v), want handshake_failed, not started, no host key", res, err)
+			}
+			if !strings.Contains(res.Detail, tc.want) {
+				t.Errorf("detail %q, want it to contain %q", res.Detail, tc.want)
+			}
+		})
 	}
 }
 

@@ -137,6 +137,13 @@ func (a *action) run(ctx, dctx context.Context, signers []ssh.Signer, hk *hostKe
 			// The host key was accepted and the connection is intact:
 			// the server refused every credential we offered.
 			return a.end(AuthFailed, NotStarted, err)
+		case res.ServerVersion == "":
+			// Say what the target sent instead: sshd past its MaxStartups
+			// limit writes "Exceeded MaxStartups" and closes.
+			if said := wc.preamble(); said != "" {
+				return a.end(HandshakeFailed, NotStarted, fmt.Errorf("the target sent no SSH version line but %q: %w", said, err))
+			}
+			return a.end(HandshakeFailed, NotStarted, fmt.Errorf("the target closed the connection before sending anything (an sshd past its MaxStartups limit, a TCP wrapper or a firewall does this): %w", err))
 		}
 		return a.end(HandshakeFailed, NotStarted, err)
 	}

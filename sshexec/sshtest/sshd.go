@@ -2,6 +2,7 @@ package sshtest
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
@@ -123,8 +124,13 @@ type SSHD struct {
 
 // Options adjust an SSHD.
 type Options struct {
-	// Config lines are appended to the generated sshd_config.
+	// Config lines are appended to the generated sshd_config. sshd takes
+	// the first value of most keywords, so they cannot change one the
+	// harness sets; the fields below do that.
 	Config []string
+	// MaxStartups replaces the harness's generous limit on unauthenticated
+	// connections ("200:30:400"), for tests of a target that drops them.
+	MaxStartups string
 	// ExtraHostKeys are key types ("rsa", "ecdsa") for additional host
 	// keys, offered after the ed25519 one; see SSHD.ExtraHostKeys.
 	ExtraHostKeys []string
@@ -318,9 +324,9 @@ UsePAM no
 PrintMotd no
 PrintLastLog no
 LogLevel VERBOSE
-MaxStartups 200:30:400
+MaxStartups %s
 MaxSessions 10
-`, port, filepath.Join(s.Dir, "host_ed25519"), filepath.Join(s.Dir, "sshd.pid"), s.AuthorizedKeysFile())
+`, port, filepath.Join(s.Dir, "host_ed25519"), filepath.Join(s.Dir, "sshd.pid"), s.AuthorizedKeysFile(), cmp.Or(s.opts.MaxStartups, "200:30:400"))
 	if len(s.opts.HostCertPrincipals) > 0 {
 		cfg += "HostCertificate " + filepath.Join(s.Dir, "host_ed25519-cert.pub") + "\n"
 	}
