@@ -419,10 +419,37 @@ func (a *lifecycle) mayHaveRun(ctx context.Context, why string) {
 	ran := a.obj.Outcome
 	a.obj.Outcome = "audit_unavailable"
 	a.obj.Detail = why + "; the command may have run (its outcome was " + ran + ")"
-	// Try once more to leave a trace; recovery finishes it as interrupted
-	// otherwise.
-	a.recordFinished(context.WithoutCancel(ctx))
+	// Leave a trace: now, or as soon as the audit log takes it (a full
+	// disk may have room again). If the gateway stops first, recovery
+	// finishes the action as interrupted.
+	if err := a.recordFinished(context.WithoutCancel(ctx)); err != nil {
+		late := &lifecycle{s: a.s, st: a.st, obj: a.obj}
+		a.s.background.Go(func() { late.recordFinishedLate() })
+	}
 	a.answer()
+}
+
+// Retries of an action.finished entry the audit log refused.
+const (
+	lateRecordFirst = time.Second
+	lateRecordMax   = 30 * time.Second
+)
+
+// recordFinishedLate retries recordFinished, backing off, until it
+// succeeds or the gateway stops.
+func (a *lifecycle) recordFinishedLate() {
+	for delay := lateRecordFirst; ; delay = min(2*delay, lateRecordMax) {
+		select {
+		case <-a.s.base.Done():
+			a.s.log.Warn("stopping before the outcome could be recorded; recovery will record the action as interrupted", "action", a.obj.ID)
+			return
+		case <-time.After(delay):
+		}
+		if err := a.recordFinished(a.s.base); err == nil {
+			a.s.log.Info("outcome recorded late", "action", a.obj.ID, "outcome", a.obj.Outcome)
+			return
+		}
+	}
 }
 
 func (a *lifecycle) recordFinished(ctx context.Context, extra ...auditchain.Field) error {

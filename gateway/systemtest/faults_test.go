@@ -270,21 +270,46 @@ func TestAuditUnavailable(t *testing.T) {
 	g.approveRun(agent, g.reviewer(), "box")
 	marks := sharedDir(t)
 
-	t.Run("full", func(t *testing.T) {
-		filler := filepath.Join(g.state, "filler")
-		f, err := os.Create(filler)
+	t.Run("output store full", func(t *testing.T) {
+		// Room for the audit entries, not for 4 MiB of output that does
+		// not compress: the command runs, its output cannot be stored.
+		filler := fill(t, g.state, 512<<10)
+		defer os.Remove(filler)
+		mark := filepath.Join(marks, "output-full")
+		a, err := agent.RunAction(context.Background(), api.ActionRequest{Target: "box",
+			Command: "touch " + mark + "; head -c 4194304 /dev/urandom"}, api.Events{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		buf := make([]byte, 1<<20)
-		for _, n := range []int{1 << 20, 4096, 1} { // to the last byte
-			for {
-				if _, err := f.Write(buf[:n]); err != nil {
-					break
-				}
+		if a.Outcome != "audit_unavailable" || !strings.Contains(a.Detail, "the output could not be stored; the command may have run (its outcome was exited)") {
+			t.Fatalf("outcome %q (%s), want audit_unavailable saying the command may have run", a.Outcome, a.Detail)
+		}
+		if _, err := os.Stat(mark); err != nil {
+			t.Errorf("the command did not run (%v): \"may have run\" is right, but this test meant it to", err)
+		}
+		// The output's failed write may have taken the room the outcome
+		// needed; once there is room again, the outcome is recorded.
+		os.Remove(filler)
+		var got []string
+		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			outcomes, _ := finished(g.audit())
+			if got = outcomes[a.ID]; len(got) > 0 {
+				break
 			}
 		}
-		f.Close()
+		if len(got) != 1 || got[0] != "audit_unavailable" {
+			t.Errorf("the action is recorded as %v, want one audit_unavailable", got)
+		}
+		b, err := agent.RunAction(context.Background(), api.ActionRequest{Target: "box", Command: "echo room again"}, api.Events{})
+		if err != nil || !b.Success() || b.Stdout != "room again\n" {
+			t.Fatalf("after freeing the disk: %+v %v", b, err)
+		}
+		t.Logf("output store full: %s (%s); recorded; the next action ran", a.Outcome, a.Detail)
+		g.verify()
+	})
+
+	t.Run("full", func(t *testing.T) {
+		filler := fill(t, g.state, 0)
 		before := s.Accepted()
 		const n = 20
 		unavailable := 0
@@ -338,6 +363,39 @@ func TestAuditUnavailable(t *testing.T) {
 		}
 		t.Logf("airlock serve on a read-only state directory: %v: %s", err, tail(strings.TrimSpace(string(out)), 300))
 	})
+}
+
+// fill writes a file into dir until the file system has at most leave
+// bytes free (0: to the last byte) and returns its path.
+func fill(t *testing.T, dir string, leave int64) string {
+	t.Helper()
+	filler := filepath.Join(dir, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if leave > 0 {
+		var st syscall.Statfs_t
+		if err := syscall.Statfs(dir, &st); err != nil {
+			t.Fatal(err)
+		}
+		if n := int64(st.Bavail)*st.Bsize - leave; n > 0 {
+			if _, err := f.Write(make([]byte, n)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return filler
+	}
+	buf := make([]byte, 1<<20)
+	for _, n := range []int{1 << 20, 4096, 1} { // to the last byte
+		for {
+			if _, err := f.Write(buf[:n]); err != nil {
+				break
+			}
+		}
+	}
+	return filler
 }
 
 // logContains waits for the daemon's log to contain substr.
