@@ -197,7 +197,20 @@ type tools struct {
 	interval time.Duration
 }
 
+// checkArguments refuses arguments whose text the JSON decoder would have
+// altered: invalid UTF-8 or an unpaired surrogate escape became U+FFFD in
+// the typed input, so the command would not be the one the client sent.
+func checkArguments(req *sdk.CallToolRequest) error {
+	if err := api.CheckText(req.Params.Arguments); err != nil {
+		return fmt.Errorf("invalid arguments: %v; text must be valid UTF-8, so that the command that runs is the one sent", err)
+	}
+	return nil
+}
+
 func (t *tools) exec(ctx context.Context, req *sdk.CallToolRequest, in ExecInput) (*sdk.CallToolResult, *api.Action, error) {
+	if err := checkArguments(req); err != nil {
+		return nil, nil, err
+	}
 	rep := newReporter(ctx, req, t.interval)
 	defer rep.stop()
 	a, err := t.b.RunAction(ctx, api.ActionRequest{Target: in.Target, Account: in.Account, Command: in.Command, TimeoutS: in.TimeoutS}, api.Events{State: rep.state})
@@ -222,6 +235,9 @@ func (t *tools) listTargets(ctx context.Context, req *sdk.CallToolRequest, _ str
 }
 
 func (t *tools) getAction(ctx context.Context, req *sdk.CallToolRequest, in GetActionInput) (*sdk.CallToolResult, *api.Action, error) {
+	if err := checkArguments(req); err != nil {
+		return nil, nil, err
+	}
 	a, err := t.b.Action(ctx, in.ActionID)
 	if err != nil {
 		var ae *api.Error

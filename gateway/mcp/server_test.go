@@ -80,7 +80,7 @@ func (n *notes) snapshot() ([]*sdk.ProgressNotificationParams, []*sdk.LoggingMes
 
 // connect serves b over in-memory transports and returns a client session
 // with the SDK's latest protocol version.
-func connect(t *testing.T, b mcp.Backend, o mcp.Options) (*sdk.ClientSession, *notes) {
+func connect(t testing.TB, b mcp.Backend, o mcp.Options) (*sdk.ClientSession, *notes) {
 	t.Helper()
 	return connectVersion(t, b, o, "")
 }
@@ -95,7 +95,7 @@ const (
 
 // connectVersion is connect with a protocol version; a legacy session sets
 // the log level to info.
-func connectVersion(t *testing.T, b mcp.Backend, o mcp.Options, version string) (*sdk.ClientSession, *notes) {
+func connectVersion(t testing.TB, b mcp.Backend, o mcp.Options, version string) (*sdk.ClientSession, *notes) {
 	t.Helper()
 	ctx := context.Background()
 	st, ct := sdk.NewInMemoryTransports()
@@ -425,6 +425,11 @@ func TestBadArgumentsAreToolErrors(t *testing.T) {
 		{"no action id", "get_action", map[string]any{}},
 		{"action id as number", "get_action", map[string]any{"action_id": 7}},
 		{"arguments to list_targets", "list_targets", map[string]any{"target": "box"}},
+		// Text the decoder would turn into U+FFFD: the command that ran
+		// would not be the one sent.
+		{"lone surrogate escape in the command", "ssh_exec", json.RawMessage(`{"target":"box","command":"rm -rf /tmp/\ud800"}`)},
+		{"invalid UTF-8 in the command", "ssh_exec", json.RawMessage("{\"target\":\"box\",\"command\":\"rm -rf /tmp/\xff\"}")},
+		{"lone surrogate escape in the action id", "get_action", json.RawMessage(`{"action_id":"act_\udc00"}`)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -449,6 +454,75 @@ func TestBadArgumentsAreToolErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Text outside ASCII, escaped or not, reaches the gateway exactly as sent.
+func TestArgumentTextReachesTheGatewayUnaltered(t *testing.T) {
+	t.Parallel()
+	b := &fakeBackend{run: func(context.Context, api.ActionRequest, api.Events) (*api.Action, error) {
+		return finished("exited", exitCode(0)), nil
+	}}
+	cs, _ := connect(t, b, mcp.Options{})
+	raw := json.RawMessage(`{"target":"box","command":"echo \ud83d\ude00 café \u00e9"}`)
+	if _, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "ssh_exec", Arguments: raw}); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.requests(); len(got) != 1 || got[0].Command != "echo \U0001F600 café é" {
+		t.Errorf("the gateway got %+v", got)
+	}
+}
+
+// FuzzExecArguments: whatever arguments a client sends to ssh_exec, the
+// server does not fail, and a request reaches the gateway only if the
+// arguments are valid text and it carries exactly what they say.
+func FuzzExecArguments(f *testing.F) {
+	for _, s := range []string{
+		`{"target":"box","command":"true"}`,
+		`{"target":"box","account":"deploy","command":"echo \ud83d\ude00","timeout_s":30}`,
+		`{"target":"box","command":"echo \ud800"}`,
+		"{\"target\":\"box\",\"command\":\"\xff\"}",
+		`{"target":"box","command":"x","Command":"y"}`,
+		`{"target":"box","command":"x","command":"y"}`,
+		`{"target":"","command":"x","timeout_s":1e3}`,
+		`[]`, `null`, `"box"`,
+	} {
+		f.Add([]byte(s))
+	}
+	b := &fakeBackend{run: func(context.Context, api.ActionRequest, api.Events) (*api.Action, error) {
+		return finished("exited", exitCode(0)), nil
+	}}
+	cs, _ := connect(f, b, mcp.Options{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) {
+			return // the client refuses to send it
+		}
+		before := len(b.requests())
+		_, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "ssh_exec", Arguments: json.RawMessage(data)})
+		if err != nil {
+			var werr *jsonrpc.Error
+			if !errors.As(err, &werr) {
+				t.Fatalf("CallTool: %v, want a result or a JSON-RPC error", err)
+			}
+		}
+		got := b.requests()
+		if len(got) == before {
+			return
+		}
+		if len(got) != before+1 {
+			t.Fatalf("one call made %d requests", len(got)-before)
+		}
+		if err := api.CheckText(data); err != nil {
+			t.Fatalf("arguments %q reached the gateway although %v", data, err)
+		}
+		var in mcp.ExecInput
+		if err := json.Unmarshal(data, &in); err != nil {
+			t.Fatalf("arguments %q reached the gateway although they do not decode: %v", data, err)
+		}
+		r := got[len(got)-1]
+		if r.Target != in.Target || r.Account != in.Account || r.Command != in.Command || r.TimeoutS != in.TimeoutS || r.Target == "" || r.Command == "" {
+			t.Fatalf("arguments %q reached the gateway as %+v", data, r)
+		}
+	})
 }
 
 func TestUnknownToolIsAProtocolError(t *testing.T) {

@@ -1,4 +1,4 @@
-package gateway
+package api
 
 import "testing"
 
@@ -25,8 +25,8 @@ func TestCheckText(t *testing.T) {
 		{"u escape outside a string is not ours to judge", `{"a":1} \ud800`, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := checkText([]byte(tt.body)); (err == nil) != tt.ok {
-				t.Errorf("checkText(%q) = %v, want ok %v", tt.body, err, tt.ok)
+			if err := CheckText([]byte(tt.body)); (err == nil) != tt.ok {
+				t.Errorf("CheckText(%q) = %v, want ok %v", tt.body, err, tt.ok)
 			}
 		})
 	}
