@@ -176,6 +176,9 @@ type Events struct {
 // RunAction requests an action and streams its events until it finishes,
 // returning the final action object. Cancelling ctx cancels the action.
 func (c *Client) RunAction(ctx context.Context, r ActionRequest, ev Events) (*Action, error) {
+	if err := r.checkText(); err != nil {
+		return nil, err
+	}
 	req, err := c.newRequest(ctx, http.MethodPost, "/v1/actions", r)
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -67,4 +68,20 @@ func hexRune(data []byte, i int) (rune, bool) {
 		}
 	}
 	return r, true
+}
+
+// ErrNotText is returned by Client.RunAction for a request whose target,
+// account or command is not valid UTF-8. JSON carries text only: the
+// encoder would replace the invalid bytes with U+FFFD and the gateway would
+// run a command the caller did not write.
+var ErrNotText = errors.New("not valid UTF-8; airlock carries commands as text (write such bytes with printf escapes inside the command)")
+
+// checkText refuses fields that JSON cannot carry unaltered.
+func (r ActionRequest) checkText() error {
+	for _, f := range []struct{ name, v string }{{"target", r.Target}, {"account", r.Account}, {"command", r.Command}} {
+		if !utf8.ValidString(f.v) {
+			return fmt.Errorf("the %s is %w", f.name, ErrNotText)
+		}
+	}
+	return nil
 }

@@ -1,6 +1,11 @@
 package api
 
-import "testing"
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+)
 
 func TestCheckText(t *testing.T) {
 	for _, tt := range []struct {
@@ -29,5 +34,20 @@ func TestCheckText(t *testing.T) {
 				t.Errorf("CheckText(%q) = %v, want ok %v", tt.body, err, tt.ok)
 			}
 		})
+	}
+}
+
+// A request JSON cannot carry unaltered is refused before anything is
+// sent: the client would otherwise send U+FFFD in its place.
+func TestRunActionRefusesNonText(t *testing.T) {
+	c := NewLocalClient(filepath.Join(t.TempDir(), "no-gateway.sock"), "token")
+	for _, r := range []ActionRequest{
+		{Target: "box", Command: "printf '\xff'"},
+		{Target: "box\xfe", Command: "true"},
+		{Target: "box", Account: "\xc3", Command: "true"},
+	} {
+		if _, err := c.RunAction(context.Background(), r, Events{}); !errors.Is(err, ErrNotText) {
+			t.Errorf("RunAction(%+q) = %v, want ErrNotText (and nothing sent)", []string{r.Target, r.Account, r.Command}, err)
+		}
 	}
 }
