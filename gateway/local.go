@@ -121,6 +121,12 @@ func groupID(name string) (int, error) {
 // a reader sees either the old file or the new one, never a partial or
 // over-permissive one. If the mode cannot be applied nothing is published.
 func writeControl(dir string, gid int, c api.Control) error {
+	return writeControlWith(dir, gid, c, (*os.File).Chmod)
+}
+
+// writeControlWith is writeControl with the call that applies the mode
+// (tests stand in for a file system that ignores it).
+func writeControlWith(dir string, gid int, c api.Control, chmod func(*os.File, fs.FileMode) error) error {
 	mode := fs.FileMode(0o600)
 	if gid >= 0 {
 		mode = 0o640
@@ -141,7 +147,7 @@ func writeControl(dir string, gid int, c api.Control) error {
 			os.Remove(tmp)
 		}
 	}()
-	if err := f.Chmod(mode); err != nil {
+	if err := chmod(f, mode); err != nil {
 		return fmt.Errorf("gateway: control file: %w", err)
 	}
 	if gid >= 0 {

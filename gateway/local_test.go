@@ -3,10 +3,12 @@ package gateway
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -89,6 +91,32 @@ func TestWriteControl(t *testing.T) {
 	ents, _ := os.ReadDir(d)
 	if len(ents) != 1 {
 		t.Errorf("directory holds %d entries, want only the control file", len(ents))
+	}
+}
+
+// On a file system that does not keep the mode it is given (this one
+// makes every file 0644), the token is not published, the previous control
+// file stays as it was, and no temporary file is left.
+func TestWriteControlRefusesAModeThatDidNotStick(t *testing.T) {
+	d := filepath.Join(t.TempDir(), "run")
+	if err := privateDir(d, -1); err != nil {
+		t.Fatal(err)
+	}
+	old := api.Control{Socket: filepath.Join(d, "airlock.sock"), Token: "00112233445566778899aabbccddeeff"}
+	if err := writeControl(d, -1, old); err != nil {
+		t.Fatal(err)
+	}
+	loose := func(f *os.File, _ fs.FileMode) error { return f.Chmod(0o644) }
+	next := api.Control{Socket: old.Socket, Token: "ffeeddccbbaa99887766554433221100"}
+	err := writeControlWith(d, -1, next, loose)
+	if err == nil || !strings.Contains(err.Error(), "could not be applied") || strings.Contains(err.Error(), next.Token) {
+		t.Fatalf("err = %v, want the mode refused (without the token)", err)
+	}
+	if got, err := api.ReadControl(old.Socket); err != nil || got != old {
+		t.Errorf("control file after the refusal = %+v, %v; want the previous one", got, err)
+	}
+	if ents, _ := os.ReadDir(d); len(ents) != 1 {
+		t.Errorf("directory holds %d entries, want only the previous control file", len(ents))
 	}
 }
 
