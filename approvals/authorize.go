@@ -312,7 +312,12 @@ func (s *Store) Decide(ctx context.Context, rv Reviewer, id RequestID, d Decisio
 	}
 	s.finish(q, st)
 	if q.Kind == KindRun {
-		s.scheduleRun(r)
+		if r.State.Terminal() { // denied: nothing left to expire
+			s.unschedule(runKey(r.ID))
+			s.unschedule(tokenKey(r.ID))
+		} else {
+			s.scheduleRun(r)
+		}
 	}
 	return *q, nil
 }

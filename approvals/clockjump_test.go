@@ -144,6 +144,52 @@ func TestClockSetBackDoesNotLengthenReviewerToken(t *testing.T) {
 	if _, err := acc.VerifyToken(ctx, tok); !errors.Is(err, ErrBadCredentials) {
 		t.Errorf("VerifyToken after an hour: err = %v, want ErrBadCredentials", err)
 	}
+	// Nothing brings it back: not another login, not a restart, though
+	// its wall-clock deadline is five hours ahead.
+	e.reviewer("bob")
+	if _, err := acc.IssueToken(ctx, "bob", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := acc.VerifyToken(ctx, tok); !errors.Is(err, ErrBadCredentials) {
+		t.Errorf("VerifyToken after another login: err = %v, want ErrBadCredentials", err)
+	}
+	e.reopen()
+	if _, err := e.s.Accounts().VerifyToken(ctx, tok); !errors.Is(err, ErrBadCredentials) {
+		t.Errorf("VerifyToken after a restart: err = %v, want ErrBadCredentials", err)
+	}
+}
+
+// Elapsed-time deadlines are forgotten with what they bound: a denied run,
+// an expired one, a decided request. The map does not grow with the runs.
+func TestDeadlinesDoNotAccumulate(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	rv := e.reviewer("rita")
+	for range 5 {
+		run, _ := e.remoteRun()
+		q, ch := e.authorize(ctx, run.ID, act("run-box", "ls"))
+		if _, err := e.s.Decide(ctx, rv, q.ID, Decision{Verdict: Deny}); err != nil {
+			t.Fatal(err)
+		}
+		recv(t, ch)
+	}
+	left := func() int {
+		e.s.mu.Lock()
+		defer e.s.mu.Unlock()
+		return len(e.s.deadlines)
+	}
+	if n := left(); n != 0 {
+		t.Errorf("%d elapsed-time deadlines left after 5 denied runs", n)
+	}
+	e.approvedRun(rv, time.Hour)
+	run, _ := e.remoteRun()
+	_, ch := e.authorize(ctx, run.ID, act("call-box", "ls"))
+	e.clock.Advance(DefaultApprovalTimeout)
+	recv(t, ch)
+	e.clock.Advance(DefaultMaxRunTTL)
+	if n := left(); n != 0 {
+		t.Errorf("%d elapsed-time deadlines left after every run ended", n)
+	}
 }
 
 // A restart forgets elapsed time; only the stored wall-clock deadlines

@@ -252,13 +252,17 @@ func (a *Accounts) IssueToken(ctx context.Context, name string, ttl time.Duratio
 		return Secret{}, ErrUnknownReviewer
 	}
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	for k, at := range a.live { // forget tokens that ran out
+	a.live[id] = el + ttl
+	var out []string
+	for k, at := range a.live {
 		if el >= at {
-			delete(a.live, k)
+			out = append(out, k)
 		}
 	}
-	a.live[id] = el + ttl
+	a.mu.Unlock()
+	for _, k := range out { // tokens nobody presented since they ran out
+		a.retire(ctx, k)
+	}
 	return tok, nil
 }
 
@@ -285,7 +289,7 @@ func (a *Accounts) VerifyToken(ctx context.Context, token Secret) (Reviewer, err
 	if err != nil {
 		return Reviewer{}, fmt.Errorf("approvals: read token: %w", err)
 	}
-	if !equalHash(stored, hash[:]) || !enabled || a.tokenDue(id, time.Unix(0, created), time.Unix(0, expires)) {
+	if !equalHash(stored, hash[:]) || !enabled || a.tokenDue(ctx, id, time.Unix(0, created), time.Unix(0, expires)) {
 		return Reviewer{}, ErrBadCredentials
 	}
 	return Reviewer{name: name, accounts: a}, nil
@@ -301,18 +305,24 @@ func (a *Accounts) armTokens(ctx context.Context) error {
 		return fmt.Errorf("approvals: read tokens: %w", err)
 	}
 	defer rows.Close()
+	type token struct {
+		id               string
+		created, expires int64
+	}
+	var ts []token
 	for rows.Next() {
-		var (
-			id               string
-			created, expires int64
-		)
-		if err := rows.Scan(&id, &created, &expires); err != nil {
+		var t token
+		if err := rows.Scan(&t.id, &t.created, &t.expires); err != nil {
 			return fmt.Errorf("approvals: read tokens: %w", err)
 		}
-		a.tokenDue(id, time.Unix(0, created), time.Unix(0, expires))
+		ts = append(ts, t)
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("approvals: read tokens: %w", err)
+	}
+	rows.Close()
+	for _, t := range ts {
+		a.tokenDue(ctx, t.id, time.Unix(0, t.created), time.Unix(0, t.expires))
 	}
 	return nil
 }
@@ -321,20 +331,37 @@ func (a *Accounts) armTokens(ctx context.Context) error {
 // expires by the wall clock, has run out: by the wall clock, or in elapsed
 // time since this process issued or first saw it. A token issued before a
 // restart gets at most the rest of its wall-clock lifetime and never more
-// than its whole lifetime, even if the clock was set back meanwhile.
-func (a *Accounts) tokenDue(id string, created, expires time.Time) bool {
+// than its whole lifetime, even if the clock was set back meanwhile. A
+// token that ran out in elapsed time while its wall-clock deadline is
+// still ahead is deleted, so that nothing arms it again.
+func (a *Accounts) tokenDue(ctx context.Context, id string, created, expires time.Time) bool {
 	now, el := a.clock.Now(), a.clock.Elapsed()
 	if !now.Before(expires) {
 		return true
 	}
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	at, ok := a.live[id]
 	if !ok {
 		at = el + min(expires.Sub(now), expires.Sub(created))
 		a.live[id] = at
 	}
-	return el >= at
+	a.mu.Unlock()
+	if el < at {
+		return false
+	}
+	a.retire(ctx, id)
+	return true
+}
+
+// retire deletes a token that ran out in elapsed time and then forgets its
+// deadline. If the delete fails, the deadline stays and keeps refusing it.
+func (a *Accounts) retire(ctx context.Context, id string) {
+	if _, err := a.db.ExecContext(ctx, `DELETE FROM reviewer_tokens WHERE id = ?`, id); err != nil {
+		return
+	}
+	a.mu.Lock()
+	delete(a.live, id)
+	a.mu.Unlock()
 }
 
 // enabled reports whether a reviewer account exists and is enabled.

@@ -256,7 +256,10 @@ func (s *Store) schedule(key string, d time.Duration, f func(ctx context.Context
 		if err := f(ctx); err != nil {
 			s.log.Error("state change not recorded; will retry", "change", key, "error", err, "retry_in", retryInterval)
 			s.schedule(key, retryInterval, f)
+			return
 		}
+		// The lifetime is over (or what it bounded already ended).
+		delete(s.deadlines, key)
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/base32"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -364,33 +365,42 @@ func (s *Server) execute(ctx context.Context, st *actionState, c caller, req api
 
 	// 8. Outputs to the store, the result to the chain — also when the
 	// caller has gone (cancelled): what ran is recorded in full.
+	result := resultFields(res2)
 	blobs, err := s.outputs.PutAll(context.WithoutCancel(ctx), res2.Stdout, res2.Stderr)
 	if err != nil {
 		s.log.Error("output store failed", "action", a.obj.ID, "error", err)
-		a.mayHaveRun(ctx, "the output could not be stored")
+		a.mayHaveRun(ctx, "the output could not be stored", result...)
 		return
 	}
 	extra := append(blobs[0].Fields("stdout"), blobs[1].Fields("stderr")...)
-	extra = append(extra,
+	extra = append(extra, result...)
+	if err := a.recordFinished(ctx, extra...); err != nil {
+		s.log.Error("audit append of the result failed", "action", a.obj.ID, "error", err)
+		a.mayHaveRun(ctx, "the result could not be recorded in the audit log", extra...)
+		return
+	}
+	a.setOutput(res2.Stdout, res2.Stderr, res2.StdoutBytes, res2.StderrBytes, account.Output)
+	a.answer()
+}
+
+// resultFields are the audit fields of what the connection and the command
+// did, outputs aside.
+func resultFields(res2 *sshexec.Result) []auditchain.Field {
+	extra := []auditchain.Field{
 		auditchain.Int("stdout_received", res2.StdoutBytes), auditchain.Int("stderr_received", res2.StderrBytes),
 		auditchain.Str("host_key_type", res2.HostKeyType), auditchain.Str("host_key_fingerprint", res2.HostKeyFingerprint),
 		auditchain.Str("server_version", res2.ServerVersion),
 		auditchain.Int("dial_us", res2.Timings.Dial.Microseconds()), auditchain.Int("handshake_us", res2.Timings.Handshake.Microseconds()),
 		auditchain.Int("auth_us", res2.Timings.Auth.Microseconds()), auditchain.Int("session_us", res2.Timings.Session.Microseconds()),
-		auditchain.Int("command_us", res2.Timings.Command.Microseconds()), auditchain.Int("total_us", res2.Timings.Total.Microseconds()))
+		auditchain.Int("command_us", res2.Timings.Command.Microseconds()), auditchain.Int("total_us", res2.Timings.Total.Microseconds()),
+	}
 	if res2.HasExitCode {
 		extra = append(extra, auditchain.Int("exit_code", int64(res2.ExitCode)))
 	}
 	if res2.Signal != "" {
 		extra = append(extra, auditchain.Str("signal", res2.Signal), auditchain.Bool("core_dumped", res2.CoreDumped))
 	}
-	if err := a.recordFinished(ctx, extra...); err != nil {
-		s.log.Error("audit append of the result failed", "action", a.obj.ID, "error", err)
-		a.mayHaveRun(ctx, "the result could not be recorded in the audit log")
-		return
-	}
-	a.setOutput(res2.Stdout, res2.Stderr, res2.StdoutBytes, res2.StderrBytes, account.Output)
-	a.answer()
+	return extra
 }
 
 // lifecycle carries one action's object through execute.
@@ -414,17 +424,19 @@ func (a *lifecycle) end(ctx context.Context, outcome, detail, termination string
 }
 
 // mayHaveRun answers audit_unavailable after the command may have run: the
-// caller must not retry blindly.
-func (a *lifecycle) mayHaveRun(ctx context.Context, why string) {
+// caller must not retry blindly. extra are the result's fields, recorded
+// with it.
+func (a *lifecycle) mayHaveRun(ctx context.Context, why string, extra ...auditchain.Field) {
 	ran := a.obj.Outcome
 	a.obj.Outcome = "audit_unavailable"
 	a.obj.Detail = why + "; the command may have run (its outcome was " + ran + ")"
 	// Leave a trace: now, or as soon as the audit log takes it (a full
 	// disk may have room again). If the gateway stops first, recovery
 	// finishes the action as interrupted.
-	if err := a.recordFinished(context.WithoutCancel(ctx)); err != nil {
+	if err := a.recordFinished(context.WithoutCancel(ctx), extra...); err != nil {
 		late := &lifecycle{s: a.s, st: a.st, obj: a.obj}
-		a.s.background.Go(func() { late.recordFinishedLate() })
+		extra = append(slices.Clip(extra), auditchain.Bool("recorded_late", true))
+		a.s.background.Go(func() { late.recordFinishedLate(extra) })
 	}
 	a.answer()
 }
@@ -433,22 +445,32 @@ func (a *lifecycle) mayHaveRun(ctx context.Context, why string) {
 const (
 	lateRecordFirst = time.Second
 	lateRecordMax   = 30 * time.Second
+	lateRecordLast  = 5 * time.Second // the last try, when the gateway stops
 )
 
 // recordFinishedLate retries recordFinished, backing off, until it
-// succeeds or the gateway stops.
-func (a *lifecycle) recordFinishedLate() {
+// succeeds or the gateway stops; then it tries once more, since the log
+// stays open until its background work is done.
+func (a *lifecycle) recordFinishedLate(extra []auditchain.Field) {
 	for delay := lateRecordFirst; ; delay = min(2*delay, lateRecordMax) {
 		select {
 		case <-a.s.base.Done():
-			a.s.log.Warn("stopping before the outcome could be recorded; recovery will record the action as interrupted", "action", a.obj.ID)
+			ctx, cancel := context.WithTimeout(context.Background(), lateRecordLast)
+			defer cancel()
+			if err := a.recordFinished(ctx, extra...); err != nil {
+				a.s.log.Error("stopping before the outcome could be recorded; recovery will record the action as interrupted", "action", a.obj.ID, "error", err)
+				return
+			}
+			a.s.log.Info("outcome recorded late, at shutdown", "action", a.obj.ID, "outcome", a.obj.Outcome)
 			return
 		case <-time.After(delay):
 		}
-		if err := a.recordFinished(a.s.base); err == nil {
-			a.s.log.Info("outcome recorded late", "action", a.obj.ID, "outcome", a.obj.Outcome)
-			return
+		if err := a.recordFinished(a.s.base, extra...); err != nil {
+			a.s.log.Warn("outcome still not recorded; retrying", "action", a.obj.ID, "error", err, "retry_in", min(2*delay, lateRecordMax))
+			continue
 		}
+		a.s.log.Info("outcome recorded late", "action", a.obj.ID, "outcome", a.obj.Outcome)
+		return
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -358,14 +359,15 @@ func TestHostKeyMismatchDialsButRunsNothing(t *testing.T) {
 	g.verifyAudit()
 }
 
-// failingAudit fails appends of one kind.
+// failingAudit fails the appends its fail function picks: a full disk,
+// for the faults a real one cannot produce on cue.
 type failingAudit struct {
 	auditAppender
-	kind auditchain.Kind
+	fail func(auditchain.Entry) bool
 }
 
 func (f failingAudit) Append(ctx context.Context, e auditchain.Entry) (auditchain.Ref, error) {
-	if e.Kind == f.kind {
+	if f.fail(e) {
 		return auditchain.Ref{}, errors.New("injected: disk full")
 	}
 	return f.auditAppender.Append(ctx, e)
@@ -376,7 +378,9 @@ func TestAuditFailureMeansNothingIsDialed(t *testing.T) {
 	s := sharedSSHD(t)
 	key, accepted := ownClientKey(t, s)
 	g := startGateway(t, s, gwOptions{clientKey: key, options: func(o *Options) {
-		o.auditWrap = func(a auditAppender) auditAppender { return failingAudit{a, auditchain.KindActionConnecting} }
+		o.auditWrap = func(a auditAppender) auditAppender {
+			return failingAudit{a, func(e auditchain.Entry) bool { return e.Kind == auditchain.KindActionConnecting }}
+		}
 	}})
 	res := g.runAsync(api.ActionRequest{Target: "box-call", Command: "true"})
 	g.decideNext("call", "approve", "")
@@ -387,6 +391,109 @@ func TestAuditFailureMeansNothingIsDialed(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if n := accepted(); n != 0 {
 		t.Errorf("the gateway logged in %d times although the intent was not recorded", n)
+	}
+}
+
+// An outcome the audit log refuses after the command ran is retried until
+// it is recorded — once, with the result the gateway knew — and the agent
+// is told the command may have run.
+func TestRefusedOutcomeIsRecordedLate(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	fails := &atomic.Int32{}
+	fails.Store(3) // the result, the audit_unavailable answer, the first retry
+	g := startGateway(t, s, gwOptions{options: func(o *Options) {
+		o.auditWrap = func(a auditAppender) auditAppender {
+			return failingAudit{a, func(e auditchain.Entry) bool { return e.Kind == auditchain.KindActionFinished && fails.Add(-1) >= 0 }}
+		}
+	}})
+	ctx := context.Background()
+	res := g.runAsync(api.ActionRequest{Target: "box-run", Command: "echo ran; exit 3"})
+	g.decideNext("run", "approve", "")
+	r := <-res
+	if r.err != nil || r.a.Outcome != "audit_unavailable" || !strings.Contains(r.a.Detail, "the command may have run (its outcome was exited)") {
+		t.Fatalf("got %+v %v, want audit_unavailable saying the command may have run", r.a, r.err)
+	}
+	type entry struct {
+		Kind     string         `json:"kind"`
+		ActionID string         `json:"action_id"`
+		Fields   map[string]any `json:"fields"`
+	}
+	var got []entry
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		raw, err := g.reviewer.AuditEntries(ctx, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var es []entry
+		if err := json.Unmarshal(raw, &es); err != nil {
+			t.Fatal(err)
+		}
+		got = got[:0]
+		for _, e := range es {
+			if e.Kind == "action.finished" && e.ActionID == r.a.ID {
+				got = append(got, e)
+			}
+		}
+		if len(got) > 0 {
+			break
+		}
+	}
+	if len(got) != 1 {
+		t.Fatalf("%d action.finished entries for the action, want 1", len(got))
+	}
+	f := got[0].Fields
+	if f["outcome"] != "audit_unavailable" || f["recorded_late"] != true || f["exit_code"] != float64(3) || f["stdout_bytes"] != float64(4) {
+		t.Errorf("late entry fields %v, want audit_unavailable, recorded_late, exit_code 3 and the stored stdout", f)
+	}
+	if n := fails.Load(); n >= 0 {
+		t.Errorf("%d injected failures unused", n+1)
+	}
+	g.verifyAudit()
+}
+
+// When the gateway stops while an outcome waits for its retry, it tries
+// once more before closing the log.
+func TestRefusedOutcomeIsRecordedAtShutdown(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	failing := &atomic.Bool{}
+	g := startGateway(t, s, gwOptions{options: func(o *Options) {
+		o.auditWrap = func(a auditAppender) auditAppender {
+			return failingAudit{a, func(e auditchain.Entry) bool { return e.Kind == auditchain.KindActionFinished && failing.Load() }}
+		}
+	}})
+	res := g.runAsync(api.ActionRequest{Target: "box-run", Command: "true"})
+	g.decideNext("run", "approve", "")
+	if r := <-res; r.err != nil || !r.a.Success() {
+		t.Fatalf("first action: %+v %v", r.a, r.err)
+	}
+	failing.Store(true)
+	a, err := g.agent.RunAction(context.Background(), api.ActionRequest{Target: "box-run", Command: "exit 5"}, api.Events{})
+	if err != nil || a.Outcome != "audit_unavailable" {
+		t.Fatalf("got %+v %v, want audit_unavailable", a, err)
+	}
+	failing.Store(false) // room again, but the first retry is a second away
+	g.stop()
+	rd, err := auditchain.OpenReader(context.Background(), filepath.Join(g.cfg.StateDir, "audit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	recs, err := rd.ActionEntries(context.Background(), a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outcomes []any
+	for _, r := range recs {
+		if r.Kind == auditchain.KindActionFinished {
+			o, _ := r.Field("outcome")
+			code, _ := r.Field("exit_code")
+			outcomes = append(outcomes, o, code)
+		}
+	}
+	if want := []any{"audit_unavailable", int64(5)}; !cmp.Equal(outcomes, want) {
+		t.Errorf("action.finished after the stop: %v, want %v", outcomes, want)
 	}
 }
 

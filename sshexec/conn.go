@@ -112,19 +112,24 @@ func (c *watchConn) closeLocal() { c.Close() }
 // preambleLimit bounds what preamble returns.
 const preambleLimit = 120
 
-// preamble returns the first line the server sent when it is not an
-// identification line (RFC 4253 §4.2 lets a server send other lines
-// first; some send their reason for closing), at most preambleLimit bytes,
-// or "" if the server sent nothing.
+// preamble returns the first non-empty line the server sent, for a server
+// that sent no identification line (RFC 4253 §4.2 lets a server send other
+// lines first; some send their reason for closing), at most preambleLimit
+// bytes, or "" if the server sent nothing but blank lines.
 func (c *watchConn) preamble() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	line, _, _ := bytes.Cut(c.head, []byte("\n"))
-	line = bytes.TrimRight(line, "\r")
-	if len(line) > preambleLimit {
-		line = line[:preambleLimit]
+	for _, line := range bytes.Split(c.head, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		if len(line) > preambleLimit {
+			line = line[:preambleLimit]
+		}
+		return printable(line)
 	}
-	return printable(line)
+	return ""
 }
 
 // serverVersion returns the server's identification line, if one arrived.

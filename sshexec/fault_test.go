@@ -176,6 +176,7 @@ func TestHandshakeFailedBeforeVersion(t *testing.T) {
 	for _, tc := range []struct{ name, sent, want string }{
 		{"nothing", "", "closed the connection before sending anything"},
 		{"MaxStartups", "Exceeded MaxStartups\r\n", `sent no SSH version line but "Exceeded MaxStartups"`},
+		{"after a blank line", "\r\n\r\nAccess denied by policy\r\n", `sent no SSH version line but "Access denied by policy"`},
 		{"control characters", "\x1b]0;owned\x07 go away\r\n", `sent no SSH version line but "?]0;owned? go away"`},
 		{"not SSH at all", "HTTP/1.1 400 Bad Request\r\n\r\n", `sent no SSH version line but "HTTP/1.1 400 Bad Request"`},
 	} {

@@ -75,6 +75,9 @@ func (c *Fake) Jump(d time.Duration) {
 // that falls due runs, in order, in the calling goroutine, with both
 // clocks reading its due time.
 func (c *Fake) Advance(d time.Duration) {
+	if d < 0 {
+		panic("clocktest: Advance with a negative duration: elapsed time never goes back (use Jump to set the wall clock back)")
+	}
 	c.mu.Lock()
 	target := c.mono + d
 	c.mu.Unlock()
