@@ -300,9 +300,11 @@ func (b *uiBackend) decideError(ctx context.Context, id approvals.RequestID, err
 	case errors.Is(err, approvals.ErrAlreadyDecided):
 		return web.ErrAlreadyDecided
 	case errors.Is(err, approvals.ErrRequestExpired):
-		// A run that ended expires its requests: say which it was.
+		// A run that ended expires its pending requests in the same
+		// change, at the same instant: say which it was. (Comparing with
+		// the request's deadline would depend on the clock not moving.)
 		if q, qerr := b.s.store.Request(ctx, id); qerr == nil {
-			if run, rerr := b.s.store.Run(ctx, q.RunID); rerr == nil && run.State.Terminal() && !run.EndedAt.IsZero() && !run.EndedAt.After(q.ExpiresAt) {
+			if run, rerr := b.s.store.Run(ctx, q.RunID); rerr == nil && run.State.Terminal() && !run.EndedAt.IsZero() && run.EndedAt.Equal(q.DecidedAt) {
 				return web.ErrRunEnded
 			}
 		}
