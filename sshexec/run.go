@@ -177,9 +177,6 @@ func (a *action) run(ctx, dctx context.Context, signers []ssh.Signer, hk *hostKe
 	ex := newExitWatcher()
 	wc.watchChannel(ex.closed)
 	wg.Go(func() { ex.collect(chReqs) })
-	if err := ch.CloseWrite(); err != nil { // stdin: nothing to send
-		return a.notStarted(ctx, dctx, fmt.Errorf("close stdin: %w", err))
-	}
 	limit := a.cfg.outputLimit()
 	stdout := &capture{stream: Stdout, limit: limit, out: a.cfg.Output}
 	stderr := &capture{stream: Stderr, limit: limit, out: a.cfg.Output}
@@ -219,8 +216,16 @@ wait:
 				return a.end(SessionFailed, NotStarted, err)
 			}
 			acked = err == nil
-			if acked && a.cfg.Started != nil {
-				a.cfg.Started()
+			if acked {
+				// Stdin: nothing to send. The end of input goes after the
+				// exec reply: sshd drops an EOF that comes before it, and
+				// a command reading stdin would wait for the deadline. An
+				// error here means the connection broke, which the
+				// channel's close reports.
+				ch.CloseWrite()
+				if a.cfg.Started != nil {
+					a.cfg.Started()
+				}
 			}
 		case <-ex.closed:
 			break wait

@@ -36,6 +36,10 @@ func TestExitedAgainstSSHD(t *testing.T) {
 		{"non-zero exit", "echo partial; exit 3", 3, "partial\n", ""},
 		{"exit 255", "exit 255", 255, "", ""},
 		{"command not found", "/nonexistent/airlock-cmd", 127, "", ""},
+		// Stdin is empty and closed, as with ssh -n: a command that reads
+		// it sees end of input at once instead of waiting for the deadline.
+		{"read from stdin", "read x; echo rc=$?", 0, "rc=1\n", ""},
+		{"cat of stdin", "cat; echo done", 0, "done\n", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
