@@ -49,6 +49,7 @@ func TestSystemdUnitHardening(t *testing.T) {
 	got := unitSettings(t, filepath.Join("systemd", "airlock.service"))
 	want := map[string]string{
 		"ExecStart":               "/usr/local/bin/airlock serve --config /etc/airlock/airlock.hcl",
+		"ExecStartPre":            "/usr/local/bin/airlock config check --config /etc/airlock/airlock.hcl",
 		"User":                    "airlock",
 		"StateDirectory":          "airlock",
 		"RuntimeDirectory":        "airlock",

@@ -59,28 +59,33 @@ func (e *UnsafeDirError) Error() string {
 }
 
 // privateDir creates dir if missing (mode 0700, or 0750 with group gid ≥ 0
-// owning it) and otherwise checks it: a real directory, owned by us, and
-// exactly that mode. A directory someone else could write to is refused, not
-// repaired: files already in it cannot be trusted.
+// owning it) and otherwise checks it: a real directory, owned by us. A
+// directory someone else could write to is refused, not repaired: files
+// already in it cannot be trusted. One that only others could read or
+// enter (systemd's RuntimeDirectoryMode, an old socket_group setting) is
+// given the mode and group the configuration asks for: nothing in it can
+// have come from anyone else.
 func privateDir(dir string, gid int) error {
+	if err := checkPrivateDir(dir, gid, true); err != nil {
+		return err
+	}
+	return checkPrivateDir(dir, gid, false)
+}
+
+// checkPrivateDir is privateDir's check; with repair it first creates the
+// directory or sets its mode and group where that is safe.
+func checkPrivateDir(dir string, gid int, repair bool) error {
 	want := fs.FileMode(0o700)
 	if gid >= 0 {
 		want = 0o750
 	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return fmt.Errorf("gateway: %w", err)
-	}
-	if err := os.Mkdir(dir, want); err == nil {
-		if err := os.Chmod(dir, want); err != nil { // umask may have cut it
+	if repair {
+		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 			return fmt.Errorf("gateway: %w", err)
 		}
-		if gid >= 0 {
-			if err := os.Chown(dir, -1, gid); err != nil {
-				return fmt.Errorf("gateway: chown %s to the socket group: %w", dir, err)
-			}
+		if err := os.Mkdir(dir, want); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("gateway: %w", err)
 		}
-	} else if !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("gateway: %w", err)
 	}
 	fi, err := os.Lstat(dir)
 	if err != nil {
@@ -96,6 +101,20 @@ func privateDir(dir string, gid int) error {
 		return &UnsafeDirError{Path: dir, Mode: fi.Mode(), UID: st.Uid, Problem: "owned by another user", Fix: fmt.Sprintf("chown %d %s", me, dir)}
 	case fi.Mode().Perm()&0o022 != 0:
 		return &UnsafeDirError{Path: dir, Mode: fi.Mode(), UID: st.Uid, Problem: "writable by group or others", Fix: fix}
+	case repair:
+		// Ours and written by nobody else: set what the configuration
+		// asks for (umask may also have cut a new directory's mode).
+		if gid >= 0 && int(st.Gid) != gid {
+			if err := os.Chown(dir, -1, gid); err != nil {
+				return fmt.Errorf("gateway: chown %s to the socket group: %w", dir, err)
+			}
+		}
+		if fi.Mode().Perm() != want {
+			if err := os.Chmod(dir, want); err != nil {
+				return fmt.Errorf("gateway: %w", err)
+			}
+		}
+		return nil
 	case fi.Mode().Perm() != want:
 		return &UnsafeDirError{Path: dir, Mode: fi.Mode(), UID: st.Uid, Problem: fmt.Sprintf("mode must be %04o", want), Fix: fix}
 	case gid >= 0 && int(st.Gid) != gid:

@@ -35,13 +35,38 @@ func TestPrivateDir(t *testing.T) {
 			t.Errorf("mode %04o, want 0750", fi.Mode().Perm())
 		}
 	})
+	// Readable or enterable by others but written by nobody else: set to
+	// what the configuration asks for (systemd's RuntimeDirectoryMode may
+	// differ from it).
+	for _, tt := range []struct {
+		name string
+		mode fs.FileMode
+		gid  int
+		want fs.FileMode
+	}{
+		{"world-readable", 0o755, -1, 0o700},
+		{"group-readable without a socket group", 0o750, -1, 0o700},
+		{"owner-only with a socket group", 0o700, os.Getegid(), 0o750},
+		{"too tight", 0o500, -1, 0o700},
+	} {
+		t.Run("repairs "+tt.name, func(t *testing.T) {
+			d := filepath.Join(base, "repair "+tt.name)
+			os.Mkdir(d, 0o700)
+			os.Chmod(d, tt.mode)
+			if err := privateDir(d, tt.gid); err != nil {
+				t.Fatal(err)
+			}
+			if fi, _ := os.Stat(d); fi.Mode().Perm() != tt.want {
+				t.Errorf("mode %04o, want %04o", fi.Mode().Perm(), tt.want)
+			}
+		})
+	}
 	refuse := []struct {
 		name  string
 		setup func(d string)
 	}{
 		{"world-writable", func(d string) { os.Mkdir(d, 0o700); os.Chmod(d, 0o777) }},
 		{"group-writable", func(d string) { os.Mkdir(d, 0o700); os.Chmod(d, 0o770) }},
-		{"world-readable", func(d string) { os.Mkdir(d, 0o700); os.Chmod(d, 0o755) }},
 		{"a symlink to a private dir", func(d string) {
 			real := d + "-real"
 			os.Mkdir(real, 0o700)

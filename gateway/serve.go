@@ -153,6 +153,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		s.httpAddr = ln.Addr().String()
 		s.log.Info("listening", "http", s.httpAddr, "tls", useTLS)
 	}
+	s.log.Info("gateway ready")
 	close(s.ready)
 
 	var serveErr error

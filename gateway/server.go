@@ -216,7 +216,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		auditchain.Int("targets", int64(len(cfg.Targets)))); err != nil {
 		return fail(fmt.Errorf("gateway: audit log: %w", err))
 	}
-	log.Info("gateway ready", "state_dir", cfg.StateDir, "targets", len(cfg.Targets), "audit_origin", alog.Origin())
+	log.Info("state opened", "state_dir", cfg.StateDir, "targets", len(cfg.Targets), "audit_origin", alog.Origin())
 	return s, nil
 }
 
