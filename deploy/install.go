@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"golang.org/x/crypto/ssh"
@@ -54,7 +57,9 @@ var (
 // option (as AuthorizedKeysLine writes it).
 //
 // The file is rewritten atomically (see package doc) and keeps its mode
-// and owner; a new file gets mode 0600 and the directory's owner. The
+// and owner; a new file gets the directory's owner and mode 0600, or 0644
+// in a directory of root's (sshd reads the file as the account). A missing
+// directory (~/.ssh) is created for the owner of its parent. The
 // directory and its parents must be owned by root or the directory's owner
 // and not writable by others (sticky parents such as /tmp excepted), and
 // the file, if present, a regular file owned by that owner or root and not
@@ -95,7 +100,23 @@ func RemoveLine(file, line string) (Change, error) {
 // rewrite replaces the lines whose comment is comment with line, or
 // removes them when line is "".
 func rewrite(file, comment, line string) (Change, error) {
-	return updateFile(file, 0o600, func(old []byte, exists bool) ([]byte, Change, error) {
+	if line != "" {
+		if err := ensureKeysDir(filepath.Dir(file)); err != nil {
+			return 0, err
+		}
+	}
+	// sshd reads authorized_keys as the account. In a directory of the
+	// account's own (~/.ssh) the account owns a new file and only it reads
+	// it; in one of root's (AuthorizedKeysFile /etc/ssh/authorized_keys/%u)
+	// root owns it and the account must be able to read it. Public keys are
+	// not secrets; nobody else may write either.
+	mode := fs.FileMode(0o600)
+	if fi, err := os.Stat(filepath.Dir(file)); err == nil {
+		if uid, _ := ownerOf(fi); uid == 0 {
+			mode = 0o644
+		}
+	}
+	return updateFile(file, mode, func(old []byte, exists bool) ([]byte, Change, error) {
 		if !exists && line == "" {
 			return nil, Unchanged, nil
 		}
@@ -174,4 +195,37 @@ func carries(l []byte, comment string) bool {
 	}
 	_, c, _, _, err := ssh.ParseAuthorizedKey(l)
 	return err == nil && strings.TrimSpace(c) == comment
+}
+
+// ensureKeysDir creates a missing authorized_keys directory (~/.ssh, as
+// ssh-copy-id does) owned by the owner of its parent, mode 0700 when that
+// is an account and 0755 when it is root, after checking the parent as
+// every directory on the way is checked. An existing directory is left to
+// updateFile's checks.
+func ensureKeysDir(dir string) error {
+	if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	uid, gid, err := checkDir(parent, -1)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("deploy: %s does not exist: is the account's home directory there? (create the account first)", parent)
+		}
+		return err
+	}
+	mode := fs.FileMode(0o700)
+	if uid == 0 {
+		mode = 0o755
+	}
+	if err := os.Mkdir(dir, mode); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("deploy: create %s: %w", dir, err)
+	}
+	if err := os.Chmod(dir, mode); err != nil { // umask may have cut it
+		return fmt.Errorf("deploy: %w", err)
+	}
+	if err := os.Lchown(dir, uid, gid); err != nil {
+		return fmt.Errorf("deploy: give %s to the owner of %s: %w", dir, parent, err)
+	}
+	return nil
 }

@@ -1,6 +1,8 @@
 package deploy
 
 import (
+	"bytes"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -128,8 +130,12 @@ func TestInstallLine(t *testing.T) {
 			if diff := cmp.Diff(tt.want, readFile(t, file)); diff != "" {
 				t.Errorf("file (-want +got):\n%s", diff)
 			}
-			if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
-				t.Errorf("mode after install: %v, %v; want 0600", fi.Mode(), err)
+			want := fs.FileMode(0o600)
+			if tt.noFile && os.Geteuid() == 0 {
+				want = 0o644 // a new file in a directory of root's
+			}
+			if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != want {
+				t.Errorf("mode after install: %v, %v; want %v", fi.Mode(), err, want)
 			}
 			assertNoTempFiles(t, filepath.Dir(file))
 		})
@@ -215,6 +221,78 @@ func TestInstallLineNewFileBelongsToTheDirectoryOwner(t *testing.T) {
 	}
 	if u, g := ownerOf(fi); u != uid || g != gid || fi.Mode().Perm() != 0o600 {
 		t.Errorf("new file: owner %d:%d mode %v; want %d:%d 0600", u, g, fi.Mode().Perm(), uid, gid)
+	}
+}
+
+// A new authorized_keys file in a directory of root's (an AuthorizedKeysFile
+// outside the home directories, as sshtest's is) must be readable by the
+// account: sshd reads it as the account. With mode 0600 the login failed.
+func TestInstallLineNewFileInRootsDirectoryLetsSSHDIn(t *testing.T) {
+	t.Parallel()
+	sshtest.Need(t)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the directory must be root's")
+	}
+	s := sshtest.NewSSHD(t, sshtest.Options{})
+	s.LogOnFailure(t)
+	if err := os.Remove(s.AuthorizedKeysFile()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := InstallLine(s.AuthorizedKeysFile(), line(t, 7, "box", s.User)); err != nil {
+		t.Fatal(err)
+	}
+	signer, err := ssh.NewSignerFromKey(ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := dial(s, signer, "")
+	if err != nil {
+		t.Fatalf("login with the installed line: %v", err)
+	}
+	c.Close()
+}
+
+// A missing ~/.ssh is created for the account, as ssh-copy-id does.
+func TestInstallLineCreatesTheKeysDirectory(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give the home directory to another user")
+	}
+	home := filepath.Join(t.TempDir(), "home")
+	if err := os.Mkdir(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	uid, gid := testUserIDs(t)
+	if err := os.Chown(home, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(home, ".ssh", "authorized_keys")
+	if _, err := InstallLine(file, line(t, 1, "box", "deploy")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path string
+		mode fs.FileMode
+	}{{filepath.Dir(file), 0o700}, {file, 0o600}} {
+		fi, err := os.Stat(c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u, g := ownerOf(fi); u != uid || g != gid || fi.Mode().Perm() != c.mode {
+			t.Errorf("%s: owner %d:%d mode %v; want %d:%d %v", c.path, u, g, fi.Mode().Perm(), uid, gid, c.mode)
+		}
+	}
+	// Removing from a file whose directory is missing creates nothing.
+	gone := filepath.Join(home, "other", "authorized_keys")
+	if c, err := RemoveLine(gone, "airlock:box/deploy"); err == nil && c != Unchanged {
+		t.Errorf("RemoveLine on a missing directory: %v", c)
+	}
+	if _, err := os.Stat(filepath.Dir(gone)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("RemoveLine created %s", filepath.Dir(gone))
+	}
+	// A missing home is not created: it is the account's to have.
+	if _, err := InstallLine(filepath.Join(home, "nobody", ".ssh", "authorized_keys"), line(t, 1, "box", "deploy")); err == nil || !strings.Contains(err.Error(), "home directory") {
+		t.Errorf("install under a missing home: %v, want an error about the home directory", err)
 	}
 }
 
