@@ -53,26 +53,23 @@ also checks checkpoints.log next to the database when it exists, and every
 kept, stored away from this machine).
 `
 
-func runAudit(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(stdout, auditUsage)
-		return exitOK
+func init() {
+	commands["audit"] = (&group{name: "audit", usage: auditUsage, verbs: map[string]verbFunc{
+		"verify":      interruptible(auditVerify),
+		"export":      interruptible(auditExport),
+		"show":        interruptible(auditShow),
+		"prove":       interruptible(auditProve),
+		"consistency": interruptible(auditConsistency),
+	}}).command("verify, export and prove the audit log")
+}
+
+// interruptible runs verb with a context that an interrupt cancels.
+func interruptible(verb func(context.Context, []string, io.Writer, io.Writer) int) verbFunc {
+	return func(args []string, stdout, stderr io.Writer) int {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+		defer stop()
+		return verb(ctx, args, stdout, stderr)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	verbs := map[string]func(context.Context, []string, io.Writer, io.Writer) int{
-		"verify":      auditVerify,
-		"export":      auditExport,
-		"show":        auditShow,
-		"prove":       auditProve,
-		"consistency": auditConsistency,
-	}
-	verb, ok := verbs[args[0]]
-	if !ok {
-		fmt.Fprintf(stderr, "airlock audit: unknown verb %q; run \"airlock audit help\"\n", args[0])
-		return exitFailed
-	}
-	return verb(ctx, args[1:], stdout, stderr)
 }
 
 // auditFlags are the flags the verbs share.
@@ -84,9 +81,10 @@ type auditFlags struct {
 	jsonOut bool
 }
 
-func newAuditFlags(name string, stderr io.Writer, withKey, withJSON bool) *auditFlags {
-	f := &auditFlags{fs: flag.NewFlagSet("airlock audit "+name, flag.ContinueOnError)}
-	f.fs.SetOutput(stderr)
+// newAuditFlags makes the flags of verb name, whose positional arguments
+// are args ("ACTION_ID").
+func newAuditFlags(name, args string, stderr io.Writer, withKey, withJSON bool) *auditFlags {
+	f := &auditFlags{fs: newFlagSet("airlock audit "+name, strings.TrimSpace("airlock audit "+name+" [flags] "+args), stderr)}
 	def := "audit.db"
 	if dir := os.Getenv("AIRLOCK_STATE_DIR"); dir != "" {
 		def = filepath.Join(dir, "audit.db")
@@ -103,12 +101,15 @@ func newAuditFlags(name string, stderr io.Writer, withKey, withJSON bool) *audit
 }
 
 // parse accepts flags before and after the positional arguments and
-// checks their number.
-func (f *auditFlags) parse(args []string, positional int, stderr io.Writer) ([]string, bool) {
-	var pos []string
+// checks their number. When it returns false the verb exits with code:
+// 0 after printing the help that was asked for, else exitFailed.
+func (f *auditFlags) parse(args []string, positional int, stdout, stderr io.Writer) (pos []string, code int, ok bool) {
 	for {
-		if err := f.fs.Parse(args); err != nil {
-			return nil, false
+		if code, ok := parseFlags(f.fs, args, stdout); !ok {
+			if code != 0 {
+				code = exitFailed
+			}
+			return nil, code, false
 		}
 		args = f.fs.Args()
 		if len(args) == 0 {
@@ -119,13 +120,13 @@ func (f *auditFlags) parse(args []string, positional int, stderr io.Writer) ([]s
 	}
 	if len(pos) != positional {
 		fmt.Fprintf(stderr, "%s: want %d argument(s), got %d; run \"airlock audit help\"\n", f.fs.Name(), positional, len(pos))
-		return nil, false
+		return nil, exitFailed, false
 	}
 	if err := f.resolveDB(); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", f.fs.Name(), err)
-		return nil, false
+		return nil, exitFailed, false
 	}
-	return pos, true
+	return pos, exitOK, true
 }
 
 // resolveDB finds the database from the configuration unless --db was
@@ -169,11 +170,11 @@ func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 func auditVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	f := newAuditFlags("verify", stderr, true, true)
+	f := newAuditFlags("verify", "", stderr, true, true)
 	var trustedFiles stringList
 	f.fs.Var(&trustedFiles, "trusted-checkpoint", "`FILE` of signed checkpoints kept elsewhere (repeatable)")
-	if _, ok := f.parse(args, 0, stderr); !ok {
-		return exitFailed
+	if _, code, ok := f.parse(args, 0, stdout, stderr); !ok {
+		return code
 	}
 	if _, err := os.Stat(f.db); err != nil {
 		fmt.Fprintf(stderr, "airlock audit verify: could not verify: %v\n", err)
@@ -297,10 +298,10 @@ func openReader(ctx context.Context, f *auditFlags, verb string, stderr io.Write
 }
 
 func auditExport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	f := newAuditFlags("export", stderr, false, false)
+	f := newAuditFlags("export", "", stderr, false, false)
 	after := f.fs.Int64("after", -1, "export entries with seq greater than `SEQ` (default: all)")
-	if _, ok := f.parse(args, 0, stderr); !ok {
-		return exitFailed
+	if _, code, ok := f.parse(args, 0, stdout, stderr); !ok {
+		return code
 	}
 	r, ok := openReader(ctx, f, "export", stderr)
 	if !ok {
@@ -330,10 +331,10 @@ func auditExport(ctx context.Context, args []string, stdout, stderr io.Writer) i
 }
 
 func auditShow(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	f := newAuditFlags("show", stderr, false, true)
-	pos, ok := f.parse(args, 1, stderr)
+	f := newAuditFlags("show", "ACTION_ID", stderr, false, true)
+	pos, code, ok := f.parse(args, 1, stdout, stderr)
 	if !ok {
-		return exitFailed
+		return code
 	}
 	r, ok := openReader(ctx, f, "show", stderr)
 	if !ok {
@@ -389,10 +390,10 @@ func valueText(v any) string {
 }
 
 func auditProve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	f := newAuditFlags("prove", stderr, true, true)
-	pos, ok := f.parse(args, 1, stderr)
+	f := newAuditFlags("prove", "SEQ", stderr, true, true)
+	pos, code, ok := f.parse(args, 1, stdout, stderr)
 	if !ok {
-		return exitFailed
+		return code
 	}
 	seq, err := strconv.ParseInt(pos[0], 10, 64)
 	if err != nil || seq < 0 {
@@ -469,10 +470,10 @@ func auditProve(ctx context.Context, args []string, stdout, stderr io.Writer) in
 }
 
 func auditConsistency(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	f := newAuditFlags("consistency", stderr, false, true)
-	pos, ok := f.parse(args, 2, stderr)
+	f := newAuditFlags("consistency", "OLD NEW", stderr, false, true)
+	pos, code, ok := f.parse(args, 2, stdout, stderr)
 	if !ok {
-		return exitFailed
+		return code
 	}
 	var sizes [2]int64
 	for i, s := range pos {

@@ -26,7 +26,7 @@ import (
 )
 
 func init() {
-	commands["demo"] = command{"run the whole flow on a built-in demo target (no config, no sshd)", runDemo}
+	commands["demo"] = command{summary: "run the whole flow on a built-in demo target (no config, no sshd)", run: runDemo}
 }
 
 const demoReviewer = "demo"
@@ -49,8 +49,8 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("airlock demo", "airlock demo [--keep DIR] [--script]", stderr)
 	keep := fs.String("keep", "", "keep the demo's state in `DIR` (created if missing) instead of a temporary directory removed at exit")
 	script := fs.Bool("script", false, "run a scripted tour (approve a run, run commands, deny one, show a host key mismatch, verify the audit log) and exit")
-	if fs.Parse(args) != nil {
-		return 2
+	if code, ok := parseFlags(fs, args, stdout); !ok {
+		return code
 	}
 	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()

@@ -16,9 +16,18 @@ import (
 )
 
 func init() {
-	commands["token"] = command{"rotate the local token (token rotate)", runToken}
-	commands["run"] = command{"start a command as the anchor of a new run (run -- CMD...)", runRun}
+	commands["token"] = (&group{name: "token", usage: tokenUsage, verbs: map[string]verbFunc{
+		"rotate": tokenRotate,
+	}}).command("rotate the local token (token rotate)")
+	commands["run"] = command{summary: "start a command as the anchor of a new run (run -- CMD...)", run: runRun}
 }
+
+const tokenUsage = `usage: airlock token VERB [flags]
+
+verbs:
+  rotate [--config FILE]
+      give the gateway a new local token; existing local connections are cut
+`
 
 // localSocket finds the gateway's socket: $AIRLOCK_SOCKET, else the
 // configuration's listen.socket when a configuration exists, else the
@@ -49,15 +58,11 @@ func localClient(socket string) (*api.Client, error) {
 	return api.NewLocalClient(socket, ctl.Token), nil
 }
 
-func runToken(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "rotate" {
-		fmt.Fprintln(stderr, "usage: airlock token rotate [--config FILE]")
-		return 2
-	}
+func tokenRotate(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("airlock token rotate", "airlock token rotate [--config FILE]", stderr)
 	cfgPath := configFlag(fs)
-	if fs.Parse(args[1:]) != nil {
-		return 2
+	if code, ok := parseFlags(fs, args, stdout); !ok {
+		return code
 	}
 	socket, err := localSocket(*cfgPath)
 	if err != nil {
@@ -80,8 +85,8 @@ func runToken(args []string, stdout, stderr io.Writer) int {
 func runRun(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("airlock run", "airlock run [--config FILE] [--] CMD [ARGS...]", stderr)
 	cfgPath := configFlag(fs)
-	if fs.Parse(args) != nil {
-		return 2
+	if code, ok := parseFlags(fs, args, stdout); !ok {
+		return code
 	}
 	argv := fs.Args()
 	if len(argv) == 0 {

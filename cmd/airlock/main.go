@@ -17,16 +17,64 @@ import (
 var version = "dev"
 
 // A command is one top-level verb: it gets the remaining arguments and the
-// standard streams and returns the process exit code.
+// standard streams and returns the process exit code (2: a usage error).
 type command struct {
 	summary string
 	run     func(args []string, stdout, stderr io.Writer) int
+	// group is set when the verb is made of sub-verbs ("approvals list").
+	group *group
 }
 
 // commands is the verb table. Each verb lives in its own file.
 var commands = map[string]command{
-	"version": {"print version, commit and Go version", runVersion},
-	"audit":   {"verify, export and prove the audit log", runAudit},
+	"version": {summary: "print version, commit and Go version", run: runVersion},
+}
+
+// A group is a verb made of sub-verbs, such as "approvals list": its first
+// argument names the sub-verb, and "help", -h or --help print its usage.
+type group struct {
+	name  string
+	usage string // the whole help text: the sub-verbs with their flags and arguments
+	verbs map[string]verbFunc
+}
+
+// A verbFunc runs a sub-verb with the arguments after its name.
+type verbFunc func(args []string, stdout, stderr io.Writer) int
+
+// bind makes the verbFunc of verb from a function that runs several.
+func bind(run func(verb string, args []string, stdout, stderr io.Writer) int, verb string) verbFunc {
+	return func(args []string, stdout, stderr io.Writer) int { return run(verb, args, stdout, stderr) }
+}
+
+// command makes g a top-level verb.
+func (g *group) command(summary string) command {
+	return command{summary: summary, run: g.run, group: g}
+}
+
+func (g *group) run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, g.usage)
+		return 2
+	}
+	if isHelp(args[0]) {
+		fmt.Fprint(stdout, g.usage)
+		return 0
+	}
+	verb, ok := g.verbs[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "airlock %s: unknown verb %q; run \"airlock %s help\"\n", g.name, args[0], g.name)
+		return 2
+	}
+	return verb(args[1:], stdout, stderr)
+}
+
+// isHelp reports whether arg asks for help rather than naming a verb.
+func isHelp(arg string) bool {
+	switch arg {
+	case "help", "-h", "-help", "--help":
+		return true
+	}
+	return false
 }
 
 func main() {
@@ -34,7 +82,16 @@ func main() {
 }
 
 func dispatch(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	if isHelp(args[0]) {
+		if len(args) > 1 { // airlock help VERB
+			if c, ok := commands[args[1]]; ok {
+				return c.run([]string{"--help"}, stdout, stderr)
+			}
+		}
 		usage(stdout)
 		return 0
 	}
@@ -59,10 +116,17 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, `run "airlock COMMAND --help" for a command's flags`)
+	fmt.Fprintln(w, `run "airlock COMMAND --help" for a command's verbs and flags`)
 }
 
 func runVersion(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("airlock version", "airlock version", stderr)
+	if code, ok := parseFlags(fs, args, stdout); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf(stderr, "airlock version takes no arguments")
+	}
 	commit := "unknown"
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {

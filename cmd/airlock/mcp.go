@@ -21,7 +21,7 @@ import (
 )
 
 func init() {
-	commands["mcp"] = command{"MCP server over stdio for agent hosts; this process anchors the session's run (mcp)", runMCP}
+	commands["mcp"] = command{summary: "MCP server over stdio for agent hosts; this process anchors the session's run (mcp)", run: runMCP}
 }
 
 // runMCP speaks MCP on stdin and stdout and logs only to stderr. It
@@ -32,8 +32,8 @@ func init() {
 func runMCP(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("airlock mcp", "airlock mcp [--config FILE]", stderr)
 	cfgPath := configFlag(fs)
-	if fs.Parse(args) != nil {
-		return 2
+	if code, ok := parseFlags(fs, args, stdout); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		return failf(stderr, "airlock mcp takes no arguments; hosts launch it as is")

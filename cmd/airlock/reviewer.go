@@ -23,10 +23,57 @@ import (
 )
 
 func init() {
-	commands["approvals"] = command{"list, approve and deny approval requests (reviewer)", runApprovals}
-	commands["runs"] = command{"list and end runs (reviewer)", runRuns}
-	commands["reviewer"] = command{"add a reviewer account (reviewer add NAME)", runReviewer}
+	commands["approvals"] = (&group{name: "approvals", usage: approvalsUsage, verbs: map[string]verbFunc{
+		"list":    bind(runApprovals, "list"),
+		"approve": bind(runApprovals, "approve"),
+		"deny":    bind(runApprovals, "deny"),
+	}}).command("list, approve and deny approval requests (reviewer)")
+	commands["runs"] = (&group{name: "runs", usage: runsUsage, verbs: map[string]verbFunc{
+		"list": bind(runRuns, "list"),
+		"end":  bind(runRuns, "end"),
+	}}).command("list and end runs (reviewer)")
+	commands["reviewer"] = (&group{name: "reviewer", usage: reviewerUsage, verbs: map[string]verbFunc{
+		"add": reviewerAdd,
+	}}).command("add a reviewer account (reviewer add NAME)")
 }
+
+const approvalsUsage = `usage: airlock approvals VERB [flags] [args]
+
+verbs:
+  list [--json]
+      the pending approval requests
+  approve [--ttl DUR] [--max-actions N] [--reason TEXT] ID
+      approve a request; for a run, --ttl and --max-actions bound the approval
+  deny [--reason TEXT] ID
+      deny a request; the agent is told the reason
+
+Every verb talks to the gateway's HTTP listener as a reviewer and takes
+--url URL, --reviewer NAME (default $AIRLOCK_REVIEWER) and --config FILE.
+The password is read from the terminal, or from $AIRLOCK_PASSWORD_FILE.
+run "airlock approvals VERB --help" for a verb's flags
+`
+
+const runsUsage = `usage: airlock runs VERB [flags] [args]
+
+verbs:
+  list [--json]
+      the runs: state, requester, actions, expiry and anchor process
+  end [--reason TEXT] ID
+      end (revoke) a run; its next action is refused
+
+Every verb talks to the gateway's HTTP listener as a reviewer and takes
+--url URL, --reviewer NAME (default $AIRLOCK_REVIEWER) and --config FILE.
+The password is read from the terminal, or from $AIRLOCK_PASSWORD_FILE.
+run "airlock runs VERB --help" for a verb's flags
+`
+
+const reviewerUsage = `usage: airlock reviewer VERB [flags] [args]
+
+verbs:
+  add [--config FILE] NAME
+      create a reviewer account in the state database (offline); the
+      password is read from the terminal, or from $AIRLOCK_PASSWORD_FILE
+`
 
 // reviewerFlags are the reviewer CLI's connection flags.
 type reviewerFlags struct {
@@ -132,21 +179,17 @@ func printable(s string) string {
 	return q
 }
 
-func runApprovals(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: airlock approvals list [--json] | approve ID [--ttl DUR] [--max-actions N] | deny ID [--reason TEXT]")
-		return 2
-	}
+// runApprovals runs "approvals list", "approve" or "deny".
+func runApprovals(verb string, args []string, stdout, stderr io.Writer) int {
 	ctx := context.Background()
-	verb, rest := args[0], args[1:]
 	fs := newFlagSet("airlock approvals "+verb, "airlock approvals "+verb+" [flags]", stderr)
 	rf := addReviewerFlags(fs, verb == "list")
 	ttl := fs.Duration("ttl", 0, "run approvals: how long the approval lasts (default: the policy's run_ttl)")
 	maxActions := fs.Int("max-actions", 0, "run approvals: at most this many actions (0: no limit)")
 	reason := fs.String("reason", "", "deny: the reason the agent is told")
-	id, rest := leadingArg(rest)
-	if fs.Parse(rest) != nil {
-		return 2
+	id, rest := leadingArg(args)
+	if code, ok := parseFlags(fs, rest, stdout); !ok {
+		return code
 	}
 	if id == "" && fs.NArg() > 0 {
 		id = fs.Arg(0)
@@ -210,7 +253,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s: %s (%s on %s/%s: %s)\n", a.ID, a.State, a.Kind, printable(a.Target), printable(a.Account), printable(a.Command))
 		return 0
 	}
-	return failf(stderr, "unknown verb %q: use list, approve or deny", verb)
+	panic("unknown approvals verb " + verb)
 }
 
 // leadingArg takes a first non-flag argument (an ID) off args, so that
@@ -222,19 +265,15 @@ func leadingArg(args []string) (string, []string) {
 	return "", args
 }
 
-func runRuns(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: airlock runs list [--json] | end ID")
-		return 2
-	}
+// runRuns runs "runs list" or "runs end".
+func runRuns(verb string, args []string, stdout, stderr io.Writer) int {
 	ctx := context.Background()
-	verb, rest := args[0], args[1:]
 	fs := newFlagSet("airlock runs "+verb, "airlock runs "+verb+" [flags]", stderr)
 	rf := addReviewerFlags(fs, verb == "list")
 	reason := fs.String("reason", "", "end: why the run is revoked")
-	id, rest := leadingArg(rest)
-	if fs.Parse(rest) != nil {
-		return 2
+	id, rest := leadingArg(args)
+	if code, ok := parseFlags(fs, rest, stdout); !ok {
+		return code
 	}
 	if id == "" && fs.NArg() > 0 {
 		id = fs.Arg(0)
@@ -281,19 +320,15 @@ func runRuns(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s: %s\n", r.ID, r.State)
 		return 0
 	}
-	return failf(stderr, "unknown verb %q: use list or end", verb)
+	panic("unknown runs verb " + verb)
 }
 
-func runReviewer(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "add" {
-		fmt.Fprintln(stderr, "usage: airlock reviewer add NAME [--config FILE]")
-		return 2
-	}
-	fs := newFlagSet("airlock reviewer add", "airlock reviewer add NAME [--config FILE]", stderr)
+func reviewerAdd(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("airlock reviewer add", "airlock reviewer add [--config FILE] NAME", stderr)
 	cfgPath := configFlag(fs)
-	name, rest := leadingArg(args[1:])
-	if fs.Parse(rest) != nil {
-		return 2
+	name, rest := leadingArg(args)
+	if code, ok := parseFlags(fs, rest, stdout); !ok {
+		return code
 	}
 	if name == "" && fs.NArg() > 0 {
 		name = fs.Arg(0)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -17,9 +18,19 @@ import (
 )
 
 func init() {
-	commands["serve"] = command{"run the gateway", runServe}
-	commands["config"] = command{"check the configuration (config check)", runConfig}
+	commands["serve"] = command{summary: "run the gateway", run: runServe}
+	commands["config"] = (&group{name: "config", usage: configUsage, verbs: map[string]verbFunc{
+		"check": configCheck,
+	}}).command("check the configuration (config check)")
 }
+
+const configUsage = `usage: airlock config VERB [flags]
+
+verbs:
+  check [--config FILE]
+      load the configuration as the gateway would and check the files it
+      names; every problem is printed with its file:line
+`
 
 // configFlag adds the --config flag every verb but demo accepts.
 func configFlag(fs *flag.FlagSet) *string {
@@ -30,10 +41,36 @@ func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: %s\n\nflags:\n", usage)
+		fmt.Fprintf(fs.Output(), "usage: %s\n\nflags:\n", usage)
 		fs.PrintDefaults()
 	}
 	return fs
+}
+
+// parseFlags parses args. When they ask for help it prints the usage to
+// stdout and returns 0 and false; on a bad flag it prints the problem and
+// the usage to the flag set's output and returns 2 and false.
+func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) (code int, ok bool) {
+	stderr := fs.Output()
+	var buf bytes.Buffer
+	fs.SetOutput(&buf)
+	err := fs.Parse(args)
+	fs.SetOutput(stderr)
+	switch {
+	case err == nil:
+		return 0, true
+	case errors.Is(err, flag.ErrHelp):
+		stdout.Write(buf.Bytes())
+		return 0, false
+	}
+	stderr.Write(buf.Bytes())
+	return 2, false
+}
+
+// usageErrorf reports a usage error: exit code 2.
+func usageErrorf(stderr io.Writer, format string, args ...any) int {
+	fmt.Fprintf(stderr, "airlock: "+format+"\n", args...)
+	return 2
 }
 
 // loadConfig loads the configuration and prints every problem found.
@@ -64,10 +101,13 @@ func newLogger(cfg *gateway.Config, stderr io.Writer) hclog.Logger {
 }
 
 func runServe(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("airlock serve [--config FILE]", "airlock serve [--config FILE]", stderr)
+	fs := newFlagSet("airlock serve", "airlock serve [--config FILE]", stderr)
 	cfgPath := configFlag(fs)
-	if fs.Parse(args) != nil {
-		return 2
+	if code, ok := parseFlags(fs, args, stdout); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf(stderr, "airlock serve takes no arguments; name the configuration with --config FILE")
 	}
 	cfg, ok := loadConfig(*cfgPath, stderr)
 	if !ok {
@@ -89,15 +129,11 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func runConfig(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "check" {
-		fmt.Fprintln(stderr, "usage: airlock config check [--config FILE]")
-		return 2
-	}
+func configCheck(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("airlock config check", "airlock config check [--config FILE]", stderr)
 	cfgPath := configFlag(fs)
-	if fs.Parse(args[1:]) != nil {
-		return 2
+	if code, ok := parseFlags(fs, args, stdout); !ok {
+		return code
 	}
 	cfg, ok := loadConfig(*cfgPath, stderr)
 	if !ok {
