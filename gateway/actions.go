@@ -577,23 +577,37 @@ func policyView(b []byte, p OutputPolicy) ([]byte, bool) {
 	return b, false
 }
 
+// maxListedNames bounds the names an error lists.
+const maxListedNames = 12
+
+// nameList lists names for an error, at most maxListedNames of them.
+func nameList(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	if len(names) > maxListedNames {
+		return fmt.Sprintf("%s and %d more", strings.Join(names[:maxListedNames], ", "), len(names)-maxListedNames)
+	}
+	return strings.Join(names, ", ")
+}
+
 // resolveRequest checks a request against the configuration; problem says
 // why it is rejected.
 func (s *Server) resolveRequest(req api.ActionRequest) (*TargetConfig, *AccountConfig, time.Duration, string) {
 	t, ok := s.cfg.Targets[req.Target]
 	if !ok {
-		return nil, nil, 0, fmt.Sprintf("unknown target %q; GET /v1/targets lists the configured ones", req.Target)
+		return nil, nil, 0, fmt.Sprintf("unknown target %q (targets: %s)", req.Target, nameList(s.cfg.TargetNames))
 	}
 	name := req.Account
 	if name == "" {
 		name = t.DefaultAccount
 		if name == "" {
-			return nil, nil, 0, fmt.Sprintf("target %q has no default account; name one of %s", t.Name, strings.Join(t.AccountNames, ", "))
+			return nil, nil, 0, fmt.Sprintf("target %q has no default account; name one of %s", t.Name, nameList(t.AccountNames))
 		}
 	}
 	acct, ok := t.Accounts[name]
 	if !ok {
-		return nil, nil, 0, fmt.Sprintf("target %q has no account %q (accounts: %s)", t.Name, name, strings.Join(t.AccountNames, ", "))
+		return nil, nil, 0, fmt.Sprintf("target %q has no account %q (accounts: %s)", t.Name, name, nameList(t.AccountNames))
 	}
 	// Compare seconds before multiplying: a huge timeout_s would overflow
 	// a Duration into a small or negative one.

@@ -551,22 +551,24 @@ func TestBadRequests(t *testing.T) {
 		})
 	}
 	// Requests that decode but are not allowed: a rejected action, audited.
+	// The detail says what would have been accepted.
 	for _, tt := range []struct {
-		name string
-		req  api.ActionRequest
+		name   string
+		req    api.ActionRequest
+		detail string
 	}{
-		{"unknown target", api.ActionRequest{Target: "10.0.0.1:22", Command: "true"}},
-		{"unknown account", api.ActionRequest{Target: "box-run", Account: "root", Command: "true"}},
-		{"timeout over the cap", api.ActionRequest{Target: "box-run", Command: "true", TimeoutS: 3600}},
-		{"negative timeout", api.ActionRequest{Target: "box-run", Command: "true", TimeoutS: -5}},
-		{"empty command", api.ActionRequest{Target: "box-run", Command: "  "}},
-		{"NUL in command", api.ActionRequest{Target: "box-run", Command: "echo a\x00b"}},
-		{"huge command", api.ActionRequest{Target: "box-run", Command: strings.Repeat("a", maxCommandLen+1)}},
+		{"unknown target", api.ActionRequest{Target: "10.0.0.1:22", Command: "true"}, `unknown target "10.0.0.1:22" (targets: box-run, box-call, box-tail, box-none)`},
+		{"unknown account", api.ActionRequest{Target: "box-run", Account: "root", Command: "true"}, `has no account "root" (accounts: airlock-test)`},
+		{"timeout over the cap", api.ActionRequest{Target: "box-run", Command: "true", TimeoutS: 3600}, "over the account's maximum of 120 seconds"},
+		{"negative timeout", api.ActionRequest{Target: "box-run", Command: "true", TimeoutS: -5}, "must be positive"},
+		{"empty command", api.ActionRequest{Target: "box-run", Command: "  "}, "the command is empty"},
+		{"NUL in command", api.ActionRequest{Target: "box-run", Command: "echo a\x00b"}, "NUL"},
+		{"huge command", api.ActionRequest{Target: "box-run", Command: strings.Repeat("a", maxCommandLen+1)}, "byte limit"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			a, err := g.agent.RunAction(ctx, tt.req, api.Events{})
-			if err != nil || a.Outcome != "rejected" {
-				t.Fatalf("got %+v %v, want a rejected action", a, err)
+			if err != nil || a.Outcome != "rejected" || !strings.Contains(a.Detail, tt.detail) {
+				t.Fatalf("got %+v %v, want a rejected action saying %q", a, err, tt.detail)
 			}
 		})
 	}

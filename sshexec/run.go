@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -63,7 +64,8 @@ func (a *action) end(o Outcome, t Termination, cause error) error {
 	a.res.Outcome = o
 	a.res.Termination = t
 	if cause != nil {
-		a.res.Detail = (&Error{Outcome: o, Err: cause}).Error()
+		// The outcome is reported beside the detail: don't repeat it.
+		a.res.Detail = strings.TrimPrefix(cause.Error(), "sshexec: ")
 	} else {
 		a.res.Detail = o.String()
 	}

@@ -16,9 +16,9 @@ func NextStep(a *Action) string {
 		return "fix the request; the same request will be rejected again"
 	case "denied":
 		if a.Approval.Reason != "" {
-			return fmt.Sprintf("a reviewer denied it (%q); do not retry without asking a human", a.Approval.Reason)
+			return fmt.Sprintf("the reviewer's reason: %q; do not retry without asking a human", a.Approval.Reason)
 		}
-		return "a reviewer denied it; do not retry without asking a human"
+		return "do not retry without asking a human"
 	case "expired":
 		return "no reviewer decided in time; ask a reviewer to watch for the request, then retry"
 	case "audit_unavailable":
@@ -46,7 +46,7 @@ func NextStep(a *Action) string {
 		return "the command ended without an exit status; check its effects before retrying"
 	case "timed_out":
 		if a.Termination == "confirmed" {
-			return "the command was stopped at the timeout; retry with a longer --timeout only if it needs more time"
+			return "retry with a longer --timeout only if it needs more time"
 		}
 		return "the command passed its timeout and may still be running; check before retrying"
 	case "cancelled":
