@@ -184,7 +184,7 @@ func parseTimeout(v string) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d < time.Second {
-		return 0, fmt.Errorf("--timeout %q: give a duration of at least 1s, e.g. 30s or 5m", v)
+		return 0, fmt.Errorf("--timeout %q: give whole seconds (30) or a duration (30s, 5m), at least 1s", v)
 	}
 	return d, nil
 }
