@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/gateway"
 	"github.com/airlockgw/airlock/gateway/api"
 )
 
@@ -47,10 +49,7 @@ verbs:
   deny [--reason TEXT] ID
       deny a request; the agent is told the reason
 
-Every verb talks to the gateway's HTTP listener as a reviewer and takes
---url URL, --reviewer NAME (default $AIRLOCK_REVIEWER) and --config FILE.
-The password is read from the terminal, or from $AIRLOCK_PASSWORD_FILE.
-run "airlock approvals VERB --help" for a verb's flags
+` + reviewerConnection + `run "airlock approvals VERB --help" for a verb's flags
 `
 
 const runsUsage = `usage: airlock runs VERB [flags] [args]
@@ -61,10 +60,17 @@ verbs:
   end [--reason TEXT] ID
       end (revoke) a run; its next action is refused
 
-Every verb talks to the gateway's HTTP listener as a reviewer and takes
---url URL, --reviewer NAME (default $AIRLOCK_REVIEWER) and --config FILE.
+` + reviewerConnection + `run "airlock runs VERB --help" for a verb's flags
+`
+
+// reviewerConnection is how the reviewer verbs find and sign in to the
+// gateway.
+const reviewerConnection = `Every verb signs in to the gateway's HTTP API as a reviewer:
+  --url URL        the gateway; default: $AIRLOCK_URL, else the listen.http
+                   of the configuration named by --config FILE or
+                   $AIRLOCK_CONFIG, else http://` + gateway.DefaultHTTPAddr + `
+  --reviewer NAME  default: $AIRLOCK_REVIEWER
 The password is read from the terminal, or from $AIRLOCK_PASSWORD_FILE.
-run "airlock runs VERB --help" for a verb's flags
 `
 
 const reviewerUsage = `usage: airlock reviewer VERB [flags] [args]
@@ -77,49 +83,111 @@ verbs:
 
 // reviewerFlags are the reviewer CLI's connection flags.
 type reviewerFlags struct {
-	url, name *string
-	json      *bool
+	url, name, config *string
+	json              *bool
+
+	// gateway is the URL login resolved, and from where it came.
+	gateway, from string
 }
 
-func addReviewerFlags(fs *flag.FlagSet, withJSON bool) reviewerFlags {
-	def := os.Getenv("AIRLOCK_URL")
-	if def == "" {
-		def = "http://127.0.0.1:7422"
-	}
-	rf := reviewerFlags{
-		url:  fs.String("url", def, "gateway HTTP listener (default: $AIRLOCK_URL, else http://127.0.0.1:7422)"),
-		name: fs.String("reviewer", os.Getenv("AIRLOCK_REVIEWER"), "reviewer name (default: $AIRLOCK_REVIEWER)"),
+func addReviewerFlags(fs *flag.FlagSet, withJSON bool) *reviewerFlags {
+	rf := &reviewerFlags{
+		url:    fs.String("url", "", "the gateway's HTTP `URL` (default: $AIRLOCK_URL, else the listen.http of --config, else http://"+gateway.DefaultHTTPAddr+")"),
+		name:   fs.String("reviewer", os.Getenv("AIRLOCK_REVIEWER"), "reviewer name (default: $AIRLOCK_REVIEWER)"),
+		config: fs.String("config", "", "the gateway's configuration `FILE`, to find its HTTP listener when there is no --url or $AIRLOCK_URL (default: $AIRLOCK_CONFIG)"),
 	}
 	if withJSON {
 		rf.json = fs.Bool("json", false, "print machine-readable JSON")
 	}
-	configFlag(fs) // accepted for symmetry; the reviewer CLI talks to --url
 	return rf
 }
 
-// login signs the reviewer in and returns a client using its token.
-func (rf reviewerFlags) login(ctx context.Context, stderr io.Writer) (*api.Client, error) {
+// resolveURL finds the gateway: --url, else $AIRLOCK_URL, else the HTTP
+// listener of the configuration named by --config or $AIRLOCK_CONFIG, else
+// the gateway's default listener. It returns the URL and where it came from.
+func (rf *reviewerFlags) resolveURL() (string, string, error) {
+	if *rf.url != "" {
+		return *rf.url, "--url", nil
+	}
+	if u := os.Getenv("AIRLOCK_URL"); u != "" {
+		return u, "$AIRLOCK_URL", nil
+	}
+	path, from := *rf.config, "--config"
+	if path == "" {
+		path, from = os.Getenv("AIRLOCK_CONFIG"), "$AIRLOCK_CONFIG"
+	}
+	if path == "" {
+		return "http://" + gateway.DefaultHTTPAddr, "the default", nil
+	}
+	// Only the listen block matters here: accept targets not pinned yet.
+	cfg, err := gateway.LoadAdminConfig(path)
+	if err != nil {
+		return "", "", fmt.Errorf("finding the gateway's HTTP listener in %s (%s): %w", path, from, err)
+	}
+	u, err := listenerURL(cfg)
+	if err != nil {
+		return "", "", err
+	}
+	return u, "the listen.http of " + cfg.Path, nil
+}
+
+// listenerURL is where a client on this machine reaches the HTTP listener
+// of the gateway cfg configures.
+func listenerURL(cfg *gateway.Config) (string, error) {
+	if cfg.Listen.HTTP == "" {
+		return "", fmt.Errorf("the gateway in %s has no HTTP listener; reviewers use its HTTP API: add listen { http = ... } or pass --url", cfg.Path)
+	}
+	host, port, err := net.SplitHostPort(cfg.Listen.HTTP)
+	if err != nil {
+		return "", fmt.Errorf("listen.http %q in %s: %w", cfg.Listen.HTTP, cfg.Path, err)
+	}
+	if port == "0" {
+		return "", fmt.Errorf("the gateway in %s listens on a port chosen when it starts (listen.http = %q): pass --url", cfg.Path, cfg.Listen.HTTP)
+	}
+	// A wildcard listener is reached on loopback.
+	switch host {
+	case "", "0.0.0.0":
+		host = "127.0.0.1"
+	case "::":
+		host = "::1"
+	}
+	scheme := "http"
+	if cfg.Listen.TLSCert != "" {
+		scheme = "https"
+	}
+	return scheme + "://" + net.JoinHostPort(host, port), nil
+}
+
+// login finds the gateway, signs the reviewer in and returns a client
+// using its token.
+func (rf *reviewerFlags) login(ctx context.Context, stderr io.Writer) (*api.Client, error) {
 	if *rf.name == "" {
 		return nil, errors.New("no reviewer name: pass --reviewer NAME or set $AIRLOCK_REVIEWER")
+	}
+	var err error
+	if rf.gateway, rf.from, err = rf.resolveURL(); err != nil {
+		return nil, err
 	}
 	pass, err := readPassword(stderr, fmt.Sprintf("password for reviewer %s: ", *rf.name), false)
 	if err != nil {
 		return nil, err
 	}
-	anon := api.NewHTTPClient(*rf.url, "")
+	anon := api.NewHTTPClient(rf.gateway, "")
 	l, err := anon.Login(ctx, *rf.name, pass)
 	if err != nil {
-		return nil, explainHTTP(err, *rf.url)
+		return nil, rf.explain(err)
 	}
 	return anon.WithBearer(l.Token), nil
 }
 
-func explainHTTP(err error, url string) error {
+// explain turns an error of a request to the gateway into what the
+// reviewer needs: the gateway's message, or which gateway did not answer.
+func (rf *reviewerFlags) explain(err error) error {
 	var ae *api.Error
 	if errors.As(err, &ae) {
 		return fmt.Errorf("%s", ae.Err.Message)
 	}
-	return fmt.Errorf("cannot reach the gateway at %s (is `airlock serve` running, and is --url right?): %w", url, err)
+	return fmt.Errorf("cannot reach the gateway at %s (from %s; is `airlock serve` running, and is that its address?): %w", rf.gateway, rf.from, err)
 }
 
 // readPassword reads a password from $AIRLOCK_PASSWORD_FILE or the
@@ -202,7 +270,7 @@ func runApprovals(verb string, args []string, stdout, stderr io.Writer) int {
 		}
 		list, err := c.Approvals(ctx, "pending")
 		if err != nil {
-			return failf(stderr, "%v", explainHTTP(err, *rf.url))
+			return failf(stderr, "%v", rf.explain(err))
 		}
 		if *rf.json {
 			type item struct {
@@ -248,7 +316,7 @@ func runApprovals(verb string, args []string, stdout, stderr io.Writer) int {
 		}
 		a, err := c.Decide(ctx, id, d)
 		if err != nil {
-			return failf(stderr, "%v", explainHTTP(err, *rf.url))
+			return failf(stderr, "%v", rf.explain(err))
 		}
 		fmt.Fprintf(stdout, "%s: %s (%s on %s/%s: %s)\n", a.ID, a.State, a.Kind, printable(a.Target), printable(a.Account), printable(a.Command))
 		return 0
@@ -286,7 +354,7 @@ func runRuns(verb string, args []string, stdout, stderr io.Writer) int {
 	case "list":
 		runs, err := c.Runs(ctx)
 		if err != nil {
-			return failf(stderr, "%v", explainHTTP(err, *rf.url))
+			return failf(stderr, "%v", rf.explain(err))
 		}
 		if *rf.json {
 			return printJSON(stdout, runs)
@@ -315,7 +383,7 @@ func runRuns(verb string, args []string, stdout, stderr io.Writer) int {
 		}
 		var r api.Run
 		if err := c.Do(ctx, "DELETE", path, nil, &r); err != nil {
-			return failf(stderr, "%v", explainHTTP(err, *rf.url))
+			return failf(stderr, "%v", rf.explain(err))
 		}
 		fmt.Fprintf(stdout, "%s: %s\n", r.ID, r.State)
 		return 0

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/airlockgw/airlock/gateway"
+	"github.com/airlockgw/airlock/gateway/api"
+)
+
+// fakeGateway answers a reviewer's login and an empty approvals list, and
+// counts the requests it got.
+type fakeGateway struct {
+	*httptest.Server
+	hits atomic.Int32
+}
+
+func newFakeGateway(t *testing.T) *fakeGateway {
+	t.Helper()
+	g := &fakeGateway{}
+	g.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.hits.Add(1)
+		switch r.URL.Path {
+		case "/v1/login":
+			json.NewEncoder(w).Encode(api.LoginResponse{Token: "t"})
+		case "/v1/approvals":
+			w.Write([]byte("[]"))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(g.Close)
+	return g
+}
+
+// reviewerConfig writes a configuration whose listen block is listen.
+func reviewerConfig(t *testing.T, listen string) string {
+	t.Helper()
+	dir := t.TempDir()
+	f := filepath.Join(dir, "airlock.hcl")
+	src := fmt.Sprintf("state_dir = %q\nlisten {\n%s\n}\n", filepath.Join(dir, "state"), listen)
+	if err := os.WriteFile(f, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// The reviewer verbs find the gateway from --url, else $AIRLOCK_URL, else
+// the configuration's HTTP listener.
+func TestReviewerGatewayPrecedence(t *testing.T) {
+	fromFlag, fromEnv, fromConfig := newFakeGateway(t), newFakeGateway(t), newFakeGateway(t)
+	cfg := reviewerConfig(t, fmt.Sprintf("http = %q", fromConfig.Listener.Addr().String()))
+	tests := []struct {
+		name  string
+		env   map[string]string
+		flags []string
+		want  *fakeGateway
+	}{
+		{"--config", nil, []string{"--config", cfg}, fromConfig},
+		{"$AIRLOCK_CONFIG", map[string]string{"AIRLOCK_CONFIG": cfg}, nil, fromConfig},
+		{"$AIRLOCK_URL over --config", map[string]string{"AIRLOCK_URL": fromEnv.URL}, []string{"--config", cfg}, fromEnv},
+		{"--url over $AIRLOCK_URL", map[string]string{"AIRLOCK_URL": fromEnv.URL, "AIRLOCK_CONFIG": cfg}, []string{"--url", fromFlag.URL}, fromFlag},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{"AIRLOCK_URL": "", "AIRLOCK_CONFIG": "", "AIRLOCK_REVIEWER": "alice", "AIRLOCK_PASSWORD_FILE": writePW(t)}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			before := map[*fakeGateway]int32{}
+			for _, g := range []*fakeGateway{fromFlag, fromEnv, fromConfig} {
+				before[g] = g.hits.Load()
+			}
+			out, errs, code := runCLIEnv(t, env, append([]string{"approvals", "list"}, tt.flags...)...)
+			if code != 0 {
+				t.Fatalf("approvals list: exit %d: %s", code, errs)
+			}
+			if !strings.Contains(out, "no pending approvals") {
+				t.Errorf("stdout %q", out)
+			}
+			for _, g := range []*fakeGateway{fromFlag, fromEnv, fromConfig} {
+				if got := g.hits.Load() > before[g]; got != (g == tt.want) {
+					t.Errorf("gateway %s asked: %v, want %v", g.URL, got, g == tt.want)
+				}
+			}
+		})
+	}
+}
+
+func TestReviewerConfigWithoutHTTPListener(t *testing.T) {
+	cfg := reviewerConfig(t, `http = ""`)
+	env := map[string]string{"AIRLOCK_URL": "", "AIRLOCK_CONFIG": cfg, "AIRLOCK_REVIEWER": "alice", "AIRLOCK_PASSWORD_FILE": writePW(t)}
+	_, errs, code := runCLIEnv(t, env, "runs", "list")
+	if code != 1 || !strings.Contains(errs, "no HTTP listener") || !strings.Contains(errs, "--url") {
+		t.Errorf("exit %d, stderr %q; want 1 and what to do about the missing HTTP listener", code, errs)
+	}
+}
+
+func TestListenerURL(t *testing.T) {
+	tests := []struct {
+		name   string
+		listen gateway.ListenConfig
+		want   string // "" for an error
+	}{
+		{"loopback", gateway.ListenConfig{HTTP: "127.0.0.1:7422"}, "http://127.0.0.1:7422"},
+		{"TLS", gateway.ListenConfig{HTTP: "gw.example.com:443", TLSCert: "c", TLSKey: "k"}, "https://gw.example.com:443"},
+		{"IPv4 wildcard", gateway.ListenConfig{HTTP: "0.0.0.0:8443", TLSCert: "c", TLSKey: "k"}, "https://127.0.0.1:8443"},
+		{"IPv6 wildcard", gateway.ListenConfig{HTTP: "[::]:8443", TLSCert: "c", TLSKey: "k"}, "https://[::1]:8443"},
+		{"empty host", gateway.ListenConfig{HTTP: ":8443", TLSCert: "c", TLSKey: "k"}, "https://127.0.0.1:8443"},
+		{"IPv6 loopback", gateway.ListenConfig{HTTP: "[::1]:7422"}, "http://[::1]:7422"},
+		{"no HTTP listener", gateway.ListenConfig{}, ""},
+		{"port chosen at start", gateway.ListenConfig{HTTP: "127.0.0.1:0"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := listenerURL(&gateway.Config{Path: "airlock.hcl", Listen: tt.listen})
+			if (err != nil) != (tt.want == "") || got != tt.want {
+				t.Errorf("listenerURL(%+v) = %q, %v; want %q", tt.listen, got, err, tt.want)
+			}
+		})
+	}
+}
