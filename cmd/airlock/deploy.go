@@ -138,6 +138,19 @@ func deployInstall(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// checkFingerprint refuses a malformed fingerprint before anything is
+// scanned: Select with no offered keys checks only its form.
+func checkFingerprint(fp string) error {
+	if _, err := deploy.Select(nil, fp); !errors.Is(err, deploy.ErrBadFingerprint) {
+		return nil
+	}
+	const want = "fingerprints look like SHA256:AbC… (43 base64 characters after \"SHA256:\"), as printed by `airlock hosts scan` or `ssh-keygen -lf`"
+	if _, err := deploy.Select(nil, "SHA256:"+fp); !errors.Is(err, deploy.ErrBadFingerprint) {
+		return fmt.Errorf("--fingerprint %s lacks its \"SHA256:\" prefix: %s", fp, want)
+	}
+	return fmt.Errorf("--fingerprint %q is not a SHA256 fingerprint: %s", fp, want)
+}
+
 // runCA runs "ca init" or "ca public-key".
 func runCA(verb string, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("airlock ca "+verb, "airlock ca "+verb+" [--config FILE]", stderr)
@@ -220,10 +233,13 @@ func hostsPin(args []string, stdout, stderr io.Writer) int {
 	if target == "" || *fp == "" {
 		return failf(stderr, "usage: airlock hosts pin TARGET --fingerprint SHA256:…")
 	}
+	if err := checkFingerprint(*fp); err != nil {
+		return usageErrorf(stderr, "%v", err)
+	}
 	res, err := deploy.Pin(ctx, deploy.PinOptions{ConfigFile: gateway.ConfigPath(*cfgPath), Target: target, Fingerprint: *fp, KnownHostsFile: *kh})
 	if err != nil {
-		if errors.Is(err, deploy.ErrBadFingerprint) {
-			return failf(stderr, "%v: the server at %s does not offer that key; do not pin anything until you know why", err, target)
+		if errors.Is(err, deploy.ErrFingerprintNotOffered) {
+			return failf(stderr, "%v: the server of target %s does not offer that key; do not pin anything until you know why", err, target)
 		}
 		return failf(stderr, "%v", err)
 	}

@@ -2,10 +2,12 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 
@@ -85,8 +87,8 @@ target "box" {
 	if code != 0 || !strings.Contains(scan, fp) {
 		t.Fatalf("hosts scan: %d %q %s (want %s)", code, scan, errs, fp)
 	}
-	if code, _, _ := runCLI(t, "hosts", "pin", "box", "--config", cfgFile, "--fingerprint", "SHA256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"); code == 0 {
-		t.Error("pinned a fingerprint the server does not offer")
+	if code, _, errs := runCLI(t, "hosts", "pin", "box", "--config", cfgFile, "--fingerprint", "SHA256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"); code == 0 || !strings.Contains(errs, "does not offer that key") {
+		t.Errorf("pinning a fingerprint the server does not offer: exit %d: %s", code, errs)
 	}
 	if code, out, errs := runCLI(t, "hosts", "pin", "box", "--config", cfgFile, "--fingerprint", fp); code != 0 {
 		t.Fatalf("hosts pin: %d %q %s", code, out, errs)
@@ -97,6 +99,39 @@ target "box" {
 	}
 	if k := cfg.Targets["box"].HostKeys; len(k) != 1 || ssh.FingerprintSHA256(k[0]) != fp {
 		t.Errorf("pinned keys: %v", k)
+	}
+}
+
+// A malformed fingerprint is refused before the target is contacted, and
+// without the warning meant for a key the server does not offer.
+func TestHostsPinMalformedFingerprint(t *testing.T) {
+	l, err := netListen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "airlock.hcl")
+	src := fmt.Sprintf("state_dir = %q\ntarget \"box\" {\n  address = %q\n}\n", filepath.Join(dir, "state"), l.Addr().String())
+	if err := os.WriteFile(cfgFile, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, fp := range []string{
+		"EIYRAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", // no SHA256: prefix
+		"SHA256:EIYR",
+		"MD5:16:27:ac:a5:76:28:2d:36:63:1b:56:4d:eb:df:a6:48",
+	} {
+		t.Run(fp, func(t *testing.T) {
+			code, _, errs := runCLI(t, "hosts", "pin", "box", "--config", cfgFile, "--fingerprint", fp)
+			if code == 0 || !strings.Contains(errs, "SHA256:AbC") || strings.Contains(errs, "does not offer") {
+				t.Errorf("exit %d, stderr %q; want a refusal that shows the fingerprint's form", code, errs)
+			}
+		})
+	}
+	l.(*net.TCPListener).SetDeadline(time.Now().Add(100 * time.Millisecond))
+	if c, err := l.Accept(); err == nil {
+		c.Close()
+		t.Error("the target was contacted for a malformed fingerprint")
 	}
 }
 
