@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -55,7 +58,7 @@ verbs:
 const hostsUsage = `usage: airlock hosts VERB [flags] [args]
 
 verbs:
-  scan [--timeout DUR] ADDRESS
+  scan [--timeout DUR] HOST[:PORT]
       print the host keys and SHA256 fingerprints a server offers; trusts nothing
   pin --fingerprint SHA256:… [--known-hosts FILE] [--config FILE] TARGET
       pin the target's host key after you confirmed the fingerprint out of band
@@ -138,6 +141,24 @@ func deployInstall(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// scanAddress is addr with port 22 added to a bare host name or address,
+// as a target's address in the configuration gets it.
+func scanAddress(addr string) (string, error) {
+	if _, _, err := net.SplitHostPort(addr); err == nil {
+		return addr, nil
+	}
+	host := addr
+	if h, ok := strings.CutPrefix(addr, "["); ok {
+		host, ok = strings.CutSuffix(h, "]")
+		if _, err := netip.ParseAddr(host); !ok || err != nil {
+			return "", fmt.Errorf("%q is not an address: write host, host:port, [IPv6] or [IPv6]:port", addr)
+		}
+	} else if host == "" || strings.Contains(host, ":") {
+		return "", fmt.Errorf("%q is not an address: write host, host:port, [IPv6] or [IPv6]:port", addr)
+	}
+	return net.JoinHostPort(host, "22"), nil
+}
+
 // checkFingerprint refuses a malformed fingerprint before anything is
 // scanned: Select with no offered keys checks only its form.
 func checkFingerprint(fp string) error {
@@ -190,7 +211,7 @@ func runCA(verb string, args []string, stdout, stderr io.Writer) int {
 func hostsScan(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	fs := newFlagSet("airlock hosts scan", "airlock hosts scan ADDRESS", stderr)
+	fs := newFlagSet("airlock hosts scan", "airlock hosts scan [--timeout DUR] HOST[:PORT]", stderr)
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
 	configFlag(fs) // accepted like every verb's; scan trusts nothing and needs no configuration
 	addr, rest := leadingArg(args)
@@ -201,7 +222,11 @@ func hostsScan(args []string, stdout, stderr io.Writer) int {
 		addr = fs.Arg(0)
 	}
 	if addr == "" {
-		return failf(stderr, "give the address to scan: airlock hosts scan HOST:PORT")
+		return failf(stderr, "give the address to scan: airlock hosts scan HOST[:PORT]")
+	}
+	addr, err := scanAddress(addr)
+	if err != nil {
+		return usageErrorf(stderr, "%v", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
