@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -79,17 +80,18 @@ type auditFlags struct {
 	config  string
 	key     string
 	jsonOut bool
+
+	// dbFrom says where db came from: "--db", the configuration file
+	// whose state directory holds it, "$AIRLOCK_STATE_DIR", or "" for
+	// the last resort, ./audit.db.
+	dbFrom string
 }
 
 // newAuditFlags makes the flags of verb name, whose positional arguments
 // are args ("ACTION_ID").
 func newAuditFlags(name, args string, stderr io.Writer, withKey, withJSON bool) *auditFlags {
 	f := &auditFlags{fs: newFlagSet("airlock audit "+name, strings.TrimSpace("airlock audit "+name+" [flags] "+args), stderr)}
-	def := "audit.db"
-	if dir := os.Getenv("AIRLOCK_STATE_DIR"); dir != "" {
-		def = filepath.Join(dir, "audit.db")
-	}
-	f.fs.StringVar(&f.db, "db", def, "audit database `FILE`")
+	f.fs.StringVar(&f.db, "db", "", "audit database `FILE` (default: the audit.db of --config's state directory, else $AIRLOCK_STATE_DIR/audit.db, else that of $AIRLOCK_CONFIG or ./airlock.hcl when it exists, else ./audit.db)")
 	f.fs.StringVar(&f.config, "config", "", "gateway configuration `FILE`: use its state directory's audit.db")
 	if withKey {
 		f.fs.StringVar(&f.key, "key", "", "checkpoint verifier key `FILE` (default: keys/checkpoint.vkey next to the database)")
@@ -129,22 +131,23 @@ func (f *auditFlags) parse(args []string, positional int, stdout, stderr io.Writ
 	return pos, exitOK, true
 }
 
-// resolveDB finds the database from the configuration unless --db was
-// given: --config, else (without $AIRLOCK_STATE_DIR) $AIRLOCK_CONFIG or
-// ./airlock.hcl when it exists.
+// resolveDB finds the database unless --db was given: the state directory
+// of --config, else $AIRLOCK_STATE_DIR, else the state directory of
+// $AIRLOCK_CONFIG or ./airlock.hcl when it exists, else ./audit.db.
 func (f *auditFlags) resolveDB() error {
-	dbSet := false
-	f.fs.Visit(func(fl *flag.Flag) { dbSet = dbSet || fl.Name == "db" })
-	if dbSet {
+	if f.db != "" {
+		f.dbFrom = "--db"
 		return nil
 	}
 	path := f.config
 	if path == "" {
-		if os.Getenv("AIRLOCK_STATE_DIR") != "" {
+		if dir := os.Getenv("AIRLOCK_STATE_DIR"); dir != "" {
+			f.db, f.dbFrom = filepath.Join(dir, "audit.db"), "$AIRLOCK_STATE_DIR"
 			return nil
 		}
 		path = gateway.ConfigPath("")
 		if _, err := os.Stat(path); err != nil {
+			f.db = "audit.db"
 			return nil
 		}
 	}
@@ -152,8 +155,23 @@ func (f *auditFlags) resolveDB() error {
 	if err != nil {
 		return err
 	}
-	f.db = filepath.Join(cfg.StateDir, "audit.db")
+	f.db, f.dbFrom = filepath.Join(cfg.StateDir, "audit.db"), cfg.Path
 	return nil
+}
+
+// checkDB reports a database that does not exist with where its path came
+// from and what to pass instead.
+func (f *auditFlags) checkDB() error {
+	_, err := os.Stat(f.db)
+	switch {
+	case err == nil || !errors.Is(err, fs.ErrNotExist) || f.dbFrom == "--db":
+		return err
+	case f.dbFrom == "":
+		return fmt.Errorf("no audit database found: no configuration was given and ./audit.db does not exist; pass --db FILE, or the gateway's configuration with --config FILE or $AIRLOCK_CONFIG")
+	case f.dbFrom == "$AIRLOCK_STATE_DIR":
+		return fmt.Errorf("%s (from $AIRLOCK_STATE_DIR) does not exist; pass --db FILE or --config FILE", f.db)
+	}
+	return fmt.Errorf("%s, in the state directory of %s, does not exist: has the gateway run with that configuration? Else pass --db FILE", f.db, f.dbFrom)
 }
 
 func (f *auditFlags) keyPath() string {
@@ -176,7 +194,7 @@ func auditVerify(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if _, code, ok := f.parse(args, 0, stdout, stderr); !ok {
 		return code
 	}
-	if _, err := os.Stat(f.db); err != nil {
+	if err := f.checkDB(); err != nil {
 		fmt.Fprintf(stderr, "airlock audit verify: could not verify: %v\n", err)
 		return exitFailed
 	}
@@ -285,7 +303,7 @@ func indent(s string) string {
 }
 
 func openReader(ctx context.Context, f *auditFlags, verb string, stderr io.Writer) (*auditchain.Reader, bool) {
-	if _, err := os.Stat(f.db); err != nil {
+	if err := f.checkDB(); err != nil {
 		fmt.Fprintf(stderr, "airlock audit %s: %v\n", verb, err)
 		return nil, false
 	}

@@ -355,3 +355,26 @@ func TestAuditDefaultDBFromStateDir(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 }
+
+// The per-verb help gives the --db default the resolution actually uses.
+func TestAuditDBFlagHelp(t *testing.T) {
+	for _, verb := range []string{"verify", "export", "show", "prove", "consistency"} {
+		code, stdout, _ := runCLI(t, "audit", verb, "--help")
+		if code != exitOK || strings.Contains(stdout, `(default "audit.db")`) || !strings.Contains(stdout, "--config's state directory") {
+			t.Errorf("airlock audit %s --help: exit %d, the -db flag's default is not described as resolved:\n%s", verb, code, stdout)
+		}
+	}
+}
+
+// Without a database or a configuration, the verbs say what to pass.
+func TestAuditNoDatabase(t *testing.T) {
+	t.Chdir(t.TempDir())
+	t.Setenv("AIRLOCK_STATE_DIR", "")
+	t.Setenv("AIRLOCK_CONFIG", "")
+	for _, args := range [][]string{{"show", "act-1"}, {"verify"}, {"export"}} {
+		code, _, stderr := runCLI(t, append([]string{"audit"}, args...)...)
+		if code != exitFailed || !strings.Contains(stderr, "--db FILE") || !strings.Contains(stderr, "--config FILE") {
+			t.Errorf("airlock audit %s: exit %d, stderr %q; want %d and what to pass", args[0], code, stderr, exitFailed)
+		}
+	}
+}
