@@ -153,7 +153,7 @@ func (f *auditFlags) resolveDB() error {
 	}
 	cfg, err := gateway.LoadConfig(path)
 	if err != nil {
-		return err
+		return explainConfig(err, f.config)
 	}
 	f.db, f.dbFrom = filepath.Join(cfg.StateDir, "audit.db"), cfg.Path
 	return nil
@@ -166,6 +166,8 @@ func (f *auditFlags) checkDB() error {
 	switch {
 	case err == nil || !errors.Is(err, fs.ErrNotExist) || f.dbFrom == "--db":
 		return err
+	case f.dbFrom == "" && os.Getenv("AIRLOCK_CONFIG") != "":
+		return fmt.Errorf("no audit database found: $AIRLOCK_CONFIG names no file and ./audit.db does not exist; pass --db FILE, or the gateway's configuration with --config FILE or $AIRLOCK_CONFIG")
 	case f.dbFrom == "":
 		return fmt.Errorf("no audit database found: no configuration was given and ./audit.db does not exist; pass --db FILE, or the gateway's configuration with --config FILE or $AIRLOCK_CONFIG")
 	case f.dbFrom == "$AIRLOCK_STATE_DIR":

@@ -85,7 +85,7 @@ func deployAuthorizedKeys(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg, err := gateway.LoadAdminConfig(gateway.ConfigPath(*cfgPath))
 	if err != nil {
-		return failf(stderr, "%v", err)
+		return failf(stderr, "%v", explainConfig(err, *cfgPath))
 	}
 	t, ok := cfg.Targets[*target]
 	if !ok {
@@ -181,7 +181,7 @@ func runCA(verb string, args []string, stdout, stderr io.Writer) int {
 	}
 	cfg, err := gateway.LoadAdminConfig(gateway.ConfigPath(*cfgPath))
 	if err != nil {
-		return failf(stderr, "%v", err)
+		return failf(stderr, "%v", explainConfig(err, *cfgPath))
 	}
 	var pub ssh.PublicKey
 	if verb == "init" {
@@ -266,7 +266,7 @@ func hostsPin(args []string, stdout, stderr io.Writer) int {
 		if errors.Is(err, deploy.ErrFingerprintNotOffered) {
 			return failf(stderr, "%v: the server of target %s does not offer that key; do not pin anything until you know why", err, target)
 		}
-		return failf(stderr, "%v", err)
+		return failf(stderr, "%v", explainConfig(err, *cfgPath))
 	}
 	fmt.Fprintf(stdout, "%s: %s (%s in %s)\n", target, res.Change, res.Pinned, res.File)
 	return 0

@@ -40,7 +40,7 @@ func localSocket(cfgPath string) (string, error) {
 	if _, err := os.Stat(path); err == nil || cfgPath != "" {
 		cfg, err := gateway.LoadConfig(path)
 		if err != nil {
-			return "", err
+			return "", explainConfig(err, cfgPath)
 		}
 		return cfg.Listen.Socket, nil
 	}

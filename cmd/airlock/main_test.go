@@ -86,3 +86,73 @@ func TestUsageErrors(t *testing.T) {
 		})
 	}
 }
+
+// A configuration file that does not exist is reported with which file
+// was looked for and how to name another.
+func TestMissingConfigHint(t *testing.T) {
+	fp := "SHA256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+	loaders := [][]string{
+		{"serve"},
+		{"config", "check"},
+		{"reviewer", "add", "alice"},
+		{"ca", "init"},
+		{"ca", "public-key"},
+		{"deploy", "authorized-keys", "--target", "box", "--account", "agent"},
+		{"hosts", "pin", "box", "--fingerprint", fp},
+	}
+	// These look for a configuration only when one is named.
+	named := [][]string{
+		{"token", "rotate"},
+		{"run", "true"},
+		{"audit", "verify"},
+		{"approvals", "list", "--reviewer", "alice"},
+	}
+	tests := []struct {
+		name  string
+		env   string // $AIRLOCK_CONFIG
+		flag  bool   // pass --config
+		verbs [][]string
+		want  []string
+	}{
+		{"default", "", false, loaders, []string{"./airlock.hcl", "--config FILE", "$AIRLOCK_CONFIG"}},
+		{"$AIRLOCK_CONFIG", "nowhere.hcl", false, append(loaders, named[2:]...), []string{"$AIRLOCK_CONFIG names no file"}},
+		{"--config", "", true, append(loaders, named...), []string{"--config names no file"}},
+	}
+	for _, tt := range tests {
+		for _, verb := range tt.verbs {
+			t.Run(tt.name+"/"+strings.Join(verb, " "), func(t *testing.T) {
+				t.Chdir(t.TempDir())
+				for _, k := range []string{"AIRLOCK_URL", "AIRLOCK_SOCKET", "AIRLOCK_STATE_DIR"} {
+					t.Setenv(k, "")
+				}
+				t.Setenv("AIRLOCK_CONFIG", tt.env)
+				args := verb
+				if tt.flag {
+					args = withConfigFlag(verb, "nowhere.hcl")
+				}
+				code, _, stderr := runCLI(t, args...)
+				if code == 0 {
+					t.Fatalf("exit 0 without a configuration")
+				}
+				for _, w := range tt.want {
+					if !strings.Contains(stderr, w) {
+						t.Errorf("stderr lacks %q:\n%s", w, stderr)
+					}
+				}
+			})
+		}
+	}
+}
+
+// withConfigFlag inserts --config file after a verb's name (its sub-verb's,
+// in a group), or after a leading positional argument it takes.
+func withConfigFlag(verb []string, file string) []string {
+	n := 1
+	if commands[verb[0]].group != nil {
+		n = 2
+	}
+	if n < len(verb) && !strings.HasPrefix(verb[n], "-") && verb[0] != "run" {
+		n++
+	}
+	return append(append(append([]string{}, verb[:n]...), "--config", file), verb[n:]...)
+}

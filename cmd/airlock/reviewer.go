@@ -112,9 +112,9 @@ func (rf *reviewerFlags) resolveURL() (string, string, error) {
 	if u := os.Getenv("AIRLOCK_URL"); u != "" {
 		return u, "$AIRLOCK_URL", nil
 	}
-	path, from := *rf.config, "--config"
+	path := *rf.config
 	if path == "" {
-		path, from = os.Getenv("AIRLOCK_CONFIG"), "$AIRLOCK_CONFIG"
+		path = os.Getenv("AIRLOCK_CONFIG")
 	}
 	if path == "" {
 		return "http://" + gateway.DefaultHTTPAddr, "the default", nil
@@ -122,7 +122,7 @@ func (rf *reviewerFlags) resolveURL() (string, string, error) {
 	// Only the listen block matters here: accept targets not pinned yet.
 	cfg, err := gateway.LoadAdminConfig(path)
 	if err != nil {
-		return "", "", fmt.Errorf("finding the gateway's HTTP listener in %s (%s): %w", path, from, err)
+		return "", "", fmt.Errorf("finding the gateway's HTTP listener: %w", explainConfig(err, *rf.config))
 	}
 	u, err := listenerURL(cfg)
 	if err != nil {

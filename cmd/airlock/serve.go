@@ -7,8 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -84,11 +86,34 @@ func loadConfig(path string, stderr io.Writer) (*gateway.Config, bool) {
 			}
 			fmt.Fprintf(stderr, "airlock: %d problem(s) in the configuration\n", len(ce.Problems))
 		} else {
-			fmt.Fprintf(stderr, "airlock: %v\n", err)
+			fmt.Fprintf(stderr, "airlock: %v\n", explainConfig(err, path))
 		}
 		return nil, false
 	}
 	return cfg, true
+}
+
+// explainConfig adds to err, when it is that the configuration file does
+// not exist, which file was looked for and how to name another. flag is
+// the --config flag's value.
+func explainConfig(err error, flag string) error {
+	var pe *fs.PathError
+	if !errors.As(err, &pe) || !errors.Is(pe.Err, fs.ErrNotExist) || !samePath(pe.Path, gateway.ConfigPath(flag)) {
+		return err
+	}
+	switch {
+	case flag != "":
+		return fmt.Errorf("%w: --config names no file; pass the gateway's configuration file", err)
+	case os.Getenv("AIRLOCK_CONFIG") != "":
+		return fmt.Errorf("%w: $AIRLOCK_CONFIG names no file; set it to the gateway's configuration file, or pass --config FILE", err)
+	}
+	return fmt.Errorf("%w: without --config or $AIRLOCK_CONFIG the configuration is ./airlock.hcl; pass --config FILE or set $AIRLOCK_CONFIG", err)
+}
+
+func samePath(a, b string) bool {
+	a, errA := filepath.Abs(a)
+	b, errB := filepath.Abs(b)
+	return errA == nil && errB == nil && a == b
 }
 
 func newLogger(cfg *gateway.Config, stderr io.Writer) hclog.Logger {
