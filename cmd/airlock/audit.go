@@ -106,19 +106,12 @@ func newAuditFlags(name, args string, stderr io.Writer, withKey, withJSON bool) 
 // checks their number. When it returns false the verb exits with code:
 // 0 after printing the help that was asked for, else exitFailed.
 func (f *auditFlags) parse(args []string, positional int, stdout, stderr io.Writer) (pos []string, code int, ok bool) {
-	for {
-		if code, ok := parseFlags(f.fs, args, stdout); !ok {
-			if code != 0 {
-				code = exitFailed
-			}
-			return nil, code, false
+	pos, code, ok = parseArgs(f.fs, args, stdout)
+	if !ok {
+		if code != 0 {
+			code = exitFailed
 		}
-		args = f.fs.Args()
-		if len(args) == 0 {
-			break
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
+		return nil, code, false
 	}
 	if len(pos) != positional {
 		fmt.Fprintf(stderr, "%s: want %d argument(s), got %d; run \"airlock audit help\"\n", f.fs.Name(), positional, len(pos))
@@ -319,9 +312,12 @@ func openReader(ctx context.Context, f *auditFlags, verb string, stderr io.Write
 
 func auditExport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	f := newAuditFlags("export", "", stderr, false, false)
-	after := f.fs.Int64("after", -1, "export entries with seq greater than `SEQ` (default: all)")
+	after := f.fs.Int64("after", 0, "export entries with seq greater than `SEQ` (default: all)")
 	if _, code, ok := f.parse(args, 0, stdout, stderr); !ok {
 		return code
+	}
+	if !isSet(f.fs, "after") {
+		*after = -1 // every entry, seq 0 included
 	}
 	r, ok := openReader(ctx, f, "export", stderr)
 	if !ok {

@@ -120,7 +120,7 @@ func deployInstall(args []string, stdout, stderr io.Writer) int {
 	file := fs.String("authorized-keys", "", "the authorized_keys file to change (required)")
 	line := fs.String("line", "", "the line from airlock deploy authorized-keys (required; with --remove, the line or its airlock: comment)")
 	remove := fs.Bool("remove", false, "remove the line instead of installing it")
-	configFlag(fs) // accepted like every verb's; the file to change is --authorized-keys
+	fs.String("config", "", "accepted like every verb's and ignored: the file to change is --authorized-keys")
 	if code, ok := parseFlags(fs, args, stdout); !ok {
 		return code
 	}
@@ -213,13 +213,10 @@ func hostsScan(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	fs := newFlagSet("airlock hosts scan", "airlock hosts scan [--timeout DUR] HOST[:PORT]", stderr)
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
-	configFlag(fs) // accepted like every verb's; scan trusts nothing and needs no configuration
-	addr, rest := leadingArg(args)
-	if code, ok := parseFlags(fs, rest, stdout); !ok {
+	fs.String("config", "", "accepted like every verb's and ignored: scan trusts nothing and needs no configuration")
+	addr, code, ok := parseVerb(fs, args, 1, stdout, stderr)
+	if !ok {
 		return code
-	}
-	if addr == "" && fs.NArg() > 0 {
-		addr = fs.Arg(0)
 	}
 	if addr == "" {
 		return failf(stderr, "give the address to scan: airlock hosts scan HOST[:PORT]")
@@ -248,12 +245,9 @@ func hostsPin(args []string, stdout, stderr io.Writer) int {
 	cfgPath := configFlag(fs)
 	fp := fs.String("fingerprint", "", "the SHA256:… fingerprint you confirmed out of band (required)")
 	kh := fs.String("known-hosts", "", "write the pin to this known_hosts file instead of the configuration's host_keys")
-	target, rest := leadingArg(args)
-	if code, ok := parseFlags(fs, rest, stdout); !ok {
+	target, code, ok := parseVerb(fs, args, 1, stdout, stderr)
+	if !ok {
 		return code
-	}
-	if target == "" && fs.NArg() > 0 {
-		target = fs.Arg(0)
 	}
 	if target == "" || *fp == "" {
 		return failf(stderr, "usage: airlock hosts pin TARGET --fingerprint SHA256:…")

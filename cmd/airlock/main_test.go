@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -155,4 +157,77 @@ func withConfigFlag(verb []string, file string) []string {
 		n++
 	}
 	return append(append(append([]string{}, verb[:n]...), "--config", file), verb[n:]...)
+}
+
+// Each reviewer sub-verb's help lists its own flags and its arguments.
+func TestReviewerVerbHelp(t *testing.T) {
+	tests := []struct {
+		verb       []string
+		usage      string
+		has, lacks []string
+	}{
+		{[]string{"approvals", "list"}, "usage: airlock approvals list [flags]\n", []string{"-json", "-url", "-reviewer", "-config"}, []string{"-ttl", "-max-actions", "-reason"}},
+		{[]string{"approvals", "approve"}, "usage: airlock approvals approve [flags] ID\n", []string{"-ttl", "-max-actions", "-reason", "-url"}, []string{"-json"}},
+		{[]string{"approvals", "deny"}, "usage: airlock approvals deny [flags] ID\n", []string{"-reason", "-url"}, []string{"-ttl", "-max-actions", "-json"}},
+		{[]string{"runs", "list"}, "usage: airlock runs list [flags]\n", []string{"-json", "-url"}, []string{"-reason"}},
+		{[]string{"runs", "end"}, "usage: airlock runs end [flags] ID\n", []string{"-reason", "-url"}, []string{"-json"}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.verb, " "), func(t *testing.T) {
+			_, stdout, _ := runCLI(t, append(tt.verb, "--help")...)
+			if !strings.HasPrefix(stdout, tt.usage) {
+				t.Errorf("help does not start with %q:\n%s", tt.usage, stdout)
+			}
+			for _, f := range tt.has {
+				if !strings.Contains(stdout, "  "+f+" ") && !strings.Contains(stdout, "  "+f+"\n") {
+					t.Errorf("help lacks %s:\n%s", f, stdout)
+				}
+			}
+			for _, f := range tt.lacks {
+				if strings.Contains(stdout, "  "+f+" ") || strings.Contains(stdout, "  "+f+"\n") {
+					t.Errorf("help lists %s, which this verb does not take:\n%s", f, stdout)
+				}
+			}
+		})
+	}
+}
+
+// No flag's help gives its default twice, even when the default comes
+// from the environment.
+func TestHelpDefaultsOnce(t *testing.T) {
+	t.Setenv("AIRLOCK_REVIEWER", "alice")
+	t.Setenv("AIRLOCK_URL", "http://127.0.0.1:1")
+	t.Setenv("AIRLOCK_STATE_DIR", t.TempDir())
+	for _, args := range helpCalls() {
+		_, stdout, _ := runCLI(t, args...)
+		for _, line := range strings.Split(stdout, "\n") {
+			if strings.Count(line, "(default") > 1 {
+				t.Errorf("airlock %s: %q", strings.Join(args, " "), line)
+			}
+		}
+	}
+}
+
+func TestParseArgs(t *testing.T) {
+	tests := []struct {
+		args   []string
+		pos    []string
+		reason string
+	}{
+		{[]string{"ID"}, []string{"ID"}, ""},
+		{[]string{"ID", "--reason", "r"}, []string{"ID"}, "r"},
+		{[]string{"--reason", "r", "ID"}, []string{"ID"}, "r"},
+		{[]string{"--ttl", "1h", "ID", "--reason", "r"}, []string{"ID"}, "r"},
+		{[]string{"A", "B", "--reason", "r"}, []string{"A", "B"}, "r"},
+		{[]string{"--reason", "r", "--", "A", "--reason", "s"}, []string{"A", "--reason", "s"}, "r"},
+	}
+	for _, tt := range tests {
+		fs := newFlagSet("test", "test", io.Discard)
+		reason := fs.String("reason", "", "")
+		fs.Duration("ttl", 0, "")
+		pos, _, ok := parseArgs(fs, tt.args, io.Discard)
+		if !ok || !slices.Equal(pos, tt.pos) || *reason != tt.reason {
+			t.Errorf("parseArgs(%q) = %q, reason %q, %v; want %q, reason %q", tt.args, pos, *reason, ok, tt.pos, tt.reason)
+		}
+	}
 }

@@ -26,13 +26,13 @@ import (
 
 func init() {
 	commands["approvals"] = (&group{name: "approvals", usage: approvalsUsage, verbs: map[string]verbFunc{
-		"list":    bind(runApprovals, "list"),
-		"approve": bind(runApprovals, "approve"),
-		"deny":    bind(runApprovals, "deny"),
+		"list":    approvalsList,
+		"approve": bind(approvalsDecide, "approve"),
+		"deny":    bind(approvalsDecide, "deny"),
 	}}).command("list, approve and deny approval requests (reviewer)")
 	commands["runs"] = (&group{name: "runs", usage: runsUsage, verbs: map[string]verbFunc{
-		"list": bind(runRuns, "list"),
-		"end":  bind(runRuns, "end"),
+		"list": runsList,
+		"end":  runsEnd,
 	}}).command("list and end runs (reviewer)")
 	commands["reviewer"] = (&group{name: "reviewer", usage: reviewerUsage, verbs: map[string]verbFunc{
 		"add": reviewerAdd,
@@ -93,7 +93,7 @@ type reviewerFlags struct {
 func addReviewerFlags(fs *flag.FlagSet, withJSON bool) *reviewerFlags {
 	rf := &reviewerFlags{
 		url:    fs.String("url", "", "the gateway's HTTP `URL` (default: $AIRLOCK_URL, else the listen.http of --config, else http://"+gateway.DefaultHTTPAddr+")"),
-		name:   fs.String("reviewer", os.Getenv("AIRLOCK_REVIEWER"), "reviewer name (default: $AIRLOCK_REVIEWER)"),
+		name:   fs.String("reviewer", "", "reviewer `NAME` (default: $AIRLOCK_REVIEWER)"),
 		config: fs.String("config", "", "the gateway's configuration `FILE`, to find its HTTP listener when there is no --url or $AIRLOCK_URL (default: $AIRLOCK_CONFIG)"),
 	}
 	if withJSON {
@@ -161,6 +161,9 @@ func listenerURL(cfg *gateway.Config) (string, error) {
 // login finds the gateway, signs the reviewer in and returns a client
 // using its token.
 func (rf *reviewerFlags) login(ctx context.Context, stderr io.Writer) (*api.Client, error) {
+	if *rf.name == "" {
+		*rf.name = os.Getenv("AIRLOCK_REVIEWER")
+	}
 	if *rf.name == "" {
 		return nil, errors.New("no reviewer name: pass --reviewer NAME or set $AIRLOCK_REVIEWER")
 	}
@@ -247,159 +250,158 @@ func printable(s string) string {
 	return q
 }
 
-// runApprovals runs "approvals list", "approve" or "deny".
-func runApprovals(verb string, args []string, stdout, stderr io.Writer) int {
-	ctx := context.Background()
-	fs := newFlagSet("airlock approvals "+verb, "airlock approvals "+verb+" [flags]", stderr)
-	rf := addReviewerFlags(fs, verb == "list")
-	ttl := fs.Duration("ttl", 0, "run approvals: how long the approval lasts (default: the policy's run_ttl)")
-	maxActions := fs.Int("max-actions", 0, "run approvals: at most this many actions (0: no limit)")
-	reason := fs.String("reason", "", "deny: the reason the agent is told")
-	id, rest := leadingArg(args)
-	if code, ok := parseFlags(fs, rest, stdout); !ok {
+func approvalsList(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("airlock approvals list", "airlock approvals list [flags]", stderr)
+	rf := addReviewerFlags(fs, true)
+	if _, code, ok := parseVerb(fs, args, 0, stdout, stderr); !ok {
 		return code
 	}
-	if id == "" && fs.NArg() > 0 {
-		id = fs.Arg(0)
-	}
-	switch verb {
-	case "list":
-		c, err := rf.login(ctx, stderr)
-		if err != nil {
-			return failf(stderr, "%v", err)
-		}
-		list, err := c.Approvals(ctx, "pending")
-		if err != nil {
-			return failf(stderr, "%v", rf.explain(err))
-		}
-		if *rf.json {
-			type item struct {
-				ID          string    `json:"id"`
-				Kind        string    `json:"kind"`
-				RunID       string    `json:"run_id"`
-				Target      string    `json:"target"`
-				Account     string    `json:"account"`
-				Command     string    `json:"command"`
-				RequestedAt time.Time `json:"requested_at"`
-				ExpiresAt   time.Time `json:"expires_at"`
-				Requester   string    `json:"requester"`
-			}
-			out := make([]item, 0, len(list))
-			for _, a := range list {
-				out = append(out, item{a.ID, a.Kind, a.RunID, a.Target, a.Account, a.Command, a.RequestedAt, a.ExpiresAt, a.Requester})
-			}
-			return printJSON(stdout, out)
-		}
-		if len(list) == 0 {
-			fmt.Fprintln(stdout, "no pending approvals")
-			return 0
-		}
-		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tKIND\tTARGET\tACCOUNT\tREQUESTER\tEXPIRES IN\tCOMMAND")
-		for _, a := range list {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Kind, printable(a.Target), printable(a.Account),
-				printable(a.Requester), time.Until(a.ExpiresAt).Round(time.Second), printable(a.Command))
-		}
-		tw.Flush()
-		return 0
-	case "approve", "deny":
-		if id == "" {
-			return failf(stderr, "which approval? pass its ID (see airlock approvals list)")
-		}
-		c, err := rf.login(ctx, stderr)
-		if err != nil {
-			return failf(stderr, "%v", err)
-		}
-		d := api.DecisionRequest{Decision: verb, Reason: *reason, MaxActions: *maxActions}
-		if *ttl > 0 {
-			d.TTLS = int(ttl.Seconds())
-		}
-		a, err := c.Decide(ctx, id, d)
-		if err != nil {
-			return failf(stderr, "%v", rf.explain(err))
-		}
-		fmt.Fprintf(stdout, "%s: %s (%s on %s/%s: %s)\n", a.ID, a.State, a.Kind, printable(a.Target), printable(a.Account), printable(a.Command))
-		return 0
-	}
-	panic("unknown approvals verb " + verb)
-}
-
-// leadingArg takes a first non-flag argument (an ID) off args, so that
-// "approve ID --ttl 1h" works as well as "approve --ttl 1h ID".
-func leadingArg(args []string) (string, []string) {
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		return args[0], args[1:]
-	}
-	return "", args
-}
-
-// runRuns runs "runs list" or "runs end".
-func runRuns(verb string, args []string, stdout, stderr io.Writer) int {
 	ctx := context.Background()
-	fs := newFlagSet("airlock runs "+verb, "airlock runs "+verb+" [flags]", stderr)
-	rf := addReviewerFlags(fs, verb == "list")
-	reason := fs.String("reason", "", "end: why the run is revoked")
-	id, rest := leadingArg(args)
-	if code, ok := parseFlags(fs, rest, stdout); !ok {
-		return code
-	}
-	if id == "" && fs.NArg() > 0 {
-		id = fs.Arg(0)
-	}
 	c, err := rf.login(ctx, stderr)
 	if err != nil {
 		return failf(stderr, "%v", err)
 	}
-	switch verb {
-	case "list":
-		runs, err := c.Runs(ctx)
-		if err != nil {
-			return failf(stderr, "%v", rf.explain(err))
+	list, err := c.Approvals(ctx, "pending")
+	if err != nil {
+		return failf(stderr, "%v", rf.explain(err))
+	}
+	if *rf.json {
+		type item struct {
+			ID          string    `json:"id"`
+			Kind        string    `json:"kind"`
+			RunID       string    `json:"run_id"`
+			Target      string    `json:"target"`
+			Account     string    `json:"account"`
+			Command     string    `json:"command"`
+			RequestedAt time.Time `json:"requested_at"`
+			ExpiresAt   time.Time `json:"expires_at"`
+			Requester   string    `json:"requester"`
 		}
-		if *rf.json {
-			return printJSON(stdout, runs)
+		out := make([]item, 0, len(list))
+		for _, a := range list {
+			out = append(out, item{a.ID, a.Kind, a.RunID, a.Target, a.Account, a.Command, a.RequestedAt, a.ExpiresAt, a.Requester})
 		}
-		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tSTATE\tKIND\tREQUESTER\tACTIONS\tEXPIRES\tANCHOR")
-		for _, r := range runs {
-			exp, anchor := "-", "-"
-			if r.ExpiresAt != nil {
-				exp = r.ExpiresAt.Local().Format(time.DateTime)
-			}
-			if r.Anchor != nil {
-				anchor = fmt.Sprintf("pid %d %s", r.Anchor.PID, printable(strings.Join(r.Anchor.Argv, " ")))
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.State, r.Kind, printable(r.Requester), r.Actions, exp, anchor)
-		}
-		tw.Flush()
-		return 0
-	case "end":
-		if id == "" {
-			return failf(stderr, "which run? pass its ID (see airlock runs list)")
-		}
-		path := "/v1/runs/" + id
-		if *reason != "" {
-			path += "?reason=" + url.QueryEscape(*reason)
-		}
-		var r api.Run
-		if err := c.Do(ctx, "DELETE", path, nil, &r); err != nil {
-			return failf(stderr, "%v", rf.explain(err))
-		}
-		fmt.Fprintf(stdout, "%s: %s\n", r.ID, r.State)
+		return printJSON(stdout, out)
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(stdout, "no pending approvals")
 		return 0
 	}
-	panic("unknown runs verb " + verb)
+	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tKIND\tTARGET\tACCOUNT\tREQUESTER\tEXPIRES IN\tCOMMAND")
+	for _, a := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Kind, printable(a.Target), printable(a.Account),
+			printable(a.Requester), time.Until(a.ExpiresAt).Round(time.Second), printable(a.Command))
+	}
+	tw.Flush()
+	return 0
+}
+
+// approvalsDecide runs "approvals approve" and "approvals deny".
+func approvalsDecide(verb string, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("airlock approvals "+verb, "airlock approvals "+verb+" [flags] ID", stderr)
+	rf := addReviewerFlags(fs, false)
+	var d api.DecisionRequest
+	var ttl time.Duration
+	if verb == "approve" {
+		fs.DurationVar(&ttl, "ttl", 0, "run approvals: how long the approval lasts (default: the policy's run_ttl)")
+		fs.IntVar(&d.MaxActions, "max-actions", 0, "run approvals: at most this many actions (default: no limit)")
+		fs.StringVar(&d.Reason, "reason", "", "a note recorded with the decision")
+	} else {
+		fs.StringVar(&d.Reason, "reason", "", "the reason the agent is told")
+	}
+	id, code, ok := parseVerb(fs, args, 1, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if id == "" {
+		return failf(stderr, "which approval? pass its ID (see airlock approvals list)")
+	}
+	ctx := context.Background()
+	c, err := rf.login(ctx, stderr)
+	if err != nil {
+		return failf(stderr, "%v", err)
+	}
+	d.Decision = verb
+	if ttl > 0 {
+		d.TTLS = int(ttl.Seconds())
+	}
+	a, err := c.Decide(ctx, id, d)
+	if err != nil {
+		return failf(stderr, "%v", rf.explain(err))
+	}
+	fmt.Fprintf(stdout, "%s: %s (%s on %s/%s: %s)\n", a.ID, a.State, a.Kind, printable(a.Target), printable(a.Account), printable(a.Command))
+	return 0
+}
+
+func runsList(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("airlock runs list", "airlock runs list [flags]", stderr)
+	rf := addReviewerFlags(fs, true)
+	if _, code, ok := parseVerb(fs, args, 0, stdout, stderr); !ok {
+		return code
+	}
+	ctx := context.Background()
+	c, err := rf.login(ctx, stderr)
+	if err != nil {
+		return failf(stderr, "%v", err)
+	}
+	runs, err := c.Runs(ctx)
+	if err != nil {
+		return failf(stderr, "%v", rf.explain(err))
+	}
+	if *rf.json {
+		return printJSON(stdout, runs)
+	}
+	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATE\tKIND\tREQUESTER\tACTIONS\tEXPIRES\tANCHOR")
+	for _, r := range runs {
+		exp, anchor := "-", "-"
+		if r.ExpiresAt != nil {
+			exp = r.ExpiresAt.Local().Format(time.DateTime)
+		}
+		if r.Anchor != nil {
+			anchor = fmt.Sprintf("pid %d %s", r.Anchor.PID, printable(strings.Join(r.Anchor.Argv, " ")))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.State, r.Kind, printable(r.Requester), r.Actions, exp, anchor)
+	}
+	tw.Flush()
+	return 0
+}
+
+func runsEnd(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("airlock runs end", "airlock runs end [flags] ID", stderr)
+	rf := addReviewerFlags(fs, false)
+	reason := fs.String("reason", "", "why the run is ended, recorded with it")
+	id, code, ok := parseVerb(fs, args, 1, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if id == "" {
+		return failf(stderr, "which run? pass its ID (see airlock runs list)")
+	}
+	ctx := context.Background()
+	c, err := rf.login(ctx, stderr)
+	if err != nil {
+		return failf(stderr, "%v", err)
+	}
+	path := "/v1/runs/" + url.PathEscape(id)
+	if *reason != "" {
+		path += "?reason=" + url.QueryEscape(*reason)
+	}
+	var r api.Run
+	if err := c.Do(ctx, "DELETE", path, nil, &r); err != nil {
+		return failf(stderr, "%v", rf.explain(err))
+	}
+	fmt.Fprintf(stdout, "%s: %s\n", r.ID, r.State)
+	return 0
 }
 
 func reviewerAdd(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("airlock reviewer add", "airlock reviewer add [--config FILE] NAME", stderr)
 	cfgPath := configFlag(fs)
-	name, rest := leadingArg(args)
-	if code, ok := parseFlags(fs, rest, stdout); !ok {
+	name, code, ok := parseVerb(fs, args, 1, stdout, stderr)
+	if !ok {
 		return code
-	}
-	if name == "" && fs.NArg() > 0 {
-		name = fs.Arg(0)
 	}
 	if name == "" {
 		return failf(stderr, "give the reviewer's name: airlock reviewer add NAME")

@@ -36,15 +36,20 @@ verbs:
 
 // configFlag adds the --config flag every verb but demo accepts.
 func configFlag(fs *flag.FlagSet) *string {
-	return fs.String("config", "", "configuration file (default: $AIRLOCK_CONFIG, else ./airlock.hcl)")
+	return fs.String("config", "", "configuration `FILE` (default: $AIRLOCK_CONFIG, else ./airlock.hcl)")
 }
 
 func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: %s\n\nflags:\n", usage)
-		fs.PrintDefaults()
+		fmt.Fprintf(fs.Output(), "usage: %s\n", usage)
+		hasFlags := false
+		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+		if hasFlags {
+			fmt.Fprint(fs.Output(), "\nflags:\n")
+			fs.PrintDefaults()
+		}
 	}
 	return fs
 }
@@ -67,6 +72,47 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) (code int, ok
 	}
 	stderr.Write(buf.Bytes())
 	return 2, false
+}
+
+// parseArgs parses args with flags before, between and after the
+// positional arguments, which it returns; code and ok are parseFlags'.
+func parseArgs(fs *flag.FlagSet, args []string, stdout io.Writer) (pos []string, code int, ok bool) {
+	for {
+		if code, ok := parseFlags(fs, args, stdout); !ok {
+			return nil, code, false
+		}
+		rest := fs.Args()
+		if len(rest) < len(args) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), 0, true // no flags after "--"
+		}
+		if len(rest) == 0 {
+			return pos, 0, true
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
+}
+
+// parseVerb parses the arguments of a verb that takes up to max (0 or 1)
+// positional arguments, and returns that argument or "".
+func parseVerb(fs *flag.FlagSet, args []string, max int, stdout, stderr io.Writer) (arg string, code int, ok bool) {
+	pos, code, ok := parseArgs(fs, args, stdout)
+	if !ok {
+		return "", code, false
+	}
+	if len(pos) > max {
+		return "", usageErrorf(stderr, "%s: unexpected argument %q; run \"%s --help\"", fs.Name(), pos[max], fs.Name()), false
+	}
+	if len(pos) == 1 {
+		arg = pos[0]
+	}
+	return arg, 0, true
+}
+
+// isSet reports whether the flag name was given.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // usageErrorf reports a usage error: exit code 2.
