@@ -301,6 +301,11 @@ func TestEndToEndBinaries(t *testing.T) {
 		if ee == nil || ee.ExitCode() != 255 || !strings.Contains(out2.String(), "airlock-ssh: denied:") || !strings.Contains(out2.String(), "not this one") {
 			t.Fatalf("second agent: %v %q", err, out2.String())
 		}
+		// The denial ended the run: airlock run has nothing left to end
+		// and nothing to report about it.
+		if strings.Contains(out2.String(), "ending run") {
+			t.Errorf("airlock run reported ending a run the denial had ended: %q", out2.String())
+		}
 	})
 
 	t.Run("reviewer CLI: runs list and end", func(t *testing.T) {

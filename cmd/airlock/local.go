@@ -47,6 +47,15 @@ func localSocket(cfgPath string) (string, error) {
 	return api.DefaultSocket()
 }
 
+// runEnded reports an error of EndRun that means the run had ended
+// already (denied, revoked, expired, used up): the gateway no longer has
+// it as the caller's live run (not_found) or refuses to end it again
+// (conflict). There is nothing left to end.
+func runEnded(err error) bool {
+	var ae *api.Error
+	return errors.As(err, &ae) && (ae.Err.Code == api.CodeNotFound || ae.Err.Code == api.CodeConflict)
+}
+
 func localClient(socket string) (*api.Client, error) {
 	ctl, err := api.ReadControl(socket)
 	if err != nil {
@@ -122,7 +131,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		}
 	}()
 	err = cmd.Wait()
-	if err := c.EndRun(ctx, run.ID); err != nil {
+	if err := c.EndRun(ctx, run.ID); err != nil && !runEnded(err) {
 		fmt.Fprintf(stderr, "airlock: ending run %s: %v (it ends anyway now that this process exits)\n", run.ID, err)
 	}
 	var ee *exec.ExitError

@@ -165,7 +165,12 @@ func (b *bridge) endRun() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := c.EndRun(ctx, id); err != nil {
+	err := c.EndRun(ctx, id)
+	if runEnded(err) {
+		b.log.Info("the run had ended already", "run", id)
+		return
+	}
+	if err != nil {
 		b.log.Warn("ending the run; it ends anyway when this process exits", "run", id, "error", err)
 		return
 	}
