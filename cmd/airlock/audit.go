@@ -114,7 +114,7 @@ func (f *auditFlags) parse(args []string, positional int, stdout, stderr io.Writ
 		return nil, code, false
 	}
 	if len(pos) != positional {
-		fmt.Fprintf(stderr, "%s: want %d argument(s), got %d; run \"airlock audit help\"\n", f.fs.Name(), positional, len(pos))
+		fmt.Fprintf(stderr, "%s: want %s, got %d; run \"airlock audit help\"\n", f.fs.Name(), count(positional, "argument"), len(pos))
 		return nil, exitFailed, false
 	}
 	if err := f.resolveDB(); err != nil {

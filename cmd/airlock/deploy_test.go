@@ -205,3 +205,40 @@ func TestScanAddress(t *testing.T) {
 		}
 	}
 }
+
+// config check counts what it found in words that agree with the number.
+func TestConfigCheckCounts(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "key")
+	if _, err := sshtest.GenerateKeyFile(key, "ed25519", ""); err != nil {
+		t.Skip(err)
+	}
+	target := func(name string) string {
+		return fmt.Sprintf(`target %q {
+  address   = "127.0.0.1:22"
+  host_keys = ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKnQ7cBmrfILU8y0HCfFXb5n5bd2OoB25Bhz9wGtK6Ko"]
+  account "a" { credential = "k" }
+}
+`, name)
+	}
+	for _, tt := range []struct {
+		name  string
+		extra string
+		want  string
+	}{
+		{"one of each", "", "(1 target, 1 credential, "},
+		{"two of each", target("t2") + fmt.Sprintf("credential \"k2\" { private_key_file = %q }\n", key), "(2 targets, 2 credentials, "},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfgFile := filepath.Join(t.TempDir(), "airlock.hcl")
+			src := fmt.Sprintf("state_dir = %q\ncredential \"k\" { private_key_file = %q }\n", filepath.Join(dir, "state"), key) + target("t") + tt.extra
+			if err := os.WriteFile(cfgFile, []byte(src), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, stdout, stderr := runCLI(t, "config", "check", "--config", cfgFile)
+			if code != 0 || !strings.Contains(stdout, tt.want) {
+				t.Errorf("config check: exit %d, stdout %q, stderr %q; want %q", code, stdout, stderr, tt.want)
+			}
+		})
+	}
+}

@@ -130,7 +130,7 @@ func loadConfig(path string, stderr io.Writer) (*gateway.Config, bool) {
 			for _, p := range ce.Problems {
 				fmt.Fprintln(stderr, p)
 			}
-			fmt.Fprintf(stderr, "airlock: %d problem(s) in the configuration\n", len(ce.Problems))
+			fmt.Fprintf(stderr, "airlock: %s in the configuration\n", count(len(ce.Problems), "problem"))
 		} else {
 			fmt.Fprintf(stderr, "airlock: %v\n", explainConfig(err, path))
 		}
@@ -232,9 +232,9 @@ func configCheck(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if problems > 0 {
-		fmt.Fprintf(stderr, "airlock: %d problem(s) with the files the configuration names\n", problems)
+		fmt.Fprintf(stderr, "airlock: %s with the files the configuration names\n", count(problems, "problem"))
 		return 1
 	}
-	fmt.Fprintf(stdout, "%s: OK (%d targets, %d credentials, state in %s)\n", cfg.Path, len(cfg.Targets), len(cfg.Credentials), cfg.StateDir)
+	fmt.Fprintf(stdout, "%s: OK (%s, %s, state in %s)\n", cfg.Path, count(len(cfg.Targets), "target"), count(len(cfg.Credentials), "credential"), cfg.StateDir)
 	return 0
 }

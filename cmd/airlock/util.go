@@ -1,6 +1,18 @@
 package main
 
-import "sort"
+import (
+	"fmt"
+	"sort"
+)
+
+// count is n and noun, in the plural unless n is 1: "1 target", "2 targets".
+// noun must take an -s plural.
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
 
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
