@@ -360,12 +360,26 @@ func runsList(args []string, stdout, stderr io.Writer) int {
 			exp = r.ExpiresAt.Local().Format(time.DateTime)
 		}
 		if r.Anchor != nil {
-			anchor = fmt.Sprintf("pid %d %s", r.Anchor.PID, printable(strings.Join(r.Anchor.Argv, " ")))
+			anchor = fmt.Sprintf("pid %d %s", r.Anchor.PID, shorten(strings.Join(r.Anchor.Argv, " "), maxArgvWidth))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.State, r.Kind, printable(r.Requester), r.Actions, exp, anchor)
 	}
 	tw.Flush()
 	return 0
+}
+
+// maxArgvWidth is how much of an anchor's command line runs list shows,
+// so that a run stays on one line of the table; --json has all of it.
+const maxArgvWidth = 60
+
+// shorten is s made printable and cut to at most n characters, an
+// ellipsis marking the cut.
+func shorten(s string, n int) string {
+	s = printable(s) // ASCII only: bytes are characters
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
 }
 
 func runsEnd(args []string, stdout, stderr io.Writer) int {

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,16 +16,17 @@ import (
 	"github.com/airlockgw/airlock/gateway/api"
 )
 
-// fakeGateway answers a reviewer's login and an empty approvals list, and
-// counts the requests it got.
+// fakeGateway answers a reviewer's login, an empty approvals list and its
+// runs, and counts the requests it got.
 type fakeGateway struct {
 	*httptest.Server
 	hits atomic.Int32
+	runs []api.Run
 }
 
-func newFakeGateway(t *testing.T) *fakeGateway {
+func newFakeGateway(t *testing.T, runs ...api.Run) *fakeGateway {
 	t.Helper()
-	g := &fakeGateway{}
+	g := &fakeGateway{runs: runs}
 	g.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		g.hits.Add(1)
 		switch r.URL.Path {
@@ -32,6 +34,8 @@ func newFakeGateway(t *testing.T) *fakeGateway {
 			json.NewEncoder(w).Encode(api.LoginResponse{Token: "t"})
 		case "/v1/approvals":
 			w.Write([]byte("[]"))
+		case "/v1/runs":
+			json.NewEncoder(w).Encode(g.runs)
 		default:
 			http.NotFound(w, r)
 		}
@@ -125,5 +129,38 @@ func TestListenerURL(t *testing.T) {
 				t.Errorf("listenerURL(%+v) = %q, %v; want %q", tt.listen, got, err, tt.want)
 			}
 		})
+	}
+}
+
+// runs list keeps each run on one line: a long or hostile anchor command
+// line is cut and escaped; --json has all of it.
+func TestRunsListAnchor(t *testing.T) {
+	argv := []string{"/usr/bin/python3", "-c", "print('x')\n\t\u202e" + strings.Repeat("a", 200)}
+	g := newFakeGateway(t, api.Run{ID: "run_1", State: "approved", Kind: "local", Requester: "agent", Anchor: &api.Process{PID: 42, Argv: argv}})
+	env := map[string]string{"AIRLOCK_URL": g.URL, "AIRLOCK_REVIEWER": "alice", "AIRLOCK_PASSWORD_FILE": writePW(t)}
+
+	out, errs, code := runCLIEnv(t, env, "runs", "list")
+	if code != 0 {
+		t.Fatalf("runs list: exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("want a header and one line, got %d lines:\n%s", len(lines), out)
+	}
+	anchor := lines[1][strings.Index(lines[1], "pid 42 "):]
+	if n := len([]rune(anchor)); n > len("pid 42 ")+maxArgvWidth || !strings.HasSuffix(anchor, "…") {
+		t.Errorf("anchor column is %d characters, want at most %d ending in an ellipsis: %q", n, len("pid 42 ")+maxArgvWidth, anchor)
+	}
+	if strings.ContainsAny(anchor, "\t\u202e") {
+		t.Errorf("anchor column holds a raw control character: %q", anchor)
+	}
+
+	out, errs, code = runCLIEnv(t, env, "runs", "list", "--json")
+	var runs []api.Run
+	if err := json.Unmarshal([]byte(out), &runs); err != nil || code != 0 {
+		t.Fatalf("runs list --json: exit %d, %v: %s", code, err, errs)
+	}
+	if len(runs) != 1 || runs[0].Anchor == nil || !slices.Equal(runs[0].Anchor.Argv, argv) {
+		t.Errorf("--json does not have the whole argv: %+v", runs)
 	}
 }
