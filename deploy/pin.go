@@ -188,11 +188,7 @@ func TargetAddress(configFile, name string) (string, error) {
 	if diags.HasErrors() || v.Type() != cty.String || !v.IsKnown() || v.IsNull() {
 		return "", fmt.Errorf("%w: %s:%d: address of target %q", ErrConfigNotLiteral, configFile, a.SrcRange.Start.Line, name)
 	}
-	addr := v.AsString()
-	if _, _, err := net.SplitHostPort(addr); err != nil {
-		addr = net.JoinHostPort(addr, "22")
-	}
-	return addr, nil
+	return SSHAddress(v.AsString())
 }
 
 // AddHostKey adds key to the host_keys list of target "name" in the gateway

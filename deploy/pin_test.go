@@ -368,3 +368,28 @@ func TestHostCAWrongPrincipal(t *testing.T) {
 		t.Errorf("sshexec against a certificate for another host: %v (%v), want a host key refusal", r.Outcome, err)
 	}
 }
+
+// An address is read as a target's address in the configuration (and by
+// hosts scan): a bare host gets port 22.
+func TestSSHAddress(t *testing.T) {
+	tests := []struct {
+		in, want string // want "" for a refusal
+	}{
+		{"127.0.0.1", "127.0.0.1:22"},
+		{"build-box", "build-box:22"},
+		{"build-box:2222", "build-box:2222"},
+		{"[::1]", "[::1]:22"},
+		{"[::1]:2222", "[::1]:2222"},
+		{"[fe80::1%eth0]", "[fe80::1%eth0]:22"},
+		{"::1", ""},
+		{"[build-box]", ""},
+		{"[::1", ""},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		got, err := SSHAddress(tt.in)
+		if (err != nil) != (tt.want == "") || got != tt.want {
+			t.Errorf("SSHAddress(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -158,4 +159,30 @@ func scanOnce(ctx context.Context, addr string, algos []string) (ssh.PublicKey, 
 		return nil, ctx.Err()
 	}
 	return nil, err
+}
+
+// ErrNotAddress: an address is neither host:port nor a host alone.
+var ErrNotAddress = errors.New("not an address: write host, host:port, [IPv6] or [IPv6]:port")
+
+// SSHAddress returns addr as host:port: as it is when it has a port, with
+// port 22 when it names only a host (a name, an IPv4 address, or an IPv6
+// address in brackets). A target's address in the configuration and the
+// address given to hosts scan are read the same way.
+func SSHAddress(addr string) (string, error) {
+	if host, port, err := net.SplitHostPort(addr); err == nil {
+		if host == "" || port == "" {
+			return "", fmt.Errorf("%q is %w", addr, ErrNotAddress)
+		}
+		return addr, nil
+	}
+	host := addr
+	if h, ok := strings.CutPrefix(addr, "["); ok {
+		host, ok = strings.CutSuffix(h, "]")
+		if ip, err := netip.ParseAddr(host); !ok || err != nil || !ip.Is6() {
+			return "", fmt.Errorf("%q is %w", addr, ErrNotAddress)
+		}
+	} else if host == "" || strings.ContainsAny(host, ":[] \t") {
+		return "", fmt.Errorf("%q is %w", addr, ErrNotAddress)
+	}
+	return net.JoinHostPort(host, "22"), nil
 }

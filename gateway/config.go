@@ -21,6 +21,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/airlockgw/airlock/deploy"
 	"github.com/airlockgw/airlock/deploy/hclcheck"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/sshexec"
@@ -627,12 +628,10 @@ func (c *checker) target(cfg *Config, r *rawTarget, base string) {
 		MaxParallel:    c.integer(r.MaxParallel, DefaultMaxParallel, 1, 1024),
 		Accounts:       map[string]*AccountConfig{},
 	}
-	if host, port, err := net.SplitHostPort(t.Address); err != nil || host == "" || port == "" {
-		if t.Address != "" && !strings.Contains(t.Address, ":") {
-			t.Address = net.JoinHostPort(t.Address, "22") // a host name or IPv4 address alone
-		} else {
-			c.Errorf(r.Address.Range, `target %q: address %q is not host:port, e.g. "10.0.0.24:22"`, r.Name, t.Address)
-		}
+	if addr, err := deploy.SSHAddress(t.Address); err == nil {
+		t.Address = addr // port 22 for a host alone
+	} else {
+		c.Errorf(r.Address.Range, `target %q: address %q is not host:port or a host alone, e.g. "10.0.0.24:22", "build-box" or "[2001:db8::5]"`, r.Name, t.Address)
 	}
 	before := len(c.Problems)
 	if r.HostKeys != nil {

@@ -5,12 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -141,24 +138,6 @@ func deployInstall(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// scanAddress is addr with port 22 added to a bare host name or address,
-// as a target's address in the configuration gets it.
-func scanAddress(addr string) (string, error) {
-	if _, _, err := net.SplitHostPort(addr); err == nil {
-		return addr, nil
-	}
-	host := addr
-	if h, ok := strings.CutPrefix(addr, "["); ok {
-		host, ok = strings.CutSuffix(h, "]")
-		if _, err := netip.ParseAddr(host); !ok || err != nil {
-			return "", fmt.Errorf("%q is not an address: write host, host:port, [IPv6] or [IPv6]:port", addr)
-		}
-	} else if host == "" || strings.Contains(host, ":") {
-		return "", fmt.Errorf("%q is not an address: write host, host:port, [IPv6] or [IPv6]:port", addr)
-	}
-	return net.JoinHostPort(host, "22"), nil
-}
-
 // checkFingerprint refuses a malformed fingerprint before anything is
 // scanned: Select with no offered keys checks only its form.
 func checkFingerprint(fp string) error {
@@ -221,7 +200,7 @@ func hostsScan(args []string, stdout, stderr io.Writer) int {
 	if addr == "" {
 		return failf(stderr, "give the address to scan: airlock hosts scan HOST[:PORT]")
 	}
-	addr, err := scanAddress(addr)
+	addr, err := deploy.SSHAddress(addr)
 	if err != nil {
 		return usageErrorf(stderr, "%v", err)
 	}

@@ -181,31 +181,6 @@ target "t" {
 	}
 }
 
-// hosts scan takes an address as a target's address is written in the
-// configuration: a bare host gets port 22.
-func TestScanAddress(t *testing.T) {
-	tests := []struct {
-		in, want string // want "" for a refusal
-	}{
-		{"127.0.0.1", "127.0.0.1:22"},
-		{"build-box", "build-box:22"},
-		{"build-box:2222", "build-box:2222"},
-		{"[::1]", "[::1]:22"},
-		{"[::1]:2222", "[::1]:2222"},
-		{"[fe80::1%eth0]", "[fe80::1%eth0]:22"},
-		{"::1", ""},
-		{"[build-box]", ""},
-		{"[::1", ""},
-		{"", ""},
-	}
-	for _, tt := range tests {
-		got, err := scanAddress(tt.in)
-		if (err != nil) != (tt.want == "") || got != tt.want {
-			t.Errorf("scanAddress(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
-		}
-	}
-}
-
 // config check counts what it found in words that agree with the number.
 func TestConfigCheckCounts(t *testing.T) {
 	dir := t.TempDir()
