@@ -60,15 +60,22 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		return failf(stderr, "demo: %v", err)
 	}
 	defer env.close(*keep == "", stderr)
-	env.printIntro(stdout, *keep == "")
 	if *script {
+		// The tour ends the demo: print nothing that needs it running.
+		env.printState(stdout, *keep == "")
 		if err := env.tour(ctx, stdout); err != nil {
 			fmt.Fprintf(stdout, "\nthe tour failed: %v\n", err)
 			return 1
 		}
 		fmt.Fprintln(stdout, "\nthe tour is over; everything it did is in the audit log above.")
+		if *keep == "" {
+			fmt.Fprintln(stdout, "Its state is removed now; with --keep DIR it stays for `airlock audit export --config DIR/airlock.hcl`.")
+		} else {
+			fmt.Fprintf(stdout, "Its state stays in %s: airlock audit export --config %s\n", env.dir, env.cfgFile)
+		}
 		return 0
 	}
+	env.printIntro(stdout, *keep == "")
 	fmt.Fprintln(stdout, "Press Ctrl-C to stop the demo.")
 	select {
 	case <-ctx.Done():
@@ -234,6 +241,19 @@ func (e *demoEnv) close(remove bool, stderr io.Writer) {
 	}
 }
 
+// printState says where the demo lives, for the scripted tour.
+func (e *demoEnv) printState(w io.Writer, temporary bool) {
+	where := e.dir
+	if temporary {
+		where += " (removed when the tour ends)"
+	}
+	fmt.Fprintf(w, `airlock demo: a gateway and a built-in SSH target, on loopback only.
+
+  state       %s
+  target      demo (%s): account "agent" asks once per run, "ops" for every command
+`, where, e.target.Addr)
+}
+
 func (e *demoEnv) printIntro(w io.Writer, temporary bool) {
 	url := "http://" + e.srv.HTTPAddr()
 	where := e.dir
@@ -392,6 +412,5 @@ func (e *demoEnv) tour(ctx context.Context, w io.Writer) error {
 		return fmt.Errorf("the audit log is damaged: %+v", rep.First())
 	}
 	fmt.Fprintf(w, "   → intact: %d entries, %d signed checkpoints (entries not yet covered by one: %d)\n", rep.Entries, rep.Checkpoints, rep.Uncovered)
-	fmt.Fprintf(w, "   try: airlock audit export --config %s\n", e.cfgFile)
 	return nil
 }

@@ -39,6 +39,12 @@ func TestDemoRemovesItsTemporaryState(t *testing.T) {
 	if code := dispatch([]string{"demo", "--script"}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
+	// The tour offers nothing that needs the demo still running.
+	for _, gone := range []string{"login link", "another terminal", "try:"} {
+		if strings.Contains(out.String(), gone) {
+			t.Errorf("the tour's output offers %q, which is gone when it ends:\n%s", gone, out.String())
+		}
+	}
 	ents, _ := os.ReadDir(os.Getenv("TMPDIR"))
 	for _, e := range ents {
 		if strings.HasPrefix(e.Name(), "airlock-demo-") {
