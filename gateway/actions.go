@@ -485,6 +485,9 @@ func (a *lifecycle) recordFinished(ctx context.Context, extra ...auditchain.Fiel
 	if a.obj.Approval.DecidedBy != "" {
 		f = append(f, auditchain.Str("decided_by", a.obj.Approval.DecidedBy))
 	}
+	if a.obj.Approval.Reason != "" {
+		f = append(f, auditchain.Str("approval_reason", a.obj.Approval.Reason))
+	}
 	f = append(f, extra...)
 	// The outcome is recorded even when the caller has gone: use a context
 	// that is not cancelled with it.

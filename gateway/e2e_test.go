@@ -319,6 +319,28 @@ func TestCallModeAsksEveryTime(t *testing.T) {
 		if decision == "deny" && (r.a.Approval.Reason != "not today" || !strings.Contains(api.NextStep(r.a), "not today")) {
 			t.Errorf("denial reason not passed on: %+v", r.a.Approval)
 		}
+		if decision == "deny" {
+			// The action's own record says why, for `airlock audit show`.
+			raw, err := g.reviewer.AuditEntries(context.Background(), -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var es []struct {
+				Kind     string         `json:"kind"`
+				ActionID string         `json:"action_id"`
+				Fields   map[string]any `json:"fields"`
+			}
+			json.Unmarshal(raw, &es)
+			found := false
+			for _, e := range es {
+				if e.Kind == "action.finished" && e.ActionID == r.a.ID {
+					found = e.Fields["approval_reason"] == "not today" && e.Fields["outcome"] == "denied"
+				}
+			}
+			if !found {
+				t.Errorf("the denied action's action.finished does not carry the reviewer's reason")
+			}
+		}
 	}
 	g.verifyAudit()
 }

@@ -399,7 +399,7 @@ func valueText(v any) string {
 	case string:
 		return strconv.QuoteToGraphic(v)
 	case []byte:
-		return "0x" + hex.EncodeToString(v)
+		return hex.EncodeToString(v) // as export writes bytes
 	default:
 		return fmt.Sprint(v)
 	}
