@@ -141,7 +141,23 @@ func (s *Server) identify(next http.Handler) http.Handler {
 			case err == nil:
 				p.reviewer, p.isReviewer = rv, true
 			case errors.Is(err, approvals.ErrMalformedToken):
-				p.runToken = tok // not a reviewer token: an agent's run token, checked when used
+				// Not a reviewer token: it must be a run's. A token of no
+				// run is refused here, counted and rate-limited like any
+				// wrong credential. A genuine token of a run that has
+				// ended passes: what it may still do is the endpoint's
+				// to say.
+				key := runTokenLimitKey(r)
+				if s.limiter.blocked(key) {
+					writeError(w, http.StatusTooManyRequests, api.CodeRateLimited, "too many invalid run tokens from this address; wait a minute")
+					return
+				}
+				if _, rerr := s.store.ResolveRemote(r.Context(), tok); invalidRunToken(rerr) {
+					s.authFailed(r.Context(), "run_token", key)
+					w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+					writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "the run token is not valid; create a run with POST /v1/runs")
+					return
+				}
+				p.runToken = tok
 			default:
 				key := "addr:" + hostOf(r.RemoteAddr)
 				s.authFailed(r.Context(), "reviewer_token", key)
@@ -152,6 +168,17 @@ func (s *Server) identify(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	})
 }
+
+// invalidRunToken reports whether err says the token belongs to no run
+// (as opposed to a run that has ended, or a failure that is not the
+// caller's).
+func invalidRunToken(err error) bool {
+	return errors.Is(err, approvals.ErrMalformedToken) || errors.Is(err, approvals.ErrWrongToken) || errors.Is(err, approvals.ErrUnknownRun)
+}
+
+// runTokenLimitKey is the rate-limit key of run-token failures from r's
+// address, on every HTTP route.
+func runTokenLimitKey(r *http.Request) string { return "run-token:" + hostOf(r.RemoteAddr) }
 
 func hostOf(addr string) string {
 	if h, _, err := net.SplitHostPort(addr); err == nil {

@@ -57,15 +57,13 @@ func (s *Server) mcpGuard(next http.Handler) http.Handler {
 		case p.isReviewer:
 			writeError(w, http.StatusForbidden, api.CodeForbidden, "reviewers do not call agent tools; use a run token from POST /v1/runs")
 			return
-		case s.limiter.blocked(mcpLimitKey(r)):
+		case s.limiter.blocked(runTokenLimitKey(r)):
 			writeError(w, http.StatusTooManyRequests, api.CodeRateLimited, "too many invalid run tokens from this address; wait a minute")
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
 }
-
-func mcpLimitKey(r *http.Request) string { return "mcp:" + hostOf(r.RemoteAddr) }
 
 // verifyRunToken is the bearer-token verifier of /mcp: the token must
 // belong to a run that may still act. The session is bound to the run's
@@ -78,7 +76,7 @@ func (s *Server) verifyRunToken(ctx context.Context, token string, r *http.Reque
 			s.log.Error("verifying a run token", "error", err)
 			return nil, errors.New("the run token could not be verified")
 		}
-		s.authFailed(ctx, "run_token", mcpLimitKey(r))
+		s.authFailed(ctx, "run_token", runTokenLimitKey(r))
 		return nil, fmt.Errorf("%w: %s", sdkauth.ErrInvalidToken, why)
 	}
 	exp := run.TokenExpiresAt
@@ -92,7 +90,7 @@ func (s *Server) verifyRunToken(ctx context.Context, token string, r *http.Reque
 // is not the caller's.
 func runTokenProblem(err error) string {
 	switch {
-	case errors.Is(err, approvals.ErrMalformedToken), errors.Is(err, approvals.ErrWrongToken), errors.Is(err, approvals.ErrUnknownRun):
+	case invalidRunToken(err):
 		return "the run token is not valid; create a run with POST /v1/runs"
 	case errors.Is(err, approvals.ErrTokenExpired), errors.Is(err, approvals.ErrRunExpired):
 		return "the run has expired; create a new run with POST /v1/runs"

@@ -3,6 +3,7 @@ package systemtest
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -65,14 +66,51 @@ func TestAuthAbuse(t *testing.T) {
 			t.Errorf("%s: status %d %s, want 401/403 or a rejected action", name, got.status, tail(got.body, 200))
 		}
 	}
-	refused("truncated run token", runA.Token[:len(runA.Token)-1])
-	refused("run token with its tail cut in half", runA.Token[:len(runA.Token)/2])
-	refused("run token prefix only", "airlock_run_")
-	refused("run token with a flipped last character", runA.Token[:len(runA.Token)-1]+flip(runA.Token[len(runA.Token)-1]))
 	if err := remoteA.EndRun(context.Background(), runA.ID); err != nil {
 		t.Fatalf("end run A: %v", err)
 	}
 	refused("token of an ended run", runA.Token)
+
+	// A token of no run is refused at the door, on every agent route, and
+	// leaves no action behind.
+	forged := []string{
+		runA.Token[:len(runA.Token)-1], // truncated
+		runA.Token[:len(runA.Token)/2], // its tail cut in half
+		"airlock_run_",                 // the prefix only
+		runA.Token[:len(runA.Token)-1] + flip(runA.Token[len(runA.Token)-1]), // last character flipped
+		"x", // not a token at all
+	}
+	before := len(g.audit())
+	var got []int
+	for _, tok := range forged {
+		for _, req := range []struct {
+			method, path string
+			body         []byte
+		}{{"POST", "/v1/actions", body}, {"GET", "/v1/targets", nil}, {"GET", "/v1/runs/" + runA.ID, nil}} {
+			got = append(got, httpRaw(g.httpURL, tok).do(t, req.method, req.path, j, req.body).status)
+		}
+	}
+	want := slices.Repeat([]int{401}, 10)
+	want = append(want, slices.Repeat([]int{429}, len(got)-10)...)
+	if !slices.Equal(got, want) {
+		t.Errorf("forged run tokens on POST /v1/actions, GET /v1/targets and GET /v1/runs/ID answered %v, want 401 ×10 then 429", got)
+	}
+	var actions, failed int
+	for _, e := range g.audit()[before:] {
+		switch e.Kind {
+		case "action.requested":
+			actions++
+		case "auth.failed":
+			failed++
+		}
+	}
+	if actions != 0 || failed != 2 {
+		t.Errorf("forged run tokens left %d actions and %d auth.failed entries in the audit log, want 0 and 2 (the first failure and the blocking one)", actions, failed)
+	}
+	// Blocked now: even run A's real token waits out the minute.
+	if got := httpRaw(g.httpURL, runA.Token).do(t, "GET", "/v1/targets", "", nil); got.status != 429 {
+		t.Errorf("after the forged tokens, a real one: status %d, want 429", got.status)
+	}
 
 	// Local token guessing: 401 ten times, then 429 even for the right one.
 	var statuses []int
