@@ -65,20 +65,13 @@ func (s *Store) ttl(d *time.Duration, def time.Duration) (time.Duration, error) 
 // act. Errors: ErrMalformedToken, ErrUnknownRun, ErrWrongToken (compared in
 // constant time), ErrTokenExpired, ErrRunDenied, ErrRunEnded, ErrRunExpired.
 func (s *Store) ResolveRemote(ctx context.Context, token Secret) (Run, error) {
-	hexID, hash, err := parseToken(runTokenPrefix, token)
-	if err != nil {
-		return Run{}, err
-	}
 	if err := s.lock(); err != nil {
 		return Run{}, err
 	}
 	defer s.mu.Unlock()
-	r, err := loadRun(ctx, s.db, RunID(runIDPrefix+hexID))
+	r, err := s.tokenRun(ctx, token)
 	if err != nil {
 		return Run{}, err
-	}
-	if r.Local() || !equalHash(r.tokenHash, hash[:]) {
-		return Run{}, ErrWrongToken
 	}
 	now := s.clock.Now()
 	if r.State == RunExpired && r.EndReason == EndTokenExpired || s.due(tokenKey(r.ID), r.TokenExpiresAt, now) {
@@ -164,6 +157,38 @@ func (s *Store) ResolveLocal(ctx context.Context, peer Peer) (Run, error) {
 	}
 	p.Chain = c[anchor+1:]
 	return s.createLocal(ctx, c, anchor, p, false)
+}
+
+// FindRemote returns the run a token belongs to, whatever its state, and
+// changes nothing: for naming the run of a request it refuses. Errors:
+// ErrMalformedToken, ErrUnknownRun, ErrWrongToken.
+func (s *Store) FindRemote(ctx context.Context, token Secret) (Run, error) {
+	if err := s.lock(); err != nil {
+		return Run{}, err
+	}
+	defer s.mu.Unlock()
+	r, err := s.tokenRun(ctx, token)
+	if err != nil {
+		return Run{}, err
+	}
+	return *r, nil
+}
+
+// tokenRun loads the remote run token belongs to, comparing the token's
+// hash in constant time. Called with s.mu held.
+func (s *Store) tokenRun(ctx context.Context, token Secret) (*Run, error) {
+	hexID, hash, err := parseToken(runTokenPrefix, token)
+	if err != nil {
+		return nil, err
+	}
+	r, err := loadRun(ctx, s.db, RunID(runIDPrefix+hexID))
+	if err != nil {
+		return nil, err
+	}
+	if r.Local() || !equalHash(r.tokenHash, hash[:]) {
+		return nil, ErrWrongToken
+	}
+	return r, nil
 }
 
 // FindLocal returns the run a local caller acts within, like ResolveLocal,

@@ -228,6 +228,16 @@ func (s *Server) execute(ctx context.Context, st *actionState, c caller, req api
 		run, runErr = s.resolveRun(ctx, c)
 		a.obj.RunID = string(run.ID)
 	}
+	if a.obj.RunID == "" {
+		// A refused request (or one of an ended run) still names the run
+		// it came from, when there is one, so that the agent can read it
+		// back and an investigator can place it. Nothing is created.
+		found, _ := s.findRun(ctx, c)
+		a.obj.RunID = string(found.ID)
+		st.mu.Lock()
+		st.obj.RunID = a.obj.RunID
+		st.mu.Unlock()
+	}
 
 	// 3. action.requested, whatever follows: every request is accounted.
 	fields := []auditchain.Field{
@@ -637,6 +647,16 @@ func (s *Server) resolveRequest(req api.ActionRequest) (*TargetConfig, *AccountC
 }
 
 // resolveRun finds or creates the caller's run.
+// findRun returns the caller's existing run, whatever its state, without
+// creating or changing one: for reading and for naming the run of a
+// refused request.
+func (s *Server) findRun(ctx context.Context, c caller) (approvals.Run, error) {
+	if c.local {
+		return s.store.FindLocal(ctx, approvals.Peer{PID: int(c.peer.PID), UID: int(c.peer.UID), GID: int(c.peer.GID)})
+	}
+	return s.store.FindRemote(ctx, c.runToken)
+}
+
 func (s *Server) resolveRun(ctx context.Context, c caller) (approvals.Run, error) {
 	if c.local {
 		return s.store.ResolveLocal(ctx, approvals.Peer{PID: int(c.peer.PID), UID: int(c.peer.UID), GID: int(c.peer.GID)})

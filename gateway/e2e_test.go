@@ -667,12 +667,24 @@ func TestRemoteRunLifecycle(t *testing.T) {
 	if r.err != nil || r.a.Stdout != "remote\n" || r.a.RunID != run.ID {
 		t.Fatalf("%+v %v", r.a, r.err)
 	}
+	// A refused request still belongs to its run: the agent can read it
+	// back, and the audit log places it.
+	bad, err := rc.RunAction(ctx, api.ActionRequest{Target: "box-run", Account: "root", Command: "true"}, api.Events{})
+	if err != nil || bad.Outcome != "rejected" || bad.RunID != run.ID {
+		t.Fatalf("refused request: %+v %v, want rejected in run %s", bad, err, run.ID)
+	}
+	if got, err := rc.Action(ctx, bad.ID); err != nil || got.Outcome != "rejected" {
+		t.Errorf("reading the refused action back: %+v %v", got, err)
+	}
 	if err := rc.EndRun(ctx, run.ID); err != nil {
 		t.Fatal(err)
 	}
 	a, err := rc.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: "true"}, api.Events{})
-	if err != nil || a.Outcome != "rejected" {
-		t.Fatalf("action of an ended run: %+v %v, want rejected", a, err)
+	if err != nil || a.Outcome != "rejected" || a.RunID != run.ID {
+		t.Fatalf("action of an ended run: %+v %v, want rejected in run %s", a, err, run.ID)
+	}
+	if got, err := rc.Action(ctx, a.ID); err != nil || got.ID != a.ID {
+		t.Errorf("reading an action of the ended run back: %+v %v", got, err)
 	}
 }
 

@@ -128,13 +128,10 @@ func closedChan() chan struct{} {
 	return c
 }
 
-// resolveRunReadOnly finds the caller's current run for read access,
-// without creating one.
+// resolveRunReadOnly finds the caller's run for read access, without
+// creating one; a run that has ended is still the caller's to read.
 func (s *Server) resolveRunReadOnly(ctx context.Context, p *principal) (approvals.Run, error) {
-	if p.local {
-		return s.store.FindLocal(ctx, approvals.Peer{PID: int(p.peer.PID), UID: int(p.peer.UID), GID: int(p.peer.GID)})
-	}
-	return s.store.ResolveRemote(ctx, p.runToken)
+	return s.findRun(ctx, caller{local: p.local, peer: p.peer, runToken: p.runToken})
 }
 
 func (s *Server) handleGetAction(w http.ResponseWriter, r *http.Request) {

@@ -37,8 +37,8 @@ type principal struct {
 	local      bool
 	peer       PeerCred
 	remoteAddr string
-	// runToken is the bearer token of an HTTP agent (not yet verified:
-	// approvals checks it against its run).
+	// runToken is the bearer token of an HTTP agent: identify checked that
+	// it is a run's; whether that run may still act is checked when used.
 	runToken approvals.Secret
 	// reviewer is set only from a verified reviewer credential.
 	reviewer   approvals.Reviewer
