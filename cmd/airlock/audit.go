@@ -199,6 +199,7 @@ func auditVerify(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return exitFailed
 	}
 	var trusted []auditchain.TrustedNote
+	outside := len(trustedFiles) > 0 // given, so perhaps kept elsewhere
 	local := filepath.Join(filepath.Dir(f.db), "checkpoints.log")
 	if _, err := os.Stat(local); err == nil {
 		trustedFiles = append(stringList{local}, trustedFiles...)
@@ -240,8 +241,14 @@ func auditVerify(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if code == exitOK {
 		fmt.Fprintf(stdout, "intact: %d entries; %d checkpoints in the database and %d kept outside verified; %d entries not yet covered by a checkpoint\n",
 			rep.Entries, rep.Checkpoints, rep.TrustedCheckpoints, rep.Uncovered)
-		if len(trusted) == 0 {
+		switch {
+		case len(trusted) == 0:
 			fmt.Fprintln(stdout, "note: no checkpoint kept outside the database was given; a rollback or a rewrite with the signing key would not show (see --trusted-checkpoint)")
+		case !outside:
+			fmt.Fprintln(stdout, "note: the only checkpoints kept outside the database were read next to it (checkpoints.log); they come from the same machine, so a rollback or a rewrite there would not show: pass --trusted-checkpoint with a copy kept elsewhere")
+		}
+		if f.key == "" {
+			fmt.Fprintln(stdout, "note: the verifier key was read next to the database; pass --key with a copy you kept to rule out a replaced key")
 		}
 		printTimeSetBack(stdout, rep.TimeSetBack)
 		return code

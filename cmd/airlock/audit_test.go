@@ -43,6 +43,30 @@ func newAuditLog(t *testing.T, n int) auditchain.Options {
 	return o
 }
 
+// Checkpoints and a key read next to the database prove nothing about the
+// machine it came from: verify says so until copies kept elsewhere are
+// given.
+func TestAuditVerifySaysWhatItTrusted(t *testing.T) {
+	o := newAuditLog(t, 12)
+	code, out, _ := runCLI(t, "audit", "verify", "--db", o.Path)
+	for _, want := range []string{"read next to it (checkpoints.log)", "verifier key was read next to the database"} {
+		if code != exitOK || !strings.Contains(out, want) {
+			t.Errorf("defaults: exit %d, output lacks %q:\n%s", code, want, out)
+		}
+	}
+	kept := filepath.Join(t.TempDir(), "kept")
+	os.MkdirAll(kept, 0o700)
+	ckpts, _ := os.ReadFile(o.CheckpointLogPath)
+	vkey, _ := os.ReadFile(o.VerifierKeyPath)
+	os.WriteFile(filepath.Join(kept, "checkpoints.log"), ckpts, 0o600)
+	os.WriteFile(filepath.Join(kept, "checkpoint.vkey"), vkey, 0o600)
+	code, out, _ = runCLI(t, "audit", "verify", "--db", o.Path, "--key", filepath.Join(kept, "checkpoint.vkey"),
+		"--trusted-checkpoint", filepath.Join(kept, "checkpoints.log"))
+	if code != exitOK || strings.Contains(out, "note:") {
+		t.Errorf("with copies kept elsewhere: exit %d, output:\n%s", code, out)
+	}
+}
+
 func TestAuditVerifyNotesClockSetBack(t *testing.T) {
 	o := auditchain.DefaultOptions(t.TempDir())
 	o.Origin = "cli.test/log"
