@@ -35,7 +35,8 @@ gateway makes. Standard input is not sent.
 
 flags:
   -l ACCOUNT      remote account (default: the target's default account)
-  --timeout DUR   action timeout, e.g. 30s or 5m (default 60s; capped by policy)
+  --timeout DUR   action timeout, e.g. 30s or 5m (default 60s, or the account's
+                  max_timeout if lower; longer than max_timeout is rejected)
   --json          print the action object as JSON instead of the output
   --socket PATH   gateway socket (default: $AIRLOCK_SOCKET, else the standard path)
   -T              accepted and ignored: no terminal is ever allocated
@@ -249,13 +250,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case errors.As(err, &opErr) && opErr.Op == "dial":
 			return fail(stderr, "cannot reach the gateway at %s: is `airlock serve` running? (%v)", socket, opErr.Err)
 		case ctx.Err() != nil:
-			return fail(stderr, "interrupted; the gateway cancels the action")
+			return fail(stderr, "stopped by a signal: the gateway cancels the action (outcome cancelled; a command that had started is killed)")
 		}
 		return fail(stderr, "%v", err)
 	}
 	if o.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false) // commands hold > and &; show them as they are
 		enc.Encode(a)
 	}
 	if a.Outcome == "exited" && a.ExitCode != nil {

@@ -41,12 +41,12 @@ func NextStep(a *Action) string {
 	case "session_failed":
 		return "the target refused the session or the command; nothing ran; an operator should check its sshd or forced-command policy"
 	case "signaled":
-		return fmt.Sprintf("the command was killed by signal %s on the target; check its effects before retrying", a.Signal)
+		return "check its effects before retrying"
 	case "exit_missing":
 		return "the command ended without an exit status; check its effects before retrying"
 	case "timed_out":
 		if a.Termination == "confirmed" {
-			return "retry with a longer --timeout only if it needs more time"
+			return "retry with a longer timeout (airlock-ssh --timeout, timeout_s) only if it needs more time"
 		}
 		return "the command passed its timeout and may still be running; check before retrying"
 	case "cancelled":

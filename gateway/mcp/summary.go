@@ -29,6 +29,8 @@ func Summary(a *api.Action) string {
 		fmt.Fprintf(&b, "%s: still in flight (%s) %s (action %s)\n", a.State, a.Command, where, a.ID)
 	case a.Outcome == "exited" && a.ExitCode != nil:
 		fmt.Fprintf(&b, "exited with status %d %s (action %s)\n", *a.ExitCode, where, a.ID)
+	case a.Outcome == "rejected": // the detail names what was wrong, target and account included
+		fmt.Fprintf(&b, "%s: %s (action %s)\n", a.Outcome, a.Detail, a.ID)
 	default:
 		fmt.Fprintf(&b, "%s: %s %s (action %s)\n", a.Outcome, a.Detail, where, a.ID)
 	}

@@ -27,6 +27,10 @@ func TestSummary(t *testing.T) {
 			a.Outcome, a.Detail, a.ExitCode, a.Stdout, a.Stderr, a.StdoutBytes, a.StderrBytes = "denied", "a reviewer denied the call (alice)", nil, "", "", 0, 0
 			a.Approval.Decision, a.Approval.Reason = "deny", "not on a Friday"
 		}, []string{"denied: a reviewer denied the call (alice) on box as deploy", `call approval denied by alice ("not on a Friday")`, `next: the reviewer's reason: "not on a Friday"; do not retry without asking a human`}, []string{"stdout"}},
+		{"rejected", func(a *api.Action) {
+			a.Outcome, a.Detail, a.ExitCode, a.Stdout, a.Stderr, a.StdoutBytes, a.StderrBytes = "rejected", `unknown target "nosuch" (targets: box)`, nil, "", "", 0, 0
+			a.Target, a.Approval = "nosuch", api.ApprovalInfo{}
+		}, []string{`rejected: unknown target "nosuch" (targets: box) (action act_test)`, "next: fix the request"}, []string{"on nosuch"}},
 		{"first lines only", func(a *api.Action) { a.Stdout, a.StdoutBytes = long, int64(len(long)) }, []string{"line 99\n[stdout: showing the first 790 of"}, []string{"line 100\n"}},
 		{"policy tail", func(a *api.Action) { a.StdoutBytes, a.StdoutTruncated = 102404, true }, []string{"[stdout truncated: the command wrote 102404 bytes, 4 were returned"}, nil},
 		{"policy none", func(a *api.Action) { a.Stdout, a.StdoutTruncated = "", true }, []string{"stdout: 4 bytes, none returned"}, nil},
