@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/airlockgw/airlock/auditchain"
 	"github.com/airlockgw/airlock/gateway"
@@ -391,14 +393,20 @@ func auditShow(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return exitOK
 }
 
-// visible quotes a string when it holds anything that would not print as
-// itself (control, bidi or invalid bytes), so a terminal never renders it raw.
+// visible is s as it is when every character prints as itself (letters,
+// marks, digits, punctuation, symbols, spaces: backslashes and quotes
+// included), and Go-quoted otherwise (control, bidi and other format
+// characters, invalid bytes), so a terminal never renders anything hidden.
 func visible(s string) string {
-	q := strconv.QuoteToGraphic(s)
-	if q[1:len(q)-1] == s {
-		return s
+	if !utf8.ValidString(s) {
+		return strconv.QuoteToGraphic(s)
 	}
-	return q
+	for _, r := range s {
+		if !unicode.IsGraphic(r) {
+			return strconv.QuoteToGraphic(s)
+		}
+	}
+	return s
 }
 
 func valueText(v any) string {

@@ -402,3 +402,20 @@ func TestAuditNoDatabase(t *testing.T) {
 		}
 	}
 }
+
+// Text shows as it is unless something in it would not print as itself.
+func TestVisible(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{`printf 'h\303\251'`, `printf 'h\303\251'`},
+		{`echo "café" > /tmp/x && ls`, `echo "café" > /tmp/x && ls`},
+		{"echo a\nb", `"echo a\nb"`},
+		{"ls\t-l", `"ls\t-l"`},
+		{"echo \x1b[31mred", `"echo \x1b[31mred"`},
+		{"rm -rf /tmp/\u202egnp.exe", `"rm -rf /tmp/\u202egnp.exe"`},
+		{"bad \xff byte", `"bad \xff byte"`},
+	} {
+		if got := visible(tt.in); got != tt.want {
+			t.Errorf("visible(%q) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}

@@ -290,8 +290,8 @@ func approvalsList(args []string, stdout, stderr io.Writer) int {
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tKIND\tTARGET\tACCOUNT\tREQUESTER\tEXPIRES IN\tCOMMAND")
 	for _, a := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Kind, printable(a.Target), printable(a.Account),
-			printable(a.Requester), time.Until(a.ExpiresAt).Round(time.Second), printable(a.Command))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Kind, visible(a.Target), visible(a.Account),
+			visible(a.Requester), time.Until(a.ExpiresAt).Round(time.Second), visible(a.Command))
 	}
 	tw.Flush()
 	return 0
