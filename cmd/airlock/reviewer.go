@@ -411,7 +411,7 @@ func runsEnd(args []string, stdout, stderr io.Writer) int {
 }
 
 func reviewerAdd(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("airlock reviewer add", "airlock reviewer add [--config FILE] NAME", stderr)
+	fs := newFlagSet("airlock reviewer add", "airlock reviewer add [--config FILE] NAME\n\nThe password (12 to 1024 bytes) is read from the terminal, or from the file named by $AIRLOCK_PASSWORD_FILE.", stderr)
 	cfgPath := configFlag(fs)
 	name, code, ok := parseVerb(fs, args, 1, stdout, stderr)
 	if !ok {
