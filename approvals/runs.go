@@ -144,7 +144,7 @@ func (s *Store) ResolveLocal(ctx context.Context, peer Peer) (Run, error) {
 	if err != nil && !explicitOnly {
 		return Run{}, err
 	}
-	if r, found, err := s.findLocal(ctx, c, anchor, explicitOnly); found || err != nil {
+	if r, found, err := s.findLocal(ctx, c, anchor, explicitOnly, false); found || err != nil {
 		return r, err
 	}
 	if explicitOnly {
@@ -159,9 +159,13 @@ func (s *Store) ResolveLocal(ctx context.Context, peer Peer) (Run, error) {
 	return s.createLocal(ctx, c, anchor, p, false)
 }
 
-// FindRemote returns the run a token belongs to, whatever its state, and
-// changes nothing: for naming the run of a request it refuses. Errors:
-// ErrMalformedToken, ErrUnknownRun, ErrWrongToken.
+// FindRemote returns the run a token belongs to and changes nothing: for
+// reading (an agent looking up its own actions) and for naming the run of
+// a request it refuses. The run may have ended by its agent's hand, been
+// denied or have outlived its approval; but a token past its own lifetime
+// reads nothing (ErrTokenExpired), nor does one of a run a reviewer
+// revoked (ErrRunEnded). Other errors: ErrMalformedToken, ErrUnknownRun,
+// ErrWrongToken.
 func (s *Store) FindRemote(ctx context.Context, token Secret) (Run, error) {
 	if err := s.lock(); err != nil {
 		return Run{}, err
@@ -170,6 +174,12 @@ func (s *Store) FindRemote(ctx context.Context, token Secret) (Run, error) {
 	r, err := s.tokenRun(ctx, token)
 	if err != nil {
 		return Run{}, err
+	}
+	switch {
+	case r.State == RunExpired && r.EndReason == EndTokenExpired || s.due(tokenKey(r.ID), r.TokenExpiresAt, s.clock.Now()):
+		return Run{}, ErrTokenExpired
+	case r.EndReason == EndRevoked:
+		return Run{}, ErrRunEnded
 	}
 	return *r, nil
 }
@@ -192,8 +202,10 @@ func (s *Store) tokenRun(ctx context.Context, token Secret) (*Run, error) {
 }
 
 // FindLocal returns the run a local caller acts within, like ResolveLocal,
-// but never creates one: a caller with no run gets ErrUnknownRun. It is for
-// reading (an agent looking up its own actions), which must not raise runs.
+// but never creates or changes one, and returns it whatever its state (a
+// denied or ended run whose anchor still lives): a caller with no run gets
+// ErrUnknownRun. It is for reading (an agent looking up its own actions)
+// and for naming the run of a refused request.
 func (s *Store) FindLocal(ctx context.Context, peer Peer) (Run, error) {
 	c, err := chain(s.insp, peer)
 	if err != nil {
@@ -204,7 +216,7 @@ func (s *Store) FindLocal(ctx context.Context, peer Peer) (Run, error) {
 	if err != nil && !explicitOnly {
 		return Run{}, err
 	}
-	r, found, err := s.findLocal(ctx, c, anchor, explicitOnly)
+	r, found, err := s.findLocal(ctx, c, anchor, explicitOnly, true)
 	if err != nil {
 		return Run{}, err
 	}
@@ -240,7 +252,7 @@ func (s *Store) RegisterAnchor(ctx context.Context, peer Peer) (Run, error) {
 
 // findLocal looks for an existing run for chain c: the nearest explicit
 // anchor, else the heuristic anchor c[anchor].
-func (s *Store) findLocal(ctx context.Context, c []ProcStat, anchor int, explicitOnly bool) (Run, bool, error) {
+func (s *Store) findLocal(ctx context.Context, c []ProcStat, anchor int, explicitOnly, readOnly bool) (Run, bool, error) {
 	if err := s.lock(); err != nil {
 		return Run{}, false, err
 	}
@@ -260,9 +272,18 @@ func (s *Store) findLocal(ctx context.Context, c []ProcStat, anchor int, explici
 	if id == "" {
 		return Run{}, false, nil
 	}
-	r, err := s.usableLocal(ctx, id)
-	if err == nil && !admits(c, r.Anchor.ID) {
-		err = ErrNotAncestor
+	var r Run
+	var err error
+	if readOnly {
+		r, err = s.Run(ctx, id) // whatever its state; nothing is changed
+		if err == nil && r.EndReason == EndRevoked {
+			r, err = Run{}, ErrRunEnded // a revoked run reads nothing either
+		}
+	} else {
+		r, err = s.usableLocal(ctx, id)
+	}
+	if err == nil && (r.Anchor == nil || !admits(c, r.Anchor.ID)) {
+		r, err = Run{}, ErrNotAncestor
 	}
 	return r, true, err
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"golang.org/x/crypto/ssh"
+	"golang.org/x/sys/unix"
 )
 
 // Change is what an install or removal did to a file. The set is closed.
@@ -218,13 +219,25 @@ func ensureKeysDir(dir string) error {
 	if uid == 0 {
 		mode = 0o755
 	}
-	if err := os.Mkdir(dir, mode); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := os.Mkdir(dir, mode); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil // made meanwhile: the checks of what is there judge it
+		}
 		return fmt.Errorf("deploy: create %s: %w", dir, err)
 	}
-	if err := os.Chmod(dir, mode); err != nil { // umask may have cut it
+	// Set mode and owner through a descriptor of the directory just made,
+	// never through its name: the parent's owner could swap that name for
+	// a link between the mkdir and the chmod.
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("deploy: open %s: %w", dir, err)
+	}
+	f := os.NewFile(uintptr(fd), dir)
+	defer f.Close()
+	if err := f.Chmod(mode); err != nil { // umask may have cut it
 		return fmt.Errorf("deploy: %w", err)
 	}
-	if err := os.Lchown(dir, uid, gid); err != nil {
+	if err := f.Chown(uid, gid); err != nil {
 		return fmt.Errorf("deploy: give %s to the owner of %s: %w", dir, parent, err)
 	}
 	return nil

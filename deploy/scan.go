@@ -170,8 +170,8 @@ var ErrNotAddress = errors.New("not an address: write host, host:port, [IPv6] or
 // address given to hosts scan are read the same way.
 func SSHAddress(addr string) (string, error) {
 	if host, port, err := net.SplitHostPort(addr); err == nil {
-		if host == "" || port == "" {
-			return "", fmt.Errorf("%q is %w", addr, ErrNotAddress)
+		if ip, err := netip.ParseAddr(host); host == "" || port == "" || strings.HasPrefix(addr, "[") && (err != nil || !ip.Is6()) {
+			return "", fmt.Errorf("%q is %w", addr, ErrNotAddress) // brackets are for IPv6 only
 		}
 		return addr, nil
 	}

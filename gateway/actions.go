@@ -234,10 +234,10 @@ func (s *Server) execute(ctx context.Context, st *actionState, c caller, req api
 		// back and an investigator can place it. Nothing is created.
 		found, _ := s.findRun(ctx, c)
 		a.obj.RunID = string(found.ID)
-		st.mu.Lock()
-		st.obj.RunID = a.obj.RunID
-		st.mu.Unlock()
 	}
+	st.mu.Lock()
+	st.obj.RunID = a.obj.RunID // its agent may follow it while it runs
+	st.mu.Unlock()
 
 	// 3. action.requested, whatever follows: every request is accounted.
 	fields := []auditchain.Field{

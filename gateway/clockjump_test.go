@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -52,5 +54,56 @@ func TestClockSetBackDoesNotLengthenRun(t *testing.T) {
 	v, err := (&uiBackend{s: g.srv}).VerifyAudit(ctx, rv)
 	if err != nil || !v.Intact || len(v.Notes) != 1 || !strings.Contains(v.Notes[0], "system clock was set back") {
 		t.Errorf("page verification: intact %v, notes %q, %v", v.Intact, v.Notes, err)
+	}
+}
+
+// A remote run's token reads nothing once it is past its lifetime, and
+// nothing once a reviewer revoked its run; before that, the agent reads
+// its actions, refused ones and those of a run it ended included.
+func TestRunTokenReadsEndWithItsLifetimeOrRevocation(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	clk := clocktest.New(time.Now())
+	g := startGateway(t, s, gwOptions{options: func(o *Options) { o.clock = clk }})
+	ctx := context.Background()
+	newRun := func() (*api.Client, *api.Run, *api.Action) {
+		run, err := api.NewHTTPClient(g.base, "").CreateRun(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc := api.NewHTTPClient(g.base, run.Token)
+		a, err := rc.RunAction(ctx, api.ActionRequest{Target: "box-run", Account: "nobody", Command: "true"}, api.Events{})
+		if err != nil || a.Outcome != "rejected" || a.RunID != run.ID {
+			t.Fatalf("refused request: %+v %v", a, err)
+		}
+		if _, err := rc.Action(ctx, a.ID); err != nil {
+			t.Fatalf("reading it back: %v", err)
+		}
+		return rc, run, a
+	}
+	status := func(err error) int {
+		var ae *api.Error
+		if errors.As(err, &ae) {
+			return ae.Status
+		}
+		return 0
+	}
+
+	revoked, run, a := newRun()
+	rv := g.reviewer
+	if err := rv.EndRun(ctx, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := revoked.Action(ctx, a.ID); err == nil {
+		t.Errorf("a revoked run's token still reads its action: %+v", got)
+	}
+
+	expiring, _, b := newRun()
+	clk.Advance(DefaultMaxRunTTL) // the token's lifetime, by default
+	if _, err := expiring.Action(ctx, b.ID); status(err) != http.StatusUnauthorized {
+		t.Errorf("an expired token reading its action: %v, want 401", err)
+	}
+	if _, err := expiring.Targets(ctx); status(err) != http.StatusUnauthorized {
+		t.Errorf("an expired token listing targets: %v, want 401", err)
 	}
 }

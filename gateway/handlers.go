@@ -316,6 +316,10 @@ func (s *Server) handleEndRun(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if run.State.Terminal() {
+		writeJSON(w, http.StatusOK, runView(run)) // ended already: DELETE is idempotent
+		return
+	}
 	p := principalFrom(r.Context())
 	var err error
 	if p.isReviewer {

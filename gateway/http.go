@@ -143,18 +143,26 @@ func (s *Server) identify(next http.Handler) http.Handler {
 			case errors.Is(err, approvals.ErrMalformedToken):
 				// Not a reviewer token: it must be a run's. A token of no
 				// run is refused here, counted and rate-limited like any
-				// wrong credential. A genuine token of a run that has
-				// ended passes: what it may still do is the endpoint's
+				// wrong credential; an expired one is refused too. A
+				// genuine token of a run that has ended otherwise passes:
+				// what it may still do (read, not act) is the endpoint's
 				// to say.
 				key := runTokenLimitKey(r)
 				if s.limiter.blocked(key) {
 					writeError(w, http.StatusTooManyRequests, api.CodeRateLimited, "too many invalid run tokens from this address; wait a minute")
 					return
 				}
-				if _, rerr := s.store.ResolveRemote(r.Context(), tok); invalidRunToken(rerr) {
+				_, rerr := s.store.ResolveRemote(r.Context(), tok)
+				switch {
+				case invalidRunToken(rerr):
 					s.authFailed(r.Context(), "run_token", key)
 					w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 					writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "the run token is not valid; create a run with POST /v1/runs")
+					return
+				case errors.Is(rerr, approvals.ErrTokenExpired):
+					// Genuine but past its lifetime: not a guess, not counted.
+					w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+					writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "the run token has expired; create a new run with POST /v1/runs")
 					return
 				}
 				p.runToken = tok

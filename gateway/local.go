@@ -104,21 +104,43 @@ func checkPrivateDir(dir string, gid int, repair bool) error {
 	case repair:
 		// Ours and written by nobody else: set what the configuration
 		// asks for (umask may also have cut a new directory's mode).
-		if gid >= 0 && int(st.Gid) != gid {
-			if err := os.Chown(dir, -1, gid); err != nil {
-				return fmt.Errorf("gateway: chown %s to the socket group: %w", dir, err)
-			}
-		}
-		if fi.Mode().Perm() != want {
-			if err := os.Chmod(dir, want); err != nil {
-				return fmt.Errorf("gateway: %w", err)
-			}
-		}
-		return nil
+		return repairDir(dir, want, gid)
 	case fi.Mode().Perm() != want:
 		return &UnsafeDirError{Path: dir, Mode: fi.Mode(), UID: st.Uid, Problem: fmt.Sprintf("mode must be %04o", want), Fix: fix}
 	case gid >= 0 && int(st.Gid) != gid:
 		return &UnsafeDirError{Path: dir, Mode: fi.Mode(), UID: st.Uid, Problem: "not owned by the socket group", Fix: fmt.Sprintf("chgrp %d %s", gid, dir)}
+	}
+	return nil
+}
+
+// repairDir gives dir mode want and, with gid ≥ 0, group gid, through a
+// descriptor opened without following links, after checking again through
+// it that the directory is ours and written by nobody else: the name could
+// have been swapped since it was checked.
+func repairDir(dir string, want fs.FileMode, gid int) error {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("gateway: open %s: %w", dir, err)
+	}
+	f := os.NewFile(uintptr(fd), dir)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	if st.Uid != uint32(os.Geteuid()) || fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("gateway: %s changed while it was checked; refusing to start", dir)
+	}
+	if gid >= 0 && int(st.Gid) != gid {
+		if err := f.Chown(-1, gid); err != nil {
+			return fmt.Errorf("gateway: chown %s to the socket group: %w", dir, err)
+		}
+	}
+	if fi.Mode().Perm() != want {
+		if err := f.Chmod(want); err != nil {
+			return fmt.Errorf("gateway: %w", err)
+		}
 	}
 	return nil
 }

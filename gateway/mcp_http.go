@@ -76,7 +76,9 @@ func (s *Server) verifyRunToken(ctx context.Context, token string, r *http.Reque
 			s.log.Error("verifying a run token", "error", err)
 			return nil, errors.New("the run token could not be verified")
 		}
-		s.authFailed(ctx, "run_token", runTokenLimitKey(r))
+		if invalidRunToken(err) { // a guess; a genuine token of an ended run is not
+			s.authFailed(ctx, "run_token", runTokenLimitKey(r))
+		}
 		return nil, fmt.Errorf("%w: %s", sdkauth.ErrInvalidToken, why)
 	}
 	exp := run.TokenExpiresAt

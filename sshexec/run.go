@@ -223,8 +223,9 @@ wait:
 				// exec reply: sshd drops an EOF that comes before it, and
 				// a command reading stdin would wait for the deadline. An
 				// error here means the connection broke, which the
-				// channel's close reports.
-				ch.CloseWrite()
+				// channel's close reports. In its own goroutine: a stalled
+				// transport must not hold the deadline off.
+				wg.Go(func() { ch.CloseWrite() })
 				if a.cfg.Started != nil {
 					a.cfg.Started()
 				}

@@ -16,8 +16,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/airlockgw/airlock/auditchain"
 	"github.com/airlockgw/airlock/gateway"
@@ -393,17 +391,15 @@ func auditShow(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return exitOK
 }
 
-// visible is s as it is when every character prints as itself (letters,
-// marks, digits, punctuation, symbols, spaces: backslashes and quotes
-// included), and Go-quoted otherwise (control, bidi and other format
-// characters, invalid bytes), so a terminal never renders anything hidden.
+// visible is s as it is when it is printable ASCII (backslashes and quotes
+// included), and Go-quoted with every other character escaped otherwise:
+// control, bidi and format characters, look-alike spaces, invisible letters
+// and invalid bytes never reach the terminal, and the quotes say the text
+// is escaped. Reviewers decide on what it shows.
 func visible(s string) string {
-	if !utf8.ValidString(s) {
-		return strconv.QuoteToGraphic(s)
-	}
-	for _, r := range s {
-		if !unicode.IsGraphic(r) {
-			return strconv.QuoteToGraphic(s)
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return strconv.QuoteToASCII(s)
 		}
 	}
 	return s

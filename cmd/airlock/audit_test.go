@@ -403,11 +403,16 @@ func TestAuditNoDatabase(t *testing.T) {
 	}
 }
 
-// Text shows as it is unless something in it would not print as itself.
+// Text shows as it is when it is printable ASCII, and quoted with every
+// other character escaped otherwise: nothing hidden reaches a reviewer's
+// terminal.
 func TestVisible(t *testing.T) {
 	for _, tt := range []struct{ in, want string }{
 		{`printf 'h\303\251'`, `printf 'h\303\251'`},
-		{`echo "café" > /tmp/x && ls`, `echo "café" > /tmp/x && ls`},
+		{`echo "cafe" > /tmp/x && ls`, `echo "cafe" > /tmp/x && ls`},
+		{`echo "café"`, `"echo \"caf\u00e9\""`},
+		{"echo hidden", `"echo\u00a0hidden"`},
+		{"ㅤ", `"\u3164"`},
 		{"echo a\nb", `"echo a\nb"`},
 		{"ls\t-l", `"ls\t-l"`},
 		{"echo \x1b[31mred", `"echo \x1b[31mred"`},
