@@ -656,6 +656,9 @@ func TestRemoteRunLifecycle(t *testing.T) {
 	if err != nil || !strings.HasPrefix(run.Token, "airlock_run_") {
 		t.Fatalf("create run: %+v %v", run, err)
 	}
+	if run.TokenExpiresAt == nil || time.Until(*run.TokenExpiresAt) < DefaultMaxRunTTL-time.Minute {
+		t.Errorf("create run: token_expires_at %v, want about %v from now", run.TokenExpiresAt, DefaultMaxRunTTL)
+	}
 	rc := api.NewHTTPClient(g.base, run.Token)
 	ch := make(chan actionResult, 1)
 	go func() {

@@ -205,6 +205,10 @@ func runView(r approvals.Run) api.Run {
 		t := r.ExpiresAt
 		v.ExpiresAt = &t
 	}
+	if !r.TokenExpiresAt.IsZero() {
+		t := r.TokenExpiresAt
+		v.TokenExpiresAt = &t
+	}
 	if a := r.Anchor; a != nil {
 		v.Kind = "local"
 		v.Anchor = &api.Process{PID: a.ID.PID, StartTime: a.ID.StartTime, Executable: a.Exe, SHA256: a.ExeSHA256,

@@ -160,8 +160,10 @@ type Run struct {
 	Requester string     `json:"requester"`
 	CreatedAt time.Time  `json:"created_at"`
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
-	Anchor    *Process   `json:"anchor,omitempty"`
-	Actions   int        `json:"actions"`
+	// TokenExpiresAt is when a remote run's token stops working.
+	TokenExpiresAt *time.Time `json:"token_expires_at,omitempty"`
+	Anchor         *Process   `json:"anchor,omitempty"`
+	Actions        int        `json:"actions"`
 	// Token is returned once, by POST /v1/runs.
 	Token string `json:"token,omitempty"`
 }

@@ -261,7 +261,9 @@ func TestNetworkFaults(t *testing.T) {
 			counts[a.Outcome]++
 			switch {
 			case a.Success() && a.Stdout == "ok\n":
-			case a.Outcome == "dial_failed" || a.Outcome == "handshake_failed" || a.Outcome == "timed_out" || a.Outcome == "connection_lost":
+			case a.Outcome == "dial_failed" || a.Outcome == "handshake_failed" || a.Outcome == "session_failed" || a.Outcome == "timed_out" || a.Outcome == "connection_lost":
+				// Lost packets can push any phase past the deadline;
+				// what matters is that none reports a success it lacks.
 			default:
 				t.Errorf("under loss: outcome %q (%s) stdout %q", a.Outcome, a.Detail, a.Stdout)
 			}
