@@ -712,7 +712,7 @@ func TestRestartPersistence(t *testing.T) {
 		t.Errorf("denied run after restart: err = %v", err)
 	}
 	// The reviewer account survived too, and its TTL timer was re-armed.
-	rv = e.reviewer("rita")
+	e.reviewer("rita")
 	e.clock.Advance(DefaultRunTTL)
 	if got, _ := e.s.Run(ctx, approved.ID); got.State != RunExpired {
 		t.Errorf("approved run after its TTL across a restart: %v", got.State)

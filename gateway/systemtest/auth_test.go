@@ -17,7 +17,6 @@ import (
 // dials the target.
 func TestAuthAbuse(t *testing.T) {
 	g, s, _ := oneSSHD(t)
-	conns := connections(s)
 	ctl, _ := api.ReadControl(g.socket)
 	body := []byte(`{"target":"box","command":"id"}`)
 	const j = "application/json"
@@ -25,7 +24,7 @@ func TestAuthAbuse(t *testing.T) {
 	// Requester credentials on reviewer routes: 403, before any guessing.
 	remoteA, runA := g.remoteAgent()
 	g.approveRun(remoteA, g.reviewer(), "box")
-	conns = connections(s)
+	conns := connections(s)
 	for _, c := range []struct {
 		name string
 		c    *rawClient

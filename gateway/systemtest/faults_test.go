@@ -397,15 +397,3 @@ func fill(t *testing.T, dir string, leave int64) string {
 	}
 	return filler
 }
-
-// logContains waits for the daemon's log to contain substr.
-func (g *gw) logContains(substr string, timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if strings.Contains(g.log.String(), substr) {
-			return true
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return false
-}

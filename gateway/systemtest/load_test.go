@@ -249,9 +249,9 @@ func TestLoadMixedOutcomes(t *testing.T) {
 	if len(warm.failures) > 0 {
 		t.Fatalf("warm-up: %d failures, first: %s", len(warm.failures), warm.failures[0])
 	}
-	base, _ := g.settle(procStats{fds: 1 << 30, goroutines: 1 << 30}, 0, 0)
+	g.settle(procStats{fds: 1 << 30, goroutines: 1 << 30}, 0, 0)
 	time.Sleep(500 * time.Millisecond)
-	base = g.stats()
+	base := g.stats()
 	acc1, acc2 := b.sshd1.Accepted(), b.sshd2.Accepted()
 
 	res := b.runLoad(t, 2, n, parallel)

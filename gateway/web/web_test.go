@@ -493,7 +493,7 @@ func TestRevokeAndOutputAndVerify(t *testing.T) {
 	if _, page := get(t, c, srv.URL+"/ui/runs"); !strings.Contains(page, "Revoked run") || strings.Contains(page, "revoke-"+r.ID) {
 		t.Errorf("runs page after revoking: no confirmation, or still offers to revoke")
 	}
-	res, _ = post(t, c, srv.URL+"/ui/runs/"+r.ID+"/revoke", url.Values{"csrf": {tok}})
+	post(t, c, srv.URL+"/ui/runs/"+r.ID+"/revoke", url.Values{"csrf": {tok}})
 	if _, page := get(t, c, srv.URL+"/ui/runs"); !strings.Contains(page, "had already ended") {
 		t.Errorf("revoking twice: no clear message")
 	}
