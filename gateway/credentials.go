@@ -7,11 +7,13 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 
 	"golang.org/x/crypto/ssh"
 
 	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/deploy"
 	"github.com/airlockgw/airlock/sshexec"
 )
 
@@ -106,4 +108,20 @@ func LoadSigner(c *CredentialConfig) (ssh.Signer, error) {
 		return nil, fmt.Errorf("gateway: credential %q: %s: %w", c.Name, c.PrivateKeyFile, err)
 	}
 	return s, nil
+}
+
+// LoadCA loads the gateway CA that credential c (ca = true) signs with,
+// from the state directory, with the checks of deploy.LoadCA. Its error
+// says what to do: create the CA when there is none, fix the file when it
+// is there but refused.
+func LoadCA(cfg *Config, c *CredentialConfig) (ssh.Signer, error) {
+	caFile := filepath.Join(cfg.StateDir, "keys", "ca")
+	ca, err := deploy.LoadCA(caFile, nil)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("gateway: credential %q uses the gateway CA, and there is none yet (%s); create it with `airlock ca init --config %s`", c.Name, caFile, cfg.Path)
+	case err != nil:
+		return nil, fmt.Errorf("gateway: credential %q uses the gateway CA, which cannot be used: %v", c.Name, err)
+	}
+	return ca, nil
 }

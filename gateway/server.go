@@ -16,7 +16,6 @@ import (
 
 	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/auditchain"
-	"github.com/airlockgw/airlock/deploy"
 )
 
 // auditAppender is the part of *auditchain.Log the lifecycle writes to,
@@ -125,10 +124,9 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	for _, c := range cfg.Credentials {
 		if c.CA {
 			if s.ca == nil {
-				caFile := filepath.Join(cfg.StateDir, "keys", "ca")
-				ca, err := deploy.LoadCA(caFile, nil)
+				ca, err := LoadCA(cfg, c)
 				if err != nil {
-					return nil, fmt.Errorf("gateway: credential %q uses the gateway CA, which cannot be loaded (%v); create it with `airlock ca init --config %s`", c.Name, err, cfg.Path)
+					return nil, err
 				}
 				s.ca = ca
 			}

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/airlockgw/airlock/deploy/forcedcmd"
 	"github.com/airlockgw/airlock/deploy/policy"
@@ -41,14 +42,28 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if fs.NArg() > 0 {
+	// --explain is "given" when it is on the command line, even empty: an
+	// empty value must not fall through to serving a request.
+	explaining := false
+	fs.Visit(func(f *flag.Flag) { explaining = explaining || f.Name == "explain" })
+	switch {
+	case fs.NArg() > 0 && explaining:
+		fmt.Fprintf(stderr, "airlock-action: unexpected argument %q: quote the whole command for --explain, e.g. --explain \"deploy web\"\n", fs.Arg(0))
+		return 2
+	case fs.NArg() > 0:
 		fmt.Fprintf(stderr, "airlock-action: unexpected argument %q: the request comes from $SSH_ORIGINAL_COMMAND; use --explain to try one\n", fs.Arg(0))
+		return 2
+	case *check && explaining:
+		fmt.Fprintln(stderr, "airlock-action: --check and --explain are separate: give one")
+		return 2
+	case explaining && strings.TrimSpace(*explain) == "":
+		fmt.Fprintln(stderr, "airlock-action: --explain needs the command to try, e.g. --explain \"deploy web\"")
 		return 2
 	}
 	switch {
 	case *check:
 		return forcedcmd.Check(*policyFile, stdout)
-	case *explain != "":
+	case explaining:
 		pol, err := policy.Load(*policyFile)
 		if err != nil {
 			fmt.Fprintf(stderr, "airlock-action: %v\n", err)

@@ -452,11 +452,20 @@ func TestFlags(t *testing.T) {
 		{"explain with a broken policy", []string{"--policy", bad, "--explain", "x"}, 1, ""},
 		{"stray argument", []string{"--policy", good, "restart"}, 2, ""},
 		{"unknown flag", []string{"--shell"}, 2, ""},
+		// Trying a command never serves the one in $SSH_ORIGINAL_COMMAND,
+		// whatever --explain holds.
+		{"explain empty", []string{"--policy", good, "--explain", ""}, 2, ""},
+		{"explain blank", []string{"--policy", good, "--explain", "  "}, 2, ""},
+		{"explain unquoted", []string{"--policy", good, "--explain", "restart", "web"}, 2, ""},
+		{"check and explain", []string{"--check", "--policy", good, "--explain", "restart web"}, 2, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			code := run(tt.args, nil, &stdout, &stderr)
+			code := run(tt.args, []string{"SSH_ORIGINAL_COMMAND=restart web"}, &stdout, &stderr)
+			if strings.Contains(stdout.String(), "restarting web") && !strings.Contains(stdout.String(), "argv:") {
+				t.Errorf("a try served the request in $SSH_ORIGINAL_COMMAND: %q", stdout.String())
+			}
 			if code != tt.wantCode || !strings.Contains(stdout.String(), tt.wantStdout) {
 				t.Errorf("exit %d stdout %q stderr %q; want exit %d and stdout containing %q", code, stdout.String(), stderr.String(), tt.wantCode, tt.wantStdout)
 			}

@@ -95,9 +95,9 @@ func deployAuthorizedKeys(args []string, stdout, stderr io.Writer) int {
 	cred := cfg.Credentials[a.Credential]
 	var key ssh.PublicKey
 	if cred.CA {
-		ca, err := deploy.LoadCA(caFile(cfg), nil)
+		ca, err := gateway.LoadCA(cfg, cred)
 		if err != nil {
-			return failf(stderr, "the account uses the gateway CA: %v (run airlock ca init first)", err)
+			return failf(stderr, "the account uses the gateway CA: %v", err)
 		}
 		key = ca.PublicKey()
 	} else if key, err = deploy.CredentialPublicKey(cred.PrivateKeyFile); err != nil {
@@ -178,8 +178,11 @@ func runCA(verb string, args []string, stdout, stderr io.Writer) int {
 		}
 	} else {
 		ca, err := deploy.LoadCA(caFile(cfg), nil)
-		if err != nil {
+		switch {
+		case errors.Is(err, os.ErrNotExist):
 			return failf(stderr, "%v (run airlock ca init first)", err)
+		case err != nil:
+			return failf(stderr, "%v", err)
 		}
 		pub = ca.PublicKey()
 	}

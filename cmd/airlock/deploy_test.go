@@ -220,3 +220,46 @@ func TestConfigCheckCounts(t *testing.T) {
 		})
 	}
 }
+
+// config check loads the gateway CA as serve would, and warns of CA
+// certificates that force no command.
+func TestConfigCheckCA(t *testing.T) {
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "airlock.hcl")
+	write := func(force string) {
+		src := fmt.Sprintf(`state_dir = %q
+credential "ca" {
+  ca = true
+  %s
+}
+target "t" {
+  address   = "127.0.0.1:22"
+  host_keys = ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKnQ7cBmrfILU8y0HCfFXb5n5bd2OoB25Bhz9wGtK6Ko"]
+  account "a" { credential = "ca" }
+}
+`, filepath.Join(dir, "state"), force)
+		if err := os.WriteFile(cfgFile, []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("")
+	if code, _, errs := runCLI(t, "config", "check", "--config", cfgFile); code == 0 || !strings.Contains(errs, "there is none yet") || !strings.Contains(errs, "airlock ca init") {
+		t.Errorf("before ca init: exit %d, stderr %q; want the missing CA reported", code, errs)
+	}
+	if code, _, errs := runCLI(t, "ca", "init", "--config", cfgFile); code != 0 {
+		t.Fatalf("ca init: %d %s", code, errs)
+	}
+	if code, _, errs := runCLI(t, "config", "check", "--config", cfgFile); code != 0 || !strings.Contains(errs, "warning: credential \"ca\": certificates carry no force_command") {
+		t.Errorf("CA without force_command: exit %d, stderr %q; want exit 0 and a warning", code, errs)
+	}
+	write(`force_command = "/usr/local/bin/airlock-action"`)
+	if code, _, errs := runCLI(t, "config", "check", "--config", cfgFile); code != 0 || strings.Contains(errs, "warning") {
+		t.Errorf("CA with force_command: exit %d, stderr %q; want no warning", code, errs)
+	}
+	if err := os.Chmod(filepath.Join(dir, "state", "keys", "ca"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := runCLI(t, "config", "check", "--config", cfgFile); code == 0 || !strings.Contains(errs, "cannot be used") || strings.Contains(errs, "ca init") {
+		t.Errorf("CA readable by group: exit %d, stderr %q; want the file refused, without suggesting ca init", code, errs)
+	}
+}

@@ -214,6 +214,13 @@ func configCheck(args []string, stdout, stderr io.Writer) int {
 	for _, name := range sortedKeys(cfg.Credentials) {
 		c := cfg.Credentials[name]
 		if c.CA {
+			if _, err := gateway.LoadCA(cfg, c); err != nil {
+				fmt.Fprintf(stderr, "%s: %v\n", cfg.Path, err)
+				problems++
+			}
+			if c.ForceCommand == "" {
+				fmt.Fprintf(stderr, "%s: warning: credential %q: certificates carry no force_command: a target runs whatever command the gateway sends unless its sshd forces one (ForceCommand, or a cert-authority line with command=); set force_command to airlock-action\n", cfg.Path, name)
+			}
 			continue
 		}
 		if _, err := gateway.LoadSigner(c); err != nil {

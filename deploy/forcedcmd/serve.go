@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -60,6 +61,38 @@ type Options struct {
 	// be reached, and to the policy's log_file when it sets one. A
 	// log_file that cannot be opened refuses the request.
 	Log Logger
+
+	// ownPolicy lets tests that run as an ordinary user serve a policy
+	// they own; airlock-action never sets it.
+	ownPolicy bool
+}
+
+// policyGuard refuses a policy the account serving it could change: the
+// file or its directory owned by that (non-root) account, or writable by
+// group or others (a sticky directory excepted). An agent's account must
+// not be able to widen its own policy.
+func policyGuard(path string, uid int) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err // Load reports a missing file
+	}
+	dfi, err := os.Stat(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	for _, c := range []struct {
+		what string
+		fi   os.FileInfo
+	}{{path, fi}, {"its directory " + filepath.Dir(path), dfi}} {
+		st := c.fi.Sys().(*syscall.Stat_t)
+		switch {
+		case uid != 0 && int(st.Uid) == uid:
+			return fmt.Errorf("policy %s: %s belongs to this account (uid %d), which could change it; give it to root (chown root %s)", path, c.what, uid, strings.TrimPrefix(c.what, "its directory "))
+		case c.fi.Mode().Perm()&0o022 != 0 && (c.fi == fi || c.fi.Mode()&os.ModeSticky == 0):
+			return fmt.Errorf("policy %s: %s is writable by group or others (mode %04o); chmod go-w it", path, c.what, c.fi.Mode().Perm())
+		}
+	}
+	return nil
 }
 
 // Serve handles one request as sshd's forced command and returns the exit
@@ -77,6 +110,11 @@ func Serve(ctx context.Context, o Options) int {
 
 	log := o.Log
 	pol, err := policy.Load(o.PolicyFile)
+	if err == nil && !o.ownPolicy {
+		if gerr := policyGuard(o.PolicyFile, os.Geteuid()); gerr != nil {
+			pol, err = nil, gerr // refused, and logged where syslog reaches
+		}
+	}
 	if log == nil {
 		file := ""
 		if pol != nil {
@@ -329,6 +367,13 @@ func Check(path string, w io.Writer) int {
 		if fi, err := os.Stat(prog); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
 			fmt.Fprintf(w, "%s:%d: warning: verb %s: %s is not an executable file here\n", pol.File, v.Line, v.Name, prog)
 		}
+	}
+	if err := policyGuard(path, os.Geteuid()); err != nil {
+		fmt.Fprintf(w, "%s\n", err)
+		return 1
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Sys().(*syscall.Stat_t).Uid != 0 {
+		fmt.Fprintf(w, "%s: warning: owned by uid %d, not root: if that is the airlock account, it can change its own policy (airlock-action refuses to serve it then)\n", pol.File, fi.Sys().(*syscall.Stat_t).Uid)
 	}
 	fmt.Fprintf(w, "%s: ok, %d verbs\n", pol.File, len(pol.Verbs))
 	return 0

@@ -93,7 +93,7 @@ func serve(t *testing.T, policyFile string, env []string) (serveResult, *Record)
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	rec := &recorder{}
-	code := Serve(context.Background(), Options{PolicyFile: policyFile, Env: env, Stdout: &stdout, Stderr: &stderr, Log: rec})
+	code := Serve(context.Background(), Options{PolicyFile: policyFile, Env: env, Stdout: &stdout, Stderr: &stderr, Log: rec, ownPolicy: true})
 	return serveResult{code, stdout.String(), stderr.String()}, rec.only(t)
 }
 
@@ -233,7 +233,7 @@ func TestServeKillsTheProgramWhenTheClientGoesAway(t *testing.T) {
 	code := make(chan int, 1)
 	start := time.Now()
 	go func() {
-		code <- Serve(context.Background(), Options{PolicyFile: pf, Env: []string{"SSH_ORIGINAL_COMMAND=linger"}, Stdout: w, Stderr: &stderr, Log: rec})
+		code <- Serve(context.Background(), Options{PolicyFile: pf, Env: []string{"SSH_ORIGINAL_COMMAND=linger"}, Stdout: w, Stderr: &stderr, Log: rec, ownPolicy: true})
 	}()
 	time.Sleep(300 * time.Millisecond)
 	r.Close() // sshd's end of the session's stdout
@@ -300,7 +300,7 @@ func TestServeLogFile(t *testing.T) {
 	pf := writePolicy(t, dir, "log_file = \""+logFile+"\"\n"+servePolicy)
 	for _, c := range []string{"echo one", "echo two; id", "bad\x00verb"} {
 		var out, errOut bytes.Buffer
-		Serve(context.Background(), Options{PolicyFile: pf, Env: []string{"SSH_ORIGINAL_COMMAND=" + c}, Stdout: &out, Stderr: &errOut})
+		Serve(context.Background(), Options{PolicyFile: pf, Env: []string{"SSH_ORIGINAL_COMMAND=" + c}, Stdout: &out, Stderr: &errOut, ownPolicy: true})
 	}
 	b, err := os.ReadFile(logFile)
 	if err != nil {
@@ -322,7 +322,7 @@ func TestServeRefusesWhenLogFileUnwritable(t *testing.T) {
 	dir := t.TempDir()
 	pf := writePolicy(t, dir, "log_file = \""+dir+"/missing/action.log\"\n"+servePolicy)
 	var out, errOut bytes.Buffer
-	code := Serve(context.Background(), Options{PolicyFile: pf, Env: []string{"SSH_ORIGINAL_COMMAND=echo hi"}, Stdout: &out, Stderr: &errOut})
+	code := Serve(context.Background(), Options{PolicyFile: pf, Env: []string{"SSH_ORIGINAL_COMMAND=echo hi"}, Stdout: &out, Stderr: &errOut, ownPolicy: true})
 	if code != ExitRefused || out.Len() != 0 {
 		t.Errorf("exit %d, stdout %q; want %d and nothing run", code, out.String(), ExitRefused)
 	}
@@ -456,6 +456,40 @@ func TestCheck(t *testing.T) {
 				if !strings.HasPrefix(lines[i], w) {
 					t.Errorf("line %d = %q, want prefix %q", i, lines[i], w)
 				}
+			}
+		})
+	}
+}
+
+// The account that serves a policy must not be able to change it: a
+// policy (or its directory) it owns, or one writable by group or others,
+// is refused for every request, and --check says why.
+func TestPolicyTheAccountCouldChangeIsRefused(t *testing.T) {
+	t.Parallel()
+	const uid = 4242 // the serving account, as policyGuard sees it
+	for _, tc := range []struct {
+		name  string
+		setup func(dir, file string)
+		want  string
+	}{
+		{"owned by the account", func(dir, file string) { os.Chown(file, uid, uid) }, "belongs to this account"},
+		{"its directory owned by the account", func(dir, file string) { os.Chown(dir, uid, uid) }, "its directory"},
+		{"group-writable", func(dir, file string) { os.Chmod(file, 0o664) }, "writable by group or others"},
+		{"directory world-writable", func(dir, file string) { os.Chmod(dir, 0o777) }, "writable by group or others"},
+		{"fine", func(dir, file string) {}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if os.Geteuid() != 0 && tc.want != "" && tc.name != "group-writable" && tc.name != "directory world-writable" {
+				t.Skip("needs root to give files to another account")
+			}
+			dir := filepath.Join(t.TempDir(), "p")
+			os.Mkdir(dir, 0o755)
+			file := writePolicy(t, dir, `verb "hi" { argv = ["/bin/echo", "hi"] }`)
+			os.Chmod(file, 0o644)
+			tc.setup(dir, file)
+			err := policyGuard(file, uid)
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("policyGuard: %v, want %q", err, tc.want)
 			}
 		})
 	}

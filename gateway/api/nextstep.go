@@ -48,7 +48,7 @@ func NextStep(a *Action) string {
 		if a.Termination == "confirmed" {
 			return "retry with a longer timeout (airlock-ssh --timeout, timeout_s) only if it needs more time"
 		}
-		return "the command passed its timeout and may still be running; check before retrying"
+		return "check the target before retrying: the command may still be running"
 	case "cancelled":
 		if a.Termination == "not_started" {
 			return "cancelled before the command started; nothing ran"
