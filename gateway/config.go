@@ -645,7 +645,7 @@ func (c *checker) target(cfg *Config, r *rawTarget, base string) {
 		}
 	}
 	if len(t.HostKeys) == 0 && t.KnownHostsFile == "" && len(c.Problems) == before && !c.allowUnpinned {
-		c.Errorf(r.DefRange, "target %q has no host_keys and no known_hosts_file: airlock never trusts a host key on first use; run `airlock hosts scan %s`, confirm the fingerprint out of band, then `airlock hosts pin %s --fingerprint SHA256:…`", r.Name, t.Address, r.Name)
+		c.Errorf(r.DefRange, "target %q has no host_keys and no known_hosts_file: airlock never trusts a host key on first use; run `airlock hosts scan %s`, confirm the fingerprint out of band, then `airlock hosts pin %s --fingerprint SHA256:… --config %s`", r.Name, t.Address, r.Name, cfg.Path)
 	}
 	for _, ra := range r.Accounts {
 		if !nameRE.MatchString(ra.Name) {

@@ -189,6 +189,9 @@ func (s *Server) Serve(ctx context.Context) error {
 	if err := s.Close(context.Background()); err != nil && serveErr == nil {
 		serveErr = err
 	}
+	if serveErr == nil {
+		s.log.Info("stopped: every action recorded, audit log closed")
+	}
 	return serveErr
 }
 

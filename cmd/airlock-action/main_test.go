@@ -439,6 +439,11 @@ func TestFlags(t *testing.T) {
 	bad := filepath.Join(dir, "bad.hcl")
 	os.WriteFile(good, []byte(strings.ReplaceAll(testPolicy, "DIR", dir)), 0o644)
 	os.WriteFile(bad, []byte("verb \"x\" {\n  argv = [\"x\"]\n}\n"), 0o644)
+	// The same policy with its log directory missing: every request would
+	// be refused, which --check must say.
+	nolog := filepath.Join(dir, "nolog.hcl")
+	os.WriteFile(nolog, []byte(strings.ReplaceAll(testPolicy, "DIR", filepath.Join(dir, "missing"))), 0o644)
+	os.Mkdir(filepath.Join(dir, "log"), 0o755)
 	tests := []struct {
 		name       string
 		args       []string
@@ -447,6 +452,7 @@ func TestFlags(t *testing.T) {
 	}{
 		{"check valid", []string{"--check", "--policy", good}, 0, "ok, 7 verbs"},
 		{"check invalid", []string{"--check", "--policy", bad}, 1, bad + ":2: "},
+		{"check with a log_file that cannot be written", []string{"--check", "--policy", nolog}, 1, "every request would be refused"},
 		{"explain allowed", []string{"--policy", good, "--explain", "restart web"}, 0, "argv:    /bin/echo restarting web\n"},
 		{"explain refused", []string{"--policy", good, "--explain", "restart web; id"}, 126, "refused (exit 126)"},
 		{"explain with a broken policy", []string{"--policy", bad, "--explain", "x"}, 1, ""},

@@ -229,6 +229,7 @@ wait:
 		if ws.Signaled() {
 			rec.Signal = signalName(ws.Signal())
 		}
+		fmt.Fprintf(o.Stderr, "airlock-action: verb %s passed its timeout (%s); its programs were killed (exit %d)\n", plan.Verb.Name, plan.Timeout, ExitTimeout)
 	case ws.Signaled():
 		rec.Signal = signalName(ws.Signal())
 		rec.Exit = exitSignalBase + int(ws.Signal())
@@ -371,6 +372,26 @@ func Check(path string, w io.Writer) int {
 	if err := policyGuard(path, os.Geteuid()); err != nil {
 		fmt.Fprintf(w, "%s\n", err)
 		return 1
+	}
+	if pol.LogFile != "" {
+		// Serve refuses every request when it cannot open its log.
+		target := pol.LogFile
+		if _, err := os.Stat(target); err != nil {
+			target = filepath.Dir(target)
+		}
+		if err := unix.Access(target, unix.W_OK); err != nil {
+			fmt.Fprintf(w, "%s: log_file %s cannot be written by uid %d (%v): every request would be refused; run --check as the account the key logs in as\n", pol.File, pol.LogFile, os.Geteuid(), err)
+			return 1
+		}
+	}
+	for _, v := range pol.Verbs {
+		for _, p := range v.Params {
+			if p.Kind == policy.PathUnder {
+				if _, err := os.Stat(p.Under); err != nil {
+					fmt.Fprintf(w, "%s:%d: warning: verb %s: path_under %s does not exist here: every path is refused until it does\n", pol.File, v.Line, v.Name, p.Under)
+				}
+			}
+		}
 	}
 	if fi, err := os.Stat(path); err == nil && fi.Sys().(*syscall.Stat_t).Uid != 0 {
 		fmt.Fprintf(w, "%s: warning: owned by uid %d, not root: if that is the airlock account, it can change its own policy (airlock-action refuses to serve it then)\n", pol.File, fi.Sys().(*syscall.Stat_t).Uid)

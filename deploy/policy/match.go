@@ -188,7 +188,8 @@ func checkPathUnder(path, under string) error {
 	}
 	root, err := filepath.EvalSymlinks(under)
 	if err != nil {
-		return ErrPathOutside // the prefix itself is missing: nothing is under it
+		// The prefix itself is missing: nothing is under it.
+		return fmt.Errorf("%w (%s does not exist on this host)", ErrPathOutside, under)
 	}
 	existing := path
 	for {
