@@ -76,14 +76,25 @@ func policyGuard(path string, uid int) error {
 	if err != nil {
 		return err // Load reports a missing file
 	}
-	dfi, err := os.Stat(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	for _, c := range []struct {
+	type item struct {
 		what string
 		fi   os.FileInfo
-	}{{path, fi}, {"its directory " + filepath.Dir(path), dfi}} {
+	}
+	items := []item{{path, fi}}
+	// The directory of the name and, through a link, of the file itself:
+	// whoever can write either can put another policy in its place.
+	dirs := []string{filepath.Dir(path)}
+	if real, err := filepath.EvalSymlinks(path); err == nil && filepath.Dir(real) != dirs[0] {
+		dirs = append(dirs, filepath.Dir(real))
+	}
+	for _, d := range dirs {
+		dfi, err := os.Stat(d)
+		if err != nil {
+			return err
+		}
+		items = append(items, item{"its directory " + d, dfi})
+	}
+	for _, c := range items {
 		st := c.fi.Sys().(*syscall.Stat_t)
 		switch {
 		case uid != 0 && int(st.Uid) == uid:

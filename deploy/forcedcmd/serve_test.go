@@ -494,3 +494,26 @@ func TestPolicyTheAccountCouldChangeIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// A policy reached through a link is judged where it really lives too.
+func TestPolicyThroughALinkIntoTheAccountsDirectory(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give a directory to another account")
+	}
+	const uid = 4242
+	base := t.TempDir()
+	theirs := filepath.Join(base, "theirs")
+	os.Mkdir(theirs, 0o755)
+	file := writePolicy(t, theirs, `verb "hi" { argv = ["/bin/echo", "hi"] }`)
+	os.Chown(theirs, uid, uid) // the account can replace the file
+	ours := filepath.Join(base, "ours")
+	os.Mkdir(ours, 0o755)
+	link := filepath.Join(ours, "action.hcl")
+	if err := os.Symlink(file, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := policyGuard(link, uid); err == nil || !strings.Contains(err.Error(), "its directory "+theirs) {
+		t.Errorf("policyGuard through a link: %v, want the real directory refused", err)
+	}
+}
