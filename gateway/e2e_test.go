@@ -247,6 +247,33 @@ func (g *testGateway) verifyAudit() *auditchain.Report {
 	return rep
 }
 
+// auditEntry is an entry as GET /v1/audit/entries gives it.
+type auditEntry struct {
+	Kind     string         `json:"kind"`
+	ActionID string         `json:"action_id"`
+	Fields   map[string]any `json:"fields"`
+}
+
+// auditEntries reads the whole audit log through the reviewer API, the
+// entries of kind (all when "") and, when actionID is set, of that action.
+func (g *testGateway) auditEntries(kind, actionID string) []auditEntry {
+	g.t.Helper()
+	raw, err := g.reviewer.AuditEntries(context.Background(), -1)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	var all, out []auditEntry
+	if err := json.Unmarshal(raw, &all); err != nil {
+		g.t.Fatal(err)
+	}
+	for _, e := range all {
+		if (kind == "" || e.Kind == kind) && (actionID == "" || e.ActionID == actionID) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 func TestRunApprovalThenActionsPass(t *testing.T) {
 	t.Parallel()
 	s := sharedSSHD(t)
@@ -321,23 +348,8 @@ func TestCallModeAsksEveryTime(t *testing.T) {
 		}
 		if decision == "deny" {
 			// The action's own record says why, for `airlock audit show`.
-			raw, err := g.reviewer.AuditEntries(context.Background(), -1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var es []struct {
-				Kind     string         `json:"kind"`
-				ActionID string         `json:"action_id"`
-				Fields   map[string]any `json:"fields"`
-			}
-			json.Unmarshal(raw, &es)
-			found := false
-			for _, e := range es {
-				if e.Kind == "action.finished" && e.ActionID == r.a.ID {
-					found = e.Fields["approval_reason"] == "not today" && e.Fields["outcome"] == "denied"
-				}
-			}
-			if !found {
+			es := g.auditEntries("action.finished", r.a.ID)
+			if len(es) != 1 || es[0].Fields["approval_reason"] != "not today" || es[0].Fields["outcome"] != "denied" {
 				t.Errorf("the denied action's action.finished does not carry the reviewer's reason")
 			}
 		}
@@ -429,35 +441,15 @@ func TestRefusedOutcomeIsRecordedLate(t *testing.T) {
 			return failingAudit{a, func(e auditchain.Entry) bool { return e.Kind == auditchain.KindActionFinished && fails.Add(-1) >= 0 }}
 		}
 	}})
-	ctx := context.Background()
 	res := g.runAsync(api.ActionRequest{Target: "box-run", Command: "echo ran; exit 3"})
 	g.decideNext("run", "approve", "")
 	r := <-res
 	if r.err != nil || r.a.Outcome != "audit_unavailable" || !strings.Contains(r.a.Detail, "the command may have run (its outcome was exited)") {
 		t.Fatalf("got %+v %v, want audit_unavailable saying the command may have run", r.a, r.err)
 	}
-	type entry struct {
-		Kind     string         `json:"kind"`
-		ActionID string         `json:"action_id"`
-		Fields   map[string]any `json:"fields"`
-	}
-	var got []entry
+	var got []auditEntry
 	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		raw, err := g.reviewer.AuditEntries(ctx, -1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var es []entry
-		if err := json.Unmarshal(raw, &es); err != nil {
-			t.Fatal(err)
-		}
-		got = got[:0]
-		for _, e := range es {
-			if e.Kind == "action.finished" && e.ActionID == r.a.ID {
-				got = append(got, e)
-			}
-		}
-		if len(got) > 0 {
+		if got = g.auditEntries("action.finished", r.a.ID); len(got) > 0 {
 			break
 		}
 	}
@@ -1045,19 +1037,8 @@ func TestFailedCredentialsAreAudited(t *testing.T) {
 	for range 3 {
 		wrong.Targets(ctx)
 	}
-	raw, err := g.reviewer.AuditEntries(ctx, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var entries []struct {
-		Kind   string         `json:"kind"`
-		Fields map[string]any `json:"fields"`
-	}
-	if err := json.Unmarshal(raw, &entries); err != nil {
-		t.Fatal(err)
-	}
 	counts := map[string]int{}
-	for _, e := range entries {
+	for _, e := range g.auditEntries("", "") {
 		if e.Kind != "auth.failed" {
 			continue
 		}
@@ -1072,6 +1053,10 @@ func TestFailedCredentialsAreAudited(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, counts); diff != "" {
 		t.Errorf("auth.failed entries (-want +got):\n%s", diff)
+	}
+	raw, err := g.reviewer.AuditEntries(ctx, -1)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if strings.Contains(string(raw), "guess number") || strings.Contains(string(raw), strings.Repeat("ab", 16)) {
 		t.Error("a guessed secret is in the audit log")
