@@ -408,7 +408,7 @@ func visible(s string) string {
 func valueText(v any) string {
 	switch v := v.(type) {
 	case string:
-		return strconv.QuoteToGraphic(v)
+		return strconv.QuoteToASCII(v) // the rule of visible, always quoted
 	case []byte:
 		return hex.EncodeToString(v) // as export writes bytes
 	default:

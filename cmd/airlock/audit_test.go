@@ -424,3 +424,18 @@ func TestVisible(t *testing.T) {
 		}
 	}
 }
+
+// audit show prints field values as visible does, quoted: a look-alike
+// space or a bidi override in a recorded command never reaches the
+// terminal as it is.
+func TestValueTextEscapesAllButASCII(t *testing.T) {
+	for in, want := range map[string]string{
+		"systemctl restart worker": `"systemctl restart worker"`,
+		"rm\u00a0-rf /":            `"rm\u00a0-rf /"`,
+		"ls \u202egnp":             `"ls \u202egnp"`,
+	} {
+		if got := valueText(in); got != want {
+			t.Errorf("valueText(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
