@@ -51,6 +51,12 @@ type want struct {
 	signal   string
 	stdout   string // for "exited" when not empty
 	sshd     int    // which sshd (1, 2) authenticated it, 0 for none
+	// deadline marks an action whose command outlives its deadline. On a
+	// busy machine the deadline can pass before exec is sent (during the
+	// handshake, authentication or while the session opens): then the
+	// outcome names the phase it was in and says nothing started, which
+	// is right. Whether sshd logged the login is then unknown.
+	deadline bool
 }
 
 type loadReq struct {
@@ -78,7 +84,7 @@ func loadMix(r *rand.Rand, i int) loadReq {
 		return loadReq{api.ActionRequest{Target: tg, Command: "echo " + tok}, want{outcome: "exited", stdout: tok + "\n", sshd: s}}
 	case n < 50:
 		tg, s := sshdTarget()
-		return loadReq{api.ActionRequest{Target: tg, Command: "sleep 20", TimeoutS: 1}, want{outcome: "timed_out", sshd: s}}
+		return loadReq{api.ActionRequest{Target: tg, Command: "sleep 60", TimeoutS: deadlineS}, want{outcome: "timed_out", sshd: s, deadline: true}}
 	case n < 53:
 		tg, s := sshdTarget()
 		return loadReq{api.ActionRequest{Target: tg, Command: "kill -TERM $$"}, want{outcome: "signaled", signal: "TERM", sshd: s}}
@@ -103,12 +109,33 @@ func loadMix(r *rand.Rand, i int) loadReq {
 	case n < 98:
 		return loadReq{api.ActionRequest{Target: "fault", Command: "drop"}, want{outcome: "connection_lost"}}
 	default:
-		return loadReq{api.ActionRequest{Target: "fault", Command: "hang", TimeoutS: 1}, want{outcome: "timed_out"}}
+		return loadReq{api.ActionRequest{Target: "fault", Command: "hang", TimeoutS: deadlineS}, want{outcome: "timed_out", deadline: true}}
 	}
 }
 
+// deadlineS is the timeout of the actions that must run into it: long
+// enough for most handshakes under load to finish first, short enough to
+// keep the run quick. Neither is assumed (see want.deadline).
+const deadlineS = 3
+
+// notStartedByDeadline is what an action whose deadline passed before exec
+// was sent may end as: the phase it was in, nothing started.
+var notStartedByDeadline = map[string]bool{"dial_failed": true, "handshake_failed": true, "session_failed": true, "timed_out": true}
+
+// started reports whether the action's command was sent to the target.
+func started(a *api.Action) bool { return a.Termination != "not_started" }
+
 // check compares an action with what it must be.
 func (w want) check(a *api.Action) error {
+	if w.deadline && !started(a) {
+		if !notStartedByDeadline[a.Outcome] {
+			return fmt.Errorf("outcome %q (%s) before exec, want one of a deadline passing before the command started", a.Outcome, a.Detail)
+		}
+		if a.Success() {
+			return fmt.Errorf("reported as success")
+		}
+		return nil
+	}
 	if a.Outcome != w.outcome {
 		return fmt.Errorf("outcome %q (%s), want %q", a.Outcome, a.Detail, w.outcome)
 	}
@@ -177,7 +204,12 @@ type loadResult struct {
 	elapsed   time.Duration
 	failures  []string
 	ids       map[string]want
-	accepted  [3]int // sshd logins the requests should have caused
+	accepted  [3]int // sshd logins the requests must have caused
+	// mayAccept counts the actions whose deadline passed before exec on
+	// an sshd target: sshd may or may not have logged their login.
+	mayAccept [3]int
+	// beforeExec counts the deadline actions that ended before exec.
+	beforeExec int
 }
 
 // runLoad sends n mixed requests, parallel at a time, alternating the
@@ -218,8 +250,16 @@ func (b *loadBed) runLoad(t *testing.T, seed uint64, n, parallel int) *loadResul
 					if _, dup := res.ids[a.ID]; dup {
 						res.failures = append(res.failures, fmt.Sprintf("action id %s answered twice", a.ID))
 					}
-					res.ids[a.ID] = lr.want
-					res.accepted[lr.want.sshd]++
+					w := lr.want
+					if w.deadline && !started(a) {
+						// Recorded as what it was: the audit must agree.
+						w.outcome = a.Outcome
+						res.mayAccept[w.sshd]++
+						res.beforeExec++
+					} else {
+						res.accepted[w.sshd]++
+					}
+					res.ids[a.ID] = w
 				}
 				mu.Unlock()
 			}
@@ -268,13 +308,18 @@ func TestLoadMixedOutcomes(t *testing.T) {
 		t.Errorf("%d requests answered, want %d", res.requests, n)
 	}
 
-	// One connection per action: each sshd logged one login per action
-	// that got past authentication there, no more.
-	if got := b.sshd1.Accepted() - acc1; got != res.accepted[1] {
-		t.Errorf("sshd-1 accepted %d logins, want %d (one per action)", got, res.accepted[1])
+	if res.beforeExec > 0 {
+		t.Logf("%d actions meant to time out had their deadline pass before exec (a busy machine)", res.beforeExec)
 	}
-	if got := b.sshd2.Accepted() - acc2; got != res.accepted[2] {
-		t.Errorf("sshd-2 accepted %d logins, want %d (one per action)", got, res.accepted[2])
+
+	// One connection per action: each sshd logged one login per action
+	// that got past authentication there, no more. An action whose
+	// deadline cut its authentication may or may not have been logged.
+	for i, got := range []int{b.sshd1.Accepted() - acc1, b.sshd2.Accepted() - acc2} {
+		lo, hi := res.accepted[i+1], res.accepted[i+1]+res.mayAccept[i+1]
+		if got < lo || got > hi {
+			t.Errorf("sshd-%d accepted %d logins, want %d to %d (one per action)", i+1, got, lo, hi)
+		}
 	}
 	if strings.Contains(b.sshd1.Log(), "airlock-must-not-exist") {
 		t.Error("a command sent to the rotated-key target reached sshd")
