@@ -13,6 +13,11 @@ import (
 	"github.com/airlockgw/airlock/approvals/clocktest"
 )
 
+// patience bounds a test's wait for something that must happen. It only
+// turns a hang into a failure: a wait ends as soon as the condition
+// holds, so a busy machine makes the suite slower, never red.
+const patience = time.Minute
+
 // fakeInspector is a process table a test edits: pid reuse and deaths on
 // demand.
 type fakeInspector struct {
@@ -239,7 +244,7 @@ func recv(t *testing.T, ch <-chan outcome) outcome {
 	select {
 	case o := <-ch:
 		return o
-	case <-time.After(20 * time.Second):
+	case <-time.After(patience):
 		t.Fatal("Authorize did not return")
 		return outcome{}
 	}

@@ -244,7 +244,7 @@ func drain(ch chan EventKind) {
 
 func waitKind(t *testing.T, ch <-chan EventKind, want EventKind) {
 	t.Helper()
-	deadline := time.After(20 * time.Second)
+	deadline := time.After(patience)
 	for {
 		select {
 		case k := <-ch:

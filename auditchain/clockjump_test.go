@@ -53,7 +53,7 @@ func TestClockSetBack(t *testing.T) {
 		s := checkpointSizes(t, o)
 		return len(s) > 0 && s[len(s)-1] > ref.Seq
 	}
-	for deadline := time.Now().Add(10 * time.Second); !covered() && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(patience); !covered() && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if !covered() {

@@ -185,7 +185,7 @@ func TestActionCertificateAgainstSSHD(t *testing.T) {
 		t.Fatalf("got %v %q", res.Outcome, res.Stdout)
 	}
 	// The target's own log names the action and its audit sequence number.
-	if want := "ID airlock:" + id + " (serial 4242) CA "; !s.WaitLog(want, 5*time.Second) {
+	if want := "ID airlock:" + id + " (serial 4242) CA "; !s.WaitLog(want, patience) {
 		t.Errorf("sshd log lacks %q", want)
 	}
 	// No extensions: no PTY, no forwarding.

@@ -170,7 +170,7 @@ func TestTargetSSHDConfig(t *testing.T) {
 	// sshd counts the earlier session until it has processed its close,
 	// which may take a moment after the client closed it.
 	var first *ssh.Session
-	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(patience); ; time.Sleep(50 * time.Millisecond) {
 		if first, err = c.NewSession(); err == nil || time.Now().After(deadline) {
 			break
 		}

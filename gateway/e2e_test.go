@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -191,7 +192,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 // approveNext waits for one pending approval and decides it.
 func (g *testGateway) decideNext(kind, decision, reason string) api.Approval {
 	g.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(patience)
 	for time.Now().Before(deadline) {
 		pending, err := g.reviewer.Approvals(context.Background(), "pending")
 		if err != nil {
@@ -448,7 +449,7 @@ func TestRefusedOutcomeIsRecordedLate(t *testing.T) {
 		t.Fatalf("got %+v %v, want audit_unavailable saying the command may have run", r.a, r.err)
 	}
 	var got []auditEntry
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(patience); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if got = g.auditEntries("action.finished", r.a.ID); len(got) > 0 {
 			break
 		}
@@ -769,7 +770,7 @@ func TestTokenRotationCutsLiveConnections(t *testing.T) {
 
 func (g *testGateway) waitPending(n int) {
 	g.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(patience)
 	for time.Now().Before(deadline) {
 		p, err := g.reviewer.Approvals(context.Background(), "pending")
 		if err == nil && len(p) >= n {
@@ -791,9 +792,20 @@ func TestMaxParallelQueuesWithinTheDeadline(t *testing.T) {
 	if r := <-first; r.err != nil || !r.a.Success() {
 		t.Fatalf("%+v %v", r.a, r.err)
 	}
+	// holding waits until an action started last has logged in: it holds
+	// the target's one slot from before its dial to its end.
+	holding := func(before int) {
+		t.Helper()
+		for deadline := time.Now().Add(patience); accepted() == before; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the action holding the slot did not log in")
+			}
+		}
+	}
 	// One slot: the second action waits for the first.
+	before := accepted()
 	a := g.runAsync(api.ActionRequest{Target: "box-run", Command: "sleep 1"})
-	time.Sleep(300 * time.Millisecond)
+	holding(before)
 	b := g.runAsync(api.ActionRequest{Target: "box-run", Command: "true"})
 	ra, rb := <-a, <-b
 	if ra.err != nil || rb.err != nil || !ra.a.Success() || !rb.a.Success() {
@@ -802,10 +814,15 @@ func TestMaxParallelQueuesWithinTheDeadline(t *testing.T) {
 	if rb.a.StartedAt.Before(*ra.a.FinishedAt) {
 		t.Errorf("the second action started at %v, before the first ended at %v", rb.a.StartedAt, ra.a.FinishedAt)
 	}
-	// Its deadline passing in the queue ends it without dialing.
-	hold := g.runAsync(api.ActionRequest{Target: "box-run", Command: "sleep 3"})
-	time.Sleep(300 * time.Millisecond)
-	before := accepted()
+	// Its deadline passing in the queue ends it without dialing. The
+	// action holding the slot waits for a file the test writes last, so
+	// it outlasts the queued one however slow the machine is.
+	release := filepath.Join(os.TempDir(), "airlock-release-"+rand.Text())
+	t.Cleanup(func() { os.Remove(release) })
+	before = accepted()
+	hold := g.runAsync(api.ActionRequest{Target: "box-run", Command: fmt.Sprintf("while [ ! -e %s ]; do sleep 0.1; done", release)})
+	holding(before)
+	before = accepted()
 	short, err := g.agent.RunAction(context.Background(), api.ActionRequest{Target: "box-run", Command: "true", TimeoutS: 1}, api.Events{})
 	if err != nil || short.Outcome != "timed_out" || short.Termination != "not_started" {
 		t.Fatalf("queued past its deadline: %+v %v, want timed_out/not_started", short, err)
@@ -813,7 +830,12 @@ func TestMaxParallelQueuesWithinTheDeadline(t *testing.T) {
 	if accepted() != before {
 		t.Error("a queued action past its deadline was dialed")
 	}
-	<-hold
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-hold; r.err != nil || !r.a.Success() {
+		t.Errorf("the action holding the slot: %+v %v", r.a, r.err)
+	}
 }
 
 // TestPerActionCertificate: a credential with ca = true logs in with a
@@ -888,7 +910,7 @@ target "box" {
 		t.Errorf("action.connecting records key id %q serial %d; want airlock:%s and the action.requested seq %d", keyID, serial, r.a.ID, requestedSeq)
 	}
 	want := fmt.Sprintf("ID airlock:%s (serial %d)", r.a.ID, requestedSeq)
-	if !s.WaitLog(want, 3*time.Second) {
+	if !s.WaitLog(want, patience) {
 		t.Errorf("sshd did not log %q", want)
 	}
 }
@@ -984,7 +1006,7 @@ func TestCallerGoingAwayCancels(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	var a *api.Action
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(patience); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		a, err = g.reviewer.Action(context.Background(), id)
 		if err == nil && a.Outcome != "" {
 			break
@@ -1012,8 +1034,9 @@ func ownClientKey(t *testing.T, s *sshtest.SSHD) (string, func() int) {
 	fp := ssh.FingerprintSHA256(pub)
 	return file, func() int {
 		n := 0
-		for _, line := range strings.Split(s.Log(), "\n") {
-			if strings.Contains(line, needle) && strings.HasSuffix(line, fp) {
+		// sshd -e ends its lines with "\r\n".
+		for line := range strings.Lines(s.Log()) {
+			if line = strings.TrimRight(line, "\r\n"); strings.Contains(line, needle) && strings.HasSuffix(line, fp) {
 				n++
 			}
 		}

@@ -4,9 +4,15 @@ import (
 	"os"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
+
+// patience bounds a test's wait for something that must happen. It only
+// turns a hang into a failure: a wait ends as soon as the condition
+// holds, so a busy machine makes the suite slower, never red.
+const patience = time.Minute
 
 // shared is one real sshd for the package's tests that do not change it.
 var (

@@ -109,7 +109,7 @@ func callParams(name string, args map[string]any) *sdk.CallToolParams {
 // waiting for it.
 func (g *testGateway) finishedEntry(t *testing.T, actionID string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(patience)
 	for {
 		recs, err := g.srv.alog.Reader().ActionEntries(context.Background(), actionID)
 		if err != nil {

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -41,6 +42,9 @@ type Options struct {
 	// clock, when set, drives approval expiry and audit entry times
 	// (tests set the clock back).
 	clock approvals.Clock
+	// notifyAttempt, when set, bounds one webhook delivery attempt instead
+	// of notifyAttempt (tests make a stalled webhook stall for good).
+	notifyAttempt time.Duration
 }
 
 // Server is a running gateway: its stores are open and recovery is done.
@@ -54,9 +58,10 @@ type Server struct {
 	store   *approvals.Store
 	signers map[string]ssh.Signer
 	// ca signs per-action certificates for ca = true credentials.
-	ca      ssh.Signer
-	slots   map[string]chan struct{}
-	metrics *metrics
+	ca            ssh.Signer
+	notifyAttempt time.Duration
+	slots         map[string]chan struct{}
+	metrics       *metrics
 
 	// base is cancelled when the gateway stops; in-flight actions derive
 	// from it.
@@ -116,6 +121,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if s.grace == 0 {
 		s.grace = 30 * time.Second
 	}
+	s.notifyAttempt = cmp.Or(o.notifyAttempt, notifyAttempt)
 	s.base, s.cancelBase = context.WithCancel(context.Background())
 
 	if err := privateDir(cfg.StateDir, -1); err != nil {

@@ -639,7 +639,7 @@ func (s *Server) startNotifier(cfg *NotifyConfig) {
 	n := &notifier{
 		s: s, url: cfg.URL, secret: bytes.TrimRight(secret, "\r\n"), now: time.Now,
 		client: &http.Client{
-			Timeout: notifyAttempt,
+			Timeout: s.notifyAttempt,
 			// A signed notification goes where it was configured to,
 			// never where a redirect points.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

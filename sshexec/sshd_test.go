@@ -110,7 +110,7 @@ func TestTimedOutKillsTheRemoteCommand(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no pid in stdout %q", res.Stdout)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(patience)
 	for sshtest.ProcessAlive(pid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("remote process %d still alive after confirmed termination", pid)
@@ -276,7 +276,7 @@ func TestKeyTypesAgainstSSHD(t *testing.T) {
 			if err != nil || !res.Success() {
 				t.Fatalf("Run: %v (%+v)", err, res)
 			}
-			if !s.WaitLog("ssh2: "+strings.ToUpper(tt.typ)+" "+ssh.FingerprintSHA256(pub), 2*time.Second) {
+			if !s.WaitLog("ssh2: "+strings.ToUpper(tt.typ)+" "+ssh.FingerprintSHA256(pub), patience) {
 				t.Errorf("sshd did not log an accepted %s key %s", tt.typ, ssh.FingerprintSHA256(pub))
 			}
 		})
@@ -306,7 +306,7 @@ func TestOneConnectionPerAction(t *testing.T) {
 	}
 	wg.Wait()
 	needle := "ssh2: ED25519 " + ssh.FingerprintSHA256(signer.PublicKey())
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(patience)
 	for strings.Count(s.Log(), needle) < n && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -360,7 +360,7 @@ func TestConnectionLostAgainstSSHD(t *testing.T) {
 	go func() {
 		select {
 		case <-started:
-		case <-time.After(20 * time.Second):
+		case <-time.After(patience):
 			return
 		}
 		// Kill the connection's sshd processes: the transport breaks

@@ -220,7 +220,7 @@ func (d *daemon) cli(args ...string) (string, string, int) {
 // pending waits for n pending approvals and returns them.
 func (d *daemon) pending(n int) []api.Approval {
 	d.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(patience)
 	for {
 		out, errs, code := d.cli("approvals", "list", "--json")
 		if code != 0 {
@@ -353,7 +353,7 @@ func TestEndToEndBinaries(t *testing.T) {
 		a.Start()
 		list := d.pending(1)
 		d.cli("approvals", "approve", list[0].ID)
-		deadline := time.Now().Add(20 * time.Second)
+		deadline := time.Now().Add(patience)
 		for !strings.Contains(out.String(), "started") && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
 		}

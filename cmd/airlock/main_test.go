@@ -5,7 +5,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
+
+// patience bounds a test's wait for something that must happen. It only
+// turns a hang into a failure: a wait ends as soon as the condition
+// holds, so a busy machine makes the suite slower, never red.
+const patience = time.Minute
 
 // helpCalls is every way of asking a verb or sub-verb for help.
 func helpCalls() [][]string {

@@ -134,7 +134,7 @@ func (d *daemon) auditEntries(t *testing.T, kind, actionID, runID string) []map[
 // waitAudit waits for an entry of kind for an action or a run.
 func (d *daemon) waitAudit(t *testing.T, kind, actionID, runID string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(patience)
 	for {
 		if e := d.auditEntries(t, kind, actionID, runID); len(e) > 0 {
 			return e[0]
@@ -378,7 +378,7 @@ func checkTypeScriptSteps(t *testing.T, steps map[string]json.RawMessage) {
 // contains marker (an earlier cancelled call may still be pending).
 func (d *daemon) approveRun(t *testing.T, marker string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(patience)
 	for time.Now().Before(deadline) {
 		for _, a := range d.pending(1) {
 			if a.Kind == "run" && strings.Contains(a.Command, marker) {

@@ -20,6 +20,11 @@ import (
 	"github.com/airlockgw/airlock/gateway/mcp/mcptest"
 )
 
+// patience bounds a test's wait for something that must happen. It only
+// turns a hang into a failure: a wait ends as soon as the condition
+// holds, so a busy machine makes the suite slower, never red.
+const patience = time.Minute
+
 // fakeBackend stands in for the gateway where a real one cannot produce an
 // outcome on demand (interrupted, connection_lost, …) or a failure of the
 // gateway itself. The gateway's own tests drive the same tools against a
@@ -299,7 +304,7 @@ func testProgressAndLogs(t *testing.T, version string) {
 		done <- res
 	}()
 	// The heartbeat repeats the waiting notice until a decision.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(patience)
 	for {
 		progress, _ := n.snapshot()
 		if len(progress) >= 4 {
@@ -316,7 +321,7 @@ func testProgressAndLogs(t *testing.T, version string) {
 	}
 	// Notifications are handled concurrently with the result: give the
 	// last ones a moment.
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(patience); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if _, logs := n.snapshot(); len(logs) >= 4 {
 			break
 		}
@@ -397,7 +402,7 @@ func testCancel(t *testing.T, version string) {
 	}
 	select {
 	case <-sawCancel:
-	case <-time.After(10 * time.Second):
+	case <-time.After(patience):
 		t.Fatal("the backend's action was not cancelled")
 	}
 	// The session carries on.

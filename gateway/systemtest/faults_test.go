@@ -105,9 +105,9 @@ func TestKill9WithActionsInFlight(t *testing.T) {
 		ids = append(ids, detached(t, agent, api.ActionRequest{Target: "fault", Command: "work", TimeoutS: 60}))
 	}
 	for _, id := range ids {
-		waitState(t, rv, id, api.StateRunning, 30*time.Second)
+		waitState(t, rv, id, api.StateRunning, patience)
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(patience)
 	for {
 		m, _ := filepath.Glob(filepath.Join(marks, "ran-*"))
 		if len(m) == perTarget {
@@ -147,7 +147,7 @@ func TestKill9WithActionsInFlight(t *testing.T) {
 	g.verify()
 	// The gateway's ends of the cut connections are gone; sshd's session
 	// processes end with them.
-	waitFor(t, 15*time.Second, "sshd sessions to end after the gateway died", func() bool { return len(s.SessionProcesses()) == 0 })
+	waitFor(t, patience, "sshd sessions to end after the gateway died", func() bool { return len(s.SessionProcesses()) == 0 })
 	t.Logf("kill -9 with %d actions in flight: %d interrupted, 0 reported as success", len(ids), len(ids))
 }
 
@@ -191,7 +191,7 @@ func TestSSHDRestartMidCommand(t *testing.T) {
 	}()
 	select {
 	case <-started:
-	case <-time.After(20 * time.Second):
+	case <-time.After(patience):
 		t.Fatal("the command did not start")
 	}
 	if err := s.Restart(); err != nil {
@@ -291,7 +291,7 @@ func TestAuditUnavailable(t *testing.T) {
 		// needed; once there is room again, the outcome is recorded.
 		os.Remove(filler)
 		var got []string
-		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		for deadline := time.Now().Add(patience); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 			outcomes, _ := finished(g.audit())
 			if got = outcomes[a.ID]; len(got) > 0 {
 				break

@@ -25,6 +25,11 @@ import (
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
 
+// patience bounds a test's wait for something that must happen. It only
+// turns a hang into a failure: a wait ends as soon as the condition
+// holds, so a busy machine makes the suite slower, never red.
+const patience = time.Minute
+
 const (
 	reviewerName = "alice"
 	reviewerPass = "correct horse battery staple"

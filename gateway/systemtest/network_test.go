@@ -194,7 +194,7 @@ func TestNetworkFaults(t *testing.T) {
 		a, _ := agent.RunAction(context.Background(), api.ActionRequest{Target: "far", Command: "echo ok"}, api.Events{})
 		first <- a
 	}()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(patience)
 	for {
 		out, code := g.cliNS("approvals", "list", "--json")
 		var list []api.Approval
