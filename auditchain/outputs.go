@@ -36,22 +36,13 @@ type OutputOptions struct {
 }
 
 // A Blob describes stored output.
+// As a record field tagged "name" (see FieldsOf), its facts are the entry
+// fields name_sha256, name_bytes, name_stored and name_truncated.
 type Blob struct {
-	Digest    [32]byte // SHA-256 of the stored bytes
-	Size      int64    // bytes offered to Put
-	Stored    int64    // bytes stored (Size capped at MaxBlob)
-	Truncated bool     // Stored < Size
-}
-
-// Fields returns the blob's facts as entry fields named
-// prefix_sha256, prefix_bytes, prefix_stored and prefix_truncated.
-func (b Blob) Fields(prefix string) []Field {
-	return []Field{
-		Bytes(prefix+"_sha256", b.Digest[:]),
-		Int(prefix+"_bytes", b.Size),
-		Int(prefix+"_stored", b.Stored),
-		Bool(prefix+"_truncated", b.Truncated),
-	}
+	Digest    [32]byte `audit:"sha256"`    // SHA-256 of the stored bytes
+	Size      int64    `audit:"bytes"`     // bytes offered to Put
+	Stored    int64    `audit:"stored"`    // bytes stored (Size capped at MaxBlob)
+	Truncated bool     `audit:"truncated"` // Stored < Size
 }
 
 // OpenOutputs opens (creating when missing) the output store.

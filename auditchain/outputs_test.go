@@ -59,8 +59,14 @@ func TestOutputStore(t *testing.T) {
 	}
 	b := Blob{Digest: [32]byte{9}, Size: 10, Stored: 8, Truncated: true}
 	want := []Field{Bytes("stdout_sha256", b.Digest[:]), Int("stdout_bytes", 10), Int("stdout_stored", 8), Bool("stdout_truncated", true)}
-	if diff := cmp.Diff(want, b.Fields("stdout")); diff != "" {
-		t.Errorf("Fields (-want +got):\n%s", diff)
+	got, err := FieldsOf(struct {
+		Stdout Blob `audit:"stdout"`
+	}{b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("a blob's fields (-want +got):\n%s", diff)
 	}
 }
 

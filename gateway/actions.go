@@ -6,7 +6,6 @@ import (
 	"encoding/base32"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,7 +15,6 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/airlockgw/airlock/approvals"
-	"github.com/airlockgw/airlock/auditchain"
 	"github.com/airlockgw/airlock/deploy"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/sshexec"
@@ -214,7 +212,7 @@ func (s *Server) execute(ctx context.Context, st *actionState, c caller, req api
 		if req.TimeoutS != 0 {
 			a.obj.TimeoutS = req.TimeoutS // as asked, also when refused
 		}
-		a.obj.Approval.Mode = account.Approval
+		a.obj.Approval.Mode = api.Mode(account.Approval.String())
 		st.mu.Lock()
 		st.policy = account.Output
 		st.obj.Account, st.obj.TimeoutS = a.obj.Account, a.obj.TimeoutS
@@ -240,26 +238,23 @@ func (s *Server) execute(ctx context.Context, st *actionState, c caller, req api
 	st.mu.Unlock()
 
 	// 3. action.requested, whatever follows: every request is accounted.
-	fields := []auditchain.Field{
-		auditchain.Str("target", req.Target), auditchain.Str("account", a.obj.Account),
-		auditchain.Str("command", req.Command), auditchain.Int("timeout_s", int64(a.obj.TimeoutS)),
-	}
+	rq := actionRequested{Target: req.Target, Account: a.obj.Account, Command: req.Command, TimeoutS: int64(a.obj.TimeoutS)}
 	if c.local {
-		fields = append(fields, auditchain.Str("transport", "socket"),
-			auditchain.Int("peer_pid", int64(c.peer.PID)), auditchain.Int("peer_uid", int64(c.peer.UID)))
+		pid, uid := int64(c.peer.PID), int64(c.peer.UID)
+		rq.Transport, rq.PeerPID, rq.PeerUID = "socket", &pid, &uid
 	} else {
-		fields = append(fields, auditchain.Str("transport", "http"), auditchain.Str("remote_addr", c.remoteAddr))
+		rq.Transport, rq.RemoteAddr = "http", c.remoteAddr
 	}
-	requested, err := s.recordRef(ctx, auditchain.KindActionRequested, a.obj.ID, a.obj.RunID, fields...)
+	requested, err := s.record(ctx, a.obj.ID, a.obj.RunID, rq)
 	if err != nil {
 		s.log.Error("audit append failed; nothing dialed", "action", a.obj.ID, "error", err)
-		a.obj.Outcome, a.obj.Detail = "audit_unavailable", "the request could not be recorded in the audit log, so nothing was run"
+		a.obj.Outcome, a.obj.Detail = sshexec.AuditUnavailable, "the request could not be recorded in the audit log, so nothing was run"
 		a.answer()
 		return
 	}
 	switch {
 	case problem != "":
-		a.end(ctx, "rejected", problem, "")
+		a.end(ctx, sshexec.Rejected, problem, 0)
 		return
 	case runErr != nil:
 		a.endRunError(ctx, runErr)
@@ -285,24 +280,24 @@ func (s *Server) execute(ctx context.Context, st *actionState, c caller, req api
 		a.endRunError(ctx, err)
 		return
 	}
-	a.obj.Approval.Mode = res.Mode.String()
+	a.obj.Approval.Mode = api.Mode(res.Mode.String())
 	a.obj.Approval.ID = string(res.RequestID)
 	a.obj.Approval.DecidedBy = res.Reviewer
 	a.obj.Approval.Reason = res.Reason
 	switch res.Status {
 	case approvals.StatusApproved:
-		a.obj.Approval.Decision = "approve"
+		a.obj.Approval.Decision = api.DecisionApprove
 	case approvals.StatusDenied:
-		a.obj.Approval.Decision = "deny"
+		a.obj.Approval.Decision = api.DecisionDeny
 		detail := "a reviewer denied the " + res.Mode.String()
 		if res.Reviewer != "" {
 			detail += " (" + res.Reviewer + ")"
 		}
-		a.end(ctx, "denied", detail, "")
+		a.end(ctx, sshexec.Denied, detail, 0)
 		return
 	default:
-		a.obj.Approval.Decision = "expired"
-		a.end(ctx, "expired", "no reviewer decided before the approval deadline", "")
+		a.obj.Approval.Decision = api.DecisionExpired
+		a.end(ctx, sshexec.Expired, "no reviewer decided before the approval deadline", 0)
 		return
 	}
 
@@ -315,9 +310,9 @@ func (s *Server) execute(ctx context.Context, st *actionState, c caller, req api
 		defer func() { <-s.slots[target.Name] }()
 	case <-dctx.Done():
 		if errors.Is(ctx.Err(), context.Canceled) {
-			a.end(ctx, "cancelled", "cancelled while waiting for a free connection slot on the target", "not_started")
+			a.end(ctx, sshexec.Cancelled, "cancelled while waiting for a free connection slot on the target", sshexec.NotStarted)
 		} else {
-			a.end(ctx, "timed_out", fmt.Sprintf("the action deadline passed while %d other actions held every connection slot of the target", target.MaxParallel), "not_started")
+			a.end(ctx, sshexec.TimedOut, fmt.Sprintf("the action deadline passed while %d other actions held every connection slot of the target", target.MaxParallel), sshexec.NotStarted)
 		}
 		return
 	}
@@ -325,17 +320,15 @@ func (s *Server) execute(ctx context.Context, st *actionState, c caller, req api
 	// 6. The intent, durable before anything is dialed. A per-action
 	// certificate names the action (key ID) and its action.requested
 	// entry (serial), so the target's sshd log points into the chain.
-	signer, certFields, err := s.signerFor(account, a.obj.ID, uint64(requested.Seq), timeout)
+	signer, cert, err := s.signerFor(account, a.obj.ID, uint64(requested.Seq), timeout)
 	if err != nil {
-		a.end(ctx, "rejected", err.Error(), "")
+		a.end(ctx, sshexec.Rejected, err.Error(), 0)
 		return
 	}
-	connecting := append([]auditchain.Field{
-		auditchain.Str("address", target.Address), auditchain.Str("account", account.Name),
-		auditchain.Str("credential", account.Credential)}, certFields...)
-	if err := s.record(ctx, auditchain.KindActionConnecting, a.obj.ID, a.obj.RunID, connecting...); err != nil {
+	connecting := actionConnecting{Address: target.Address, Account: account.Name, Credential: account.Credential, Cert: cert}
+	if _, err := s.record(ctx, a.obj.ID, a.obj.RunID, connecting); err != nil {
 		s.log.Error("audit append failed; nothing dialed", "action", a.obj.ID, "error", err)
-		a.obj.Outcome, a.obj.Detail = "audit_unavailable", "the intent could not be recorded in the audit log, so nothing was dialed"
+		a.obj.Outcome, a.obj.Detail = sshexec.AuditUnavailable, "the intent could not be recorded in the audit log, so nothing was dialed"
 		a.answer()
 		return
 	}
@@ -367,7 +360,7 @@ func (s *Server) execute(ctx context.Context, st *actionState, c caller, req api
 	if res2 == nil {
 		// The configuration was validated at start; this is a bug or a
 		// known_hosts file that vanished. Nothing was dialed.
-		a.end(ctx, "rejected", fmt.Sprintf("target %q cannot be used: %v", target.Name, err), "")
+		a.end(ctx, sshexec.Rejected, fmt.Sprintf("target %q cannot be used: %v", target.Name, err), 0)
 		return
 	}
 	s.observePhases(res2)
@@ -375,42 +368,21 @@ func (s *Server) execute(ctx context.Context, st *actionState, c caller, req api
 
 	// 8. Outputs to the store, the result to the chain — also when the
 	// caller has gone (cancelled): what ran is recorded in full.
-	result := resultFields(res2)
+	fin := actionFinished{Result: resultOf(res2)}
 	blobs, err := s.outputs.PutAll(context.WithoutCancel(ctx), res2.Stdout, res2.Stderr)
 	if err != nil {
 		s.log.Error("output store failed", "action", a.obj.ID, "error", err)
-		a.mayHaveRun(ctx, "the output could not be stored", result...)
+		a.mayHaveRun(ctx, "the output could not be stored", fin)
 		return
 	}
-	extra := append(blobs[0].Fields("stdout"), blobs[1].Fields("stderr")...)
-	extra = append(extra, result...)
-	if err := a.recordFinished(ctx, extra...); err != nil {
+	fin.Stdout, fin.Stderr = &blobs[0], &blobs[1]
+	if err := a.recordFinished(ctx, fin); err != nil {
 		s.log.Error("audit append of the result failed", "action", a.obj.ID, "error", err)
-		a.mayHaveRun(ctx, "the result could not be recorded in the audit log", extra...)
+		a.mayHaveRun(ctx, "the result could not be recorded in the audit log", fin)
 		return
 	}
 	a.setOutput(res2.Stdout, res2.Stderr, res2.StdoutBytes, res2.StderrBytes, account.Output)
 	a.answer()
-}
-
-// resultFields are the audit fields of what the connection and the command
-// did, outputs aside.
-func resultFields(res2 *sshexec.Result) []auditchain.Field {
-	extra := []auditchain.Field{
-		auditchain.Int("stdout_received", res2.StdoutBytes), auditchain.Int("stderr_received", res2.StderrBytes),
-		auditchain.Str("host_key_type", res2.HostKeyType), auditchain.Str("host_key_fingerprint", res2.HostKeyFingerprint),
-		auditchain.Str("server_version", res2.ServerVersion),
-		auditchain.Int("dial_us", res2.Timings.Dial.Microseconds()), auditchain.Int("handshake_us", res2.Timings.Handshake.Microseconds()),
-		auditchain.Int("auth_us", res2.Timings.Auth.Microseconds()), auditchain.Int("session_us", res2.Timings.Session.Microseconds()),
-		auditchain.Int("command_us", res2.Timings.Command.Microseconds()), auditchain.Int("total_us", res2.Timings.Total.Microseconds()),
-	}
-	if res2.HasExitCode {
-		extra = append(extra, auditchain.Int("exit_code", int64(res2.ExitCode)))
-	}
-	if res2.Signal != "" {
-		extra = append(extra, auditchain.Str("signal", res2.Signal), auditchain.Bool("core_dumped", res2.CoreDumped))
-	}
-	return extra
 }
 
 // lifecycle carries one action's object through execute.
@@ -422,31 +394,31 @@ type lifecycle struct {
 
 // end records action.finished for an action that ends before (or without)
 // a connection and answers.
-func (a *lifecycle) end(ctx context.Context, outcome, detail, termination string) {
+func (a *lifecycle) end(ctx context.Context, outcome sshexec.Outcome, detail string, termination sshexec.Termination) {
 	a.obj.Outcome, a.obj.Detail, a.obj.Termination = outcome, detail, termination
-	if err := a.recordFinished(ctx); err != nil {
+	if err := a.recordFinished(ctx, actionFinished{}); err != nil {
 		a.s.log.Error("audit append failed", "action", a.obj.ID, "error", err)
-		a.obj.Outcome = "audit_unavailable"
-		a.obj.Detail = "the outcome (" + outcome + ") could not be recorded in the audit log; nothing was run"
-		a.obj.Termination = ""
+		a.obj.Outcome = sshexec.AuditUnavailable
+		a.obj.Detail = "the outcome (" + outcome.String() + ") could not be recorded in the audit log; nothing was run"
+		a.obj.Termination = 0
 	}
 	a.answer()
 }
 
 // mayHaveRun answers audit_unavailable after the command may have run: the
-// caller must not retry blindly. extra are the result's fields, recorded
+// caller must not retry blindly. fin holds the result's facts, recorded
 // with it.
-func (a *lifecycle) mayHaveRun(ctx context.Context, why string, extra ...auditchain.Field) {
+func (a *lifecycle) mayHaveRun(ctx context.Context, why string, fin actionFinished) {
 	ran := a.obj.Outcome
-	a.obj.Outcome = "audit_unavailable"
-	a.obj.Detail = why + "; the command may have run (its outcome was " + ran + ")"
+	a.obj.Outcome = sshexec.AuditUnavailable
+	a.obj.Detail = why + "; the command may have run (its outcome was " + ran.String() + ")"
 	// Leave a trace: now, or as soon as the audit log takes it (a full
 	// disk may have room again). If the gateway stops first, recovery
 	// finishes the action as interrupted.
-	if err := a.recordFinished(context.WithoutCancel(ctx), extra...); err != nil {
+	if err := a.recordFinished(context.WithoutCancel(ctx), fin); err != nil {
 		late := &lifecycle{s: a.s, st: a.st, obj: a.obj}
-		extra = append(slices.Clip(extra), auditchain.Bool("recorded_late", true))
-		a.s.background.Go(func() { late.recordFinishedLate(extra) })
+		fin.RecordedLate = true
+		a.s.background.Go(func() { late.recordFinishedLate(fin) })
 	}
 	a.answer()
 }
@@ -461,13 +433,13 @@ const (
 // recordFinishedLate retries recordFinished, backing off, until it
 // succeeds or the gateway stops; then it tries once more, since the log
 // stays open until its background work is done.
-func (a *lifecycle) recordFinishedLate(extra []auditchain.Field) {
+func (a *lifecycle) recordFinishedLate(fin actionFinished) {
 	for delay := lateRecordFirst; ; delay = min(2*delay, lateRecordMax) {
 		select {
 		case <-a.s.base.Done():
 			ctx, cancel := context.WithTimeout(context.Background(), lateRecordLast)
 			defer cancel()
-			if err := a.recordFinished(ctx, extra...); err != nil {
+			if err := a.recordFinished(ctx, fin); err != nil {
 				a.s.log.Error("stopping before the outcome could be recorded; recovery will record the action as interrupted", "action", a.obj.ID, "error", err)
 				return
 			}
@@ -475,7 +447,7 @@ func (a *lifecycle) recordFinishedLate(extra []auditchain.Field) {
 			return
 		case <-time.After(delay):
 		}
-		if err := a.recordFinished(a.s.base, extra...); err != nil {
+		if err := a.recordFinished(a.s.base, fin); err != nil {
 			a.s.log.Warn("outcome still not recorded; retrying", "action", a.obj.ID, "error", err, "retry_in", min(2*delay, lateRecordMax))
 			continue
 		}
@@ -484,31 +456,25 @@ func (a *lifecycle) recordFinishedLate(extra []auditchain.Field) {
 	}
 }
 
-func (a *lifecycle) recordFinished(ctx context.Context, extra ...auditchain.Field) error {
-	f := []auditchain.Field{auditchain.Str("outcome", a.obj.Outcome), auditchain.Str("detail", a.obj.Detail)}
-	if a.obj.Termination != "" {
-		f = append(f, auditchain.Str("termination", a.obj.Termination))
-	}
+// recordFinished records action.finished with the action's outcome and
+// approval, and the facts fin already holds.
+func (a *lifecycle) recordFinished(ctx context.Context, fin actionFinished) error {
+	fin.Outcome, fin.Detail, fin.Termination = a.obj.Outcome, a.obj.Detail, a.obj.Termination
 	if a.obj.Approval.ID != "" {
-		f = append(f, auditchain.Str("approval_id", a.obj.Approval.ID), auditchain.Str("approval_mode", a.obj.Approval.Mode))
+		fin.Approval = &approvalFacts{ID: a.obj.Approval.ID, Mode: a.obj.Approval.Mode}
 	}
-	if a.obj.Approval.DecidedBy != "" {
-		f = append(f, auditchain.Str("decided_by", a.obj.Approval.DecidedBy))
-	}
-	if a.obj.Approval.Reason != "" {
-		f = append(f, auditchain.Str("approval_reason", a.obj.Approval.Reason))
-	}
-	f = append(f, extra...)
+	fin.DecidedBy, fin.ApprovalReason = a.obj.Approval.DecidedBy, a.obj.Approval.Reason
 	// The outcome is recorded even when the caller has gone: use a context
 	// that is not cancelled with it.
-	return a.s.record(context.WithoutCancel(ctx), auditchain.KindActionFinished, a.obj.ID, a.obj.RunID, f...)
+	_, err := a.s.record(context.WithoutCancel(ctx), a.obj.ID, a.obj.RunID, fin)
+	return err
 }
 
 // answer publishes the final object.
 func (a *lifecycle) answer() {
 	now := time.Now().UTC()
 	a.obj.FinishedAt = &now
-	a.s.metrics.actions.WithLabelValues(a.obj.Outcome).Inc()
+	a.s.metrics.actions.WithLabelValues(a.obj.Outcome.String()).Inc()
 	code := ""
 	if a.obj.ExitCode != nil {
 		code = strconv.Itoa(*a.obj.ExitCode)
@@ -522,33 +488,33 @@ func (a *lifecycle) answer() {
 func (a *lifecycle) endRunError(ctx context.Context, err error) {
 	switch {
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-		a.end(ctx, "cancelled", "the caller went away before the action started", "not_started")
+		a.end(ctx, sshexec.Cancelled, "the caller went away before the action started", sshexec.NotStarted)
 	case errors.Is(err, approvals.ErrEventNotRecorded):
-		a.obj.Outcome, a.obj.Detail = "audit_unavailable", "an approval event could not be recorded in the audit log, so nothing was run"
+		a.obj.Outcome, a.obj.Detail = sshexec.AuditUnavailable, "an approval event could not be recorded in the audit log, so nothing was run"
 		a.answer()
 	case errors.Is(err, approvals.ErrRunDenied):
-		a.obj.Approval.Decision = "deny"
-		a.end(ctx, "denied", "a reviewer denied this run; a new agent process needs a new approval", "")
+		a.obj.Approval.Decision = api.DecisionDeny
+		a.end(ctx, sshexec.Denied, "a reviewer denied this run; a new agent process needs a new approval", 0)
 	case errors.Is(err, approvals.ErrRunEnded):
-		a.end(ctx, "rejected", "the run has ended; start a new one", "")
+		a.end(ctx, sshexec.Rejected, "the run has ended; start a new one", 0)
 	case errors.Is(err, approvals.ErrRunExpired), errors.Is(err, approvals.ErrTokenExpired):
-		a.end(ctx, "rejected", "the run's approval or token has expired; start a new run", "")
+		a.end(ctx, sshexec.Rejected, "the run's approval or token has expired; start a new run", 0)
 	case errors.Is(err, approvals.ErrOutOfScope):
-		a.end(ctx, "rejected", "the run's approval does not cover this target or account, or its action budget is spent", "")
+		a.end(ctx, sshexec.Rejected, "the run's approval does not cover this target or account, or its action budget is spent", 0)
 	case errors.Is(err, approvals.ErrNoAnchor), errors.Is(err, approvals.ErrNoProcess), errors.Is(err, approvals.ErrPeerMismatch), errors.Is(err, approvals.ErrNotAncestor):
-		a.end(ctx, "rejected", "the calling process could not be identified as an agent process", "")
+		a.end(ctx, sshexec.Rejected, "the calling process could not be identified as an agent process", 0)
 	case errors.Is(err, approvals.ErrWrongToken), errors.Is(err, approvals.ErrMalformedToken), errors.Is(err, approvals.ErrUnknownRun):
-		a.end(ctx, "rejected", "the run token is not valid", "")
+		a.end(ctx, sshexec.Rejected, "the run token is not valid", 0)
 	default:
 		a.s.log.Error("approval failed", "action", a.obj.ID, "error", err)
-		a.end(ctx, "rejected", "the approval could not be obtained: "+err.Error(), "")
+		a.end(ctx, sshexec.Rejected, "the approval could not be obtained: "+err.Error(), 0)
 	}
 }
 
 func (a *lifecycle) fromResult(r *sshexec.Result) {
-	a.obj.Outcome = r.Outcome.String()
+	a.obj.Outcome = r.Outcome
 	a.obj.Detail = r.Detail
-	a.obj.Termination = r.Termination.String()
+	a.obj.Termination = r.Termination
 	a.obj.HostKeyFingerprint = r.HostKeyFingerprint
 	a.obj.Signal = r.Signal
 	if r.HasExitCode {
@@ -667,7 +633,7 @@ func (s *Server) resolveRun(ctx context.Context, c caller) (approvals.Run, error
 // signerFor returns the credential of an account: its key, or a fresh
 // key with a certificate for this one action, described by the returned
 // audit fields.
-func (s *Server) signerFor(a *AccountConfig, actionID string, serial uint64, timeout time.Duration) (ssh.Signer, []auditchain.Field, error) {
+func (s *Server) signerFor(a *AccountConfig, actionID string, serial uint64, timeout time.Duration) (ssh.Signer, *certIssued, error) {
 	cred := s.cfg.Credentials[a.Credential]
 	if cred != nil && cred.CA {
 		cert, err := deploy.NewActionCert(s.ca, deploy.CertRequest{
@@ -677,10 +643,7 @@ func (s *Server) signerFor(a *AccountConfig, actionID string, serial uint64, tim
 		if err != nil {
 			return nil, nil, fmt.Errorf("the certificate for this action could not be made: %v", err)
 		}
-		return cert.Signer, []auditchain.Field{
-			auditchain.Str("cert_key_id", cert.KeyID), auditchain.Int("cert_serial", int64(cert.Serial)),
-			auditchain.Str("cert_valid_before", cert.ValidBefore.UTC().Format(time.RFC3339)),
-		}, nil
+		return cert.Signer, &certIssued{KeyID: cert.KeyID, Serial: cert.Serial, ValidBefore: cert.ValidBefore}, nil
 	}
 	signer, ok := s.signers[a.Credential]
 	if !ok {

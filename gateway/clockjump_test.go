@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockgw/airlock/sshexec"
+
 	"github.com/airlockgw/airlock/approvals/clocktest"
 	"github.com/airlockgw/airlock/gateway/api"
 )
@@ -39,7 +41,7 @@ func TestClockSetBackDoesNotLengthenRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Outcome != "rejected" || a.StartedAt != nil {
+	if a.Outcome != sshexec.Rejected || a.StartedAt != nil {
 		t.Fatalf("action after the run's hour: %+v, want rejected before start", a)
 	}
 	rep := g.verifyAudit()
@@ -73,7 +75,7 @@ func TestRunTokenReadsEndWithItsLifetimeOrRevocation(t *testing.T) {
 		}
 		rc := api.NewHTTPClient(g.base, run.Token)
 		a, err := rc.RunAction(ctx, api.ActionRequest{Target: "box-run", Account: "nobody", Command: "true"}, api.Events{})
-		if err != nil || a.Outcome != "rejected" || a.RunID != run.ID {
+		if err != nil || a.Outcome != sshexec.Rejected || a.RunID != run.ID {
 			t.Fatalf("refused request: %+v %v", a, err)
 		}
 		if _, err := rc.Action(ctx, a.ID); err != nil {

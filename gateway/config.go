@@ -21,6 +21,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/deploy"
 	"github.com/airlockgw/airlock/deploy/hclcheck"
 	"github.com/airlockgw/airlock/gateway/api"
@@ -123,7 +124,7 @@ type TargetConfig struct {
 type AccountConfig struct {
 	Name       string
 	Credential string
-	Approval   string // "run" or "call"
+	Approval   approvals.Mode
 	MaxTimeout time.Duration
 	Output     OutputPolicy
 }
@@ -660,15 +661,21 @@ func (c *checker) target(cfg *Config, r *rawTarget, base string) {
 		a := &AccountConfig{
 			Name:       ra.Name,
 			Credential: c.str(ra.Credential, ""),
-			Approval:   c.str(ra.Approval, "call"),
+			Approval:   approvals.ModeCall,
 			MaxTimeout: c.duration(ra.MaxTimeout, DefaultMaxTimeout, 24*time.Hour),
 			Output:     OutputPolicy(c.str(ra.Output, string(OutputFull))),
 		}
 		if _, ok := cfg.Credentials[a.Credential]; !ok && ra.Credential != nil {
 			c.Errorf(ra.Credential.Range, "target %q account %q: no credential %q is defined (defined: %s)", r.Name, ra.Name, a.Credential, names(cfg.Credentials))
 		}
-		if a.Approval != "run" && a.Approval != "call" && ra.Approval != nil {
-			c.Errorf(ra.Approval.Range, `target %q account %q: approval must be "run" or "call"`, r.Name, ra.Name)
+		if ra.Approval != nil {
+			if s, ok := c.strOK(ra.Approval); ok {
+				if m, err := approvals.ParseMode(s); err == nil {
+					a.Approval = m
+				} else {
+					c.Errorf(ra.Approval.Range, `target %q account %q: approval must be "run" or "call"`, r.Name, ra.Name)
+				}
+			}
 		}
 		switch a.Output {
 		case OutputFull, OutputTail, OutputNone:

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockgw/airlock/approvals"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -90,14 +91,14 @@ func TestParseConfigContractExample(t *testing.T) {
 	if len(bb.HostKeys) != 1 || bb.DefaultAccount != "deploy" || bb.MaxParallel != 4 {
 		t.Errorf("build-box: %+v", bb)
 	}
-	if a := bb.Accounts["root"]; a.Approval != "call" || a.Output != OutputTail || a.MaxTimeout != DefaultMaxTimeout {
+	if a := bb.Accounts["root"]; a.Approval != approvals.ModeCall || a.Output != OutputTail || a.MaxTimeout != DefaultMaxTimeout {
 		t.Errorf("build-box/root: %+v", a)
 	}
 	db := cfg.Targets["db"]
 	if db.Address != "db.internal:22" || db.KnownHostsFile != "/etc/airlock/known_hosts" || db.DefaultAccount != "postgres" {
 		t.Errorf("db: address %q known_hosts %q default %q", db.Address, db.KnownHostsFile, db.DefaultAccount)
 	}
-	if a := db.Accounts["postgres"]; a.Approval != "call" || a.Output != OutputFull {
+	if a := db.Accounts["postgres"]; a.Approval != approvals.ModeCall || a.Output != OutputFull {
 		t.Errorf("an account without approval must default to the stronger mode, call: %+v", a)
 	}
 	if !cfg.Credentials["ca"].CA || cfg.Credentials["deploy"].PassphraseFile == "" {

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockgw/airlock/sshexec"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/crypto/ssh"
@@ -200,10 +202,10 @@ func (g *testGateway) decideNext(kind, decision, reason string) api.Approval {
 		}
 		if len(pending) > 0 {
 			a := pending[0]
-			if a.Kind != kind {
+			if string(a.Kind) != kind {
 				g.t.Fatalf("pending approval is a %s, want a %s", a.Kind, kind)
 			}
-			if _, err := g.reviewer.Decide(context.Background(), a.ID, api.DecisionRequest{Decision: decision, Reason: reason, Digest: a.Digest}); err != nil {
+			if _, err := g.reviewer.Decide(context.Background(), a.ID, api.DecisionRequest{Decision: api.Decision(decision), Reason: reason, Digest: a.Digest}); err != nil {
 				g.t.Fatalf("decide: %v", err)
 			}
 			return a
@@ -303,7 +305,7 @@ func TestRunApprovalThenActionsPass(t *testing.T) {
 	// The approved run's next actions pass without asking.
 	for i := range 3 {
 		a, err := g.agent.RunAction(context.Background(), api.ActionRequest{Target: "box-run", Command: fmt.Sprintf("exit %d", i)}, api.Events{})
-		if err != nil || a.Outcome != "exited" || *a.ExitCode != i {
+		if err != nil || a.Outcome != sshexec.Exited || *a.ExitCode != i {
 			t.Fatalf("action %d: %+v %v", i, a, err)
 		}
 	}
@@ -313,7 +315,7 @@ func TestRunApprovalThenActionsPass(t *testing.T) {
 	// The action object is readable by the agent and the reviewer.
 	for _, c := range []*api.Client{g.agent, g.reviewer} {
 		got, err := c.Action(context.Background(), r.a.ID)
-		if err != nil || got.Outcome != "exited" || got.Stdout != "hello\n" {
+		if err != nil || got.Outcome != sshexec.Exited || got.Stdout != "hello\n" {
 			t.Errorf("GET action: %+v %v", got, err)
 		}
 	}
@@ -337,9 +339,9 @@ func TestCallModeAsksEveryTime(t *testing.T) {
 		if r.err != nil {
 			t.Fatal(r.err)
 		}
-		want := "exited"
+		want := sshexec.Exited
 		if decision == "deny" {
-			want = "denied"
+			want = sshexec.Denied
 		}
 		if r.a.Outcome != want {
 			t.Fatalf("call %d: outcome %s, want %s (%s)", i, r.a.Outcome, want, r.a.Detail)
@@ -366,7 +368,7 @@ func TestApprovalTimeoutExpires(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Outcome != "expired" || a.Approval.Decision != "expired" {
+	if a.Outcome != sshexec.Expired || a.Approval.Decision != "expired" {
 		t.Fatalf("outcome %s (%s), want expired", a.Outcome, a.Detail)
 	}
 	g.verifyAudit()
@@ -381,7 +383,7 @@ func TestHostKeyMismatchDialsButRunsNothing(t *testing.T) {
 	res := g.runAsync(api.ActionRequest{Target: "box-call", Command: "touch /tmp/never"})
 	g.decideNext("call", "approve", "")
 	r := <-res
-	if r.err != nil || r.a.Outcome != "host_key_mismatch" {
+	if r.err != nil || r.a.Outcome != sshexec.HostKeyMismatch {
 		t.Fatalf("got %+v %v, want host_key_mismatch", r.a, r.err)
 	}
 	if !strings.Contains(api.NextStep(r.a), "do not retry") {
@@ -420,7 +422,7 @@ func TestAuditFailureMeansNothingIsDialed(t *testing.T) {
 	res := g.runAsync(api.ActionRequest{Target: "box-call", Command: "true"})
 	g.decideNext("call", "approve", "")
 	r := <-res
-	if r.err != nil || r.a.Outcome != "audit_unavailable" || r.a.StartedAt != nil {
+	if r.err != nil || r.a.Outcome != sshexec.AuditUnavailable || r.a.StartedAt != nil {
 		t.Fatalf("got %+v %v, want audit_unavailable before start", r.a, r.err)
 	}
 	time.Sleep(100 * time.Millisecond)
@@ -445,7 +447,7 @@ func TestRefusedOutcomeIsRecordedLate(t *testing.T) {
 	res := g.runAsync(api.ActionRequest{Target: "box-run", Command: "echo ran; exit 3"})
 	g.decideNext("run", "approve", "")
 	r := <-res
-	if r.err != nil || r.a.Outcome != "audit_unavailable" || !strings.Contains(r.a.Detail, "the command may have run (its outcome was exited)") {
+	if r.err != nil || r.a.Outcome != sshexec.AuditUnavailable || !strings.Contains(r.a.Detail, "the command may have run (its outcome was exited)") {
 		t.Fatalf("got %+v %v, want audit_unavailable saying the command may have run", r.a, r.err)
 	}
 	var got []auditEntry
@@ -485,7 +487,7 @@ func TestRefusedOutcomeIsRecordedAtShutdown(t *testing.T) {
 	}
 	failing.Store(true)
 	a, err := g.agent.RunAction(context.Background(), api.ActionRequest{Target: "box-run", Command: "exit 5"}, api.Events{})
-	if err != nil || a.Outcome != "audit_unavailable" {
+	if err != nil || a.Outcome != sshexec.AuditUnavailable {
 		t.Fatalf("got %+v %v, want audit_unavailable", a, err)
 	}
 	failing.Store(false) // room again, but the first retry is a second away
@@ -582,7 +584,7 @@ func TestBadRequests(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			a, err := g.agent.RunAction(ctx, tt.req, api.Events{})
-			if err != nil || a.Outcome != "rejected" || !strings.Contains(a.Detail, tt.detail) {
+			if err != nil || a.Outcome != sshexec.Rejected || !strings.Contains(a.Detail, tt.detail) {
 				t.Fatalf("got %+v %v, want a rejected action saying %q", a, err, tt.detail)
 			}
 		})
@@ -666,17 +668,17 @@ func TestRemoteRunLifecycle(t *testing.T) {
 	// A refused request still belongs to its run: the agent can read it
 	// back, and the audit log places it.
 	bad, err := rc.RunAction(ctx, api.ActionRequest{Target: "box-run", Account: "root", Command: "true"}, api.Events{})
-	if err != nil || bad.Outcome != "rejected" || bad.RunID != run.ID {
+	if err != nil || bad.Outcome != sshexec.Rejected || bad.RunID != run.ID {
 		t.Fatalf("refused request: %+v %v, want rejected in run %s", bad, err, run.ID)
 	}
-	if got, err := rc.Action(ctx, bad.ID); err != nil || got.Outcome != "rejected" {
+	if got, err := rc.Action(ctx, bad.ID); err != nil || got.Outcome != sshexec.Rejected {
 		t.Errorf("reading the refused action back: %+v %v", got, err)
 	}
 	if err := rc.EndRun(ctx, run.ID); err != nil {
 		t.Fatal(err)
 	}
 	a, err := rc.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: "true"}, api.Events{})
-	if err != nil || a.Outcome != "rejected" || a.RunID != run.ID {
+	if err != nil || a.Outcome != sshexec.Rejected || a.RunID != run.ID {
 		t.Fatalf("action of an ended run: %+v %v, want rejected in run %s", a, err, run.ID)
 	}
 	if got, err := rc.Action(ctx, a.ID); err != nil || got.ID != a.ID {
@@ -824,7 +826,7 @@ func TestMaxParallelQueuesWithinTheDeadline(t *testing.T) {
 	holding(before)
 	before = accepted()
 	short, err := g.agent.RunAction(context.Background(), api.ActionRequest{Target: "box-run", Command: "true", TimeoutS: 1}, api.Events{})
-	if err != nil || short.Outcome != "timed_out" || short.Termination != "not_started" {
+	if err != nil || short.Outcome != sshexec.TimedOut || short.Termination != sshexec.NotStarted {
 		t.Fatalf("queued past its deadline: %+v %v, want timed_out/not_started", short, err)
 	}
 	if accepted() != before {
@@ -1008,11 +1010,11 @@ func TestCallerGoingAwayCancels(t *testing.T) {
 	var a *api.Action
 	for deadline := time.Now().Add(patience); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		a, err = g.reviewer.Action(context.Background(), id)
-		if err == nil && a.Outcome != "" {
+		if err == nil && a.Outcome.Valid() {
 			break
 		}
 	}
-	if a == nil || a.Outcome != "cancelled" || a.Termination != "confirmed" || a.Stdout != "started\n" {
+	if a == nil || a.Outcome != sshexec.Cancelled || a.Termination != sshexec.Confirmed || a.Stdout != "started\n" {
 		t.Fatalf("after the caller went away: %+v %v, want cancelled/confirmed with the output so far", a, err)
 	}
 	g.verifyAudit()

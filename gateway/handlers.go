@@ -153,46 +153,42 @@ func (s *Server) actionFromAudit(ctx context.Context, id string) (api.Action, bo
 	if err != nil || len(recs) == 0 {
 		return api.Action{}, false
 	}
-	a := api.Action{ID: id, State: api.StateFinished}
-	str := func(e *auditchain.Entry, name string) string {
-		v, _ := e.Field(name)
-		s, _ := v.(string)
-		return s
-	}
+	a := api.Action{ID: id, State: api.StateRunning}
 	for _, rec := range recs {
 		e := rec.Entry
 		a.RunID = e.RunID
 		switch e.Kind {
 		case auditchain.KindActionRequested:
-			a.Target, a.Account, a.Command = str(&e, "target"), str(&e, "account"), str(&e, "command")
-			if v, ok := e.Field("timeout_s"); ok {
-				n, _ := v.(int64)
-				a.TimeoutS = int(n)
+			var r actionRequested
+			if err := e.Decode(&r); err != nil {
+				s.log.Warn("an action.requested entry does not read back", "seq", e.Seq, "error", err)
 			}
+			a.Target, a.Account, a.Command, a.TimeoutS = r.Target, r.Account, r.Command, int(r.TimeoutS)
 			a.RequestedAt = e.Time
 		case auditchain.KindActionConnecting:
 			t := e.Time
 			a.StartedAt = &t
 		case auditchain.KindActionFinished:
-			t := e.Time
-			a.FinishedAt = &t
-			a.Outcome, a.Detail, a.Termination = str(&e, "outcome"), str(&e, "detail"), str(&e, "termination")
-			a.HostKeyFingerprint, a.Signal = str(&e, "host_key_fingerprint"), str(&e, "signal")
-			a.Approval.ID, a.Approval.Mode, a.Approval.DecidedBy = str(&e, "approval_id"), str(&e, "approval_mode"), str(&e, "decided_by")
-			if v, ok := e.Field("exit_code"); ok {
-				n, _ := v.(int64)
-				code := int(n)
-				a.ExitCode = &code
+			var f actionFinished
+			if err := e.Decode(&f); err != nil {
+				s.log.Warn("an action.finished entry does not read back", "seq", e.Seq, "error", err)
 			}
-			for name, dst := range map[string]*int64{"stdout_received": &a.StdoutBytes, "stderr_received": &a.StderrBytes} {
-				if v, ok := e.Field(name); ok {
-					*dst, _ = v.(int64)
+			t := e.Time
+			a.FinishedAt, a.State = &t, api.StateFinished
+			a.Outcome, a.Detail, a.Termination = f.Outcome, f.Detail, f.Termination
+			if f.Approval != nil {
+				a.Approval.ID, a.Approval.Mode = f.Approval.ID, f.Approval.Mode
+			}
+			a.Approval.DecidedBy = f.DecidedBy
+			if r := f.Result; r != nil {
+				a.HostKeyFingerprint, a.Signal = r.HostKeyFingerprint, r.Signal
+				a.StdoutBytes, a.StderrBytes = r.StdoutReceived, r.StderrReceived
+				if r.ExitCode != nil {
+					code := int(*r.ExitCode)
+					a.ExitCode = &code
 				}
 			}
 		}
-	}
-	if a.Outcome == "" {
-		a.State = api.StateRunning
 	}
 	return a, true
 }
@@ -200,7 +196,7 @@ func (s *Server) actionFromAudit(ctx context.Context, id string) (api.Action, bo
 // Runs.
 
 func runView(r approvals.Run) api.Run {
-	v := api.Run{ID: string(r.ID), State: r.State.String(), Kind: "remote", Requester: r.Requester, CreatedAt: r.CreatedAt, Actions: r.Actions}
+	v := api.Run{ID: string(r.ID), State: api.RunState(r.State.String()), Kind: api.RunRemote, Requester: r.Requester, CreatedAt: r.CreatedAt, Actions: r.Actions}
 	if !r.ExpiresAt.IsZero() {
 		t := r.ExpiresAt
 		v.ExpiresAt = &t
@@ -210,7 +206,7 @@ func runView(r approvals.Run) api.Run {
 		v.TokenExpiresAt = &t
 	}
 	if a := r.Anchor; a != nil {
-		v.Kind = "local"
+		v.Kind = api.RunLocal
 		v.Anchor = &api.Process{PID: a.ID.PID, StartTime: a.ID.StartTime, Executable: a.Exe, SHA256: a.ExeSHA256,
 			Argv: a.Argv, Cwd: a.Cwd, UID: a.UID, User: a.User}
 		for _, c := range a.Chain {
@@ -343,7 +339,7 @@ func (s *Server) handleEndRun(w http.ResponseWriter, r *http.Request) {
 
 func approvalView(q approvals.Request) api.Approval {
 	v := api.Approval{
-		ID: string(q.ID), Kind: q.Kind.String(), RunID: string(q.RunID), Target: q.Target, Account: q.Account,
+		ID: string(q.ID), Kind: api.Mode(q.Kind.String()), RunID: string(q.RunID), Target: q.Target, Account: q.Account,
 		Command: q.Command, TimeoutS: int(q.Timeout / time.Second), Digest: fmt.Sprintf("%x", q.Digest[:]),
 		RequestedAt: q.RequestedAt, ExpiresAt: q.ExpiresAt, Requester: q.Requester, State: q.Status.String(),
 		DecidedBy: q.DecidedBy, Reason: q.Reason,

@@ -4,8 +4,6 @@ import (
 	"context"
 	"sync"
 	"time"
-
-	"github.com/airlockgw/airlock/auditchain"
 )
 
 // limiter counts failures per key (a reviewer name, an address, a uid) in a
@@ -73,9 +71,8 @@ func (s *Server) authFailed(ctx context.Context, credential, key string) {
 	if n != 1 && n != s.limiter.max {
 		return
 	}
-	if err := s.record(context.WithoutCancel(ctx), auditchain.KindAuthFailed, "", "",
-		auditchain.Str("credential", credential), auditchain.Str("subject", key),
-		auditchain.Int("failures", int64(n)), auditchain.Bool("blocked", n >= s.limiter.max)); err != nil {
+	if _, err := s.record(context.WithoutCancel(ctx), "", "",
+		authFailed{Credential: credential, Subject: key, Failures: int64(n), Blocked: n >= s.limiter.max}); err != nil {
 		s.log.Error("recording a failed credential", "error", err)
 	}
 }

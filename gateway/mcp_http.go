@@ -194,7 +194,7 @@ func (s *Server) targetList() []api.Target {
 		for _, an := range t.AccountNames {
 			a := t.Accounts[an]
 			cred := s.cfg.Credentials[a.Credential]
-			v.Accounts = append(v.Accounts, api.TargetAccount{Name: a.Name, Approval: a.Approval,
+			v.Accounts = append(v.Accounts, api.TargetAccount{Name: a.Name, Approval: api.Mode(a.Approval.String()),
 				MaxTimeoutS: int(a.MaxTimeout / time.Second), Output: string(a.Output), Certificate: cred != nil && cred.CA})
 		}
 		out = append(out, v)

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockgw/airlock/sshexec"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -199,7 +201,7 @@ func mcpLifecycle(t *testing.T, g *testGateway, cs *sdk.ClientSession, l *mcptes
 	}()
 	g.decideNext("call", "deny", "not this one")
 	res = <-done
-	if a := mcptest.Structured[api.Action](t, res); !res.IsError || a.Outcome != "denied" || a.Approval.Reason != "not this one" || !strings.Contains(mcptest.Text(res), "do not retry") {
+	if a := mcptest.Structured[api.Action](t, res); !res.IsError || a.Outcome != sshexec.Denied || a.Approval.Reason != "not this one" || !strings.Contains(mcptest.Text(res), "do not retry") {
 		t.Errorf("denied: isError %v %+v\n%s", res.IsError, a, mcptest.Text(res))
 	}
 
@@ -271,7 +273,7 @@ func TestMCPApprovalExpires(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if a := mcptest.Structured[api.Action](t, res); !res.IsError || a.Outcome != "expired" || !strings.Contains(mcptest.Text(res), "no reviewer decided in time") {
+			if a := mcptest.Structured[api.Action](t, res); !res.IsError || a.Outcome != sshexec.Expired || !strings.Contains(mcptest.Text(res), "no reviewer decided in time") {
 				t.Errorf("isError %v, %+v\n%s", res.IsError, a, mcptest.Text(res))
 			}
 		})

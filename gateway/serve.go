@@ -55,7 +55,7 @@ func (l *localListener) rotate(ctx context.Context) error {
 	conns := l.conns
 	l.conns = map[net.Conn]struct{}{}
 	l.mu.Unlock()
-	if err := l.s.record(ctx, auditchain.KindTokenRotated, "", "", auditchain.Int("connections_cut", int64(len(conns)))); err != nil {
+	if _, err := l.s.record(ctx, "", "", tokenRotated{ConnectionsCut: int64(len(conns))}); err != nil {
 		l.s.log.Error("recording the token rotation", "error", err)
 	}
 	// Cut after this response is written: the rotating connection is one

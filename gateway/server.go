@@ -17,6 +17,7 @@ import (
 
 	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/auditchain"
+	"github.com/airlockgw/airlock/sshexec"
 )
 
 // auditAppender is the part of *auditchain.Log the lifecycle writes to,
@@ -185,11 +186,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	var rules []approvals.Rule
 	for _, t := range cfg.Targets {
 		for _, a := range t.Accounts {
-			m, err := approvals.ParseMode(a.Approval)
-			if err != nil {
-				return fail(fmt.Errorf("gateway: target %q account %q: %w", t.Name, a.Name, err))
-			}
-			rules = append(rules, approvals.Rule{Target: t.Name, Account: a.Name, Mode: m})
+			rules = append(rules, approvals.Rule{Target: t.Name, Account: a.Name, Mode: a.Approval})
 		}
 	}
 	s.store, err = approvals.Open(ctx, approvals.Options{
@@ -211,13 +208,10 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		return fail(err)
 	}
 	host, _ := os.Hostname()
-	if err := s.record(ctx, auditchain.KindGatewayStarted, "", "",
-		auditchain.Int("pid", int64(os.Getpid())), auditchain.Str("host", host), auditchain.Str("version", Version)); err != nil {
+	if _, err := s.record(ctx, "", "", gatewayStarted{PID: int64(os.Getpid()), Host: host, Version: Version}); err != nil {
 		return fail(fmt.Errorf("gateway: audit log: %w", err))
 	}
-	if err := s.record(ctx, auditchain.KindConfigLoaded, "", "",
-		auditchain.Str("path", cfg.Path), auditchain.Str("sha256", cfg.Digest),
-		auditchain.Int("targets", int64(len(cfg.Targets)))); err != nil {
+	if _, err := s.record(ctx, "", "", configLoaded{Path: cfg.Path, SHA256: cfg.Digest, Targets: int64(len(cfg.Targets))}); err != nil {
 		return fail(fmt.Errorf("gateway: audit log: %w", err))
 	}
 	log.Info("state opened", "state_dir", cfg.StateDir, "targets", len(cfg.Targets), "audit_origin", alog.Origin())
@@ -240,27 +234,32 @@ func (s *Server) recover(ctx context.Context) error {
 		if recs, err := s.alog.Reader().ActionEntries(ctx, id); err == nil && len(recs) > 0 {
 			runID = recs[0].RunID
 		}
-		if err := s.record(ctx, auditchain.KindActionFinished, id, runID,
-			auditchain.Str("outcome", "interrupted"),
-			auditchain.Str("detail", "the gateway stopped while the action was in flight; the remote state is unknown"),
-			auditchain.Str("termination", "unconfirmed")); err != nil {
+		if _, err := s.record(ctx, id, runID, actionFinished{
+			Outcome:     sshexec.Interrupted,
+			Detail:      "the gateway stopped while the action was in flight; the remote state is unknown",
+			Termination: sshexec.Unconfirmed,
+		}); err != nil {
 			return fmt.Errorf("gateway: recovery of action %s: %w", id, err)
 		}
-		s.metrics.actions.WithLabelValues("interrupted").Inc()
+		s.metrics.actions.WithLabelValues(sshexec.Interrupted.String()).Inc()
 		s.log.Warn("action interrupted by a previous stop", "action", id)
 	}
 	return nil
 }
 
-// record appends one audit entry durably.
-func (s *Server) record(ctx context.Context, kind auditchain.Kind, actionID, runID string, fields ...auditchain.Field) error {
-	_, err := s.recordRef(ctx, kind, actionID, runID, fields...)
-	return err
+// record appends one audit record durably and returns where it landed.
+func (s *Server) record(ctx context.Context, actionID, runID string, rec record) (auditchain.Ref, error) {
+	return s.recordKind(ctx, rec.kind(), actionID, runID, rec)
 }
 
-// recordRef is record, returning where the entry landed.
-func (s *Server) recordRef(ctx context.Context, kind auditchain.Kind, actionID, runID string, fields ...auditchain.Field) (auditchain.Ref, error) {
-	return s.audit.Append(ctx, auditchain.Entry{Kind: kind, ActionID: actionID, RunID: runID, Fields: fields})
+// recordKind appends a record whose kind is given: runEvent serves
+// several.
+func (s *Server) recordKind(ctx context.Context, kind auditchain.Kind, actionID, runID string, rec any) (auditchain.Ref, error) {
+	f, err := auditchain.FieldsOf(rec)
+	if err != nil {
+		return auditchain.Ref{}, err
+	}
+	return s.audit.Append(ctx, auditchain.Entry{Kind: kind, ActionID: actionID, RunID: runID, Fields: f})
 }
 
 // recordApprovalEvent is the approvals store's EventSink: every run and
@@ -270,45 +269,29 @@ func (s *Server) recordApprovalEvent(ctx context.Context, e approvals.Event) err
 	if err != nil {
 		return err
 	}
-	f := []auditchain.Field{
-		auditchain.Str("run_state", e.Run.State.String()),
-		auditchain.Str("requester", e.Run.Requester),
-	}
+	rec := runEvent{RunState: e.Run.State, Requester: e.Run.Requester}
 	if a := e.Run.Anchor; a != nil && e.Kind == approvals.EventRunCreated {
-		f = append(f,
-			auditchain.Int("anchor_pid", int64(a.ID.PID)),
-			auditchain.Int("anchor_start_time", int64(a.ID.StartTime)),
-			auditchain.Str("anchor_exe", a.Exe),
-			auditchain.Str("anchor_exe_sha256", a.ExeSHA256),
-			auditchain.Int("anchor_uid", int64(a.UID)),
-			auditchain.Str("anchor_cwd", a.Cwd),
-			auditchain.Str("anchor_argv", quoteArgv(a.Argv)))
+		rec.Anchor = &anchorFacts{PID: int64(a.ID.PID), StartTime: a.ID.StartTime, Exe: a.Exe, ExeSHA256: a.ExeSHA256,
+			UID: int64(a.UID), Cwd: a.Cwd, Argv: quoteArgv(a.Argv)}
 	}
-	if !e.Run.ExpiresAt.IsZero() && (e.Kind == approvals.EventRunApproved) {
-		f = append(f, auditchain.Str("expires_at", e.Run.ExpiresAt.UTC().Format(time.RFC3339)),
-			auditchain.Int("max_actions", int64(e.Run.MaxActions)))
+	if !e.Run.ExpiresAt.IsZero() && e.Kind == approvals.EventRunApproved {
+		n := int64(e.Run.MaxActions)
+		rec.ExpiresAt, rec.MaxActions = e.Run.ExpiresAt, &n
 	}
 	if e.Kind == approvals.EventRunEnded {
-		f = append(f, auditchain.Str("end_reason", e.Run.EndReason.String()))
+		rec.EndReason = e.Run.EndReason
 		if e.Run.EndedBy != "" {
-			f = append(f, auditchain.Str("ended_by", e.Run.EndedBy), auditchain.Str("end_note", e.Run.EndNote))
+			rec.EndedBy, rec.EndNote = e.Run.EndedBy, &e.Run.EndNote
 		}
 	}
 	if r := e.Request; r != nil {
-		f = append(f,
-			auditchain.Str("approval_id", string(r.ID)),
-			auditchain.Str("approval_kind", r.Kind.String()),
-			auditchain.Str("status", r.Status.String()),
-			auditchain.Str("target", r.Target),
-			auditchain.Str("account", r.Account),
-			auditchain.Str("command", r.Command),
-			auditchain.Int("timeout_s", int64(r.Timeout/time.Second)),
-			auditchain.Str("digest", fmt.Sprintf("%x", r.Digest[:])))
+		rec.Request = &requestFacts{ID: r.ID, Kind: r.Kind, Status: r.Status, Target: r.Target, Account: r.Account,
+			Command: r.Command, TimeoutS: int64(r.Timeout / time.Second), Digest: r.Digest}
 		if r.DecidedBy != "" {
-			f = append(f, auditchain.Str("decided_by", r.DecidedBy), auditchain.Str("reason", r.Reason))
+			rec.Request.DecidedBy, rec.Request.Reason = r.DecidedBy, &r.Reason
 		}
 	}
-	_, err = s.audit.Append(ctx, auditchain.Entry{Kind: kind, RunID: string(e.Run.ID), Fields: f})
+	_, err = s.recordKind(ctx, kind, "", string(e.Run.ID), rec)
 	return err
 }
 
@@ -339,7 +322,7 @@ func (s *Server) Close(ctx context.Context) error {
 		s.cancelBase()
 		s.actionsWG.Wait()
 		s.background.Wait()
-		s.closeErr = s.record(ctx, auditchain.KindGatewayStopped, "", "", auditchain.Int("pid", int64(os.Getpid())))
+		_, s.closeErr = s.record(ctx, "", "", gatewayStopped{PID: int64(os.Getpid())})
 		s.closeStores(ctx)
 	})
 	return s.closeErr

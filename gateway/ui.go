@@ -246,7 +246,7 @@ func uiRun(r approvals.Run, mem []api.Action) *web.Run {
 	for _, a := range mem {
 		if a.RunID == string(r.ID) && len(v.Recent) < uiRunHistory {
 			v.Recent = append(v.Recent, web.ActionSummary{ID: a.ID, Target: a.Target, Account: a.Account, Command: a.Command,
-				State: string(a.State), Outcome: a.Outcome, ExitCode: a.ExitCode, RequestedAt: a.RequestedAt})
+				State: string(a.State), Outcome: nameOf(a.Outcome), ExitCode: a.ExitCode, RequestedAt: a.RequestedAt})
 		}
 	}
 	return v
@@ -411,10 +411,10 @@ func (b *uiBackend) Action(ctx context.Context, id string) (web.Action, error) {
 	}
 	v := web.Action{
 		ID: a.ID, RunID: a.RunID, Target: a.Target, Account: a.Account, Command: a.Command,
-		Timeout: time.Duration(a.TimeoutS) * time.Second, State: string(a.State), Outcome: a.Outcome, Detail: a.Detail,
-		ExitCode: a.ExitCode, Signal: a.Signal, Termination: a.Termination, HostKeyFingerprint: a.HostKeyFingerprint,
-		RequestedAt: a.RequestedAt, ApprovalMode: a.Approval.Mode, ApprovalID: a.Approval.ID, DecidedBy: a.Approval.DecidedBy,
-		Decision: a.Approval.Decision, ApprovalReason: a.Approval.Reason, StdoutBytes: a.StdoutBytes, StderrBytes: a.StderrBytes,
+		Timeout: time.Duration(a.TimeoutS) * time.Second, State: string(a.State), Outcome: nameOf(a.Outcome), Detail: a.Detail,
+		ExitCode: a.ExitCode, Signal: a.Signal, Termination: nameOf(a.Termination), HostKeyFingerprint: a.HostKeyFingerprint,
+		RequestedAt: a.RequestedAt, ApprovalMode: string(a.Approval.Mode), ApprovalID: a.Approval.ID, DecidedBy: a.Approval.DecidedBy,
+		Decision: string(a.Approval.Decision), ApprovalReason: a.Approval.Reason, StdoutBytes: a.StdoutBytes, StderrBytes: a.StderrBytes,
 	}
 	if a.StartedAt != nil {
 		v.StartedAt = *a.StartedAt
@@ -425,29 +425,23 @@ func (b *uiBackend) Action(ctx context.Context, id string) (web.Action, error) {
 	for _, rec := range recs {
 		v.Trail = append(v.Trail, uiEntry(rec.Entry))
 		if rec.Kind == auditchain.KindActionFinished {
-			_, _, ok := outputDigests(&rec.Entry)
-			v.OutputStored = ok
+			var f actionFinished
+			v.OutputStored = rec.Decode(&f) == nil && f.Stdout != nil && f.Stderr != nil
 		}
 	}
 	return v, nil
 }
 
-// outputDigests returns the output store keys an action.finished entry
-// records.
-func outputDigests(e *auditchain.Entry) (stdout, stderr [32]byte, ok bool) {
-	get := func(name string) ([32]byte, bool) {
-		var d [32]byte
-		v, found := e.Field(name)
-		b, isBytes := v.([]byte)
-		if !found || !isBytes || len(b) != len(d) {
-			return d, false
-		}
-		copy(d[:], b)
-		return d, true
+// nameOf is a closed set's name for display, "" for the zero value (an
+// action still in flight has no outcome).
+func nameOf[T interface {
+	Valid() bool
+	String() string
+}](v T) string {
+	if !v.Valid() {
+		return ""
 	}
-	stdout, ok1 := get("stdout_sha256")
-	stderr, ok2 := get("stderr_sha256")
-	return stdout, stderr, ok1 && ok2
+	return v.String()
 }
 
 func (b *uiBackend) ReadOutput(ctx context.Context, rv web.Reviewer, id string) (web.Output, error) {
@@ -463,10 +457,11 @@ func (b *uiBackend) ReadOutput(ctx context.Context, rv web.Reviewer, id string) 
 		if rec.Kind != auditchain.KindActionFinished {
 			continue
 		}
-		outD, errD, ok := outputDigests(&rec.Entry)
-		if !ok {
+		var f actionFinished
+		if err := rec.Decode(&f); err != nil || f.Stdout == nil || f.Stderr == nil {
 			return web.Output{}, web.ErrNotFound
 		}
+		outD, errD := f.Stdout.Digest, f.Stderr.Digest
 		stdout, err := b.s.outputs.Get(ctx, outD)
 		if err != nil {
 			return web.Output{}, fmt.Errorf("gateway: reading stdout of %s: %w", id, err)
@@ -477,19 +472,14 @@ func (b *uiBackend) ReadOutput(ctx context.Context, rv web.Reviewer, id string) 
 		}
 		// Reading output is its own audited permission: no record, no
 		// output.
-		if err := b.s.record(ctx, auditchain.KindOutputRead, id, rec.RunID,
-			auditchain.Str("reviewer", reviewer.Name()), auditchain.Str("via", "web"),
-			auditchain.Bytes("stdout_sha256", outD[:]), auditchain.Bytes("stderr_sha256", errD[:]),
-			auditchain.Int("stdout_stored", int64(len(stdout))), auditchain.Int("stderr_stored", int64(len(stderr)))); err != nil {
+		if _, err := b.s.record(ctx, id, rec.RunID, outputRead{Reviewer: reviewer.Name(), Via: "web",
+			StdoutSHA256: outD, StderrSHA256: errD, StdoutStored: int64(len(stdout)), StderrStored: int64(len(stderr))}); err != nil {
 			b.s.log.Error("output.read not recorded; output withheld", "action", id, "error", err)
 			return web.Output{}, web.ErrUnavailable
 		}
 		o := web.Output{Stdout: stdout, Stderr: stderr, StdoutReceived: int64(len(stdout)), StderrReceived: int64(len(stderr))}
-		if v, ok := rec.Field("stdout_received"); ok {
-			o.StdoutReceived, _ = v.(int64)
-		}
-		if v, ok := rec.Field("stderr_received"); ok {
-			o.StderrReceived, _ = v.(int64)
+		if r := f.Result; r != nil {
+			o.StdoutReceived, o.StderrReceived = r.StdoutReceived, r.StderrReceived
 		}
 		return o, nil
 	}
@@ -688,15 +678,15 @@ func (n *notifier) run(ctx context.Context, after int64) {
 }
 
 func (n *notifier) notificationOf(e auditchain.Entry, base string) (notification, bool) {
-	str := func(name string) string {
-		v, _ := e.Field(name)
-		s, _ := v.(string)
-		return s
+	var rec runEvent
+	if err := e.Decode(&rec); err != nil || rec.Request == nil {
+		return notification{}, false
 	}
+	q := rec.Request
 	ev := notification{
 		Delivery: fmt.Sprintf("%s/%d", n.s.alog.Origin(), e.Seq), Event: e.Kind.String(), Time: e.Time.UTC(),
-		ApprovalID: str("approval_id"), Kind: str("approval_kind"), State: str("status"), RunID: e.RunID,
-		Target: str("target"), Account: str("account"), DecidedBy: str("decided_by"),
+		ApprovalID: string(q.ID), Kind: q.Kind.String(), State: q.Status.String(), RunID: e.RunID,
+		Target: q.Target, Account: q.Account, DecidedBy: q.DecidedBy,
 	}
 	if ev.ApprovalID == "" {
 		return ev, false

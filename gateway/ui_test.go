@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockgw/airlock/sshexec"
+
 	"github.com/chromedp/chromedp"
 
 	"github.com/airlockgw/airlock/approvals"
@@ -508,7 +510,7 @@ func TestUIBrowser(t *testing.T) {
 		}
 		flash(t, tab, "Denied call")
 		r := <-res
-		if r.err != nil || r.a.Outcome != "denied" || r.a.Approval.Reason != "not on a Friday" {
+		if r.err != nil || r.a.Outcome != sshexec.Denied || r.a.Approval.Reason != "not on a Friday" {
 			t.Fatalf("the denied action: %+v %v", r.a, r.err)
 		}
 	})
@@ -595,7 +597,7 @@ func TestUIBrowser(t *testing.T) {
 			flash(t, tab, "Denied call "+string(id))
 		}
 		for _, res := range results {
-			if r := <-res; r.err != nil || r.a.Outcome != "denied" {
+			if r := <-res; r.err != nil || r.a.Outcome != sshexec.Denied {
 				t.Errorf("hostile action: %+v %v", r.a, r.err)
 			}
 		}
@@ -658,7 +660,7 @@ func TestUIBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		flash(t, tab, "the run ended")
-		if r := <-res; r.err != nil || r.a.Outcome == "exited" {
+		if r := <-res; r.err != nil || r.a.Outcome == sshexec.Exited {
 			t.Errorf("the action of the revoked run: %+v %v", r.a, r.err)
 		}
 	})
@@ -755,7 +757,7 @@ func TestUIBrowserExpiredCard(t *testing.T) {
 		text, _ := webtest.Eval[string](tab, `document.body.textContent.slice(0, 300)`)
 		t.Fatalf("%v; the page says %q", err, text)
 	}
-	if r := <-res; r.err != nil || r.a.Outcome != "expired" {
+	if r := <-res; r.err != nil || r.a.Outcome != sshexec.Expired {
 		t.Errorf("the action: %+v %v, want expired", r.a, r.err)
 	}
 }

@@ -135,6 +135,15 @@ var terminationNames = [numTerminations]string{
 	Unconfirmed: "unconfirmed",
 }
 
+// Terminations returns every valid termination state in persisted order.
+func Terminations() []Termination {
+	out := make([]Termination, 0, numTerminations-1)
+	for t := NotStarted; t < numTerminations; t++ {
+		out = append(out, t)
+	}
+	return out
+}
+
 // Valid reports whether t is one of the named termination states.
 func (t Termination) Valid() bool { return t > invalidTermination && t < numTerminations }
 

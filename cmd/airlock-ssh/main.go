@@ -24,6 +24,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlockgw/airlock/sshexec"
+
 	"github.com/airlockgw/airlock/gateway/api"
 )
 
@@ -260,7 +262,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		enc.SetEscapeHTML(false) // commands hold > and &; show them as they are
 		enc.Encode(a)
 	}
-	if a.Outcome == "exited" && a.ExitCode != nil {
+	if a.Outcome == sshexec.Exited && a.ExitCode != nil {
 		return *a.ExitCode
 	}
 	detail := a.Detail

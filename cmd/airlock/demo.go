@@ -23,6 +23,7 @@ import (
 	"github.com/airlockgw/airlock/gateway"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/demo"
+	"github.com/airlockgw/airlock/sshexec"
 )
 
 func init() {
@@ -331,7 +332,7 @@ func (e *demoEnv) tour(ctx context.Context, w io.Writer) error {
 			}
 			a := list[0]
 			fmt.Fprintf(w, "   reviewer sees a %s approval %s: %s on %s/%s, requested by %s\n", a.Kind, a.ID, printable(a.Command), a.Target, a.Account, printable(a.Requester))
-			_, err = reviewer.Decide(ctx, a.ID, api.DecisionRequest{Decision: decision, Reason: reason, Digest: a.Digest})
+			_, err = reviewer.Decide(ctx, a.ID, api.DecisionRequest{Decision: api.Decision(decision), Reason: reason, Digest: a.Digest})
 			fmt.Fprintf(w, "   reviewer: %s\n", decision)
 			return err
 		}
@@ -358,7 +359,7 @@ func (e *demoEnv) tour(ctx context.Context, w io.Writer) error {
 		}
 		return r.a, r.err
 	}
-	expect := func(a *api.Action, outcome string) error {
+	expect := func(a *api.Action, outcome sshexec.Outcome) error {
 		if a.Outcome != outcome {
 			return fmt.Errorf("action %s ended %s (%s), expected %s", a.ID, a.Outcome, a.Detail, outcome)
 		}
@@ -370,7 +371,7 @@ func (e *demoEnv) tour(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := expect(a, "exited"); err != nil {
+	if err := expect(a, sshexec.Exited); err != nil {
 		return err
 	}
 	step(2, "The approved run's next actions pass without asking again; each is a fresh SSH connection.")
@@ -378,7 +379,7 @@ func (e *demoEnv) tour(ctx context.Context, w io.Writer) error {
 		if a, err = run(api.ActionRequest{Target: "demo", Command: c}, "", ""); err != nil {
 			return err
 		}
-		if err := expect(a, "exited"); err != nil {
+		if err := expect(a, sshexec.Exited); err != nil {
 			return err
 		}
 	}
@@ -386,7 +387,7 @@ func (e *demoEnv) tour(ctx context.Context, w io.Writer) error {
 	if a, err = run(api.ActionRequest{Target: "demo", Account: "ops", Command: "rm -rf ./important"}, "deny", "not during the demo"); err != nil {
 		return err
 	}
-	if err := expect(a, "denied"); err != nil {
+	if err := expect(a, sshexec.Denied); err != nil {
 		return err
 	}
 	step(4, "The target's host key changes (a reinstall, or someone in the middle): nothing runs.")
@@ -396,7 +397,7 @@ func (e *demoEnv) tour(ctx context.Context, w io.Writer) error {
 	if a, err = run(api.ActionRequest{Target: "demo", Command: "echo should not run"}, "", ""); err != nil {
 		return err
 	}
-	if err := expect(a, "host_key_mismatch"); err != nil {
+	if err := expect(a, sshexec.HostKeyMismatch); err != nil {
 		return err
 	}
 	step(5, "An investigator verifies the audit log: hash chain, Merkle tree, signed checkpoints.")

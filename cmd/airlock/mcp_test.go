@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockgw/airlock/sshexec"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -193,7 +195,7 @@ func TestMCPStdioAgainstTheGateway(t *testing.T) {
 	json.Unmarshal(b, &list)
 	var got []string
 	for _, tg := range list.Targets {
-		got = append(got, tg.Name+"/"+tg.Accounts[0].Approval)
+		got = append(got, tg.Name+"/"+string(tg.Accounts[0].Approval))
 	}
 	if diff := cmp.Diff([]string{"box-run/run", "box-call/call"}, got); diff != "" {
 		t.Errorf("targets (-want +got):\n%s", diff)
@@ -231,7 +233,7 @@ func TestMCPStdioAgainstTheGateway(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a := mcptest.Structured[api.Action](t, res); !res.IsError || a.Outcome != "exited" || a.ExitCode == nil || *a.ExitCode != 3 || a.RunID != first.RunID {
+		if a := mcptest.Structured[api.Action](t, res); !res.IsError || a.Outcome != sshexec.Exited || a.ExitCode == nil || *a.ExitCode != 3 || a.RunID != first.RunID {
 			t.Errorf("exit 3: isError %v, %+v", res.IsError, a)
 		}
 	})
@@ -258,7 +260,7 @@ func TestMCPStdioAgainstTheGateway(t *testing.T) {
 		}
 		d.cli("approvals", "deny", pending[0].ID, "--reason", "not this one")
 		res := <-done
-		if a := mcptest.Structured[api.Action](t, res); !res.IsError || a.Outcome != "denied" || a.Approval.Reason != "not this one" {
+		if a := mcptest.Structured[api.Action](t, res); !res.IsError || a.Outcome != sshexec.Denied || a.Approval.Reason != "not this one" {
 			t.Errorf("deny: isError %v, %+v", res.IsError, a)
 		}
 		if !strings.Contains(mcptest.Text(res), "do not retry without asking a human") {
@@ -271,7 +273,7 @@ func TestMCPStdioAgainstTheGateway(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a := mcptest.Structured[api.Action](t, res); !res.IsError || a.Outcome != "expired" {
+		if a := mcptest.Structured[api.Action](t, res); !res.IsError || a.Outcome != sshexec.Expired {
 			t.Errorf("expire: isError %v, %+v", res.IsError, a)
 		}
 	})

@@ -279,7 +279,7 @@ func approvalsList(args []string, stdout, stderr io.Writer) int {
 		}
 		out := make([]item, 0, len(list))
 		for _, a := range list {
-			out = append(out, item{a.ID, a.Kind, a.RunID, a.Target, a.Account, a.Command, a.RequestedAt, a.ExpiresAt, a.Requester})
+			out = append(out, item{a.ID, string(a.Kind), a.RunID, a.Target, a.Account, a.Command, a.RequestedAt, a.ExpiresAt, a.Requester})
 		}
 		return printJSON(stdout, out)
 	}
@@ -322,7 +322,7 @@ func approvalsDecide(verb string, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return failf(stderr, "%v", err)
 	}
-	d.Decision = verb
+	d.Decision = api.Decision(verb)
 	if ttl > 0 {
 		d.TTLS = int(ttl.Seconds())
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"time"
 	"unicode/utf8"
+
+	"github.com/airlockgw/airlock/sshexec"
 )
 
 // ActionRequest is the body of POST /v1/actions.
@@ -25,12 +27,14 @@ type Action struct {
 	TimeoutS int    `json:"timeout_s"`
 	State    State  `json:"state"`
 
-	Outcome            string `json:"outcome,omitempty"`
-	Detail             string `json:"detail,omitempty"`
-	ExitCode           *int   `json:"exit_code,omitempty"`
-	Signal             string `json:"signal,omitempty"`
-	Termination        string `json:"termination,omitempty"`
-	HostKeyFingerprint string `json:"host_key_fingerprint,omitempty"`
+	// Outcome and Termination are zero (and not sent) while the action
+	// is in flight.
+	Outcome            sshexec.Outcome     `json:"outcome,omitempty"`
+	Detail             string              `json:"detail,omitempty"`
+	ExitCode           *int                `json:"exit_code,omitempty"`
+	Signal             string              `json:"signal,omitempty"`
+	Termination        sshexec.Termination `json:"termination,omitempty"`
+	HostKeyFingerprint string              `json:"host_key_fingerprint,omitempty"`
 
 	// Stdout and Stderr are what the account's output policy returns.
 	// They hold the bytes as text when those are valid UTF-8; otherwise
@@ -65,12 +69,79 @@ const (
 
 // ApprovalInfo says under which approval an action ran or was refused.
 type ApprovalInfo struct {
-	Mode      string `json:"mode"` // "run" or "call"
-	ID        string `json:"id,omitempty"`
-	DecidedBy string `json:"decided_by,omitempty"`
-	Decision  string `json:"decision,omitempty"` // "approve", "deny", "expired"
-	Reason    string `json:"reason,omitempty"`
+	Mode      Mode     `json:"mode"`
+	ID        string   `json:"id,omitempty"`
+	DecidedBy string   `json:"decided_by,omitempty"`
+	Decision  Decision `json:"decision,omitempty"`
+	Reason    string   `json:"reason,omitempty"`
 }
+
+// The closed sets of the wire below are strings, as JSON carries them. A
+// client keeps a name it does not know as it is (a newer gateway may send
+// it); Valid says whether it is one of this version's.
+
+// Mode is an approval mode: how often a reviewer is asked.
+type Mode string
+
+// The approval modes.
+const (
+	ModeRun  Mode = "run"  // once, for a whole run
+	ModeCall Mode = "call" // for every action
+)
+
+// Valid reports whether m is one of the modes.
+func (m Mode) Valid() bool { return m == ModeRun || m == ModeCall }
+
+// Decision is what became of an approval request.
+type Decision string
+
+// The decisions. DecisionExpired is no reviewer's: the deadline passed.
+const (
+	DecisionApprove Decision = "approve"
+	DecisionDeny    Decision = "deny"
+	DecisionExpired Decision = "expired"
+)
+
+// Valid reports whether d is one of the decisions.
+func (d Decision) Valid() bool {
+	return d == DecisionApprove || d == DecisionDeny || d == DecisionExpired
+}
+
+// RunKind says how a run's agent is known.
+type RunKind string
+
+// The run kinds.
+const (
+	RunLocal  RunKind = "local"  // an anchor process on the gateway's host
+	RunRemote RunKind = "remote" // a run token over HTTP
+)
+
+// Valid reports whether k is one of the kinds.
+func (k RunKind) Valid() bool { return k == RunLocal || k == RunRemote }
+
+// RunState is where a run is.
+type RunState string
+
+// The run states.
+const (
+	RunPending  RunState = "pending"  // no reviewer has approved it yet
+	RunApproved RunState = "approved" // its actions pass within its limits
+	RunDenied   RunState = "denied"   // a reviewer denied it
+	RunEnded    RunState = "ended"    // its process exited, or it was ended or revoked
+	RunExpired  RunState = "expired"  // its approval or token ran out
+)
+
+// Valid reports whether s is one of the states.
+func (s RunState) Valid() bool {
+	switch s {
+	case RunPending, RunApproved, RunDenied, RunEnded, RunExpired:
+		return true
+	}
+	return false
+}
+
+// Active reports whether the run may still act or be approved.
+func (s RunState) Active() bool { return s == RunPending || s == RunApproved }
 
 // EncodingBase64 marks a stream field holding base64.
 const EncodingBase64 = "base64"
@@ -101,7 +172,7 @@ func (a *Action) StderrBytesValue() ([]byte, error) { return DecodeBytes(a.Stder
 // Success reports whether the action exited with status 0, the only
 // success.
 func (a *Action) Success() bool {
-	return a.Outcome == "exited" && a.ExitCode != nil && *a.ExitCode == 0
+	return a.Outcome == sshexec.Exited && a.ExitCode != nil && *a.ExitCode == 0
 }
 
 // StateEvent is the data of an SSE "state" event.
@@ -155,8 +226,8 @@ const (
 // Run is a run as the API shows it.
 type Run struct {
 	ID        string     `json:"run_id"`
-	State     string     `json:"state"`
-	Kind      string     `json:"kind"` // "local" or "remote"
+	State     RunState   `json:"state"`
+	Kind      RunKind    `json:"kind"`
 	Requester string     `json:"requester"`
 	CreatedAt time.Time  `json:"created_at"`
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
@@ -185,7 +256,7 @@ type Process struct {
 // GET /v1/approvals and `airlock approvals list --json`.
 type Approval struct {
 	ID          string     `json:"id"`
-	Kind        string     `json:"kind"` // "run" or "call"
+	Kind        Mode       `json:"kind"`
 	RunID       string     `json:"run_id"`
 	Target      string     `json:"target"`
 	Account     string     `json:"account"`
@@ -204,9 +275,9 @@ type Approval struct {
 
 // DecisionRequest is the body of POST /v1/approvals/{id}/decision.
 type DecisionRequest struct {
-	Decision string `json:"decision"` // "approve" or "deny"
-	Reason   string `json:"reason,omitempty"`
-	TTLS     int    `json:"ttl_s,omitempty"`
+	Decision Decision `json:"decision"` // approve or deny
+	Reason   string   `json:"reason,omitempty"`
+	TTLS     int      `json:"ttl_s,omitempty"`
 	// MaxActions limits an approved run's actions; 0 means no limit.
 	MaxActions int `json:"max_actions,omitempty"`
 	// Digest, if set, must match the request's digest: the decision is
@@ -228,7 +299,7 @@ type Target struct {
 // TargetAccount is one account of a Target.
 type TargetAccount struct {
 	Name        string `json:"name"`
-	Approval    string `json:"approval"`
+	Approval    Mode   `json:"approval"`
 	MaxTimeoutS int    `json:"max_timeout_s"`
 	Output      string `json:"output"`
 	Certificate bool   `json:"certificate"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -11,6 +12,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/sshexec"
 )
 
 // Backend is what the tools need of a gateway, declared here so that the
@@ -86,7 +88,7 @@ var actionFieldDescriptions = map[string]string{
 	"id":                   "the action's id; get_action returns it again",
 	"run_id":               "the run (this agent session's authority) the action belongs to",
 	"state":                "where the action is: requested, waiting_approval, connecting, running or finished",
-	"outcome":              "how it ended: exited (the command ran; see exit_code — only 0 is success), rejected, denied, expired, audit_unavailable, dial_failed, handshake_failed, host_key_unknown, host_key_mismatch, host_key_revoked, auth_failed, session_failed, signaled, exit_missing, timed_out, cancelled, connection_lost or interrupted; empty while in flight",
+	"outcome":              "how it ended: exited (the command ran; see exit_code — only 0 is success), rejected, denied, expired, audit_unavailable, dial_failed, handshake_failed, host_key_unknown, host_key_mismatch, host_key_revoked, auth_failed, session_failed, signaled, exit_missing, timed_out, cancelled, connection_lost or interrupted; absent while in flight",
 	"detail":               "a human-readable explanation of the outcome",
 	"exit_code":            "the command's exit status (outcome exited)",
 	"signal":               "the signal that ended the command (outcome signaled)",
@@ -135,8 +137,23 @@ var (
 	schemaCache      = sdk.NewSchemaCache()
 )
 
+// closedSets are the schemas of the closed sets the action object holds:
+// strings from a fixed list, as the wire carries them.
+var closedSets = map[reflect.Type]*jsonschema.Schema{
+	reflect.TypeFor[sshexec.Outcome]():     enumSchema(sshexec.Outcomes()),
+	reflect.TypeFor[sshexec.Termination](): enumSchema(sshexec.Terminations()),
+}
+
+func enumSchema[T fmt.Stringer](values []T) *jsonschema.Schema {
+	s := &jsonschema.Schema{Type: "string"}
+	for _, v := range values {
+		s.Enum = append(s.Enum, v.String())
+	}
+	return s
+}
+
 func mustSchema[T any]() *jsonschema.Schema {
-	s, err := jsonschema.For[T](nil)
+	s, err := jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: closedSets})
 	if err != nil {
 		panic(fmt.Sprintf("mcp: schema of %T: %v", *new(T), err))
 	}
@@ -247,7 +264,7 @@ func (t *tools) getAction(ctx context.Context, req *sdk.CallToolRequest, in GetA
 		return nil, nil, backendError("the action could not be read", err)
 	}
 	res := actionResult(a)
-	if a.Outcome == "" {
+	if !a.Outcome.Valid() {
 		// Still in flight: not a failure yet.
 		res.IsError = false
 	}

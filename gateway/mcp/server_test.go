@@ -18,6 +18,7 @@ import (
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/mcp"
 	"github.com/airlockgw/airlock/gateway/mcp/mcptest"
+	"github.com/airlockgw/airlock/sshexec"
 )
 
 // patience bounds a test's wait for something that must happen. It only
@@ -139,10 +140,10 @@ func connectVersion(t testing.TB, b mcp.Backend, o mcp.Options, version string) 
 
 func exitCode(n int) *int { return &n }
 
-func finished(outcome string, code *int) *api.Action {
+func finished(outcome sshexec.Outcome, code *int) *api.Action {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	return &api.Action{ID: "act_test", RunID: "run_0123456789abcdef0123456789abcdef", Target: "box", Account: "deploy",
-		Command: "make deploy", TimeoutS: 60, State: api.StateFinished, Outcome: outcome, Detail: "detail of " + outcome,
+		Command: "make deploy", TimeoutS: 60, State: api.StateFinished, Outcome: outcome, Detail: "detail of " + outcome.String(),
 		ExitCode: code, Stdout: "out\n", Stderr: "err\n", StdoutBytes: 4, StderrBytes: 4, RequestedAt: at, FinishedAt: &at,
 		Approval: api.ApprovalInfo{Mode: "run", ID: "apr_0123456789abcdef0123456789abcdef", DecidedBy: "alice", Decision: "approve"}}
 }
@@ -208,29 +209,29 @@ func TestToolsAreTypedAndDescribed(t *testing.T) {
 func TestExecResultIsErrorUnlessExitedZero(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
-		outcome string
+		outcome sshexec.Outcome
 		code    *int
 		isError bool
 	}{
-		{"exited", exitCode(0), false},
-		{"exited", exitCode(1), true},
-		{"exited", exitCode(255), true},
-		{"rejected", nil, true},
-		{"denied", nil, true},
-		{"expired", nil, true},
-		{"audit_unavailable", nil, true},
-		{"dial_failed", nil, true},
-		{"host_key_unknown", nil, true},
-		{"host_key_mismatch", nil, true},
-		{"auth_failed", nil, true},
-		{"signaled", nil, true},
-		{"exit_missing", nil, true},
-		{"timed_out", nil, true},
-		{"cancelled", nil, true},
-		{"connection_lost", nil, true},
-		{"interrupted", nil, true},
+		{sshexec.Exited, exitCode(0), false},
+		{sshexec.Exited, exitCode(1), true},
+		{sshexec.Exited, exitCode(255), true},
+		{sshexec.Rejected, nil, true},
+		{sshexec.Denied, nil, true},
+		{sshexec.Expired, nil, true},
+		{sshexec.AuditUnavailable, nil, true},
+		{sshexec.DialFailed, nil, true},
+		{sshexec.HostKeyUnknown, nil, true},
+		{sshexec.HostKeyMismatch, nil, true},
+		{sshexec.AuthFailed, nil, true},
+		{sshexec.Signaled, nil, true},
+		{sshexec.ExitMissing, nil, true},
+		{sshexec.TimedOut, nil, true},
+		{sshexec.Cancelled, nil, true},
+		{sshexec.ConnectionLost, nil, true},
+		{sshexec.Interrupted, nil, true},
 	} {
-		name := tt.outcome
+		name := tt.outcome.String()
 		if tt.code != nil {
 			name += "/" + string(rune('0'+*tt.code%10))
 		}
@@ -287,7 +288,7 @@ func testProgressAndLogs(t *testing.T, version string) {
 		}
 		ev.State(api.StateEvent{State: api.StateConnecting})
 		ev.State(api.StateEvent{State: api.StateRunning})
-		return finished("exited", exitCode(0)), nil
+		return finished(sshexec.Exited, exitCode(0)), nil
 	}}
 	cs, n := connectVersion(t, b, mcp.Options{ProgressInterval: 20 * time.Millisecond}, version)
 	done := make(chan *sdk.CallToolResult, 1)
@@ -439,7 +440,7 @@ func TestBadArgumentsAreToolErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			b := &fakeBackend{run: func(context.Context, api.ActionRequest, api.Events) (*api.Action, error) {
-				return finished("exited", exitCode(0)), nil
+				return finished(sshexec.Exited, exitCode(0)), nil
 			}}
 			cs, _ := connect(t, b, mcp.Options{})
 			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: tt.tool, Arguments: tt.args})
@@ -465,7 +466,7 @@ func TestBadArgumentsAreToolErrors(t *testing.T) {
 func TestArgumentTextReachesTheGatewayUnaltered(t *testing.T) {
 	t.Parallel()
 	b := &fakeBackend{run: func(context.Context, api.ActionRequest, api.Events) (*api.Action, error) {
-		return finished("exited", exitCode(0)), nil
+		return finished(sshexec.Exited, exitCode(0)), nil
 	}}
 	cs, _ := connect(t, b, mcp.Options{})
 	raw := json.RawMessage(`{"target":"box","command":"echo \ud83d\ude00 café \u00e9"}`)
@@ -494,7 +495,7 @@ func FuzzExecArguments(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	b := &fakeBackend{run: func(context.Context, api.ActionRequest, api.Events) (*api.Action, error) {
-		return finished("exited", exitCode(0)), nil
+		return finished(sshexec.Exited, exitCode(0)), nil
 	}}
 	cs, _ := connect(f, b, mcp.Options{})
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -576,10 +577,10 @@ func TestListTargetsAndGetAction(t *testing.T) {
 	t.Parallel()
 	targets := []api.Target{{Name: "box", Address: "10.0.0.24:22", DefaultAccount: "deploy", HostKeys: []string{"SHA256:abc"}, MaxParallel: 4,
 		Accounts: []api.TargetAccount{{Name: "deploy", Approval: "run", MaxTimeoutS: 600, Output: "full"}}}}
-	done := finished("exited", exitCode(0))
+	done := finished(sshexec.Exited, exitCode(0))
 	inFlight := &api.Action{ID: "act_running", RunID: done.RunID, Target: "box", Account: "deploy", Command: "sleep 9", TimeoutS: 60,
 		State: api.StateWaitingApproval, RequestedAt: done.RequestedAt, Approval: api.ApprovalInfo{Mode: "call", ID: "apr_0123456789abcdef0123456789abcdef"}}
-	failed := finished("host_key_mismatch", nil)
+	failed := finished(sshexec.HostKeyMismatch, nil)
 	failed.ID = "act_failed"
 	b := &fakeBackend{targets: targets, actions: map[string]*api.Action{done.ID: done, inFlight.ID: inFlight, failed.ID: failed}}
 	cs, _ := connect(t, b, mcp.Options{})

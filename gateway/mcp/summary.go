@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/airlockgw/airlock/sshexec"
+
 	"github.com/airlockgw/airlock/gateway/api"
 )
 
@@ -25,11 +27,11 @@ func Summary(a *api.Action) string {
 		where += " as " + a.Account
 	}
 	switch {
-	case a.Outcome == "":
+	case !a.Outcome.Valid():
 		fmt.Fprintf(&b, "%s: still in flight (%s) %s (action %s)\n", a.State, a.Command, where, a.ID)
-	case a.Outcome == "exited" && a.ExitCode != nil:
+	case a.Outcome == sshexec.Exited && a.ExitCode != nil:
 		fmt.Fprintf(&b, "exited with status %d %s (action %s)\n", *a.ExitCode, where, a.ID)
-	case a.Outcome == "rejected": // the detail names what was wrong, target and account included
+	case a.Outcome == sshexec.Rejected: // the detail names what was wrong, target and account included
 		fmt.Fprintf(&b, "%s: %s (action %s)\n", a.Outcome, a.Detail, a.ID)
 	default:
 		fmt.Fprintf(&b, "%s: %s %s (action %s)\n", a.Outcome, a.Detail, where, a.ID)
@@ -49,14 +51,14 @@ func Summary(a *api.Action) string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
-func decisionWord(d string) string {
+func decisionWord(d api.Decision) string {
 	switch d {
-	case "approve":
+	case api.DecisionApprove:
 		return "granted"
-	case "deny":
+	case api.DecisionDeny:
 		return "denied"
 	}
-	return d
+	return string(d)
 }
 
 // stream writes one output stream's part of a summary.

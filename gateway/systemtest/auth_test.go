@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlockgw/airlock/sshexec"
+
 	"github.com/airlockgw/airlock/gateway/api"
 )
 
@@ -59,7 +61,7 @@ func TestAuthAbuse(t *testing.T) {
 	refused := func(name, token string) {
 		t.Helper()
 		got := httpRaw(g.httpURL, token).do(t, "POST", "/v1/actions", j, body)
-		if got.status == 200 && got.action.Outcome != "rejected" {
+		if got.status == 200 && got.action.Outcome != sshexec.Rejected {
 			t.Errorf("%s: action outcome %q, want refused", name, got.action.Outcome)
 		} else if got.status != 200 && got.status != 401 && got.status != 403 {
 			t.Errorf("%s: status %d %s, want 401/403 or a rejected action", name, got.status, tail(got.body, 200))

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockgw/airlock/sshexec"
+
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
@@ -134,7 +136,7 @@ func TestKill9WithActionsInFlight(t *testing.T) {
 		if err != nil {
 			t.Fatalf("GET action %s after restart: %v", id, err)
 		}
-		if a.Outcome != "interrupted" || a.Success() {
+		if a.Outcome != sshexec.Interrupted || a.Success() {
 			t.Errorf("action %s (%s): outcome %q exit %v after kill -9, want interrupted", id, a.Target, a.Outcome, a.ExitCode)
 		}
 	}
@@ -198,7 +200,7 @@ func TestSSHDRestartMidCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := <-done
-	if a == nil || a.Outcome != "connection_lost" {
+	if a == nil || a.Outcome != sshexec.ConnectionLost {
 		t.Fatalf("after sshd restart: %+v, want connection_lost", a)
 	}
 	if a.Stdout != "started\n" {
@@ -225,7 +227,7 @@ func TestHostKeyRotated(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a.Outcome != "host_key_mismatch" {
+		if a.Outcome != sshexec.HostKeyMismatch {
 			t.Fatalf("outcome %q (%s), want host_key_mismatch", a.Outcome, a.Detail)
 		}
 	}
@@ -281,7 +283,7 @@ func TestAuditUnavailable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a.Outcome != "audit_unavailable" || !strings.Contains(a.Detail, "the output could not be stored; the command may have run (its outcome was exited)") {
+		if a.Outcome != sshexec.AuditUnavailable || !strings.Contains(a.Detail, "the output could not be stored; the command may have run (its outcome was exited)") {
 			t.Fatalf("outcome %q (%s), want audit_unavailable saying the command may have run", a.Outcome, a.Detail)
 		}
 		if _, err := os.Stat(mark); err != nil {
@@ -318,7 +320,7 @@ func TestAuditUnavailable(t *testing.T) {
 			if err != nil {
 				t.Fatalf("action %d: %v", i, err)
 			}
-			if a.Outcome == "audit_unavailable" {
+			if a.Outcome == sshexec.AuditUnavailable {
 				unavailable++
 			} else {
 				t.Errorf("action %d on a full disk: outcome %q (%s), want audit_unavailable", i, a.Outcome, a.Detail)

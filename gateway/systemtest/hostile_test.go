@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlockgw/airlock/sshexec"
+
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
@@ -169,7 +171,7 @@ func TestHostileRequests(t *testing.T) {
 				}
 				if at.status == 200 {
 					rejectedN++
-					if got.action.Outcome != "rejected" || got.action.ID == "" {
+					if got.action.Outcome != sshexec.Rejected || got.action.ID == "" {
 						t.Errorf("outcome %q (%s), want rejected", got.action.Outcome, got.action.Detail)
 					}
 				}

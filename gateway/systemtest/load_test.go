@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockgw/airlock/sshexec"
+
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
@@ -123,12 +125,12 @@ const deadlineS = 3
 var notStartedByDeadline = map[string]bool{"dial_failed": true, "handshake_failed": true, "session_failed": true, "timed_out": true}
 
 // started reports whether the action's command was sent to the target.
-func started(a *api.Action) bool { return a.Termination != "not_started" }
+func started(a *api.Action) bool { return a.Termination != sshexec.NotStarted }
 
 // check compares an action with what it must be.
 func (w want) check(a *api.Action) error {
 	if w.deadline && !started(a) {
-		if !notStartedByDeadline[a.Outcome] {
+		if !notStartedByDeadline[a.Outcome.String()] {
 			return fmt.Errorf("outcome %q (%s) before exec, want one of a deadline passing before the command started", a.Outcome, a.Detail)
 		}
 		if a.Success() {
@@ -136,7 +138,7 @@ func (w want) check(a *api.Action) error {
 		}
 		return nil
 	}
-	if a.Outcome != w.outcome {
+	if a.Outcome.String() != w.outcome {
 		return fmt.Errorf("outcome %q (%s), want %q", a.Outcome, a.Detail, w.outcome)
 	}
 	if a.State != api.StateFinished {
@@ -243,7 +245,7 @@ func (b *loadBed) runLoad(t *testing.T, seed uint64, n, parallel int) *loadResul
 				case err != nil:
 					res.failures = append(res.failures, fmt.Sprintf("%d %+v: %v", i, lr.req, err))
 				default:
-					res.byOutcome[a.Outcome]++
+					res.byOutcome[a.Outcome.String()]++
 					if cerr := lr.want.check(a); cerr != nil {
 						res.failures = append(res.failures, fmt.Sprintf("%d %s %+v: %v", i, a.ID, lr.req, cerr))
 					}
@@ -253,7 +255,7 @@ func (b *loadBed) runLoad(t *testing.T, seed uint64, n, parallel int) *loadResul
 					w := lr.want
 					if w.deadline && !started(a) {
 						// Recorded as what it was: the audit must agree.
-						w.outcome = a.Outcome
+						w.outcome = a.Outcome.String()
 						res.mayAccept[w.sshd]++
 						res.beforeExec++
 					} else {

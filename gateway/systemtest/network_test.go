@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockgw/airlock/sshexec"
+
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
@@ -238,7 +240,7 @@ func TestNetworkFaults(t *testing.T) {
 		ipCmd(t, "-n", p.gw, "route", "add", "blackhole", p.tgIP+"/32")
 		defer ipCmd(t, "-n", p.gw, "route", "del", "blackhole", p.tgIP+"/32")
 		a, took := run("echo ok", 3, nil)
-		if a.Outcome != "dial_failed" {
+		if a.Outcome != sshexec.DialFailed {
 			t.Errorf("outcome %q (%s), want dial_failed", a.Outcome, a.Detail)
 		}
 		t.Logf("route blackhole: %s in %s", a.Outcome, took.Round(time.Millisecond))
@@ -255,13 +257,13 @@ func TestNetworkFaults(t *testing.T) {
 	t.Run("loss 20% (nftables)", func(t *testing.T) {
 		p.loss(t, 20)
 		defer p.loss(t, 0)
-		counts := map[string]int{}
+		counts := map[sshexec.Outcome]int{}
 		for range 5 {
 			a, took := run("echo ok", 10, nil)
 			counts[a.Outcome]++
 			switch {
 			case a.Success() && a.Stdout == "ok\n":
-			case a.Outcome == "dial_failed" || a.Outcome == "handshake_failed" || a.Outcome == "session_failed" || a.Outcome == "timed_out" || a.Outcome == "connection_lost":
+			case a.Outcome == sshexec.DialFailed || a.Outcome == sshexec.HandshakeFailed || a.Outcome == sshexec.SessionFailed || a.Outcome == sshexec.TimedOut || a.Outcome == sshexec.ConnectionLost:
 				// Lost packets can push any phase past the deadline;
 				// what matters is that none reports a success it lacks.
 			default:
@@ -274,10 +276,10 @@ func TestNetworkFaults(t *testing.T) {
 	t.Run("loss 100% mid-command (nftables)", func(t *testing.T) {
 		defer p.loss(t, 0)
 		a, took := run("echo started; sleep 30", 4, func() { p.loss(t, 100) })
-		if a.Outcome != "timed_out" && a.Outcome != "connection_lost" {
+		if a.Outcome != sshexec.TimedOut && a.Outcome != sshexec.ConnectionLost {
 			t.Errorf("outcome %q (%s), want timed_out or connection_lost", a.Outcome, a.Detail)
 		}
-		if a.Outcome == "timed_out" && a.Termination == "confirmed" {
+		if a.Outcome == sshexec.TimedOut && a.Termination == sshexec.Confirmed {
 			t.Errorf("termination confirmed although every packet is dropped")
 		}
 		t.Logf("loss 100%% mid-command: %s (%s) in %s", a.Outcome, a.Termination, took.Round(time.Millisecond))
@@ -294,7 +296,7 @@ func TestNetworkFaults(t *testing.T) {
 		t.Logf("slow link, 32 KiB: %s in %s", a.Outcome, took.Round(time.Millisecond))
 		// ... and 256 KiB (about 33 s) cannot: the deadline ends it.
 		a, took = run("head -c 262144 /dev/zero | tr '\\0' x", 5, nil)
-		if a.Outcome != "timed_out" {
+		if a.Outcome != sshexec.TimedOut {
 			t.Errorf("outcome %q (%s), want timed_out", a.Outcome, a.Detail)
 		}
 		t.Logf("slow link, 256 KiB in 5 s: %s (%s) after %d bytes in %s", a.Outcome, a.Termination, a.StdoutBytes, took.Round(time.Millisecond))
@@ -304,7 +306,7 @@ func TestNetworkFaults(t *testing.T) {
 		defer p.blackhole(t, false)
 		before := connections(s)
 		a, took := run("echo ok", 3, nil)
-		if a.Outcome != "dial_failed" {
+		if a.Outcome != sshexec.DialFailed {
 			t.Errorf("outcome %q (%s), want dial_failed", a.Outcome, a.Detail)
 		}
 		if got := connections(s) - before; got != 0 {
@@ -315,10 +317,10 @@ func TestNetworkFaults(t *testing.T) {
 	t.Run("blackhole mid-command", func(t *testing.T) {
 		defer p.blackhole(t, false)
 		a, took := run("echo started; sleep 30", 4, func() { p.blackhole(t, true) })
-		if a.Outcome != "timed_out" && a.Outcome != "connection_lost" {
+		if a.Outcome != sshexec.TimedOut && a.Outcome != sshexec.ConnectionLost {
 			t.Errorf("outcome %q (%s), want timed_out or connection_lost", a.Outcome, a.Detail)
 		}
-		if a.Outcome == "timed_out" && a.Termination == "confirmed" {
+		if a.Outcome == sshexec.TimedOut && a.Termination == sshexec.Confirmed {
 			t.Errorf("termination confirmed through a blackhole")
 		}
 		t.Logf("blackhole mid-command: %s (%s) in %s", a.Outcome, a.Termination, took.Round(time.Millisecond))

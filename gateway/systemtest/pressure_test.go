@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockgw/airlock/sshexec"
+
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
@@ -73,7 +75,7 @@ func TestMaxStartupsPressure(t *testing.T) {
 		// certain in practice.
 		for round := 1; round <= 5; round++ {
 			before, logins := drops(), s.Accepted()
-			counts := map[string]int{}
+			counts := map[sshexec.Outcome]int{}
 			dropped := 0
 			for i, a := range fire("loose") {
 				if a == nil {
@@ -82,7 +84,7 @@ func TestMaxStartupsPressure(t *testing.T) {
 				counts[a.Outcome]++
 				switch {
 				case a.Success() && a.Stdout == fmt.Sprintf("%d\n", i):
-				case a.Outcome == "handshake_failed" && a.Termination == "not_started" &&
+				case a.Outcome == sshexec.HandshakeFailed && a.Termination == sshexec.NotStarted &&
 					(strings.Contains(a.Detail, `"Exceeded MaxStartups"`) || strings.Contains(a.Detail, "closed the connection before sending anything")):
 					dropped++
 					if dropped == 1 {
@@ -97,8 +99,8 @@ func TestMaxStartupsPressure(t *testing.T) {
 			if dropped != got {
 				t.Errorf("%d actions ended handshake_failed, sshd dropped %d connections", dropped, got)
 			}
-			if n := s.Accepted() - logins; n != counts["exited"] {
-				t.Errorf("sshd logged %d logins for %d successful actions", n, counts["exited"])
+			if n := s.Accepted() - logins; n != counts[sshexec.Exited] {
+				t.Errorf("sshd logged %d logins for %d successful actions", n, counts[sshexec.Exited])
 			}
 			if got > 0 {
 				break

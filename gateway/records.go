@@ -1,0 +1,216 @@
+package gateway
+
+import (
+	"time"
+
+	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/auditchain"
+	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/sshexec"
+)
+
+// The gateway's audit records: one struct per entry kind it writes, its
+// field names spelled once, in the tags (see auditchain.FieldsOf). What
+// writes an entry builds one of these; what reads one back decodes into
+// the same type.
+
+// record is an audit record of a known kind.
+type record interface {
+	kind() auditchain.Kind
+}
+
+// gatewayStarted is gateway.started.
+type gatewayStarted struct {
+	PID     int64  `audit:"pid"`
+	Host    string `audit:"host"`
+	Version string `audit:"version"`
+}
+
+// gatewayStopped is gateway.stopped.
+type gatewayStopped struct {
+	PID int64 `audit:"pid"`
+}
+
+// configLoaded is config.loaded: which configuration (by digest) was in
+// force from this entry on.
+type configLoaded struct {
+	Path    string `audit:"path"`
+	SHA256  string `audit:"sha256"`
+	Targets int64  `audit:"targets"`
+}
+
+// actionRequested is action.requested: the request as it arrived, and who
+// sent it over which transport.
+type actionRequested struct {
+	Target    string `audit:"target"`
+	Account   string `audit:"account"`
+	Command   string `audit:"command"`
+	TimeoutS  int64  `audit:"timeout_s"`
+	Transport string `audit:"transport"` // "socket" or "http"
+	// PeerPID and PeerUID are the kernel's word on a local caller.
+	PeerPID *int64 `audit:"peer_pid"`
+	PeerUID *int64 `audit:"peer_uid"`
+	// RemoteAddr is an HTTP caller's address.
+	RemoteAddr string `audit:"remote_addr,omitempty"`
+}
+
+// actionConnecting is action.connecting, the durable intent written
+// before anything is dialed.
+type actionConnecting struct {
+	Address    string `audit:"address"`
+	Account    string `audit:"account"`
+	Credential string `audit:"credential"`
+	// Cert describes a per-action certificate (ca = true credentials).
+	Cert *certIssued `audit:"cert"`
+}
+
+// certIssued is a per-action certificate: its key ID names the action,
+// its serial is the action.requested entry.
+type certIssued struct {
+	KeyID       string    `audit:"key_id"`
+	Serial      uint64    `audit:"serial"`
+	ValidBefore time.Time `audit:"valid_before"`
+}
+
+// actionFinished is action.finished: the one outcome of an action and
+// every fact known about it.
+type actionFinished struct {
+	Outcome     sshexec.Outcome     `audit:"outcome"`
+	Detail      string              `audit:"detail"`
+	Termination sshexec.Termination `audit:"termination,omitempty"`
+	// Approval is under which approval it ran or was refused.
+	Approval *approvalFacts `audit:",inline"`
+	// DecidedBy and ApprovalReason are the reviewer's, when one decided.
+	DecidedBy      string `audit:"decided_by,omitempty"`
+	ApprovalReason string `audit:"approval_reason,omitempty"`
+	// Stdout and Stderr are the output store's blobs, when stored.
+	Stdout *auditchain.Blob `audit:"stdout"`
+	Stderr *auditchain.Blob `audit:"stderr"`
+	// Result is what the connection and the command did, when one was
+	// attempted.
+	Result *connResult `audit:",inline"`
+	// RecordedLate marks an outcome the audit log first refused.
+	RecordedLate bool `audit:"recorded_late,omitempty"`
+}
+
+// approvalFacts name the approval an action ran under.
+type approvalFacts struct {
+	ID   string   `audit:"approval_id"`
+	Mode api.Mode `audit:"approval_mode"`
+}
+
+// connResult is what sshexec reported, outputs aside.
+type connResult struct {
+	StdoutReceived     int64  `audit:"stdout_received"`
+	StderrReceived     int64  `audit:"stderr_received"`
+	HostKeyType        string `audit:"host_key_type"`
+	HostKeyFingerprint string `audit:"host_key_fingerprint"`
+	ServerVersion      string `audit:"server_version"`
+	DialUS             int64  `audit:"dial_us"`
+	HandshakeUS        int64  `audit:"handshake_us"`
+	AuthUS             int64  `audit:"auth_us"`
+	SessionUS          int64  `audit:"session_us"`
+	CommandUS          int64  `audit:"command_us"`
+	TotalUS            int64  `audit:"total_us"`
+	ExitCode           *int64 `audit:"exit_code"`
+	Signal             string `audit:"signal,omitempty"`
+	CoreDumped         *bool  `audit:"core_dumped"`
+}
+
+// resultOf turns sshexec's result into its audit facts.
+func resultOf(r *sshexec.Result) *connResult {
+	c := &connResult{
+		StdoutReceived: r.StdoutBytes, StderrReceived: r.StderrBytes,
+		HostKeyType: r.HostKeyType, HostKeyFingerprint: r.HostKeyFingerprint, ServerVersion: r.ServerVersion,
+		DialUS: r.Timings.Dial.Microseconds(), HandshakeUS: r.Timings.Handshake.Microseconds(),
+		AuthUS: r.Timings.Auth.Microseconds(), SessionUS: r.Timings.Session.Microseconds(),
+		CommandUS: r.Timings.Command.Microseconds(), TotalUS: r.Timings.Total.Microseconds(),
+	}
+	if r.HasExitCode {
+		code := int64(r.ExitCode)
+		c.ExitCode = &code
+	}
+	if r.Signal != "" {
+		c.Signal, c.CoreDumped = r.Signal, &r.CoreDumped
+	}
+	return c
+}
+
+// runEvent is every run.* and approval.* entry: the approvals store's
+// events, recorded before they take effect.
+type runEvent struct {
+	RunState  approvals.RunState `audit:"run_state"`
+	Requester string             `audit:"requester"`
+	// Anchor is the anchor process, on run.created of a local run.
+	Anchor *anchorFacts `audit:"anchor"`
+	// ExpiresAt and MaxActions are a run approval's limits, on
+	// run.approved.
+	ExpiresAt  time.Time `audit:"expires_at,omitempty"`
+	MaxActions *int64    `audit:"max_actions"`
+	// EndReason is why a run ended, on run.ended; EndedBy and EndNote
+	// when a reviewer ended it.
+	EndReason approvals.EndReason `audit:"end_reason,omitempty"`
+	EndedBy   string              `audit:"ended_by,omitempty"`
+	EndNote   *string             `audit:"end_note"`
+	// Request is the approval request an approval.* entry is about.
+	Request *requestFacts `audit:",inline"`
+}
+
+// anchorFacts describe a local run's anchor process.
+type anchorFacts struct {
+	PID       int64  `audit:"pid"`
+	StartTime uint64 `audit:"start_time"`
+	Exe       string `audit:"exe"`
+	ExeSHA256 string `audit:"exe_sha256"`
+	UID       int64  `audit:"uid"`
+	Cwd       string `audit:"cwd"`
+	Argv      string `audit:"argv"` // each argument quoted
+}
+
+// requestFacts describe an approval request.
+type requestFacts struct {
+	ID        approvals.RequestID `audit:"approval_id"`
+	Kind      approvals.Kind      `audit:"approval_kind"`
+	Status    approvals.Status    `audit:"status"`
+	Target    string              `audit:"target"`
+	Account   string              `audit:"account"`
+	Command   string              `audit:"command"`
+	TimeoutS  int64               `audit:"timeout_s"`
+	Digest    approvals.Digest    `audit:"digest"`
+	DecidedBy string              `audit:"decided_by,omitempty"`
+	Reason    *string             `audit:"reason"`
+}
+
+// outputRead is output.read: a reviewer read an action's stored output.
+type outputRead struct {
+	Reviewer     string   `audit:"reviewer"`
+	Via          string   `audit:"via"`
+	StdoutSHA256 [32]byte `audit:"stdout_sha256"`
+	StderrSHA256 [32]byte `audit:"stderr_sha256"`
+	StdoutStored int64    `audit:"stdout_stored"`
+	StderrStored int64    `audit:"stderr_stored"`
+}
+
+// authFailed is auth.failed: the first failed credential of a key in the
+// limiter's window, and the one that blocks it.
+type authFailed struct {
+	Credential string `audit:"credential"`
+	Subject    string `audit:"subject"`
+	Failures   int64  `audit:"failures"`
+	Blocked    bool   `audit:"blocked"`
+}
+
+// tokenRotated is token.rotated.
+type tokenRotated struct {
+	ConnectionsCut int64 `audit:"connections_cut"`
+}
+
+func (gatewayStarted) kind() auditchain.Kind   { return auditchain.KindGatewayStarted }
+func (gatewayStopped) kind() auditchain.Kind   { return auditchain.KindGatewayStopped }
+func (configLoaded) kind() auditchain.Kind     { return auditchain.KindConfigLoaded }
+func (actionRequested) kind() auditchain.Kind  { return auditchain.KindActionRequested }
+func (actionConnecting) kind() auditchain.Kind { return auditchain.KindActionConnecting }
+func (actionFinished) kind() auditchain.Kind   { return auditchain.KindActionFinished }
+func (outputRead) kind() auditchain.Kind       { return auditchain.KindOutputRead }
+func (authFailed) kind() auditchain.Kind       { return auditchain.KindAuthFailed }
+func (tokenRotated) kind() auditchain.Kind     { return auditchain.KindTokenRotated }
