@@ -7,10 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
+	"github.com/airlockgw/airlock/deploy/securefile"
 	_ "github.com/mattn/go-sqlite3" // registers "sqlite3"
 )
 
@@ -91,18 +91,9 @@ func openDB(ctx context.Context, path string) (*sql.DB, error) {
 	if strings.ContainsAny(path, "?#%") {
 		return nil, fmt.Errorf("approvals: state database path %q has one of ?#%%", path)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("approvals: open state database: %w", err)
-	}
-	fi, err := f.Stat()
-	f.Close()
-	if err != nil {
-		return nil, fmt.Errorf("approvals: open state database: %w", err)
-	}
 	// It holds reviewer password hashes: refuse to use a file others can read.
-	if fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("approvals: state database %s has mode %v; want 0600 (chmod 600 it)", path, fi.Mode().Perm())
+	if err := securefile.CreatePrivate(path); err != nil {
+		return nil, fmt.Errorf("approvals: state database: %w", err)
 	}
 	q := url.Values{}
 	q.Set("_journal_mode", "WAL")

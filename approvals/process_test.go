@@ -200,8 +200,10 @@ func TestDeniedAnchorStaysRefused(t *testing.T) {
 	q, ch := e.authorize(ctx, run.ID, act("run-box", "ls"))
 	e.s.Decide(ctx, rv, q.ID, Decision{Verdict: Deny})
 	recv(t, ch)
-	if _, err := e.s.ResolveLocal(ctx, Peer{PID: 61, UID: 1000}); !errors.Is(err, ErrRunDenied) {
-		t.Errorf("same agent after denial: err = %v, want ErrRunDenied", err)
+	// The refusal names the run (for the refused request to carry), as
+	// FindLocal shows it.
+	if got, err := e.s.ResolveLocal(ctx, Peer{PID: 61, UID: 1000}); !errors.Is(err, ErrRunDenied) || got.ID != run.ID {
+		t.Errorf("same agent after denial: run %q err = %v, want run %s and ErrRunDenied", got.ID, err, run.ID)
 	}
 	e.reopen()
 	if _, err := e.s.ResolveLocal(ctx, Peer{PID: 61, UID: 1000}); !errors.Is(err, ErrRunDenied) {

@@ -64,6 +64,8 @@ func (s *Store) ttl(d *time.Duration, def time.Duration) (time.Duration, error) 
 // ResolveRemote returns the run a token belongs to, if the run may still
 // act. Errors: ErrMalformedToken, ErrUnknownRun, ErrWrongToken (compared in
 // constant time), ErrTokenExpired, ErrRunDenied, ErrRunEnded, ErrRunExpired.
+// With the last three the run is returned too, as FindRemote would show it,
+// so that the refused request can name it; it grants nothing.
 func (s *Store) ResolveRemote(ctx context.Context, token Secret) (Run, error) {
 	if err := s.lock(); err != nil {
 		return Run{}, err
@@ -81,7 +83,7 @@ func (s *Store) ResolveRemote(ctx context.Context, token Secret) (Run, error) {
 		return Run{}, ErrTokenExpired
 	}
 	if err := s.expireIfDue(ctx, r, now); err != nil {
-		return Run{}, err
+		return refused(r, err)
 	}
 	return *r, nil
 }
@@ -133,7 +135,9 @@ func (s *Store) end(ctx context.Context, id RunID, reason EndReason, by, note st
 // by pid and start time, so a reused pid never finds an old run.
 //
 // A denied, ended or expired run is not replaced while its anchor lives:
-// that process stays refused (ErrRunDenied, ErrRunEnded, ErrRunExpired).
+// that process stays refused (ErrRunDenied, ErrRunEnded, ErrRunExpired),
+// and the run is returned with the error, as FindLocal would show it, so
+// that the refused request can name it; it grants nothing.
 func (s *Store) ResolveLocal(ctx context.Context, peer Peer) (Run, error) {
 	c, err := chain(s.insp, peer)
 	if err != nil {
@@ -282,7 +286,9 @@ func (s *Store) findLocal(ctx context.Context, c []ProcStat, anchor int, explici
 	} else {
 		r, err = s.usableLocal(ctx, id)
 	}
-	if err == nil && (r.Anchor == nil || !admits(c, r.Anchor.ID)) {
+	// A run comes back with a refusal too (to name it): the caller must
+	// be in it either way.
+	if r.ID != "" && (r.Anchor == nil || !admits(c, r.Anchor.ID)) {
 		r, err = Run{}, ErrNotAncestor
 	}
 	return r, true, err
@@ -300,9 +306,19 @@ func (s *Store) usableLocal(ctx context.Context, id RunID) (Run, error) {
 		return Run{}, err
 	}
 	if err := s.usable(ctx, r); err != nil {
-		return Run{}, err
+		return refused(r, err)
 	}
 	return *r, nil
+}
+
+// refused returns what a resolve returns for a run that may not act: the
+// run, for naming (the refused request belongs to it; it grants nothing),
+// when FindLocal or FindRemote would show it too, with err.
+func refused(r *Run, err error) (Run, error) {
+	if !isRunStateErr(err) || r.EndReason == EndRevoked {
+		return Run{}, err // a revoked run reads nothing
+	}
+	return *r, err
 }
 
 // usable checks that r may act now, ending it if a deadline passed or its

@@ -270,7 +270,7 @@ func TestRevoke(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	rv := e.reviewer("rita")
-	run, _ := e.remoteRun()
+	run, tok := e.remoteRun()
 	q, ch := e.authorize(ctx, run.ID, act("run-box", "ls"))
 	e.s.Decide(ctx, rv, q.ID, Decision{Verdict: Approve})
 	recv(t, ch)
@@ -285,6 +285,10 @@ func TestRevoke(t *testing.T) {
 	}
 	if _, err := e.s.Authorize(ctx, run.ID, act("run-box", "ls"), nil); !errors.Is(err, ErrRunEnded) {
 		t.Errorf("next action after revoke: err = %v, want ErrRunEnded", err)
+	}
+	// A revoked run's token reads nothing, not even the run's name.
+	if got, err := e.s.ResolveRemote(ctx, tok); !errors.Is(err, ErrRunEnded) || got.ID != "" {
+		t.Errorf("resolve after revoke: run %q err = %v, want no run and ErrRunEnded", got.ID, err)
 	}
 	got, _ := e.s.Run(ctx, run.ID)
 	if got.EndReason != EndRevoked || got.EndedBy != "rita" || got.EndNote != "enough" {

@@ -11,9 +11,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"unicode/utf8"
 
+	"github.com/airlockgw/airlock/deploy/securefile"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -207,48 +207,6 @@ type signingKey struct {
 func (signingKey) String() string   { return "[redacted]" }
 func (signingKey) GoString() string { return "[redacted]" }
 
-// checkSecretFile refuses a key file that others can read or write, or that
-// belongs to another user.
-func checkSecretFile(path string, fi os.FileInfo) error {
-	if !fi.Mode().IsRegular() {
-		return &KeyFileError{Path: path, Problem: "not a regular file", Fix: "replace it with a regular file"}
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return &KeyFileError{Path: path,
-			Problem: fmt.Sprintf("mode %04o allows group or world access", perm),
-			Fix:     "chmod 600 " + path}
-	}
-	return checkOwner(path, fi)
-}
-
-func checkOwner(path string, fi os.FileInfo) error {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return nil
-	}
-	if uid := os.Getuid(); int(st.Uid) != uid {
-		return &KeyFileError{Path: path,
-			Problem: fmt.Sprintf("owned by uid %d, not the current user (uid %d)", st.Uid, uid),
-			Fix:     fmt.Sprintf("chown %d %s", uid, path)}
-	}
-	return nil
-}
-
-// checkKeyDir refuses a key directory that others may write to (they could
-// swap the key).
-func checkKeyDir(dir string) error {
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("auditchain: key directory: %w", err)
-	}
-	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
-		return &KeyFileError{Path: dir,
-			Problem: fmt.Sprintf("directory mode %04o lets others replace the key", perm),
-			Fix:     "chmod 700 " + dir}
-	}
-	return checkOwner(dir, fi)
-}
-
 // loadOrCreateKey loads the signing key at path, generating it (with the
 // given name) on first use. The verifier key is (re)written to vkeyPath.
 func loadOrCreateKey(path, vkeyPath, name string) (*signingKey, bool, error) {
@@ -256,7 +214,7 @@ func loadOrCreateKey(path, vkeyPath, name string) (*signingKey, bool, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, false, fmt.Errorf("auditchain: create key directory: %w", err)
 	}
-	if err := checkKeyDir(dir); err != nil {
+	if err := securefile.CheckDir(dir); err != nil {
 		return nil, false, err
 	}
 	created := false
@@ -273,7 +231,7 @@ func loadOrCreateKey(path, vkeyPath, name string) (*signingKey, bool, error) {
 	case err != nil:
 		return nil, false, fmt.Errorf("auditchain: stat key: %w", err)
 	}
-	if err := checkSecretFile(path, fi); err != nil {
+	if err := securefile.CheckSecret(path, fi, -1); err != nil {
 		return nil, false, err
 	}
 	raw, err := os.ReadFile(path)
@@ -293,7 +251,7 @@ func loadOrCreateKey(path, vkeyPath, name string) (*signingKey, bool, error) {
 		return nil, false, fmt.Errorf("auditchain: key %s: derive verifier key", path)
 	}
 	if vkeyPath != "" {
-		if err := writeFileAtomic(vkeyPath, []byte(vkey+"\n"), 0o644); err != nil {
+		if err := securefile.WriteFile(vkeyPath, []byte(vkey+"\n"), securefile.WriteOptions{Mode: 0o644, UID: -1, GID: -1}); err != nil {
 			return nil, false, err
 		}
 	}
@@ -320,67 +278,10 @@ func createKey(path, name string) error {
 	if err != nil {
 		return fmt.Errorf("auditchain: generate checkpoint key: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".checkpoint-key-*")
-	if err != nil {
-		return fmt.Errorf("auditchain: create key: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return fmt.Errorf("auditchain: create key: %w", err)
-	}
-	if _, err := tmp.WriteString(skey + "\n"); err != nil {
-		tmp.Close()
-		return fmt.Errorf("auditchain: write key: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("auditchain: sync key: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("auditchain: close key: %w", err)
-	}
-	// Link, not rename: never replace a key that appeared meanwhile.
-	if err := os.Link(tmp.Name(), path); err != nil {
+	// Linked into place, never renamed: a key that appeared meanwhile is
+	// never replaced.
+	if err := securefile.WriteFile(path, []byte(skey+"\n"), securefile.WriteOptions{Mode: 0o600, UID: -1, GID: -1, NoReplace: true}); err != nil {
 		return fmt.Errorf("auditchain: install key: %w", err)
-	}
-	return syncDir(filepath.Dir(path))
-}
-
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("auditchain: write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(mode); err == nil {
-		_, err = tmp.Write(data)
-		if err == nil {
-			err = tmp.Sync()
-		}
-		if cerr := tmp.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Rename(tmp.Name(), path)
-		}
-		if err != nil {
-			return fmt.Errorf("auditchain: write %s: %w", path, err)
-		}
-		return syncDir(filepath.Dir(path))
-	}
-	tmp.Close()
-	return fmt.Errorf("auditchain: write %s: chmod failed", path)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("auditchain: sync %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("auditchain: sync %s: %w", dir, err)
 	}
 	return nil
 }

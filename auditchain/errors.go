@@ -2,7 +2,6 @@ package auditchain
 
 import (
 	"errors"
-	"fmt"
 )
 
 // Sentinel errors a caller can decide on with errors.Is.
@@ -40,16 +39,3 @@ var (
 	// ErrNotFound means the requested entry, action or blob does not exist.
 	ErrNotFound = errors.New("not found")
 )
-
-// A KeyFileError means the checkpoint signing key file (or its directory)
-// is unsafe to use: readable or writable by others, or owned by someone
-// else. Fix says what to run. The key itself never appears in the error.
-type KeyFileError struct {
-	Path    string
-	Problem string // for example "mode 0644 allows group or world access"
-	Fix     string // for example "chmod 600 /var/lib/airlock/keys/checkpoint.key"
-}
-
-func (e *KeyFileError) Error() string {
-	return fmt.Sprintf("auditchain: unsafe key file %s: %s (fix: %s)", e.Path, e.Problem, e.Fix)
-}

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlockgw/airlock/deploy/securefile"
 	"github.com/hashicorp/go-hclog"
 	_ "github.com/mattn/go-sqlite3" // the database/sql driver "sqlite3"
 	"golang.org/x/mod/sumdb/note"
@@ -39,7 +40,7 @@ type Options struct {
 	// KeyPath is the checkpoint signing key (keys/checkpoint.key). It is
 	// generated on first use, mode 0600, in a directory created 0700.
 	// Open refuses a key readable or writable by group or others, or owned
-	// by another user (*KeyFileError).
+	// by another user (*securefile.Error).
 	KeyPath string
 
 	// VerifierKeyPath is where the public verifier key is written
@@ -216,7 +217,7 @@ func (l *Log) open(ctx context.Context) error {
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		return fmt.Errorf("auditchain: %s is open in another process: %w", l.opts.Path, err)
 	}
-	if err := createPrivateFile(l.opts.Path); err != nil {
+	if err := securefile.Create(l.opts.Path, 0o600); err != nil {
 		return err
 	}
 	db, err := sql.Open("sqlite3", rwDSN(l.opts.Path))

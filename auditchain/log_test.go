@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockgw/airlock/deploy/securefile"
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/go-hclog"
 )
@@ -378,12 +379,12 @@ func TestKeyFileChecks(t *testing.T) {
 			buildLog(t, o, 1)
 			tt.prepare(t, o)
 			_, err := Open(context.Background(), o)
-			var kfe *KeyFileError
+			var kfe *securefile.Error
 			if !errors.As(err, &kfe) {
-				t.Fatalf("Open: %v, want *KeyFileError", err)
+				t.Fatalf("Open: %v, want *securefile.Error", err)
 			}
-			if kfe.Path != tt.path(o) || kfe.Fix == "" {
-				t.Errorf("KeyFileError %+v, want path %s and a fix", kfe, tt.path(o))
+			if kfe.Path != tt.path(o) || kfe.Fix() == "" {
+				t.Errorf("securefile.Error %+v, want path %s and a fix", kfe, tt.path(o))
 			}
 		})
 	}

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/airlockgw/airlock/deploy/securefile"
 )
 
 // DefaultMaxBlob is the output store's default per-blob cap (8 MiB, the
@@ -28,7 +30,7 @@ type OutputStore struct {
 type OutputOptions struct {
 	// Path is the database file (outputs.db), created 0600. Open refuses
 	// a file that group or others can access, or another user owns
-	// (*KeyFileError, as output can hold secrets).
+	// (*securefile.Error, as output can hold secrets).
 	Path string
 	// MaxBlob caps one blob; longer data is cut and flagged. Zero:
 	// DefaultMaxBlob.
@@ -56,14 +58,8 @@ func OpenOutputs(ctx context.Context, opts OutputOptions) (*OutputStore, error) 
 	if err := os.MkdirAll(filepath.Dir(opts.Path), 0o700); err != nil {
 		return nil, fmt.Errorf("auditchain: output store: %w", err)
 	}
-	if err := createPrivateFile(opts.Path); err != nil {
-		return nil, err
-	}
-	fi, err := os.Stat(opts.Path)
-	if err != nil {
-		return nil, fmt.Errorf("auditchain: output store: %w", err)
-	}
-	if err := checkSecretFile(opts.Path, fi); err != nil {
+	// Output can hold secrets: an existing file others may read is refused.
+	if err := securefile.CreatePrivate(opts.Path); err != nil {
 		return nil, err
 	}
 	db, err := sql.Open("sqlite3", rwDSN(opts.Path))

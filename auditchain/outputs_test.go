@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/airlockgw/airlock/deploy/securefile"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -77,9 +78,9 @@ func TestOutputStoreRefusesSharedFile(t *testing.T) {
 	}
 	os.Chmod(path, 0o644)
 	_, err := OpenOutputs(context.Background(), OutputOptions{Path: path})
-	var kfe *KeyFileError
+	var kfe *securefile.Error
 	if !errors.As(err, &kfe) || kfe.Path != path {
-		t.Fatalf("OpenOutputs on a 0644 file: %v, want *KeyFileError", err)
+		t.Fatalf("OpenOutputs on a 0644 file: %v, want *securefile.Error", err)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 
@@ -158,17 +157,6 @@ func (r dbHashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 		copy(out[i][:], b)
 	}
 	return out, nil
-}
-
-// createPrivateFile makes sure path exists with owner-only permissions
-// before SQLite opens it (SQLite gives the -wal and -shm files the same
-// mode as the database file).
-func createPrivateFile(path string) error {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return fmt.Errorf("auditchain: create %s: %w", path, err)
-	}
-	return f.Close()
 }
 
 // roDSN is the connection string for read-only access: the verifier and

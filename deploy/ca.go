@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlockgw/airlock/deploy/securefile"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -35,7 +36,7 @@ const maxKeyFileBytes = 64 << 10
 // An existing CA is never replaced, since every target trusts it: if file
 // exists and is a safe secret (a regular file owned by the directory's
 // owner or root, not readable or writable by group or others), InitCA
-// returns its public key and created == false; otherwise an *UnsafeError.
+// returns its public key and created == false; otherwise a *securefile.Error.
 func InitCA(file string) (pub ssh.PublicKey, created bool, err error) {
 	file, err = filepath.Abs(file)
 	if err != nil {
@@ -51,12 +52,12 @@ func InitCA(file string) (pub ssh.PublicKey, created bool, err error) {
 	if want == 0 {
 		want = -1
 	}
-	uid, gid, err := checkDir(dir, want)
+	uid, gid, err := securefile.CheckDirs(dir, want)
 	if err != nil {
 		return nil, false, err
 	}
 	if fi, err := os.Lstat(file); err == nil {
-		if err := checkFile(file, fi, uid, true); err != nil {
+		if err := securefile.CheckSecret(file, fi, uid); err != nil {
 			return nil, false, err
 		}
 		s, err := LoadCA(file, nil)
@@ -68,7 +69,7 @@ func InitCA(file string) (pub ssh.PublicKey, created bool, err error) {
 		return nil, false, fmt.Errorf("deploy: %w", err)
 	}
 
-	unlock, err := lockDir(dir)
+	unlock, err := securefile.LockDir(dir, lockWait)
 	if err != nil {
 		return nil, false, err
 	}
@@ -88,10 +89,10 @@ func InitCA(file string) (pub ssh.PublicKey, created bool, err error) {
 	pub = signer.PublicKey()
 	// The public half first: a crash in between leaves no private key
 	// without its public line, and a second init then starts over.
-	if err := writeAtomic(file+".pub", []byte(CAPublicKeyLine(pub)+"\n"), 0o644, uid, gid, nil); err != nil {
+	if err := securefile.WriteFile(file+".pub", []byte(CAPublicKeyLine(pub)+"\n"), securefile.WriteOptions{Mode: 0o644, UID: uid, GID: gid}); err != nil {
 		return nil, false, err
 	}
-	if err := writeAtomic(file, pem.EncodeToMemory(block), 0o600, uid, gid, func() error { return sameFile(file, nil) }); err != nil {
+	if err := securefile.WriteFile(file, pem.EncodeToMemory(block), securefile.WriteOptions{Mode: 0o600, UID: uid, GID: gid, NoReplace: true}); err != nil {
 		return nil, false, err
 	}
 	return pub, true, nil
@@ -114,7 +115,7 @@ func makeKeyDir(dir string) error {
 	if err != nil {
 		return fmt.Errorf("deploy: %w", err)
 	}
-	uid, gid := ownerOf(parent)
+	uid, gid := securefile.Owner(parent)
 	if err := os.Chown(dir, uid, gid); err != nil {
 		return fmt.Errorf("deploy: %w", err)
 	}
@@ -130,9 +131,9 @@ func LoadCA(file string, passphrase []byte) (ssh.Signer, error) {
 	}
 	want := os.Geteuid()
 	if want == 0 {
-		want, _ = ownerOf(fi) // root may read the gateway user's key
+		want, _ = securefile.Owner(fi) // root may read the gateway user's key
 	}
-	if err := checkFile(file, fi, want, true); err != nil {
+	if err := securefile.CheckSecret(file, fi, want); err != nil {
 		return nil, err
 	}
 	f, err := os.Open(file)

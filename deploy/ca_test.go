@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/airlockgw/airlock/deploy/securefile"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
 
@@ -70,7 +71,7 @@ func TestInitCAAsRootGivesTheKeyToTheStateDirOwner(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if u, g := ownerOf(fi); u != uid || g != gid {
+		if u, g := securefile.Owner(fi); u != uid || g != gid {
 			t.Errorf("%s owned by %d:%d, want %d:%d", p, u, g, uid, gid)
 		}
 	}
@@ -81,20 +82,20 @@ func TestCARefusesUnsafeKeyFiles(t *testing.T) {
 	tests := []struct {
 		name  string
 		setup func(t *testing.T, file string)
-		want  Problem
+		want  securefile.Problem
 		root  bool
 	}{
-		{"group-readable", func(t *testing.T, file string) { os.Chmod(file, 0o640) }, ReadableByOthers, false},
-		{"world-readable", func(t *testing.T, file string) { os.Chmod(file, 0o604) }, ReadableByOthers, false},
-		{"group-writable", func(t *testing.T, file string) { os.Chmod(file, 0o620) }, WritableByOthers, false},
+		{"group-readable", func(t *testing.T, file string) { os.Chmod(file, 0o640) }, securefile.ReadableByOthers, false},
+		{"world-readable", func(t *testing.T, file string) { os.Chmod(file, 0o604) }, securefile.ReadableByOthers, false},
+		{"group-writable", func(t *testing.T, file string) { os.Chmod(file, 0o620) }, securefile.WritableByOthers, false},
 		{"symbolic link", func(t *testing.T, file string) {
 			os.Rename(file, file+".real")
 			os.Symlink(file+".real", file)
-		}, NotRegular, false},
+		}, securefile.NotRegular, false},
 		{"owned by someone else", func(t *testing.T, file string) {
 			uid, gid := testUserIDs(t)
 			os.Chown(file, uid, gid)
-		}, WrongOwner, true},
+		}, securefile.WrongOwner, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,8 +108,8 @@ func TestCARefusesUnsafeKeyFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			tt.setup(t, file)
-			var ue *UnsafeError
-			if tt.want != WrongOwner { // root may read the gateway user's key
+			var ue *securefile.Error
+			if tt.want != securefile.WrongOwner { // root may read the gateway user's key
 				if _, err := LoadCA(file, nil); !errors.As(err, &ue) || ue.Problem != tt.want {
 					t.Errorf("LoadCA: %v, want %v", err, tt.want)
 				}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/airlockgw/airlock/deploy/securefile"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/sys/unix"
 )
@@ -64,7 +65,7 @@ var (
 // directory and its parents must be owned by root or the directory's owner
 // and not writable by others (sticky parents such as /tmp excepted), and
 // the file, if present, a regular file owned by that owner or root and not
-// writable by group or others; anything else is an *UnsafeError and
+// writable by group or others; anything else is a *securefile.Error and
 // nothing is written. Concurrent airlock installers take turns on a lock
 // of the directory; an edit by someone else between our read and our
 // rename is detected and reported as ErrChanged.
@@ -113,7 +114,7 @@ func rewrite(file, comment, line string) (Change, error) {
 	// not secrets; nobody else may write either.
 	mode := fs.FileMode(0o600)
 	if fi, err := os.Stat(filepath.Dir(file)); err == nil {
-		if uid, _ := ownerOf(fi); uid == 0 {
+		if uid, _ := securefile.Owner(fi); uid == 0 {
 			mode = 0o644
 		}
 	}
@@ -208,7 +209,7 @@ func ensureKeysDir(dir string) error {
 		return nil
 	}
 	parent := filepath.Dir(dir)
-	uid, gid, err := checkDir(parent, -1)
+	uid, gid, err := securefile.CheckDirs(parent, -1)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("deploy: %s does not exist: is the account's home directory there? (create the account first)", parent)

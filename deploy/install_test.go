@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/airlockgw/airlock/deploy/securefile"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
 
@@ -195,7 +196,7 @@ func TestInstallLineKeepsModeAndOwner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gotUID, gotGID := ownerOf(fi)
+	gotUID, gotGID := securefile.Owner(fi)
 	if fi.Mode().Perm() != 0o640 || gotUID != uid || gotGID != gid {
 		t.Errorf("after install: mode %v owner %d:%d; want 0640 %d:%d", fi.Mode().Perm(), gotUID, gotGID, uid, gid)
 	}
@@ -219,7 +220,7 @@ func TestInstallLineNewFileBelongsToTheDirectoryOwner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u, g := ownerOf(fi); u != uid || g != gid || fi.Mode().Perm() != 0o600 {
+	if u, g := securefile.Owner(fi); u != uid || g != gid || fi.Mode().Perm() != 0o600 {
 		t.Errorf("new file: owner %d:%d mode %v; want %d:%d 0600", u, g, fi.Mode().Perm(), uid, gid)
 	}
 }
@@ -278,7 +279,7 @@ func TestInstallLineCreatesTheKeysDirectory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if u, g := ownerOf(fi); u != uid || g != gid || fi.Mode().Perm() != c.mode {
+		if u, g := securefile.Owner(fi); u != uid || g != gid || fi.Mode().Perm() != c.mode {
 			t.Errorf("%s: owner %d:%d mode %v; want %d:%d %v", c.path, u, g, fi.Mode().Perm(), uid, gid, c.mode)
 		}
 	}
@@ -318,30 +319,30 @@ func TestInstallLineRefusesUnsafeFiles(t *testing.T) {
 		name     string
 		setup    func(t *testing.T, dir, file string)
 		wantPath string // "dir" or "file"
-		want     Problem
+		want     securefile.Problem
 		root     bool // needs root
 	}{
-		{"file writable by others", func(t *testing.T, dir, file string) { writeFile(t, file, "", 0o606) }, "file", WritableByOthers, false},
-		{"file writable by group", func(t *testing.T, dir, file string) { writeFile(t, file, "", 0o620) }, "file", WritableByOthers, false},
-		{"directory writable by others", func(t *testing.T, dir, file string) { os.Chmod(dir, 0o777) }, "dir", WritableByOthers, false},
-		{"sticky directory writable by others", func(t *testing.T, dir, file string) { os.Chmod(dir, 0o1777) }, "dir", WritableByOthers, false},
-		{"directory writable by group", func(t *testing.T, dir, file string) { os.Chmod(dir, 0o770) }, "dir", WritableByOthers, false},
-		{"parent writable by others", func(t *testing.T, dir, file string) { os.Chmod(filepath.Dir(dir), 0o777) }, "parent", WritableByOthers, false},
+		{"file writable by others", func(t *testing.T, dir, file string) { writeFile(t, file, "", 0o606) }, "file", securefile.WritableByOthers, false},
+		{"file writable by group", func(t *testing.T, dir, file string) { writeFile(t, file, "", 0o620) }, "file", securefile.WritableByOthers, false},
+		{"directory writable by others", func(t *testing.T, dir, file string) { os.Chmod(dir, 0o777) }, "dir", securefile.WritableByOthers, false},
+		{"sticky directory writable by others", func(t *testing.T, dir, file string) { os.Chmod(dir, 0o1777) }, "dir", securefile.WritableByOthers, false},
+		{"directory writable by group", func(t *testing.T, dir, file string) { os.Chmod(dir, 0o770) }, "dir", securefile.WritableByOthers, false},
+		{"parent writable by others", func(t *testing.T, dir, file string) { os.Chmod(filepath.Dir(dir), 0o777) }, "parent", securefile.WritableByOthers, false},
 		{"symbolic link", func(t *testing.T, dir, file string) {
 			target := filepath.Join(dir, "real")
 			writeFile(t, target, "", 0o600)
 			os.Symlink(target, file)
-		}, "file", NotRegular, false},
-		{"directory in its place", func(t *testing.T, dir, file string) { os.Mkdir(file, 0o700) }, "file", NotRegular, false},
+		}, "file", securefile.NotRegular, false},
+		{"directory in its place", func(t *testing.T, dir, file string) { os.Mkdir(file, 0o700) }, "file", securefile.NotRegular, false},
 		{"file owned by someone else", func(t *testing.T, dir, file string) {
 			writeFile(t, file, "", 0o600)
 			uid, gid := testUserIDs(t)
 			os.Chown(file, uid, gid)
-		}, "file", WrongOwner, true},
+		}, "file", securefile.WrongOwner, true},
 		{"parent owned by someone else", func(t *testing.T, dir, file string) {
 			uid, gid := testUserIDs(t)
 			os.Chown(filepath.Dir(dir), uid, gid)
-		}, "parent", WrongOwner, true},
+		}, "parent", securefile.WrongOwner, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -357,9 +358,9 @@ func TestInstallLineRefusesUnsafeFiles(t *testing.T) {
 				before = string(b)
 			}
 			_, err := InstallLine(file, line(t, 1, "box", "deploy"))
-			var ue *UnsafeError
+			var ue *securefile.Error
 			if !errors.As(err, &ue) {
-				t.Fatalf("InstallLine: got %v, want *UnsafeError", err)
+				t.Fatalf("InstallLine: got %v, want *securefile.Error", err)
 			}
 			wantPath := map[string]string{"dir": dir, "file": file, "parent": filepath.Dir(dir)}[tt.wantPath]
 			if ue.Problem != tt.want || ue.Path != wantPath {
@@ -369,7 +370,7 @@ func TestInstallLineRefusesUnsafeFiles(t *testing.T) {
 				t.Errorf("refused install changed the file: %q", b)
 			}
 			if _, err := RemoveLine(file, "airlock:box/deploy"); !errors.As(err, &ue) {
-				t.Errorf("RemoveLine: got %v, want *UnsafeError", err)
+				t.Errorf("RemoveLine: got %v, want *securefile.Error", err)
 			}
 			assertNoTempFiles(t, dir)
 		})
@@ -453,21 +454,6 @@ func TestInstallLineConcurrent(t *testing.T) {
 			t.Errorf("line of acct%d lost", i)
 		}
 	}
-}
-
-func TestWriteAtomicLeavesTheOldFileOnFailure(t *testing.T) {
-	t.Parallel()
-	dir := keysDir(t)
-	file := filepath.Join(dir, "f")
-	writeFile(t, file, "old\n", 0o600)
-	err := writeAtomic(file, []byte("new\n"), 0o600, os.Geteuid(), os.Getegid(), func() error { return ErrChanged })
-	if !errors.Is(err, ErrChanged) {
-		t.Fatalf("got %v, want ErrChanged", err)
-	}
-	if got := readFile(t, file); got != "old\n" {
-		t.Errorf("file = %q after a failed write, want the old content", got)
-	}
-	assertNoTempFiles(t, dir)
 }
 
 func TestSameFileSeesAConcurrentEdit(t *testing.T) {

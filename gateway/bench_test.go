@@ -13,6 +13,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/sshexec"
 )
 
@@ -31,7 +32,7 @@ func BenchmarkGatewayAction(b *testing.B) {
 	s := sharedSSHD(b)
 	// Room for all 16 at once: the comparison is of paths, not of the
 	// default max_parallel (4), which would queue the rest.
-	g := startGateway(b, s, gwOptions{mutate: func(c *Config) { c.Targets["box-run"].MaxParallel = 32 }})
+	g := startGateway(b, s, gwOptions{mutate: func(c *config.Config) { c.Targets["box-run"].MaxParallel = 32 }})
 	ctx := context.Background()
 	sshBin := buildAirlockSSH(b)
 

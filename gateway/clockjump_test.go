@@ -12,6 +12,8 @@ import (
 
 	"github.com/airlockgw/airlock/approvals/clocktest"
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/config"
+	"github.com/airlockgw/airlock/gateway/web"
 )
 
 // Setting the system clock back while the gateway runs neither lengthens
@@ -30,7 +32,7 @@ func TestClockSetBackDoesNotLengthenRun(t *testing.T) {
 		t.Fatalf("first action: %+v %v", r.a, r.err)
 	}
 	clk.Jump(-3 * time.Hour)
-	clk.Advance(DefaultRunTTL - time.Second)
+	clk.Advance(config.DefaultRunTTL - time.Second)
 	a, err := g.agent.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: "echo still"}, api.Events{})
 	if err != nil || !a.Success() {
 		t.Fatalf("action within the run's hour: %+v %v", a, err)
@@ -49,11 +51,11 @@ func TestClockSetBackDoesNotLengthenRun(t *testing.T) {
 		t.Errorf("verify: time_set_back = %+v, want the clock's step back noted", rep.TimeSetBack)
 	}
 	// The reviewer page's verification says so too.
-	rv, err := (&uiBackend{s: g.srv}).Login(ctx, testReviewer, testPassword, "127.0.0.1:1")
+	rv, err := web.NewEngineBackend(g.srv.eng).Login(ctx, testReviewer, testPassword, "127.0.0.1:1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := (&uiBackend{s: g.srv}).VerifyAudit(ctx, rv)
+	v, err := web.NewEngineBackend(g.srv.eng).VerifyAudit(ctx, rv)
 	if err != nil || !v.Intact || len(v.Notes) != 1 || !strings.Contains(v.Notes[0], "system clock was set back") {
 		t.Errorf("page verification: intact %v, notes %q, %v", v.Intact, v.Notes, err)
 	}
@@ -101,7 +103,7 @@ func TestRunTokenReadsEndWithItsLifetimeOrRevocation(t *testing.T) {
 	}
 
 	expiring, _, b := newRun()
-	clk.Advance(DefaultMaxRunTTL) // the token's lifetime, by default
+	clk.Advance(config.DefaultMaxRunTTL) // the token's lifetime, by default
 	if _, err := expiring.Action(ctx, b.ID); status(err) != http.StatusUnauthorized {
 		t.Errorf("an expired token reading its action: %v, want 401", err)
 	}

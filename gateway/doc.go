@@ -1,10 +1,11 @@
-// Package gateway is the airlock daemon: it loads the configuration and the
-// credentials, and ties sshexec, approvals and auditchain together into the
-// action lifecycle — request, run, approval, durable intent, one fresh SSH
-// connection, one recorded outcome — behind the HTTP API, the local Unix
-// socket, the MCP server and the reviewer web UI.
+// Package gateway is the airlock daemon: it opens the engine
+// (gateway/engine) over a loaded configuration (gateway/config), builds the
+// front ends over it — the API and MCP (gateway/httpapi), the reviewer
+// pages (gateway/web), the webhook notifier (gateway/notify) — and serves
+// them on the agents' local Unix socket (its private directory, the
+// control file carrying the local token) and the HTTP listener, until it
+// is stopped gracefully.
 //
-// Nothing imports gateway but the commands under cmd/. The packages it wraps
-// know nothing of it: sshexec knows no HTTP, approvals no SSH, auditchain
-// neither.
+// docs/architecture.md maps the packages and follows one action through
+// them. Nothing imports gateway but the commands under cmd/.
 package gateway

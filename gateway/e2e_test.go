@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockgw/airlock/deploy/securefile"
 	"github.com/airlockgw/airlock/sshexec"
 
 	"github.com/google/go-cmp/cmp"
@@ -26,8 +27,14 @@ import (
 	"github.com/airlockgw/airlock/auditchain"
 	"github.com/airlockgw/airlock/deploy"
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/config"
+	"github.com/airlockgw/airlock/gateway/engine"
+	"github.com/airlockgw/airlock/gateway/httpapi"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
+
+// tailPolicySize is what output = "tail" returns of each stream.
+const tailPolicySize = 64 << 10
 
 const (
 	testReviewer = "alice"
@@ -38,7 +45,7 @@ const (
 type testGateway struct {
 	t        testing.TB
 	srv      *Server
-	cfg      *Config
+	cfg      *config.Config
 	cancel   context.CancelFunc
 	done     chan error
 	agent    *api.Client // over the local socket
@@ -69,7 +76,7 @@ type gwOptions struct {
 	extraConfig string
 	hostKeyLine string // overrides the pinned host key of every target
 	options     func(*Options)
-	mutate      func(*Config)
+	mutate      func(*config.Config)
 	// clientKey is the credential's key file (default: the sshd's own
 	// client key). Tests that count logins use a key of their own, so
 	// that parallel tests on the shared sshd do not disturb the count.
@@ -122,7 +129,7 @@ credential "key" {
 	if err := os.WriteFile(cfgFile, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := LoadConfig(cfgFile)
+	cfg, err := config.Load(cfgFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +139,24 @@ credential "key" {
 	return runGateway(t, cfg, o)
 }
 
-func runGateway(t testing.TB, cfg *Config, o gwOptions) *testGateway {
+// addReviewer adds a reviewer to the state database offline, as
+// `airlock reviewer add` does.
+func addReviewer(t testing.TB, cfg *config.Config, name, password string) {
+	t.Helper()
+	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	acc, err := approvals.OpenAccounts(context.Background(), filepath.Join(cfg.StateDir, "state.db"), approvals.DefaultArgon2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer acc.Close()
+	if err := acc.Add(context.Background(), name, approvals.NewSecret(password)); err != nil && !errors.Is(err, approvals.ErrReviewerExists) {
+		t.Fatal(err)
+	}
+}
+
+func runGateway(t testing.TB, cfg *config.Config, o gwOptions) *testGateway {
 	t.Helper()
 	logs := &logBuffer{}
 	opts := Options{Config: cfg, Logger: hclog.New(&hclog.LoggerOptions{Output: io.MultiWriter(testWriter{t}, logs), Level: hclog.Trace}), ShutdownGrace: 5 * time.Second}
@@ -143,11 +167,9 @@ func runGateway(t testing.TB, cfg *Config, o gwOptions) *testGateway {
 		o.options(&opts)
 	}
 	ctx := context.Background()
+	addReviewer(t, cfg, testReviewer, testPassword)
 	srv, err := New(ctx, opts)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.store.Accounts().Add(ctx, testReviewer, approvals.NewSecret(testPassword)); err != nil && !errors.Is(err, approvals.ErrReviewerExists) {
 		t.Fatal(err)
 	}
 	sctx, cancel := context.WithCancel(ctx)
@@ -240,7 +262,7 @@ type actionResult struct {
 
 func (g *testGateway) verifyAudit() *auditchain.Report {
 	g.t.Helper()
-	rep, err := g.srv.verifyAudit(context.Background(), auditchain.VerifyOptions{})
+	rep, err := g.srv.eng.VerifyAudit(context.Background())
 	if err != nil {
 		g.t.Fatal(err)
 	}
@@ -363,7 +385,7 @@ func TestCallModeAsksEveryTime(t *testing.T) {
 func TestApprovalTimeoutExpires(t *testing.T) {
 	t.Parallel()
 	s := sharedSSHD(t)
-	g := startGateway(t, s, gwOptions{mutate: func(c *Config) { c.Approval.Timeout = time.Second }})
+	g := startGateway(t, s, gwOptions{mutate: func(c *config.Config) { c.Approval.Timeout = time.Second }})
 	a, err := g.agent.RunAction(context.Background(), api.ActionRequest{Target: "box-call", Command: "true"}, api.Events{})
 	if err != nil {
 		t.Fatal(err)
@@ -399,7 +421,7 @@ func TestHostKeyMismatchDialsButRunsNothing(t *testing.T) {
 // failingAudit fails the appends its fail function picks: a full disk,
 // for the faults a real one cannot produce on cue.
 type failingAudit struct {
-	auditAppender
+	engine.Appender
 	fail func(auditchain.Entry) bool
 }
 
@@ -407,7 +429,7 @@ func (f failingAudit) Append(ctx context.Context, e auditchain.Entry) (auditchai
 	if f.fail(e) {
 		return auditchain.Ref{}, errors.New("injected: disk full")
 	}
-	return f.auditAppender.Append(ctx, e)
+	return f.Appender.Append(ctx, e)
 }
 
 func TestAuditFailureMeansNothingIsDialed(t *testing.T) {
@@ -415,7 +437,7 @@ func TestAuditFailureMeansNothingIsDialed(t *testing.T) {
 	s := sharedSSHD(t)
 	key, accepted := ownClientKey(t, s)
 	g := startGateway(t, s, gwOptions{clientKey: key, options: func(o *Options) {
-		o.auditWrap = func(a auditAppender) auditAppender {
+		o.auditWrap = func(a engine.Appender) engine.Appender {
 			return failingAudit{a, func(e auditchain.Entry) bool { return e.Kind == auditchain.KindActionConnecting }}
 		}
 	}})
@@ -440,7 +462,7 @@ func TestRefusedOutcomeIsRecordedLate(t *testing.T) {
 	fails := &atomic.Int32{}
 	fails.Store(3) // the result, the audit_unavailable answer, the first retry
 	g := startGateway(t, s, gwOptions{options: func(o *Options) {
-		o.auditWrap = func(a auditAppender) auditAppender {
+		o.auditWrap = func(a engine.Appender) engine.Appender {
 			return failingAudit{a, func(e auditchain.Entry) bool { return e.Kind == auditchain.KindActionFinished && fails.Add(-1) >= 0 }}
 		}
 	}})
@@ -476,7 +498,7 @@ func TestRefusedOutcomeIsRecordedAtShutdown(t *testing.T) {
 	s := sharedSSHD(t)
 	failing := &atomic.Bool{}
 	g := startGateway(t, s, gwOptions{options: func(o *Options) {
-		o.auditWrap = func(a auditAppender) auditAppender {
+		o.auditWrap = func(a engine.Appender) engine.Appender {
 			return failingAudit{a, func(e auditchain.Entry) bool { return e.Kind == auditchain.KindActionFinished && failing.Load() }}
 		}
 	}})
@@ -526,7 +548,7 @@ func TestOutputPolicies(t *testing.T) {
 	if r.err != nil || !r.a.Success() {
 		t.Fatalf("%+v %v", r.a, r.err)
 	}
-	if len(r.a.Stdout) != tailSize || !strings.HasSuffix(r.a.Stdout, "xEND\n") || !r.a.StdoutTruncated || r.a.StdoutBytes != 102404 {
+	if len(r.a.Stdout) != tailPolicySize || !strings.HasSuffix(r.a.Stdout, "xEND\n") || !r.a.StdoutTruncated || r.a.StdoutBytes != 102404 {
 		t.Errorf("tail: %d bytes returned, truncated %v, counted %d", len(r.a.Stdout), r.a.StdoutTruncated, r.a.StdoutBytes)
 	}
 	// The run is approved for every run-mode target: no new request.
@@ -557,7 +579,7 @@ func TestBadRequests(t *testing.T) {
 		{"trailing data", `{"target":"box-run","command":"true"} {}`, "application/json", http.StatusBadRequest},
 		{"not an object", `["box-run"]`, "application/json", http.StatusBadRequest},
 		{"wrong content type", `{"target":"box-run","command":"true"}`, "text/plain", http.StatusUnsupportedMediaType},
-		{"oversized", `{"target":"box-run","command":"` + strings.Repeat("a", maxBody) + `"}`, "application/json", http.StatusRequestEntityTooLarge},
+		{"oversized", `{"target":"box-run","command":"` + strings.Repeat("a", httpapi.MaxBody) + `"}`, "application/json", http.StatusRequestEntityTooLarge},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := postRaw(g, tt.body, tt.ctype)
@@ -580,7 +602,7 @@ func TestBadRequests(t *testing.T) {
 		{"negative timeout", api.ActionRequest{Target: "box-run", Command: "true", TimeoutS: -5}, "must be positive"},
 		{"empty command", api.ActionRequest{Target: "box-run", Command: "  "}, "the command is empty"},
 		{"NUL in command", api.ActionRequest{Target: "box-run", Command: "echo a\x00b"}, "NUL"},
-		{"huge command", api.ActionRequest{Target: "box-run", Command: strings.Repeat("a", maxCommandLen+1)}, "byte limit"},
+		{"huge command", api.ActionRequest{Target: "box-run", Command: strings.Repeat("a", engine.MaxCommandLen+1)}, "byte limit"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			a, err := g.agent.RunAction(ctx, tt.req, api.Events{})
@@ -651,8 +673,8 @@ func TestRemoteRunLifecycle(t *testing.T) {
 	if err != nil || !strings.HasPrefix(run.Token, "airlock_run_") {
 		t.Fatalf("create run: %+v %v", run, err)
 	}
-	if run.TokenExpiresAt == nil || time.Until(*run.TokenExpiresAt) < DefaultMaxRunTTL-time.Minute {
-		t.Errorf("create run: token_expires_at %v, want about %v from now", run.TokenExpiresAt, DefaultMaxRunTTL)
+	if run.TokenExpiresAt == nil || time.Until(*run.TokenExpiresAt) < config.DefaultMaxRunTTL-time.Minute {
+		t.Errorf("create run: token_expires_at %v, want about %v from now", run.TokenExpiresAt, config.DefaultMaxRunTTL)
 	}
 	rc := api.NewHTTPClient(g.base, run.Token)
 	ch := make(chan actionResult, 1)
@@ -726,7 +748,7 @@ target "box" {
   account %q { credential = "key" }
 }
 `, filepath.Join(dir, "state"), sock, s.ClientKeyFile, s.Addr, strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.HostKey))), s.User)
-	cfg, err := ParseConfig([]byte(src), filepath.Join(dir, "airlock.hcl"))
+	cfg, err := config.Parse([]byte(src), filepath.Join(dir, "airlock.hcl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -735,9 +757,9 @@ target "box" {
 		t.Fatal(err)
 	}
 	err = srv.Serve(context.Background())
-	var ude *UnsafeDirError
-	if !errors.As(err, &ude) {
-		t.Fatalf("Serve: %v, want *UnsafeDirError", err)
+	var ude *securefile.Error
+	if !errors.As(err, &ude) || ude.Problem != securefile.WritableByOthers {
+		t.Fatalf("Serve: %v, want *securefile.Error for a directory others may write", err)
 	}
 	if _, err := os.Stat(filepath.Join(filepath.Dir(sock), "control.json")); err == nil {
 		t.Error("the control file was published in a world-writable directory")
@@ -787,7 +809,7 @@ func TestMaxParallelQueuesWithinTheDeadline(t *testing.T) {
 	t.Parallel()
 	s := sharedSSHD(t)
 	key, accepted := ownClientKey(t, s)
-	g := startGateway(t, s, gwOptions{clientKey: key, mutate: func(c *Config) { c.Targets["box-run"].MaxParallel = 1 }})
+	g := startGateway(t, s, gwOptions{clientKey: key, mutate: func(c *config.Config) { c.Targets["box-run"].MaxParallel = 1 }})
 	// Approve the run first.
 	first := g.runAsync(api.ActionRequest{Target: "box-run", Command: "true"})
 	g.decideNext("run", "approve", "")
@@ -879,7 +901,7 @@ target "box" {
   }
 }
 `, state, s.Addr, strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.HostKey))), s.User)
-	cfg, err := ParseConfig([]byte(src), filepath.Join(dir, "airlock.hcl"))
+	cfg, err := config.Parse([]byte(src), filepath.Join(dir, "airlock.hcl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -890,7 +912,7 @@ target "box" {
 	if r.err != nil || !r.a.Success() || r.a.Stdout != "certified\n" {
 		t.Fatalf("%+v %v", r.a, r.err)
 	}
-	recs, err := g.srv.alog.Reader().ActionEntries(context.Background(), r.a.ID)
+	recs, err := g.srv.eng.AuditReader().ActionEntries(context.Background(), r.a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

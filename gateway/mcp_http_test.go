@@ -27,6 +27,9 @@ import (
 	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/auditchain"
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/config"
+	"github.com/airlockgw/airlock/gateway/engine"
+	"github.com/airlockgw/airlock/gateway/httpapi"
 	"github.com/airlockgw/airlock/gateway/mcp"
 	"github.com/airlockgw/airlock/gateway/mcp/mcptest"
 )
@@ -47,7 +50,7 @@ func connectInMemory(t *testing.T, g *testGateway) (*sdk.ClientSession, *mcptest
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &runBackend{s: g.srv, c: caller{runToken: approvals.NewSecret(run.Token), remoteAddr: "in-memory"}}
+	b := mcp.NewEngineBackend(g.srv.eng, engine.Caller{RunToken: approvals.NewSecret(run.Token), RemoteAddr: "in-memory"})
 	st, ct := sdk.NewInMemoryTransports()
 	ss, err := mcp.NewServer(b, mcp.Options{ProgressInterval: 50 * time.Millisecond}).Connect(ctx, st, nil)
 	if err != nil {
@@ -113,7 +116,7 @@ func (g *testGateway) finishedEntry(t *testing.T, actionID string) map[string]an
 	t.Helper()
 	deadline := time.Now().Add(patience)
 	for {
-		recs, err := g.srv.alog.Reader().ActionEntries(context.Background(), actionID)
+		recs, err := g.srv.eng.AuditReader().ActionEntries(context.Background(), actionID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +148,7 @@ func mcpLifecycle(t *testing.T, g *testGateway, cs *sdk.ClientSession, l *mcptes
 	var list mcp.TargetList
 	b, _ := json.Marshal(res.StructuredContent)
 	json.Unmarshal(b, &list)
-	if diff := cmp.Diff(g.srv.targetList(), list.Targets); diff != "" {
+	if diff := cmp.Diff(g.srv.eng.Targets(), list.Targets); diff != "" {
 		t.Errorf("list_targets (-want +got):\n%s", diff)
 	}
 
@@ -263,7 +266,7 @@ func TestMCPOverStreamableHTTP(t *testing.T) {
 
 func TestMCPApprovalExpires(t *testing.T) {
 	t.Parallel()
-	g := startGateway(t, sharedSSHD(t), gwOptions{mutate: func(c *Config) { c.Approval.Timeout = time.Second }})
+	g := startGateway(t, sharedSSHD(t), gwOptions{mutate: func(c *config.Config) { c.Approval.Timeout = time.Second }})
 	for name, connect := range map[string]func(*testing.T, *testGateway) (*sdk.ClientSession, *mcptest.Events, *api.Run){
 		"in-memory": connectInMemory, "http": connectHTTP,
 	} {
@@ -348,7 +351,7 @@ func TestMCPHTTPRefusals(t *testing.T) {
 		{"DNS rebinding", map[string]string{"Authorization": "Bearer " + good, "Host": "attacker.example:7422"}, initializeBody, http.StatusForbidden},
 		{"cross-origin browser", map[string]string{"Authorization": "Bearer " + good, "Origin": "https://attacker.example"}, initializeBody, http.StatusForbidden},
 		{"cross-site fetch", map[string]string{"Authorization": "Bearer " + good, "Sec-Fetch-Site": "cross-site"}, initializeBody, http.StatusForbidden},
-		{"oversized body", map[string]string{"Authorization": "Bearer " + good}, `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("a", maxBody) + `"}}`, http.StatusRequestEntityTooLarge},
+		{"oversized body", map[string]string{"Authorization": "Bearer " + good}, `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("a", httpapi.MaxBody) + `"}}`, http.StatusRequestEntityTooLarge},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if resp := postMCP(t, g.base, tt.body, tt.header); resp.StatusCode != tt.status {

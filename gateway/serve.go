@@ -12,15 +12,15 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/crypto/ssh"
-
-	"github.com/airlockgw/airlock/auditchain"
+	"github.com/airlockgw/airlock/deploy/securefile"
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/config"
+	"github.com/airlockgw/airlock/gateway/httpapi"
 )
 
 // localListener is the agents' Unix socket: a private directory, the
 // control file with the local token, and the connections made with it (so
-// that rotating the token can cut them).
+// that rotating the token can cut them). It is the API's httpapi.Local.
 type localListener struct {
 	s    *Server
 	path string
@@ -34,15 +34,17 @@ type localListener struct {
 	conns map[net.Conn]struct{}
 }
 
-func (l *localListener) currentToken() localToken {
+// ValidToken reports, in constant time, whether token is the local token.
+func (l *localListener) ValidToken(token string) bool {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.token
+	t := l.token
+	l.mu.Unlock()
+	return t.equal(token)
 }
 
-// rotate publishes a new local token and cuts every open local connection:
+// Rotate publishes a new local token and cuts every open local connection:
 // whoever held the old token must read the new one.
-func (l *localListener) rotate(ctx context.Context) error {
+func (l *localListener) Rotate(ctx context.Context) error {
 	tok, err := newLocalToken()
 	if err != nil {
 		return err
@@ -55,7 +57,7 @@ func (l *localListener) rotate(ctx context.Context) error {
 	conns := l.conns
 	l.conns = map[net.Conn]struct{}{}
 	l.mu.Unlock()
-	if _, err := l.s.record(ctx, "", "", tokenRotated{ConnectionsCut: int64(len(conns))}); err != nil {
+	if err := l.s.eng.RecordTokenRotated(ctx, len(conns)); err != nil {
 		l.s.log.Error("recording the token rotation", "error", err)
 	}
 	// Cut after this response is written: the rotating connection is one
@@ -95,7 +97,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		return fail(err)
 	}
 	dir := filepath.Dir(s.cfg.Listen.Socket)
-	if err := privateDir(dir, gid); err != nil {
+	if err := securefile.PrivateDir(dir, gid); err != nil {
 		return fail(err)
 	}
 	tok, err := newLocalToken()
@@ -106,16 +108,19 @@ func (s *Server) Serve(ctx context.Context) error {
 	if err != nil {
 		return fail(err)
 	}
-	l := &localListener{s: s, path: s.cfg.Listen.Socket, dir: dir, gid: gid, ln: uln, token: tok, conns: map[net.Conn]struct{}{}}
+	l := s.local
+	l.path, l.dir, l.gid, l.ln, l.conns = s.cfg.Listen.Socket, dir, gid, uln, map[net.Conn]struct{}{}
+	l.mu.Lock()
+	l.token = tok
+	l.mu.Unlock()
 	if err := writeControl(dir, gid, api.Control{Socket: l.path, Token: tok.hex}); err != nil {
 		uln.Close()
 		return fail(err)
 	}
-	s.local = l
-	handler := s.router()
+	handler := s.handler
 	l.srv = &http.Server{
 		Handler:           handler,
-		ConnContext:       withPeerCred,
+		ConnContext:       httpapi.ConnContext,
 		ConnState:         l.track,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
@@ -154,7 +159,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		s.log.Info("listening", "http", s.httpAddr, "tls", useTLS)
 	}
 	s.log.Info("gateway ready")
-	close(s.ready)
+	s.readyOnce.Do(func() { close(s.ready) })
 
 	var serveErr error
 	select {
@@ -163,7 +168,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 
 	// Stop accepting; let in-flight actions finish within the grace.
-	s.draining.Store(true)
+	s.eng.Drain()
 	s.log.Info("stopping: waiting for in-flight actions", "grace", s.grace)
 	graceCtx, cancel := context.WithTimeout(context.Background(), s.grace)
 	defer cancel()
@@ -171,15 +176,14 @@ func (s *Server) Serve(ctx context.Context) error {
 	for _, hs := range servers {
 		swg.Go(func() { hs.Shutdown(graceCtx) })
 	}
-	done := make(chan struct{})
-	go func() { s.actionsWG.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-s.eng.Idle():
 	case <-graceCtx.Done():
 		s.log.Warn("grace over: cancelling in-flight actions")
 	}
-	s.cancelBase()
-	s.actionsWG.Wait()
+	// Cancel what still runs and wait for its outcome, so that its caller
+	// gets the answer before the listeners close.
+	s.eng.Cancel()
 	for _, hs := range servers {
 		hs.Close()
 	}
@@ -196,6 +200,8 @@ func (s *Server) Serve(ctx context.Context) error {
 }
 
 func (s *Server) httpServer(h http.Handler) (*http.Server, net.Listener, error) {
+	// The gateway's own listener problems say "gateway:"; the API's are
+	// httpapi's.
 	hs := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -209,7 +215,7 @@ func (s *Server) httpServer(h http.Handler) (*http.Server, net.Listener, error) 
 		return nil, nil, fmt.Errorf("gateway: listen.http: %w", err)
 	}
 	if s.cfg.Listen.TLSCert != "" {
-		if err := CheckSecretFile(s.cfg.Listen.TLSKey); err != nil {
+		if err := securefile.CheckSecret(s.cfg.Listen.TLSKey, nil, -1); err != nil {
 			ln.Close()
 			return nil, nil, err
 		}
@@ -220,7 +226,7 @@ func (s *Server) httpServer(h http.Handler) (*http.Server, net.Listener, error) 
 		}
 		hs.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 		ln = tls.NewListener(ln, hs.TLSConfig)
-	} else if host, _, _ := net.SplitHostPort(ln.Addr().String()); !isLoopback(host) {
+	} else if host, _, _ := net.SplitHostPort(ln.Addr().String()); !config.IsLoopback(host) {
 		// The configuration check refuses this; never serve it anyway.
 		ln.Close()
 		return nil, nil, fmt.Errorf("gateway: listen.http %s is not loopback and has no TLS", s.cfg.Listen.HTTP)
@@ -228,28 +234,25 @@ func (s *Server) httpServer(h http.Handler) (*http.Server, net.Listener, error) 
 	return hs, ln, nil
 }
 
-// verifyAudit verifies this gateway's own chain with its own verifier key
-// and checkpoints.log, for the reviewer's audit status.
-func (s *Server) verifyAudit(ctx context.Context, vo auditchain.VerifyOptions) (*auditchain.Report, error) {
-	key, err := auditchain.ParseVerifierKey(s.alog.VerifierKey())
+// uiBase is the pages' base URL as the HTTP listener serves them, "" when
+// there is none.
+func (s *Server) uiBase() string {
+	addr := s.HTTPAddr()
+	if addr == "" {
+		return ""
+	}
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, err
+		return ""
 	}
-	vo.Path = filepath.Join(s.cfg.StateDir, "audit.db")
-	vo.Key = key
-	if notes, err := auditchain.ReadTrustedNotes(filepath.Join(s.cfg.StateDir, "checkpoints.log")); err == nil {
-		vo.Trusted = notes
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		if h, err := os.Hostname(); err == nil {
+			host = h
+		}
 	}
-	return auditchain.Verify(ctx, vo)
+	scheme := "http"
+	if s.cfg.Listen.TLSCert != "" {
+		scheme = "https"
+	}
+	return scheme + "://" + net.JoinHostPort(host, port)
 }
-
-// Ready is closed when Serve is listening.
-func (s *Server) Ready() <-chan struct{} { return s.ready }
-
-// HTTPAddr is the HTTP listener's address once Ready is closed ("" when
-// there is none).
-func (s *Server) HTTPAddr() string { return s.httpAddr }
-
-func fingerprint(k ssh.PublicKey) string { return ssh.FingerprintSHA256(k) }
-
-func osGeteuid() int { return os.Geteuid() }

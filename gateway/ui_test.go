@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/airlockgw/airlock/sshexec"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/chromedp/chromedp"
 
@@ -30,6 +31,8 @@ import (
 	"github.com/airlockgw/airlock/approvals/clocktest"
 	"github.com/airlockgw/airlock/auditchain"
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/config"
+	"github.com/airlockgw/airlock/gateway/notify"
 	"github.com/airlockgw/airlock/gateway/web"
 	"github.com/airlockgw/airlock/gateway/web/webtest"
 )
@@ -61,7 +64,7 @@ func (g *testGateway) pendingFor(cmd string) approvals.Request {
 	g.t.Helper()
 	deadline := time.Now().Add(patience)
 	for time.Now().Before(deadline) {
-		reqs, err := g.srv.store.Pending(context.Background())
+		reqs, err := g.srv.eng.Pending(context.Background())
 		if err != nil {
 			g.t.Fatal(err)
 		}
@@ -226,7 +229,7 @@ func TestUIOutputReadIsAudited(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(page), "secret-output") {
 		t.Fatalf("output page: status %d, output missing", resp.StatusCode)
 	}
-	recs, err := g.srv.alog.Reader().ActionEntries(context.Background(), r.a.ID)
+	recs, err := g.srv.eng.AuditReader().ActionEntries(context.Background(), r.a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +249,7 @@ func TestUIOutputReadIsAudited(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	recs2, _ := g.srv.alog.Reader().ActionEntries(context.Background(), r.a.ID)
+	recs2, _ := g.srv.eng.AuditReader().ActionEntries(context.Background(), r.a.ID)
 	if resp.StatusCode != http.StatusForbidden || len(recs2) != len(recs) {
 		t.Errorf("a CSRF-less read: status %d, %d new entries", resp.StatusCode, len(recs2)-len(recs))
 	}
@@ -339,13 +342,13 @@ func TestUIWebhookNotifies(t *testing.T) {
 		if c.header.Get("Content-Type") != "application/json" || c.header.Get("X-Airlock-Delivery") == "" {
 			t.Errorf("%s: headers %v", name, c.header)
 		}
-		for _, secretish := range []string{secret, "hunter2", cmd, testPassword, g.srv.local.currentToken().hex} {
+		for _, secretish := range []string{secret, "hunter2", cmd, testPassword, g.srv.local.token.hex} {
 			if strings.Contains(string(c.body), secretish) || strings.Contains(fmt.Sprint(c.header), secretish) {
 				t.Errorf("%s: the notification carries %q", name, secretish)
 			}
 		}
 	}
-	var n notification
+	var n notify.Notification
 	if err := json.Unmarshal(req.body, &n); err != nil {
 		t.Fatal(err)
 	}
@@ -478,7 +481,7 @@ func TestUIBrowser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range []string{cmd, "box-call", s.User, fingerprint(s.CurrentHostKey()), "remote:deploy-bot@127.0.0.1", fmt.Sprintf("%x", q.Digest[:]), "call: approving lets exactly this command run once"} {
+		for _, want := range []string{cmd, "box-call", s.User, ssh.FingerprintSHA256(s.CurrentHostKey()), "remote:deploy-bot@127.0.0.1", fmt.Sprintf("%x", q.Digest[:]), "call: approving lets exactly this command run once"} {
 			if !strings.Contains(card, want) {
 				t.Errorf("the card lacks %q", want)
 			}
@@ -533,7 +536,7 @@ func TestUIBrowser(t *testing.T) {
 		if r := <-res; r.err != nil || !r.a.Success() {
 			t.Fatalf("first action: %+v %v", r.a, r.err)
 		}
-		run, err := g.srv.store.Run(ctx, q.RunID)
+		run, err := g.srv.eng.Run(ctx, q.RunID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -544,7 +547,7 @@ func TestUIBrowser(t *testing.T) {
 		if err != nil || !a.Success() || a.Approval.ID != string(q.ID) {
 			t.Fatalf("the run's next action: %+v %v", a, err)
 		}
-		if p, _ := g.srv.store.Pending(ctx); len(p) != 0 {
+		if p, _ := g.srv.eng.Pending(ctx); len(p) != 0 {
 			t.Errorf("the approved run asked again: %d pending", len(p))
 		}
 	})
@@ -612,7 +615,7 @@ func TestUIBrowser(t *testing.T) {
 		if err != nil || status != http.StatusForbidden {
 			t.Errorf("POST without the CSRF token: %d %v, want 403", status, err)
 		}
-		if got, _ := g.srv.store.Request(ctx, q.ID); got.Status != approvals.StatusPending {
+		if got, _ := g.srv.eng.Request(ctx, q.ID); got.Status != approvals.StatusPending {
 			t.Errorf("the request is %s after a refused POST", got.Status)
 		}
 		// Approving twice: once here, then from a second tab of the same
@@ -673,7 +676,7 @@ func TestUIBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		page, _ := webtest.Eval[string](tab, `document.querySelector('main').textContent`)
-		for _, want := range []string{"exited", fingerprint(s.CurrentHostKey()), "action.requested", "action.connecting", "action.finished", "approve by " + testReviewer} {
+		for _, want := range []string{"exited", ssh.FingerprintSHA256(s.CurrentHostKey()), "action.requested", "action.connecting", "action.finished", "approve by " + testReviewer} {
 			if !strings.Contains(page, want) {
 				t.Errorf("the action page lacks %q", want)
 			}
@@ -686,7 +689,7 @@ func TestUIBrowser(t *testing.T) {
 			t.Errorf("output section %q", out)
 		}
 		webtest.Screenshot(t, tab, "", "action-page.png", screenshotDir())
-		recs, _ := g.srv.alog.Reader().ActionEntries(ctx, approvedCall.ID)
+		recs, _ := g.srv.eng.AuditReader().ActionEntries(ctx, approvedCall.ID)
 		if last := recs[len(recs)-1]; last.Kind != auditchain.KindOutputRead {
 			t.Errorf("last entry of the action is %s, want output.read", last.Kind)
 		}
@@ -725,7 +728,7 @@ func TestUIBrowserExpiredCard(t *testing.T) {
 	// machine is still loading the page.
 	clk := clocktest.New(time.Now())
 	g := startGateway(t, s, gwOptions{
-		mutate:  func(c *Config) { c.Approval.Timeout = 3 * time.Second },
+		mutate:  func(c *config.Config) { c.Approval.Timeout = 3 * time.Second },
 		options: func(o *Options) { o.clock = clk },
 	})
 	tab := webtest.Tab(t, browser)
@@ -743,7 +746,7 @@ func TestUIBrowserExpiredCard(t *testing.T) {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(patience); ; time.Sleep(50 * time.Millisecond) {
-		if got, _ := g.srv.store.Request(context.Background(), q.ID); got.Status == approvals.StatusExpired {
+		if got, _ := g.srv.eng.Request(context.Background(), q.ID); got.Status == approvals.StatusExpired {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -792,7 +795,7 @@ func TestUIDecisionBoundToTheShownDigest(t *testing.T) {
 	if page := decide(fmt.Sprintf("%x", other[:])); !strings.Contains(page, "its digest differs") {
 		t.Error("a decision for another digest was not refused clearly")
 	}
-	if got, _ := g.srv.store.Request(context.Background(), q.ID); got.Status != approvals.StatusPending {
+	if got, _ := g.srv.eng.Request(context.Background(), q.ID); got.Status != approvals.StatusPending {
 		t.Fatalf("after a decision with the wrong digest the request is %s", got.Status)
 	}
 	if page := decide(fmt.Sprintf("%x", q.Digest[:])); !strings.Contains(page, "Approved call "+string(q.ID)) {
@@ -818,7 +821,7 @@ func TestUIWebhookRefusesAnExposedSecret(t *testing.T) {
 	if r := <-res; r.err != nil || !r.a.Success() {
 		t.Fatalf("action: %+v %v (notifications off must not stop the gateway)", r.a, r.err)
 	}
-	time.Sleep(2 * notifyPoll)
+	time.Sleep(2 * notify.Poll)
 	hook.mu.Lock()
 	defer hook.mu.Unlock()
 	if len(hook.calls) != 0 {

@@ -18,7 +18,7 @@ import (
 	"strings"
 
 	"github.com/airlockgw/airlock/auditchain"
-	"github.com/airlockgw/airlock/gateway"
+	"github.com/airlockgw/airlock/gateway/config"
 )
 
 // Exit codes of "airlock audit verify" (contract): intact, damage found,
@@ -138,13 +138,13 @@ func (f *auditFlags) resolveDB() error {
 			f.db, f.dbFrom = filepath.Join(dir, "audit.db"), "$AIRLOCK_STATE_DIR"
 			return nil
 		}
-		path = gateway.ConfigPath("")
+		path = config.Path("")
 		if _, err := os.Stat(path); err != nil {
 			f.db = "audit.db"
 			return nil
 		}
 	}
-	cfg, err := gateway.LoadConfig(path)
+	cfg, err := config.Load(path)
 	if err != nil {
 		return explainConfig(err, f.config)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/airlockgw/airlock/auditchain"
 	"github.com/airlockgw/airlock/gateway"
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/gateway/demo"
 	"github.com/airlockgw/airlock/sshexec"
 )
@@ -41,7 +42,7 @@ type demoEnv struct {
 	link     string
 	target   *demo.Target
 	srv      *gateway.Server
-	cfg      *gateway.Config
+	cfg      *config.Config
 	stop     context.CancelFunc
 	served   chan error
 }
@@ -170,7 +171,7 @@ target "demo" {
 	if err := os.WriteFile(env.cfgFile, []byte(src), 0o600); err != nil {
 		return nil, err
 	}
-	env.cfg, err = gateway.LoadConfig(env.cfgFile)
+	env.cfg, err = config.Load(env.cfgFile)
 	if err != nil {
 		return nil, err
 	}

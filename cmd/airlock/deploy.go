@@ -13,7 +13,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/airlockgw/airlock/deploy"
-	"github.com/airlockgw/airlock/gateway"
+	"github.com/airlockgw/airlock/gateway/config"
 )
 
 func init() {
@@ -64,7 +64,7 @@ run "airlock hosts VERB --help" for a verb's flags
 `
 
 // caFile is where the gateway CA's private key lives.
-func caFile(cfg *gateway.Config) string { return filepath.Join(cfg.StateDir, "keys", "ca") }
+func caFile(cfg *config.Config) string { return filepath.Join(cfg.StateDir, "keys", "ca") }
 
 func deployAuthorizedKeys(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("airlock deploy authorized-keys", "airlock deploy authorized-keys --target T --account A [--command CMD] [--from CIDR] [--legacy] [--config FILE]", stderr)
@@ -80,7 +80,7 @@ func deployAuthorizedKeys(args []string, stdout, stderr io.Writer) int {
 	if *target == "" || *account == "" {
 		return failf(stderr, "--target and --account are required")
 	}
-	cfg, err := gateway.LoadAdminConfig(gateway.ConfigPath(*cfgPath))
+	cfg, err := config.LoadAdmin(config.Path(*cfgPath))
 	if err != nil {
 		return failf(stderr, "%v", explainConfig(err, *cfgPath))
 	}
@@ -95,7 +95,7 @@ func deployAuthorizedKeys(args []string, stdout, stderr io.Writer) int {
 	cred := cfg.Credentials[a.Credential]
 	var key ssh.PublicKey
 	if cred.CA {
-		ca, err := gateway.LoadCA(cfg, cred)
+		ca, err := config.LoadCA(cfg, cred)
 		if err != nil {
 			return failf(stderr, "the account uses the gateway CA: %v", err)
 		}
@@ -158,7 +158,7 @@ func runCA(verb string, args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args, stdout); !ok {
 		return code
 	}
-	cfg, err := gateway.LoadAdminConfig(gateway.ConfigPath(*cfgPath))
+	cfg, err := config.LoadAdmin(config.Path(*cfgPath))
 	if err != nil {
 		return failf(stderr, "%v", explainConfig(err, *cfgPath))
 	}
@@ -237,7 +237,7 @@ func hostsPin(args []string, stdout, stderr io.Writer) int {
 	if err := checkFingerprint(*fp); err != nil {
 		return usageErrorf(stderr, "%v", err)
 	}
-	res, err := deploy.Pin(ctx, deploy.PinOptions{ConfigFile: gateway.ConfigPath(*cfgPath), Target: target, Fingerprint: *fp, KnownHostsFile: *kh})
+	res, err := deploy.Pin(ctx, deploy.PinOptions{ConfigFile: config.Path(*cfgPath), Target: target, Fingerprint: *fp, KnownHostsFile: *kh})
 	if err != nil {
 		if errors.Is(err, deploy.ErrFingerprintNotOffered) {
 			return failf(stderr, "%v: the server of target %s does not offer that key; do not pin anything until you know why", err, target)

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/airlockgw/airlock/gateway"
+	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
 
@@ -42,7 +42,7 @@ target "box" {
 		t.Fatal(err)
 	}
 	// Not pinned yet: the gateway refuses this configuration.
-	if _, err := gateway.LoadConfig(cfgFile); err == nil {
+	if _, err := config.Load(cfgFile); err == nil {
 		t.Fatal("a target without host keys was accepted")
 	}
 
@@ -93,7 +93,7 @@ target "box" {
 	if code, out, errs := runCLI(t, "hosts", "pin", "box", "--config", cfgFile, "--fingerprint", fp); code != 0 {
 		t.Fatalf("hosts pin: %d %q %s", code, out, errs)
 	}
-	cfg, err := gateway.LoadConfig(cfgFile)
+	cfg, err := config.Load(cfgFile)
 	if err != nil {
 		t.Fatalf("after pinning, the configuration does not load: %v", err)
 	}

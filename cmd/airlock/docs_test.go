@@ -18,7 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/crypto/ssh"
 
-	"github.com/airlockgw/airlock/gateway"
+	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
 
@@ -319,7 +319,7 @@ func TestDocsREADME(t *testing.T) {
 
 // quickstartHTTP is the gateway's default HTTP listener, which the
 // quickstart's configuration leaves as it is.
-const quickstartHTTP = gateway.DefaultHTTPAddr
+const quickstartHTTP = config.DefaultHTTPAddr
 
 func TestDocsQuickstart(t *testing.T) {
 	const page = "docs/quickstart.md"

@@ -11,8 +11,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/airlockgw/airlock/gateway"
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/config"
 )
 
 func init() {
@@ -36,9 +36,9 @@ func localSocket(cfgPath string) (string, error) {
 	if s := os.Getenv("AIRLOCK_SOCKET"); s != "" {
 		return s, nil
 	}
-	path := gateway.ConfigPath(cfgPath)
+	path := config.Path(cfgPath)
 	if _, err := os.Stat(path); err == nil || cfgPath != "" {
-		cfg, err := gateway.LoadConfig(path)
+		cfg, err := config.Load(path)
 		if err != nil {
 			return "", explainConfig(err, cfgPath)
 		}

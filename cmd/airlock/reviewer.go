@@ -20,8 +20,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlockgw/airlock/approvals"
-	"github.com/airlockgw/airlock/gateway"
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/config"
 )
 
 func init() {
@@ -68,7 +68,7 @@ verbs:
 const reviewerConnection = `Every verb signs in to the gateway's HTTP API as a reviewer:
   --url URL        the gateway; default: $AIRLOCK_URL, else the listen.http
                    of the configuration named by --config FILE or
-                   $AIRLOCK_CONFIG, else http://` + gateway.DefaultHTTPAddr + `
+                   $AIRLOCK_CONFIG, else http://` + config.DefaultHTTPAddr + `
   --reviewer NAME  default: $AIRLOCK_REVIEWER
 The password is read from the terminal, or from $AIRLOCK_PASSWORD_FILE.
 `
@@ -92,7 +92,7 @@ type reviewerFlags struct {
 
 func addReviewerFlags(fs *flag.FlagSet, withJSON bool) *reviewerFlags {
 	rf := &reviewerFlags{
-		url:    fs.String("url", "", "the gateway's HTTP `URL` (default: $AIRLOCK_URL, else the listen.http of --config, else http://"+gateway.DefaultHTTPAddr+")"),
+		url:    fs.String("url", "", "the gateway's HTTP `URL` (default: $AIRLOCK_URL, else the listen.http of --config, else http://"+config.DefaultHTTPAddr+")"),
 		name:   fs.String("reviewer", "", "reviewer `NAME` (default: $AIRLOCK_REVIEWER)"),
 		config: fs.String("config", "", "the gateway's configuration `FILE`, to find its HTTP listener when there is no --url or $AIRLOCK_URL (default: $AIRLOCK_CONFIG)"),
 	}
@@ -117,10 +117,10 @@ func (rf *reviewerFlags) resolveURL() (string, string, error) {
 		path = os.Getenv("AIRLOCK_CONFIG")
 	}
 	if path == "" {
-		return "http://" + gateway.DefaultHTTPAddr, "the default", nil
+		return "http://" + config.DefaultHTTPAddr, "the default", nil
 	}
 	// Only the listen block matters here: accept targets not pinned yet.
-	cfg, err := gateway.LoadAdminConfig(path)
+	cfg, err := config.LoadAdmin(path)
 	if err != nil {
 		return "", "", fmt.Errorf("finding the gateway's HTTP listener: %w", explainConfig(err, *rf.config))
 	}
@@ -133,7 +133,7 @@ func (rf *reviewerFlags) resolveURL() (string, string, error) {
 
 // listenerURL is where a client on this machine reaches the HTTP listener
 // of the gateway cfg configures.
-func listenerURL(cfg *gateway.Config) (string, error) {
+func listenerURL(cfg *config.Config) (string, error) {
 	if cfg.Listen.HTTP == "" {
 		return "", fmt.Errorf("the gateway in %s has no HTTP listener; reviewers use its HTTP API: add listen { http = ... } or pass --url", cfg.Path)
 	}

@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/airlockgw/airlock/gateway"
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/config"
 )
 
 // fakeGateway answers a reviewer's login, an empty approvals list and its
@@ -110,21 +110,21 @@ func TestReviewerConfigWithoutHTTPListener(t *testing.T) {
 func TestListenerURL(t *testing.T) {
 	tests := []struct {
 		name   string
-		listen gateway.ListenConfig
+		listen config.Listen
 		want   string // "" for an error
 	}{
-		{"loopback", gateway.ListenConfig{HTTP: "127.0.0.1:7422"}, "http://127.0.0.1:7422"},
-		{"TLS", gateway.ListenConfig{HTTP: "gw.example.com:443", TLSCert: "c", TLSKey: "k"}, "https://gw.example.com:443"},
-		{"IPv4 wildcard", gateway.ListenConfig{HTTP: "0.0.0.0:8443", TLSCert: "c", TLSKey: "k"}, "https://127.0.0.1:8443"},
-		{"IPv6 wildcard", gateway.ListenConfig{HTTP: "[::]:8443", TLSCert: "c", TLSKey: "k"}, "https://[::1]:8443"},
-		{"empty host", gateway.ListenConfig{HTTP: ":8443", TLSCert: "c", TLSKey: "k"}, "https://127.0.0.1:8443"},
-		{"IPv6 loopback", gateway.ListenConfig{HTTP: "[::1]:7422"}, "http://[::1]:7422"},
-		{"no HTTP listener", gateway.ListenConfig{}, ""},
-		{"port chosen at start", gateway.ListenConfig{HTTP: "127.0.0.1:0"}, ""},
+		{"loopback", config.Listen{HTTP: "127.0.0.1:7422"}, "http://127.0.0.1:7422"},
+		{"TLS", config.Listen{HTTP: "gw.example.com:443", TLSCert: "c", TLSKey: "k"}, "https://gw.example.com:443"},
+		{"IPv4 wildcard", config.Listen{HTTP: "0.0.0.0:8443", TLSCert: "c", TLSKey: "k"}, "https://127.0.0.1:8443"},
+		{"IPv6 wildcard", config.Listen{HTTP: "[::]:8443", TLSCert: "c", TLSKey: "k"}, "https://[::1]:8443"},
+		{"empty host", config.Listen{HTTP: ":8443", TLSCert: "c", TLSKey: "k"}, "https://127.0.0.1:8443"},
+		{"IPv6 loopback", config.Listen{HTTP: "[::1]:7422"}, "http://[::1]:7422"},
+		{"no HTTP listener", config.Listen{}, ""},
+		{"port chosen at start", config.Listen{HTTP: "127.0.0.1:0"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := listenerURL(&gateway.Config{Path: "airlock.hcl", Listen: tt.listen})
+			got, err := listenerURL(&config.Config{Path: "airlock.hcl", Listen: tt.listen})
 			if (err != nil) != (tt.want == "") || got != tt.want {
 				t.Errorf("listenerURL(%+v) = %q, %v; want %q", tt.listen, got, err, tt.want)
 			}

@@ -16,7 +16,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/airlockgw/airlock/deploy/securefile"
 	"github.com/airlockgw/airlock/gateway"
+	"github.com/airlockgw/airlock/gateway/config"
 )
 
 func init() {
@@ -122,10 +124,10 @@ func usageErrorf(stderr io.Writer, format string, args ...any) int {
 }
 
 // loadConfig loads the configuration and prints every problem found.
-func loadConfig(path string, stderr io.Writer) (*gateway.Config, bool) {
-	cfg, err := gateway.LoadConfig(gateway.ConfigPath(path))
+func loadConfig(path string, stderr io.Writer) (*config.Config, bool) {
+	cfg, err := config.Load(config.Path(path))
 	if err != nil {
-		var ce *gateway.ConfigError
+		var ce *config.Error
 		if errors.As(err, &ce) {
 			for _, p := range ce.Problems {
 				fmt.Fprintln(stderr, p)
@@ -144,7 +146,7 @@ func loadConfig(path string, stderr io.Writer) (*gateway.Config, bool) {
 // the --config flag's value.
 func explainConfig(err error, flag string) error {
 	var pe *fs.PathError
-	if !errors.As(err, &pe) || !errors.Is(pe.Err, fs.ErrNotExist) || !samePath(pe.Path, gateway.ConfigPath(flag)) {
+	if !errors.As(err, &pe) || !errors.Is(pe.Err, fs.ErrNotExist) || !samePath(pe.Path, config.Path(flag)) {
 		return err
 	}
 	switch {
@@ -162,7 +164,7 @@ func samePath(a, b string) bool {
 	return errA == nil && errB == nil && a == b
 }
 
-func newLogger(cfg *gateway.Config, stderr io.Writer) hclog.Logger {
+func newLogger(cfg *config.Config, stderr io.Writer) hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{
 		Name:       "airlock",
 		Level:      hclog.LevelFromString(cfg.LogLevel),
@@ -214,7 +216,7 @@ func configCheck(args []string, stdout, stderr io.Writer) int {
 	for _, name := range sortedKeys(cfg.Credentials) {
 		c := cfg.Credentials[name]
 		if c.CA {
-			if _, err := gateway.LoadCA(cfg, c); err != nil {
+			if _, err := config.LoadCA(cfg, c); err != nil {
 				fmt.Fprintf(stderr, "%s: %v\n", cfg.Path, err)
 				problems++
 			}
@@ -223,7 +225,7 @@ func configCheck(args []string, stdout, stderr io.Writer) int {
 			}
 			continue
 		}
-		if _, err := gateway.LoadSigner(c); err != nil {
+		if _, err := config.LoadSigner(c); err != nil {
 			fmt.Fprintf(stderr, "%s: %v\n", cfg.Path, err)
 			problems++
 		}
@@ -232,7 +234,7 @@ func configCheck(args []string, stdout, stderr io.Writer) int {
 		// The gateway would start, without notifications: a warning, so
 		// that the exit status still says whether it would start (the
 		// systemd unit runs this check before every start).
-		if err := gateway.CheckSecretFile(n.SecretFile); err != nil {
+		if err := securefile.CheckSecret(n.SecretFile, nil, -1); err != nil {
 			fmt.Fprintf(stderr, "%s: warning: notify.secret_file: %v; notifications would be off\n", cfg.Path, err)
 		} else if b, err := os.ReadFile(n.SecretFile); err != nil || len(strings.TrimSpace(string(b))) == 0 {
 			fmt.Fprintf(stderr, "%s: warning: notify.secret_file %s is empty or unreadable: notifications would be off\n", cfg.Path, n.SecretFile)

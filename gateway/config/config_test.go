@@ -1,4 +1,4 @@
-package gateway
+package config
 
 import (
 	"errors"
@@ -71,17 +71,17 @@ target "db" {
 `
 
 func TestParseConfigContractExample(t *testing.T) {
-	cfg, err := ParseConfig([]byte(contractExample), "/etc/airlock/airlock.hcl")
+	cfg, err := Parse([]byte(contractExample), "/etc/airlock/airlock.hcl")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.StateDir != "/var/lib/airlock" || cfg.Listen.Socket != "/run/airlock/airlock.sock" || cfg.Listen.HTTP != "127.0.0.1:7422" {
 		t.Errorf("top level: %+v %+v", cfg.StateDir, cfg.Listen)
 	}
-	if diff := cmp.Diff(ApprovalConfig{Timeout: 120 * time.Second, RunTTL: time.Hour, MaxRunTTL: 8 * time.Hour}, cfg.Approval); diff != "" {
+	if diff := cmp.Diff(Approval{Timeout: 120 * time.Second, RunTTL: time.Hour, MaxRunTTL: 8 * time.Hour}, cfg.Approval); diff != "" {
 		t.Errorf("approval (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(AuditConfig{CheckpointEntries: 100, CheckpointInterval: 30 * time.Second, WitnessCommand: "/usr/local/bin/push-checkpoint"}, cfg.Audit); diff != "" {
+	if diff := cmp.Diff(Audit{CheckpointEntries: 100, CheckpointInterval: 30 * time.Second, WitnessCommand: "/usr/local/bin/push-checkpoint"}, cfg.Audit); diff != "" {
 		t.Errorf("audit (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{"build-box", "db"}, cfg.TargetNames); diff != "" {
@@ -111,7 +111,7 @@ func TestParseConfigContractExample(t *testing.T) {
 
 func TestParseConfigDefaults(t *testing.T) {
 	t.Setenv("AIRLOCK_STATE_DIR", "/srv/airlock-state")
-	cfg, err := ParseConfig([]byte(`
+	cfg, err := Parse([]byte(`
 credential "k" { private_key_file = "k" }
 target "t" {
   address   = "127.0.0.1:2222"
@@ -227,10 +227,10 @@ target "t" {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseConfig([]byte(tt.src), "airlock.hcl")
-			var ce *ConfigError
+			_, err := Parse([]byte(tt.src), "airlock.hcl")
+			var ce *Error
 			if !errors.As(err, &ce) {
-				t.Fatalf("err = %v, want *ConfigError", err)
+				t.Fatalf("err = %v, want *Error", err)
 			}
 			var lines []int
 			for _, p := range ce.Problems {
@@ -252,7 +252,7 @@ func TestLoadConfigFile(t *testing.T) {
 	if err := os.WriteFile(f, []byte(contractExample), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := LoadConfig(f)
+	cfg, err := Load(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,10 +263,10 @@ func TestLoadConfigFile(t *testing.T) {
 	if err := os.WriteFile(big, []byte(strings.Repeat("#\n", maxConfigSize)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadConfig(big); err == nil {
+	if _, err := Load(big); err == nil {
 		t.Error("a config file over the size limit was accepted")
 	}
-	if _, err := LoadConfig(filepath.Join(dir, "missing.hcl")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := Load(filepath.Join(dir, "missing.hcl")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: err = %v, want os.ErrNotExist", err)
 	}
 }
@@ -276,13 +276,13 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("target \"x\" { address = \"a:1\" }"))
 	f.Add([]byte("listen { http = \"[::1]:1\" }"))
 	f.Fuzz(func(t *testing.T, src []byte) {
-		cfg, err := ParseConfig(src, "fuzz.hcl")
+		cfg, err := Parse(src, "fuzz.hcl")
 		if err == nil && cfg == nil {
 			t.Fatal("nil config without error")
 		}
-		var ce *ConfigError
+		var ce *Error
 		if err != nil && errors.As(err, &ce) && len(ce.Problems) == 0 {
-			t.Fatal("ConfigError without problems")
+			t.Fatal("Error without problems")
 		}
 	})
 }

@@ -1,11 +1,8 @@
-package gateway
+package engine
 
 import (
-	"net/http"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // metrics are the gateway's Prometheus metrics, in a registry of its own.
@@ -50,6 +47,7 @@ func newMetrics() *metrics {
 	return m
 }
 
-func (m *metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
-}
+// Metrics is the engine's Prometheus registry: actions by outcome, in
+// flight, approval waits, connection phases and audit appends, with the Go
+// and process collectors.
+func (e *Engine) Metrics() *prometheus.Registry { return e.metrics.reg }

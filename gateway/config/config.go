@@ -1,4 +1,4 @@
-package gateway
+package config
 
 import (
 	"crypto/sha256"
@@ -54,19 +54,19 @@ type Config struct {
 	LogFormat string // "text" or "json"
 	LogLevel  string
 
-	Listen   ListenConfig
-	Approval ApprovalConfig
-	Audit    AuditConfig
-	Notify   *NotifyConfig
+	Listen   Listen
+	Approval Approval
+	Audit    Audit
+	Notify   *Notify
 
 	// Credentials and Targets by name; TargetNames in file order.
-	Credentials map[string]*CredentialConfig
-	Targets     map[string]*TargetConfig
+	Credentials map[string]*Credential
+	Targets     map[string]*Target
 	TargetNames []string
 }
 
-// ListenConfig is the listen block.
-type ListenConfig struct {
+// Listen is the listen block.
+type Listen struct {
 	HTTP        string // "" disables the HTTP listener
 	TLSCert     string
 	TLSKey      string
@@ -74,15 +74,15 @@ type ListenConfig struct {
 	SocketGroup string
 }
 
-// ApprovalConfig is the approval block.
-type ApprovalConfig struct {
+// Approval is the approval block.
+type Approval struct {
 	Timeout   time.Duration
 	RunTTL    time.Duration
 	MaxRunTTL time.Duration
 }
 
-// AuditConfig is the audit block.
-type AuditConfig struct {
+// Audit is the audit block.
+type Audit struct {
 	// CheckpointEntries and CheckpointInterval: sign a checkpoint after
 	// this many entries and/or this much time; zero disables that trigger.
 	CheckpointEntries  int
@@ -90,14 +90,14 @@ type AuditConfig struct {
 	WitnessCommand     string
 }
 
-// NotifyConfig is the notify block (reviewer webhook).
-type NotifyConfig struct {
+// Notify is the notify block (reviewer webhook).
+type Notify struct {
 	URL        string
 	SecretFile string
 }
 
-// CredentialConfig is one credential block.
-type CredentialConfig struct {
+// Credential is one credential block.
+type Credential struct {
 	Name           string
 	PrivateKeyFile string
 	PassphraseFile string
@@ -108,20 +108,20 @@ type CredentialConfig struct {
 	SourceAddress string
 }
 
-// TargetConfig is one target block.
-type TargetConfig struct {
+// Target is one target block.
+type Target struct {
 	Name           string
 	Address        string
 	HostKeys       []ssh.PublicKey
 	KnownHostsFile string
 	DefaultAccount string
 	MaxParallel    int
-	Accounts       map[string]*AccountConfig
+	Accounts       map[string]*Account
 	AccountNames   []string
 }
 
-// AccountConfig is one account block of a target.
-type AccountConfig struct {
+// Account is one account block of a target.
+type Account struct {
 	Name       string
 	Credential string
 	Approval   approvals.Mode
@@ -140,23 +140,23 @@ const (
 	OutputNone OutputPolicy = "none" // nothing; sizes and digests only
 )
 
-// ConfigError is every problem found in a configuration file, each with its
+// Error is every problem found in a configuration file, each with its
 // file:line. LoadConfig returns it so that `airlock config check` can show
 // all of them at once.
-type ConfigError struct {
+type Error struct {
 	Problems []Problem
 }
 
 // Problem is one configuration problem at a place in a file.
 type Problem = hclcheck.Problem
 
-func (e *ConfigError) Error() string {
-	return hclcheck.Text("gateway: config", e.Problems)
+func (e *Error) Error() string {
+	return hclcheck.Text("config", e.Problems)
 }
 
-// ConfigPath returns the configuration file to use: flag if set, else
+// Path returns the configuration file to use: flag if set, else
 // $AIRLOCK_CONFIG, else ./airlock.hcl.
-func ConfigPath(flag string) string {
+func Path(flag string) string {
 	if flag != "" {
 		return flag
 	}
@@ -166,43 +166,43 @@ func ConfigPath(flag string) string {
 	return "airlock.hcl"
 }
 
-// LoadConfig reads, decodes and validates the configuration file at path.
-// Every problem found is reported in a *ConfigError with its file:line.
-func LoadConfig(path string) (*Config, error) {
+// Load reads, decodes and validates the configuration file at path.
+// Every problem found is reported in a *Error with its file:line.
+func Load(path string) (*Config, error) {
 	return loadConfig(path, false)
 }
 
-// LoadAdminConfig is LoadConfig for the administration verbs that come
+// LoadAdmin is Load for the administration verbs that come
 // before a target's host key is pinned (ca init, deploy authorized-keys,
 // hosts pin): it accepts targets without host_keys or known_hosts_file.
 // The gateway itself never starts from such a configuration.
-func LoadAdminConfig(path string) (*Config, error) {
+func LoadAdmin(path string) (*Config, error) {
 	return loadConfig(path, true)
 }
 
 func loadConfig(path string, allowUnpinned bool) (*Config, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, fmt.Errorf("gateway: config: %w", err)
+		return nil, fmt.Errorf("config: %w", err)
 	}
 	f, err := os.Open(abs)
 	if err != nil {
-		return nil, fmt.Errorf("gateway: config: %w", err)
+		return nil, fmt.Errorf("config: %w", err)
 	}
 	defer f.Close()
 	src, err := io.ReadAll(io.LimitReader(f, maxConfigSize+1))
 	if err != nil {
-		return nil, fmt.Errorf("gateway: config: read %s: %w", path, err)
+		return nil, fmt.Errorf("config: read %s: %w", path, err)
 	}
 	if len(src) > maxConfigSize {
-		return nil, fmt.Errorf("gateway: config: %s is larger than %d bytes", path, maxConfigSize)
+		return nil, fmt.Errorf("config: %s is larger than %d bytes", path, maxConfigSize)
 	}
 	return parseConfig(src, abs, allowUnpinned)
 }
 
-// ParseConfig decodes and validates configuration source; filename is used
+// Parse decodes and validates configuration source; filename is used
 // in messages and to resolve relative paths.
-func ParseConfig(src []byte, filename string) (*Config, error) {
+func Parse(src []byte, filename string) (*Config, error) {
 	return parseConfig(src, filename, false)
 }
 
@@ -223,8 +223,8 @@ func parseConfig(src []byte, filename string, allowUnpinned bool) (*Config, erro
 	cfg := &Config{
 		Path:        filename,
 		Digest:      hex.EncodeToString(sum[:]),
-		Credentials: map[string]*CredentialConfig{},
-		Targets:     map[string]*TargetConfig{},
+		Credentials: map[string]*Credential{},
+		Targets:     map[string]*Target{},
 	}
 	base := filepath.Dir(filename)
 	c.build(cfg, &raw, base)
@@ -315,7 +315,7 @@ func (c *checker) err() error {
 	if !c.Failed() {
 		return nil
 	}
-	return &ConfigError{Problems: c.Problems}
+	return &Error{Problems: c.Problems}
 }
 
 // require records a problem when a required attribute is missing (gohcl
@@ -524,14 +524,14 @@ func (c *checker) build(cfg *Config, raw *rawConfig, base string) {
 			switch {
 			case err != nil:
 				c.Errorf(l.HTTP.Range, `listen.http = %q is not host:port, e.g. "127.0.0.1:7422"`, cfg.Listen.HTTP)
-			case !isLoopback(host) && cfg.Listen.TLSCert == "":
+			case !IsLoopback(host) && cfg.Listen.TLSCert == "":
 				c.Errorf(l.HTTP.Range, "listen.http = %q is not a loopback address: set tls_cert and tls_key, or listen on 127.0.0.1", cfg.Listen.HTTP)
 			}
 		}
 	}
 
 	// approval.
-	cfg.Approval = ApprovalConfig{Timeout: DefaultApprovalTimeout, RunTTL: DefaultRunTTL, MaxRunTTL: DefaultMaxRunTTL}
+	cfg.Approval = Approval{Timeout: DefaultApprovalTimeout, RunTTL: DefaultRunTTL, MaxRunTTL: DefaultMaxRunTTL}
 	if a := raw.Approval; a != nil {
 		cfg.Approval.Timeout = c.duration(a.Timeout, DefaultApprovalTimeout, 24*time.Hour)
 		cfg.Approval.MaxRunTTL = c.duration(a.MaxRunTTL, DefaultMaxRunTTL, 30*24*time.Hour)
@@ -542,7 +542,7 @@ func (c *checker) build(cfg *Config, raw *rawConfig, base string) {
 	}
 
 	// audit.
-	cfg.Audit = AuditConfig{CheckpointEntries: DefaultCheckpointEntries, CheckpointInterval: DefaultCheckpointEvery}
+	cfg.Audit = Audit{CheckpointEntries: DefaultCheckpointEntries, CheckpointInterval: DefaultCheckpointEvery}
 	if a := raw.Audit; a != nil {
 		if a.CheckpointEvery != nil {
 			cfg.Audit.CheckpointEntries, cfg.Audit.CheckpointInterval = 0, 0
@@ -566,7 +566,7 @@ func (c *checker) build(cfg *Config, raw *rawConfig, base string) {
 
 	// notify.
 	if n := raw.Notify; n != nil && c.require(n.URL, n.DefRange, "notify.url") && c.require(n.SecretFile, n.DefRange, "notify.secret_file") {
-		cfg.Notify = &NotifyConfig{URL: c.str(n.URL, ""), SecretFile: c.path(n.SecretFile, base)}
+		cfg.Notify = &Notify{URL: c.str(n.URL, ""), SecretFile: c.path(n.SecretFile, base)}
 		if !strings.HasPrefix(cfg.Notify.URL, "https://") && !strings.HasPrefix(cfg.Notify.URL, "http://") {
 			c.Errorf(n.URL.Range, "notify.url must be an http:// or https:// URL")
 		}
@@ -582,7 +582,7 @@ func (c *checker) build(cfg *Config, raw *rawConfig, base string) {
 			c.Errorf(r.DefRange, "credential %q is defined twice", r.Name)
 			continue
 		}
-		cr := &CredentialConfig{
+		cr := &Credential{
 			Name:           r.Name,
 			PrivateKeyFile: c.path(r.PrivateKeyFile, base),
 			PassphraseFile: c.path(r.PassphraseFile, base),
@@ -621,13 +621,13 @@ func (c *checker) target(cfg *Config, r *rawTarget, base string) {
 	if !c.require(r.Address, r.DefRange, fmt.Sprintf("target %q: address", r.Name)) {
 		return
 	}
-	t := &TargetConfig{
+	t := &Target{
 		Name:           r.Name,
 		Address:        c.str(r.Address, ""),
 		KnownHostsFile: c.path(r.KnownHostsFile, base),
 		DefaultAccount: c.str(r.DefaultAccount, ""),
 		MaxParallel:    c.integer(r.MaxParallel, DefaultMaxParallel, 1, 1024),
-		Accounts:       map[string]*AccountConfig{},
+		Accounts:       map[string]*Account{},
 	}
 	if addr, err := deploy.SSHAddress(t.Address); err == nil {
 		t.Address = addr // port 22 for a host alone
@@ -658,7 +658,7 @@ func (c *checker) target(cfg *Config, r *rawTarget, base string) {
 			continue
 		}
 		c.require(ra.Credential, ra.DefRange, fmt.Sprintf("target %q account %q: credential", r.Name, ra.Name))
-		a := &AccountConfig{
+		a := &Account{
 			Name:       ra.Name,
 			Credential: c.str(ra.Credential, ""),
 			Approval:   approvals.ModeCall,
@@ -711,7 +711,8 @@ func names[V any](m map[string]V) string {
 	return strings.Join(out, ", ")
 }
 
-func isLoopback(host string) bool {
+// IsLoopback reports whether host is "localhost" or a loopback address.
+func IsLoopback(host string) bool {
 	if host == "localhost" {
 		return true
 	}

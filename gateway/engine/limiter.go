@@ -1,4 +1,4 @@
-package gateway
+package engine
 
 import (
 	"context"
@@ -61,18 +61,33 @@ func (l *limiter) prune(key string) []time.Time {
 	return h
 }
 
-// authFailed counts a failed credential against key and records it in the
+// AuthFailed counts a failed credential against key and records it in the
 // audit log — the first failure in the window and the one that blocks the
 // key, so that guessing shows in the record without an attacker being able
 // to make the gateway write (and fsync) once per guess. The guess itself
-// is never recorded.
-func (s *Server) authFailed(ctx context.Context, credential, key string) {
-	n := s.limiter.fail(key)
-	if n != 1 && n != s.limiter.max {
+// is never recorded. credential names what was presented
+// (reviewer_password, run_token, local_token, …).
+func (e *Engine) AuthFailed(ctx context.Context, credential, key string) {
+	n := e.limiter.fail(key)
+	if n != 1 && n != e.limiter.max {
 		return
 	}
-	if _, err := s.record(context.WithoutCancel(ctx), "", "",
-		authFailed{Credential: credential, Subject: key, Failures: int64(n), Blocked: n >= s.limiter.max}); err != nil {
-		s.log.Error("recording a failed credential", "error", err)
+	if _, err := e.record(context.WithoutCancel(ctx), "", "",
+		authFailed{Credential: credential, Subject: key, Failures: int64(n), Blocked: n >= e.limiter.max}); err != nil {
+		e.log.Error("recording a failed credential", "error", err)
 	}
+}
+
+// Blocked reports whether key has failed too often in the last minute:
+// whoever presents it waits.
+func (e *Engine) Blocked(key string) bool { return e.limiter.blocked(key) }
+
+// Count charges key one attempt without recording it (creating runs counts
+// toward an address's budget) and reports whether it was blocked already.
+func (e *Engine) Count(key string) (blocked bool) {
+	if e.limiter.blocked(key) {
+		return true
+	}
+	e.limiter.fail(key)
+	return false
 }

@@ -1,28 +1,31 @@
-package gateway
+package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
 	"reflect"
 	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/engine"
 )
 
 const (
-	// maxBody bounds every JSON request body.
-	maxBody = 256 << 10
+	// MaxBody bounds every JSON request body.
+	MaxBody = 256 << 10
 	// writeTimeout bounds each write to a client, so a client that stops
 	// reading cannot hold a handler forever.
 	writeTimeout = 30 * time.Second
@@ -35,7 +38,7 @@ const (
 // credentials presented.
 type principal struct {
 	local      bool
-	peer       PeerCred
+	peer       approvals.Peer
 	remoteAddr string
 	// runToken is the bearer token of an HTTP agent: identify checked that
 	// it is a run's; whether that run may still act is checked when used.
@@ -45,6 +48,11 @@ type principal struct {
 	isReviewer bool
 }
 
+// caller is the principal as an agent asking the engine.
+func (p *principal) caller() engine.Caller {
+	return engine.Caller{Local: p.local, Peer: p.peer, RunToken: p.runToken, RemoteAddr: p.remoteAddr}
+}
+
 type principalKey struct{}
 
 func principalFrom(ctx context.Context) *principal {
@@ -52,14 +60,50 @@ func principalFrom(ctx context.Context) *principal {
 	return p
 }
 
-// router is the API shared by the local socket and the HTTP listener.
-func (s *Server) router() http.Handler {
+// Local is the local socket's part of authentication: the token every
+// local connection presents, and its rotation.
+type Local interface {
+	// ValidToken reports, in constant time, whether token is the current
+	// local token.
+	ValidToken(token string) bool
+	// Rotate publishes a new local token and cuts the connections made
+	// with the old one.
+	Rotate(ctx context.Context) error
+}
+
+// Options configure the API's handler.
+type Options struct {
+	// Engine serves every request. Required.
+	Engine *engine.Engine
+	// Local authenticates local socket callers; nil refuses them all.
+	Local Local
+	// UI serves the reviewer pages under /ui/; nil: none.
+	UI http.Handler
+	// Version is the gateway's version, as MCP reports it.
+	Version string
+	// Logger receives the handler's log; nil discards.
+	Logger hclog.Logger
+}
+
+// server is the API over one engine.
+type server struct {
+	e     *engine.Engine
+	local Local
+	log   hclog.Logger
+	opts  Options
+}
+
+// New returns the API's handler: /v1, /mcp, /healthz, /metrics and the
+// pages under /ui, for both the local socket and the HTTP listener (the
+// socket's connections carry their peer credentials: see ConnContext).
+func New(o Options) http.Handler {
+	s := &server{e: o.Engine, local: o.Local, log: cmp.Or[hclog.Logger](o.Logger, hclog.NewNullLogger()), opts: o}
 	r := chi.NewRouter()
 	r.Use(s.recoverer, apiHeaders, s.identify)
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	r.Method(http.MethodGet, "/metrics", s.metrics.handler())
+	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.e.Metrics(), promhttp.HandlerOpts{}))
 	r.Handle("/mcp", s.mcpHandler())
 	r.Route("/v1", func(r chi.Router) {
 		r.Post("/login", s.handleLogin)
@@ -77,7 +121,9 @@ func (s *Server) router() http.Handler {
 		r.With(s.reviewerOnly).Get("/audit/verify", s.handleAuditVerify)
 		r.Post("/token/rotate", s.handleRotateToken)
 	})
-	r.Mount("/ui", s.uiHandler())
+	if o.UI != nil {
+		r.Mount("/ui", uiGuard(o.UI))
+	}
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, api.CodeNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
@@ -87,7 +133,7 @@ func (s *Server) router() http.Handler {
 	return r
 }
 
-func (s *Server) recoverer(next http.Handler) http.Handler {
+func (s *server) recoverer(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
 			if v := recover(); v != nil {
@@ -117,26 +163,26 @@ func apiHeaders(next http.Handler) http.Handler {
 // identify establishes the principal. On the local socket every request
 // must present the local token; the kernel's peer credentials say which
 // process it is. On HTTP a bearer token is a reviewer token or a run token.
-func (s *Server) identify(next http.Handler) http.Handler {
+func (s *server) identify(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := &principal{remoteAddr: r.RemoteAddr}
 		bearer, hasBearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if pc, ok := peerCredFrom(r.Context()); ok {
+		if pc, ok := peerFrom(r.Context()); ok {
 			p.local, p.peer = true, pc
 			key := fmt.Sprintf("uid:%d", pc.UID)
-			if s.limiter.blocked(key) {
+			if s.e.Blocked(key) {
 				writeError(w, http.StatusTooManyRequests, api.CodeRateLimited, "too many wrong local tokens; wait a minute")
 				return
 			}
-			if !hasBearer || s.local == nil || !s.local.currentToken().equal(bearer) {
-				s.authFailed(r.Context(), "local_token", key)
+			if !hasBearer || s.local == nil || !s.local.ValidToken(bearer) {
+				s.e.AuthFailed(r.Context(), "local_token", key)
 				s.log.Warn("local request with a wrong or missing token", "pid", pc.PID, "uid", pc.UID)
 				writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "the local token is missing or wrong; read it from the control file next to the socket")
 				return
 			}
 		} else if hasBearer {
 			tok := approvals.NewSecret(bearer)
-			rv, err := s.store.Accounts().VerifyToken(r.Context(), tok)
+			rv, err := s.e.VerifyToken(r.Context(), tok)
 			switch {
 			case err == nil:
 				p.reviewer, p.isReviewer = rv, true
@@ -148,14 +194,14 @@ func (s *Server) identify(next http.Handler) http.Handler {
 				// what it may still do (read, not act) is the endpoint's
 				// to say.
 				key := runTokenLimitKey(r)
-				if s.limiter.blocked(key) {
+				if s.e.Blocked(key) {
 					writeError(w, http.StatusTooManyRequests, api.CodeRateLimited, "too many invalid run tokens from this address; wait a minute")
 					return
 				}
-				_, rerr := s.store.ResolveRemote(r.Context(), tok)
+				_, rerr := s.e.ResolveRunToken(r.Context(), tok)
 				switch {
 				case invalidRunToken(rerr):
-					s.authFailed(r.Context(), "run_token", key)
+					s.e.AuthFailed(r.Context(), "run_token", key)
 					w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 					writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "the run token is not valid; create a run with POST /v1/runs")
 					return
@@ -167,8 +213,8 @@ func (s *Server) identify(next http.Handler) http.Handler {
 				}
 				p.runToken = tok
 			default:
-				key := "addr:" + hostOf(r.RemoteAddr)
-				s.authFailed(r.Context(), "reviewer_token", key)
+				key := "addr:" + engine.Host(r.RemoteAddr)
+				s.e.AuthFailed(r.Context(), "reviewer_token", key)
 				writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "the reviewer token is not valid; log in again")
 				return
 			}
@@ -186,18 +232,11 @@ func invalidRunToken(err error) bool {
 
 // runTokenLimitKey is the rate-limit key of run-token failures from r's
 // address, on every HTTP route.
-func runTokenLimitKey(r *http.Request) string { return "run-token:" + hostOf(r.RemoteAddr) }
-
-func hostOf(addr string) string {
-	if h, _, err := net.SplitHostPort(addr); err == nil {
-		return h
-	}
-	return addr
-}
+func runTokenLimitKey(r *http.Request) string { return "run-token:" + engine.Host(r.RemoteAddr) }
 
 // agent lets through the local socket's callers and HTTP callers with a run
 // token; never reviewers (a reviewer is not an agent) or anonymous callers.
-func (s *Server) agent(next http.Handler) http.Handler {
+func (s *server) agent(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := principalFrom(r.Context())
 		if !p.local && p.runToken.IsZero() {
@@ -208,7 +247,7 @@ func (s *Server) agent(next http.Handler) http.Handler {
 	})
 }
 
-func (s *Server) agentOrReviewer(next http.Handler) http.Handler {
+func (s *server) agentOrReviewer(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := principalFrom(r.Context())
 		if !p.local && p.runToken.IsZero() && !p.isReviewer {
@@ -221,7 +260,7 @@ func (s *Server) agentOrReviewer(next http.Handler) http.Handler {
 
 // reviewerOnly refuses every agent credential: the local token and run
 // tokens never reach reviewer endpoints.
-func (s *Server) reviewerOnly(next http.Handler) http.Handler {
+func (s *server) reviewerOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := principalFrom(r.Context())
 		switch {
@@ -232,6 +271,23 @@ func (s *Server) reviewerOnly(next http.Handler) http.Handler {
 		default:
 			writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "reviewer credentials required: POST /v1/login")
 		}
+	})
+}
+
+// uiGuard keeps agent credentials and API tokens away from the pages: the
+// local socket (whatever token it carries), run tokens and any
+// Authorization header are refused. The pages know reviewers only by the
+// session cookie of a browser that logged in through them.
+func uiGuard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := principalFrom(r.Context())
+		if p == nil || p.local || !p.runToken.IsZero() || p.isReviewer || r.Header.Get("Authorization") != "" {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(http.StatusForbidden)
+			fmt.Fprintln(w, "The reviewer pages take no agent credentials and no bearer tokens: open them in a browser on the HTTP listener and log in.")
+			return
+		}
+		next.ServeHTTP(w, r)
 	})
 }
 
@@ -250,7 +306,7 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 }
 
 // decodeJSON reads a JSON object body strictly: content type
-// application/json, at most maxBody bytes, exactly the field names of v's
+// application/json, at most MaxBody bytes, exactly the field names of v's
 // json tags (case-sensitive, each at most once), nothing after the object.
 // It writes the error response itself and returns false on failure.
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
@@ -259,11 +315,11 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 		writeError(w, http.StatusUnsupportedMediaType, api.CodeUnsupportedType, "send the body as application/json")
 		return false
 	}
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			writeError(w, http.StatusRequestEntityTooLarge, api.CodeTooLarge, fmt.Sprintf("the body is over %d bytes", maxBody))
+			writeError(w, http.StatusRequestEntityTooLarge, api.CodeTooLarge, fmt.Sprintf("the body is over %d bytes", MaxBody))
 		} else {
 			writeError(w, http.StatusBadRequest, api.CodeBadRequest, "reading the body: "+err.Error())
 		}

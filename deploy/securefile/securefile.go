@@ -1,0 +1,499 @@
+// Package securefile is airlock's one implementation of the rules for
+// files that hold secrets or that other users must not change: private
+// keys, the CA and checkpoint signing keys, passphrase and secret files,
+// the state databases, the local token's control file, authorized_keys
+// and known_hosts files, and the directories that hold them.
+//
+// The rules: a secret is a regular file owned by the current user (or
+// root) that nobody else may read or write; a file airlock writes is
+// replaced atomically (a temporary file in the same directory, given its
+// mode and owner first, checked, synced, renamed, the directory synced),
+// and is never published if its mode did not stick; a directory others
+// may write to is refused, never repaired, since what is already in it
+// cannot be trusted. Every refusal is an *Error naming the path, what is
+// wrong and the command that fixes it.
+//
+// It knows nothing of what the files are for. Every room that keeps files
+// (auditchain, approvals, deploy, the gateway) calls it rather than
+// checking modes itself.
+package securefile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Problem is why a file or directory is refused. The set is closed.
+type Problem uint8
+
+// The problems.
+const (
+	// WritableByOthers: group or other may write it (or, for a directory
+	// that is not sticky, replace what is in it).
+	WritableByOthers Problem = iota + 1
+	// ReadableByOthers: a secret that group or other may read (or has any
+	// other permission on).
+	ReadableByOthers
+	// WrongOwner: owned by someone other than the intended owner or root.
+	WrongOwner
+	// NotRegular: a symbolic link, device, directory or other non-regular
+	// file where a regular file belongs.
+	NotRegular
+	// NotDirectory: a file (or a symbolic link) where a directory belongs.
+	NotDirectory
+	// WrongMode: a directory airlock keeps whose mode is not the one it
+	// must have.
+	WrongMode
+	// ModeNotApplied: the file system did not keep the mode airlock set,
+	// so the file was not published.
+	ModeNotApplied
+)
+
+func (p Problem) String() string {
+	switch p {
+	case WritableByOthers:
+		return "writable by group or others"
+	case ReadableByOthers:
+		return "readable by group or others"
+	case WrongOwner:
+		return "owned by someone else"
+	case NotRegular:
+		return "not a regular file"
+	case NotDirectory:
+		return "not a directory"
+	case WrongMode:
+		return "not of the mode it must have"
+	case ModeNotApplied:
+		return "given a mode the file system did not keep"
+	}
+	return fmt.Sprintf("Problem(%d)", uint8(p))
+}
+
+// Error refuses a file or directory whose type, owner or mode would let
+// someone other than its owner (or root) change what airlock writes or
+// read what it keeps secret. Nothing was read or written when it is
+// returned.
+type Error struct {
+	Path    string
+	Problem Problem
+	// Mode and UID are what was found; WantUID is the intended owner and
+	// WantMode, for WrongMode and ModeNotApplied, the mode it must have.
+	Mode     fs.FileMode
+	UID      int
+	WantUID  int
+	WantMode fs.FileMode
+	// Secret marks a file others must not read either.
+	Secret bool
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("securefile: %s is %s (mode %04o, owner uid %d); refusing to use it; fix: %s",
+		e.Path, e.Problem, e.Mode.Perm(), e.UID, e.Fix())
+}
+
+// Fix is the command (or the change) that repairs the problem.
+func (e *Error) Fix() string {
+	switch e.Problem {
+	case WritableByOthers, ReadableByOthers:
+		if e.Secret {
+			return "chmod 600 " + e.Path
+		}
+		return "chmod go-w " + e.Path
+	case WrongOwner:
+		return fmt.Sprintf("chown %d %s", e.WantUID, e.Path)
+	case NotRegular:
+		return "replace " + e.Path + " with a regular file"
+	case NotDirectory:
+		return "rm " + e.Path
+	case WrongMode:
+		return fmt.Sprintf("chmod %o %s", e.WantMode.Perm(), e.Path)
+	case ModeNotApplied:
+		return "keep " + e.Path + " on a file system that keeps Unix permissions"
+	}
+	return "check " + e.Path
+}
+
+// Owner returns the owner and group of a file.
+func Owner(fi fs.FileInfo) (uid, gid int) {
+	st := fi.Sys().(*syscall.Stat_t)
+	return int(st.Uid), int(st.Gid)
+}
+
+// CheckSecret refuses a secret file that is not a regular file owned by
+// wantUID (-1: the current user) or root, or that group or others may
+// read or write. fi describes path (nil: it is read with os.Stat, which
+// follows links to where the file really is).
+func CheckSecret(path string, fi fs.FileInfo, wantUID int) error {
+	return checkFile(path, fi, wantUID, true)
+}
+
+// CheckFile is CheckSecret for a file that others may read but must not
+// change.
+func CheckFile(path string, fi fs.FileInfo, wantUID int) error {
+	return checkFile(path, fi, wantUID, false)
+}
+
+func checkFile(path string, fi fs.FileInfo, wantUID int, secret bool) error {
+	if wantUID < 0 {
+		wantUID = os.Geteuid()
+	}
+	if fi == nil {
+		var err error
+		if fi, err = os.Stat(path); err != nil {
+			return fmt.Errorf("securefile: %w", err)
+		}
+	}
+	uid, _ := Owner(fi)
+	e := &Error{Path: path, Mode: fi.Mode(), UID: uid, WantUID: wantUID, Secret: secret}
+	switch {
+	case !fi.Mode().IsRegular():
+		e.Problem = NotRegular
+	case uid != 0 && uid != wantUID:
+		e.Problem = WrongOwner
+	case fi.Mode().Perm()&0o022 != 0:
+		e.Problem = WritableByOthers
+	case secret && fi.Mode().Perm()&0o077 != 0:
+		e.Problem = ReadableByOthers
+	default:
+		return nil
+	}
+	return e
+}
+
+// ReadSecret checks a secret file (CheckSecret, owned by the current
+// user) and reads it, refusing one larger than max bytes.
+func ReadSecret(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("securefile: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("securefile: %w", err)
+	}
+	if err := CheckSecret(path, fi, -1); err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("securefile: read %s: %w", path, err)
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("securefile: %s is larger than %d bytes", path, max)
+	}
+	return b, nil
+}
+
+// CheckDirs checks dir and every directory above it: each must be a
+// directory owned by root or wantUID (-1: by root or dir's own owner) and
+// not writable by group or others, unless sticky (in a sticky directory
+// nobody else may rename or remove what we own); dir itself must not be
+// writable by others even when sticky. It returns dir's owner and group.
+func CheckDirs(dir string, wantUID int) (uid, gid int, err error) {
+	dir, err = filepath.Abs(dir)
+	if err != nil {
+		return 0, 0, err
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return 0, 0, fmt.Errorf("securefile: %w", err)
+	}
+	uid, gid = Owner(fi)
+	if wantUID < 0 {
+		wantUID = uid
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return 0, 0, fmt.Errorf("securefile: %w", err)
+		}
+		u, _ := Owner(fi)
+		switch {
+		case !fi.IsDir():
+			return 0, 0, &Error{Path: d, Problem: NotDirectory, Mode: fi.Mode(), UID: u, WantUID: wantUID}
+		case u != 0 && u != wantUID:
+			return 0, 0, &Error{Path: d, Problem: WrongOwner, Mode: fi.Mode(), UID: u, WantUID: wantUID}
+		case fi.Mode().Perm()&0o022 != 0 && (d == dir || fi.Mode()&fs.ModeSticky == 0):
+			return 0, 0, &Error{Path: d, Problem: WritableByOthers, Mode: fi.Mode(), UID: u, WantUID: wantUID}
+		}
+		if d == filepath.Dir(d) {
+			return uid, gid, nil
+		}
+	}
+}
+
+// CheckDir checks one directory (not its parents): a directory, owned by
+// the current user or root, that nobody else may write to.
+func CheckDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("securefile: %w", err)
+	}
+	me := os.Geteuid()
+	uid, _ := Owner(fi)
+	switch {
+	case !fi.IsDir():
+		return &Error{Path: dir, Problem: NotDirectory, Mode: fi.Mode(), UID: uid, WantUID: me}
+	case uid != me && uid != 0:
+		return &Error{Path: dir, Problem: WrongOwner, Mode: fi.Mode(), UID: uid, WantUID: me}
+	case fi.Mode().Perm()&0o022 != 0:
+		return &Error{Path: dir, Problem: WritableByOthers, Mode: fi.Mode(), UID: uid, WantUID: me}
+	}
+	return nil
+}
+
+// PrivateDir creates dir if missing (mode 0700, or 0750 with group gid ≥
+// 0 owning it) and otherwise checks it: a real directory (not a link),
+// owned by the current user. A directory someone else could write to is
+// refused, not repaired: files already in it cannot be trusted. One that
+// only others could read or enter (systemd's RuntimeDirectoryMode, an old
+// group setting) is given the mode and group asked for: nothing in it can
+// have come from anyone else.
+func PrivateDir(dir string, gid int) error {
+	if err := checkPrivateDir(dir, gid, true); err != nil {
+		return err
+	}
+	return checkPrivateDir(dir, gid, false)
+}
+
+// checkPrivateDir is PrivateDir's check; with repair it first creates the
+// directory or sets its mode and group where that is safe.
+func checkPrivateDir(dir string, gid int, repair bool) error {
+	want := fs.FileMode(0o700)
+	if gid >= 0 {
+		want = 0o750
+	}
+	if repair {
+		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+			return fmt.Errorf("securefile: %w", err)
+		}
+		if err := os.Mkdir(dir, want); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("securefile: %w", err)
+		}
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("securefile: %w", err)
+	}
+	uid, g := Owner(fi)
+	me := os.Geteuid()
+	e := &Error{Path: dir, Mode: fi.Mode(), UID: uid, WantUID: me, WantMode: want}
+	switch {
+	case !fi.IsDir():
+		e.Problem = NotDirectory
+	case uid != me:
+		e.Problem = WrongOwner
+	case fi.Mode().Perm()&0o022 != 0:
+		e.Problem = WritableByOthers
+	case repair:
+		// Ours and written by nobody else: set what was asked for (umask
+		// may also have cut a new directory's mode).
+		return repairDir(dir, want, gid)
+	case fi.Mode().Perm() != want:
+		e.Problem = WrongMode
+	case gid >= 0 && g != gid:
+		return fmt.Errorf("securefile: %s is not owned by group %d; fix: chgrp %d %s", dir, gid, gid, dir)
+	default:
+		return nil
+	}
+	return e
+}
+
+// repairDir gives dir mode want and, with gid ≥ 0, group gid, through a
+// descriptor opened without following links, after checking again through
+// that descriptor that it is still ours and written by nobody else.
+func repairDir(dir string, want fs.FileMode, gid int) error {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("securefile: open %s: %w", dir, err)
+	}
+	f := os.NewFile(uintptr(fd), dir)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("securefile: %w", err)
+	}
+	uid, g := Owner(fi)
+	if uid != os.Geteuid() || fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("securefile: %s changed while it was checked; refusing to use it", dir)
+	}
+	if gid >= 0 && g != gid {
+		if err := f.Chown(-1, gid); err != nil {
+			return fmt.Errorf("securefile: chown %s to group %d: %w", dir, gid, err)
+		}
+	}
+	if fi.Mode().Perm() != want {
+		if err := f.Chmod(want); err != nil {
+			return fmt.Errorf("securefile: %w", err)
+		}
+	}
+	return nil
+}
+
+// Create makes sure path exists, creating it empty with mode when it is
+// missing; an existing file is left as it is.
+func Create(path string, mode fs.FileMode) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, mode)
+	if err != nil {
+		return fmt.Errorf("securefile: create %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// CreatePrivate makes sure path exists (created empty, mode 0600, when
+// missing) and is a secret file of the current user: databases that hold
+// secrets are opened only after it.
+func CreatePrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("securefile: create %s: %w", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("securefile: %w", err)
+	}
+	return CheckSecret(path, fi, -1)
+}
+
+// WriteOptions say how WriteFile writes.
+type WriteOptions struct {
+	// Mode is the file's mode; it is applied before any byte is written
+	// and checked: if the file system does not keep it, nothing is
+	// published (*Error, ModeNotApplied).
+	Mode fs.FileMode
+	// UID and GID are the owner to give the file when they differ from
+	// whoever creates it; -1 leaves that one as it is. The zero value
+	// means root: set both.
+	UID, GID int
+	// Unchanged, when set, is called after the new content is durable and
+	// before it replaces the old file: its error (for example, the old
+	// file changed meanwhile) stops the write, the old file untouched.
+	Unchanged func() error
+	// NoReplace publishes with a hard link instead of a rename: the write
+	// fails if path appeared meanwhile (a key is never replaced).
+	NoReplace bool
+}
+
+// WriteFile replaces path with data atomically: a reader sees the old
+// file or the new one, never a partial or over-permissive one. The
+// temporary file in the same directory gets its mode and owner first, is
+// checked, written, synced and renamed (or linked) over path, and the
+// directory is synced. On any error the old file is as it was and the
+// temporary file is gone.
+func WriteFile(path string, data []byte, o WriteOptions) error {
+	return writeFile(path, data, o, (*os.File).Chmod)
+}
+
+// writeFile is WriteFile with the call that applies the mode (tests stand
+// in for a file system that ignores it).
+func writeFile(path string, data []byte, o WriteOptions, chmod func(*os.File, fs.FileMode) error) (err error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	tmp, err := os.CreateTemp(dir, "."+base+".airlock-*")
+	if err != nil {
+		return fmt.Errorf("securefile: write %s: %w", path, err)
+	}
+	defer func() {
+		tmp.Close()
+		if err != nil || o.NoReplace {
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err := chmod(tmp, o.Mode.Perm()); err != nil {
+		return fmt.Errorf("securefile: write %s: %w", path, err)
+	}
+	fi, err := tmp.Stat()
+	if err != nil {
+		return fmt.Errorf("securefile: write %s: %w", path, err)
+	}
+	if u, g := Owner(fi); (o.UID >= 0 && u != o.UID) || (o.GID >= 0 && g != o.GID) {
+		if err := tmp.Chown(o.UID, o.GID); err != nil {
+			return fmt.Errorf("securefile: give %s owner %d:%d: %w", path, o.UID, o.GID, err)
+		}
+		if fi, err = tmp.Stat(); err != nil {
+			return fmt.Errorf("securefile: write %s: %w", path, err)
+		}
+	}
+	if fi.Mode().Perm() != o.Mode.Perm() {
+		uid, _ := Owner(fi)
+		return &Error{Path: path, Problem: ModeNotApplied, Mode: fi.Mode(), UID: uid, WantUID: o.UID, WantMode: o.Mode}
+	}
+	if _, err := tmp.Write(data); err != nil {
+		return fmt.Errorf("securefile: write %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("securefile: write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("securefile: write %s: %w", path, err)
+	}
+	if o.Unchanged != nil {
+		if err := o.Unchanged(); err != nil {
+			return err
+		}
+	}
+	if o.NoReplace {
+		err = os.Link(tmp.Name(), path)
+	} else {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return fmt.Errorf("securefile: write %s: %w", path, err)
+	}
+	return SyncDir(dir)
+}
+
+// SyncDir makes a directory's entries durable (after a create, rename or
+// link in it).
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("securefile: sync %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("securefile: sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// ErrBusy is returned when another process holds a directory's lock for
+// longer than LockDir waits.
+var ErrBusy = errors.New("securefile: another airlock process is writing in this directory")
+
+// LockDir takes an exclusive flock on dir, waiting up to wait, so that
+// processes rewriting files in it take turns. The lock is the directory
+// itself: no lock file is left behind.
+func LockDir(dir string, wait time.Duration) (unlock func(), err error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("securefile: lock %s: %w", dir, err)
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) || time.Now().After(deadline) {
+			f.Close()
+			if errors.Is(err, unix.EWOULDBLOCK) {
+				return nil, fmt.Errorf("%w: %s", ErrBusy, dir)
+			}
+			return nil, fmt.Errorf("securefile: lock %s: %w", dir, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,66 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/deploy"
+	"github.com/airlockgw/airlock/deploy/securefile"
+	"github.com/airlockgw/airlock/sshexec"
+)
+
+// MaxSecretFile bounds what is read from a key, passphrase or secret
+// file.
+const MaxSecretFile = 1 << 20
+
+// LoadSigner loads a credential's private key, checking the key file and
+// the passphrase file (a trailing newline is not part of the passphrase).
+// Errors name files and problems, never key material or passphrases.
+func LoadSigner(c *Credential) (ssh.Signer, error) {
+	if c.CA {
+		return nil, fmt.Errorf("config: credential %q uses the CA; it has no key file", c.Name)
+	}
+	pemBytes, err := securefile.ReadSecret(c.PrivateKeyFile, MaxSecretFile)
+	if err != nil {
+		return nil, fmt.Errorf("config: credential %q: %w", c.Name, err)
+	}
+	var pass approvals.Secret
+	if c.PassphraseFile != "" {
+		b, err := securefile.ReadSecret(c.PassphraseFile, MaxSecretFile)
+		if err != nil {
+			return nil, fmt.Errorf("config: credential %q: %w", c.Name, err)
+		}
+		pass = approvals.NewSecret(string(bytes.TrimRight(b, "\r\n")))
+	}
+	s, err := sshexec.ParsePrivateKey(pemBytes, []byte(pass.Reveal()))
+	if err != nil {
+		var missing *ssh.PassphraseMissingError
+		if errors.As(err, &missing) {
+			return nil, fmt.Errorf("config: credential %q: %s is encrypted: set passphrase_file", c.Name, c.PrivateKeyFile)
+		}
+		return nil, fmt.Errorf("config: credential %q: %s: %w", c.Name, c.PrivateKeyFile, err)
+	}
+	return s, nil
+}
+
+// LoadCA loads the gateway CA that credential c (ca = true) signs with,
+// from the state directory, with the checks of deploy.LoadCA. Its error
+// says what to do: create the CA when there is none, fix the file when it
+// is there but refused.
+func LoadCA(cfg *Config, c *Credential) (ssh.Signer, error) {
+	caFile := filepath.Join(cfg.StateDir, "keys", "ca")
+	ca, err := deploy.LoadCA(caFile, nil)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("config: credential %q uses the gateway CA, and there is none yet (%s); create it with `airlock ca init --config %s`", c.Name, caFile, cfg.Path)
+	case err != nil:
+		return nil, fmt.Errorf("config: credential %q uses the gateway CA, which cannot be used: %v", c.Name, err)
+	}
+	return ca, nil
+}

@@ -1,0 +1,193 @@
+package engine
+
+import (
+	"context"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/auditchain"
+	"github.com/airlockgw/airlock/gateway/api"
+)
+
+// record appends one audit record durably and returns where it landed.
+func (e *Engine) record(ctx context.Context, actionID, runID string, rec record) (auditchain.Ref, error) {
+	return e.recordKind(ctx, rec.kind(), actionID, runID, rec)
+}
+
+// recordKind appends a record whose kind is given: runEvent serves
+// several.
+func (e *Engine) recordKind(ctx context.Context, kind auditchain.Kind, actionID, runID string, rec any) (auditchain.Ref, error) {
+	f, err := auditchain.FieldsOf(rec)
+	if err != nil {
+		return auditchain.Ref{}, err
+	}
+	return e.audit.Append(ctx, auditchain.Entry{Kind: kind, ActionID: actionID, RunID: runID, Fields: f})
+}
+
+// RecordTokenRotated records that the local token was replaced and how
+// many connections that cut.
+func (e *Engine) RecordTokenRotated(ctx context.Context, connectionsCut int) error {
+	_, err := e.record(ctx, "", "", tokenRotated{ConnectionsCut: int64(connectionsCut)})
+	return err
+}
+
+// recordApprovalEvent is the approvals store's EventSink: every run and
+// approval state change becomes an audit entry before it takes effect.
+func (e *Engine) recordApprovalEvent(ctx context.Context, ev approvals.Event) error {
+	kind, err := auditchain.ParseKind(ev.Kind.String())
+	if err != nil {
+		return err
+	}
+	rec := runEvent{RunState: ev.Run.State, Requester: ev.Run.Requester}
+	if a := ev.Run.Anchor; a != nil && ev.Kind == approvals.EventRunCreated {
+		rec.Anchor = &anchorFacts{PID: int64(a.ID.PID), StartTime: a.ID.StartTime, Exe: a.Exe, ExeSHA256: a.ExeSHA256,
+			UID: int64(a.UID), Cwd: a.Cwd, Argv: quoteArgv(a.Argv)}
+	}
+	if !ev.Run.ExpiresAt.IsZero() && ev.Kind == approvals.EventRunApproved {
+		n := int64(ev.Run.MaxActions)
+		rec.ExpiresAt, rec.MaxActions = ev.Run.ExpiresAt, &n
+	}
+	if ev.Kind == approvals.EventRunEnded {
+		rec.EndReason = ev.Run.EndReason
+		if ev.Run.EndedBy != "" {
+			rec.EndedBy, rec.EndNote = ev.Run.EndedBy, &ev.Run.EndNote
+		}
+	}
+	if r := ev.Request; r != nil {
+		rec.Request = &requestFacts{ID: r.ID, Kind: r.Kind, Status: r.Status, Target: r.Target, Account: r.Account,
+			Command: r.Command, TimeoutS: int64(r.Timeout / time.Second), Digest: r.Digest}
+		if r.DecidedBy != "" {
+			rec.Request.DecidedBy, rec.Request.Reason = r.DecidedBy, &r.Reason
+		}
+	}
+	_, err = e.recordKind(ctx, kind, "", string(ev.Run.ID), rec)
+	return err
+}
+
+// AuditReader reads the audit log.
+func (e *Engine) AuditReader() *auditchain.Reader { return e.alog.Reader() }
+
+// AuditOrigin is the audit log's origin line (its checkpoints' name).
+func (e *Engine) AuditOrigin() string { return e.alog.Origin() }
+
+// VerifyAudit verifies the engine's own chain with its own verifier key
+// and checkpoints.log.
+func (e *Engine) VerifyAudit(ctx context.Context) (*auditchain.Report, error) {
+	key, err := auditchain.ParseVerifierKey(e.alog.VerifierKey())
+	if err != nil {
+		return nil, err
+	}
+	vo := auditchain.VerifyOptions{Path: filepath.Join(e.cfg.StateDir, "audit.db"), Key: key}
+	if notes, err := auditchain.ReadTrustedNotes(filepath.Join(e.cfg.StateDir, "checkpoints.log")); err == nil {
+		vo.Trusted = notes
+	}
+	return auditchain.Verify(ctx, vo)
+}
+
+// ApprovalEvent is an approval.requested or approval.decided entry read
+// back from the audit log.
+type ApprovalEvent struct {
+	Seq       int64
+	Kind      auditchain.Kind
+	Time      time.Time
+	RunID     string
+	ID        approvals.RequestID
+	Request   approvals.Kind
+	Status    approvals.Status
+	Target    string
+	Account   string
+	DecidedBy string
+}
+
+// ApprovalEventOf reads an approval.* entry; false for any other entry.
+func ApprovalEventOf(e auditchain.Entry) (ApprovalEvent, bool) {
+	if e.Kind != auditchain.KindApprovalRequested && e.Kind != auditchain.KindApprovalDecided {
+		return ApprovalEvent{}, false
+	}
+	var rec runEvent
+	if err := e.Decode(&rec); err != nil || rec.Request == nil || rec.Request.ID == "" {
+		return ApprovalEvent{}, false
+	}
+	q := rec.Request
+	return ApprovalEvent{Seq: e.Seq, Kind: e.Kind, Time: e.Time, RunID: e.RunID, ID: q.ID, Request: q.Kind,
+		Status: q.Status, Target: q.Target, Account: q.Account, DecidedBy: q.DecidedBy}, true
+}
+
+// OutputStored reports whether an action.finished entry names stored
+// output.
+func OutputStored(e auditchain.Entry) bool {
+	var f actionFinished
+	return e.Kind == auditchain.KindActionFinished && e.Decode(&f) == nil && f.Stdout != nil && f.Stderr != nil
+}
+
+// actionFromAudit rebuilds an action's object from its audit entries (for
+// actions no longer in memory, or from before a restart).
+func (e *Engine) actionFromAudit(ctx context.Context, id string) (api.Action, bool) {
+	recs, err := e.alog.Reader().ActionEntries(ctx, id)
+	if err != nil || len(recs) == 0 {
+		return api.Action{}, false
+	}
+	a := api.Action{ID: id, State: api.StateRunning}
+	for _, rec := range recs {
+		en := rec.Entry
+		a.RunID = en.RunID
+		switch en.Kind {
+		case auditchain.KindActionRequested:
+			var r actionRequested
+			if err := en.Decode(&r); err != nil {
+				e.log.Warn("an action.requested entry does not read back", "seq", en.Seq, "error", err)
+			}
+			a.Target, a.Account, a.Command, a.TimeoutS = r.Target, r.Account, r.Command, int(r.TimeoutS)
+			a.RequestedAt = en.Time
+		case auditchain.KindActionConnecting:
+			t := en.Time
+			a.StartedAt = &t
+		case auditchain.KindActionFinished:
+			var f actionFinished
+			if err := en.Decode(&f); err != nil {
+				e.log.Warn("an action.finished entry does not read back", "seq", en.Seq, "error", err)
+			}
+			t := en.Time
+			a.FinishedAt, a.State = &t, api.StateFinished
+			a.Outcome, a.Detail, a.Termination = f.Outcome, f.Detail, f.Termination
+			if f.Approval != nil {
+				a.Approval.ID, a.Approval.Mode = f.Approval.ID, f.Approval.Mode
+			}
+			a.Approval.DecidedBy = f.DecidedBy
+			if r := f.Result; r != nil {
+				a.HostKeyFingerprint, a.Signal = r.HostKeyFingerprint, r.Signal
+				a.StdoutBytes, a.StderrBytes = r.StdoutReceived, r.StderrReceived
+				if r.ExitCode != nil {
+					code := int(*r.ExitCode)
+					a.ExitCode = &code
+				}
+			}
+		}
+	}
+	return a, true
+}
+
+// Targets lists the configured targets: names, addresses, accounts,
+// approval modes and pinned fingerprints, never secrets.
+func (e *Engine) Targets() []api.Target {
+	out := make([]api.Target, 0, len(e.cfg.TargetNames))
+	for _, name := range e.cfg.TargetNames {
+		t := e.cfg.Targets[name]
+		v := api.Target{Name: t.Name, Address: t.Address, DefaultAccount: t.DefaultAccount,
+			KnownHostsFile: t.KnownHostsFile != "", MaxParallel: t.MaxParallel, HostKeys: []string{}, Accounts: []api.TargetAccount{}}
+		for _, k := range t.HostKeys {
+			v.HostKeys = append(v.HostKeys, ssh.FingerprintSHA256(k))
+		}
+		for _, an := range t.AccountNames {
+			a := t.Accounts[an]
+			cred := e.cfg.Credentials[a.Credential]
+			v.Accounts = append(v.Accounts, api.TargetAccount{Name: a.Name, Approval: api.Mode(a.Approval.String()),
+				MaxTimeoutS: int(a.MaxTimeout / time.Second), Output: string(a.Output), Certificate: cred != nil && cred.CA})
+		}
+		out = append(out, v)
+	}
+	return out
+}

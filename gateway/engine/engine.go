@@ -1,0 +1,299 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"golang.org/x/crypto/ssh"
+
+	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/auditchain"
+	"github.com/airlockgw/airlock/deploy/securefile"
+	"github.com/airlockgw/airlock/gateway/config"
+	"github.com/airlockgw/airlock/sshexec"
+)
+
+// Appender is the part of *auditchain.Log the engine writes to: declared
+// here so that Options.WrapAudit can stand between them.
+type Appender interface {
+	Append(ctx context.Context, e auditchain.Entry) (auditchain.Ref, error)
+}
+
+// Options configure an Engine.
+type Options struct {
+	// Config is the loaded configuration. Required.
+	Config *config.Config
+	// Logger receives the engine's log; nil discards.
+	Logger hclog.Logger
+	// Version is recorded in gateway.started.
+	Version string
+	// ProcessInspector reads processes for local runs; nil: /proc.
+	ProcessInspector approvals.Inspector
+	// Clock stamps audit entries and action objects and drives every
+	// expiry (approval requests, runs, tokens, login links); nil: the
+	// system clock. Tests move it instead of sleeping.
+	Clock approvals.Clock
+	// WrapAudit, when set, wraps the audit log the engine appends to (tests
+	// make appends fail, as a full disk does).
+	WrapAudit func(Appender) Appender
+}
+
+// Engine is the gateway's core: its stores are open, recovery is done, and
+// it runs actions until Close.
+type Engine struct {
+	cfg     *config.Config
+	log     hclog.Logger
+	version string
+	clock   approvals.Clock
+
+	alog    *auditchain.Log
+	audit   Appender
+	outputs *auditchain.OutputStore
+	store   *approvals.Store
+	signers map[string]ssh.Signer
+	// ca signs per-action certificates for ca = true credentials.
+	ca      ssh.Signer
+	slots   map[string]chan struct{}
+	metrics *metrics
+	limiter *limiter
+	links   loginLinks
+
+	// base is cancelled when the engine stops; in-flight actions derive
+	// from it.
+	base       context.Context
+	cancelBase context.CancelFunc
+	actionsWG  sync.WaitGroup
+	draining   atomic.Bool
+	// background are goroutines that live as long as the engine (late
+	// outcome records, the notifier); Close waits for them before closing
+	// the stores they use.
+	background sync.WaitGroup
+
+	mu      sync.Mutex
+	actions map[string]*Action
+	recent  []string // action ids, oldest first, for eviction
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens the state directory, the audit log, the output store and the
+// state database, loads the credentials, finishes actions a previous run
+// left in flight as interrupted, and records gateway.started and
+// config.loaded. It refuses to start, with an error saying what to fix, on
+// anything that would weaken the security posture.
+func Open(ctx context.Context, o Options) (*Engine, error) {
+	cfg := o.Config
+	if cfg == nil {
+		return nil, errors.New("engine: no config")
+	}
+	e := &Engine{
+		cfg:     cfg,
+		log:     cmp.Or[hclog.Logger](o.Logger, hclog.NewNullLogger()),
+		version: cmp.Or(o.Version, "dev"),
+		clock:   cmp.Or[approvals.Clock](o.Clock, approvals.SystemClock{}),
+		signers: map[string]ssh.Signer{},
+		slots:   map[string]chan struct{}{},
+		actions: map[string]*Action{},
+		metrics: newMetrics(),
+		limiter: newLimiter(),
+	}
+	e.base, e.cancelBase = context.WithCancel(context.Background())
+
+	if err := securefile.PrivateDir(cfg.StateDir, -1); err != nil {
+		return nil, err
+	}
+	for _, c := range cfg.Credentials {
+		if c.CA {
+			if e.ca == nil {
+				ca, err := config.LoadCA(cfg, c)
+				if err != nil {
+					return nil, err
+				}
+				e.ca = ca
+			}
+			continue
+		}
+		signer, err := config.LoadSigner(c)
+		if err != nil {
+			return nil, err
+		}
+		e.signers[c.Name] = signer
+	}
+	for _, t := range cfg.Targets {
+		e.slots[t.Name] = make(chan struct{}, t.MaxParallel)
+	}
+
+	ao := auditchain.DefaultOptions(cfg.StateDir)
+	ao.Logger = e.log.Named("audit")
+	ao.CheckpointEvery = cfg.Audit.CheckpointEntries
+	if ao.CheckpointEvery == 0 {
+		ao.CheckpointEvery = -1
+	}
+	ao.CheckpointInterval = cfg.Audit.CheckpointInterval
+	if ao.CheckpointInterval == 0 {
+		ao.CheckpointInterval = -1
+	}
+	if cfg.Audit.WitnessCommand != "" {
+		ao.WitnessCommand = []string{cfg.Audit.WitnessCommand}
+	}
+	ao.Now = e.clock.Now
+	alog, err := auditchain.Open(ctx, ao)
+	if err != nil {
+		return nil, err
+	}
+	e.alog = alog
+	e.audit = timedAppender{alog, e.metrics}
+	if o.WrapAudit != nil {
+		e.audit = o.WrapAudit(e.audit)
+	}
+	fail := func(err error) (*Engine, error) {
+		e.closeStores(context.Background())
+		return nil, err
+	}
+
+	if e.outputs, err = auditchain.OpenOutputs(ctx, auditchain.OutputOptions{Path: filepath.Join(cfg.StateDir, "outputs.db")}); err != nil {
+		return fail(err)
+	}
+
+	var rules []approvals.Rule
+	for _, t := range cfg.Targets {
+		for _, a := range t.Accounts {
+			rules = append(rules, approvals.Rule{Target: t.Name, Account: a.Name, Mode: a.Approval})
+		}
+	}
+	e.store, err = approvals.Open(ctx, approvals.Options{
+		Path:            filepath.Join(cfg.StateDir, "state.db"),
+		Sink:            approvals.EventSinkFunc(e.recordApprovalEvent),
+		Policy:          approvals.Policy{Rules: rules},
+		ApprovalTimeout: cfg.Approval.Timeout,
+		RunTTL:          cfg.Approval.RunTTL,
+		MaxRunTTL:       cfg.Approval.MaxRunTTL,
+		Inspector:       o.ProcessInspector,
+		Clock:           e.clock,
+		Logger:          e.log.Named("approvals"),
+	})
+	if err != nil {
+		return fail(err)
+	}
+
+	if err := e.recover(ctx); err != nil {
+		return fail(err)
+	}
+	host, _ := os.Hostname()
+	if _, err := e.record(ctx, "", "", gatewayStarted{PID: int64(os.Getpid()), Host: host, Version: e.version}); err != nil {
+		return fail(fmt.Errorf("engine: audit log: %w", err))
+	}
+	if _, err := e.record(ctx, "", "", configLoaded{Path: cfg.Path, SHA256: cfg.Digest, Targets: int64(len(cfg.Targets))}); err != nil {
+		return fail(fmt.Errorf("engine: audit log: %w", err))
+	}
+	e.log.Info("state opened", "state_dir", cfg.StateDir, "targets", len(cfg.Targets), "audit_origin", alog.Origin())
+	return e, nil
+}
+
+// Config is the configuration the engine runs with.
+func (e *Engine) Config() *config.Config { return e.cfg }
+
+// Now is the engine's clock.
+func (e *Engine) Now() time.Time { return e.clock.Now() }
+
+// recover finishes every action a previous gateway left between
+// action.connecting and action.finished as interrupted: the gateway died
+// and the remote state is unknown.
+func (e *Engine) recover(ctx context.Context) error {
+	ids, err := e.alog.Dangling(ctx)
+	if err != nil {
+		return fmt.Errorf("engine: recovery: %w", err)
+	}
+	for _, id := range ids {
+		runID := ""
+		if recs, err := e.alog.Reader().ActionEntries(ctx, id); err == nil && len(recs) > 0 {
+			runID = recs[0].RunID
+		}
+		if _, err := e.record(ctx, id, runID, actionFinished{
+			Outcome:     sshexec.Interrupted,
+			Detail:      "the gateway stopped while the action was in flight; the remote state is unknown",
+			Termination: sshexec.Unconfirmed,
+		}); err != nil {
+			return fmt.Errorf("engine: recovery of action %s: %w", id, err)
+		}
+		e.metrics.actions.WithLabelValues(sshexec.Interrupted.String()).Inc()
+		e.log.Warn("action interrupted by a previous stop", "action", id)
+	}
+	return nil
+}
+
+// Go runs f in a goroutine the engine owns: f's context ends when the
+// engine stops, and Close waits for f to return before closing the stores.
+func (e *Engine) Go(f func(ctx context.Context)) {
+	e.background.Go(func() { f(e.base) })
+}
+
+// Drain stops the engine taking new actions; those in flight go on.
+func (e *Engine) Drain() { e.draining.Store(true) }
+
+// Idle returns a channel closed once no action is in flight (call Drain
+// first, or new ones may start).
+func (e *Engine) Idle() <-chan struct{} {
+	done := make(chan struct{})
+	go func() { e.actionsWG.Wait(); close(done) }()
+	return done
+}
+
+// Cancel stops the engine taking new actions, cancels those in flight and
+// waits until each has its outcome recorded.
+func (e *Engine) Cancel() {
+	e.draining.Store(true)
+	e.cancelBase()
+	e.actionsWG.Wait()
+}
+
+// Close stops the engine without waiting: in-flight actions are cancelled
+// (and recorded), gateway.stopped is recorded, a final checkpoint signed.
+// Calling it again does nothing.
+func (e *Engine) Close(ctx context.Context) error {
+	e.closeOnce.Do(func() {
+		e.Cancel()
+		e.background.Wait()
+		_, e.closeErr = e.record(ctx, "", "", gatewayStopped{PID: int64(os.Getpid())})
+		e.closeStores(ctx)
+	})
+	return e.closeErr
+}
+
+// closeStores closes what Open opened, the audit log last (it signs a
+// final checkpoint).
+func (e *Engine) closeStores(ctx context.Context) {
+	if e.store != nil {
+		e.store.Close()
+	}
+	if e.outputs != nil {
+		e.outputs.Close()
+	}
+	if e.alog != nil {
+		if err := e.alog.Close(ctx); err != nil {
+			e.log.Error("closing the audit log", "error", err)
+		}
+	}
+}
+
+// timedAppender measures audit append latency.
+type timedAppender struct {
+	l *auditchain.Log
+	m *metrics
+}
+
+func (t timedAppender) Append(ctx context.Context, e auditchain.Entry) (auditchain.Ref, error) {
+	start := time.Now()
+	ref, err := t.l.Append(ctx, e)
+	t.m.auditAppend.Observe(time.Since(start).Seconds())
+	return ref, err
+}

@@ -1,0 +1,548 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/auditchain"
+	"github.com/airlockgw/airlock/deploy"
+	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/config"
+	"github.com/airlockgw/airlock/sshexec"
+)
+
+const (
+	// MaxCommandLen bounds a command; sshd's own limit on a packet is
+	// higher, but a reviewer must be able to read what they approve.
+	MaxCommandLen = 32 << 10
+	// tailSize is what output = "tail" returns of each stream.
+	tailSize = 64 << 10
+)
+
+// The action lifecycle, in the order docs/architecture.md tells it:
+//
+//  1. resolve: target, account and timeout from the configuration only;
+//     the caller's run; action.requested, whatever follows.
+//  2. approve: the run or the call, as policy says.
+//  3. slot: a free connection slot on the target, within the deadline.
+//  4. connect: action.connecting, durable before anything is dialed; one
+//     fresh connection, one command (sshexec.Run); the outputs to the
+//     store and action.finished to the chain.
+//
+// Each step either hands on or ends the action with its one outcome.
+
+// lifecycle carries one action through its steps. The action object (in
+// a) shows the progress; the outcome is kept here until answer publishes
+// it with everything else terminal at once, so that nobody ever reads an
+// outcome that a failed audit write would still change.
+type lifecycle struct {
+	e   *Engine
+	a   *Action
+	c   Caller
+	req api.ActionRequest
+
+	target  *config.Target
+	account *config.Account
+	timeout time.Duration
+	run     approvals.Run
+	// requested is where action.requested landed: a per-action
+	// certificate's serial.
+	requested auditchain.Ref
+	// deadline is the action's, from the slot wait on.
+	deadline time.Time
+
+	res result
+}
+
+// result is the terminal part of the action object.
+type result struct {
+	outcome     sshexec.Outcome
+	detail      string
+	termination sshexec.Termination
+	// conn is what sshexec reported, when a connection was attempted.
+	conn *sshexec.Result
+	// output is set once the outputs are stored and the outcome recorded.
+	output bool
+}
+
+// execute runs the lifecycle of a.
+func (e *Engine) execute(ctx context.Context, a *Action, c Caller, req api.ActionRequest) {
+	l := &lifecycle{e: e, a: a, c: c, req: req}
+	if !l.resolve(ctx) || !l.approve(ctx) {
+		return
+	}
+	release, ok := l.slot(ctx)
+	if !ok {
+		return
+	}
+	defer release()
+	l.connect(ctx)
+}
+
+// resolve is step 1.
+func (l *lifecycle) resolve(ctx context.Context) bool {
+	e := l.e
+	var problem string
+	l.target, l.account, l.timeout, problem = e.resolveRequest(l.req)
+	if l.target != nil {
+		timeoutS := int(l.timeout / time.Second)
+		if l.req.TimeoutS != 0 {
+			timeoutS = l.req.TimeoutS // as asked, also when refused
+		}
+		l.a.update(func(o *api.Action) {
+			o.Account, o.TimeoutS = l.account.Name, timeoutS
+			o.Approval.Mode = api.Mode(l.account.Approval.String())
+		})
+		l.a.mu.Lock()
+		l.a.policy = l.account.Output
+		l.a.mu.Unlock()
+	}
+
+	// The run. A refused request still names the run it came from, when
+	// there is one, so that the agent can read it back and an
+	// investigator can place it: a refusal returns its run for that.
+	var runErr error
+	if problem == "" {
+		l.run, runErr = e.resolveRun(ctx, l.c)
+	} else {
+		l.run, _ = e.FindRun(ctx, l.c) // nothing is created or changed
+	}
+	l.a.update(func(o *api.Action) { o.RunID = string(l.run.ID) }) // its agent may follow it while it runs
+
+	// action.requested, whatever follows: every request is accounted.
+	obj := l.a.Snapshot()
+	rq := actionRequested{Target: l.req.Target, Account: obj.Account, Command: l.req.Command, TimeoutS: int64(obj.TimeoutS)}
+	if l.c.Local {
+		pid, uid := int64(l.c.Peer.PID), int64(l.c.Peer.UID)
+		rq.Transport, rq.PeerPID, rq.PeerUID = "socket", &pid, &uid
+	} else {
+		rq.Transport, rq.RemoteAddr = "http", l.c.RemoteAddr
+	}
+	var err error
+	if l.requested, err = e.record(ctx, l.a.id, obj.RunID, rq); err != nil {
+		e.log.Error("audit append failed; nothing dialed", "action", l.a.id, "error", err)
+		l.answerUnrecorded("the request could not be recorded in the audit log, so nothing was run")
+		return false
+	}
+	switch {
+	case problem != "":
+		l.end(ctx, sshexec.Rejected, problem, 0)
+		return false
+	case runErr != nil:
+		l.endRunError(ctx, runErr)
+		return false
+	}
+	return true
+}
+
+// approve is step 2.
+func (l *lifecycle) approve(ctx context.Context) bool {
+	e := l.e
+	waitStart := time.Now()
+	res, err := e.store.Authorize(ctx, l.run.ID, approvals.Action{
+		Target: l.target.Name, Account: l.account.Name, Command: l.req.Command, Timeout: l.timeout,
+	}, func(r approvals.Request) {
+		l.a.update(func(o *api.Action) { o.Approval.ID = string(r.ID) })
+		l.a.setState(api.StateWaitingApproval, api.StateEvent{
+			ApprovalID: string(r.ID), Kind: r.Kind.String(),
+			Message: fmt.Sprintf("waiting for a reviewer to approve this %s (until %s)", r.Kind, r.ExpiresAt.UTC().Format(time.RFC3339)),
+		})
+	})
+	e.metrics.approvalWait.Observe(time.Since(waitStart).Seconds())
+	if err != nil {
+		l.endRunError(ctx, err)
+		return false
+	}
+	decision := api.DecisionExpired
+	switch res.Status {
+	case approvals.StatusApproved:
+		decision = api.DecisionApprove
+	case approvals.StatusDenied:
+		decision = api.DecisionDeny
+	}
+	l.a.update(func(o *api.Action) {
+		o.Approval = api.ApprovalInfo{Mode: api.Mode(res.Mode.String()), ID: string(res.RequestID),
+			DecidedBy: res.Reviewer, Reason: res.Reason, Decision: decision}
+	})
+	switch decision {
+	case api.DecisionApprove:
+		return true
+	case api.DecisionDeny:
+		detail := "a reviewer denied the " + res.Mode.String()
+		if res.Reviewer != "" {
+			detail += " (" + res.Reviewer + ")"
+		}
+		l.end(ctx, sshexec.Denied, detail, 0)
+	default:
+		l.end(ctx, sshexec.Expired, "no reviewer decided before the approval deadline", 0)
+	}
+	return false
+}
+
+// slot is step 3: a slot on the target, within the action's deadline,
+// which starts here.
+func (l *lifecycle) slot(ctx context.Context) (release func(), ok bool) {
+	l.deadline = time.Now().Add(l.timeout)
+	dctx, cancel := context.WithDeadline(ctx, l.deadline)
+	defer cancel()
+	slots := l.e.slots[l.target.Name]
+	select {
+	case slots <- struct{}{}:
+		return func() { <-slots }, true
+	case <-dctx.Done():
+		if errors.Is(ctx.Err(), context.Canceled) {
+			l.end(ctx, sshexec.Cancelled, "cancelled while waiting for a free connection slot on the target", sshexec.NotStarted)
+		} else {
+			l.end(ctx, sshexec.TimedOut, fmt.Sprintf("the action deadline passed while %d other actions held every connection slot of the target", l.target.MaxParallel), sshexec.NotStarted)
+		}
+		return nil, false
+	}
+}
+
+// connect is step 4.
+func (l *lifecycle) connect(ctx context.Context) {
+	e := l.e
+	// The intent, durable before anything is dialed. A per-action
+	// certificate names the action (key ID) and its action.requested
+	// entry (serial), so the target's sshd log points into the chain.
+	signer, cert, err := e.signerFor(l.account, l.a.id, uint64(l.requested.Seq), l.timeout)
+	if err != nil {
+		l.end(ctx, sshexec.Rejected, err.Error(), 0)
+		return
+	}
+	connecting := actionConnecting{Address: l.target.Address, Account: l.account.Name, Credential: l.account.Credential, Cert: cert}
+	if _, err := e.record(ctx, l.a.id, string(l.run.ID), connecting); err != nil {
+		e.log.Error("audit append failed; nothing dialed", "action", l.a.id, "error", err)
+		l.answerUnrecorded("the intent could not be recorded in the audit log, so nothing was dialed")
+		return
+	}
+
+	// One fresh connection, one command.
+	started := e.clock.Now().UTC()
+	l.a.update(func(o *api.Action) { o.StartedAt = &started })
+	l.a.setState(api.StateConnecting, api.StateEvent{})
+	cfg := &sshexec.Config{
+		Addr:     l.target.Address,
+		User:     l.account.Name,
+		Signers:  []ssh.Signer{signer},
+		HostKeys: sshexec.HostKeys{Pinned: l.target.HostKeys},
+		Timeout:  time.Until(l.deadline),
+	}
+	if l.target.KnownHostsFile != "" {
+		cfg.HostKeys.KnownHostsFiles = []string{l.target.KnownHostsFile}
+	}
+	var runningOnce sync.Once
+	running := func() { runningOnce.Do(func() { l.a.setState(api.StateRunning, api.StateEvent{}) }) }
+	cfg.Started = running
+	cfg.Output = func(stream sshexec.Stream, p []byte) {
+		running() // output can be read before the exec reply is
+		if l.account.Output == config.OutputFull {
+			l.a.output(stream, p)
+		}
+	}
+	r, err := sshexec.Run(ctx, cfg, l.req.Command)
+	if r == nil {
+		// The configuration was validated at start; this is a bug or a
+		// known_hosts file that vanished. Nothing was dialed.
+		l.end(ctx, sshexec.Rejected, fmt.Sprintf("target %q cannot be used: %v", l.target.Name, err), 0)
+		return
+	}
+	e.observePhases(r)
+	l.res = result{outcome: r.Outcome, detail: r.Detail, termination: r.Termination, conn: r}
+	if r.Outcome == sshexec.Exited {
+		l.res.detail = fmt.Sprintf("exit status %d", r.ExitCode)
+	}
+
+	// Outputs to the store, the result to the chain — also when the
+	// caller has gone (cancelled): what ran is recorded in full.
+	fin := actionFinished{Result: resultOf(r)}
+	blobs, err := e.outputs.PutAll(context.WithoutCancel(ctx), r.Stdout, r.Stderr)
+	if err != nil {
+		e.log.Error("output store failed", "action", l.a.id, "error", err)
+		l.mayHaveRun(ctx, "the output could not be stored", fin)
+		return
+	}
+	fin.Stdout, fin.Stderr = &blobs[0], &blobs[1]
+	if err := l.recordFinished(ctx, fin); err != nil {
+		e.log.Error("audit append of the result failed", "action", l.a.id, "error", err)
+		l.mayHaveRun(ctx, "the result could not be recorded in the audit log", fin)
+		return
+	}
+	l.res.output = true
+	l.answer()
+}
+
+// end records action.finished for an action that ends before (or without)
+// a connection, and answers.
+func (l *lifecycle) end(ctx context.Context, outcome sshexec.Outcome, detail string, termination sshexec.Termination) {
+	l.res = result{outcome: outcome, detail: detail, termination: termination}
+	if err := l.recordFinished(ctx, actionFinished{}); err != nil {
+		l.e.log.Error("audit append failed", "action", l.a.id, "error", err)
+		l.res = result{outcome: sshexec.AuditUnavailable,
+			detail: "the outcome (" + outcome.String() + ") could not be recorded in the audit log; nothing was run"}
+	}
+	l.answer()
+}
+
+// answerUnrecorded answers audit_unavailable for an action the audit log
+// refused before anything was dialed: there is nothing to record it in.
+func (l *lifecycle) answerUnrecorded(detail string) {
+	l.res = result{outcome: sshexec.AuditUnavailable, detail: detail}
+	l.answer()
+}
+
+// mayHaveRun answers audit_unavailable after the command may have run: the
+// caller must not retry blindly. fin holds the result's facts, recorded
+// with it.
+func (l *lifecycle) mayHaveRun(ctx context.Context, why string, fin actionFinished) {
+	ran := l.res.outcome
+	l.res.outcome = sshexec.AuditUnavailable
+	l.res.detail = why + "; the command may have run (its outcome was " + ran.String() + ")"
+	// Leave a trace: now, or as soon as the audit log takes it (a full
+	// disk may have room again). If the gateway stops first, recovery
+	// finishes the action as interrupted.
+	if err := l.recordFinished(context.WithoutCancel(ctx), fin); err != nil {
+		fin.RecordedLate = true
+		late := *l
+		l.e.background.Go(func() { late.recordFinishedLate(fin) })
+	}
+	l.answer()
+}
+
+// Retries of an action.finished entry the audit log refused.
+const (
+	lateRecordFirst = time.Second
+	lateRecordMax   = 30 * time.Second
+	lateRecordLast  = 5 * time.Second // the last try, when the gateway stops
+)
+
+// recordFinishedLate retries recordFinished, backing off, until it
+// succeeds or the engine stops; then it tries once more, since the log
+// stays open until its background work is done.
+func (l *lifecycle) recordFinishedLate(fin actionFinished) {
+	e := l.e
+	for delay := lateRecordFirst; ; delay = min(2*delay, lateRecordMax) {
+		select {
+		case <-e.base.Done():
+			ctx, cancel := context.WithTimeout(context.Background(), lateRecordLast)
+			defer cancel()
+			if err := l.recordFinished(ctx, fin); err != nil {
+				e.log.Error("stopping before the outcome could be recorded; recovery will record the action as interrupted", "action", l.a.id, "error", err)
+				return
+			}
+			e.log.Info("outcome recorded late, at shutdown", "action", l.a.id, "outcome", l.res.outcome)
+			return
+		case <-time.After(delay):
+		}
+		if err := l.recordFinished(e.base, fin); err != nil {
+			e.log.Warn("outcome still not recorded; retrying", "action", l.a.id, "error", err, "retry_in", min(2*delay, lateRecordMax))
+			continue
+		}
+		e.log.Info("outcome recorded late", "action", l.a.id, "outcome", l.res.outcome)
+		return
+	}
+}
+
+// recordFinished records action.finished with the action's outcome and
+// approval, and the facts fin already holds.
+func (l *lifecycle) recordFinished(ctx context.Context, fin actionFinished) error {
+	obj := l.a.Snapshot()
+	fin.Outcome, fin.Detail, fin.Termination = l.res.outcome, l.res.detail, l.res.termination
+	if obj.Approval.ID != "" {
+		fin.Approval = &approvalFacts{ID: obj.Approval.ID, Mode: obj.Approval.Mode}
+	}
+	fin.DecidedBy, fin.ApprovalReason = obj.Approval.DecidedBy, obj.Approval.Reason
+	// The outcome is recorded even when the caller has gone: use a context
+	// that is not cancelled with it.
+	_, err := l.e.record(context.WithoutCancel(ctx), l.a.id, obj.RunID, fin)
+	return err
+}
+
+// answer publishes the outcome, and everything else terminal with it.
+func (l *lifecycle) answer() {
+	now := l.e.clock.Now().UTC()
+	l.a.update(func(o *api.Action) {
+		o.Outcome, o.Detail, o.Termination = l.res.outcome, l.res.detail, l.res.termination
+		if r := l.res.conn; r != nil {
+			o.HostKeyFingerprint, o.Signal = r.HostKeyFingerprint, r.Signal
+			if r.HasExitCode {
+				code := r.ExitCode
+				o.ExitCode = &code
+			}
+			if l.res.output {
+				setOutput(o, r, l.account.Output)
+			}
+		}
+		o.FinishedAt = &now
+	})
+	obj := l.a.finish()
+	l.e.metrics.actions.WithLabelValues(obj.Outcome.String()).Inc()
+	code := ""
+	if obj.ExitCode != nil {
+		code = strconv.Itoa(*obj.ExitCode)
+	}
+	l.e.log.Info("action", "id", obj.ID, "run", obj.RunID, "target", obj.Target, "account", obj.Account,
+		"outcome", obj.Outcome, "exit_code", code)
+}
+
+// endRunError ends an action whose run could not be resolved or approved.
+func (l *lifecycle) endRunError(ctx context.Context, err error) {
+	switch {
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		l.end(ctx, sshexec.Cancelled, "the caller went away before the action started", sshexec.NotStarted)
+	case errors.Is(err, approvals.ErrEventNotRecorded):
+		l.answerUnrecorded("an approval event could not be recorded in the audit log, so nothing was run")
+	case errors.Is(err, approvals.ErrRunDenied):
+		l.a.update(func(o *api.Action) { o.Approval.Decision = api.DecisionDeny })
+		l.end(ctx, sshexec.Denied, "a reviewer denied this run; a new agent process needs a new approval", 0)
+	case errors.Is(err, approvals.ErrRunEnded):
+		l.end(ctx, sshexec.Rejected, "the run has ended; start a new one", 0)
+	case errors.Is(err, approvals.ErrRunExpired), errors.Is(err, approvals.ErrTokenExpired):
+		l.end(ctx, sshexec.Rejected, "the run's approval or token has expired; start a new run", 0)
+	case errors.Is(err, approvals.ErrOutOfScope):
+		l.end(ctx, sshexec.Rejected, "the run's approval does not cover this target or account, or its action budget is spent", 0)
+	case errors.Is(err, approvals.ErrNoAnchor), errors.Is(err, approvals.ErrNoProcess), errors.Is(err, approvals.ErrPeerMismatch), errors.Is(err, approvals.ErrNotAncestor):
+		l.end(ctx, sshexec.Rejected, "the calling process could not be identified as an agent process", 0)
+	case errors.Is(err, approvals.ErrWrongToken), errors.Is(err, approvals.ErrMalformedToken), errors.Is(err, approvals.ErrUnknownRun):
+		l.end(ctx, sshexec.Rejected, "the run token is not valid", 0)
+	default:
+		l.e.log.Error("approval failed", "action", l.a.id, "error", err)
+		l.end(ctx, sshexec.Rejected, "the approval could not be obtained: "+err.Error(), 0)
+	}
+}
+
+// setOutput applies the account's output policy to what the agent gets.
+func setOutput(o *api.Action, r *sshexec.Result, p config.OutputPolicy) {
+	out, outCut := policyView(r.Stdout, p)
+	errb, errCut := policyView(r.Stderr, p)
+	o.Stdout, o.StdoutEncoding = api.EncodeBytes(out)
+	o.Stderr, o.StderrEncoding = api.EncodeBytes(errb)
+	o.StdoutBytes, o.StderrBytes = r.StdoutBytes, r.StderrBytes
+	o.StdoutTruncated = outCut || int64(len(r.Stdout)) < r.StdoutBytes
+	o.StderrTruncated = errCut || int64(len(r.Stderr)) < r.StderrBytes
+}
+
+// policyView returns what the policy lets the agent see, and whether it cut
+// anything.
+func policyView(b []byte, p config.OutputPolicy) ([]byte, bool) {
+	switch p {
+	case config.OutputNone:
+		return nil, len(b) > 0
+	case config.OutputTail:
+		if len(b) <= tailSize {
+			return b, false
+		}
+		t := b[len(b)-tailSize:]
+		for i := 0; i < utf8.UTFMax && len(t) > 0 && !utf8.RuneStart(t[0]); i++ {
+			t = t[1:] // start on a character boundary
+		}
+		return t, true
+	}
+	return b, false
+}
+
+// maxListedNames bounds the names an error lists.
+const maxListedNames = 12
+
+// nameList lists names for an error, at most maxListedNames of them.
+func nameList(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	if len(names) > maxListedNames {
+		return fmt.Sprintf("%s and %d more", strings.Join(names[:maxListedNames], ", "), len(names)-maxListedNames)
+	}
+	return strings.Join(names, ", ")
+}
+
+// resolveRequest checks a request against the configuration; problem says
+// why it is rejected.
+func (e *Engine) resolveRequest(req api.ActionRequest) (*config.Target, *config.Account, time.Duration, string) {
+	t, ok := e.cfg.Targets[req.Target]
+	if !ok {
+		return nil, nil, 0, fmt.Sprintf("unknown target %q (targets: %s)", req.Target, nameList(e.cfg.TargetNames))
+	}
+	name := req.Account
+	if name == "" {
+		name = t.DefaultAccount
+		if name == "" {
+			return nil, nil, 0, fmt.Sprintf("target %q has no default account; name one of %s", t.Name, nameList(t.AccountNames))
+		}
+	}
+	acct, ok := t.Accounts[name]
+	if !ok {
+		return nil, nil, 0, fmt.Sprintf("target %q has no account %q (accounts: %s)", t.Name, name, nameList(t.AccountNames))
+	}
+	// Compare seconds before multiplying: a huge timeout_s would overflow
+	// a Duration into a small or negative one.
+	timeout := min(config.DefaultActionTimeout, acct.MaxTimeout)
+	switch {
+	case req.TimeoutS < 0:
+		return t, acct, 0, "timeout_s must be positive"
+	case int64(req.TimeoutS) > int64(acct.MaxTimeout/time.Second):
+		return t, acct, 0, fmt.Sprintf("timeout_s %d is over the account's maximum of %d seconds", req.TimeoutS, int64(acct.MaxTimeout/time.Second))
+	case req.TimeoutS != 0:
+		timeout = time.Duration(req.TimeoutS) * time.Second
+	}
+	switch {
+	case strings.TrimSpace(req.Command) == "":
+		return t, acct, timeout, "the command is empty; an action is one command"
+	case len(req.Command) > MaxCommandLen:
+		return t, acct, timeout, fmt.Sprintf("the command is %d bytes, over the %d-byte limit", len(req.Command), MaxCommandLen)
+	case strings.ContainsRune(req.Command, 0):
+		return t, acct, timeout, "the command contains a NUL byte"
+	case !utf8.ValidString(req.Command):
+		return t, acct, timeout, "the command is not valid UTF-8"
+	}
+	return t, acct, timeout, ""
+}
+
+// signerFor returns the credential of an account: its key, or a fresh
+// key with a certificate for this one action, described for the audit log.
+func (e *Engine) signerFor(a *config.Account, actionID string, serial uint64, timeout time.Duration) (ssh.Signer, *certIssued, error) {
+	cred := e.cfg.Credentials[a.Credential]
+	if cred != nil && cred.CA {
+		cert, err := deploy.NewActionCert(e.ca, deploy.CertRequest{
+			ActionID: actionID, Account: a.Name, Serial: serial, Timeout: timeout,
+			ForceCommand: cred.ForceCommand, SourceAddress: cred.SourceAddress,
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("the certificate for this action could not be made: %v", err)
+		}
+		return cert.Signer, &certIssued{KeyID: cert.KeyID, Serial: cert.Serial, ValidBefore: cert.ValidBefore}, nil
+	}
+	signer, ok := e.signers[a.Credential]
+	if !ok {
+		return nil, nil, fmt.Errorf("credential %q of account %q is not usable", a.Credential, a.Name)
+	}
+	return signer, nil, nil
+}
+
+func (e *Engine) observePhases(r *sshexec.Result) {
+	for phase, d := range map[string]time.Duration{
+		"dial": r.Timings.Dial, "handshake": r.Timings.Handshake, "auth": r.Timings.Auth,
+		"session": r.Timings.Session, "command": r.Timings.Command, "total": r.Timings.Total,
+	} {
+		if d > 0 {
+			e.metrics.phase.WithLabelValues(phase).Observe(d.Seconds())
+		}
+	}
+}
+
+// quoteArgv renders argv for the audit log, each argument quoted.
+func quoteArgv(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = strconv.Quote(a)
+	}
+	return strings.Join(q, " ")
+}

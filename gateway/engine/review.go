@@ -1,0 +1,309 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/auditchain"
+	"github.com/airlockgw/airlock/gateway/api"
+)
+
+// The review service: what reviewers do, once, for the API, the pages and
+// (through the API) the CLI.
+
+// LoginTTL is how long a reviewer's login lasts (an API token, a page
+// session).
+const LoginTTL = 12 * time.Hour
+
+// Limiter keys of reviewer logins: per name and per address.
+func loginName(name string) string { return "login:" + name }
+func loginAddr(host string) string { return "login-addr:" + host }
+
+// Login verifies a reviewer's name and password for a client at
+// remoteAddr (host:port, as the listener saw it). Failures count against the name and the address: while either
+// is over its budget every attempt is refused (ErrRateLimited) before the
+// password is looked at. A wrong name or password is ErrUnauthorized.
+func (e *Engine) Login(ctx context.Context, name, password, remoteAddr string) (approvals.Reviewer, error) {
+	host := Host(remoteAddr)
+	nameKey, addrKey := loginName(name), loginAddr(host)
+	if e.Blocked(nameKey) || e.Blocked(addrKey) {
+		return approvals.Reviewer{}, refuse(ErrRateLimited, "too many failed logins; wait a minute")
+	}
+	rv, err := e.store.Accounts().Verify(ctx, name, approvals.NewSecret(password))
+	if errors.Is(err, approvals.ErrBadCredentials) {
+		e.AuthFailed(ctx, "reviewer_password", nameKey)
+		e.AuthFailed(ctx, "reviewer_password", addrKey)
+		e.log.Warn("failed reviewer login", "reviewer", name, "addr", host)
+		return approvals.Reviewer{}, refuse(ErrUnauthorized, "wrong reviewer name or password")
+	}
+	return rv, classify(err)
+}
+
+// IssueToken issues a reviewer token for the API (POST /v1/login), valid
+// for LoginTTL, and says until when.
+func (e *Engine) IssueToken(ctx context.Context, rv approvals.Reviewer) (approvals.Secret, time.Time, error) {
+	tok, err := e.store.Accounts().IssueToken(ctx, rv.Name(), LoginTTL)
+	return tok, e.clock.Now().Add(LoginTTL).UTC(), classify(err)
+}
+
+// VerifyToken returns the reviewer a reviewer token stands for.
+// ErrUnauthorized for a token that is not a reviewer's (approvals'
+// ErrMalformedToken says whether it even looks like one).
+func (e *Engine) VerifyToken(ctx context.Context, tok approvals.Secret) (approvals.Reviewer, error) {
+	rv, err := e.store.Accounts().VerifyToken(ctx, tok)
+	return rv, classify(err)
+}
+
+// Enabled reports whether a reviewer may still act: one disabled since
+// login is logged out at its next request.
+func (e *Engine) Enabled(ctx context.Context, rv approvals.Reviewer) bool {
+	list, err := e.store.Accounts().List(ctx)
+	if err != nil {
+		e.log.Error("listing reviewers", "error", err)
+		return false
+	}
+	for _, info := range list {
+		if info.Name == rv.Name() {
+			return info.Enabled
+		}
+	}
+	return false
+}
+
+// maxLoginLinkTTL bounds how long a one-time login link works.
+const maxLoginLinkTTL = 30 * time.Minute
+
+// NewLoginLink makes the token of a one-time link that logs reviewer in
+// without a password, valid for ttl (at most 30 minutes). It stands for a
+// short-lived reviewer token that never leaves the gateway.
+func (e *Engine) NewLoginLink(ctx context.Context, reviewer string, ttl time.Duration) (string, error) {
+	if ttl <= 0 || ttl > maxLoginLinkTTL {
+		return "", errors.New("engine: a login link lives between 0 and 30 minutes")
+	}
+	rt, err := e.store.Accounts().IssueToken(ctx, reviewer, ttl)
+	if err != nil {
+		return "", classify(err)
+	}
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	tok := hex.EncodeToString(b)
+	e.links.add(tok, rt, e.clock.Now().Add(ttl))
+	return tok, nil
+}
+
+// LoginLink consumes a one-time login link's token for a client at
+// remoteAddr:
+// ErrUnauthorized when it is unknown, used or expired, ErrRateLimited as
+// Login.
+func (e *Engine) LoginLink(ctx context.Context, token, remoteAddr string) (approvals.Reviewer, error) {
+	host := Host(remoteAddr)
+	addrKey := loginAddr(host)
+	if e.Blocked(addrKey) {
+		return approvals.Reviewer{}, refuse(ErrRateLimited, "too many failed logins; wait a minute")
+	}
+	apiToken, ok := e.links.consume(token, e.clock.Now())
+	if !ok {
+		e.AuthFailed(ctx, "login_link", addrKey)
+		e.log.Warn("unknown, used or expired login link", "addr", host)
+		return approvals.Reviewer{}, refuse(ErrUnauthorized, "unknown, used or expired login link")
+	}
+	return e.VerifyToken(ctx, apiToken)
+}
+
+// loginLinks are one-time reviewer login links: a random token in the URL,
+// kept here only as its SHA-256, standing for a reviewer token. A link
+// works once.
+type loginLinks struct {
+	mu    sync.Mutex
+	links map[[sha256.Size]byte]loginLink
+}
+
+type loginLink struct {
+	reviewerToken approvals.Secret
+	expires       time.Time
+}
+
+func (l *loginLinks) add(tok string, rt approvals.Secret, expires time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.links == nil {
+		l.links = map[[sha256.Size]byte]loginLink{}
+	}
+	for h, e := range l.links { // forget the expired ones
+		if !e.expires.After(expires.Add(-maxLoginLinkTTL)) {
+			delete(l.links, h)
+		}
+	}
+	l.links[sha256.Sum256([]byte(tok))] = loginLink{rt, expires}
+}
+
+// consume returns the reviewer token behind a link and forgets the link.
+// The lookup is by hash, so comparing tokens leaks nothing by timing.
+func (l *loginLinks) consume(tok string, now time.Time) (approvals.Secret, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h := sha256.Sum256([]byte(tok))
+	e, ok := l.links[h]
+	if !ok {
+		return approvals.Secret{}, false
+	}
+	delete(l.links, h)
+	return e.reviewerToken, now.Before(e.expires)
+}
+
+// Pending returns the pending approval requests, oldest first.
+func (e *Engine) Pending(ctx context.Context) ([]approvals.Request, error) {
+	reqs, err := e.store.Pending(ctx)
+	return reqs, classify(err)
+}
+
+// Request returns one approval request.
+func (e *Engine) Request(ctx context.Context, id approvals.RequestID) (approvals.Request, error) {
+	q, err := e.store.Request(ctx, id)
+	return q, classify(err)
+}
+
+// Decide records rv's decision on request id. The decision is bound to
+// what the reviewer was shown: digest, when not empty, must be the
+// request's (in hex), or nothing is decided (ErrChanged). A request its
+// run's end expired is refused as ErrRunEnded, one its own deadline
+// expired as ErrExpired; limits the policy does not allow are ErrInvalid,
+// saying which.
+func (e *Engine) Decide(ctx context.Context, rv approvals.Reviewer, id approvals.RequestID, d approvals.Decision, digest string) (approvals.Request, error) {
+	if digest != "" {
+		q, err := e.store.Request(ctx, id)
+		if err != nil {
+			return approvals.Request{}, classify(err)
+		}
+		if q.Digest.String() != digest {
+			return approvals.Request{}, refuse(ErrChanged, "the request is not the one you reviewed (its digest differs); reload it")
+		}
+	}
+	q, err := e.store.Decide(ctx, rv, id, d)
+	switch {
+	case err == nil:
+		e.log.Info("decision", "approval", id, "kind", q.Kind.String(), "decision", q.Status.String(), "reviewer", rv.Name())
+		return q, nil
+	case errors.Is(err, approvals.ErrRequestExpired) && e.endedWithItsRun(ctx, id):
+		return approvals.Request{}, refuse(ErrRunEnded, "the request's run ended before your decision")
+	case errors.Is(err, approvals.ErrTTLOverCap):
+		_, maxTTL := e.TTLChoices()
+		return approvals.Request{}, refuse(ErrInvalid, fmt.Sprintf("the approval's time is over the policy's maximum of %s", maxTTL))
+	case errors.Is(err, approvals.ErrBadTTL):
+		return approvals.Request{}, refuse(ErrInvalid, "the approval's time must be positive")
+	case errors.Is(err, approvals.ErrTTLForCall), errors.Is(err, approvals.ErrBadScope):
+		return approvals.Request{}, refuse(ErrInvalid, "a call approval takes no time or action limits, and a run approval's action limit must be 0 or more")
+	}
+	return approvals.Request{}, classify(err)
+}
+
+// endedWithItsRun reports whether request id expired because its run
+// ended: a run that ends expires its pending requests in the same change,
+// at the same instant. (Comparing with the request's deadline would depend
+// on the clock not moving.)
+func (e *Engine) endedWithItsRun(ctx context.Context, id approvals.RequestID) bool {
+	q, err := e.store.Request(ctx, id)
+	if err != nil {
+		return false
+	}
+	run, err := e.store.Run(ctx, q.RunID)
+	return err == nil && run.State.Terminal() && !run.EndedAt.IsZero() && run.EndedAt.Equal(q.DecidedAt)
+}
+
+// TTLChoices are the run-approval lifetimes a reviewer is offered: common
+// ones up to the policy's cap, the default and the cap itself (the last).
+// It returns them and the default.
+func (e *Engine) TTLChoices() ([]time.Duration, time.Duration) {
+	def, maxTTL := e.cfg.Approval.RunTTL, e.cfg.Approval.MaxRunTTL
+	if def <= 0 {
+		def = approvals.DefaultRunTTL
+	}
+	if maxTTL <= 0 {
+		maxTTL = approvals.DefaultMaxRunTTL
+	}
+	def = min(def, maxTTL)
+	out := []time.Duration{def, maxTTL}
+	for _, d := range []time.Duration{5 * time.Minute, 15 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 4 * time.Hour, 8 * time.Hour, 24 * time.Hour} {
+		if d <= maxTTL {
+			out = append(out, d)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), def
+}
+
+// ApprovalView is an approval request as the API shows it.
+func ApprovalView(q approvals.Request) api.Approval {
+	v := api.Approval{
+		ID: string(q.ID), Kind: api.Mode(q.Kind.String()), RunID: string(q.RunID), Target: q.Target, Account: q.Account,
+		Command: q.Command, TimeoutS: int(q.Timeout / time.Second), Digest: q.Digest.String(),
+		RequestedAt: q.RequestedAt, ExpiresAt: q.ExpiresAt, Requester: q.Requester, State: q.Status.String(),
+		DecidedBy: q.DecidedBy, Reason: q.Reason,
+	}
+	if !q.DecidedAt.IsZero() {
+		t := q.DecidedAt
+		v.DecidedAt = &t
+	}
+	return v
+}
+
+// Output is an action's stored output, read by a reviewer.
+type Output struct {
+	Stdout, Stderr []byte
+	// StdoutReceived and StderrReceived are what the command wrote, the
+	// part over the store's cap included.
+	StdoutReceived, StderrReceived int64
+}
+
+// ReadOutput returns an action's stored output to reviewer rv, after
+// recording in the audit log (output.read, via names the front end) that
+// rv read it: no record, no output (ErrUnavailable).
+func (e *Engine) ReadOutput(ctx context.Context, rv approvals.Reviewer, id, via string) (Output, error) {
+	if !e.Enabled(ctx, rv) {
+		return Output{}, refuse(ErrForbidden, "the reviewer may not read output")
+	}
+	recs, err := e.alog.Reader().ActionEntries(ctx, id)
+	if err != nil {
+		return Output{}, err
+	}
+	for _, rec := range recs {
+		if rec.Kind != auditchain.KindActionFinished {
+			continue
+		}
+		var f actionFinished
+		if err := rec.Decode(&f); err != nil || f.Stdout == nil || f.Stderr == nil {
+			return Output{}, refuse(ErrNotFound, "no output is stored for action "+id)
+		}
+		stdout, err := e.outputs.Get(ctx, f.Stdout.Digest)
+		if err != nil {
+			return Output{}, fmt.Errorf("engine: reading stdout of %s: %w", id, err)
+		}
+		stderr, err := e.outputs.Get(ctx, f.Stderr.Digest)
+		if err != nil {
+			return Output{}, fmt.Errorf("engine: reading stderr of %s: %w", id, err)
+		}
+		// Reading output is its own audited permission.
+		if _, err := e.record(ctx, id, rec.RunID, outputRead{Reviewer: rv.Name(), Via: via,
+			StdoutSHA256: f.Stdout.Digest, StderrSHA256: f.Stderr.Digest,
+			StdoutStored: int64(len(stdout)), StderrStored: int64(len(stderr))}); err != nil {
+			e.log.Error("output.read not recorded; output withheld", "action", id, "error", err)
+			return Output{}, refuse(ErrUnavailable, "the read could not be recorded in the audit log, so the output is withheld")
+		}
+		o := Output{Stdout: stdout, Stderr: stderr, StdoutReceived: int64(len(stdout)), StderrReceived: int64(len(stderr))}
+		if r := f.Result; r != nil {
+			o.StdoutReceived, o.StderrReceived = r.StdoutReceived, r.StderrReceived
+		}
+		return o, nil
+	}
+	return Output{}, refuse(ErrNotFound, "action "+id+" has not finished")
+}

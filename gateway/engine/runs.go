@@ -1,0 +1,136 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/gateway/api"
+)
+
+// FindRun returns the caller's existing run, whatever its state, without
+// creating or changing one: for reading, and for naming the run of a
+// refused request.
+func (e *Engine) FindRun(ctx context.Context, c Caller) (approvals.Run, error) {
+	if c.Local {
+		return e.store.FindLocal(ctx, c.Peer)
+	}
+	return e.store.FindRemote(ctx, c.RunToken)
+}
+
+// resolveRun finds or creates the caller's run, if it may act; with a
+// refusal it returns the run it refused, for naming.
+func (e *Engine) resolveRun(ctx context.Context, c Caller) (approvals.Run, error) {
+	if c.Local {
+		return e.store.ResolveLocal(ctx, c.Peer)
+	}
+	return e.store.ResolveRemote(ctx, c.RunToken)
+}
+
+// ResolveRunToken returns the run a bearer token belongs to if that run may
+// still act (see approvals.Store.ResolveRemote).
+func (e *Engine) ResolveRunToken(ctx context.Context, tok approvals.Secret) (approvals.Run, error) {
+	return e.store.ResolveRemote(ctx, tok)
+}
+
+// RegisterAnchor makes a local process the anchor of a new run (airlock
+// run, airlock mcp).
+func (e *Engine) RegisterAnchor(ctx context.Context, peer approvals.Peer) (approvals.Run, error) {
+	run, err := e.store.RegisterAnchor(ctx, peer)
+	return run, classify(err)
+}
+
+// Host is the host part of a client's address (host:port), the unit
+// budgets are kept per.
+func Host(addr string) string {
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h
+	}
+	return addr
+}
+
+// runsPerAddress is the limiter key of the runs created from an address.
+func runsPerAddress(host string) string { return "runs:" + host }
+
+// CreateRemoteRun creates a run for an HTTP agent at remoteAddr (host:port)
+// that calls itself name; ttl, when above zero, asks for the run token's
+// lifetime. Creating runs counts toward the address's rate limit.
+func (e *Engine) CreateRemoteRun(ctx context.Context, name, remoteAddr string, ttl time.Duration) (approvals.Run, approvals.Secret, error) {
+	host := Host(remoteAddr)
+	if e.Count(runsPerAddress(host)) {
+		return approvals.Run{}, approvals.Secret{}, refuse(ErrRateLimited, "too many runs created from this address; wait a minute")
+	}
+	if name == "" {
+		name = "agent"
+	}
+	rr := approvals.RemoteRun{Requester: fmt.Sprintf("remote:%s@%s", name, host)}
+	if ttl != 0 {
+		rr.TTL = &ttl
+	}
+	run, tok, err := e.store.CreateRemote(ctx, rr)
+	return run, tok, classify(err)
+}
+
+// Run returns one run.
+func (e *Engine) Run(ctx context.Context, id approvals.RunID) (approvals.Run, error) {
+	run, err := e.store.Run(ctx, id)
+	return run, classify(err)
+}
+
+// Runs returns the active runs.
+func (e *Engine) Runs(ctx context.Context) ([]approvals.Run, error) {
+	runs, err := e.store.Runs(ctx)
+	return runs, classify(err)
+}
+
+// EndRun ends a run at its own agent's wish (DELETE by its token or from
+// its local process). A run that ended already is left as it is.
+func (e *Engine) EndRun(ctx context.Context, id approvals.RunID) (approvals.Run, error) {
+	return e.endRun(ctx, id, func() error { return e.store.EndRun(ctx, id) })
+}
+
+// Revoke ends a run at a reviewer's wish; its next action is refused, and
+// actions waiting for approval in it are told the run ended. A run that
+// ended already is left as it is.
+func (e *Engine) Revoke(ctx context.Context, rv approvals.Reviewer, id approvals.RunID, note string) (approvals.Run, error) {
+	return e.endRun(ctx, id, func() error { return e.store.Revoke(ctx, rv, id, note) })
+}
+
+func (e *Engine) endRun(ctx context.Context, id approvals.RunID, end func() error) (approvals.Run, error) {
+	run, err := e.store.Run(ctx, id)
+	switch {
+	case err != nil:
+		return approvals.Run{}, classify(err)
+	case run.State.Terminal():
+		return run, nil // ended already: ending is idempotent
+	}
+	if err := end(); err != nil {
+		return approvals.Run{}, classify(err)
+	}
+	run, err = e.store.Run(ctx, id)
+	return run, classify(err)
+}
+
+// RunView is a run as the API shows it.
+func RunView(r approvals.Run) api.Run {
+	v := api.Run{ID: string(r.ID), State: api.RunState(r.State.String()), Kind: api.RunRemote, Requester: r.Requester, CreatedAt: r.CreatedAt, Actions: r.Actions}
+	if !r.ExpiresAt.IsZero() {
+		t := r.ExpiresAt
+		v.ExpiresAt = &t
+	}
+	if !r.TokenExpiresAt.IsZero() {
+		t := r.TokenExpiresAt
+		v.TokenExpiresAt = &t
+	}
+	if a := r.Anchor; a != nil {
+		v.Kind = api.RunLocal
+		v.Anchor = &api.Process{PID: a.ID.PID, StartTime: a.ID.StartTime, Executable: a.Exe, SHA256: a.ExeSHA256,
+			Argv: a.Argv, Cwd: a.Cwd, UID: a.UID, User: a.User}
+		for _, c := range a.Chain {
+			v.Anchor.Parents = append(v.Anchor.Parents, api.Process{PID: c.ID.PID, StartTime: c.ID.StartTime, Executable: c.Exe, UID: c.UID, Argv: []string{c.Comm}})
+		}
+	}
+	return v
+}

@@ -1,0 +1,124 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/gateway/config"
+	"github.com/airlockgw/airlock/gateway/engine"
+	"github.com/airlockgw/airlock/gateway/httpapi"
+	"github.com/airlockgw/airlock/gateway/notify"
+	"github.com/airlockgw/airlock/gateway/web"
+)
+
+// Version is the gateway's version, set by cmd/airlock.
+var Version = "dev"
+
+// Options configure a Server.
+type Options struct {
+	// Config is the loaded configuration. Required.
+	Config *config.Config
+	// Logger receives the gateway's log; nil discards.
+	Logger hclog.Logger
+	// ShutdownGrace is how long in-flight actions may run on after Serve's
+	// context ends before they are cancelled. Zero: 30 s.
+	ShutdownGrace time.Duration
+	// ProcessInspector reads processes for local runs; nil: /proc.
+	ProcessInspector approvals.Inspector
+
+	// auditWrap, when set, wraps the audit log (tests inject failures).
+	auditWrap func(engine.Appender) engine.Appender
+	// clock, when set, stamps and expires everything (tests move it).
+	clock approvals.Clock
+	// notifyAttempt, when set, bounds one webhook delivery attempt
+	// (tests make a stalled webhook stall for good).
+	notifyAttempt time.Duration
+}
+
+// Server is a gateway: the engine with its stores open, and the front ends
+// it serves on the local socket and the HTTP listener.
+type Server struct {
+	cfg   *config.Config
+	log   hclog.Logger
+	grace time.Duration
+	eng   *engine.Engine
+	// handler serves the API, MCP and the pages on both listeners.
+	handler http.Handler
+	local   *localListener
+
+	// ready is closed once Serve listens; httpAddr is its HTTP address.
+	ready     chan struct{}
+	readyOnce sync.Once
+	httpAddr  string
+}
+
+// New opens the engine (state directory, audit log, output store, state
+// database, credentials; recovery of actions a previous run left in
+// flight) and builds the front ends over it. It refuses to start, with an
+// error saying what to fix, on anything that would weaken the security
+// posture.
+func New(ctx context.Context, o Options) (*Server, error) {
+	if o.Config == nil {
+		return nil, errors.New("gateway: no config")
+	}
+	log := o.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	eng, err := engine.Open(ctx, engine.Options{
+		Config: o.Config, Logger: log, Version: Version, ProcessInspector: o.ProcessInspector,
+		Clock: o.clock, WrapAudit: o.auditWrap,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: o.Config, log: log, grace: o.ShutdownGrace, eng: eng, ready: make(chan struct{})}
+	if s.grace == 0 {
+		s.grace = 30 * time.Second
+	}
+	s.local = &localListener{s: s}
+	pages := web.New(web.NewEngineBackend(eng), web.Options{MaxAge: engine.LoginTTL, Logger: log.Named("ui")})
+	s.handler = httpapi.New(httpapi.Options{Engine: eng, Local: s.local, UI: pages, Version: Version, Logger: log})
+	if o.Config.Notify != nil {
+		notify.Start(eng, notify.Options{Config: o.Config.Notify, Base: s.uiBase, Ready: s.ready,
+			Version: Version, Attempt: o.notifyAttempt, Logger: log.Named("notify")})
+	}
+	return s, nil
+}
+
+// Close stops the gateway without waiting: in-flight actions are cancelled
+// (and recorded), gateway.stopped is recorded, a final checkpoint signed.
+// Serve calls it on the way out, also when it fails to start listening;
+// call it directly only when Serve was never called. Calling it again does
+// nothing.
+func (s *Server) Close(ctx context.Context) error { return s.eng.Close(ctx) }
+
+// Ready is closed when Serve is listening.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// HTTPAddr is the HTTP listener's address once Ready is closed ("" when
+// there is none).
+func (s *Server) HTTPAddr() string { return s.httpAddr }
+
+// LoginLink makes a one-time link to the reviewer pages that logs the
+// reviewer in without a password, valid for ttl (at most 30 minutes). It is
+// for `airlock demo`, and for an operator handing a reviewer a first login;
+// anyone holding the link can use it once, so give it only to that person.
+func (s *Server) LoginLink(ctx context.Context, reviewer string, ttl time.Duration) (string, error) {
+	base := s.uiBase()
+	if base == "" {
+		return "", errors.New("gateway: no HTTP listener for the reviewer pages")
+	}
+	tok, err := s.eng.NewLoginLink(ctx, reviewer, ttl)
+	if err != nil {
+		return "", err
+	}
+	return base + "/ui/login?link=" + url.QueryEscape(tok), nil
+}

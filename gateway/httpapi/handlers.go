@@ -1,0 +1,413 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/engine"
+)
+
+// writeErr answers the engine's refusal with its status and code; any
+// other error is the gateway's own (500, logged, not shown).
+func (s *server) writeErr(w http.ResponseWriter, err error) {
+	for _, c := range []struct {
+		kind   error
+		status int
+		code   string
+	}{
+		{engine.ErrNotFound, http.StatusNotFound, api.CodeNotFound},
+		{engine.ErrAlreadyDecided, http.StatusConflict, api.CodeConflict},
+		{engine.ErrExpired, http.StatusConflict, api.CodeConflict},
+		{engine.ErrRunEnded, http.StatusConflict, api.CodeConflict},
+		{engine.ErrChanged, http.StatusConflict, api.CodeConflict},
+		{engine.ErrSelfApproval, http.StatusForbidden, api.CodeForbidden},
+		{engine.ErrForbidden, http.StatusForbidden, api.CodeForbidden},
+		{engine.ErrInvalid, http.StatusBadRequest, api.CodeBadRequest},
+		{engine.ErrUnauthorized, http.StatusUnauthorized, api.CodeUnauthorized},
+		{engine.ErrRateLimited, http.StatusTooManyRequests, api.CodeRateLimited},
+		{engine.ErrUnavailable, http.StatusServiceUnavailable, api.CodeUnavailable},
+		{engine.ErrDraining, http.StatusServiceUnavailable, api.CodeUnavailable},
+	} {
+		if errors.Is(err, c.kind) {
+			writeError(w, c.status, c.code, err.Error())
+			return
+		}
+	}
+	s.log.Error("request failed", "error", err)
+	writeError(w, http.StatusInternalServerError, api.CodeInternal, "internal error")
+}
+
+// Actions.
+
+func (s *server) handlePostAction(w http.ResponseWriter, r *http.Request) {
+	var req api.ActionRequest
+	if !decodeJSON(w, r, &req) {
+		return
+	}
+	p := principalFrom(r.Context())
+	detached := r.URL.Query().Get("wait") == "false"
+	ctx := r.Context()
+	if detached {
+		ctx = context.WithoutCancel(ctx) // bounded by the engine's stop alone
+	}
+	a, err := s.e.Start(ctx, p.caller(), req)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, api.CodeUnavailable, "the gateway is shutting down; retry against the next one")
+		return
+	}
+	if detached {
+		writeJSON(w, http.StatusAccepted, map[string]string{"id": a.ID()})
+		return
+	}
+	if !wantsSSE(r) {
+		select {
+		case <-a.Done():
+		case <-r.Context().Done():
+			<-a.Done() // the action records its cancellation
+			return
+		}
+		writeJSON(w, http.StatusOK, a.Snapshot())
+		return
+	}
+	streamAction(w, r, a)
+}
+
+// streamAction sends an action's events until it finishes.
+func streamAction(w http.ResponseWriter, r *http.Request, a *engine.Action) {
+	events, unsubscribe := a.Subscribe()
+	defer unsubscribe()
+	sse := newSSE(w)
+	snap := a.Snapshot()
+	if err := sse.send("state", api.StateEvent{State: snap.State, ActionID: snap.ID, ApprovalID: snap.Approval.ID}); err != nil {
+		return
+	}
+	tick := time.NewTicker(heartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				// Dropped for falling behind: send the final object
+				// once the action ends.
+				select {
+				case <-a.Done():
+					sse.send("finished", a.Snapshot())
+				case <-r.Context().Done():
+				}
+				return
+			}
+			if err := sse.send(ev.Name, ev.Data); err != nil {
+				return
+			}
+			if ev.Name == "finished" {
+				return
+			}
+		case <-tick.C:
+			if err := sse.comment(); err != nil {
+				return
+			}
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// actionFor finds an action the principal may see: reviewers see all,
+// agents the actions of their own run.
+func (s *server) actionFor(w http.ResponseWriter, r *http.Request) (*engine.Action, bool) {
+	id := chi.URLParam(r, "id")
+	p := principalFrom(r.Context())
+	var a *engine.Action
+	var err error
+	if p.isReviewer {
+		a, err = s.e.Action(r.Context(), id)
+	} else {
+		a, err = s.e.ActionOf(r.Context(), p.caller(), id)
+	}
+	if err != nil {
+		s.writeErr(w, err)
+		return nil, false
+	}
+	return a, true
+}
+
+func (s *server) handleGetAction(w http.ResponseWriter, r *http.Request) {
+	if a, ok := s.actionFor(w, r); ok {
+		writeJSON(w, http.StatusOK, a.Snapshot())
+	}
+}
+
+func (s *server) handleActionEvents(w http.ResponseWriter, r *http.Request) {
+	if a, ok := s.actionFor(w, r); ok {
+		streamAction(w, r, a)
+	}
+}
+
+// Runs.
+
+// createRunRequest is the body of POST /v1/runs.
+type createRunRequest struct {
+	// Name describes the agent to reviewers (remote runs).
+	Name string `json:"name,omitempty"`
+	TTLS int    `json:"ttl_s,omitempty"`
+}
+
+func (s *server) handleCreateRun(w http.ResponseWriter, r *http.Request) {
+	p := principalFrom(r.Context())
+	var req createRunRequest
+	if r.ContentLength != 0 && !decodeJSON(w, r, &req) {
+		return
+	}
+	if p.local {
+		// airlock run and airlock mcp register themselves as anchors.
+		run, err := s.e.RegisterAnchor(r.Context(), p.peer)
+		if err != nil {
+			s.writeErr(w, err)
+			return
+		}
+		writeJSON(w, http.StatusCreated, engine.RunView(run))
+		return
+	}
+	if p.isReviewer {
+		writeError(w, http.StatusForbidden, api.CodeForbidden, "reviewers do not create runs; an agent does")
+		return
+	}
+	run, tok, err := s.e.CreateRemoteRun(r.Context(), req.Name, r.RemoteAddr, time.Duration(req.TTLS)*time.Second)
+	if err != nil {
+		s.writeErr(w, err)
+		return
+	}
+	v := engine.RunView(run)
+	v.Token = tok.Reveal()
+	writeJSON(w, http.StatusCreated, v)
+}
+
+func (s *server) handleListRuns(w http.ResponseWriter, r *http.Request) {
+	runs, err := s.e.Runs(r.Context())
+	if err != nil {
+		s.writeErr(w, err)
+		return
+	}
+	out := make([]api.Run, 0, len(runs))
+	for _, run := range runs {
+		out = append(out, engine.RunView(run))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// runFor returns a run the principal may see: reviewers any, agents their
+// own.
+func (s *server) runFor(w http.ResponseWriter, r *http.Request) (approvals.Run, bool) {
+	id, err := approvals.ParseRunID(chi.URLParam(r, "id"))
+	if err != nil {
+		writeError(w, http.StatusNotFound, api.CodeNotFound, "no such run")
+		return approvals.Run{}, false
+	}
+	p := principalFrom(r.Context())
+	if !p.isReviewer {
+		own, err := s.e.FindRun(r.Context(), p.caller())
+		if err != nil || own.ID != id {
+			writeError(w, http.StatusNotFound, api.CodeNotFound, "no such run of yours")
+			return approvals.Run{}, false
+		}
+	}
+	run, err := s.e.Run(r.Context(), id)
+	if err != nil {
+		s.writeErr(w, err)
+		return approvals.Run{}, false
+	}
+	return run, true
+}
+
+func (s *server) handleGetRun(w http.ResponseWriter, r *http.Request) {
+	if run, ok := s.runFor(w, r); ok {
+		writeJSON(w, http.StatusOK, engine.RunView(run))
+	}
+}
+
+// handleEndRun ends a run: its agent closes it, a reviewer revokes it. A
+// run that ended already is answered as it is (DELETE is idempotent).
+func (s *server) handleEndRun(w http.ResponseWriter, r *http.Request) {
+	run, ok := s.runFor(w, r)
+	if !ok {
+		return
+	}
+	p := principalFrom(r.Context())
+	var err error
+	if p.isReviewer {
+		run, err = s.e.Revoke(r.Context(), p.reviewer, run.ID, r.URL.Query().Get("reason"))
+	} else {
+		run, err = s.e.EndRun(r.Context(), run.ID)
+	}
+	if err != nil {
+		s.writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, engine.RunView(run))
+}
+
+// Approvals.
+
+func (s *server) handleListApprovals(w http.ResponseWriter, r *http.Request) {
+	if st := r.URL.Query().Get("state"); st != "" && st != "pending" {
+		writeError(w, http.StatusBadRequest, api.CodeBadRequest, `state must be "pending"`)
+		return
+	}
+	reqs, err := s.e.Pending(r.Context())
+	if err != nil {
+		s.writeErr(w, err)
+		return
+	}
+	out := make([]api.Approval, 0, len(reqs))
+	for i := len(reqs) - 1; i >= 0; i-- { // newest first
+		v := engine.ApprovalView(reqs[i])
+		if run, err := s.e.Run(r.Context(), reqs[i].RunID); err == nil {
+			rv := engine.RunView(run)
+			v.Run = &rv
+		}
+		out = append(out, v)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *server) handleDecision(w http.ResponseWriter, r *http.Request) {
+	p := principalFrom(r.Context())
+	id, err := approvals.ParseRequestID(chi.URLParam(r, "id"))
+	if err != nil {
+		writeError(w, http.StatusNotFound, api.CodeNotFound, "no such approval request")
+		return
+	}
+	var d api.DecisionRequest
+	if !decodeJSON(w, r, &d) {
+		return
+	}
+	var dec approvals.Decision
+	switch d.Decision {
+	case api.DecisionApprove:
+		dec.Verdict = approvals.Approve
+	case api.DecisionDeny:
+		dec.Verdict = approvals.Deny
+	default:
+		writeError(w, http.StatusBadRequest, api.CodeBadRequest, `decision must be "approve" or "deny"`)
+		return
+	}
+	dec.Reason, dec.MaxActions = d.Reason, d.MaxActions
+	if d.TTLS != 0 {
+		ttl := time.Duration(d.TTLS) * time.Second
+		dec.TTL = &ttl
+	}
+	q, err := s.e.Decide(r.Context(), p.reviewer, id, dec, d.Digest)
+	if err != nil {
+		s.writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, engine.ApprovalView(q))
+}
+
+// Targets.
+
+func (s *server) handleTargets(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.e.Targets())
+}
+
+// Reviewer login.
+
+func (s *server) handleLogin(w http.ResponseWriter, r *http.Request) {
+	var req api.LoginRequest
+	if !decodeJSON(w, r, &req) {
+		return
+	}
+	if principalFrom(r.Context()).local {
+		writeError(w, http.StatusForbidden, api.CodeForbidden, "reviewers log in over the HTTP listener, not the agents' socket")
+		return
+	}
+	rv, err := s.e.Login(r.Context(), req.Reviewer, req.Password, r.RemoteAddr)
+	if err != nil {
+		s.writeErr(w, err)
+		return
+	}
+	tok, expires, err := s.e.IssueToken(r.Context(), rv)
+	if err != nil {
+		s.writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.LoginResponse{Token: tok.Reveal(), ExpiresAt: expires})
+}
+
+// Audit.
+
+func (s *server) handleAuditEntries(w http.ResponseWriter, r *http.Request) {
+	after := int64(-1)
+	if v := r.URL.Query().Get("after"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < -1 {
+			writeError(w, http.StatusBadRequest, api.CodeBadRequest, "after must be a sequence number")
+			return
+		}
+		after = n
+	}
+	limit := 1000
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 10000 {
+			writeError(w, http.StatusBadRequest, api.CodeBadRequest, "limit must be from 1 to 10000")
+			return
+		}
+		limit = n
+	}
+	out := []rawJSON{}
+	for rec, err := range s.e.AuditReader().Entries(r.Context(), after) {
+		if err != nil {
+			s.writeErr(w, err)
+			return
+		}
+		b, err := rec.MarshalJSON()
+		if err != nil {
+			s.writeErr(w, err)
+			return
+		}
+		out = append(out, rawJSON(b))
+		if len(out) == limit {
+			break
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// rawJSON is already-encoded JSON.
+type rawJSON []byte
+
+func (r rawJSON) MarshalJSON() ([]byte, error) { return r, nil }
+
+func (s *server) handleAuditVerify(w http.ResponseWriter, r *http.Request) {
+	rep, err := s.e.VerifyAudit(r.Context())
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, api.CodeInternal, "verification could not run: "+err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
+
+// Local token rotation.
+
+func (s *server) handleRotateToken(w http.ResponseWriter, r *http.Request) {
+	p := principalFrom(r.Context())
+	if !p.local || p.peer.UID != os.Geteuid() || s.local == nil {
+		writeError(w, http.StatusForbidden, api.CodeForbidden, "only the gateway's own user may rotate the local token, over the local socket")
+		return
+	}
+	if err := s.local.Rotate(r.Context()); err != nil {
+		s.log.Error("token rotation failed", "error", err)
+		writeError(w, http.StatusInternalServerError, api.CodeInternal, "rotation failed: "+err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "rotated"})
+}

@@ -1,0 +1,105 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/engine"
+	"github.com/airlockgw/airlock/gateway/mcp"
+)
+
+// mcpSessionTimeout closes an MCP session no request has used for this
+// long; a call in flight keeps its session open.
+const mcpSessionTimeout = 30 * time.Minute
+
+// mcpHandler serves MCP over Streamable HTTP (mounted at /mcp) to agents
+// holding a run token from POST /v1/runs. Every request presents the token
+// and is verified against its run (constant-time, in approvals); a session
+// is bound to the run that opened it, so one token is one run.
+//
+// The SDK's DNS-rebinding protection stays on (a loopback listener refuses
+// a non-loopback Host), cross-origin browser requests are refused, and
+// bodies are capped like the rest of the API.
+func (s *server) mcpHandler() http.Handler {
+	opts := mcp.Options{Version: s.opts.Version, Logger: s.log.Named("mcp")}
+	h := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
+		p := principalFrom(r.Context())
+		if p == nil || p.runToken.IsZero() {
+			return nil
+		}
+		return mcp.NewServer(mcp.NewEngineBackend(s.e, engine.Caller{RunToken: p.runToken, RemoteAddr: p.remoteAddr}), opts)
+	}, &sdk.StreamableHTTPOptions{
+		MaxRequestBodyBytes: MaxBody,
+		SessionTimeout:      mcpSessionTimeout,
+	})
+	bearer := sdkauth.RequireBearerToken(s.verifyRunToken, nil)
+	return s.mcpGuard(http.NewCrossOriginProtection().Handler(bearer(h)))
+}
+
+// mcpGuard keeps /mcp to agents over HTTP: local callers have airlock mcp,
+// reviewers decide and never act, and a caller that guessed wrong tokens
+// too often waits.
+func (s *server) mcpGuard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := principalFrom(r.Context())
+		switch {
+		case p.local:
+			writeError(w, http.StatusNotFound, api.CodeNotFound, "MCP is not served on the local socket; run `airlock mcp` (stdio) instead")
+			return
+		case p.isReviewer:
+			writeError(w, http.StatusForbidden, api.CodeForbidden, "reviewers do not call agent tools; use a run token from POST /v1/runs")
+			return
+		case s.e.Blocked(runTokenLimitKey(r)):
+			writeError(w, http.StatusTooManyRequests, api.CodeRateLimited, "too many invalid run tokens from this address; wait a minute")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// verifyRunToken is the bearer-token verifier of /mcp: the token must
+// belong to a run that may still act. The session is bound to the run's
+// id, and the token's expiry is the run's.
+func (s *server) verifyRunToken(ctx context.Context, token string, r *http.Request) (*sdkauth.TokenInfo, error) {
+	run, err := s.e.ResolveRunToken(ctx, approvals.NewSecret(token))
+	if err != nil {
+		why := runTokenProblem(err)
+		if why == "" {
+			s.log.Error("verifying a run token", "error", err)
+			return nil, errors.New("the run token could not be verified")
+		}
+		if invalidRunToken(err) { // a guess; a genuine token of an ended run is not
+			s.e.AuthFailed(ctx, "run_token", runTokenLimitKey(r))
+		}
+		return nil, fmt.Errorf("%w: %s", sdkauth.ErrInvalidToken, why)
+	}
+	exp := run.TokenExpiresAt
+	if !run.ExpiresAt.IsZero() && run.ExpiresAt.Before(exp) {
+		exp = run.ExpiresAt
+	}
+	return &sdkauth.TokenInfo{UserID: string(run.ID), Expiration: exp}, nil
+}
+
+// runTokenProblem says why a token was refused, or "" for a failure that
+// is not the caller's.
+func runTokenProblem(err error) string {
+	switch {
+	case invalidRunToken(err):
+		return "the run token is not valid; create a run with POST /v1/runs"
+	case errors.Is(err, approvals.ErrTokenExpired), errors.Is(err, approvals.ErrRunExpired):
+		return "the run has expired; create a new run with POST /v1/runs"
+	case errors.Is(err, approvals.ErrRunEnded):
+		return "the run has ended; create a new run with POST /v1/runs"
+	case errors.Is(err, approvals.ErrRunDenied):
+		return "a reviewer denied this run; ask a human before creating a new one"
+	}
+	return ""
+}

@@ -1,0 +1,58 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlockgw/airlock/approvals"
+)
+
+// peerCred returns the identity the kernel reports for the other end of a
+// local connection (SO_PEERCRED): taken when the connection was made, so
+// it cannot be forged by the client.
+func peerCred(c net.Conn) (approvals.Peer, error) {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return approvals.Peer{}, errors.New("httpapi: not a unix connection")
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return approvals.Peer{}, err
+	}
+	var cred *unix.Ucred
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, serr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return approvals.Peer{}, err
+	}
+	if serr != nil {
+		return approvals.Peer{}, fmt.Errorf("httpapi: SO_PEERCRED: %w", serr)
+	}
+	return approvals.Peer{PID: int(cred.Pid), UID: int(cred.Uid), GID: int(cred.Gid)}, nil
+}
+
+type peerKey struct{}
+
+// ConnContext is the local socket's http.Server.ConnContext: it attaches
+// the connection's peer credentials, which make its requests local ones.
+// A connection whose credentials cannot be read gets none, and is then
+// treated as an HTTP caller without a local identity.
+func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	pc, err := peerCred(c)
+	if err != nil {
+		return ctx
+	}
+	return context.WithValue(ctx, peerKey{}, pc)
+}
+
+// peerFrom returns the local caller's credentials, if the request came
+// over the local socket.
+func peerFrom(ctx context.Context) (approvals.Peer, bool) {
+	pc, ok := ctx.Value(peerKey{}).(approvals.Peer)
+	return pc, ok
+}

@@ -1,0 +1,83 @@
+package mcp
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/engine"
+)
+
+// EngineBackend is the tools' Backend for one agent over the gateway's
+// engine: its action lifecycle, as POST /v1/actions runs it for that
+// caller (MCP over Streamable HTTP: a run token).
+type EngineBackend struct {
+	e *engine.Engine
+	c engine.Caller
+}
+
+// NewEngineBackend returns the tools' Backend for caller c over e.
+func NewEngineBackend(e *engine.Engine, c engine.Caller) *EngineBackend {
+	return &EngineBackend{e: e, c: c}
+}
+
+// RunAction starts the action and follows its events. When ctx ends (the
+// MCP call was cancelled or its session closed) the action is cancelled;
+// RunAction waits until that outcome is recorded.
+func (b *EngineBackend) RunAction(ctx context.Context, req api.ActionRequest, ev api.Events) (*api.Action, error) {
+	a, err := b.e.Start(ctx, b.c, req)
+	if err != nil {
+		return nil, &api.Error{Err: api.ErrorBody{Code: api.CodeUnavailable, Message: "the gateway is shutting down"}, Status: http.StatusServiceUnavailable}
+	}
+	events, unsubscribe := a.Subscribe()
+	defer unsubscribe()
+	// Events before the subscription are summed up by the current state.
+	snap := a.Snapshot()
+	if ev.State != nil {
+		ev.State(api.StateEvent{State: snap.State, ActionID: snap.ID, ApprovalID: snap.Approval.ID})
+	}
+	for {
+		select {
+		case e, ok := <-events:
+			if !ok {
+				<-a.Done() // dropped for falling behind, or finished
+				obj := a.Snapshot()
+				return &obj, nil
+			}
+			switch d := e.Data.(type) {
+			case api.StateEvent:
+				if ev.State != nil {
+					ev.State(d)
+				}
+			case api.OutputEvent:
+				if ev.Output != nil {
+					if p, err := api.DecodeBytes(d.Data, d.Encoding); err == nil {
+						ev.Output(e.Name, p)
+					}
+				}
+			case api.Action:
+				return &d, nil
+			}
+		case <-ctx.Done():
+			<-a.Done() // the action records its cancellation
+			obj := a.Snapshot()
+			return &obj, nil
+		}
+	}
+}
+
+// Targets lists the configured targets as GET /v1/targets does.
+func (b *EngineBackend) Targets(ctx context.Context) ([]api.Target, error) {
+	return b.e.Targets(), nil
+}
+
+// Action returns an action of this token's run, as GET /v1/actions/{id}
+// does for the token.
+func (b *EngineBackend) Action(ctx context.Context, id string) (*api.Action, error) {
+	a, err := b.e.ActionOf(ctx, b.c, id)
+	if err != nil {
+		return nil, &api.Error{Err: api.ErrorBody{Code: api.CodeNotFound, Message: err.Error()}, Status: http.StatusNotFound}
+	}
+	obj := a.Snapshot()
+	return &obj, nil
+}

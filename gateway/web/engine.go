@@ -1,0 +1,401 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/auditchain"
+	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/engine"
+)
+
+const (
+	// recentRuns bounds the ended runs the runs page shows.
+	recentRuns = 20
+	// runHistory bounds the actions shown with each run.
+	runHistory = 10
+	// latestEntries is how many audit entries the audit page shows.
+	latestEntries = 50
+)
+
+// EngineBackend is the pages' Backend over the gateway's engine: it
+// translates the engine's views and refusals into the pages' own.
+type EngineBackend struct {
+	e *engine.Engine
+
+	verifyMu   sync.Mutex // one verification at a time
+	mu         sync.Mutex
+	lastVerify *Verification
+}
+
+// NewEngineBackend returns the Backend of the pages over e.
+func NewEngineBackend(e *engine.Engine) *EngineBackend { return &EngineBackend{e: e} }
+
+// pageError turns the engine's refusal into the pages' word for it.
+func pageError(err error) error {
+	for _, c := range []struct{ from, to error }{
+		{engine.ErrNotFound, ErrNotFound},
+		{engine.ErrAlreadyDecided, ErrAlreadyDecided},
+		{engine.ErrExpired, ErrExpired},
+		{engine.ErrRunEnded, ErrRunEnded},
+		{engine.ErrChanged, ErrChanged},
+		{engine.ErrSelfApproval, ErrSelfApproval},
+		{engine.ErrForbidden, ErrForbidden},
+		{engine.ErrUnavailable, ErrUnavailable},
+		{engine.ErrRateLimited, ErrRateLimited},
+		{engine.ErrUnauthorized, ErrBadCredentials},
+	} {
+		if errors.Is(err, c.from) {
+			return c.to
+		}
+	}
+	if errors.Is(err, engine.ErrInvalid) {
+		return fmt.Errorf("%w: %s", ErrInvalid, err.Error())
+	}
+	return err
+}
+
+func reviewerOf(rv Reviewer) (approvals.Reviewer, bool) {
+	r, ok := rv.(approvals.Reviewer)
+	return r, ok
+}
+
+// Login checks a reviewer's password with the same budgets as POST
+// /v1/login: a guesser gains nothing by switching between the API and the
+// pages.
+func (b *EngineBackend) Login(ctx context.Context, name, password, remoteAddr string) (Reviewer, error) {
+	rv, err := b.e.Login(ctx, name, password, remoteAddr)
+	if err != nil {
+		return nil, pageError(err)
+	}
+	return rv, nil
+}
+
+// LoginLink consumes a one-time login link.
+func (b *EngineBackend) LoginLink(ctx context.Context, token, remoteAddr string) (Reviewer, error) {
+	rv, err := b.e.LoginLink(ctx, token, remoteAddr)
+	if err != nil {
+		return nil, pageError(err)
+	}
+	return rv, nil
+}
+
+// Enabled reports whether rv may still act.
+func (b *EngineBackend) Enabled(ctx context.Context, rv Reviewer) bool {
+	r, ok := reviewerOf(rv)
+	return ok && b.e.Enabled(ctx, r)
+}
+
+// Pending lists the pending requests, newest first.
+func (b *EngineBackend) Pending(ctx context.Context) ([]Card, error) {
+	reqs, err := b.e.Pending(ctx)
+	if err != nil {
+		return nil, pageError(err)
+	}
+	mem := b.e.Recent()
+	cards := make([]Card, 0, len(reqs))
+	for i := len(reqs) - 1; i >= 0; i-- { // newest first
+		cards = append(cards, b.card(ctx, reqs[i], mem))
+	}
+	return cards, nil
+}
+
+// card describes a request with everything a reviewer judges it by.
+func (b *EngineBackend) card(ctx context.Context, q approvals.Request, mem []api.Action) Card {
+	c := Card{
+		ID: string(q.ID), Kind: q.Kind.String(), Status: q.Status.String(), RunID: string(q.RunID),
+		Target: q.Target, Account: q.Account, Command: q.Command, Timeout: q.Timeout,
+		Digest: q.Digest.String(), RequestedAt: q.RequestedAt, ExpiresAt: q.ExpiresAt,
+		Requester: q.Requester, DecidedBy: q.DecidedBy, Reason: q.Reason,
+	}
+	if t, ok := b.e.Config().Targets[q.Target]; ok {
+		c.Address, c.KnownHosts = t.Address, t.KnownHostsFile != ""
+		for _, k := range t.HostKeys {
+			c.HostKeys = append(c.HostKeys, ssh.FingerprintSHA256(k))
+		}
+	}
+	if run, err := b.e.Run(ctx, q.RunID); err == nil {
+		c.Run = runOf(run, mem)
+	}
+	for _, a := range mem {
+		if a.Approval.ID == string(q.ID) && a.State == api.StateWaitingApproval {
+			c.Waiting = append(c.Waiting, a.ID)
+		}
+	}
+	if q.Kind == approvals.KindRun {
+		c.TTLs, c.DefaultTTL = b.e.TTLChoices()
+	}
+	return c
+}
+
+// runOf is a run as the pages show it, with its actions among mem.
+func runOf(r approvals.Run, mem []api.Action) *Run {
+	v := &Run{
+		ID: string(r.ID), State: r.State.String(), Kind: "remote", Requester: r.Requester, CreatedAt: r.CreatedAt,
+		Explicit: r.Explicit, DecidedBy: r.DecidedBy, Reason: r.Reason, ExpiresAt: r.ExpiresAt,
+		MaxActions: r.MaxActions, Actions: r.Actions, EndedAt: r.EndedAt, EndedBy: r.EndedBy, EndNote: r.EndNote,
+	}
+	if r.EndReason != 0 {
+		v.EndReason = r.EndReason.String()
+	}
+	for _, sc := range r.Scope {
+		s := sc.Target
+		if sc.Account != "" {
+			s = sc.Account + "@" + sc.Target
+		}
+		v.Scope = append(v.Scope, s)
+	}
+	if a := r.Anchor; a != nil {
+		v.Kind = "local"
+		v.Process = &Process{PID: a.ID.PID, StartTime: a.ID.StartTime, Exe: a.Exe, SHA256: a.ExeSHA256,
+			Argv: a.Argv, Cwd: a.Cwd, UID: a.UID, User: a.User}
+		for _, p := range a.Chain {
+			v.Process.Parents = append(v.Process.Parents, Parent{PID: p.ID.PID, UID: p.UID, Comm: p.Comm, Exe: p.Exe})
+		}
+	}
+	for _, a := range mem {
+		if a.RunID == string(r.ID) && len(v.Recent) < runHistory {
+			v.Recent = append(v.Recent, ActionSummary{ID: a.ID, Target: a.Target, Account: a.Account, Command: a.Command,
+				State: string(a.State), Outcome: nameOf(a.Outcome), ExitCode: a.ExitCode, RequestedAt: a.RequestedAt})
+		}
+	}
+	return v
+}
+
+// Decide records a decision bound to the digest the card showed.
+func (b *EngineBackend) Decide(ctx context.Context, rv Reviewer, d Decision) (Card, error) {
+	reviewer, ok := reviewerOf(rv)
+	if !ok {
+		return Card{}, ErrForbidden
+	}
+	id, err := approvals.ParseRequestID(d.RequestID)
+	if err != nil {
+		return Card{}, ErrNotFound
+	}
+	if d.Digest == "" {
+		return Card{}, ErrChanged // a card always shows one
+	}
+	q, err := b.e.Request(ctx, id)
+	if err != nil {
+		return Card{}, pageError(err)
+	}
+	dec := approvals.Decision{Verdict: approvals.Deny, Reason: d.Reason}
+	if d.Approve {
+		dec.Verdict = approvals.Approve
+		if q.Kind == approvals.KindRun {
+			if d.TTL > 0 {
+				ttl := d.TTL
+				dec.TTL = &ttl
+			}
+			dec.MaxActions = d.MaxActions
+			if d.OnlyThisAccount {
+				dec.Scope = []approvals.Scope{{Target: q.Target, Account: q.Account}}
+			}
+		}
+	}
+	decided, err := b.e.Decide(ctx, reviewer, id, dec, d.Digest)
+	if err != nil {
+		return Card{}, pageError(err)
+	}
+	return b.card(ctx, decided, nil), nil
+}
+
+// Runs lists the active runs and the recently ended ones whose actions
+// the engine still holds, newest first.
+func (b *EngineBackend) Runs(ctx context.Context) ([]Run, error) {
+	active, err := b.e.Runs(ctx)
+	if err != nil {
+		return nil, pageError(err)
+	}
+	mem := b.e.Recent()
+	seen := map[approvals.RunID]bool{}
+	var out []Run
+	for i := len(active) - 1; i >= 0; i-- {
+		seen[active[i].ID] = true
+		out = append(out, *runOf(active[i], mem))
+	}
+	ended := 0
+	for _, a := range mem {
+		id := approvals.RunID(a.RunID)
+		if a.RunID == "" || seen[id] || ended == recentRuns {
+			continue
+		}
+		seen[id] = true
+		run, err := b.e.Run(ctx, id)
+		if err != nil {
+			continue
+		}
+		out = append(out, *runOf(run, mem))
+		ended++
+	}
+	return out, nil
+}
+
+// Revoke ends an active run; one that ended already is ErrRunEnded.
+func (b *EngineBackend) Revoke(ctx context.Context, rv Reviewer, runID, note string) error {
+	reviewer, ok := reviewerOf(rv)
+	if !ok {
+		return ErrForbidden
+	}
+	id, err := approvals.ParseRunID(runID)
+	if err != nil {
+		return ErrNotFound
+	}
+	run, err := b.e.Run(ctx, id)
+	switch {
+	case err != nil:
+		return pageError(err)
+	case run.State.Terminal():
+		return ErrRunEnded
+	}
+	if _, err := b.e.Revoke(ctx, reviewer, id, note); err != nil {
+		return pageError(err)
+	}
+	return nil
+}
+
+// Action returns an action with its audit trail.
+func (b *EngineBackend) Action(ctx context.Context, id string) (Action, error) {
+	recs, err := b.e.AuditReader().ActionEntries(ctx, id)
+	if err != nil {
+		return Action{}, err
+	}
+	h, err := b.e.Action(ctx, id)
+	if err != nil {
+		return Action{}, pageError(err)
+	}
+	a := h.Snapshot()
+	v := Action{
+		ID: a.ID, RunID: a.RunID, Target: a.Target, Account: a.Account, Command: a.Command,
+		Timeout: time.Duration(a.TimeoutS) * time.Second, State: string(a.State), Outcome: nameOf(a.Outcome), Detail: a.Detail,
+		ExitCode: a.ExitCode, Signal: a.Signal, Termination: nameOf(a.Termination), HostKeyFingerprint: a.HostKeyFingerprint,
+		RequestedAt: a.RequestedAt, ApprovalMode: string(a.Approval.Mode), ApprovalID: a.Approval.ID, DecidedBy: a.Approval.DecidedBy,
+		Decision: string(a.Approval.Decision), ApprovalReason: a.Approval.Reason, StdoutBytes: a.StdoutBytes, StderrBytes: a.StderrBytes,
+	}
+	if a.StartedAt != nil {
+		v.StartedAt = *a.StartedAt
+	}
+	if a.FinishedAt != nil {
+		v.FinishedAt = *a.FinishedAt
+	}
+	for _, rec := range recs {
+		v.Trail = append(v.Trail, entryOf(rec.Entry))
+		if rec.Kind == auditchain.KindActionFinished {
+			v.OutputStored = engine.OutputStored(rec.Entry)
+		}
+	}
+	return v, nil
+}
+
+// nameOf is a closed set's name for display, "" for the zero value (an
+// action still in flight has no outcome).
+func nameOf[T interface {
+	Valid() bool
+	String() string
+}](v T) string {
+	if !v.Valid() {
+		return ""
+	}
+	return v.String()
+}
+
+// ReadOutput returns an action's stored output once its reading is
+// recorded.
+func (b *EngineBackend) ReadOutput(ctx context.Context, rv Reviewer, id string) (Output, error) {
+	reviewer, ok := reviewerOf(rv)
+	if !ok {
+		return Output{}, ErrForbidden
+	}
+	o, err := b.e.ReadOutput(ctx, reviewer, id, "web")
+	if err != nil {
+		return Output{}, pageError(err)
+	}
+	return Output{Stdout: o.Stdout, Stderr: o.Stderr, StdoutReceived: o.StdoutReceived, StderrReceived: o.StderrReceived}, nil
+}
+
+// AuditStatus summarises the audit log.
+func (b *EngineBackend) AuditStatus(ctx context.Context) (AuditStatus, error) {
+	rd := b.e.AuditReader()
+	size, err := rd.Size(ctx)
+	if err != nil {
+		return AuditStatus{}, err
+	}
+	st := AuditStatus{Origin: b.e.AuditOrigin(), Entries: size, Uncovered: size}
+	cps, err := rd.Checkpoints(ctx)
+	if err != nil {
+		return AuditStatus{}, err
+	}
+	if n := len(cps); n > 0 {
+		last := cps[n-1]
+		st.LastCheckpoint = &Checkpoint{Size: last.Size, Note: string(last.Note)}
+		st.Uncovered = max(0, size-last.Size)
+	}
+	b.mu.Lock()
+	st.LastVerify = b.lastVerify
+	b.mu.Unlock()
+	for rec, err := range rd.Entries(ctx, max(-1, size-1-latestEntries)) {
+		if err != nil {
+			return AuditStatus{}, err
+		}
+		st.Latest = append(st.Latest, entryOf(rec.Entry))
+	}
+	slices.Reverse(st.Latest)
+	return st, nil
+}
+
+// VerifyAudit verifies the whole log now and remembers the result.
+func (b *EngineBackend) VerifyAudit(ctx context.Context, rv Reviewer) (Verification, error) {
+	b.verifyMu.Lock()
+	defer b.verifyMu.Unlock()
+	rep, err := b.e.VerifyAudit(ctx)
+	if err != nil {
+		return Verification{}, err
+	}
+	v := Verification{At: b.e.Now().UTC(), By: rv.Name(), Intact: rep.Intact(), Entries: rep.Entries, Verified: rep.Verified,
+		Checkpoints: rep.Checkpoints, TrustedCheckpoints: rep.TrustedCheckpoints, Covered: rep.Covered, Uncovered: rep.Uncovered}
+	for _, d := range rep.Damage {
+		v.Problems = append(v.Problems, fmt.Sprintf("%s at seq %d (%s): %s", d.Kind, d.Seq, d.Source, d.Detail))
+	}
+	if rep.Fork != nil {
+		v.Problems = append(v.Problems, fmt.Sprintf("fork: %+v", *rep.Fork))
+	}
+	if rep.TimeSetBack != nil {
+		v.Notes = append(v.Notes, rep.TimeSetBack.String())
+	}
+	b.mu.Lock()
+	b.lastVerify = &v
+	b.mu.Unlock()
+	return v, nil
+}
+
+// entryOf formats an audit entry for display.
+func entryOf(e auditchain.Entry) Entry {
+	v := Entry{Seq: e.Seq, Time: e.Time, Kind: e.Kind.String(), ActionID: e.ActionID, RunID: e.RunID}
+	for _, f := range e.Fields {
+		var s string
+		switch x := f.Value.(type) {
+		case string:
+			s = x
+		case int64:
+			s = strconv.FormatInt(x, 10)
+		case bool:
+			s = strconv.FormatBool(x)
+		case []byte:
+			s = fmt.Sprintf("%x", x)
+		default:
+			s = fmt.Sprint(x)
+		}
+		v.Fields = append(v.Fields, Field{Name: f.Name, Value: s})
+	}
+	slices.SortFunc(v.Fields, func(a, b Field) int { return strings.Compare(a.Name, b.Name) })
+	return v
+}
