@@ -83,9 +83,6 @@ var (
 	// ErrNotAncestor: the run's anchor is neither the caller nor one of its
 	// ancestors.
 	ErrNotAncestor = errors.New("approvals: anchor is not the caller or its ancestor")
-	// ErrRemoteRun / ErrLocalRun: the operation needs the other kind of run.
-	ErrRemoteRun = errors.New("approvals: run is remote")
-	ErrLocalRun  = errors.New("approvals: run is local")
 
 	// ErrEventNotRecorded: the event sink failed, so the state change did
 	// not take effect (fail closed).

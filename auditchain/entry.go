@@ -13,13 +13,12 @@ import (
 // Limits on what one entry may hold. They keep a leaf well under SQLite's
 // blob limit and bound what a verifier must hold in memory for one row.
 const (
-	MaxIDLen      = 256     // bytes of an action or run id
-	MaxFieldName  = 64      // bytes of a field name
-	MaxFields     = 256     // fields per entry
-	MaxValueLen   = 1 << 20 // bytes of one string or bytes value
-	MaxLeafLen    = 4 << 20 // bytes of a whole encoded leaf
-	leafVersion1  = 1
-	leafHeaderLen = 1 + 8 + 8
+	MaxIDLen     = 256     // bytes of an action or run id
+	MaxFieldName = 64      // bytes of a field name
+	MaxFields    = 256     // fields per entry
+	MaxValueLen  = 1 << 20 // bytes of one string or bytes value
+	MaxLeafLen   = 4 << 20 // bytes of a whole encoded leaf
+	leafVersion1 = 1
 )
 
 // Value type tags in a version 1 leaf. Persisted: never renumber.

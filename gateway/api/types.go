@@ -163,12 +163,6 @@ func DecodeBytes(s, encoding string) ([]byte, error) {
 	return []byte(s), nil
 }
 
-// StdoutBytesValue returns the stdout bytes.
-func (a *Action) StdoutBytesValue() ([]byte, error) { return DecodeBytes(a.Stdout, a.StdoutEncoding) }
-
-// StderrBytesValue returns the stderr bytes.
-func (a *Action) StderrBytesValue() ([]byte, error) { return DecodeBytes(a.Stderr, a.StderrEncoding) }
-
 // Success reports whether the action exited with status 0, the only
 // success.
 func (a *Action) Success() bool {
