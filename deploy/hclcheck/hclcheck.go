@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
 )
 
 // Problem is one problem at a place in a file.
@@ -59,6 +60,16 @@ func (c *Collector) Add(r *hcl.Range, msg string) {
 // Errorf records a formatted problem at r.
 func (c *Collector) Errorf(r hcl.Range, format string, args ...any) {
 	c.Add(&r, fmt.Sprintf(format, args...))
+}
+
+// Decode decodes a's expression into v (a pointer to a string, a bool, an
+// int, a []string, …) as gohcl does, as a constant: no variables or
+// functions. A value that does not fit is recorded as a problem at a's
+// line, and Decode reports false.
+func (c *Collector) Decode(a *hcl.Attribute, v any) bool {
+	diags := gohcl.DecodeExpression(a.Expr, nil, v)
+	c.Diags(diags)
+	return !diags.HasErrors()
 }
 
 // Diags records HCL's error diagnostics (warnings are dropped).

@@ -473,17 +473,13 @@ type collector struct {
 
 func (c *collector) str(a *hcl.Attribute) string {
 	var s string
-	if diags := gohcl.DecodeExpression(a.Expr, nil, &s); diags.HasErrors() {
-		c.Diags(diags)
-	}
+	c.Decode(a, &s)
 	return s
 }
 
 func (c *collector) strList(a *hcl.Attribute) []string {
 	var l []string
-	if diags := gohcl.DecodeExpression(a.Expr, nil, &l); diags.HasErrors() {
-		c.Diags(diags)
-	}
+	c.Decode(a, &l)
 	return l
 }
 

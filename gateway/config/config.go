@@ -329,20 +329,6 @@ func (c *checker) require(a *hcl.Attribute, block hcl.Range, what string) bool {
 	return true
 }
 
-// value evaluates an attribute as a constant: no variables or functions.
-func (c *checker) value(a *hcl.Attribute) (cty.Value, bool) {
-	v, ds := a.Expr.Value(nil)
-	if ds.HasErrors() {
-		c.Diags(ds)
-		return cty.NilVal, false
-	}
-	if v.IsNull() {
-		c.Errorf(a.Range, "%s must not be null", a.Name)
-		return cty.NilVal, false
-	}
-	return v, true
-}
-
 func (c *checker) str(a *hcl.Attribute, def string) string {
 	if a == nil {
 		return def
@@ -354,17 +340,13 @@ func (c *checker) str(a *hcl.Attribute, def string) string {
 	return s
 }
 
-// strOK evaluates a string attribute; false means a problem was recorded.
+// strOK decodes a string attribute (gohcl, no variables or functions);
+// false means a problem was recorded.
 func (c *checker) strOK(a *hcl.Attribute) (string, bool) {
-	v, ok := c.value(a)
-	if !ok {
+	var s string
+	if !c.Decode(a, &s) {
 		return "", false
 	}
-	if v.Type() != cty.String {
-		c.Errorf(a.Range, "%s must be a string", a.Name)
-		return "", false
-	}
-	s := v.AsString()
 	if strings.ContainsAny(s, "\x00\n\r") {
 		c.Errorf(a.Range, "%s must not contain NUL or line breaks", a.Name)
 		return "", false
@@ -372,67 +354,46 @@ func (c *checker) strOK(a *hcl.Attribute) (string, bool) {
 	return s, true
 }
 
+// strList decodes a list of strings; a single string is a list of one
+// (checkpoint_every = "30s").
 func (c *checker) strList(a *hcl.Attribute) []string {
 	if a == nil {
 		return nil
 	}
-	v, ok := c.value(a)
-	if !ok {
-		return nil
-	}
-	if v.Type() == cty.String {
-		return []string{v.AsString()}
-	}
-	if !v.Type().IsTupleType() && !v.Type().IsListType() {
-		c.Errorf(a.Range, "%s must be a list of strings", a.Name)
-		return nil
-	}
-	var out []string
-	for it := v.ElementIterator(); it.Next(); {
-		_, e := it.Element()
-		if e.IsNull() || e.Type() != cty.String {
-			c.Errorf(a.Range, "%s must be a list of strings", a.Name)
-			return nil
+	if v, diags := a.Expr.Value(nil); !diags.HasErrors() && v.Type() == cty.String {
+		if s, ok := c.strOK(a); ok {
+			return []string{s}
 		}
-		out = append(out, e.AsString())
+		return nil
 	}
-	return out
+	var l []string
+	if !c.Decode(a, &l) {
+		return nil
+	}
+	return l
 }
 
 func (c *checker) boolean(a *hcl.Attribute) bool {
-	if a == nil {
+	var b bool
+	if a == nil || !c.Decode(a, &b) {
 		return false
 	}
-	v, ok := c.value(a)
-	if !ok {
-		return false
-	}
-	if v.Type() != cty.Bool {
-		c.Errorf(a.Range, "%s must be true or false", a.Name)
-		return false
-	}
-	return v.True()
+	return b
 }
 
 func (c *checker) integer(a *hcl.Attribute, def, min, max int) int {
 	if a == nil {
 		return def
 	}
-	v, ok := c.value(a)
-	if !ok {
+	var i int
+	if !c.Decode(a, &i) {
 		return def
 	}
-	if v.Type() != cty.Number {
-		c.Errorf(a.Range, "%s must be a whole number", a.Name)
-		return def
-	}
-	bf := v.AsBigFloat()
-	i, acc := bf.Int64()
-	if !bf.IsInt() || acc != 0 || i < int64(min) || i > int64(max) {
+	if i < min || i > max {
 		c.Errorf(a.Range, "%s must be a whole number from %d to %d", a.Name, min, max)
 		return def
 	}
-	return int(i)
+	return i
 }
 
 // duration parses a duration written as a string ("90s", "10m", "1h30m").
