@@ -1,0 +1,157 @@
+package auditchain
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"fmt"
+	"os"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// Signing checkpoints: every N entries, every T, and at Close; each
+// appended to checkpoints.log and offered to the witness.
+
+// maybeCheckpoint signs a checkpoint when one is due (or, when final,
+// whenever entries are uncovered). It runs on the writer goroutine, so no
+// entry is appended while it works.
+func (l *Log) maybeCheckpoint(ctx context.Context, final bool) error {
+	if p := l.failed.Load(); p != nil {
+		if final {
+			return *p // Close reports that the log had failed
+		}
+		return nil
+	}
+	if l.size == l.ckpt.Size {
+		return nil
+	}
+	// A checkpoint's own entry alone does not call for another checkpoint,
+	// or an idle log would sign forever.
+	if !final && l.ckptEntry && l.size == l.ckpt.Size+1 {
+		return nil
+	}
+	now := time.Now()
+	if !final {
+		byCount := l.opts.CheckpointEvery > 0 && l.size-l.ckpt.Size >= int64(l.opts.CheckpointEvery)
+		byTime := l.opts.CheckpointInterval > 0 && now.Sub(l.ckptAt) >= l.opts.CheckpointInterval
+		if !byCount && !byTime || now.Before(l.retryAt) {
+			return nil
+		}
+	}
+	err := l.checkpoint(ctx, !final)
+	if err != nil {
+		l.retryAt = now.Add(time.Second)
+		l.log.Error("checkpoint failed", "size", l.size, "error", err)
+	}
+	return err
+}
+
+// checkpoint signs the current tree. With entry, it also appends a
+// checkpoint entry recording it (in the same transaction as the stored
+// note); the final checkpoint at Close has no entry, so that it covers
+// everything.
+func (l *Log) checkpoint(ctx context.Context, entry bool) error {
+	// Move every committed frame into the main database file and sync it:
+	// losing the WAL after a crash must not lose an entry a signed
+	// checkpoint vouches for. PASSIVE never waits for readers; when a
+	// reader holds frames back, signing waits for a later attempt.
+	var busy, walFrames, moved int
+	if err := l.w.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &walFrames, &moved); err != nil {
+		return fmt.Errorf("auditchain: wal checkpoint: %w", err)
+	}
+	if busy != 0 || walFrames != moved {
+		return fmt.Errorf("auditchain: wal checkpoint moved %d of %d frames; readers hold the rest", moved, walFrames)
+	}
+	size := l.size
+	root, err := tlog.TreeHash(size, dbHashReader{ctx, l.w})
+	if err != nil {
+		return fmt.Errorf("auditchain: tree hash: %w", err)
+	}
+	if root != l.front.root() {
+		return l.fail(fmt.Errorf("auditchain: stored tree hashes disagree with the appended entries: %w", ErrInconsistent))
+	}
+	if l.ckpt.Size > 0 {
+		p, err := tlog.ProveTree(size, l.ckpt.Size, dbHashReader{ctx, l.w})
+		if err == nil {
+			err = tlog.CheckTree(p, size, root, l.ckpt.Size, l.ckpt.Root)
+		}
+		if err != nil {
+			return l.fail(fmt.Errorf("auditchain: new tree is not consistent with checkpoint %d: %w: %w", l.ckpt.Size, err, ErrInconsistent))
+		}
+	}
+	c := Checkpoint{Origin: l.opts.Origin, Size: size, Root: root}
+	msg, err := note.Sign(&note.Note{Text: c.Text()}, l.key.signer)
+	if err != nil {
+		return fmt.Errorf("auditchain: sign checkpoint: %w", err)
+	}
+	if err := l.appendCheckpointFile(msg); err != nil {
+		// The outside copy is evidence, not a condition for appending.
+		l.log.Error("could not append checkpoint to file", "path", l.opts.CheckpointLogPath, "error", err)
+	}
+	insert := func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO checkpoints (size, note) VALUES (?, ?)`, size, msg); err != nil {
+			return fmt.Errorf("auditchain: store checkpoint: %w", err)
+		}
+		return nil
+	}
+	if entry {
+		sum := sha256.Sum256(msg)
+		r := &appendReq{
+			e: Entry{Kind: KindCheckpoint},
+			fields: []Field{ // sorted by name
+				Bytes("note_sha256", sum[:]),
+				Bytes("root", root[:]),
+				Int("size", size),
+			},
+			done:  make(chan appendResult, 1),
+			extra: insert,
+		}
+		r.state.Store(reqTaken)
+		if _, err := l.write(ctx, []*appendReq{r}); err != nil {
+			return err
+		}
+	} else {
+		tx, err := l.w.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("auditchain: store checkpoint: %w", err)
+		}
+		if err := insert(ctx, tx); err != nil {
+			tx.Rollback()
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("auditchain: store checkpoint: %w", err)
+		}
+	}
+	l.ckpt, l.ckptAt = c, time.Now()
+	l.log.Debug("signed checkpoint", "size", size, "root", root.String())
+	if l.witness != nil {
+		select {
+		case <-l.witness: // drop a note the witness has not taken yet
+		default:
+		}
+		l.witness <- msg
+	}
+	return nil
+}
+
+func (l *Log) appendCheckpointFile(msg []byte) error {
+	if l.opts.CheckpointLogPath == "" {
+		return nil
+	}
+	f, err := os.OpenFile(l.opts.CheckpointLogPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(append([]byte(nil), msg...), '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

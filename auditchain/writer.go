@@ -1,0 +1,191 @@
+package auditchain
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// The writer: one goroutine owns the database connection that appends,
+// and commits concurrent appends together (group commit) so that they
+// share fsyncs.
+
+// fail makes every later Append return ErrFailed wrapping cause.
+func (l *Log) fail(cause error) error {
+	err := fmt.Errorf("auditchain: %w: %w", ErrFailed, cause)
+	if l.failed.CompareAndSwap(nil, &err) {
+		l.log.Error("audit log failed; refusing further appends", "error", cause)
+	}
+	return *l.failed.Load()
+}
+
+// run is the writer goroutine: it owns the writer connection and state.
+func (l *Log) run() {
+	defer close(l.done)
+	defer l.release()
+	defer func() {
+		if l.witness != nil {
+			close(l.witness)
+		}
+	}()
+	var tick <-chan time.Time
+	if l.opts.CheckpointInterval > 0 {
+		t := time.NewTicker(min(l.opts.CheckpointInterval, time.Second))
+		defer t.Stop()
+		tick = t.C
+	}
+	ctx := context.Background()
+	for {
+		select {
+		case r := <-l.reqs:
+			l.commit(ctx, l.gather(r))
+			l.maybeCheckpoint(ctx, false)
+		case <-tick:
+			l.maybeCheckpoint(ctx, false)
+		case <-l.closing:
+			for {
+				select {
+				case r := <-l.reqs:
+					l.commit(ctx, l.gather(r))
+					continue
+				default:
+				}
+				break
+			}
+			l.final = l.maybeCheckpoint(ctx, true)
+			return
+		}
+	}
+}
+
+// gather takes r and whatever else is queued, up to maxBatch, skipping
+// requests whose caller gave up.
+func (l *Log) gather(r *appendReq) []*appendReq {
+	batch := make([]*appendReq, 0, 16)
+	take := func(r *appendReq) {
+		if r.state.CompareAndSwap(reqPending, reqTaken) {
+			batch = append(batch, r)
+		}
+	}
+	take(r)
+	for len(batch) < maxBatch {
+		select {
+		case r := <-l.reqs:
+			take(r)
+			continue
+		default:
+		}
+		break
+	}
+	return batch
+}
+
+// commit writes a batch in one transaction and answers every request.
+func (l *Log) commit(ctx context.Context, batch []*appendReq) {
+	if len(batch) == 0 {
+		return
+	}
+	refs, err := l.write(ctx, batch)
+	for i, r := range batch {
+		if err != nil {
+			r.done <- appendResult{err: err}
+		} else {
+			r.done <- appendResult{ref: refs[i]}
+		}
+	}
+}
+
+func (l *Log) write(ctx context.Context, batch []*appendReq) ([]Ref, error) {
+	if p := l.failed.Load(); p != nil {
+		return nil, *p
+	}
+	tx, err := l.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, l.recover(ctx, fmt.Errorf("auditchain: begin: %w", err))
+	}
+	size, chain, front := l.size, l.chain, l.front
+	refs := make([]Ref, len(batch))
+	entryArgs := make([]any, 0, 8*len(batch))
+	hashArgs := make([]any, 0, 4*len(batch))
+	isCkpt := false
+	for i, r := range batch {
+		e := r.e
+		e.Seq = size
+		e.Time = time.Unix(0, l.now().UnixNano()).UTC()
+		leaf, err := appendLeaf(nil, e, r.fields)
+		if err != nil {
+			tx.Rollback()
+			return nil, err
+		}
+		lh := tlog.RecordHash(leaf)
+		chain = ChainHash(chain, leaf)
+		hs, err := front.add(lh)
+		if err != nil {
+			tx.Rollback()
+			return nil, l.fail(err)
+		}
+		entryArgs = append(entryArgs, e.Seq, e.Time.UnixNano(), e.Kind.String(), e.ActionID, e.RunID, leaf, bytes.Clone(lh[:]), bytes.Clone(chain[:]))
+		base := tlog.StoredHashIndex(0, e.Seq)
+		for j, h := range hs {
+			hashArgs = append(hashArgs, base+int64(j), bytes.Clone(h[:]))
+		}
+		if r.extra != nil {
+			if err := r.extra(ctx, tx); err != nil {
+				tx.Rollback()
+				return nil, l.recover(ctx, err)
+			}
+		}
+		isCkpt = e.Kind == KindCheckpoint
+		refs[i] = Ref{Seq: e.Seq, Time: e.Time, LeafHash: lh, Chain: chain}
+		size++
+	}
+	// Multi-row inserts: a batch costs a few statements, not three per entry.
+	if err := insertRows(ctx, tx, `INSERT INTO entries (seq, time_ns, kind, action_id, run_id, leaf, leaf_hash, chain) VALUES `, 8, entryArgs); err != nil {
+		tx.Rollback()
+		return nil, l.recover(ctx, fmt.Errorf("auditchain: insert entries from %d: %w", l.size, err))
+	}
+	if err := insertRows(ctx, tx, `INSERT INTO tree_hashes (idx, hash) VALUES `, 2, hashArgs); err != nil {
+		tx.Rollback()
+		return nil, l.recover(ctx, fmt.Errorf("auditchain: insert tree hashes: %w", err))
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, l.recover(ctx, fmt.Errorf("auditchain: commit: %w", err))
+	}
+	l.size, l.chain, l.front, l.ckptEntry = size, chain, front, isCkpt
+	return refs, nil
+}
+
+// insertRows runs prefix with as many "(?, …)" tuples of width columns as
+// args holds, in chunks that stay under SQLite's parameter limit.
+func insertRows(ctx context.Context, tx *sql.Tx, prefix string, width int, args []any) error {
+	const maxRows = 256
+	for len(args) > 0 {
+		n := min(len(args)/width, maxRows)
+		tuple := "(" + strings.Repeat("?, ", width-1) + "?)"
+		q := prefix + strings.Repeat(tuple+", ", n-1) + tuple
+		if _, err := tx.ExecContext(ctx, q, args[:n*width]...); err != nil {
+			return err
+		}
+		args = args[n*width:]
+	}
+	return nil
+}
+
+// recover is called after a failed write: when the database still ends
+// where the writer's state says, the failure cost only this batch;
+// otherwise the log fails closed.
+func (l *Log) recover(ctx context.Context, cause error) error {
+	var n int64
+	var chain []byte
+	err := l.w.QueryRowContext(ctx, `SELECT count(*), coalesce((SELECT chain FROM entries ORDER BY seq DESC LIMIT 1), x'') FROM entries`).Scan(&n, &chain)
+	if err != nil || n != l.size || (n > 0 && string(chain) != string(l.chain[:])) {
+		return l.fail(cause)
+	}
+	l.log.Warn("append batch failed and was rolled back", "error", cause)
+	return cause
+}
