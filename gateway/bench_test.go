@@ -14,6 +14,7 @@ import (
 
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/config"
+	"github.com/airlockgw/airlock/gateway/gatewaytest"
 	"github.com/airlockgw/airlock/sshexec"
 )
 
@@ -34,7 +35,7 @@ func BenchmarkGatewayAction(b *testing.B) {
 	// default max_parallel (4), which would queue the rest.
 	g := startGateway(b, s, gwOptions{mutate: func(c *config.Config) { c.Targets["box-run"].MaxParallel = 32 }})
 	ctx := context.Background()
-	sshBin := buildAirlockSSH(b)
+	sshBin := gatewaytest.Binary(b, "airlock-ssh")
 
 	// Approve the runs once: this process's and airlock-ssh's (whose
 	// anchor is this process).
@@ -124,16 +125,3 @@ func BenchmarkGatewayAction(b *testing.B) {
 }
 
 func testingProcs() int { return max(1, runtimeGOMAXPROCS()) }
-
-// buildAirlockSSH builds the airlock-ssh binary into a temporary directory,
-// static as `make build` ships it.
-func buildAirlockSSH(tb testing.TB) string {
-	tb.Helper()
-	out := filepath.Join(tb.TempDir(), "airlock-ssh")
-	cmd := exec.Command("go", "build", "-o", out, "github.com/airlockgw/airlock/cmd/airlock-ssh")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("go build airlock-ssh: %v: %s", err, b)
-	}
-	return out
-}

@@ -29,6 +29,7 @@ import (
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/gateway/engine"
+	"github.com/airlockgw/airlock/gateway/gatewaytest"
 	"github.com/airlockgw/airlock/gateway/httpapi"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
@@ -48,28 +49,10 @@ type testGateway struct {
 	cfg      *config.Config
 	cancel   context.CancelFunc
 	done     chan error
-	agent    *api.Client // over the local socket
-	base     string      // HTTP base URL
-	reviewer *api.Client // logged in as testReviewer
-	logs     *logBuffer  // everything the gateway logged
-}
-
-// logBuffer collects the gateway's log for assertions.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	agent    *api.Client               // over the local socket
+	base     string                    // HTTP base URL
+	reviewer *api.Client               // logged in as testReviewer
+	logs     *gatewaytest.LockedBuffer // everything the gateway logged
 }
 
 type gwOptions struct {
@@ -93,42 +76,19 @@ func startGateway(t testing.TB, s *sshtest.SSHD, o gwOptions) *testGateway {
 	if clientKey == "" {
 		clientKey = s.ClientKeyFile
 	}
-	hostKey := o.hostKeyLine
-	if hostKey == "" {
-		hostKey = strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.CurrentHostKey())))
+	var hostKey any = s.CurrentHostKey()
+	if o.hostKeyLine != "" {
+		hostKey = o.hostKeyLine
 	}
-	target := func(name, mode, output string) string {
-		return fmt.Sprintf(`
-target %q {
-  address   = %q
-  host_keys = [%q]
-  account %q {
-    credential  = "key"
-    approval    = %q
-    max_timeout = "2m"
-    output      = %q
-  }
-}
-`, name, s.Addr, hostKey, s.User, mode, output)
+	c := gatewaytest.Config{StateDir: filepath.Join(dir, "state"), HTTP: "127.0.0.1:0", ApprovalTimeout: "20s",
+		Credentials: map[string]string{"key": clientKey}, Extra: o.extraConfig}
+	for _, tg := range []struct{ name, mode, output string }{
+		{"box-run", "run", "full"}, {"box-call", "call", "full"}, {"box-tail", "run", "tail"}, {"box-none", "run", "none"},
+	} {
+		c.Targets = append(c.Targets, gatewaytest.Target{Name: tg.name, Address: s.Addr, HostKey: hostKey,
+			Accounts: []gatewaytest.Account{{Name: s.User, Credential: "key", Approval: tg.mode, MaxTimeout: "2m", Output: tg.output}}})
 	}
-	src := fmt.Sprintf(`
-state_dir = %q
-listen {
-  http = "127.0.0.1:0"
-}
-approval {
-  timeout = "20s"
-}
-credential "key" {
-  private_key_file = %q
-}
-`, filepath.Join(dir, "state"), clientKey) +
-		target("box-run", "run", "full") + target("box-call", "call", "full") +
-		target("box-tail", "run", "tail") + target("box-none", "run", "none") + o.extraConfig
-	cfgFile := filepath.Join(dir, "airlock.hcl")
-	if err := os.WriteFile(cfgFile, []byte(src), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfgFile := c.Write(t, dir)
 	cfg, err := config.Load(cfgFile)
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +118,7 @@ func addReviewer(t testing.TB, cfg *config.Config, name, password string) {
 
 func runGateway(t testing.TB, cfg *config.Config, o gwOptions) *testGateway {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &gatewaytest.LockedBuffer{}
 	opts := Options{Config: cfg, Logger: hclog.New(&hclog.LoggerOptions{Output: io.MultiWriter(testWriter{t}, logs), Level: hclog.Trace}), ShutdownGrace: 5 * time.Second}
 	if _, bench := t.(*testing.B); bench {
 		opts.Logger = nil
@@ -735,20 +695,10 @@ func TestRefusesToStartWithWorldWritableSocketDir(t *testing.T) {
 	sock := filepath.Join(dir, "sockdir", "airlock.sock")
 	os.Mkdir(filepath.Dir(sock), 0o700)
 	os.Chmod(filepath.Dir(sock), 0o777)
-	src := fmt.Sprintf(`
-state_dir = %q
-listen {
-  http   = ""
-  socket = %q
-}
-credential "key" { private_key_file = %q }
-target "box" {
-  address   = %q
-  host_keys = [%q]
-  account %q { credential = "key" }
-}
-`, filepath.Join(dir, "state"), sock, s.ClientKeyFile, s.Addr, strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.HostKey))), s.User)
-	cfg, err := config.Parse([]byte(src), filepath.Join(dir, "airlock.hcl"))
+	cfg, err := config.Load(gatewaytest.Config{StateDir: filepath.Join(dir, "state"), NoHTTP: true, Socket: sock,
+		Credentials: map[string]string{"key": s.ClientKeyFile},
+		Targets:     []gatewaytest.Target{{Name: "box", Address: s.Addr, HostKey: s.HostKey, Accounts: []gatewaytest.Account{{Name: s.User, Credential: "key"}}}},
+	}.Write(t, dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -884,24 +834,9 @@ func TestPerActionCertificate(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := sshtest.NewSSHD(t, sshtest.Options{Config: []string{"TrustedUserCAKeys " + caFile}})
-	src := fmt.Sprintf(`
-state_dir = %q
-listen {
-  http = "127.0.0.1:0"
-}
-credential "ca" {
-  ca = true
-}
-target "box" {
-  address   = %q
-  host_keys = [%q]
-  account %q {
-    credential = "ca"
-    approval   = "call"
-  }
-}
-`, state, s.Addr, strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.HostKey))), s.User)
-	cfg, err := config.Parse([]byte(src), filepath.Join(dir, "airlock.hcl"))
+	cfg, err := config.Load(gatewaytest.Config{StateDir: state, HTTP: "127.0.0.1:0", CA: []string{"ca"},
+		Targets: []gatewaytest.Target{{Name: "box", Address: s.Addr, HostKey: s.HostKey, Accounts: []gatewaytest.Account{{Name: s.User, Credential: "ca", Approval: "call"}}}},
+	}.Write(t, dir))
 	if err != nil {
 		t.Fatal(err)
 	}

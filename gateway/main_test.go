@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockgw/airlock/gateway/gatewaytest"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
 
@@ -28,6 +29,7 @@ func TestMain(m *testing.M) {
 	if shared != nil {
 		shared.Close()
 	}
+	gatewaytest.RemoveBinaries()
 	os.Exit(code)
 }
 

@@ -70,7 +70,7 @@ func BenchmarkServeRSS100(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(vmHWM(b, d.cmd.Process.Pid))/1024, "peak-RSS-MiB")
+	b.ReportMetric(float64(vmHWM(b, d.PID()))/1024, "peak-RSS-MiB")
 }
 
 // vmHWM reads a process's peak resident set size in KiB.

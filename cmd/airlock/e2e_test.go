@@ -2,21 +2,20 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/crypto/ssh"
-
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/gatewaytest"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
 
@@ -24,197 +23,76 @@ import (
 // process, `airlock-ssh` and `airlock run` as agents, the reviewer CLI,
 // against a real sshd.
 
-var (
-	binOnce sync.Once
-	binDir  string
-	binErr  error
-)
-
 // binaries builds airlock and airlock-ssh once per test process.
 func binaries(t testing.TB) (airlock, airlockSSH string) {
 	t.Helper()
-	binOnce.Do(func() {
-		binDir, binErr = os.MkdirTemp("", "airlock-bin-")
-		if binErr != nil {
-			return
-		}
-		for _, p := range []string{"airlock", "airlock-ssh"} {
-			out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, p), "github.com/airlockgw/airlock/cmd/"+p).CombinedOutput()
-			if err != nil {
-				binErr = fmt.Errorf("go build %s: %v: %s", p, err, out)
-				return
-			}
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return filepath.Join(binDir, "airlock"), filepath.Join(binDir, "airlock-ssh")
+	dir := gatewaytest.Binaries(t)
+	return filepath.Join(dir, "airlock"), filepath.Join(dir, "airlock-ssh")
 }
 
 // daemon is an `airlock serve` process.
 type daemon struct {
+	*gatewaytest.Daemon
 	t       testing.TB
-	bin     string
 	cfgFile string
 	state   string
 	socket  string
 	httpURL string
-	cmd     *exec.Cmd
-	log     *bytes.Buffer
-	mu      *sync.Mutex
 	pwFile  string
 }
 
+// writeConfig writes a configuration with one target, "box", on s whose
+// account has the approval mode given.
 func writeConfig(t testing.TB, s *sshtest.SSHD, mode string) (cfgFile, state string, port int) {
 	t.Helper()
 	dir := t.TempDir()
 	state = filepath.Join(dir, "state")
-	port = freePort(t)
-	src := fmt.Sprintf(`
-state_dir = %q
-listen {
-  http = "127.0.0.1:%d"
-}
-credential "key" {
-  private_key_file = %q
-}
-target "box" {
-  address   = %q
-  host_keys = [%q]
-  account %q {
-    credential = "key"
-    approval   = %q
-  }
-}
-`, state, port, s.ClientKeyFile, s.Addr, strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.HostKey))), s.User, mode)
-	cfgFile = filepath.Join(dir, "airlock.hcl")
-	if err := os.WriteFile(cfgFile, []byte(src), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	addr := gatewaytest.FreeAddr(t)
+	cfgFile = gatewaytest.Config{StateDir: state, HTTP: addr, Credentials: map[string]string{"key": s.ClientKeyFile},
+		Targets: []gatewaytest.Target{{Name: "box", Address: s.Addr, HostKey: s.HostKey,
+			Accounts: []gatewaytest.Account{{Name: s.User, Credential: "key", Approval: mode}}}},
+	}.Write(t, dir)
+	_, p, _ := net.SplitHostPort(addr)
+	port, _ = strconv.Atoi(p)
 	return cfgFile, state, port
 }
 
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := netListen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*netTCPAddr).Port
+	_, p, _ := net.SplitHostPort(gatewaytest.FreeAddr(t))
+	port, _ := strconv.Atoi(p)
+	return port
 }
 
+// startDaemon runs `airlock serve` on a configuration writeConfig wrote;
+// the reviewer's password file is next to it.
 func startDaemon(t testing.TB, cfgFile, state string, port int) *daemon {
 	t.Helper()
-	bin, _ := binaries(t)
-	d := &daemon{t: t, bin: bin, cfgFile: cfgFile, state: state, socket: filepath.Join(state, "run", "airlock.sock"),
-		httpURL: fmt.Sprintf("http://127.0.0.1:%d", port), log: &bytes.Buffer{}, mu: &sync.Mutex{}}
-	d.pwFile = filepath.Join(filepath.Dir(cfgFile), "pw")
-	if err := os.WriteFile(d.pwFile, []byte("correct horse battery staple\n"), 0o600); err != nil {
+	gd := &gatewaytest.Daemon{ConfigFile: cfgFile, Socket: filepath.Join(state, "run", "airlock.sock"),
+		HTTPURL: fmt.Sprintf("http://127.0.0.1:%d", port), PasswordFile: filepath.Join(filepath.Dir(cfgFile), "pw")}
+	if err := os.WriteFile(gd.PasswordFile, []byte(gatewaytest.Password+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d.start()
-	t.Cleanup(func() {
-		d.signal(syscall.SIGTERM)
-		if t.Failed() {
-			t.Logf("airlock serve log:\n%s", d.logText())
-		}
-	})
-	return d
+	gd.Run(t, gatewaytest.DaemonOptions{})
+	return &daemon{Daemon: gd, t: t, cfgFile: cfgFile, state: state, socket: gd.Socket, httpURL: gd.HTTPURL, pwFile: gd.PasswordFile}
 }
 
-func (d *daemon) start() {
-	d.t.Helper()
-	os.Remove(filepath.Join(filepath.Dir(d.socket), "control.json"))
-	d.cmd = exec.Command(d.bin, "serve", "--config", d.cfgFile)
-	d.cmd.Stdout = lockedWriter{d.mu, d.log}
-	d.cmd.Stderr = lockedWriter{d.mu, d.log}
-	if err := d.cmd.Start(); err != nil {
-		d.t.Fatal(err)
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if _, err := api.ReadControl(d.socket); err == nil {
-			if _, err := api.NewHTTPClient(d.httpURL, "").Targets(context.Background()); err != nil && strings.Contains(err.Error(), "credentials") {
-				return // the HTTP listener answers too
-			}
-		}
-		if time.Now().After(deadline) {
-			d.t.Fatalf("airlock serve did not start:\n%s", d.logText())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
+// start restarts the daemon after a stop.
+func (d *daemon) start() { d.t.Helper(); d.Start() }
 
 // signal sends sig and waits for the daemon to exit.
-func (d *daemon) signal(sig syscall.Signal) {
-	if d.cmd == nil || d.cmd.Process == nil {
-		return
-	}
-	d.cmd.Process.Signal(sig)
-	done := make(chan struct{})
-	go func() { d.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(40 * time.Second):
-		d.cmd.Process.Kill()
-		<-done
-	}
-	d.cmd = nil
-}
+func (d *daemon) signal(sig syscall.Signal) { d.Stop(sig) }
 
-func (d *daemon) logText() string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.log.String()
-}
+func (d *daemon) logText() string { return d.Log.String() }
 
 // lockedBuffer is a bytes.Buffer that a process may write while the test
 // reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	b  *bytes.Buffer
-}
-
-func (w lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
+type lockedBuffer = gatewaytest.LockedBuffer
 
 // cli runs the airlock binary as a reviewer or operator.
 func (d *daemon) cli(args ...string) (string, string, int) {
 	d.t.Helper()
-	cmd := exec.Command(d.bin, args...)
-	cmd.Env = append(os.Environ(), "AIRLOCK_URL="+d.httpURL, "AIRLOCK_REVIEWER=alice", "AIRLOCK_PASSWORD_FILE="+d.pwFile, "AIRLOCK_CONFIG="+d.cfgFile)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		d.t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
+	return d.CLI(args...)
 }
 
 // pending waits for n pending approvals and returns them.
@@ -374,7 +252,7 @@ func TestEndToEndBinaries(t *testing.T) {
 
 	t.Run("SIGTERM lets the in-flight action finish", func(t *testing.T) {
 		var out bytes.Buffer
-		a := d.agent(binDirAirlock() + " run -- airlock-ssh box 'sleep 2; echo done'")
+		a := d.agent(gatewaytest.Binary(t, "airlock") + " run -- airlock-ssh box 'sleep 2; echo done'")
 		a.Stdout, a.Stderr = &out, &out
 		a.Start()
 		list := d.pending(1)
@@ -391,8 +269,6 @@ func TestEndToEndBinaries(t *testing.T) {
 		d.start()
 	})
 }
-
-func binDirAirlock() string { return filepath.Join(binDir, "airlock") }
 
 func writePW(t *testing.T) string {
 	f := filepath.Join(t.TempDir(), "pw")

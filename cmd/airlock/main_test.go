@@ -2,16 +2,26 @@ package main
 
 import (
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/airlockgw/airlock/gateway/gatewaytest"
 )
 
 // patience bounds a test's wait for something that must happen. It only
 // turns a hang into a failure: a wait ends as soon as the condition
 // holds, so a busy machine makes the suite slower, never red.
 const patience = time.Minute
+
+// TestMain removes the binaries built for the package's tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	gatewaytest.RemoveBinaries()
+	os.Exit(code)
+}
 
 // helpCalls is every way of asking a verb or sub-verb for help.
 func helpCalls() [][]string {

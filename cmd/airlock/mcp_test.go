@@ -19,9 +19,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"golang.org/x/crypto/ssh"
 
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/gatewaytest"
 	"github.com/airlockgw/airlock/gateway/mcp"
 	"github.com/airlockgw/airlock/gateway/mcp/mcptest"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
@@ -43,35 +43,13 @@ func startMCPDaemon(t *testing.T) *daemon {
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
 	port := freePort(t)
-	hostKey := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.HostKey)))
-	target := func(name, mode string) string {
-		return fmt.Sprintf(`
-target %q {
-  address   = %q
-  host_keys = [%q]
-  account %q {
-    credential = "key"
-    approval   = %q
-  }
-}
-`, name, s.Addr, hostKey, s.User, mode)
+	c := gatewaytest.Config{StateDir: state, HTTP: fmt.Sprintf("127.0.0.1:%d", port), ApprovalTimeout: mcpApprovalTimeout.String(),
+		Credentials: map[string]string{"key": s.ClientKeyFile}}
+	for _, tg := range [][2]string{{"box-run", "run"}, {"box-call", "call"}} {
+		c.Targets = append(c.Targets, gatewaytest.Target{Name: tg[0], Address: s.Addr, HostKey: s.HostKey,
+			Accounts: []gatewaytest.Account{{Name: s.User, Credential: "key", Approval: tg[1]}}})
 	}
-	src := fmt.Sprintf(`
-state_dir = %q
-listen {
-  http = "127.0.0.1:%d"
-}
-approval {
-  timeout = "%s"
-}
-credential "key" {
-  private_key_file = %q
-}
-`, state, port, mcpApprovalTimeout, s.ClientKeyFile) + target("box-run", "run") + target("box-call", "call")
-	cfgFile := filepath.Join(dir, "airlock.hcl")
-	if err := os.WriteFile(cfgFile, []byte(src), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfgFile := c.Write(t, dir)
 	add := exec.Command(airlock, "reviewer", "add", "alice", "--config", cfgFile)
 	add.Env = append(os.Environ(), "AIRLOCK_PASSWORD_FILE="+writePW(t))
 	if out, err := add.CombinedOutput(); err != nil {

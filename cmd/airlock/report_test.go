@@ -149,7 +149,7 @@ func TestBenchReport(t *testing.T) {
 		{name: "16 parallel", conc: 16, actions: int(800 * scale)},
 	}
 	const rounds = 5
-	gw := gatewayProbe{pid: d.cmd.Process.Pid, metricsURL: d.httpURL + "/metrics"}
+	gw := gatewayProbe{pid: d.PID(), metricsURL: d.httpURL + "/metrics"}
 	for mi := range modes {
 		m := &modes[mi]
 		m.results = make([]pathResult, len(paths))

@@ -10,6 +10,7 @@ import (
 	"github.com/airlockgw/airlock/sshexec"
 
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/gatewaytest"
 )
 
 // TestAuthAbuse: guessing the local token or a reviewer's password is cut
@@ -44,7 +45,7 @@ func TestAuthAbuse(t *testing.T) {
 			}
 			got := c.c.do(t, route.method, route.path, ct, []byte(route.body))
 			if got.status != http.StatusForbidden {
-				t.Errorf("%s on %s %s: status %d %s, want 403", c.name, route.method, route.path, got.status, tail(got.body, 200))
+				t.Errorf("%s on %s %s: status %d %s, want 403", c.name, route.method, route.path, got.status, gatewaytest.Tail(got.body, 200))
 			}
 		}
 	}
@@ -64,7 +65,7 @@ func TestAuthAbuse(t *testing.T) {
 		if got.status == 200 && got.action.Outcome != sshexec.Rejected {
 			t.Errorf("%s: action outcome %q, want refused", name, got.action.Outcome)
 		} else if got.status != 200 && got.status != 401 && got.status != 403 {
-			t.Errorf("%s: status %d %s, want 401/403 or a rejected action", name, got.status, tail(got.body, 200))
+			t.Errorf("%s: status %d %s, want 401/403 or a rejected action", name, got.status, gatewaytest.Tail(got.body, 200))
 		}
 	}
 	if err := remoteA.EndRun(context.Background(), runA.ID); err != nil {

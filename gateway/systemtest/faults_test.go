@@ -17,6 +17,7 @@ import (
 	"github.com/airlockgw/airlock/sshexec"
 
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/gatewaytest"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
 
@@ -363,7 +364,7 @@ func TestAuditUnavailable(t *testing.T) {
 		if err == nil {
 			t.Fatalf("airlock serve exited 0 on a read-only state directory:\n%s", out)
 		}
-		t.Logf("airlock serve on a read-only state directory: %v: %s", err, tail(strings.TrimSpace(string(out)), 300))
+		t.Logf("airlock serve on a read-only state directory: %v: %s", err, gatewaytest.Tail(strings.TrimSpace(string(out)), 300))
 	})
 }
 

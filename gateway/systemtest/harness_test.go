@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -14,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,6 +20,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/gatewaytest"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
 
@@ -31,49 +30,22 @@ import (
 const patience = time.Minute
 
 const (
-	reviewerName = "alice"
-	reviewerPass = "correct horse battery staple"
+	reviewerName = gatewaytest.Reviewer
+	reviewerPass = gatewaytest.Password
 )
 
 // soak reports whether the long variants run (make soak).
 func soak() bool { return os.Getenv("AIRLOCK_SOAK") == "1" }
 
-var (
-	binOnce sync.Once
-	binDir  string
-	binErr  error
-)
-
 // TestMain removes the binaries built for the package.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	gatewaytest.RemoveBinaries()
 	os.Exit(code)
 }
 
 // binary returns the path of a command built once per test process.
-func binary(t testing.TB, name string) string {
-	t.Helper()
-	binOnce.Do(func() {
-		binDir, binErr = os.MkdirTemp("", "airlock-systemtest-bin-")
-		if binErr != nil {
-			return
-		}
-		for _, p := range []string{"airlock", "airlock-ssh"} {
-			out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, p), "github.com/airlockgw/airlock/cmd/"+p).CombinedOutput()
-			if err != nil {
-				binErr = fmt.Errorf("go build %s: %v: %s", p, err, out)
-				return
-			}
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return filepath.Join(binDir, name)
-}
+func binary(t testing.TB, name string) string { return gatewaytest.Binary(t, name) }
 
 // target is one target block of a generated configuration.
 type target struct {
@@ -91,6 +63,7 @@ type config struct {
 
 // gw is an `airlock serve` process.
 type gw struct {
+	*gatewaytest.Daemon
 	t       testing.TB
 	dir     string
 	cfgFile string
@@ -98,12 +71,7 @@ type gw struct {
 	socket  string
 	httpURL string
 	pwFile  string
-	netns   string // run the daemon in this network namespace
-
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
-	log  *lockedBuffer
+	netns   string // the daemon runs in this network namespace
 }
 
 // newGateway writes the configuration, adds the reviewer and starts the
@@ -127,15 +95,8 @@ func newGatewayAt(t testing.TB, dir string, c config) *gw {
 
 func newGatewayDir(t testing.TB, dir string, c config, netns string) *gw {
 	t.Helper()
-	g := &gw{t: t, dir: dir, state: filepath.Join(dir, "state"), log: &lockedBuffer{}, netns: netns}
-	g.socket = filepath.Join(g.state, "run", "airlock.sock")
-	port := freePort(t)
-	g.httpURL = fmt.Sprintf("http://127.0.0.1:%d", port)
-	var b strings.Builder
-	fmt.Fprintf(&b, "state_dir = %q\nlisten {\n  http = \"127.0.0.1:%d\"\n}\napproval {\n  timeout = \"30s\"\n}\n", g.state, port)
-	for name, file := range c.credentials {
-		fmt.Fprintf(&b, "credential %q {\n  private_key_file = %q\n}\n", name, file)
-	}
+	gc := gatewaytest.Config{StateDir: filepath.Join(dir, "state"), HTTP: gatewaytest.FreeAddr(t), ApprovalTimeout: "30s",
+		Credentials: c.credentials, Extra: c.extra}
 	for _, tg := range c.targets {
 		mode := tg.mode
 		if mode == "" {
@@ -145,153 +106,43 @@ func newGatewayDir(t testing.TB, dir string, c config, netns string) *gw {
 		if mp == 0 {
 			mp = 16
 		}
-		fmt.Fprintf(&b, "target %q {\n  address = %q\n  host_keys = [%q]\n  max_parallel = %d\n  account %q {\n    credential = %q\n    approval = %q\n    max_timeout = \"2m\"\n  }\n}\n",
-			tg.name, tg.address, tg.hostKey, mp, tg.user, tg.credential, mode)
+		gc.Targets = append(gc.Targets, gatewaytest.Target{Name: tg.name, Address: tg.address, HostKey: tg.hostKey, MaxParallel: mp,
+			Accounts: []gatewaytest.Account{{Name: tg.user, Credential: tg.credential, Approval: mode, MaxTimeout: "2m"}}})
 	}
-	b.WriteString(c.extra)
-	g.cfgFile = filepath.Join(dir, "airlock.hcl")
-	if err := os.WriteFile(g.cfgFile, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
+	var o gatewaytest.DaemonOptions
+	if netns != "" {
+		o = gatewaytest.DaemonOptions{NoHTTPCheck: true, Start: func(cmd *exec.Cmd) error { return inNetNS(netns, cmd.Start) }}
 	}
-	g.pwFile = filepath.Join(dir, "pw")
-	if err := os.WriteFile(g.pwFile, []byte(reviewerPass+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if out, code := g.cli("reviewer", "add", reviewerName, "--config", g.cfgFile); code != 0 {
-		t.Fatalf("reviewer add: %s", out)
-	}
-	g.start()
-	t.Cleanup(func() {
-		g.stop(syscall.SIGTERM)
-		if t.Failed() {
-			t.Logf("airlock serve log (tail):\n%s", tail(g.log.String(), 8000))
-		}
-	})
-	return g
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return "…" + s[len(s)-n:]
-	}
-	return s
+	d := gatewaytest.NewDaemon(t, dir, gc, o)
+	return &gw{Daemon: d, t: t, dir: dir, cfgFile: d.ConfigFile, state: gc.StateDir, socket: d.Socket, httpURL: d.HTTPURL,
+		pwFile: d.PasswordFile, netns: netns}
 }
 
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	_, port, _ := net.SplitHostPort(gatewaytest.FreeAddr(t))
+	n, _ := strconv.Atoi(port)
+	return n
 }
 
-// start starts the daemon and waits until the socket and HTTP answer.
-func (g *gw) start() {
-	g.t.Helper()
-	os.Remove(filepath.Join(filepath.Dir(g.socket), api.ControlFileName))
-	cmd := exec.Command(binary(g.t, "airlock"), "serve", "--config", g.cfgFile)
-	cmd.Stdout, cmd.Stderr = g.log, g.log
-	var err error
-	if g.netns != "" {
-		err = inNetNS(g.netns, cmd.Start)
-	} else {
-		err = cmd.Start()
-	}
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	g.mu.Lock()
-	g.cmd, g.done = cmd, done
-	g.mu.Unlock()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if _, err := api.ReadControl(g.socket); err == nil {
-			if _, err := g.agent().Targets(context.Background()); err == nil {
-				if g.netns != "" || g.healthy() {
-					return
-				}
-			}
-		}
-		select {
-		case <-done:
-			g.t.Fatalf("airlock serve exited at start:\n%s", g.log.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			g.t.Fatalf("airlock serve did not start:\n%s", g.log.String())
-		}
-		time.Sleep(30 * time.Millisecond)
-	}
-}
+// start restarts the daemon after a stop.
+func (g *gw) start() { g.t.Helper(); g.Start() }
 
 // stop sends sig and waits for the daemon to exit.
-func (g *gw) stop(sig syscall.Signal) {
-	g.mu.Lock()
-	cmd, done := g.cmd, g.done
-	g.cmd = nil
-	g.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	cmd.Process.Signal(sig)
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		<-done
-	}
-}
+func (g *gw) stop(sig syscall.Signal) { g.Stop(sig) }
 
-func (g *gw) pid() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.cmd.Process.Pid
-}
+func (g *gw) pid() int { return g.PID() }
 
 // exited reports whether the daemon process has ended.
-func (g *gw) exited() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	select {
-	case <-g.done:
-		return true
-	default:
-		return false
-	}
-}
+func (g *gw) exited() bool { return g.Exited() }
 
 // agent is a client over the local socket with the current local token.
-func (g *gw) agent() *api.Client {
-	ctl, err := api.ReadControl(g.socket)
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	return api.NewLocalClient(g.socket, ctl.Token)
-}
+func (g *gw) agent() *api.Client { return g.Agent() }
 
-func (g *gw) healthy() bool {
-	resp, err := http.Get(g.httpURL + "/healthz")
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode == 200
-}
+func (g *gw) healthy() bool { return g.Healthy() }
 
 // reviewer logs the reviewer in over HTTP.
-func (g *gw) reviewer() *api.Client {
-	g.t.Helper()
-	l, err := api.NewHTTPClient(g.httpURL, "").Login(context.Background(), reviewerName, reviewerPass)
-	if err != nil {
-		g.t.Fatalf("login: %v", err)
-	}
-	return api.NewHTTPClient(g.httpURL, l.Token)
-}
+func (g *gw) reviewer() *api.Client { return g.Reviewer() }
 
 // remoteAgent creates a remote run and returns a client presenting its
 // token.
@@ -349,20 +200,12 @@ func (g *gw) approveRun(c *api.Client, rv *api.Client, tgt string) {
 	}
 }
 
-// cli runs the airlock binary with the reviewer's environment.
+// cli runs the airlock binary with the reviewer's environment; it returns
+// stdout then stderr.
 func (g *gw) cli(args ...string) (string, int) {
 	g.t.Helper()
-	cmd := exec.Command(binary(g.t, "airlock"), args...)
-	cmd.Env = append(os.Environ(), "AIRLOCK_URL="+g.httpURL, "AIRLOCK_REVIEWER="+reviewerName,
-		"AIRLOCK_PASSWORD_FILE="+g.pwFile, "AIRLOCK_CONFIG="+g.cfgFile)
-	out, err := cmd.CombinedOutput()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		g.t.Fatal(err)
-	}
-	return string(out), code
+	out, errs, code := g.CLI(args...)
+	return out + errs, code
 }
 
 // entry is one exported audit entry.
@@ -489,27 +332,7 @@ func (g *gw) settle(base procStats, slack int, within time.Duration) (procStats,
 	}
 }
 
-// lockedBuffer is a bytes.Buffer a process writes while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func keyLine(k ssh.PublicKey) string {
-	return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(k)))
-}
+func keyLine(k ssh.PublicKey) string { return gatewaytest.KeyLine(k) }
 
 // clientKey writes a key file the gateway logs in with and authorizes it
 // on every sshd given.

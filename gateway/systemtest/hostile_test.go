@@ -14,6 +14,7 @@ import (
 	"github.com/airlockgw/airlock/sshexec"
 
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/gatewaytest"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
 
@@ -167,7 +168,7 @@ func TestHostileRequests(t *testing.T) {
 				got := tr.c.do(t, http.MethodPost, "/v1/actions", at.ctype, []byte(at.body))
 				tried++
 				if got.status != at.status || got.code != at.code {
-					t.Fatalf("status %d code %q, want %d %q: %s", got.status, got.code, at.status, at.code, tail(got.body, 300))
+					t.Fatalf("status %d code %q, want %d %q: %s", got.status, got.code, at.status, at.code, gatewaytest.Tail(got.body, 300))
 				}
 				if at.status == 200 {
 					rejectedN++
