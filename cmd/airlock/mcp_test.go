@@ -30,20 +30,25 @@ import (
 // The built `airlock mcp` against the built `airlock serve` and a real sshd,
 // driven by the Go SDK's CommandTransport and by the TypeScript SDK.
 
-// mcpApprovalTimeout is the gateway's approval deadline in these tests:
-// long enough to approve from the CLI, short enough to wait out.
-const mcpApprovalTimeout = 6 * time.Second
+// The gateway's approval deadline in these tests: long enough for the CLI
+// to approve on a busy machine, and a short one for the test that waits it
+// out.
+const (
+	mcpApprovalTimeout   = time.Minute
+	mcpShortApprovalWait = 2 * time.Second
+)
 
 // startMCPDaemon runs `airlock serve` with targets box-run (run approval)
-// and box-call (call approval) on a real sshd, and a reviewer alice.
-func startMCPDaemon(t *testing.T) *daemon {
+// and box-call (call approval) on a real sshd, and a reviewer alice; a
+// request nobody decides expires after approvalTimeout.
+func startMCPDaemon(t *testing.T, approvalTimeout time.Duration) *daemon {
 	t.Helper()
 	airlock, _ := binaries(t)
 	s := sshtest.NewSSHD(t, sshtest.Options{})
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
 	port := freePort(t)
-	c := gatewaytest.Config{StateDir: state, HTTP: fmt.Sprintf("127.0.0.1:%d", port), ApprovalTimeout: mcpApprovalTimeout.String(),
+	c := gatewaytest.Config{StateDir: state, HTTP: fmt.Sprintf("127.0.0.1:%d", port), ApprovalTimeout: approvalTimeout.String(),
 		Credentials: map[string]string{"key": s.ClientKeyFile}}
 	for _, tg := range [][2]string{{"box-run", "run"}, {"box-call", "call"}} {
 		c.Targets = append(c.Targets, gatewaytest.Target{Name: tg[0], Address: s.Addr, HostKey: s.HostKey,
@@ -148,7 +153,7 @@ func (d *daemon) run(t *testing.T, id string) api.Run {
 
 func TestMCPStdioAgainstTheGateway(t *testing.T) {
 	t.Parallel()
-	d := startMCPDaemon(t)
+	d := startMCPDaemon(t, mcpApprovalTimeout)
 	cs, events, _ := startMCP(t, d.socket)
 	ctx := context.Background()
 
@@ -247,6 +252,10 @@ func TestMCPStdioAgainstTheGateway(t *testing.T) {
 	})
 
 	t.Run("expire", func(t *testing.T) {
+		// A gateway of its own, whose requests expire soon: nobody
+		// decides, and the call says so.
+		short := startMCPDaemon(t, mcpShortApprovalWait)
+		cs, _, _ := startMCP(t, short.socket)
 		res, err := cs.CallTool(ctx, execParams(map[string]any{"target": "box-call", "command": "true"}))
 		if err != nil {
 			t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/gateway/api"
-	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/sshexec"
 )
 
@@ -50,8 +49,6 @@ type Action struct {
 	obj  api.Action
 	done chan struct{}
 	subs map[chan Event]struct{}
-	// policy is the account's output policy, once the request resolved.
-	policy config.OutputPolicy
 }
 
 func newActionID() string {

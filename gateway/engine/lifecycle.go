@@ -102,9 +102,6 @@ func (l *lifecycle) resolve(ctx context.Context) bool {
 			o.Account, o.TimeoutS = l.account.Name, timeoutS
 			o.Approval.Mode = api.Mode(l.account.Approval.String())
 		})
-		l.a.mu.Lock()
-		l.a.policy = l.account.Output
-		l.a.mu.Unlock()
 	}
 
 	// The run. A refused request still names the run it came from, when
