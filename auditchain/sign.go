@@ -15,6 +15,15 @@ import (
 // Signing checkpoints: every N entries, every T, and at Close; each
 // appended to checkpoints.log and offered to the witness.
 
+// checkpointRecord is a checkpoint entry's fields: the signed note's
+// digest and the tree it signs. Its fields are in name order, as the
+// writer stores them.
+type checkpointRecord struct {
+	NoteSHA256 [sha256.Size]byte   `audit:"note_sha256"`
+	Root       [tlog.HashSize]byte `audit:"root"`
+	Size       int64               `audit:"size"`
+}
+
 // maybeCheckpoint signs a checkpoint when one is due (or, when final,
 // whenever entries are uncovered). It runs on the writer goroutine, so no
 // entry is appended while it works.
@@ -98,16 +107,15 @@ func (l *Log) checkpoint(ctx context.Context, entry bool) error {
 		return nil
 	}
 	if entry {
-		sum := sha256.Sum256(msg)
+		fields, err := FieldsOf(checkpointRecord{NoteSHA256: sha256.Sum256(msg), Root: [tlog.HashSize]byte(root), Size: size})
+		if err != nil {
+			return err
+		}
 		r := &appendReq{
-			e: Entry{Kind: KindCheckpoint},
-			fields: []Field{ // sorted by name
-				Bytes("note_sha256", sum[:]),
-				Bytes("root", root[:]),
-				Int("size", size),
-			},
-			done:  make(chan appendResult, 1),
-			extra: insert,
+			e:      Entry{Kind: KindCheckpoint},
+			fields: fields,
+			done:   make(chan appendResult, 1),
+			extra:  insert,
 		}
 		r.state.Store(reqTaken)
 		if _, err := l.write(ctx, []*appendReq{r}); err != nil {

@@ -519,10 +519,10 @@ func (v *verifier) misplaced(r *row, t int64) error {
 // checkpointEntry checks a checkpoint entry against the tree and the
 // stored checkpoints.
 func (v *verifier) checkpointEntry(seq int64, e *Entry) error {
-	size, _ := e.fieldInt("size")
-	root, _ := e.fieldBytes("root")
-	sum, _ := e.fieldBytes("note_sha256")
-	if size <= 0 || size > seq || len(root) != tlog.HashSize || len(sum) != sha256.Size {
+	var rec checkpointRecord
+	err := e.Decode(&rec)
+	size, root, sum := rec.Size, rec.Root[:], rec.NoteSHA256[:]
+	if err != nil || size <= 0 || size > seq {
 		v.entryDamage(seq, DamageModified, "checkpoint entry %d has malformed fields", seq)
 		return nil
 	}
@@ -736,16 +736,4 @@ func (v *verifier) finish() error {
 		}
 	}
 	return nil
-}
-
-func (e *Entry) fieldInt(name string) (int64, bool) {
-	v, ok := e.Field(name)
-	i, ok2 := v.(int64)
-	return i, ok && ok2
-}
-
-func (e *Entry) fieldBytes(name string) ([]byte, bool) {
-	v, ok := e.Field(name)
-	b, ok2 := v.([]byte)
-	return b, ok && ok2
 }
