@@ -115,19 +115,43 @@ func chain(insp Inspector, peer Peer) ([]ProcStat, error) {
 	return c, nil
 }
 
-// heuristicAnchor returns the index in c (a chain from chain) of the
-// nearest strict ancestor of the caller that is not transparent and is not
-// pid 1 (init would make every process on the host one run).
-func heuristicAnchor(c []ProcStat, transparent map[string]bool) (int, error) {
+// own returns the part of chain c that runs as the caller: the caller and
+// its ancestors up to, not including, the first process of another
+// (effective) uid. su, sudo, setuid wrappers, session managers and daemons
+// end the walk there: a run, and so its requester, never belongs to a
+// process of another user than the caller the kernel reported.
+func own(c []ProcStat) []ProcStat {
 	for i := 1; i < len(c); i++ {
+		if c[i].UID != c[0].UID {
+			return c[:i]
+		}
+	}
+	return c
+}
+
+// heuristicAnchor returns the index in c (the caller's own chain, see own)
+// of its anchor: the nearest strict ancestor of the caller that is not
+// transparent and is not pid 1 (init would make every process on the host
+// one run); failing that, the topmost process of c below pid 1 — a walk
+// that ends at another user's process or at init (a service, a cron job, a
+// container, a detached script) anchors there instead of being refused,
+// the caller itself if it is the only one. ErrNoAnchor only when c holds
+// nothing but pid 1.
+func heuristicAnchor(c []ProcStat, transparent map[string]bool) (int, error) {
+	top := -1
+	for i := range c {
 		if c[i].ID.PID == 1 {
 			break
 		}
-		if !transparent[c[i].name()] {
+		if i > 0 && !transparent[c[i].name()] {
 			return i, nil
 		}
+		top = i
 	}
-	return 0, ErrNoAnchor
+	if top < 0 {
+		return 0, ErrNoAnchor
+	}
+	return top, nil
 }
 
 // admits reports whether anchor is the caller (c[0]) or one of its

@@ -75,7 +75,6 @@ func TestLocalCallerErrors(t *testing.T) {
 	}{
 		{"peer gone", Peer{PID: 999, UID: 1000}, ErrNoProcess},
 		{"uid differs: pid reused after connect", Peer{PID: 60, UID: 1001}, ErrPeerMismatch},
-		{"only shells up to init", Peer{PID: 71, UID: 1000}, ErrNoAnchor},
 		{"parent pid reused", Peer{PID: 80, UID: 1000}, ErrNoProcess},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -117,9 +116,82 @@ func TestExplicitAnchorWins(t *testing.T) {
 	if got, err := e.s.ResolveLocal(ctx, Peer{PID: 100, UID: 1000}); err != nil || got.ID != reg.ID {
 		t.Errorf("anchor itself resolves to %s, %v", got.ID, err)
 	}
-	// A process outside the tree is not admitted to the run.
-	if _, err := e.s.ResolveLocal(ctx, Peer{PID: 140, UID: 1000}); !errors.Is(err, ErrNoAnchor) {
-		t.Errorf("outsider: err = %v, want ErrNoAnchor", err)
+	// A process outside the tree is not admitted to the run: it gets a
+	// run of its own (anchored at itself, its parent being init).
+	if got, err := e.s.ResolveLocal(ctx, Peer{PID: 140, UID: 1000}); err != nil || got.ID == reg.ID || got.Anchor.ID.PID != 140 {
+		t.Errorf("outsider: run %s anchored at %v, %v; want a run of its own", got.ID, got.Anchor, err)
+	}
+}
+
+// A walk with no agent below init anchors at the topmost process of the
+// caller's uid (a cron job, a service, a detached script) instead of
+// refusing it.
+func TestAnchorWithoutAnAgentAncestor(t *testing.T) {
+	e := newEnv(t)
+	e.procs.add(70, 1, 70, "bash", 1000)
+	e.procs.add(71, 70, 71, "airlock-ssh", 1000)
+	e.procs.add(80, 1, 80, "airlock-ssh", 1000)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		peer   Peer
+		anchor int
+	}{
+		{"only shells up to init", Peer{PID: 71, UID: 1000}, 70},
+		{"init's own child", Peer{PID: 80, UID: 1000}, 80},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := e.s.ResolveLocal(ctx, tc.peer)
+			if err != nil || got.Anchor.ID.PID != tc.anchor || got.Requester != "user1000" {
+				t.Errorf("run anchored at %v for %q, %v; want pid %d for user1000", got.Anchor, got.Requester, err, tc.anchor)
+			}
+		})
+	}
+}
+
+// The anchor walk never crosses into another user's process: a process
+// of another uid (su, sudo, a setuid wrapper, a daemon) ends it, so a run
+// and its requester are always the caller's own user's, and an explicit
+// anchor of another user is never inherited.
+func TestAnchorWalkStopsAtAnotherUser(t *testing.T) {
+	e := newEnv(t)
+	// 1 ─ 200 sshd (root) ─ 210 bash (alice) ─ 220 su (root) ─ 230 sh (bob) ─ 240 airlock-ssh (bob)
+	e.procs.add(200, 1, 200, "sshd", 0)
+	e.procs.add(210, 200, 210, "bash", 1001)
+	e.procs.add(220, 210, 220, "su", 0)
+	e.procs.add(230, 220, 230, "sh", 1002)
+	e.procs.add(240, 230, 240, "airlock-ssh", 1002)
+	// 1 ─ 300 airlock run (alice) ─ 310 sudo (root) ─ 320 python3 (bob) ─ 330 airlock-ssh (bob)
+	e.procs.add(300, 1, 300, "airlock", 1001)
+	e.procs.add(310, 300, 310, "sudo", 0)
+	e.procs.add(320, 310, 320, "python3", 1002)
+	e.procs.add(330, 320, 330, "airlock-ssh", 1002)
+	ctx := context.Background()
+
+	run, err := e.s.ResolveLocal(ctx, Peer{PID: 240, UID: 1002})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Anchor.ID.PID != 230 || run.Anchor.UID != 1002 || run.Requester != "user1002" {
+		t.Errorf("su chain: anchored at %d (uid %d) for %q; want bob's sh 230 for user1002, never su", run.Anchor.ID.PID, run.Anchor.UID, run.Requester)
+	}
+	if got := run.Anchor.Chain; len(got) == 0 || got[0].ID.PID != 220 {
+		t.Errorf("the reviewer's chain %v does not show su and above", got)
+	}
+
+	alice, err := e.s.RegisterAnchor(ctx, Peer{PID: 300, UID: 1001})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, err := e.s.ResolveLocal(ctx, Peer{PID: 330, UID: 1002})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bob.ID == alice.ID || bob.Anchor.ID.PID != 320 || bob.Requester != "user1002" {
+		t.Errorf("sudo under alice's explicit run: run %s anchored at %d for %q; want bob's own run at 320", bob.ID, bob.Anchor.ID.PID, bob.Requester)
+	}
+	if found, err := e.s.FindLocal(ctx, Peer{PID: 330, UID: 1002}); err != nil || found.ID != bob.ID {
+		t.Errorf("FindLocal: %s, %v; want bob's run %s", found.ID, err, bob.ID)
 	}
 }
 

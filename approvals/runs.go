@@ -128,21 +128,25 @@ func (s *Store) end(ctx context.Context, id RunID, reason EndReason, by, note st
 // the caller's first request. peer comes from SO_PEERCRED on the gateway's
 // socket.
 //
-// The run is the one anchored at the nearest process in the caller's
-// chain (itself included) that registered as an anchor (RegisterAnchor);
-// failing that, at the caller's nearest ancestor that is not transparent (a
-// shell or wrapper) and not pid 1. Every process in the chain is identified
-// by pid and start time, so a reused pid never finds an old run.
+// The run is the one anchored at the nearest process in the caller's own
+// chain (itself included; see own: no process of another uid) that
+// registered as an anchor (RegisterAnchor); failing that, at the caller's
+// nearest ancestor that is not transparent (a shell or wrapper) and not
+// pid 1, or else at the topmost process of the caller's uid below pid 1.
+// Every process in the chain is identified by pid and start time, so a
+// reused pid never finds an old run. The run's requester is the caller's
+// user.
 //
 // A denied, ended or expired run is not replaced while its anchor lives:
 // that process stays refused (ErrRunDenied, ErrRunEnded, ErrRunExpired),
 // and the run is returned with the error, as FindLocal would show it, so
 // that the refused request can name it; it grants nothing.
 func (s *Store) ResolveLocal(ctx context.Context, peer Peer) (Run, error) {
-	c, err := chain(s.insp, peer)
+	full, err := chain(s.insp, peer)
 	if err != nil {
 		return Run{}, err
 	}
+	c := own(full)
 	anchor, err := heuristicAnchor(c, s.transparent)
 	explicitOnly := errors.Is(err, ErrNoAnchor)
 	if err != nil && !explicitOnly {
@@ -159,7 +163,7 @@ func (s *Store) ResolveLocal(ctx context.Context, peer Peer) (Run, error) {
 	if err != nil {
 		return Run{}, err
 	}
-	p.Chain = c[anchor+1:]
+	p.Chain = full[anchor+1:] // reviewers see the whole way up
 	return s.createLocal(ctx, c, anchor, p, false)
 }
 
@@ -211,10 +215,11 @@ func (s *Store) tokenRun(ctx context.Context, token Secret) (*Run, error) {
 // ErrUnknownRun. It is for reading (an agent looking up its own actions)
 // and for naming the run of a refused request.
 func (s *Store) FindLocal(ctx context.Context, peer Peer) (Run, error) {
-	c, err := chain(s.insp, peer)
+	full, err := chain(s.insp, peer)
 	if err != nil {
 		return Run{}, err
 	}
+	c := own(full)
 	anchor, err := heuristicAnchor(c, s.transparent)
 	explicitOnly := errors.Is(err, ErrNoAnchor)
 	if err != nil && !explicitOnly {
@@ -349,9 +354,14 @@ func (s *Store) createLocal(ctx context.Context, c []ProcStat, anchor int, p Pro
 			return Run{}, err
 		}
 		if err := s.usable(ctx, r); err != nil {
-			return Run{}, err
+			return refused(r, err)
 		}
 		return *r, nil
+	}
+	if p.UID != c[0].UID {
+		// The anchor is always of the caller's own chain; never let a
+		// run's requester be another user than the caller.
+		return Run{}, ErrPeerMismatch
 	}
 	if !s.alive(p.ID) {
 		return Run{}, fmt.Errorf("approvals: anchor %v exited: %w", p.ID, ErrNoProcess)
