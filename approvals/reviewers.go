@@ -113,7 +113,11 @@ func (a *Accounts) Close() error {
 	return nil
 }
 
-func validName(n string) bool {
+// ValidName reports whether n may name a reviewer (and a remote run's
+// agent): 1 to 64 of the letters A–Z and a–z, the digits, '.', '_' and
+// '-'. A name that does not is refused before it reaches a limiter key, a
+// log line or the audit log.
+func ValidName(n string) bool {
 	if n == "" || len(n) > maxNameLen {
 		return false
 	}
@@ -138,7 +142,7 @@ func checkPassword(p Secret) error {
 // Add creates an enabled reviewer. Names are 1–64 characters of
 // [A-Za-z0-9._-]; passwords at least MinPasswordLen bytes.
 func (a *Accounts) Add(ctx context.Context, name string, password Secret) error {
-	if !validName(name) {
+	if !ValidName(name) {
 		return ErrBadReviewerName
 	}
 	if err := checkPassword(password); err != nil {
@@ -214,7 +218,7 @@ func (a *Accounts) Verify(ctx context.Context, name string, password Secret) (Re
 	defer func() { <-a.sem }()
 	stored, enabled := a.dummy, false
 	var known bool
-	if validName(name) {
+	if ValidName(name) {
 		err := a.db.QueryRowContext(ctx, `SELECT hash, enabled FROM reviewers WHERE name = ?`, name).Scan(&stored, &enabled)
 		switch {
 		case err == nil:

@@ -1027,8 +1027,8 @@ func TestFailedCredentialsAreAudited(t *testing.T) {
 		counts[fmt.Sprint(e.Fields["credential"], " ", e.Fields["subject"], " blocked=", e.Fields["blocked"])]++
 	}
 	want := map[string]int{
-		"reviewer_password login:mallory blocked=false":              1,
-		"reviewer_password login:mallory blocked=true":               1,
+		"reviewer_password login:mallory@127.0.0.1 blocked=false":    1,
+		"reviewer_password login:mallory@127.0.0.1 blocked=true":     1,
 		"reviewer_password login-addr:127.0.0.1 blocked=false":       1,
 		"reviewer_password login-addr:127.0.0.1 blocked=true":        1,
 		fmt.Sprintf("local_token uid:%d blocked=false", os.Getuid()): 1,

@@ -64,6 +64,7 @@ type Engine struct {
 	slots   map[string]chan struct{}
 	metrics *metrics
 	limiter *limiter
+	authLog authLog
 	links   loginLinks
 
 	// base is cancelled when the engine stops; in-flight actions derive

@@ -6,19 +6,22 @@ import (
 	"time"
 )
 
-// limiter counts failures per key (a reviewer name, an address, a uid) in a
-// sliding window, so that password and token guessing is slowed to a crawl
-// without locking anyone out for long.
+// limiter counts failures per key (an address, a reviewer name at an
+// address, a uid) in a sliding window, so that password and token guessing
+// is slowed to a crawl without locking anyone out for long. Attempts in
+// flight count too (reserve), so that guesses sent all at once are not
+// checked before the first of them fails.
 type limiter struct {
-	mu     sync.Mutex
-	window time.Duration
-	max    int
-	hits   map[string][]time.Time
-	now    func() time.Time
+	mu       sync.Mutex
+	window   time.Duration
+	max      int
+	hits     map[string][]time.Time
+	inflight map[string]int
+	now      func() time.Time
 }
 
 func newLimiter() *limiter {
-	return &limiter{window: time.Minute, max: 10, hits: map[string][]time.Time{}, now: time.Now}
+	return &limiter{window: time.Minute, max: 10, hits: map[string][]time.Time{}, inflight: map[string]int{}, now: time.Now}
 }
 
 // blocked reports whether key has failed too often in the window.
@@ -33,6 +36,10 @@ func (l *limiter) blocked(key string) bool {
 func (l *limiter) fail(key string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.failLocked(key)
+}
+
+func (l *limiter) failLocked(key string) int {
 	l.hits[key] = append(l.prune(key), l.now())
 	n := len(l.hits[key])
 	if len(l.hits) > 100000 { // bound memory under a flood of keys
@@ -43,6 +50,38 @@ func (l *limiter) fail(key string) int {
 		}
 	}
 	return n
+}
+
+// reserve takes one attempt from every key's budget before the credential
+// is checked: it refuses (false) when, for any key, the failures in the
+// window and the attempts in flight reach the limit. Otherwise done must
+// be called once the attempt is decided, with whether it failed; it
+// returns each key's failures in the window then (0 when it did not fail).
+func (l *limiter) reserve(keys ...string) (done func(failed bool) []int, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, k := range keys {
+		if len(l.prune(k))+l.inflight[k] >= l.max {
+			return nil, false
+		}
+	}
+	for _, k := range keys {
+		l.inflight[k]++
+	}
+	return func(failed bool) []int {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		counts := make([]int, len(keys))
+		for i, k := range keys {
+			if l.inflight[k]--; l.inflight[k] <= 0 {
+				delete(l.inflight, k)
+			}
+			if failed {
+				counts[i] = l.failLocked(k)
+			}
+		}
+		return counts
+	}, true
 }
 
 func (l *limiter) prune(key string) []time.Time {
@@ -62,20 +101,62 @@ func (l *limiter) prune(key string) []time.Time {
 }
 
 // AuthFailed counts a failed credential against key and records it in the
-// audit log — the first failure in the window and the one that blocks the
-// key, so that guessing shows in the record without an attacker being able
-// to make the gateway write (and fsync) once per guess. The guess itself
-// is never recorded. credential names what was presented
-// (reviewer_password, run_token, local_token, …).
+// audit log (see authRecord). credential names what was presented
+// (reviewer_password, run_token, local_token, …). The guess itself is never
+// recorded.
 func (e *Engine) AuthFailed(ctx context.Context, credential, key string) {
-	n := e.limiter.fail(key)
+	e.authRecord(ctx, credential, key, e.limiter.fail(key))
+}
+
+// authFailedLimit is how many auth.failed entries the audit log takes in
+// a window, whatever the number of keys: what unauthenticated callers can
+// add to a log that is never pruned is bounded (about 10 KiB a minute).
+// Those over it are counted, and the count rides on the next entry.
+const authFailedLimit = 60
+
+// authRecord records in the audit log the failure of key that brought its
+// count in the window to n: the first one in the window and the one that
+// blocks the key, so that guessing shows in the record without an
+// attacker being able to make the gateway write (and fsync) once per
+// guess; and no more than authFailedLimit a window in all.
+func (e *Engine) authRecord(ctx context.Context, credential, key string, n int) {
+	e.metrics.authFailures.WithLabelValues(credential).Inc()
 	if n != 1 && n != e.limiter.max {
 		return
 	}
+	suppressed, ok := e.authLog.take(e.limiter.now(), e.limiter.window)
+	if !ok {
+		return
+	}
 	if _, err := e.record(context.WithoutCancel(ctx), "", "",
-		authFailed{Credential: credential, Subject: key, Failures: int64(n), Blocked: n >= e.limiter.max}); err != nil {
+		authFailed{Credential: credential, Subject: key, Failures: int64(n), Blocked: n >= e.limiter.max, Suppressed: suppressed}); err != nil {
 		e.log.Error("recording a failed credential", "error", err)
 	}
+}
+
+// authLog bounds the auth.failed entries written per window.
+type authLog struct {
+	mu         sync.Mutex
+	start      time.Time
+	written    int
+	suppressed int64
+}
+
+// take reports whether one more entry may be written now and, if so, how
+// many were held back before it.
+func (a *authLog) take(now time.Time, window time.Duration) (suppressed int64, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if now.Sub(a.start) >= window {
+		a.start, a.written = now, 0
+	}
+	if a.written >= authFailedLimit {
+		a.suppressed++
+		return 0, false
+	}
+	a.written++
+	suppressed, a.suppressed = a.suppressed, 0
+	return suppressed, true
 }
 
 // Blocked reports whether key has failed too often in the last minute:

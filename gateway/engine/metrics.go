@@ -13,6 +13,7 @@ type metrics struct {
 	approvalWait prometheus.Histogram
 	phase        *prometheus.HistogramVec
 	auditAppend  prometheus.Histogram
+	authFailures *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -42,7 +43,11 @@ func newMetrics() *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 		}),
 	}
-	m.reg.MustRegister(m.actions, m.inFlight, m.approvalWait, m.phase, m.auditAppend,
+	m.authFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "airlock_auth_failures_total",
+		Help: "Failed credentials by kind (reviewer_password, run_token, local_token, …): every one, also those the audit log's bound holds back and guesses at one reviewer spread over many addresses.",
+	}, []string{"credential"})
+	m.reg.MustRegister(m.actions, m.inFlight, m.approvalWait, m.phase, m.auditAppend, m.authFailures,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

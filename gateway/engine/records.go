@@ -198,6 +198,9 @@ type authFailed struct {
 	Subject    string `audit:"subject"`
 	Failures   int64  `audit:"failures"`
 	Blocked    bool   `audit:"blocked"`
+	// Suppressed counts the failures held back since the last entry: the
+	// log takes a bounded number a window (see authFailedLimit).
+	Suppressed int64 `audit:"suppressed,omitempty"`
 }
 
 // tokenRotated is token.rotated.

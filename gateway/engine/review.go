@@ -23,25 +23,47 @@ import (
 // session).
 const LoginTTL = 12 * time.Hour
 
-// Limiter keys of reviewer logins: per name and per address.
-func loginName(name string) string { return "login:" + name }
-func loginAddr(host string) string { return "login-addr:" + host }
+// Limiter keys of reviewer logins: per address, and per reviewer name at
+// an address. There is none per name alone, so that nobody can lock a
+// reviewer out from another address; guesses at one name spread over many
+// addresses show in airlock_auth_failures_total and the audit log.
+func loginAddr(host string) string       { return "login-addr:" + host }
+func loginName(name, host string) string { return "login:" + name + "@" + host }
 
 // Login verifies a reviewer's name and password for a client at
-// remoteAddr (host:port, as the listener saw it). Failures count against the name and the address: while either
-// is over its budget every attempt is refused (ErrRateLimited) before the
-// password is looked at. A wrong name or password is ErrUnauthorized.
+// remoteAddr (host:port, as the listener saw it). Each attempt takes one
+// from the budgets of the address and of the name at the address before
+// the password is hashed, so attempts sent all at once count at once:
+// while failures and attempts in flight reach the limit, every attempt is
+// refused (ErrRateLimited). A wrong name or password is ErrUnauthorized; a
+// name no reviewer can have never reaches a key, the log or the audit
+// log.
 func (e *Engine) Login(ctx context.Context, name, password, remoteAddr string) (approvals.Reviewer, error) {
 	host := Host(remoteAddr)
-	nameKey, addrKey := loginName(name), loginAddr(host)
-	if e.Blocked(nameKey) || e.Blocked(addrKey) {
+	keys := []string{loginAddr(host)}
+	if approvals.ValidName(name) {
+		keys = append(keys, loginName(name, host))
+	}
+	done, ok := e.limiter.reserve(keys...)
+	if !ok {
 		return approvals.Reviewer{}, refuse(ErrRateLimited, "too many failed logins; wait a minute")
 	}
-	rv, err := e.store.Accounts().Verify(ctx, name, approvals.NewSecret(password))
-	if errors.Is(err, approvals.ErrBadCredentials) {
-		e.AuthFailed(ctx, "reviewer_password", nameKey)
-		e.AuthFailed(ctx, "reviewer_password", addrKey)
-		e.log.Warn("failed reviewer login", "reviewer", name, "addr", host)
+	var rv approvals.Reviewer
+	err := approvals.ErrBadCredentials
+	if len(keys) == 2 {
+		rv, err = e.store.Accounts().Verify(ctx, name, approvals.NewSecret(password))
+	}
+	failed := errors.Is(err, approvals.ErrBadCredentials)
+	counts := done(failed)
+	if failed {
+		for i, k := range keys {
+			e.authRecord(ctx, "reviewer_password", k, counts[i])
+		}
+		if len(keys) == 2 {
+			e.log.Warn("failed reviewer login", "reviewer", name, "addr", host)
+		} else {
+			e.log.Warn("failed reviewer login with a name no reviewer can have", "name_bytes", len(name), "addr", host)
+		}
 		return approvals.Reviewer{}, refuse(ErrUnauthorized, "wrong reviewer name or password")
 	}
 	return rv, classify(err)

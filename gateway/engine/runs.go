@@ -65,6 +65,11 @@ func (e *Engine) CreateRemoteRun(ctx context.Context, name, remoteAddr string, t
 	if name == "" {
 		name = "agent"
 	}
+	if !approvals.ValidName(name) {
+		// It becomes part of the requester reviewers read and the audit
+		// log keeps: no hidden characters, no unbounded length.
+		return approvals.Run{}, approvals.Secret{}, refuse(ErrInvalid, "name: use 1 to 64 letters, digits, '.', '_' or '-'")
+	}
 	rr := approvals.RemoteRun{Requester: fmt.Sprintf("remote:%s@%s", name, host)}
 	if ttl != 0 {
 		rr.TTL = &ttl

@@ -1,0 +1,145 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/airlockgw/airlock/gateway/api"
+)
+
+// fromAddress is an HTTP client whose connections come from ip (any
+// 127.0.0.0/8 address reaches the loopback listener): another client
+// address, as the gateway sees it.
+func fromAddress(ip string) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}, Timeout: patience}
+}
+
+// postLogin sends one POST /v1/login and returns its status.
+func postLogin(t *testing.T, c *http.Client, base, name, password string) int {
+	t.Helper()
+	body, _ := json.Marshal(api.LoginRequest{Reviewer: name, Password: password})
+	res, err := c.Post(base+"/v1/login", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Error(err)
+		return 0
+	}
+	res.Body.Close()
+	return res.StatusCode
+}
+
+// TestLoginGuessesAtOnceAreCounted: 200 guesses at one reviewer's
+// password sent at once from one address are not all checked before the
+// first of them fails: the address's budget (10) is taken before hashing,
+// the rest are refused, and the right password sent next is refused too.
+// Nobody is locked out from anywhere else: the reviewer logs in from
+// another address at once.
+func TestLoginGuessesAtOnceAreCounted(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, sharedSSHD(t), gwOptions{})
+	attacker := fromAddress("127.0.0.2")
+	statuses := map[int]int{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range 199 {
+		wg.Go(func() {
+			st := postLogin(t, attacker, g.base, testReviewer, fmt.Sprintf("guess %d", i))
+			mu.Lock()
+			statuses[st]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if statuses[http.StatusUnauthorized] != 10 || statuses[http.StatusTooManyRequests] != 189 {
+		t.Errorf("199 guesses at once: %v, want 10 checked (401) and 189 refused (429)", statuses)
+	}
+	if st := postLogin(t, attacker, g.base, testReviewer, testPassword); st != http.StatusTooManyRequests {
+		t.Errorf("the right password after the burst, from the same address: status %d, want 429", st)
+	}
+	if st := postLogin(t, fromAddress("127.0.0.3"), g.base, testReviewer, testPassword); st != http.StatusOK {
+		t.Errorf("the reviewer from another address: status %d, want 200 (not locked out)", st)
+	}
+}
+
+// TestHostileLoginFloodIsBoundedInTheAuditLog: a sustained flood of failed
+// logins from many addresses, with a new name each time (long names
+// included), adds a bounded number of small entries to the audit log,
+// which is never pruned.
+func TestHostileLoginFloodIsBoundedInTheAuditLog(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, sharedSSHD(t), gwOptions{})
+	before := len(g.auditEntries("auth.failed", ""))
+	name := func(n int) string {
+		b := make([]byte, n)
+		rand.Read(b)
+		for i := range b {
+			b[i] = "abcdefghijklmnopqrstuvwxyz0123456789"[int(b[i])%36]
+		}
+		return string(b)
+	}
+	huge := strings.Repeat("x", 200<<10)
+	stop := time.Now().Add(3 * time.Second)
+	var wg sync.WaitGroup
+	var attempts sync.Mutex
+	total := 0
+	for i := range 40 {
+		c := fromAddress(fmt.Sprintf("127.0.1.%d", i+1))
+		wg.Go(func() {
+			for n := 0; time.Now().Before(stop); n++ {
+				who := name(64)
+				if n%3 == 0 {
+					who = huge + name(8)
+				}
+				postLogin(t, c, g.base, who, "guess")
+				attempts.Lock()
+				total++
+				attempts.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	es := g.auditEntries("auth.failed", "")[before:]
+	t.Logf("%d login attempts from 40 addresses in 3 s: %d auth.failed entries", total, len(es))
+	if len(es) > 60 {
+		t.Errorf("%d auth.failed entries in a minute's window, want at most 60", len(es))
+	}
+	size := 0
+	for _, e := range es {
+		b, _ := json.Marshal(e.Fields)
+		size += len(b)
+		if s, _ := e.Fields["subject"].(string); len(s) > 100 {
+			t.Errorf("an auth.failed subject of %d bytes: %.80q…", len(s), s)
+		}
+	}
+	if size > 60*300 {
+		t.Errorf("the flood added %d bytes of fields to the audit log", size)
+	}
+}
+
+// A remote run's name is part of the requester reviewers read and the
+// audit log keeps: hidden characters and unbounded names are refused.
+func TestRemoteRunNameIsChecked(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, sharedSSHD(t), gwOptions{})
+	for _, name := range []string{"ci-bot\u202eexe.sh", strings.Repeat("a", 65), "two words", "ci/bot"} {
+		var run api.Run
+		err := api.NewHTTPClient(g.base, "").Do(context.Background(), http.MethodPost, "/v1/runs", map[string]string{"name": name}, &run)
+		var ae *api.Error
+		if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
+			t.Errorf("name %.20q…: %v, want 400", name, err)
+		}
+	}
+	if _, run := g.remoteAgent("ci-bot.v2_x"); run.Requester != "remote:ci-bot.v2_x@127.0.0.1" {
+		t.Errorf("requester %q", run.Requester)
+	}
+}
