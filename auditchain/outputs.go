@@ -58,6 +58,7 @@ func OpenOutputs(ctx context.Context, opts OutputOptions) (*OutputStore, error) 
 	if err := os.MkdirAll(filepath.Dir(opts.Path), 0o700); err != nil {
 		return nil, fmt.Errorf("auditchain: output store: %w", err)
 	}
+	returnLargeAllocations()
 	// Output can hold secrets: an existing file others may read is refused.
 	if err := securefile.CreatePrivate(opts.Path); err != nil {
 		return nil, err

@@ -7,14 +7,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/airlockgw/airlock/auditchain"
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/engine"
 )
 
 // fromAddress is an HTTP client whose connections come from ip (any
@@ -141,5 +145,98 @@ func TestRemoteRunNameIsChecked(t *testing.T) {
 	}
 	if _, run := g.remoteAgent("ci-bot.v2_x"); run.Requester != "remote:ci-bot.v2_x@127.0.0.1" {
 		t.Errorf("requester %q", run.Requester)
+	}
+}
+
+// The engine keeps no action's output in memory: a finished action holds
+// metadata, and its output is read from the output store when asked for —
+// also for an action rebuilt from the audit log (after a restart, or once
+// it left memory), which so no longer answers with empty output.
+func TestOutputIsReadFromTheStore(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	g := startGateway(t, s, gwOptions{})
+	res := g.runAsync(api.ActionRequest{Target: "box-run", Command: "printf 'from the store'; printf 'and err' >&2"})
+	g.decideNext("run", "approve", "")
+	r := <-res
+	if r.err != nil || r.a.Stdout != "from the store" || r.a.Stderr != "and err" {
+		t.Fatalf("the action's answer: %+v %v", r.a, r.err)
+	}
+	held, err := g.srv.eng.Action(context.Background(), r.a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap := held.Snapshot(); snap.Stdout != "" || snap.Stderr != "" || snap.StdoutBytes != 14 {
+		t.Errorf("the engine holds %q/%q (%d bytes), want no output and its size", snap.Stdout, snap.Stderr, snap.StdoutBytes)
+	}
+	got, err := g.agent.Action(context.Background(), r.a.ID)
+	if err != nil || got.Stdout != "from the store" || got.Stderr != "and err" {
+		t.Errorf("GET in memory: %+v %v", got, err)
+	}
+
+	// After a restart the action comes back from the audit log, with its
+	// output.
+	cfg := g.cfg
+	g.stop()
+	g2 := runGateway(t, cfg, gwOptions{})
+	again, err := g2.reviewer.Action(context.Background(), r.a.ID)
+	if err != nil || again.Stdout != "from the store" || again.Stderr != "and err" || again.StdoutTruncated {
+		t.Errorf("GET after a restart: %+v %v", again, err)
+	}
+}
+
+// A reviewer reading output through the API is recorded, as on the pages:
+// GET of an action with output, and following its events. When the record
+// cannot be made, the output is withheld (503).
+func TestReviewerAPIReadsAreAudited(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	refuseReads := &atomic.Bool{}
+	g := startGateway(t, s, gwOptions{options: func(o *Options) {
+		o.auditWrap = func(a engine.Appender) engine.Appender {
+			return failingAudit{a, func(e auditchain.Entry) bool { return e.Kind == auditchain.KindOutputRead && refuseReads.Load() }}
+		}
+	}})
+	res := g.runAsync(api.ActionRequest{Target: "box-run", Command: "echo reviewed"})
+	g.decideNext("run", "approve", "")
+	if r := <-res; r.err != nil || !r.a.Success() {
+		t.Fatalf("action: %+v %v", r.a, r.err)
+	}
+	id := (<-g.runAsync(api.ActionRequest{Target: "box-run", Command: "echo read by a reviewer"})).a.ID
+	reads := func() []auditEntry { return g.auditEntries("output.read", id) }
+
+	got, err := g.reviewer.Action(context.Background(), id)
+	if err != nil || got.Stdout != "read by a reviewer\n" {
+		t.Fatalf("reviewer GET: %+v %v", got, err)
+	}
+	if rs := reads(); len(rs) != 1 || rs[0].Fields["reviewer"] != testReviewer || rs[0].Fields["via"] != "api" {
+		t.Errorf("output.read after a reviewer's GET: %+v", rs)
+	}
+	// The agent reading its own action is not a reviewer's read.
+	if _, err := g.agent.Action(context.Background(), id); err != nil || len(reads()) != 1 {
+		t.Errorf("the agent's GET: %v, %d output.read entries", err, len(reads()))
+	}
+	// Following the events (of a finished action: the stream ends at once).
+	req, _ := http.NewRequest(http.MethodGet, g.base+"/v1/actions/"+id+"/events", nil)
+	req.Header.Set("Authorization", "Bearer "+reviewerToken(t, g))
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(stream), "read by a reviewer") {
+		t.Errorf("the event stream: %s", stream)
+	}
+	if rs := reads(); len(rs) != 2 || rs[1].Fields["via"] != "api-events" {
+		t.Errorf("output.read after following the events: %+v", rs)
+	}
+	// No record, no output.
+	refuseReads.Store(true)
+	_, err = g.reviewer.Action(context.Background(), id)
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.Status != http.StatusServiceUnavailable {
+		t.Errorf("reviewer GET with the audit log refusing: %v, want 503", err)
 	}
 }

@@ -15,12 +15,19 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/airlockgw/airlock/sshexec"
 )
 
-// maxResponse bounds a JSON response body; maxEventLine one SSE line.
+// maxActionObject bounds one action object as JSON: two streams of at most
+// sshexec.DefaultOutputLimit bytes each (the gateway's output cap), each
+// byte at most six when escaped ("\u001b"), and a megabyte for the rest.
+// maxResponse bounds a JSON response body and maxEventLine one SSE line:
+// both carry whole action objects.
 const (
-	maxResponse  = 64 << 20
-	maxEventLine = 16 << 20
+	maxActionObject = 2*6*sshexec.DefaultOutputLimit + 1<<20
+	maxResponse     = maxActionObject
+	maxEventLine    = maxActionObject
 )
 
 // DefaultStateDir is $AIRLOCK_STATE_DIR, else $XDG_STATE_HOME/airlock, else

@@ -4,12 +4,15 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base32"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/auditchain"
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/sshexec"
 )
 
@@ -42,13 +45,26 @@ type Event struct {
 }
 
 // Action is one action the engine holds: its object, which only the
-// lifecycle changes, and the event streams following it.
+// lifecycle changes, and the event streams following it. The engine holds
+// no output: once stored, an action's output is read from the output store
+// when asked for (Result), so that memory does not grow with what commands
+// print.
 type Action struct {
 	id   string
 	mu   sync.Mutex
-	obj  api.Action
+	obj  api.Action // stdout and stderr always empty: see out
+	out  *heldOutput
 	done chan struct{}
 	subs map[chan Event]struct{}
+	// outputs is where out's blobs are.
+	outputs *auditchain.OutputStore
+}
+
+// heldOutput says where a finished action's output is, and how much of
+// it its account's policy returns.
+type heldOutput struct {
+	stdout, stderr [32]byte
+	policy         config.OutputPolicy
 }
 
 func newActionID() string {
@@ -58,8 +74,8 @@ func newActionID() string {
 }
 
 // finishedAction is a finished action read back from the audit log.
-func finishedAction(obj api.Action) *Action {
-	a := &Action{id: obj.ID, obj: obj, done: make(chan struct{})}
+func finishedAction(obj api.Action, out *heldOutput, outputs *auditchain.OutputStore) *Action {
+	a := &Action{id: obj.ID, obj: obj, out: out, outputs: outputs, done: make(chan struct{})}
 	close(a.done)
 	return a
 }
@@ -67,11 +83,34 @@ func finishedAction(obj api.Action) *Action {
 // ID is the action's id.
 func (a *Action) ID() string { return a.id }
 
-// Snapshot returns the action object as it is now.
+// Snapshot returns the action object as it is now, without its output
+// (stdout and stderr empty, their sizes and flags set): for what it is and
+// where it stands. See Result for what the agent gets.
 func (a *Action) Snapshot() api.Action {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.obj
+}
+
+// Result returns the action object with the output its account's policy
+// returns, read from the output store.
+func (a *Action) Result(ctx context.Context) (api.Action, error) {
+	a.mu.Lock()
+	obj, out := a.obj, a.out
+	a.mu.Unlock()
+	if out == nil {
+		return obj, nil
+	}
+	stdout, err := a.outputs.Get(ctx, out.stdout)
+	if err != nil {
+		return obj, fmt.Errorf("engine: reading the stdout of %s from the output store: %w", a.id, err)
+	}
+	stderr, err := a.outputs.Get(ctx, out.stderr)
+	if err != nil {
+		return obj, fmt.Errorf("engine: reading the stderr of %s from the output store: %w", a.id, err)
+	}
+	outputView(&obj, stdout, stderr, out.policy)
+	return obj, nil
 }
 
 // Done is closed once the action has its outcome.
@@ -85,16 +124,15 @@ func (a *Action) update(f func(o *api.Action)) {
 }
 
 // Subscribe returns a channel of the action's events from now on; it is
-// closed after the finished event, or when the reader falls too far behind
-// (it can read the outcome once Done is closed). Call the returned
-// function when done reading.
+// closed after the finished event, or without it when the reader falls too
+// far behind or the action had finished already (then Result has the
+// outcome). Call the returned function when done reading.
 func (a *Action) Subscribe() (<-chan Event, func()) {
 	ch := make(chan Event, subscriberBuffer)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	select {
 	case <-a.done:
-		ch <- Event{"finished", a.obj}
 		close(ch)
 		return ch, func() {}
 	default:
@@ -140,22 +178,24 @@ func (a *Action) output(stream sshexec.Stream, p []byte) {
 	a.publishLocked(Event{stream.String(), api.OutputEvent{Data: data, Encoding: enc}})
 }
 
-// finish marks the action finished and sends its object to its followers,
-// the last event each gets.
-func (a *Action) finish() api.Action {
+// finish marks the action finished and sends result (its object with its
+// output) to its followers, the last event each gets. The action keeps the
+// object without the output, and out to read it back.
+func (a *Action) finish(result api.Action, out *heldOutput) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.obj.State = api.StateFinished
+	result.State = api.StateFinished
+	a.obj, a.out = result, out
+	a.obj.Stdout, a.obj.StdoutEncoding, a.obj.Stderr, a.obj.StderrEncoding = "", "", "", ""
 	for ch := range a.subs {
 		select {
-		case ch <- Event{"finished", a.obj}:
+		case ch <- Event{"finished", result}:
 		default:
 		}
 		close(ch)
 	}
 	a.subs = nil
 	close(a.done)
-	return a.obj
 }
 
 // Start registers a new action and runs its lifecycle in a goroutine the
@@ -166,9 +206,10 @@ func (e *Engine) Start(ctx context.Context, c Caller, req api.ActionRequest) (*A
 		return nil, ErrDraining
 	}
 	a := &Action{
-		id:   newActionID(),
-		done: make(chan struct{}),
-		subs: map[chan Event]struct{}{},
+		id:      newActionID(),
+		done:    make(chan struct{}),
+		subs:    map[chan Event]struct{}{},
+		outputs: e.outputs,
 	}
 	a.obj = api.Action{
 		ID: a.id, Target: req.Target, Account: req.Account, Command: req.Command,
@@ -219,8 +260,8 @@ func (e *Engine) Action(ctx context.Context, id string) (*Action, error) {
 	if ok {
 		return a, nil
 	}
-	if obj, found := e.actionFromAudit(ctx, id); found {
-		return finishedAction(obj), nil
+	if obj, out, found := e.actionFromAudit(ctx, id); found {
+		return finishedAction(obj, out, e.outputs), nil
 	}
 	return nil, refuse(ErrNotFound, "no action "+strconv.Quote(id))
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/auditchain"
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/config"
 )
 
 // record appends one audit record durably and returns where it landed.
@@ -124,13 +125,15 @@ func OutputStored(e auditchain.Entry) bool {
 }
 
 // actionFromAudit rebuilds an action's object from its audit entries (for
-// actions no longer in memory, or from before a restart).
-func (e *Engine) actionFromAudit(ctx context.Context, id string) (api.Action, bool) {
+// actions no longer in memory, or from before a restart), and where its
+// output is, returned as the account's policy says now.
+func (e *Engine) actionFromAudit(ctx context.Context, id string) (api.Action, *heldOutput, bool) {
 	recs, err := e.alog.Reader().ActionEntries(ctx, id)
 	if err != nil || len(recs) == 0 {
-		return api.Action{}, false
+		return api.Action{}, nil, false
 	}
 	a := api.Action{ID: id, State: api.StateRunning}
+	var out *heldOutput
 	for _, rec := range recs {
 		en := rec.Entry
 		a.RunID = en.RunID
@@ -165,9 +168,23 @@ func (e *Engine) actionFromAudit(ctx context.Context, id string) (api.Action, bo
 					a.ExitCode = &code
 				}
 			}
+			if f.Stdout != nil && f.Stderr != nil {
+				out = &heldOutput{stdout: f.Stdout.Digest, stderr: f.Stderr.Digest, policy: e.outputPolicy(a.Target, a.Account)}
+			}
 		}
 	}
-	return a, true
+	return a, out, true
+}
+
+// outputPolicy is the output policy the configuration sets now for an
+// account; one that is gone returns nothing.
+func (e *Engine) outputPolicy(target, account string) config.OutputPolicy {
+	if t, ok := e.cfg.Targets[target]; ok {
+		if a, ok := t.Accounts[account]; ok {
+			return a.Output
+		}
+	}
+	return config.OutputNone
 }
 
 // Targets lists the configured targets: names, addresses, accounts,

@@ -70,8 +70,9 @@ type result struct {
 	termination sshexec.Termination
 	// conn is what sshexec reported, when a connection was attempted.
 	conn *sshexec.Result
-	// output is set once the outputs are stored and the outcome recorded.
-	output bool
+	// stored are the output store's blobs, once the outputs are stored
+	// and the outcome recorded.
+	stored []auditchain.Blob
 }
 
 // execute runs the lifecycle of a.
@@ -274,7 +275,7 @@ func (l *lifecycle) connect(ctx context.Context) {
 		l.mayHaveRun(ctx, "the result could not be recorded in the audit log", fin)
 		return
 	}
-	l.res.output = true
+	l.res.stored = blobs
 	l.answer()
 }
 
@@ -364,24 +365,27 @@ func (l *lifecycle) recordFinished(ctx context.Context, fin actionFinished) erro
 	return err
 }
 
-// answer publishes the outcome, and everything else terminal with it.
+// answer publishes the outcome, and everything else terminal with it; the
+// output goes to the followers once and stays in the output store.
 func (l *lifecycle) answer() {
+	obj := l.a.Snapshot()
 	now := l.e.clock.Now().UTC()
-	l.a.update(func(o *api.Action) {
-		o.Outcome, o.Detail, o.Termination = l.res.outcome, l.res.detail, l.res.termination
-		if r := l.res.conn; r != nil {
-			o.HostKeyFingerprint, o.Signal = r.HostKeyFingerprint, r.Signal
-			if r.HasExitCode {
-				code := r.ExitCode
-				o.ExitCode = &code
-			}
-			if l.res.output {
-				setOutput(o, r, l.account.Output)
-			}
+	obj.Outcome, obj.Detail, obj.Termination = l.res.outcome, l.res.detail, l.res.termination
+	obj.FinishedAt = &now
+	var out *heldOutput
+	if r := l.res.conn; r != nil {
+		obj.HostKeyFingerprint, obj.Signal = r.HostKeyFingerprint, r.Signal
+		if r.HasExitCode {
+			code := r.ExitCode
+			obj.ExitCode = &code
 		}
-		o.FinishedAt = &now
-	})
-	obj := l.a.finish()
+		if s := l.res.stored; s != nil {
+			obj.StdoutBytes, obj.StderrBytes = r.StdoutBytes, r.StderrBytes
+			outputView(&obj, r.Stdout, r.Stderr, l.account.Output)
+			out = &heldOutput{stdout: s[0].Digest, stderr: s[1].Digest, policy: l.account.Output}
+		}
+	}
+	l.a.finish(obj, out)
 	l.e.metrics.actions.WithLabelValues(obj.Outcome.String()).Inc()
 	code := ""
 	if obj.ExitCode != nil {
@@ -417,15 +421,17 @@ func (l *lifecycle) endRunError(ctx context.Context, err error) {
 	}
 }
 
-// setOutput applies the account's output policy to what the agent gets.
-func setOutput(o *api.Action, r *sshexec.Result, p config.OutputPolicy) {
-	out, outCut := policyView(r.Stdout, p)
-	errb, errCut := policyView(r.Stderr, p)
+// outputView fills o's stdout and stderr with what the account's policy p
+// returns of the stored output, and flags what the agent does not get: cut
+// by the policy, or over the store's cap (fewer stored than the sizes o
+// carries).
+func outputView(o *api.Action, stdout, stderr []byte, p config.OutputPolicy) {
+	out, outCut := policyView(stdout, p)
+	errb, errCut := policyView(stderr, p)
 	o.Stdout, o.StdoutEncoding = api.EncodeBytes(out)
 	o.Stderr, o.StderrEncoding = api.EncodeBytes(errb)
-	o.StdoutBytes, o.StderrBytes = r.StdoutBytes, r.StderrBytes
-	o.StdoutTruncated = outCut || int64(len(r.Stdout)) < r.StdoutBytes
-	o.StderrTruncated = errCut || int64(len(r.Stderr)) < r.StderrBytes
+	o.StdoutTruncated = outCut || int64(len(stdout)) < o.StdoutBytes
+	o.StderrTruncated = errCut || int64(len(stderr)) < o.StderrBytes
 }
 
 // policyView returns what the policy lets the agent see, and whether it cut

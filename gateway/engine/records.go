@@ -181,14 +181,17 @@ type requestFacts struct {
 	Reason    *string             `audit:"reason"`
 }
 
-// outputRead is output.read: a reviewer read an action's stored output.
+// outputRead is output.read: a reviewer read an action's output, through
+// the pages (via "web": everything stored), the API (via "api": what the
+// account's policy returns) or its event stream (via "api-events": as it
+// comes; nothing is stored yet, so there are no digests or sizes).
 type outputRead struct {
-	Reviewer     string   `audit:"reviewer"`
-	Via          string   `audit:"via"`
-	StdoutSHA256 [32]byte `audit:"stdout_sha256"`
-	StderrSHA256 [32]byte `audit:"stderr_sha256"`
-	StdoutStored int64    `audit:"stdout_stored"`
-	StderrStored int64    `audit:"stderr_stored"`
+	Reviewer     string    `audit:"reviewer"`
+	Via          string    `audit:"via"`
+	StdoutSHA256 *[32]byte `audit:"stdout_sha256"`
+	StderrSHA256 *[32]byte `audit:"stderr_sha256"`
+	StdoutStored *int64    `audit:"stdout_stored"`
+	StderrStored *int64    `audit:"stderr_stored"`
 }
 
 // authFailed is auth.failed: the first failed credential of a key in the

@@ -48,7 +48,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 		{"approval.decided", auditchain.KindApprovalDecided, &runEvent{RunState: approvals.RunApproved, Requester: "dev",
 			Request: &requestFacts{ID: "apr_x", Kind: approvals.KindCall, Status: approvals.StatusApproved, Target: "t", Account: "a",
 				Command: "uptime", TimeoutS: 60, Digest: approvals.Digest{1}, DecidedBy: "alice", Reason: &reason}}, func() any { return new(runEvent) }},
-		{"output.read", auditchain.KindOutputRead, &outputRead{Reviewer: "alice", Via: "web", StdoutSHA256: [32]byte{1}, StdoutStored: 3},
+		{"output.read", auditchain.KindOutputRead, &outputRead{Reviewer: "alice", Via: "web", StdoutSHA256: &[32]byte{1}, StdoutStored: &code},
 			func() any { return new(outputRead) }},
 		{"auth.failed", auditchain.KindAuthFailed, &authFailed{Credential: "run_token", Subject: "run-token:10.0.0.1", Failures: 10, Blocked: yes},
 			func() any { return new(authFailed) }},

@@ -315,9 +315,10 @@ func (e *Engine) ReadOutput(ctx context.Context, rv approvals.Reviewer, id, via 
 			return Output{}, fmt.Errorf("engine: reading stderr of %s: %w", id, err)
 		}
 		// Reading output is its own audited permission.
+		outN, errN := int64(len(stdout)), int64(len(stderr))
 		if _, err := e.record(ctx, id, rec.RunID, outputRead{Reviewer: rv.Name(), Via: via,
-			StdoutSHA256: f.Stdout.Digest, StderrSHA256: f.Stderr.Digest,
-			StdoutStored: int64(len(stdout)), StderrStored: int64(len(stderr))}); err != nil {
+			StdoutSHA256: &f.Stdout.Digest, StderrSHA256: &f.Stderr.Digest,
+			StdoutStored: &outN, StderrStored: &errN}); err != nil {
 			e.log.Error("output.read not recorded; output withheld", "action", id, "error", err)
 			return Output{}, refuse(ErrUnavailable, "the read could not be recorded in the audit log, so the output is withheld")
 		}
@@ -328,4 +329,38 @@ func (e *Engine) ReadOutput(ctx context.Context, rv approvals.Reviewer, id, via 
 		return o, nil
 	}
 	return Output{}, refuse(ErrNotFound, "action "+id+" has not finished")
+}
+
+// ReviewerResult returns an action's result (as Result) to reviewer rv,
+// after recording in the audit log (output.read, via names the front end)
+// that rv read its output, when it returns any: no record, no output
+// (ErrUnavailable).
+func (e *Engine) ReviewerResult(ctx context.Context, rv approvals.Reviewer, a *Action, via string) (api.Action, error) {
+	obj, err := a.Result(ctx)
+	if err != nil || (obj.Stdout == "" && obj.Stderr == "") {
+		return obj, err
+	}
+	a.mu.Lock()
+	out := a.out
+	a.mu.Unlock()
+	rec := outputRead{Reviewer: rv.Name(), Via: via, StdoutSHA256: &out.stdout, StderrSHA256: &out.stderr}
+	if err := e.recordRead(ctx, obj, rec); err != nil {
+		return api.Action{}, err
+	}
+	return obj, nil
+}
+
+// FollowedBy records that reviewer rv follows an action's event stream,
+// its output included as it comes (via names the front end), before any
+// event is sent: no record, no stream (ErrUnavailable).
+func (e *Engine) FollowedBy(ctx context.Context, rv approvals.Reviewer, a *Action, via string) error {
+	return e.recordRead(ctx, a.Snapshot(), outputRead{Reviewer: rv.Name(), Via: via})
+}
+
+func (e *Engine) recordRead(ctx context.Context, obj api.Action, rec outputRead) error {
+	if _, err := e.record(ctx, obj.ID, obj.RunID, rec); err != nil {
+		e.log.Error("output.read not recorded; output withheld", "action", obj.ID, "error", err)
+		return refuse(ErrUnavailable, "the read could not be recorded in the audit log, so the output is withheld")
+	}
+	return nil
 }

@@ -74,14 +74,19 @@ func (s *server) handlePostAction(w http.ResponseWriter, r *http.Request) {
 			<-a.Done() // the action records its cancellation
 			return
 		}
-		writeJSON(w, http.StatusOK, a.Snapshot())
+		obj, err := a.Result(r.Context())
+		if err != nil {
+			s.writeErr(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, obj)
 		return
 	}
-	streamAction(w, r, a)
+	s.streamAction(w, r, a)
 }
 
 // streamAction sends an action's events until it finishes.
-func streamAction(w http.ResponseWriter, r *http.Request, a *engine.Action) {
+func (s *server) streamAction(w http.ResponseWriter, r *http.Request, a *engine.Action) {
 	events, unsubscribe := a.Subscribe()
 	defer unsubscribe()
 	sse := newSSE(w)
@@ -95,11 +100,17 @@ func streamAction(w http.ResponseWriter, r *http.Request, a *engine.Action) {
 		select {
 		case ev, ok := <-events:
 			if !ok {
-				// Dropped for falling behind: send the final object
-				// once the action ends.
+				// Finished before the subscription, or dropped for
+				// falling behind: send the final object once it ends.
 				select {
 				case <-a.Done():
-					sse.send("finished", a.Snapshot())
+					obj, err := a.Result(r.Context())
+					if err != nil {
+						s.log.Error("an action's output could not be read", "action", a.ID(), "error", err)
+						sse.send("error", api.ErrorBody{Code: api.CodeInternal, Message: "the action finished, but its output could not be read; GET it again"})
+						return
+					}
+					sse.send("finished", obj)
 				case <-r.Context().Done():
 				}
 				return
@@ -140,15 +151,36 @@ func (s *server) actionFor(w http.ResponseWriter, r *http.Request) (*engine.Acti
 }
 
 func (s *server) handleGetAction(w http.ResponseWriter, r *http.Request) {
-	if a, ok := s.actionFor(w, r); ok {
-		writeJSON(w, http.StatusOK, a.Snapshot())
+	a, ok := s.actionFor(w, r)
+	if !ok {
+		return
 	}
+	var obj api.Action
+	var err error
+	if p := principalFrom(r.Context()); p.isReviewer {
+		obj, err = s.e.ReviewerResult(r.Context(), p.reviewer, a, "api") // a reviewer's read is recorded
+	} else {
+		obj, err = a.Result(r.Context())
+	}
+	if err != nil {
+		s.writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, obj)
 }
 
 func (s *server) handleActionEvents(w http.ResponseWriter, r *http.Request) {
-	if a, ok := s.actionFor(w, r); ok {
-		streamAction(w, r, a)
+	a, ok := s.actionFor(w, r)
+	if !ok {
+		return
 	}
+	if p := principalFrom(r.Context()); p.isReviewer {
+		if err := s.e.FollowedBy(r.Context(), p.reviewer, a, "api-events"); err != nil {
+			s.writeErr(w, err)
+			return
+		}
+	}
+	s.streamAction(w, r, a)
 }
 
 // Runs.

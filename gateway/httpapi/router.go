@@ -417,8 +417,12 @@ func (s *sseWriter) send(name string, data any) error {
 		return err
 	}
 	s.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, b); err != nil {
-		return err
+	// In pieces: a finished event carries whole outputs, and formatting
+	// would copy them once more.
+	for _, p := range [][]byte{[]byte("event: " + name + "\ndata: "), b, []byte("\n\n")} {
+		if _, err := s.w.Write(p); err != nil {
+			return err
+		}
 	}
 	return s.rc.Flush()
 }

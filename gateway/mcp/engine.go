@@ -41,8 +41,7 @@ func (b *EngineBackend) RunAction(ctx context.Context, req api.ActionRequest, ev
 		case e, ok := <-events:
 			if !ok {
 				<-a.Done() // dropped for falling behind, or finished
-				obj := a.Snapshot()
-				return &obj, nil
+				return b.result(ctx, a)
 			}
 			switch d := e.Data.(type) {
 			case api.StateEvent:
@@ -60,8 +59,7 @@ func (b *EngineBackend) RunAction(ctx context.Context, req api.ActionRequest, ev
 			}
 		case <-ctx.Done():
 			<-a.Done() // the action records its cancellation
-			obj := a.Snapshot()
-			return &obj, nil
+			return b.result(context.WithoutCancel(ctx), a)
 		}
 	}
 }
@@ -78,6 +76,14 @@ func (b *EngineBackend) Action(ctx context.Context, id string) (*api.Action, err
 	if err != nil {
 		return nil, &api.Error{Err: api.ErrorBody{Code: api.CodeNotFound, Message: err.Error()}, Status: http.StatusNotFound}
 	}
-	obj := a.Snapshot()
+	return b.result(ctx, a)
+}
+
+// result is the action object with its output, as the tools return it.
+func (b *EngineBackend) result(ctx context.Context, a *engine.Action) (*api.Action, error) {
+	obj, err := a.Result(ctx)
+	if err != nil {
+		return nil, &api.Error{Err: api.ErrorBody{Code: api.CodeInternal, Message: "the action finished, but its output could not be read; get_action may find it"}, Status: http.StatusInternalServerError}
+	}
 	return &obj, nil
 }
