@@ -154,3 +154,62 @@ func TestActionValidate(t *testing.T) {
 		t.Errorf("valid action: %v", err)
 	}
 }
+
+// TestPendingRequestsAreCapped: a run, and a requester across its runs,
+// may have only so many requests waiting for a decision; the next is
+// refused with a PendingLimitError (nothing raised, nothing announced),
+// and a decision makes room again. Other requesters are not affected.
+func TestPendingRequestsAreCapped(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.MaxPendingPerRun, o.MaxPendingPerRequester = 3, 5 })
+	ctx := context.Background()
+	rv := e.reviewer("rita")
+	first, _ := e.remoteRun()
+	var waiting []Request
+	for range 3 {
+		q, _ := e.authorize(ctx, first.ID, act("call-box", "ls"))
+		if q.ID == "" {
+			t.Fatal("a request within the cap was not raised")
+		}
+		waiting = append(waiting, q)
+	}
+	refused := func(id RunID, of string, limit int) {
+		t.Helper()
+		announced := e.sink.count()
+		q, ch := e.authorize(ctx, id, act("call-box", "ls"))
+		o := recv(t, ch)
+		var pl *PendingLimitError
+		if q.ID != "" || !errors.As(o.err, &pl) || !errors.Is(o.err, ErrTooManyPending) || pl.Of != of || pl.Limit != limit {
+			t.Fatalf("past the %s cap: request %q, err %v; want a PendingLimitError{%s, %d}", of, q.ID, o.err, of, limit)
+		}
+		if got := e.sink.count(); got != announced {
+			t.Errorf("a refused request was recorded (%d events, was %d)", got, announced)
+		}
+	}
+	refused(first.ID, "run", 3)
+
+	// The requester's second run fills the requester's cap.
+	second, _ := e.remoteRun()
+	for range 2 {
+		if q, _ := e.authorize(ctx, second.ID, act("call-box", "ls")); q.ID == "" {
+			t.Fatal("a request within the requester's cap was not raised")
+		}
+	}
+	refused(second.ID, "requester", 5)
+
+	// Another requester is not affected.
+	other, _, err := e.s.CreateRemote(ctx, RemoteRun{Requester: "someone-else"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q, _ := e.authorize(ctx, other.ID, act("call-box", "ls")); q.ID == "" {
+		t.Error("another requester's request was refused")
+	}
+
+	// A decision makes room.
+	if _, err := e.s.Decide(ctx, rv, waiting[0].ID, Decision{Verdict: Deny, Reason: "no"}); err != nil {
+		t.Fatal(err)
+	}
+	if q, _ := e.authorize(ctx, first.ID, act("call-box", "ls")); q.ID == "" {
+		t.Error("no room after a decision")
+	}
+}

@@ -136,8 +136,44 @@ func (s *Store) admit(ctx context.Context, r *Run, a Action) error {
 	return s.commit(ctx, []*Run{r}, nil, nil)
 }
 
-// raise creates a pending request for a in run r. Called with s.mu held.
+// Defaults for the caps on pending requests.
+const (
+	DefaultMaxPendingPerRun       = 10
+	DefaultMaxPendingPerRequester = 50
+)
+
+// PendingLimitError refuses a request past a cap on the requests waiting
+// for a decision: Of says whose ("run" or "requester"), Limit how many may
+// wait. It is ErrTooManyPending.
+type PendingLimitError struct {
+	Of    string
+	Limit int
+}
+
+func (e *PendingLimitError) Error() string {
+	return fmt.Sprintf("approvals: %d requests of this %s are waiting for a decision already", e.Limit, e.Of)
+}
+
+func (e *PendingLimitError) Unwrap() error { return ErrTooManyPending }
+
+// raise creates a pending request for a in run r, within the caps on
+// pending requests. Called with s.mu held.
 func (s *Store) raise(ctx context.Context, r *Run, kind Kind, a Action) (*waitSet, error) {
+	var ofRun, ofRequester int
+	for _, w := range s.waits {
+		if w.req.RunID == r.ID {
+			ofRun++
+		}
+		if sameName(w.req.Requester, r.Requester) {
+			ofRequester++
+		}
+	}
+	switch {
+	case ofRun >= s.maxPending[0]:
+		return nil, &PendingLimitError{Of: "run", Limit: s.maxPending[0]}
+	case ofRequester >= s.maxPending[1]:
+		return nil, &PendingLimitError{Of: "requester", Limit: s.maxPending[1]}
+	}
 	now := s.clock.Now()
 	q := &Request{
 		ID: RequestID(newID(requestIDPrefix)), Kind: kind, RunID: r.ID,

@@ -84,6 +84,10 @@ var (
 	// ancestors.
 	ErrNotAncestor = errors.New("approvals: anchor is not the caller or its ancestor")
 
+	// ErrTooManyPending: the run or its requester has as many requests
+	// waiting for a decision as it may (see PendingLimitError).
+	ErrTooManyPending = errors.New("approvals: too many pending requests")
+
 	// ErrEventNotRecorded: the event sink failed, so the state change did
 	// not take effect (fail closed).
 	ErrEventNotRecorded = errors.New("approvals: event not recorded")

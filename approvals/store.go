@@ -1,6 +1,7 @@
 package approvals
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -42,6 +43,12 @@ type Options struct {
 	// MaxRunTTL caps every TTL (approval.max_run_ttl; zero means
 	// DefaultMaxRunTTL).
 	MaxRunTTL time.Duration
+	// MaxPendingPerRun and MaxPendingPerRequester cap the requests waiting
+	// for a decision at once, of one run and of one requester (all its
+	// runs); a request past either is refused with a *PendingLimitError.
+	// Zero means DefaultMaxPendingPerRun, DefaultMaxPendingPerRequester.
+	MaxPendingPerRun       int
+	MaxPendingPerRequester int
 	// Transparent lists executable names that never anchor a run; nil means
 	// DefaultTransparent.
 	Transparent []string
@@ -67,6 +74,7 @@ type Store struct {
 	timeout     time.Duration
 	runTTL      time.Duration
 	maxRunTTL   time.Duration
+	maxPending  [2]int // per run, per requester
 	transparent map[string]bool
 	insp        Inspector
 	clock       Clock
@@ -122,6 +130,10 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	}
 	if s.timeout == 0 {
 		s.timeout = DefaultApprovalTimeout
+	}
+	s.maxPending = [2]int{cmp.Or(o.MaxPendingPerRun, DefaultMaxPendingPerRun), cmp.Or(o.MaxPendingPerRequester, DefaultMaxPendingPerRequester)}
+	if s.maxPending[0] < 0 || s.maxPending[1] < 0 {
+		return nil, errors.New("approvals: a negative cap on pending requests")
 	}
 	if s.runTTL == 0 {
 		s.runTTL = DefaultRunTTL

@@ -636,11 +636,11 @@ func TestManyWaiters(t *testing.T) {
 // count (and the waiter is approved) or are refused as expired (and the
 // waiter sees expired) — never both, never neither.
 func TestDecisionsRaceExpiry(t *testing.T) {
-	e := newEnv(t)
+	const n = 100
+	e := newEnv(t, func(o *Options) { o.MaxPendingPerRun, o.MaxPendingPerRequester = n, n })
 	ctx := context.Background()
 	rv := e.reviewer("rita")
 	run, _ := e.remoteRun()
-	const n = 100
 	reqs := make([]Request, n)
 	chans := make([]<-chan outcome, n)
 	for i := range n {

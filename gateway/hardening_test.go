@@ -18,7 +18,9 @@ import (
 
 	"github.com/airlockgw/airlock/auditchain"
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/gateway/engine"
+	"github.com/airlockgw/airlock/sshexec"
 )
 
 // fromAddress is an HTTP client whose connections come from ip (any
@@ -238,5 +240,92 @@ func TestReviewerAPIReadsAreAudited(t *testing.T) {
 	var ae *api.Error
 	if !errors.As(err, &ae) || ae.Status != http.StatusServiceUnavailable {
 		t.Errorf("reviewer GET with the audit log refusing: %v, want 503", err)
+	}
+}
+
+// Requests waiting for a decision are capped per run and per requester
+// (approval.max_pending_per_run, max_pending_per_requester): one past a
+// cap ends rejected at once with a detail that says which cap, and no
+// reviewer is asked. A decision makes room again.
+func TestPendingRequestsAreCapped(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, sharedSSHD(t), gwOptions{mutate: func(c *config.Config) {
+		c.Approval.MaxPendingPerRun, c.Approval.MaxPendingPerRequester = 2, 3
+	}})
+	ctx := context.Background()
+	pending := func(want int) []api.Approval {
+		t.Helper()
+		for deadline := time.Now().Add(patience); ; time.Sleep(20 * time.Millisecond) {
+			ps, err := g.reviewer.Approvals(ctx, "pending")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ps) == want || time.Now().After(deadline) {
+				if len(ps) != want {
+					t.Fatalf("%d pending requests, want %d", len(ps), want)
+				}
+				return ps
+			}
+		}
+	}
+	type result struct {
+		a   *api.Action
+		err error
+	}
+	start := func(c *api.Client, cmd string) <-chan result {
+		ch := make(chan result, 1)
+		go func() {
+			a, err := c.RunAction(ctx, api.ActionRequest{Target: "box-call", Command: cmd}, api.Events{})
+			ch <- result{a, err}
+		}()
+		return ch
+	}
+	refused := func(c *api.Client, cap string) {
+		t.Helper()
+		a, err := c.RunAction(ctx, api.ActionRequest{Target: "box-call", Command: "echo one too many"}, api.Events{})
+		if err != nil || a.Outcome != sshexec.Rejected || !strings.Contains(a.Detail, cap) || !strings.Contains(a.Detail, "waiting for a decision") {
+			t.Fatalf("past the cap: %s %q %v, want rejected naming %s", a.Outcome, a.Detail, err, cap)
+		}
+	}
+
+	first, firstRun := g.remoteAgent("ci-bot")
+	var waiting []<-chan result
+	for i := range 2 {
+		waiting = append(waiting, start(first, fmt.Sprintf("echo first %d", i)))
+		pending(i + 1)
+	}
+	refused(first, "approval.max_pending_per_run")
+	// The same caller's second run: one more fits under the requester's
+	// cap, then none.
+	second, _ := g.remoteAgent("ci-bot")
+	waiting = append(waiting, start(second, "echo second"))
+	pending(3)
+	refused(second, "approval.max_pending_per_requester")
+	// Another requester is not affected.
+	other, _ := g.remoteAgent("other-bot")
+	waiting = append(waiting, start(other, "echo other"))
+	ps := pending(4)
+
+	// A decision on the first run's request makes room in it; then
+	// everything is denied to end the test.
+	for _, p := range ps {
+		if p.RunID == firstRun.ID {
+			if _, err := g.reviewer.Decide(ctx, p.ID, api.DecisionRequest{Decision: api.DecisionDeny, Reason: "enough", Digest: p.Digest}); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	pending(3)
+	waiting = append(waiting, start(first, "echo after a decision"))
+	for _, p := range pending(4) {
+		if _, err := g.reviewer.Decide(ctx, p.ID, api.DecisionRequest{Decision: api.DecisionDeny, Reason: "enough", Digest: p.Digest}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ch := range waiting {
+		if r := <-ch; r.err != nil || r.a.Outcome != sshexec.Denied {
+			t.Errorf("a request within the caps: %s %q %v, want denied", r.a.Outcome, r.a.Detail, r.err)
+		}
 	}
 }

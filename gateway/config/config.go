@@ -79,6 +79,10 @@ type Approval struct {
 	Timeout   time.Duration
 	RunTTL    time.Duration
 	MaxRunTTL time.Duration
+	// MaxPendingPerRun and MaxPendingPerRequester cap the requests that
+	// wait for a decision at once, of one run and of one requester.
+	MaxPendingPerRun       int
+	MaxPendingPerRequester int
 }
 
 // Audit is the audit block.
@@ -261,6 +265,8 @@ type rawApproval struct {
 	Timeout   *hcl.Attribute `hcl:"timeout,optional"`
 	RunTTL    *hcl.Attribute `hcl:"run_ttl,optional"`
 	MaxRunTTL *hcl.Attribute `hcl:"max_run_ttl,optional"`
+	PerRun    *hcl.Attribute `hcl:"max_pending_per_run,optional"`
+	PerAsker  *hcl.Attribute `hcl:"max_pending_per_requester,optional"`
 	DefRange  hcl.Range      `hcl:",def_range"`
 }
 
@@ -492,8 +498,11 @@ func (c *checker) build(cfg *Config, raw *rawConfig, base string) {
 	}
 
 	// approval.
-	cfg.Approval = Approval{Timeout: DefaultApprovalTimeout, RunTTL: DefaultRunTTL, MaxRunTTL: DefaultMaxRunTTL}
+	cfg.Approval = Approval{Timeout: DefaultApprovalTimeout, RunTTL: DefaultRunTTL, MaxRunTTL: DefaultMaxRunTTL,
+		MaxPendingPerRun: approvals.DefaultMaxPendingPerRun, MaxPendingPerRequester: approvals.DefaultMaxPendingPerRequester}
 	if a := raw.Approval; a != nil {
+		cfg.Approval.MaxPendingPerRun = c.integer(a.PerRun, approvals.DefaultMaxPendingPerRun, 1, 10000)
+		cfg.Approval.MaxPendingPerRequester = c.integer(a.PerAsker, approvals.DefaultMaxPendingPerRequester, 1, 10000)
 		cfg.Approval.Timeout = c.duration(a.Timeout, DefaultApprovalTimeout, 24*time.Hour)
 		cfg.Approval.MaxRunTTL = c.duration(a.MaxRunTTL, DefaultMaxRunTTL, 30*24*time.Hour)
 		cfg.Approval.RunTTL = c.duration(a.RunTTL, min(DefaultRunTTL, cfg.Approval.MaxRunTTL), 0)

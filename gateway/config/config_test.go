@@ -78,7 +78,8 @@ func TestParseConfigContractExample(t *testing.T) {
 	if cfg.StateDir != "/var/lib/airlock" || cfg.Listen.Socket != "/run/airlock/airlock.sock" || cfg.Listen.HTTP != "127.0.0.1:7422" {
 		t.Errorf("top level: %+v %+v", cfg.StateDir, cfg.Listen)
 	}
-	if diff := cmp.Diff(Approval{Timeout: 120 * time.Second, RunTTL: time.Hour, MaxRunTTL: 8 * time.Hour}, cfg.Approval); diff != "" {
+	if diff := cmp.Diff(Approval{Timeout: 120 * time.Second, RunTTL: time.Hour, MaxRunTTL: 8 * time.Hour,
+		MaxPendingPerRun: approvals.DefaultMaxPendingPerRun, MaxPendingPerRequester: approvals.DefaultMaxPendingPerRequester}, cfg.Approval); diff != "" {
 		t.Errorf("approval (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(Audit{CheckpointEntries: 100, CheckpointInterval: 30 * time.Second, WitnessCommand: "/usr/local/bin/push-checkpoint"}, cfg.Audit); diff != "" {
@@ -124,11 +125,23 @@ target "t" {
 	if cfg.StateDir != "/srv/airlock-state" || cfg.Listen.Socket != "/srv/airlock-state/run/airlock.sock" || cfg.Listen.HTTP != DefaultHTTPAddr {
 		t.Errorf("state dir %q socket %q http %q", cfg.StateDir, cfg.Listen.Socket, cfg.Listen.HTTP)
 	}
-	if cfg.Approval.Timeout != DefaultApprovalTimeout || cfg.Audit.CheckpointEntries != DefaultCheckpointEntries {
+	if cfg.Approval.Timeout != DefaultApprovalTimeout || cfg.Approval.MaxPendingPerRun != approvals.DefaultMaxPendingPerRun ||
+		cfg.Approval.MaxPendingPerRequester != approvals.DefaultMaxPendingPerRequester || cfg.Audit.CheckpointEntries != DefaultCheckpointEntries {
 		t.Errorf("defaults: %+v %+v", cfg.Approval, cfg.Audit)
 	}
 	if cfg.Credentials["k"].PrivateKeyFile != "/etc/airlock/k" {
 		t.Errorf("relative paths resolve against the config's directory: %q", cfg.Credentials["k"].PrivateKeyFile)
+	}
+}
+
+func TestParseConfigPendingCaps(t *testing.T) {
+	src := strings.Replace(contractExample, "max_run_ttl = \"8h\"\n", "max_run_ttl = \"8h\"\n  max_pending_per_run = 3\n  max_pending_per_requester = 7\n", 1)
+	cfg, err := Parse([]byte(src), "/etc/airlock/airlock.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Approval.MaxPendingPerRun != 3 || cfg.Approval.MaxPendingPerRequester != 7 || cfg.Approval.RunTTL != time.Hour {
+		t.Errorf("approval: %+v", cfg.Approval)
 	}
 }
 
@@ -158,6 +171,8 @@ target "t" {
 		{"duration garbage", valid("approval {\n  timeout = \"two minutes\"\n}\n"), []int{8}},
 		{"negative duration", valid("approval {\n  run_ttl = \"-1h\"\n}\n"), []int{8}},
 		{"run_ttl over max", valid("approval {\n  run_ttl = \"9h\"\n}\n"), []int{7}},
+		{"no pending request allowed", valid("approval {\n  max_pending_per_run = 0\n}\n"), []int{8}},
+		{"pending cap not a number", valid("approval {\n  max_pending_per_requester = \"many\"\n}\n"), []int{8}},
 		{"non-loopback http without TLS", valid("listen {\n  http = \"0.0.0.0:7422\"\n}\n"), []int{8}},
 		{"bad checkpoint_every", valid("audit {\n  checkpoint_every = \"often\"\n}\n"), []int{8}},
 		{"no host keys", `credential "k" { private_key_file = "/k" }

@@ -172,15 +172,17 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		}
 	}
 	e.store, err = approvals.Open(ctx, approvals.Options{
-		Path:            filepath.Join(cfg.StateDir, "state.db"),
-		Sink:            approvals.EventSinkFunc(e.recordApprovalEvent),
-		Policy:          approvals.Policy{Rules: rules},
-		ApprovalTimeout: cfg.Approval.Timeout,
-		RunTTL:          cfg.Approval.RunTTL,
-		MaxRunTTL:       cfg.Approval.MaxRunTTL,
-		Inspector:       o.ProcessInspector,
-		Clock:           e.clock,
-		Logger:          e.log.Named("approvals"),
+		Path:                   filepath.Join(cfg.StateDir, "state.db"),
+		Sink:                   approvals.EventSinkFunc(e.recordApprovalEvent),
+		Policy:                 approvals.Policy{Rules: rules},
+		ApprovalTimeout:        cfg.Approval.Timeout,
+		RunTTL:                 cfg.Approval.RunTTL,
+		MaxRunTTL:              cfg.Approval.MaxRunTTL,
+		MaxPendingPerRun:       cfg.Approval.MaxPendingPerRun,
+		MaxPendingPerRequester: cfg.Approval.MaxPendingPerRequester,
+		Inspector:              o.ProcessInspector,
+		Clock:                  e.clock,
+		Logger:                 e.log.Named("approvals"),
 	})
 	if err != nil {
 		return fail(err)

@@ -97,6 +97,7 @@ func classify(err error) error {
 		{approvals.ErrTokenExpired, ErrUnauthorized},
 		{approvals.ErrBadCredentials, ErrUnauthorized},
 		{approvals.ErrEventNotRecorded, ErrUnavailable},
+		{approvals.ErrTooManyPending, ErrRateLimited},
 	} {
 		if errors.Is(err, c.from) {
 			return &refusal{kind: c.to, err: err}

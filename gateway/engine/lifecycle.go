@@ -415,10 +415,25 @@ func (l *lifecycle) endRunError(ctx context.Context, err error) {
 		l.end(ctx, sshexec.Rejected, "the calling process could not be identified as an agent process", 0)
 	case errors.Is(err, approvals.ErrWrongToken), errors.Is(err, approvals.ErrMalformedToken), errors.Is(err, approvals.ErrUnknownRun):
 		l.end(ctx, sshexec.Rejected, "the run token is not valid", 0)
+	case errors.Is(err, approvals.ErrTooManyPending):
+		l.end(ctx, sshexec.Rejected, pendingLimitDetail(err), 0)
 	default:
 		l.e.log.Error("approval failed", "action", l.a.id, "error", err)
 		l.end(ctx, sshexec.Rejected, "the approval could not be obtained: "+err.Error(), 0)
 	}
+}
+
+// pendingLimitDetail says which cap on waiting requests err hit.
+func pendingLimitDetail(err error) string {
+	var pl *approvals.PendingLimitError
+	if !errors.As(err, &pl) {
+		return "too many requests are waiting for a decision; wait for a reviewer"
+	}
+	whose := "this run"
+	if pl.Of == "requester" {
+		whose = "this run's requester"
+	}
+	return fmt.Sprintf("%d requests of %s are waiting for a decision already (approval.max_pending_per_%s); wait for a reviewer to decide them", pl.Limit, whose, pl.Of)
 }
 
 // outputView fills o's stdout and stderr with what the account's policy p
