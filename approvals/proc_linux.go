@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlockgw/airlock/deploy/proctree"
 	"golang.org/x/sys/unix"
 )
 
@@ -216,37 +217,17 @@ type statLine struct {
 	zombie bool
 }
 
-// parseStat parses /proc/PID/stat (proc(5)). The comm field is in
-// parentheses and may itself contain ')' and spaces, so the fields after it
-// are found from the last ')'.
+// parseStat parses /proc/PID/stat (proc(5)) with proctree.ParseStat.
 func parseStat(b []byte) (statLine, error) {
-	var st statLine
-	open := bytes.IndexByte(b, '(')
-	closing := bytes.LastIndexByte(b, ')')
-	if open < 1 || closing < open {
-		return st, fmt.Errorf("approvals: malformed /proc stat")
-	}
-	pid, err := strconv.Atoi(string(bytes.TrimSpace(b[:open])))
-	if err != nil || pid <= 0 {
-		return st, fmt.Errorf("approvals: malformed /proc stat pid")
-	}
-	fields := strings.Fields(string(b[closing+1:]))
-	// fields[0] is field 3 (state); field N is fields[N-3].
-	if len(fields) < 20 {
-		return st, fmt.Errorf("approvals: /proc stat has %d fields", len(fields)+2)
-	}
-	ppid, err := strconv.Atoi(fields[1])
-	if err != nil || ppid < 0 {
-		return st, fmt.Errorf("approvals: malformed /proc stat ppid")
-	}
-	start, err := strconv.ParseUint(fields[19], 10, 64)
+	p, err := proctree.ParseStat(b)
 	if err != nil {
-		return st, fmt.Errorf("approvals: malformed /proc stat start time")
+		return statLine{}, fmt.Errorf("approvals: %w", err)
 	}
-	st.ID = ProcessID{PID: pid, StartTime: start}
-	st.PPID = ppid
-	st.Comm = string(b[open+1 : closing])
-	st.zombie = fields[0] == "Z" || fields[0] == "X" || fields[0] == "x"
+	var st statLine
+	st.ID = ProcessID{PID: p.PID, StartTime: p.StartTime}
+	st.PPID = p.PPID
+	st.Comm = p.Comm
+	st.zombie = p.Exited()
 	return st, nil
 }
 

@@ -1,11 +1,9 @@
 package sshtest
 
 import (
-	"bytes"
 	"cmp"
 	"crypto/ed25519"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -19,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockgw/airlock/deploy/proctree"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -490,71 +489,29 @@ func (s *SSHD) WaitLog(substr string, timeout time.Duration) bool {
 // (every descendant of the listener whose command is sshd).
 func (s *SSHD) SessionProcesses() []int {
 	var out []int
-	for _, p := range Descendants(s.Pid()) {
-		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p)); err == nil && strings.TrimSpace(string(comm)) == "sshd" {
-			out = append(out, p)
+	table, _ := proctree.Table()
+	for _, p := range proctree.Descendants(table, s.Pid()) {
+		if p.Comm == "sshd" {
+			out = append(out, p.PID)
 		}
 	}
 	return out
 }
 
-// Descendants returns the pids of every live descendant of pid, read from
+// Descendants returns the pids of every descendant of pid, read from
 // /proc.
 func Descendants(pid int) []int {
-	children := map[int][]int{}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		pp, err := parentOf(p)
-		if err != nil {
-			continue
-		}
-		children[pp] = append(children[pp], p)
-	}
+	table, _ := proctree.Table()
 	var out []int
-	queue := []int{pid}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		for _, c := range children[p] {
-			out = append(out, c)
-			queue = append(queue, c)
-		}
+	for _, p := range proctree.Descendants(table, pid) {
+		out = append(out, p.PID)
 	}
 	return out
-}
-
-// parentOf reads the parent pid from /proc/PID/stat, whose second field
-// (the command) may itself hold spaces and parentheses.
-func parentOf(pid int) (int, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, errors.New("sshtest: malformed stat")
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 {
-		return 0, errors.New("sshtest: malformed stat")
-	}
-	return strconv.Atoi(f[1])
 }
 
 // ProcessAlive reports whether a process with this pid exists (and is not
 // a zombie).
-func ProcessAlive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z'
-}
+func ProcessAlive(pid int) bool { return proctree.Alive(pid) }
 
 // NewKey returns a fresh ed25519 signer, for keys a server does not know.
 func NewKey() ssh.Signer {
