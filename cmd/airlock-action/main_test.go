@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/airlockgw/airlock/deploy"
+	"github.com/airlockgw/airlock/deploy/proctree"
 	"github.com/airlockgw/airlock/sshexec"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
@@ -365,15 +367,18 @@ func TestGatewayTimeoutEndsTheProgram(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid := strings.TrimSpace(string(b))
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("pid file %q", b)
+	}
 	deadline := time.Now().Add(patience)
-	for processAlive(pid) {
+	for proctree.Alive(pid) {
 		if time.Now().After(deadline) {
-			t.Fatalf("program %s still runs after the gateway gave up", pid)
+			t.Fatalf("program %d still runs after the gateway gave up", pid)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	want := `args=["` + pidFile + `"] exit=137 client_gone=true signal=KILL`
+	want := `args=["` + pidFile + `"] exit=137 client_gone=true signal=KILL termination=confirmed`
 	deadline = time.Now().Add(patience)
 	for !strings.Contains(e.logText(t), want) {
 		if time.Now().After(deadline) {
@@ -381,16 +386,6 @@ func TestGatewayTimeoutEndsTheProgram(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// processAlive reports whether pid runs and is not a zombie.
-func processAlive(pid string) bool {
-	b, err := os.ReadFile("/proc/" + pid + "/stat")
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z'
 }
 
 func dialSSH(e *env, signer ssh.Signer) (*ssh.Client, error) {

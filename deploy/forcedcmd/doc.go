@@ -7,17 +7,23 @@
 // against the policy (package policy), and either refuses it — exit status
 // 126 and one line on stderr — or executes the verb's fixed argv directly,
 // with no shell, a fixed PATH plus the verb's allow-listed variables, the
-// verb's working directory, and the verb's timeout, after which the whole
-// process group is killed. The group is killed too when the client goes
-// away (sshd's end of stdout closes): sshd refuses "signal" requests for
-// forced commands, so closing the connection is the only way a gateway's
-// timeout or cancel reaches the target. It returns the program's exit status, 128+N when
-// the program died of signal N, 124 on timeout and 127 when the program
-// could not be started. Every request, allowed or refused, is logged as one
-// line (a Record) to syslog, when a syslog socket exists, and to the
-// policy's log_file; when sshd's ExposeAuthInfo is on, the line carries the
-// certificate key ID ("airlock:<action id>") and serial, so that the
-// target's own log names the gateway's audited action.
+// verb's working directory, and the verb's timeout. When the timeout passes,
+// or the client goes away (sshd's end of stdout closes: sshd refuses
+// "signal" requests for forced commands, so closing the connection is the
+// only way a gateway's timeout or cancel reaches the target), Serve stops
+// the verb — every process of it, also those that left its process group —
+// and confirms that they are gone. A verb with run_as runs under sudo as
+// "airlock-action --reap -- argv…" (Reap), a supervisor holding the verb's
+// user that stops it on Serve's behalf, since the account cannot signal
+// another user's processes. Serve returns the program's exit status, 128+N
+// when the program died of signal N, 124 on a timeout whose end is
+// confirmed, 125 when the verb was stopped but its end could not be
+// confirmed, and 127 when the program could not be started. Every request,
+// allowed or refused, is logged as one line (a Record) to syslog, when a
+// syslog socket exists, and to the policy's log_file; when sshd's
+// ExposeAuthInfo is on, the line carries the certificate key ID
+// ("airlock:<action id>") and serial, so that the target's own log names the
+// gateway's audited action.
 //
 // Check validates a policy file for airlock-action --check, and Explain
 // shows what a command would run for --explain.

@@ -53,8 +53,12 @@ type Record struct {
 	TimedOut bool
 	Signal   string
 	// ClientGone is set when the client closed the session while the
-	// program ran, and airlock-action killed its process group.
+	// program ran, and airlock-action stopped the verb.
 	ClientGone bool
+	// Termination says, for a verb airlock-action stopped, whether its
+	// end is confirmed; Left names the processes that still ran.
+	Termination Termination
+	Left        []string
 	// Client is the client's address and port from SSH_CONNECTION.
 	Client string
 	// Auth is what sshd says authenticated the session (ExposeAuthInfo).
@@ -100,6 +104,19 @@ func (r *Record) String() string {
 	}
 	if r.Signal != "" {
 		fmt.Fprintf(&b, " signal=%s", r.Signal)
+	}
+	if r.Termination != NotStopped {
+		fmt.Fprintf(&b, " termination=%s", r.Termination)
+	}
+	if len(r.Left) > 0 {
+		b.WriteString(" left=[")
+		for i, l := range r.Left {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(strconv.QuoteToASCII(l))
+		}
+		b.WriteByte(']')
 	}
 	if r.Decision == Allow {
 		fmt.Fprintf(&b, " duration=%s", r.Duration.Round(time.Millisecond))

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlockgw/airlock/deploy/policy"
+	"github.com/airlockgw/airlock/deploy/proctree"
 )
 
 // Exit statuses of airlock-action besides the program's own.
@@ -27,9 +28,15 @@ const (
 	// ExitCannotRun: the verb matched but its program could not be
 	// started.
 	ExitCannotRun = 127
-	// ExitTimeout: the verb's timeout passed and the program's process
-	// group was killed (as timeout(1) reports it).
+	// ExitTimeout: the verb's timeout passed and every process of it was
+	// killed and is gone (as timeout(1) reports a timeout).
 	ExitTimeout = 124
+	// ExitUnconfirmed: airlock-action stopped the verb (its timeout
+	// passed, or the client went away) but could not confirm that every
+	// process of it ended; the log line names those still running. The
+	// supervisor of a run_as verb (--reap) exits with it too when it
+	// cannot confirm.
+	ExitUnconfirmed = 125
 	// exitSignalBase + N: the program died of signal N (as a shell
 	// reports it).
 	exitSignalBase = 128
@@ -61,6 +68,11 @@ type Options struct {
 	// be reached, and to the policy's log_file when it sets one. A
 	// log_file that cannot be opened refuses the request.
 	Log Logger
+	// Reaper is this airlock-action's path, which sudo runs to supervise
+	// a run_as verb (airlock-action --reap); empty means
+	// policy.DefaultReaper. sudoers must allow exactly
+	// "Reaper --reap -- argv…" (see docs/operators.md).
+	Reaper string
 
 	// ownPolicy lets tests that run as an ordinary user serve a policy
 	// they own; airlock-action never sets it.
@@ -71,7 +83,15 @@ type Options struct {
 // file or its directory owned by that (non-root) account, or writable by
 // group or others (a sticky directory excepted). An agent's account must
 // not be able to widen its own policy.
-func policyGuard(path string, uid int) error {
+func policyGuard(path string, uid int) error { return fileGuard("policy", path, uid) }
+
+// reaperGuard refuses a run_as supervisor the account could replace: sudo
+// runs it as another user.
+func reaperGuard(path string, uid int) error { return fileGuard("airlock-action", path, uid) }
+
+// fileGuard refuses a file (what: "policy") the account uid could change,
+// or put another in its place.
+func fileGuard(what, path string, uid int) error {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return err // Load reports a missing file
@@ -98,9 +118,9 @@ func policyGuard(path string, uid int) error {
 		st := c.fi.Sys().(*syscall.Stat_t)
 		switch {
 		case uid != 0 && int(st.Uid) == uid:
-			return fmt.Errorf("policy %s: %s belongs to this account (uid %d), which could change it; give it to root (chown root %s)", path, c.what, uid, strings.TrimPrefix(c.what, "its directory "))
+			return fmt.Errorf("%s %s: %s belongs to this account (uid %d), which could change it; give it to root (chown root %s)", what, path, c.what, uid, strings.TrimPrefix(c.what, "its directory "))
 		case c.fi.Mode().Perm()&0o022 != 0 && (c.fi == fi || c.fi.Mode()&os.ModeSticky == 0):
-			return fmt.Errorf("policy %s: %s is writable by group or others (mode %04o); chmod go-w it", path, c.what, c.fi.Mode().Perm())
+			return fmt.Errorf("%s %s: %s is writable by group or others (mode %04o); chmod go-w it", what, path, c.what, c.fi.Mode().Perm())
 		}
 	}
 	return nil
@@ -159,7 +179,15 @@ func Serve(ctx context.Context, o Options) int {
 		rec.Reason = "no command: this key only runs commands allowed by the policy, never a login shell"
 		return finish()
 	}
+	if o.Reaper != "" {
+		pol.Reaper = o.Reaper
+	}
 	plan, err := pol.Match(rec.Command)
+	if err == nil && plan.Verb.RunAs != "" && !o.ownPolicy {
+		if gerr := reaperGuard(pol.Reaper, os.Geteuid()); gerr != nil {
+			err = fmt.Errorf("verb %s runs as %s: %w", plan.Verb.Name, plan.Verb.RunAs, gerr)
+		}
+	}
 	if err != nil {
 		rec.Reason = oneLine(err)
 		return finish()
@@ -208,23 +236,29 @@ func run(ctx context.Context, plan *policy.Plan, o Options, rec *Record) {
 		go func() { defer close(watched); watchPeer(f, stop, gone) }()
 		defer func() { close(stop); <-watched }()
 	}
+	tree := &verbTree{pid: pgid, runAs: plan.Verb.RunAs != "", done: done}
 	var err error
+	stopped := func() {
+		var left []proctree.Proc
+		err, rec.Termination, left = tree.stop()
+		rec.Left = describeLeft(left)
+	}
 wait:
 	for {
 		select {
 		case err = <-done:
 			break wait
 		case s := <-sigs:
+			// To the group: for run_as that is sudo, which passes it on
+			// to the supervisor, which passes it on to the program's group.
 			syscall.Kill(-pgid, s.(syscall.Signal))
 		case <-gone:
 			rec.ClientGone = true
-			syscall.Kill(-pgid, syscall.SIGKILL)
-			err = <-done
+			stopped()
 			break wait
 		case <-ctx.Done():
 			rec.TimedOut = true
-			syscall.Kill(-pgid, syscall.SIGKILL)
-			err = <-done
+			stopped()
 			break wait
 		}
 	}
@@ -234,23 +268,40 @@ wait:
 	syscall.Kill(-pgid, syscall.SIGKILL)
 
 	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
-	switch {
-	case rec.TimedOut:
-		rec.Exit = ExitTimeout
-		if ws.Signaled() {
-			rec.Signal = signalName(ws.Signal())
-		}
-		fmt.Fprintf(o.Stderr, "airlock-action: verb %s passed its timeout (%s); its programs were killed (exit %d)\n", plan.Verb.Name, plan.Timeout, ExitTimeout)
-	case ws.Signaled():
-		rec.Signal = signalName(ws.Signal())
-		rec.Exit = exitSignalBase + int(ws.Signal())
-	default:
-		rec.Exit = ws.ExitStatus()
+	if msg := conclude(rec, ws, plan); msg != "" {
+		fmt.Fprintln(o.Stderr, msg)
 	}
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) && !errors.Is(err, exec.ErrWaitDelay) {
 		rec.Reason = oneLine(err)
 	}
+}
+
+// conclude sets rec's exit status and signal from how the program (or
+// sudo) ended, ws, and how airlock-action stopped it, and returns the line
+// for stderr ("" for none): a verb stopped with its end unconfirmed exits
+// ExitUnconfirmed, one that timed out ExitTimeout, any other as its
+// program did (128+N for signal N).
+func conclude(rec *Record, ws syscall.WaitStatus, plan *policy.Plan) string {
+	if ws.Signaled() {
+		rec.Signal = signalName(ws.Signal())
+		rec.Exit = exitSignalBase + int(ws.Signal())
+	} else {
+		rec.Exit = ws.ExitStatus()
+	}
+	switch {
+	case rec.Termination == Unconfirmed:
+		rec.Exit = ExitUnconfirmed
+	case rec.TimedOut:
+		rec.Exit = ExitTimeout
+	}
+	switch {
+	case rec.TimedOut && rec.Termination == Unconfirmed:
+		return fmt.Sprintf("airlock-action: verb %s passed its timeout (%s) and was stopped, but its end is unconfirmed: %s (exit %d)", plan.Verb.Name, plan.Timeout, leftSentence(rec.Left), ExitUnconfirmed)
+	case rec.TimedOut:
+		return fmt.Sprintf("airlock-action: verb %s passed its timeout (%s); every process of it was killed (exit %d)", plan.Verb.Name, plan.Timeout, ExitTimeout)
+	}
+	return ""
 }
 
 // peerPoll is how often watchPeer looks at the output channel.
@@ -349,16 +400,18 @@ func Explain(pol *policy.Policy, command string, w io.Writer) int {
 	fmt.Fprintf(w, "verb:    %s (%s:%d)\n", plan.Verb.Name, pol.File, plan.Verb.Line)
 	fmt.Fprintf(w, "argv:    %s\n", strings.Join(q, " "))
 	fmt.Fprintf(w, "dir:     %s\n", dir)
-	fmt.Fprintf(w, "timeout: %s (then the process group is killed; exit %d)\n", plan.Timeout, ExitTimeout)
+	fmt.Fprintf(w, "timeout: %s (then every process of it is killed: exit %d, or %d when that cannot be confirmed)\n", plan.Timeout, ExitTimeout, ExitUnconfirmed)
 	fmt.Fprintf(w, "env:     %s\n", env)
 	return 0
 }
 
 // Check loads the policy at path and writes every problem, one per line as
 // FILE:LINE: MESSAGE, or a summary and warnings (a program that does not
-// exist or is not executable here) when it is valid. It returns 0 for a
-// valid policy and 1 otherwise.
-func Check(path string, w io.Writer) int {
+// exist or is not executable here) when it is valid, and for each run_as
+// verb the sudoers rule it needs. reaper is this airlock-action's path
+// (empty: policy.DefaultReaper). It returns 0 for a valid policy and 1
+// otherwise.
+func Check(path, reaper string, w io.Writer) int {
 	pol, err := policy.Load(path)
 	if err != nil {
 		var pe *policy.Error
@@ -371,18 +424,30 @@ func Check(path string, w io.Writer) int {
 		}
 		return 1
 	}
+	if reaper != "" {
+		pol.Reaper = reaper
+	}
+	runAs := false
 	for _, v := range pol.Verbs {
-		prog := v.Argv[0]
+		progs := []string{v.Argv[0]}
 		if v.RunAs != "" {
-			prog = policy.Sudo
+			progs, runAs = append(progs, policy.Sudo), true
 		}
-		if fi, err := os.Stat(prog); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-			fmt.Fprintf(w, "%s:%d: warning: verb %s: %s is not an executable file here\n", pol.File, v.Line, v.Name, prog)
+		for _, prog := range progs {
+			if fi, err := os.Stat(prog); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+				fmt.Fprintf(w, "%s:%d: warning: verb %s: %s is not an executable file here\n", pol.File, v.Line, v.Name, prog)
+			}
 		}
 	}
 	if err := policyGuard(path, os.Geteuid()); err != nil {
 		fmt.Fprintf(w, "%s\n", err)
 		return 1
+	}
+	if runAs {
+		if err := reaperGuard(pol.Reaper, os.Geteuid()); err != nil {
+			fmt.Fprintf(w, "%s: run_as verbs: %s\n", pol.File, err)
+			return 1
+		}
 	}
 	if pol.LogFile != "" {
 		// Serve refuses every request when it cannot open its log.
@@ -407,6 +472,24 @@ func Check(path string, w io.Writer) int {
 	if fi, err := os.Stat(path); err == nil && fi.Sys().(*syscall.Stat_t).Uid != 0 {
 		fmt.Fprintf(w, "%s: warning: owned by uid %d, not root: if that is the airlock account, it can change its own policy (airlock-action refuses to serve it then)\n", pol.File, fi.Sys().(*syscall.Stat_t).Uid)
 	}
+	if runAs {
+		fmt.Fprintf(w, "%s: run_as verbs run through sudo, supervised by %s; sudoers must allow (as the account the key logs in as):\n", pol.File, pol.Reaper)
+		for _, v := range pol.Verbs {
+			if v.RunAs != "" {
+				fmt.Fprintf(w, "  (%s) NOPASSWD: %s\n", v.RunAs, sudoersCommand(pol.Reaper, v))
+			}
+		}
+	}
 	fmt.Fprintf(w, "%s: ok, %d verbs\n", pol.File, len(pol.Verbs))
 	return 0
+}
+
+// sudoersCommand is the command a sudoers rule must allow for run_as verb
+// v: the supervisor and the verb's argv, each parameter a wildcard (the
+// policy has checked the arguments before sudo sees them), with the
+// characters sudoers treats specially escaped.
+func sudoersCommand(reaper string, v *policy.Verb) string {
+	esc := strings.NewReplacer(`\`, `\\`, `,`, `\,`, `:`, `\:`, `=`, `\=`, `*`, `\*`, `?`, `\?`, `[`, `\[`, `]`, `\]`, ` `, `\ `)
+	words := append([]string{esc.Replace(reaper), "--reap", "--"}, v.ArgvWith(esc.Replace, func(string) string { return "*" })...)
+	return strings.Join(words, " ")
 }

@@ -19,7 +19,13 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/airlockgw/airlock/deploy/policy"
+	"github.com/airlockgw/airlock/deploy/proctree"
 )
+
+// patience bounds a test's wait for something that must happen. It only
+// turns a hang into a failure: a busy machine makes the suite slower,
+// never red.
+const patience = time.Minute
 
 // recorder is a Logger that keeps the records.
 type recorder struct {
@@ -77,10 +83,6 @@ verb "pwd" {
 }
 verb "missing" {
   argv = ["/nonexistent/program"]
-}
-verb "hang" {
-  argv    = ["/bin/sh", "-c", "sleep 30 & echo $! > DIR/child.pid; sleep 30"]
-  timeout = "300ms"
 }
 `
 
@@ -248,53 +250,76 @@ func TestServeKillsTheProgramWhenTheClientGoesAway(t *testing.T) {
 	got := rec.only(t)
 	// The program sleeps 30 s: ending well before that means it was
 	// killed, however slow the machine.
-	if !got.ClientGone || got.Signal != "KILL" || time.Since(start) > 20*time.Second {
-		t.Errorf("record %+v after %s; want client gone, KILL", got, time.Since(start))
+	if !got.ClientGone || got.Signal != "KILL" || got.Termination != Confirmed || time.Since(start) > 20*time.Second {
+		t.Errorf("record %+v after %s; want client gone, KILL, confirmed", got, time.Since(start))
+	}
+}
+
+// serveUntilStarted serves the verb named verb of policy src (DIR its
+// directory, TIMEOUT its timeout) until its program has written its
+// child's pid to DIR/child.pid before the timeout passed — doubling the
+// timeout each time it had not: how fast the machine starts a process is
+// not what the callers test. It returns the result, the record and the
+// child's pid.
+func serveUntilStarted(t *testing.T, src, verb string) (serveResult, *Record, int) {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for timeout := 300 * time.Millisecond; ; timeout *= 2 {
+		pf := writePolicy(t, dir, strings.ReplaceAll(src, "TIMEOUT", timeout.String()))
+		os.Remove(filepath.Join(dir, "child.pid"))
+		got, rec := serve(t, pf, []string{"SSH_ORIGINAL_COMMAND=" + verb})
+		b, err := os.ReadFile(filepath.Join(dir, "child.pid"))
+		if err == nil && strings.HasSuffix(string(b), "\n") {
+			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got, rec, pid
+		}
+		if timeout > patience {
+			t.Fatalf("the verb never started its child within %s", timeout)
+		}
 	}
 }
 
 func TestServeTimeoutKillsTheProcessGroup(t *testing.T) {
 	t.Parallel()
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	pf := writePolicy(t, dir, servePolicy)
-	start := time.Now()
-	got, rec := serve(t, pf, []string{"SSH_ORIGINAL_COMMAND=hang"})
-	// The verb sleeps 30 s: ending well before that means the timeout
-	// killed it, however slow the machine.
-	if elapsed := time.Since(start); elapsed > 20*time.Second {
-		t.Errorf("took %s for a 300ms timeout", elapsed)
-	}
-	want := &Record{Decision: Allow, Verb: "hang", Args: []string{}, Exit: ExitTimeout, TimedOut: true, Signal: "KILL"}
+	got, rec, pid := serveUntilStarted(t, `verb "hang" {
+  argv    = ["/bin/sh", "-c", "sleep 30 & echo $! > DIR/child.pid; sleep 30"]
+  timeout = "TIMEOUT"
+}`, "hang")
+	want := &Record{Decision: Allow, Verb: "hang", Args: []string{}, Exit: ExitTimeout, TimedOut: true, Signal: "KILL", Termination: Confirmed}
 	if diff := cmp.Diff(want, rec, cmpopts.IgnoreFields(Record{}, "Duration")); diff != "" {
 		t.Errorf("record (-want +got):\n%s", diff)
 	}
-	if got.Exit != ExitTimeout {
-		t.Errorf("exit = %d, want %d", got.Exit, ExitTimeout)
+	if got.Exit != ExitTimeout || !strings.Contains(got.Stderr, "every process of it was killed") {
+		t.Errorf("exit = %d (%q), want %d", got.Exit, got.Stderr, ExitTimeout)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "child.pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if alive(pid) {
+	// Confirmed means gone now, not later.
+	if proctree.Alive(pid) {
+		syscall.Kill(pid, syscall.SIGKILL)
 		t.Errorf("background child %d of the timed-out program is still running", pid)
 	}
 }
 
-// alive reports whether pid runs and is not a zombie.
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
+// A process that left the verb's process group (setsid) is still the
+// verb's: a timeout ends it too, and only then is the end confirmed.
+func TestServeTimeoutKillsWhatLeftTheGroup(t *testing.T) {
+	t.Parallel()
+	got, rec, pid := serveUntilStarted(t, `verb "escape" {
+  argv    = ["/bin/sh", "-c", "/usr/bin/setsid /bin/sleep 30 & echo $! > DIR/child.pid; /bin/sleep 30"]
+  timeout = "TIMEOUT"
+}`, "escape")
+	if proctree.Alive(pid) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Errorf("process %d that left the group outlived the verb's timeout", pid)
 	}
-	i := bytes.LastIndexByte(b, ')')
-	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z'
+	if got.Exit != ExitTimeout || rec.Termination != Confirmed || len(rec.Left) != 0 {
+		t.Errorf("exit %d, record %+v", got.Exit, rec)
+	}
 }
 
 func TestServeLogFile(t *testing.T) {
@@ -394,8 +419,10 @@ func TestRecordString(t *testing.T) {
 			`decision=allow verb="restart" args=["web" "a b"] exit=0 duration=1.5s key_id="airlock:act-1" serial=9 key=SHA256:abc client="192.0.2.7 50022"`},
 		{"refused, hostile command", Record{Decision: Refuse, Command: "x\ny\u202ez\x00", Reason: "policy: bad", Exit: 126},
 			`decision=refuse command="x\ny\u202ez\x00" reason="policy: bad" exit=126`},
-		{"timed out", Record{Decision: Allow, Verb: "hang", Exit: 124, TimedOut: true, Signal: "KILL", Duration: time.Second},
-			`decision=allow verb="hang" args=[] exit=124 timeout=true signal=KILL duration=1s`},
+		{"timed out", Record{Decision: Allow, Verb: "hang", Exit: 124, TimedOut: true, Signal: "KILL", Termination: Confirmed, Duration: time.Second},
+			`decision=allow verb="hang" args=[] exit=124 timeout=true signal=KILL termination=confirmed duration=1s`},
+		{"stopped, not confirmed", Record{Decision: Allow, Verb: "hang", Exit: 125, ClientGone: true, Termination: Unconfirmed, Left: []string{`812 ("sle\"ep", uid 0)`, "and 3 more"}, Duration: time.Second},
+			`decision=allow verb="hang" args=[] exit=125 client_gone=true termination=unconfirmed left=["812 (\"sle\\\"ep\", uid 0)" "and 3 more"] duration=1s`},
 		{"long command is cut", Record{Decision: Refuse, Command: strings.Repeat("a", 600), Exit: 126},
 			`decision=refuse command="` + strings.Repeat("a", maxLoggedCommand) + `\u2026(600 bytes)" exit=126`},
 	}
@@ -437,7 +464,7 @@ func TestCheck(t *testing.T) {
 		wantCode  int
 		wantLines []string
 	}{
-		{"valid", servePolicy, 0, []string{"action.hcl:21: warning: verb missing: /nonexistent/program is not an executable file here", "action.hcl: ok, 7 verbs"}},
+		{"valid", servePolicy, 0, []string{"action.hcl:21: warning: verb missing: /nonexistent/program is not an executable file here", "action.hcl: ok, 6 verbs"}},
 		{"invalid", "verb \"a\" {\n  argv = [\"true\"]\n}\n\nverb \"b\" {\n  argv = [\"/bin/true\"]\n  timeout = \"x\"\n}\n", 1, []string{"action.hcl:2: ", "action.hcl:7: "}},
 	}
 	for _, tt := range tests {
@@ -448,7 +475,7 @@ func TestCheck(t *testing.T) {
 			}
 			pf := writePolicy(t, sub, tt.src)
 			var b bytes.Buffer
-			code := Check(pf, &b)
+			code := Check(pf, "", &b)
 			if code != tt.wantCode {
 				t.Errorf("Check = %d, want %d\n%s", code, tt.wantCode, b.String())
 			}
@@ -519,5 +546,43 @@ func TestPolicyThroughALinkIntoTheAccountsDirectory(t *testing.T) {
 	}
 	if err := policyGuard(link, uid); err == nil || !strings.Contains(err.Error(), "its directory "+theirs) {
 		t.Errorf("policyGuard through a link: %v, want the real directory refused", err)
+	}
+}
+
+// How a stopped verb's end becomes the exit status and the line on
+// stderr: unconfirmed wins over a timeout, and says what still runs.
+func TestConclude(t *testing.T) {
+	plan := &policy.Plan{Verb: &policy.Verb{Name: "hang"}, Timeout: 2 * time.Second}
+	killed := syscall.WaitStatus(int(syscall.SIGKILL))
+	exited := func(code int) syscall.WaitStatus { return syscall.WaitStatus(code << 8) }
+	tests := []struct {
+		name     string
+		rec      Record
+		ws       syscall.WaitStatus
+		wantExit int
+		wantMsg  []string // substrings; none means no message
+	}{
+		{"ended by itself", Record{}, exited(3), 3, nil},
+		{"killed by a signal", Record{}, killed, 137, nil},
+		{"timed out, confirmed", Record{TimedOut: true, Termination: Confirmed}, killed, ExitTimeout, []string{"passed its timeout (2s)", "every process of it was killed", "exit 124"}},
+		{"timed out, unconfirmed", Record{TimedOut: true, Termination: Unconfirmed, Left: []string{`812 ("sleep", uid 0)`}}, killed, ExitUnconfirmed,
+			[]string{"end is unconfirmed", `still running: 812 ("sleep", uid 0)`, "exit 125"}},
+		{"timed out, the supervisor unsure", Record{TimedOut: true, Termination: Unconfirmed}, exited(ExitUnconfirmed), ExitUnconfirmed,
+			[]string{"end is unconfirmed", "supervisor could not confirm"}},
+		{"client gone, unconfirmed", Record{ClientGone: true, Termination: Unconfirmed, Left: []string{"9"}}, killed, ExitUnconfirmed, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := tt.rec
+			msg := conclude(&rec, tt.ws, plan)
+			if rec.Exit != tt.wantExit || (msg == "") != (len(tt.wantMsg) == 0) {
+				t.Errorf("exit %d, message %q; want exit %d", rec.Exit, msg, tt.wantExit)
+			}
+			for _, w := range tt.wantMsg {
+				if !strings.Contains(msg, w) {
+					t.Errorf("message %q lacks %q", msg, w)
+				}
+			}
+		})
 	}
 }

@@ -17,7 +17,7 @@
 //	  argv    = ["/usr/bin/systemctl", "restart", "{service}"]
 //	  param "service" { enum = ["web", "worker"] }
 //	  timeout = "5m"                 # default 1m
-//	  run_as  = "app"                # optional: /usr/bin/sudo -n -u app -- argv…
+//	  run_as  = "app"                # optional: /usr/bin/sudo -n -u app -- /usr/local/bin/airlock-action --reap -- argv…
 //	  dir     = "/srv/app"           # optional working directory
 //	  env     = ["LANG"]             # optional: variables passed through
 //	}

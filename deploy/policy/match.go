@@ -83,9 +83,10 @@ type Plan struct {
 	Verb *Verb
 	// Args are the request's arguments after the verb, one per param.
 	Args []string
-	// Argv is the program and its arguments, ready for execve: the Sudo
-	// prefix when the verb has run_as, then the verb's argv with every
-	// "{param}" replaced. Each template element is exactly one element.
+	// Argv is the program and its arguments, ready for execve: the
+	// prefix "Sudo -n -u USER -- Reaper --reap --" when the verb has
+	// run_as, then the verb's argv with every "{param}" replaced. Each
+	// template element is exactly one element.
 	Argv []string
 	// Dir is the working directory, "" for the caller's.
 	Dir string
@@ -127,12 +128,18 @@ func (p *Policy) Match(command string) (*Plan, error) {
 	}
 	plan := &Plan{Verb: v, Args: args, Dir: v.Dir, Timeout: v.Timeout, Env: v.Env}
 	if v.RunAs != "" {
-		plan.Argv = []string{Sudo, "-n", "-u", v.RunAs, "--"}
+		plan.Argv = SudoPrefix(v.RunAs, p.Reaper)
 	}
 	for _, t := range v.argv {
 		plan.Argv = append(plan.Argv, t.expand(values))
 	}
 	return plan, nil
+}
+
+// SudoPrefix is what comes before a run_as verb's argv: sudo, as user,
+// runs reaper to supervise it.
+func SudoPrefix(user, reaper string) []string {
+	return []string{Sudo, "-n", "-u", user, "--", reaper, "--reap", "--"}
 }
 
 var intRE = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)

@@ -24,9 +24,13 @@ const (
 	// MaxTimeout is the longest timeout a verb may set.
 	MaxTimeout = 24 * time.Hour
 	// Sudo is the program that runs a verb with run_as, always as
-	// "Sudo -n -u USER -- argv…": -n never prompts (a forced command has
-	// no terminal), -- ends sudo's options.
+	// "Sudo -n -u USER -- REAPER --reap -- argv…": -n never prompts (a
+	// forced command has no terminal), -- ends sudo's options.
 	Sudo = "/usr/bin/sudo"
+	// DefaultReaper is where airlock-action is installed: through sudo it
+	// supervises a run_as verb as the verb's user ("--reap"), so that
+	// stopping the verb stops every process it started.
+	DefaultReaper = "/usr/local/bin/airlock-action"
 	// maxPolicyBytes bounds the policy file.
 	maxPolicyBytes = 1 << 20
 )
@@ -40,6 +44,10 @@ type Policy struct {
 	LogFile string
 	// Verbs in file order.
 	Verbs []*Verb
+	// Reaper is the airlock-action that sudo runs for a run_as verb, as
+	// "REAPER --reap -- argv…" (DefaultReaper unless the caller sets it
+	// to the running airlock-action).
+	Reaper string
 
 	byName map[string]*Verb
 }
@@ -54,7 +62,8 @@ type Verb struct {
 	// arguments.
 	Params  []*Param
 	Timeout time.Duration
-	// RunAs, when set, runs Argv through Sudo as this user.
+	// RunAs, when set, runs Argv through Sudo as this user, supervised
+	// by the policy's Reaper.
 	RunAs string
 	// Dir, when set, is the working directory.
 	Dir string
@@ -198,7 +207,7 @@ func Parse(src []byte, name string) (*Policy, error) {
 		c.Diags(diags)
 		return nil, c.err()
 	}
-	p := &Policy{File: name, byName: map[string]*Verb{}}
+	p := &Policy{File: name, Reaper: DefaultReaper, byName: map[string]*Verb{}}
 	if body.LogFile != nil {
 		p.LogFile = c.str(body.LogFile)
 		if p.LogFile != "" && !isCleanAbs(p.LogFile) {
@@ -448,6 +457,26 @@ func parseTemplate(s string) (template, error) {
 		t = append(t, templatePart{text: lit.String()})
 	}
 	return t, nil
+}
+
+// ArgvWith is the verb's argv with every literal piece of an element
+// passed through literal and every "{param}" through param (given the
+// parameter's name): for example sudoers patterns, with parameters as
+// wildcards.
+func (v *Verb) ArgvWith(literal, param func(string) string) []string {
+	out := make([]string, len(v.argv))
+	for i, t := range v.argv {
+		var b strings.Builder
+		for _, p := range t {
+			if p.param == "" {
+				b.WriteString(literal(p.text))
+			} else {
+				b.WriteString(param(p.param))
+			}
+		}
+		out[i] = b.String()
+	}
+	return out
 }
 
 func (t template) expand(values map[string]string) string {

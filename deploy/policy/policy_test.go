@@ -208,7 +208,7 @@ func TestMatch(t *testing.T) {
 		{"leading dash allowed when asked", "grep -v " + dir + "/releases/v1/app.log", &Plan{Args: []string{"-v", dir + "/releases/v1/app.log"}, Argv: []string{"/bin/grep", "-e", "-v", "--", dir + "/releases/v1/app.log"}, Timeout: DefaultTimeout}},
 		{"path through a link that stays inside", "grep x " + dir + "/releases/current/app.log", &Plan{Args: []string{"x", dir + "/releases/current/app.log"}, Argv: []string{"/bin/grep", "-e", "x", "--", dir + "/releases/current/app.log"}, Timeout: DefaultTimeout}},
 		{"path that does not exist yet", "grep x " + dir + "/releases/v2/new.log", &Plan{Args: []string{"x", dir + "/releases/v2/new.log"}, Argv: []string{"/bin/grep", "-e", "x", "--", dir + "/releases/v2/new.log"}, Timeout: DefaultTimeout}},
-		{"run_as, dir, env, literal braces", "deploy v1.2", &Plan{Args: []string{"v1.2"}, Argv: []string{"/usr/bin/sudo", "-n", "-u", "app", "--", "/usr/local/bin/deploy", "{literal}", "v1.2"}, Dir: "/srv/app", Timeout: DefaultTimeout, Env: []string{"LANG"}}},
+		{"run_as, dir, env, literal braces", "deploy v1.2", &Plan{Args: []string{"v1.2"}, Argv: []string{"/usr/bin/sudo", "-n", "-u", "app", "--", "/usr/local/bin/airlock-action", "--reap", "--", "/usr/local/bin/deploy", "{literal}", "v1.2"}, Dir: "/srv/app", Timeout: DefaultTimeout, Env: []string{"LANG"}}},
 		{"no params", "uptime", &Plan{Args: []string{}, Argv: []string{"/usr/bin/uptime"}, Timeout: DefaultTimeout}},
 	}
 	for _, tt := range tests {
@@ -326,7 +326,7 @@ func FuzzMatch(f *testing.F) {
 		v := plan.Verb
 		argv := plan.Argv
 		if v.RunAs != "" {
-			want := []string{Sudo, "-n", "-u", v.RunAs, "--"}
+			want := SudoPrefix(v.RunAs, DefaultReaper)
 			if diff := cmp.Diff(want, argv[:len(want)]); diff != "" {
 				t.Fatalf("sudo prefix (-want +got):\n%s", diff)
 			}
