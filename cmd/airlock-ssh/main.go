@@ -70,8 +70,16 @@ var refused = map[string]string{
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
+	// After the first signal, while airlock-ssh waits for the outcome,
+	// a second one ends it at once.
+	go func() { <-ctx.Done(); stop() }()
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
+
+// outcomeWait bounds how long airlock-ssh, stopped by a signal, waits for
+// the gateway to record the cancelled action's outcome: the gateway waits
+// up to sshexec.DefaultKillGrace for a started command to report its end.
+const outcomeWait = sshexec.DefaultKillGrace + 2*time.Second
 
 type options struct {
 	account string
@@ -223,8 +231,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		req.TimeoutS = int((o.timeout + time.Second - 1) / time.Second)
 	}
 	waited := false
+	var actionID string
 	a, err := client.RunAction(ctx, req, api.Events{
 		State: func(s api.StateEvent) {
+			if s.ActionID != "" {
+				actionID = s.ActionID
+			}
 			if s.State == api.StateWaitingApproval && !waited {
 				waited = true
 				fmt.Fprintf(stderr, "airlock-ssh: waiting for a reviewer to approve this %s (approval %s)\n", s.Kind, s.ApprovalID)
@@ -252,7 +264,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case errors.As(err, &opErr) && opErr.Op == "dial":
 			return fail(stderr, "cannot reach the gateway at %s: is `airlock serve` running? (%v)", socket, opErr.Err)
 		case ctx.Err() != nil:
-			return fail(stderr, "stopped by a signal: the gateway cancels the action (outcome cancelled; a command that had started is killed)")
+			return stoppedBySignal(client, actionID, stderr)
 		}
 		return fail(stderr, "%v", err)
 	}
@@ -274,4 +286,34 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "airlock-ssh: %s: %s (action %s)\n", a.Outcome, detail, a.ID)
 	return 255
+}
+
+// stoppedBySignal says what became of the action after a signal stopped
+// airlock-ssh (and so cancelled the action): what the gateway recorded,
+// asked for up to outcomeWait, or that it is not known yet. It never
+// claims more than the record says.
+func stoppedBySignal(c *api.Client, id string, stderr io.Writer) int {
+	if id == "" {
+		return fail(stderr, "stopped by a signal before the gateway took the action: nothing was run")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), outcomeWait)
+	defer cancel()
+	for {
+		if a, err := c.Action(ctx, id); err == nil && a.Outcome.Valid() {
+			msg := fmt.Sprintf("stopped by a signal: action %s ended %s", id, a.Outcome)
+			if a.Termination.Valid() {
+				msg += fmt.Sprintf(" (termination: %s)", a.Termination)
+			}
+			if a.Detail != "" {
+				msg += ": " + a.Detail
+			}
+			return fail(stderr, "%s", msg)
+		}
+		select {
+		case <-ctx.Done():
+			return fail(stderr, "stopped by a signal: the gateway is cancelling action %s, and had not recorded its outcome after %s; "+
+				"a command that had started may still be running (its outcome: GET /v1/actions/%s, or ask a reviewer)", id, outcomeWait, id)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }

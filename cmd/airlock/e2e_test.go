@@ -3,17 +3,20 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/airlockgw/airlock/deploy/proctree"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/gatewaytest"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
@@ -221,6 +224,69 @@ func TestEndToEndBinaries(t *testing.T) {
 		out, _, _ = d.cli("runs", "list", "--json")
 		if strings.Contains(out, live.ID) {
 			t.Errorf("run %s still listed after runs end", live.ID)
+		}
+	})
+
+	t.Run("airlock-ssh stopped by a signal says what the gateway recorded", func(t *testing.T) {
+		// Its own run (airlock run), so that it leaves no approved run
+		// behind for the next agent; the signal goes to airlock-ssh.
+		airlock, sshBin := binaries(t)
+		out := &lockedBuffer{}
+		a := exec.Command(airlock, "run", "--", sshBin, "box", "echo started; sleep 30")
+		a.Env = append(os.Environ(), "AIRLOCK_SOCKET="+d.socket)
+		a.Stdout, a.Stderr = out, out
+		if err := a.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer a.Process.Kill()
+		list := d.pending(1)
+		d.cli("approvals", "approve", list[0].ID)
+		for deadline := time.Now().Add(patience); !strings.Contains(out.String(), "\nstarted\n"); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the command never started: %q", out.String())
+			}
+		}
+		table, err := proctree.Table()
+		if err != nil {
+			t.Fatal(err)
+		}
+		helper := proctree.Descendants(table, a.Process.Pid)
+		if len(helper) != 1 {
+			t.Fatalf("airlock run's children: %v", helper)
+		}
+		syscall.Kill(helper[0].PID, syscall.SIGINT)
+		err = a.Wait()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 255 {
+			t.Errorf("exit: %v, want 255", err)
+		}
+		m := regexp.MustCompile(`stopped by a signal: action (act_\w+) ended cancelled \(termination: (confirmed|unconfirmed)\)`).FindStringSubmatch(out.String())
+		if m == nil {
+			// Only when the gateway had not recorded it in time; it must
+			// not claim anything then.
+			if !strings.Contains(out.String(), "had not recorded its outcome") || strings.Contains(out.String(), "killed") {
+				t.Fatalf("airlock-ssh said %q", out.String())
+			}
+			t.Logf("the outcome was not recorded within the wait: %q", out.String())
+			return
+		}
+		t.Logf("airlock-ssh: %s", m[0])
+		// What it printed is what the audit log holds.
+		export, errs, code := d.cli("audit", "export")
+		if code != 0 {
+			t.Fatalf("audit export: %s", errs)
+		}
+		found := false
+		for _, line := range strings.Split(export, "\n") {
+			if strings.Contains(line, `"`+m[1]+`"`) && strings.Contains(line, `"outcome":"cancelled"`) {
+				found = true
+				if !strings.Contains(line, `"termination":"`+m[2]+`"`) {
+					t.Errorf("airlock-ssh said termination %s; the audit log: %s", m[2], line)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no cancelled outcome of %s in the audit log:\n%s", m[1], export)
 		}
 	})
 
