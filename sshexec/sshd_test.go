@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -119,6 +120,60 @@ func TestTimedOutKillsTheRemoteCommand(t *testing.T) {
 	}
 	if res.Timings.Total > cfg.Timeout+sshexec.DefaultKillGrace+time.Second {
 		t.Errorf("Run took %v, more than timeout plus grace", res.Timings.Total)
+	}
+}
+
+// OpenSSH delivers a "signal" request to the session's whole process
+// group (killpg), not only to the process it started: a background job of
+// the command dies with it. A process that left the group (setsid) is out
+// of reach, and a "confirmed" termination says nothing about it — as
+// docs/threat-model.md says.
+func TestKillReachesTheSessionsProcessGroup(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	// The remote account writes the pids where the test reads them.
+	dir, err := os.MkdirTemp("", "airlock-pgroup-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o777)
+	file := filepath.Join(dir, "pids")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan *sshexec.Result, 1)
+	cfg := configFor(s)
+	cfg.KillGrace = patience // how fast sshd reports the end is not what this tests
+	go func() {
+		res, _ := sshexec.Run(ctx, cfg, "sleep 300 & echo $! >> "+file+"; setsid sleep 301 & echo $! >> "+file+"; wait")
+		done <- res
+	}()
+	var pids []int
+	for deadline := time.Now().Add(patience); len(pids) < 2; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the command never started its two processes: %v", pids)
+		}
+		b, _ := os.ReadFile(file)
+		pids = pids[:0]
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	inGroup, escaped := pids[0], pids[1]
+	defer syscall.Kill(escaped, syscall.SIGKILL)
+	cancel()
+	if res := <-done; res == nil || res.Outcome != sshexec.Cancelled || res.Termination != sshexec.Confirmed {
+		t.Fatalf("got %+v, want cancelled/confirmed", res)
+	}
+	for deadline := time.Now().Add(patience); sshtest.ProcessAlive(inGroup); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("background job %d in the session's group outlived the KILL", inGroup)
+		}
+	}
+	if !sshtest.ProcessAlive(escaped) {
+		t.Errorf("process %d that left the group was killed too: update docs/threat-model.md", escaped)
 	}
 }
 
