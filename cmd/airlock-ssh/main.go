@@ -40,11 +40,23 @@ flags:
   --timeout DUR   action timeout, e.g. 30s or 5m (default 60s, or the account's
                   max_timeout if lower; longer than max_timeout is rejected)
   --json          print the action object as JSON instead of the output
+  --accept-truncation
+                  exit with the remote status even when the output was cut
+                  (by the gateway's output cap or a broken stream); the cut
+                  is still reported on stderr
   --socket PATH   gateway socket (default: $AIRLOCK_SOCKET, else the standard path)
   -T              accepted and ignored: no terminal is ever allocated
 
-exit status: the remote exit status, or 255 when the command did not run to
-an exit status (the reason is printed on stderr).
+output: stdout and stderr stream as the command writes them. An account
+whose output policy is "tail" or "none" returns its output at the end: the
+last 64 KiB of each stream, or nothing; a line on stderr says what was
+withheld. Whenever less than the whole output reached you (the gateway's
+output cap, a stream cut), a line on stderr says so:
+  airlock-ssh: stdout truncated: delivered N of M bytes (action ID)
+
+exit status: the remote exit status; 255 when the command did not run to an
+exit status, or when its output was cut (unless --accept-truncation); the
+reason is printed on stderr.
 `
 
 // refused are ssh's flags that would open a hole, with the reason.
@@ -85,6 +97,8 @@ type options struct {
 	account string
 	timeout time.Duration
 	json    bool
+	// acceptCut keeps the remote exit status when output was cut.
+	acceptCut bool
 	socket  string
 	target  string
 	command string
@@ -127,6 +141,8 @@ func parse(args []string) (options, error) {
 			return o, errHelp
 		case a == "--json":
 			o.json = true
+		case a == "--accept-truncation":
+			o.acceptCut = true
 		case a == "-T":
 		case a == "-l" || strings.HasPrefix(a, "-l") && len(a) > 2 && !strings.HasPrefix(a, "--"):
 			v, err := value(&i, "-l")
@@ -232,6 +248,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	waited := false
 	var actionID string
+	var delivered [2]int64 // stdout, stderr bytes written as they streamed
 	a, err := client.RunAction(ctx, req, api.Events{
 		State: func(s api.StateEvent) {
 			if s.ActionID != "" {
@@ -247,8 +264,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				return
 			}
 			if stream == "stderr" {
+				delivered[1] += int64(len(p))
 				stderr.Write(p)
 			} else {
+				delivered[0] += int64(len(p))
 				stdout.Write(p)
 			}
 		},
@@ -268,13 +287,68 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return fail(stderr, "%v", err)
 	}
-	if o.json {
+	return report(o, a, delivered, stdout, stderr)
+}
+
+// report prints what the action's object adds to what streamed — the
+// output of a tail or none account, the JSON object, what was withheld or
+// cut — and returns the exit status.
+func report(o options, a *api.Action, delivered [2]int64, stdout, stderr io.Writer) int {
+	streamed := a.OutputPolicy == "" || a.OutputPolicy == "full"
+	switch {
+	case o.json:
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false) // commands hold > and &; show them as they are
 		enc.Encode(a)
+	case !streamed:
+		// The policy's view of the output comes with the outcome.
+		for _, s := range []struct {
+			text, enc string
+			w         io.Writer
+		}{{a.Stdout, a.StdoutEncoding, stdout}, {a.Stderr, a.StderrEncoding, stderr}} {
+			if b, err := api.DecodeBytes(s.text, s.enc); err == nil {
+				s.w.Write(b)
+			}
+		}
 	}
+
+	// What the agent did not get. A policy's cut is the operator's choice
+	// and only noted; any other cut fails the call unless accepted.
+	cut := false
+	for i, s := range []struct {
+		name      string
+		held      string
+		enc       string
+		total     int64
+		truncated bool
+	}{{"stdout", a.Stdout, a.StdoutEncoding, a.StdoutBytes, a.StdoutTruncated}, {"stderr", a.Stderr, a.StderrEncoding, a.StderrBytes, a.StderrTruncated}} {
+		got := int64(len(s.held))
+		if b, err := api.DecodeBytes(s.held, s.enc); err == nil {
+			got = int64(len(b))
+		}
+		switch {
+		case !o.json && streamed:
+			if delivered[i] < s.total {
+				cut = true
+				fmt.Fprintf(stderr, "airlock-ssh: %s truncated: delivered %d of %d bytes (action %s)\n", s.name, delivered[i], s.total, a.ID)
+			}
+		case !s.truncated:
+		case streamed:
+			cut = true
+			fmt.Fprintf(stderr, "airlock-ssh: %s truncated: the action object holds %d of %d bytes, the gateway's output cap (action %s)\n", s.name, got, s.total, a.ID)
+		case a.OutputPolicy == "none":
+			fmt.Fprintf(stderr, "airlock-ssh: %s withheld by the account's output policy (none): %d bytes (action %s)\n", s.name, s.total, a.ID)
+		default:
+			fmt.Fprintf(stderr, "airlock-ssh: %s: the account's output policy (%s) returns the last %d of %d bytes (action %s)\n", s.name, a.OutputPolicy, got, s.total, a.ID)
+		}
+	}
+
 	if a.Outcome == sshexec.Exited && a.ExitCode != nil {
+		if cut && !o.acceptCut {
+			fmt.Fprintf(stderr, "airlock-ssh: the command exited %d, but its output did not reach you whole; exiting 255 (--accept-truncation keeps the exit status)\n", *a.ExitCode)
+			return 255
+		}
 		return *a.ExitCode
 	}
 	detail := a.Detail

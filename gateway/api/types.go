@@ -47,6 +47,9 @@ type Action struct {
 	StderrBytes     int64  `json:"stderr_bytes"`
 	StdoutTruncated bool   `json:"stdout_truncated"`
 	StderrTruncated bool   `json:"stderr_truncated"`
+	// OutputPolicy is the account's output policy that Stdout and Stderr
+	// follow (full, tail or none); absent when no output was stored.
+	OutputPolicy string `json:"output_policy,omitempty"`
 
 	RequestedAt time.Time  `json:"requested_at"`
 	StartedAt   *time.Time `json:"started_at,omitempty"`

@@ -20,8 +20,8 @@ const (
 	// maxRecentActions is how many actions stay in memory for reads and
 	// event streams; older ones are read back from the audit log.
 	maxRecentActions = 10000
-	// subscriberBuffer is how many events a slow event-stream reader may
-	// fall behind before it is dropped (it can still read the result).
+	// subscriberBuffer is how many events an event-stream reader may fall
+	// behind before the action waits for it.
 	subscriberBuffer = 256
 )
 
@@ -55,7 +55,16 @@ type Action struct {
 	obj  api.Action // stdout and stderr always empty: see out
 	out  *heldOutput
 	done chan struct{}
-	subs map[chan Event]struct{}
+	subs map[*subscriber]struct{}
+	// finished is set once the outcome is published: no event follows.
+	finished bool
+	// publishing counts publishes under way, which finish waits for.
+	publishing sync.WaitGroup
+	// release, once closed, stops publishers from waiting for slow
+	// readers: the action's deadline passed, it was cancelled, or it
+	// finished.
+	release     chan struct{}
+	releaseOnce sync.Once
 	// outputs is where out's blobs are.
 	outputs *auditchain.OutputStore
 }
@@ -75,8 +84,9 @@ func newActionID() string {
 
 // finishedAction is a finished action read back from the audit log.
 func finishedAction(obj api.Action, out *heldOutput, outputs *auditchain.OutputStore) *Action {
-	a := &Action{id: obj.ID, obj: obj, out: out, outputs: outputs, done: make(chan struct{})}
+	a := &Action{id: obj.ID, obj: obj, out: out, outputs: outputs, done: make(chan struct{}), release: make(chan struct{}), finished: true}
 	close(a.done)
+	close(a.release)
 	return a
 }
 
@@ -123,78 +133,134 @@ func (a *Action) update(f func(o *api.Action)) {
 	f(&a.obj)
 }
 
-// Subscribe returns a channel of the action's events from now on; it is
-// closed after the finished event, or without it when the reader falls too
-// far behind or the action had finished already (then Result has the
-// outcome). Call the returned function when done reading.
-func (a *Action) Subscribe() (<-chan Event, func()) {
-	ch := make(chan Event, subscriberBuffer)
-	a.mu.Lock()
-	defer a.mu.Unlock()
+// subscriber is one reader of an action's events.
+type subscriber struct {
+	ch chan Event
+	// gone is closed when the reader stops reading (unsubscribe).
+	gone     chan struct{}
+	goneOnce sync.Once
+	// cut marks a stream this reader missed output of: nothing more of
+	// that stream goes to it, so that what it got is a prefix of what the
+	// command wrote, never a stream with a hole in the middle. Only
+	// publish touches it, and output of one stream is published from one
+	// goroutine.
+	cut [2]bool
+}
+
+// send passes ev on: at once when the reader has room, else as soon as it
+// makes room (back-pressure: the command's output waits for a slow
+// reader), until the reader goes or release is closed; then ev is
+// dropped and send reports false.
+func (s *subscriber) send(ev Event, release <-chan struct{}) bool {
 	select {
-	case <-a.done:
-		close(ch)
-		return ch, func() {}
+	case s.ch <- ev:
+		return true
+	case <-s.gone:
+		return false
 	default:
 	}
-	a.subs[ch] = struct{}{}
-	return ch, func() {
+	select {
+	case s.ch <- ev:
+		return true
+	case <-s.gone:
+	case <-release:
+	}
+	return false
+}
+
+// Subscribe returns a channel of the action's events from now on: states
+// and output, in order, none dropped for being slow (the action waits for
+// its readers; see release). The channel is closed once the action has its
+// outcome (then Result has it), or at once if it had finished already.
+// Call the returned function when done reading.
+func (a *Action) Subscribe() (<-chan Event, func()) {
+	s := &subscriber{ch: make(chan Event, subscriberBuffer), gone: make(chan struct{})}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.finished {
+		close(s.ch)
+		return s.ch, func() {}
+	}
+	a.subs[s] = struct{}{}
+	return s.ch, func() {
+		s.goneOnce.Do(func() { close(s.gone) })
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		if _, ok := a.subs[ch]; ok {
-			delete(a.subs, ch)
-			close(ch)
+		delete(a.subs, s)
+	}
+}
+
+// publish sends an event to every subscriber. A reader that cannot keep up
+// holds the publisher back (and so the command, whose output then waits in
+// the SSH window) until it reads, goes away, or the action's release: its
+// deadline or its cancellation. An output event a reader missed cuts that
+// stream for it; the reader knows from the recorded sizes.
+func (a *Action) publish(ev Event) {
+	a.mu.Lock()
+	if a.finished {
+		a.mu.Unlock()
+		return
+	}
+	subs := make([]*subscriber, 0, len(a.subs))
+	for s := range a.subs {
+		subs = append(subs, s)
+	}
+	a.publishing.Add(1)
+	a.mu.Unlock()
+	defer a.publishing.Done()
+
+	stream := -1
+	switch ev.Name {
+	case sshexec.Stdout.String():
+		stream = 0
+	case sshexec.Stderr.String():
+		stream = 1
+	}
+	for _, s := range subs {
+		if stream >= 0 && s.cut[stream] {
+			continue
+		}
+		if !s.send(ev, a.release) && stream >= 0 {
+			s.cut[stream] = true
 		}
 	}
 }
 
-// publishLocked sends an event to every subscriber without ever blocking
-// the action: a reader that cannot keep up is dropped.
-func (a *Action) publishLocked(ev Event) {
-	for ch := range a.subs {
-		select {
-		case ch <- ev:
-		default:
-			delete(a.subs, ch)
-			close(ch)
-		}
-	}
-}
+// releaseNow stops publishers from waiting for slow readers.
+func (a *Action) releaseNow() { a.releaseOnce.Do(func() { close(a.release) }) }
 
 // setState moves the action to state s and tells its followers.
 func (a *Action) setState(s api.State, ev api.StateEvent) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.obj.State = s
+	a.update(func(o *api.Action) { o.State = s })
 	ev.State = s
-	a.publishLocked(Event{"state", ev})
+	a.publish(Event{"state", ev})
 }
 
 // output passes output on to the action's followers.
 func (a *Action) output(stream sshexec.Stream, p []byte) {
 	data, enc := api.EncodeBytes(p)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.publishLocked(Event{stream.String(), api.OutputEvent{Data: data, Encoding: enc}})
+	a.publish(Event{stream.String(), api.OutputEvent{Data: data, Encoding: enc}})
 }
 
-// finish marks the action finished and sends result (its object with its
-// output) to its followers, the last event each gets. The action keeps the
-// object without the output, and out to read it back.
+// finish marks the action finished with result, its object without the
+// output, and out to read the output back; its followers' channels close,
+// and they read the result with Result.
 func (a *Action) finish(result api.Action, out *heldOutput) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	result.State = api.StateFinished
+	result.Stdout, result.StdoutEncoding, result.Stderr, result.StderrEncoding = "", "", "", ""
 	a.obj, a.out = result, out
-	a.obj.Stdout, a.obj.StdoutEncoding, a.obj.Stderr, a.obj.StderrEncoding = "", "", "", ""
-	for ch := range a.subs {
-		select {
-		case ch <- Event{"finished", result}:
-		default:
-		}
-		close(ch)
-	}
+	a.finished = true
+	subs := a.subs
 	a.subs = nil
+	a.mu.Unlock()
+	// No publish starts now; wait for those under way (a slow reader
+	// holds one until release), then end every stream.
+	a.releaseNow()
+	a.publishing.Wait()
+	for s := range subs {
+		close(s.ch)
+	}
 	close(a.done)
 }
 
@@ -208,7 +274,8 @@ func (e *Engine) Start(ctx context.Context, c Caller, req api.ActionRequest) (*A
 	a := &Action{
 		id:      newActionID(),
 		done:    make(chan struct{}),
-		subs:    map[chan Event]struct{}{},
+		subs:    map[*subscriber]struct{}{},
+		release: make(chan struct{}),
 		outputs: e.outputs,
 	}
 	a.obj = api.Action{
@@ -229,6 +296,7 @@ func (e *Engine) Start(ctx context.Context, c Caller, req api.ActionRequest) (*A
 
 	actx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(e.base, cancel)
+	context.AfterFunc(actx, a.releaseNow) // a cancelled action waits for no reader
 	e.actionsWG.Add(1)
 	e.metrics.inFlight.Inc()
 	go func() {

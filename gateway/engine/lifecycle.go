@@ -86,6 +86,10 @@ func (e *Engine) execute(ctx context.Context, a *Action, c Caller, req api.Actio
 		return
 	}
 	defer release()
+	// Past its deadline the action waits for no slow reader: it is being
+	// stopped, and its outcome must not wait either.
+	t := time.AfterFunc(time.Until(l.deadline), a.releaseNow)
+	defer t.Stop()
 	l.connect(ctx)
 }
 
@@ -447,6 +451,7 @@ func outputView(o *api.Action, stdout, stderr []byte, p config.OutputPolicy) {
 	o.Stderr, o.StderrEncoding = api.EncodeBytes(errb)
 	o.StdoutTruncated = outCut || int64(len(stdout)) < o.StdoutBytes
 	o.StderrTruncated = errCut || int64(len(stderr)) < o.StderrBytes
+	o.OutputPolicy = string(p)
 }
 
 // policyView returns what the policy lets the agent see, and whether it cut

@@ -100,25 +100,19 @@ func (s *server) streamAction(w http.ResponseWriter, r *http.Request, a *engine.
 		select {
 		case ev, ok := <-events:
 			if !ok {
-				// Finished before the subscription, or dropped for
-				// falling behind: send the final object once it ends.
-				select {
-				case <-a.Done():
-					obj, err := a.Result(r.Context())
-					if err != nil {
-						s.log.Error("an action's output could not be read", "action", a.ID(), "error", err)
-						sse.send("error", api.ErrorBody{Code: api.CodeInternal, Message: "the action finished, but its output could not be read; GET it again"})
-						return
-					}
-					sse.send("finished", obj)
-				case <-r.Context().Done():
+				// The action has its outcome (or had it before the
+				// subscription): the final object ends the stream.
+				<-a.Done()
+				obj, err := a.Result(r.Context())
+				if err != nil {
+					s.log.Error("an action's output could not be read", "action", a.ID(), "error", err)
+					sse.send("error", api.ErrorBody{Code: api.CodeInternal, Message: "the action finished, but its output could not be read; GET it again"})
+					return
 				}
+				sse.send("finished", obj)
 				return
 			}
 			if err := sse.send(ev.Name, ev.Data); err != nil {
-				return
-			}
-			if ev.Name == "finished" {
 				return
 			}
 		case <-tick.C:

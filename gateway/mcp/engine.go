@@ -40,7 +40,7 @@ func (b *EngineBackend) RunAction(ctx context.Context, req api.ActionRequest, ev
 		select {
 		case e, ok := <-events:
 			if !ok {
-				<-a.Done() // dropped for falling behind, or finished
+				<-a.Done() // the channel closes once the outcome is there
 				return b.result(ctx, a)
 			}
 			switch d := e.Data.(type) {
@@ -54,8 +54,6 @@ func (b *EngineBackend) RunAction(ctx context.Context, req api.ActionRequest, ev
 						ev.Output(e.Name, p)
 					}
 				}
-			case api.Action:
-				return &d, nil
 			}
 		case <-ctx.Done():
 			<-a.Done() // the action records its cancellation

@@ -1,0 +1,252 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/gatewaytest"
+	"github.com/airlockgw/airlock/sshexec/sshtest"
+)
+
+// The agent's contract, through the built airlock-ssh against `airlock
+// serve` and a real sshd: what the agent gets is the whole output, or it
+// is told what it did not get.
+
+// patience only turns a hang into a failure.
+const patience = 2 * time.Minute
+
+var (
+	sshdOnce sync.Once
+	shared   *sshtest.SSHD
+	sharedEr error
+
+	gwOnce sync.Once
+	gw     *gatewaytest.Daemon
+	gwErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared != nil {
+		shared.Close()
+	}
+	gatewaytest.RemoveBinaries()
+	os.Exit(code)
+}
+
+// gateway is one `airlock serve` for the package, on one real sshd, with a
+// target per output policy ("box": full, "tailbox": tail, "nonebox":
+// none), every account approved per run. A reviewer approves every
+// request it is asked (the tests here are about what the agent gets).
+func gateway(t *testing.T) *gatewaytest.Daemon {
+	t.Helper()
+	sshtest.Need(t)
+	sshdOnce.Do(func() { shared, sharedEr = sshtest.StartSSHD(sshtest.Options{}) })
+	if sharedEr != nil {
+		t.Fatal(sharedEr)
+	}
+	gwOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "airlock-ssh-contract-")
+		if err != nil {
+			gwErr = err
+			return
+		}
+		var targets []gatewaytest.Target
+		for name, output := range map[string]string{"box": "full", "tailbox": "tail", "nonebox": "none"} {
+			targets = append(targets, gatewaytest.Target{Name: name, Address: shared.Addr, HostKey: shared.HostKey,
+				Accounts: []gatewaytest.Account{{Name: shared.User, Credential: "key", Approval: "run", Output: output, MaxTimeout: "10m"}}})
+		}
+		cfg := gatewaytest.Config{StateDir: filepath.Join(dir, "state"), Credentials: map[string]string{"key": shared.ClientKeyFile}, Targets: targets}
+		// The daemon lives as long as the test process: its cleanup is
+		// the process's end, and TestMain removes what it wrote.
+		gw = gatewaytest.NewDaemon(&processTB{TB: t}, dir, cfg, gatewaytest.DaemonOptions{})
+		go approveEverything(gw)
+	})
+	if gwErr != nil {
+		t.Fatal(gwErr)
+	}
+	return gw
+}
+
+// processTB lends a test's TB to the package's daemon without tying the
+// daemon's life to that test.
+type processTB struct{ testing.TB }
+
+func (p *processTB) Cleanup(func()) {}
+
+// approveEverything is a reviewer who approves every request.
+func approveEverything(d *gatewaytest.Daemon) {
+	ctx := context.Background()
+	var c *api.Client
+	for {
+		time.Sleep(50 * time.Millisecond)
+		if c == nil {
+			l, err := api.NewHTTPClient(d.HTTPURL, "").Login(ctx, gatewaytest.Reviewer, gatewaytest.Password)
+			if err != nil {
+				continue
+			}
+			c = api.NewHTTPClient(d.HTTPURL, l.Token)
+		}
+		pending, err := c.Approvals(ctx, "pending")
+		if err != nil {
+			c = nil // log in again
+			continue
+		}
+		for _, p := range pending {
+			c.Decide(ctx, p.ID, api.DecisionRequest{Decision: api.DecisionApprove, Digest: p.Digest})
+		}
+	}
+}
+
+// agent runs the built airlock-ssh with args; stdout goes to out.
+func agent(t *testing.T, d *gatewaytest.Daemon, out io.Writer, args ...string) (stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(gatewaytest.Binary(t, "airlock-ssh"), args...)
+	cmd.Env = append(os.Environ(), "AIRLOCK_SOCKET="+d.Socket)
+	var errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = out, &errb
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return errb.String(), ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return errb.String(), 0
+}
+
+// seqOutput is what `seq 1 n` prints.
+func seqOutput(n int) []byte {
+	var b bytes.Buffer
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "%d\n", i)
+	}
+	return b.Bytes()
+}
+
+// slowReader reads r, first waiting pause (while the gateway's buffers
+// fill), then in small bites.
+func slowReader(r io.Reader, pause time.Duration) []byte {
+	time.Sleep(pause)
+	var b bytes.Buffer
+	p := make([]byte, 16<<10)
+	for {
+		n, err := r.Read(p)
+		b.Write(p[:n])
+		if err != nil {
+			return b.Bytes()
+		}
+	}
+}
+
+func TestSlowReaderGetsEveryByte(t *testing.T) {
+	t.Parallel()
+	d := gateway(t)
+	want := seqOutput(3000000) // 22,888,896 bytes, over the output store's cap
+	pr, pw := io.Pipe()
+	got := make(chan []byte, 1)
+	go func() { got <- slowReader(pr, 3*time.Second) }()
+	stderr, code := agent(t, d, pw, "--timeout", "600", "box", "--", "seq 1 3000000")
+	pw.Close()
+	out := <-got
+	if code != 0 || !bytes.Equal(out, want) {
+		t.Fatalf("exit %d, %d bytes (want 0 and %d bytes, equal: %v); stderr:\n%s", code, len(out), len(want), bytes.Equal(out, want), stderr)
+	}
+	if strings.Contains(stderr, "truncated") {
+		t.Fatalf("a whole output reported cut: %s", stderr)
+	}
+}
+
+func TestCutOutputIsNeverSilent(t *testing.T) {
+	t.Parallel()
+	d := gateway(t)
+	t.Run("a reader stalled past the deadline", func(t *testing.T) {
+		t.Parallel()
+		// The reader takes nothing until the action's deadline has
+		// passed: the gateway stops waiting for it, the command is
+		// stopped, and what did not reach the agent is reported.
+		pr, pw := io.Pipe()
+		got := make(chan []byte, 1)
+		go func() { got <- slowReader(pr, 8*time.Second) }()
+		stderr, code := agent(t, d, pw, "--timeout", "3", "box", "--", "seq 1 3000000")
+		pw.Close()
+		out := <-got
+		if code != 255 || !strings.Contains(stderr, "airlock-ssh: stdout truncated: delivered ") {
+			t.Fatalf("exit %d after %d bytes; stderr:\n%s\nwant 255 and the cut reported", code, len(out), stderr)
+		}
+		var delivered, total int64
+		var id string
+		line := stderr[strings.Index(stderr, "stdout truncated"):]
+		if _, err := fmt.Sscanf(line, "stdout truncated: delivered %d of %d bytes (action %s", &delivered, &total, &id); err != nil {
+			t.Fatalf("%v: %q", err, line)
+		}
+		if delivered != int64(len(out)) || delivered >= total {
+			t.Fatalf("reported %d of %d delivered; the reader got %d", delivered, total, len(out))
+		}
+	})
+	t.Run("the object over the output cap", func(t *testing.T) {
+		t.Parallel()
+		var out bytes.Buffer
+		stderr, code := agent(t, d, &out, "--json", "box", "--", "seq 1 3000000")
+		if code != 255 || !strings.Contains(stderr, "stdout truncated: the action object holds 8388608 of 22888896 bytes") {
+			t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+		}
+		stderr, code = agent(t, d, io.Discard, "--json", "--accept-truncation", "box", "--", "seq 1 3000000")
+		if code != 0 || !strings.Contains(stderr, "stdout truncated") {
+			t.Fatalf("--accept-truncation: exit %d; stderr:\n%s\nwant 0, the cut still reported", code, stderr)
+		}
+	})
+}
+
+func TestPolicyOutputIsPrinted(t *testing.T) {
+	t.Parallel()
+	d := gateway(t)
+	t.Run("tail", func(t *testing.T) {
+		var out bytes.Buffer
+		stderr, code := agent(t, d, &out, "tailbox", "--", "echo hi; echo oops >&2; exit 4")
+		if code != 4 || out.String() != "hi\n" || !strings.HasPrefix(withoutWaiting(stderr), "oops\n") {
+			t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), stderr)
+		}
+		out.Reset()
+		stderr, code = agent(t, d, &out, "tailbox", "--", "seq 1 100000")
+		want := seqOutput(100000)
+		if code != 0 || !bytes.Equal(out.Bytes(), want[len(want)-64<<10:]) {
+			t.Fatalf("exit %d, %d bytes; stderr %q; want the last 64 KiB", code, out.Len(), stderr)
+		}
+		if !strings.Contains(stderr, fmt.Sprintf("stdout: the account's output policy (tail) returns the last %d of %d bytes", 64<<10, len(want))) {
+			t.Fatalf("no note of what was withheld: %q", stderr)
+		}
+	})
+	t.Run("none", func(t *testing.T) {
+		var out bytes.Buffer
+		stderr, code := agent(t, d, &out, "nonebox", "--", "echo hi; echo oops >&2; exit 3")
+		if code != 3 || out.Len() != 0 {
+			t.Fatalf("exit %d, stdout %q", code, out.String())
+		}
+		for _, want := range []string{"stdout withheld by the account's output policy (none): 3 bytes", "stderr withheld by the account's output policy (none): 5 bytes"} {
+			if !strings.Contains(stderr, want) {
+				t.Fatalf("stderr %q: want %q", stderr, want)
+			}
+		}
+	})
+}
+
+// withoutWaiting drops the line that says a reviewer is being asked.
+func withoutWaiting(stderr string) string {
+	var keep []string
+	for _, l := range strings.SplitAfter(stderr, "\n") {
+		if !strings.HasPrefix(l, "airlock-ssh: waiting for a reviewer") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "")
+}
