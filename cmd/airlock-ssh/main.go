@@ -99,9 +99,9 @@ type options struct {
 	json    bool
 	// acceptCut keeps the remote exit status when output was cut.
 	acceptCut bool
-	socket  string
-	target  string
-	command string
+	socket    string
+	target    string
+	command   string
 }
 
 // fail prints a message and returns exit status 255.
