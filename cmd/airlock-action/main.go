@@ -9,7 +9,7 @@
 //	airlock-action [--policy FILE]                  serve the request in $SSH_ORIGINAL_COMMAND
 //	airlock-action --check [--policy FILE]          validate the policy (problems as FILE:LINE)
 //	airlock-action --explain "CMD" [--policy FILE]  show what CMD would run, or why it is refused
-//	airlock-action --reap -- PROGRAM [ARGS…]        supervise a run_as verb (sudo runs this)
+//	airlock-action --reap -- PROGRAM [ARGS…]        supervise a verb (airlock-action, or sudo for run_as, runs this)
 //
 // A refused request exits 126 with one line on stderr. See
 // deploy/forcedcmd for the exit statuses and the log line.
@@ -21,10 +21,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/airlockgw/airlock/deploy/forcedcmd"
 	"github.com/airlockgw/airlock/deploy/policy"
@@ -35,26 +32,9 @@ const DefaultPolicy = "/etc/airlock/action.hcl"
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "--reap" {
-		os.Exit(reap(os.Args[2:]))
+		os.Exit(forcedcmd.ReapMain(os.Args[2:], os.Stderr))
 	}
 	os.Exit(run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
-}
-
-// reap is the supervisor of a run_as verb: "--reap -- PROGRAM ARGS…",
-// exactly, as the policy's sudo prefix runs it. It ends the way the
-// program did: with its exit status, or by the signal that killed it.
-func reap(args []string) int {
-	if len(args) == 0 || args[0] != "--" {
-		fmt.Fprintln(os.Stderr, "airlock-action: usage: airlock-action --reap -- /usr/bin/PROGRAM [ARGS…]")
-		return 2
-	}
-	st := forcedcmd.Reap(args[1:], os.Stderr)
-	if st.Signal != 0 {
-		signal.Reset(st.Signal)
-		syscall.Kill(os.Getpid(), st.Signal)
-		time.Sleep(time.Second) // the signal ends the process; a caught one cannot be
-	}
-	return st.Code
 }
 
 // self is this binary's path: what sudo must run to supervise a run_as

@@ -368,7 +368,7 @@ func report(o options, a *api.Action, delivered [2]int64, stdout, stderr io.Writ
 // claims more than the record says.
 func stoppedBySignal(c *api.Client, id string, stderr io.Writer) int {
 	if id == "" {
-		return fail(stderr, "stopped by a signal before the gateway took the action: nothing was run")
+		return fail(stderr, "stopped by a signal before the gateway named the action: if it had taken it, it is cancelled (a reviewer can look it up in the recent actions)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), outcomeWait)
 	defer cancel()

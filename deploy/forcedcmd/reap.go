@@ -8,9 +8,10 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strings"
+	"runtime"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -29,22 +30,22 @@ type ReapStatus struct {
 	Signal syscall.Signal
 }
 
-// Reap is airlock-action --reap -- argv…: the supervisor sudo runs for a
-// run_as verb, as the verb's user, so that the verb can be stopped whole
-// by the account that cannot signal it. It runs argv (an absolute path,
+// Reap is airlock-action --reap -- argv…: the supervisor of every verb,
+// which sudo runs as the verb's user for a run_as verb, so that the verb
+// can be stopped whole, also by an account that cannot signal it. It runs argv (an absolute path,
 // no shell, the environment sudo gives it) in a process group of its own
 // and is the child subreaper (PR_SET_CHILD_SUBREAPER) of everything the
 // program starts, so that no process of the verb — not even one that left
 // the group with setsid — escapes it.
 //
 // SIGHUP, SIGINT and SIGTERM are passed on to the program's process
-// group. SIGUSR1 (airlock-action stopping the verb, relayed by sudo) and
-// the death of its parent (sudo killed) stop the verb: every descendant is
-// killed and reaped, for up to reapGrace; if any still runs then, Reap
-// names them on stderr and returns ExitUnconfirmed.
-//
-// When the program ends by itself, what is left in its process group is
-// killed, as airlock-action does for a verb without run_as.
+// group. SIGUSR1 (airlock-action stopping the verb, relayed by sudo for
+// run_as) and the death of its parent stop the verb: the program's group
+// is killed. However the program ends, every process left under the
+// supervisor is then killed and reaped, for up to reapGrace; if any still
+// runs then, Reap names them on stderr and returns ExitUnconfirmed. A
+// stopped verb's status is always a code (128+N for signal N): only an
+// unstopped program's death by a signal is passed on as that signal.
 func Reap(argv []string, stderr io.Writer) ReapStatus {
 	if len(argv) == 0 || !filepath.IsAbs(argv[0]) {
 		fmt.Fprintln(stderr, "airlock-action: --reap runs one program by its absolute path: airlock-action --reap -- /usr/bin/PROGRAM [ARGS…]")
@@ -53,7 +54,16 @@ func Reap(argv []string, stderr io.Writer) ReapStatus {
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM, syscall.SIGUSR1)
 	defer signal.Stop(sigs)
+	// Orphans of the verb come here and are reaped as they end, so that
+	// a long verb that forks much does not pile up zombies.
+	chld := make(chan os.Signal, 1)
+	signal.Notify(chld, syscall.SIGCHLD)
+	defer signal.Stop(chld)
 	parent := os.Getppid()
+	if parent == 1 {
+		fmt.Fprintln(stderr, "airlock-action: --reap: its parent (sudo) had ended before it started; nothing ran")
+		return ReapStatus{Code: ExitCannotRun}
+	}
 	if err := errors.Join(
 		unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0),
 		unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGUSR1), 0, 0, 0),
@@ -83,6 +93,8 @@ wait:
 		select {
 		case <-done:
 			break wait
+		case <-chld:
+			reapOrphans(pgid)
 		case s := <-sigs:
 			if s != syscall.SIGUSR1 {
 				syscall.Kill(-pgid, s.(syscall.Signal))
@@ -90,19 +102,33 @@ wait:
 			}
 			stopping = true
 			syscall.Kill(-pgid, syscall.SIGKILL)
-			killDescendants()
 		}
 	}
-	if !stopping {
-		syscall.Kill(-pgid, syscall.SIGKILL)
-		reapChildren()
-		return statusOf(cmd.ProcessState)
+	// A stop asked for as the program ended is still a stop.
+	for drained := false; !drained && !stopping; {
+		select {
+		case s := <-sigs:
+			stopping = s == syscall.SIGUSR1
+		default:
+			drained = true
+		}
 	}
+	// Whatever the program left behind goes with it, in its group or
+	// not: a verb's work ends when its program does.
+	syscall.Kill(-pgid, syscall.SIGKILL)
+	killDescendants()
 	if left := confirmReaped(); len(left) > 0 {
-		fmt.Fprintf(stderr, "airlock-action: --reap: the verb was stopped but its end is unconfirmed: %s\n", leftSentence(describeLeft(left)))
+		fmt.Fprintf(stderr, "airlock-action: --reap: the verb's end is unconfirmed: %s\n", leftSentence(describeLeft(left)))
 		return ReapStatus{Code: ExitUnconfirmed}
 	}
-	return statusOf(cmd.ProcessState)
+	st := statusOf(cmd.ProcessState)
+	if stopping {
+		// A stopped verb ends with a status, never by a signal: that
+		// is how airlock-action tells this confirmed end from the
+		// supervisor's being killed.
+		st.Signal = 0
+	}
+	return st
 }
 
 // statusOf is the program's end as a ReapStatus.
@@ -125,6 +151,21 @@ func killDescendants() {
 	}
 }
 
+// reapOrphans collects the exit status of the children that have ended,
+// except the program's (pid), which its Wait collects.
+func reapOrphans(pid int) {
+	table, err := proctree.Table()
+	if err != nil {
+		return
+	}
+	for _, p := range table {
+		if p.PPID == os.Getpid() && p.PID != pid && p.Exited() {
+			var ws syscall.WaitStatus
+			syscall.Wait4(p.PID, &ws, syscall.WNOHANG, nil)
+		}
+	}
+}
+
 // reapChildren collects the exit status of every child that has ended
 // (orphans of the verb come to the subreaper).
 func reapChildren() {
@@ -144,7 +185,7 @@ func confirmReaped() []proctree.Proc {
 		reapChildren()
 		table, err := proctree.Table()
 		if err != nil {
-			return []proctree.Proc{{PID: -1, Comm: "unreadable /proc: " + strings.TrimSpace(err.Error()), UID: -1}}
+			return []proctree.Proc{unreadable(err)}
 		}
 		var left []proctree.Proc
 		for _, p := range proctree.Descendants(table, os.Getpid()) {
@@ -154,4 +195,39 @@ func confirmReaped() []proctree.Proc {
 		}
 		return left
 	})
+}
+
+// ReapMain is the whole of airlock-action --reap: args are what follows
+// --reap. It returns the exit status, or ends the process by the signal
+// that killed the program.
+func ReapMain(args []string, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "--" {
+		fmt.Fprintln(stderr, "airlock-action: usage: airlock-action --reap -- /usr/bin/PROGRAM [ARGS…]")
+		return 2
+	}
+	st := Reap(args[1:], stderr)
+	if st.Signal != 0 {
+		raise(st.Signal)
+	}
+	return st.Code
+}
+
+// raise ends this process by sig, with the signal's default action. The
+// Go runtime keeps its own handler for the signals it uses (SIGABRT,
+// SIGSEGV, SIGQUIT…) even after signal.Reset, and would print a crash
+// report and exit 2 instead: the default action is set in the kernel
+// directly. If the process survives (a signal whose default is to be
+// ignored), the caller exits 128+N.
+func raise(sig syscall.Signal) {
+	signal.Reset(sig)
+	runtime.LockOSThread()
+	// struct sigaction with every field zero: SIG_DFL, no flags, an
+	// empty mask (four words hold it on every Linux layout).
+	var act [4]uint64
+	unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&act)), 0, 8, 0, 0)
+	var set unix.Sigset_t
+	set.Val[(sig-1)/64] = 1 << ((uint(sig) - 1) % 64)
+	unix.PthreadSigmask(unix.SIG_UNBLOCK, &set, nil)
+	unix.Tgkill(unix.Getpid(), unix.Gettid(), sig)
+	time.Sleep(time.Second) // the signal ends the process; one ignored by default does not
 }

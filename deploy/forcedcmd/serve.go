@@ -197,17 +197,43 @@ func Serve(ctx context.Context, o Options) int {
 	return finish()
 }
 
+// supervisor is the airlock-action that supervises a verb that runs as
+// the account: Reaper, else this program.
+func (o Options) supervisor() string {
+	if o.Reaper != "" {
+		return o.Reaper
+	}
+	p, _ := os.Executable()
+	return p
+}
+
 // run executes plan and fills in rec's exit, timeout, signal and duration.
+//
+// Every verb runs under a supervisor, airlock-action --reap (through sudo
+// for a run_as verb, as the verb's user): the child subreaper of what the
+// program starts, so that a stop reaches every process of the verb, even
+// one that left the program's process group and lost its parent.
 func run(ctx context.Context, plan *policy.Plan, o Options, rec *Record) {
+	argv := plan.Argv
+	runAs := plan.Verb.RunAs != ""
+	if !runAs {
+		// Said here rather than by the supervisor, in the record.
+		if err := unix.Access(argv[0], unix.X_OK); err != nil {
+			rec.Exit = ExitCannotRun
+			rec.Reason = oneLine(&os.PathError{Op: "exec", Path: argv[0], Err: err})
+			return
+		}
+		argv = append([]string{o.supervisor(), "--reap", "--"}, argv...)
+	}
 	cmd := &exec.Cmd{
-		Path:   plan.Argv[0],
-		Args:   plan.Argv,
+		Path:   argv[0],
+		Args:   argv,
 		Env:    environment(plan.Env, o.Env),
 		Dir:    plan.Dir,
 		Stdout: o.Stdout,
 		Stderr: o.Stderr,
-		// Its own process group, so that a timeout kills everything the
-		// program started, not just the program.
+		// Its own process group, so that a signal from sshd reaches
+		// everything the program started.
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 		WaitDelay:   killGrace,
 	}
@@ -236,7 +262,7 @@ func run(ctx context.Context, plan *policy.Plan, o Options, rec *Record) {
 		go func() { defer close(watched); watchPeer(f, stop, gone) }()
 		defer func() { close(stop); <-watched }()
 	}
-	tree := &verbTree{pid: pgid, runAs: plan.Verb.RunAs != "", done: done}
+	tree := &verbTree{pid: pgid, runAs: runAs, done: done}
 	var err error
 	stopped := func() {
 		var left []proctree.Proc
@@ -257,17 +283,26 @@ wait:
 			stopped()
 			break wait
 		case <-ctx.Done():
+			select {
+			case err = <-done: // it ended by itself as time ran out
+				break wait
+			default:
+			}
 			rec.TimedOut = true
 			stopped()
 			break wait
 		}
 	}
 	rec.Duration = time.Since(start)
-	// Whatever the program left behind in its group goes with it: a
-	// verb's work ends when its program does.
+	// Whatever is left in the group goes with the program: a verb's
+	// work ends when its program does. (The supervisor has done the same
+	// for every process under it, in the group or not.)
 	syscall.Kill(-pgid, syscall.SIGKILL)
 
-	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	var ws syscall.WaitStatus
+	if cmd.ProcessState != nil { // nil: it did not end even when killed
+		ws, _ = cmd.ProcessState.Sys().(syscall.WaitStatus)
+	}
 	if msg := conclude(rec, ws, plan); msg != "" {
 		fmt.Fprintln(o.Stderr, msg)
 	}
@@ -283,11 +318,17 @@ wait:
 // ExitUnconfirmed, one that timed out ExitTimeout, any other as its
 // program did (128+N for signal N).
 func conclude(rec *Record, ws syscall.WaitStatus, plan *policy.Plan) string {
-	if ws.Signaled() {
+	switch code := ws.ExitStatus(); {
+	case ws.Signaled():
 		rec.Signal = signalName(ws.Signal())
 		rec.Exit = exitSignalBase + int(ws.Signal())
-	} else {
-		rec.Exit = ws.ExitStatus()
+	case rec.Termination == Confirmed && code > exitSignalBase && code <= exitSignalBase+64:
+		// The supervisor of a stopped verb exits 128+N, never by the
+		// signal (see Reap).
+		rec.Signal = signalName(syscall.Signal(code - exitSignalBase))
+		rec.Exit = code
+	default:
+		rec.Exit = code
 	}
 	switch {
 	case rec.Termination == Unconfirmed:

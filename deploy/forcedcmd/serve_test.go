@@ -322,6 +322,49 @@ func TestServeTimeoutKillsWhatLeftTheGroup(t *testing.T) {
 	}
 }
 
+// A process that left the group and lost its parent (a daemon's double
+// fork) is not init's to keep: it comes to the verb's supervisor, and a
+// timeout ends it too.
+func TestServeTimeoutKillsAnOrphanThatLeftTheGroup(t *testing.T) {
+	t.Parallel()
+	got, rec, pid := serveUntilStarted(t, `verb "daemon" {
+  argv    = ["/bin/sh", "-c", "/usr/bin/setsid /bin/sh -c '/bin/sleep 30 & echo $! > DIR/child.pid'; /bin/sleep 30"]
+  timeout = "TIMEOUT"
+}`, "daemon")
+	if proctree.Alive(pid) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Errorf("daemonised process %d outlived the verb's timeout", pid)
+	}
+	if got.Exit != ExitTimeout || rec.Termination != Confirmed || len(rec.Left) != 0 {
+		t.Errorf("exit %d, record %+v", got.Exit, rec)
+	}
+}
+
+// A verb's work ends with its program, also what it daemonised.
+func TestServeEndKillsWhatTheProgramLeft(t *testing.T) {
+	t.Parallel()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf := writePolicy(t, dir, `verb "daemon" {
+  argv = ["/bin/sh", "-c", "/usr/bin/setsid /bin/sh -c '/bin/sleep 30 & echo $! > `+dir+`/child.pid'; exit 3"]
+}`)
+	got, rec := serve(t, pf, []string{"SSH_ORIGINAL_COMMAND=daemon"})
+	b, err := os.ReadFile(filepath.Join(dir, "child.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if pid > 0 && proctree.Alive(pid) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Errorf("daemonised process %d outlived the verb", pid)
+	}
+	if got.Exit != 3 || rec.Exit != 3 || rec.Termination != NotStopped {
+		t.Errorf("exit %d, record %+v", got.Exit, rec)
+	}
+}
+
 func TestServeLogFile(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -3,6 +3,7 @@ package forcedcmd
 import (
 	"errors"
 	"fmt"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -64,40 +65,30 @@ type verbTree struct {
 
 // stop ends every process of the verb and reports whether their end is
 // confirmed and which processes are left. It returns the Wait error of
-// the program (or sudo).
+// the supervisor (or sudo).
 //
-// The processes of a verb that runs as the account itself are frozen
-// (SIGSTOP) while they are collected — the process group and every
-// descendant, so that none can fork out of sight — and then killed.
-// The account cannot signal a run_as verb's processes: it asks the
-// verb's supervisor (airlock-action --reap, running as the verb's user
-// under sudo) to stop them, falls back on sudo's own escalation, and
-// kills sudo only when both fail. Either way, what was collected before
-// and whatever is still in the group must be gone for Confirmed.
+// The supervisor (airlock-action --reap, the child subreaper of every
+// process the verb starts) is asked to stop the verb: it kills and reaps
+// every process under it, confirms, and exits with a status (never by a
+// signal). sudo relays the request to a run_as verb's supervisor. When the
+// supervisor does not answer in time it is killed (through sudo's own
+// escalation for run_as); then the end is unconfirmed. Either way, what
+// was seen of the verb before and whatever is still in its process group
+// must be gone for Confirmed.
 func (t *verbTree) stop() (err error, term Termination, left []proctree.Proc) {
-	var seen []proctree.Proc
-	if t.runAs {
-		seen = t.collect(false)
-		err, term = t.stopSupervised()
-	} else {
-		syscall.Kill(-t.pid, syscall.SIGSTOP)
-		seen = t.collect(true)
-		syscall.Kill(-t.pid, syscall.SIGKILL)
-		for _, p := range seen {
-			syscall.Kill(p.PID, syscall.SIGKILL)
-		}
-		err, term = <-t.done, Confirmed
-	}
+	seen, complete := t.collect()
+	err, term = t.stopSupervised()
 	left = t.survivors(seen)
-	if len(left) > 0 {
+	if len(left) > 0 || !complete {
 		term = Unconfirmed
 	}
 	return err, term, left
 }
 
-// stopSupervised asks a run_as verb's supervisor to stop it and waits for
-// sudo to exit; Unconfirmed when the supervisor says it could not confirm
-// the end, or had to be killed.
+// stopSupervised asks the verb's supervisor to stop it and waits for it
+// (or sudo) to exit: Confirmed only when it exits with a status other
+// than ExitUnconfirmed. An exit by a signal means it was killed before it
+// could confirm anything.
 func (t *verbTree) stopSupervised() (error, Termination) {
 	wait := func(d time.Duration) (error, bool) {
 		select {
@@ -107,69 +98,78 @@ func (t *verbTree) stopSupervised() (error, Termination) {
 			return nil, false
 		}
 	}
-	// sudo relays SIGUSR1 to the supervisor, which kills the verb's
-	// processes as their user, confirms and exits. Asked again every
-	// half second: sudo drops a signal that comes before its command
-	// exists.
+	// Asked again every half second: sudo drops a signal that comes
+	// before its command exists.
 	for deadline := time.Now().Add(reaperWait); time.Now().Before(deadline); {
 		syscall.Kill(t.pid, syscall.SIGUSR1)
 		if err, ok := wait(500 * time.Millisecond); ok {
-			if supervisorUnsure(err) {
-				return err, Unconfirmed
+			if supervisorConfirmed(err) {
+				return err, Confirmed
 			}
-			return err, Confirmed
+			return err, Unconfirmed
 		}
 	}
-	// sudo itself (as root) sends HUP and TERM to the supervisor, and
-	// KILL 2 s later, on SIGALRM.
-	syscall.Kill(t.pid, syscall.SIGALRM)
-	if err, ok := wait(sudoWait); ok {
-		return err, Unconfirmed
+	if t.runAs {
+		// sudo itself (as root) sends HUP and TERM to the supervisor,
+		// and KILL 2 s later, on SIGALRM.
+		syscall.Kill(t.pid, syscall.SIGALRM)
+		if err, ok := wait(sudoWait); ok {
+			return err, Unconfirmed
+		}
 	}
 	syscall.Kill(-t.pid, syscall.SIGKILL)
-	return <-t.done, Unconfirmed
+	err, _ := wait(confirmWait)
+	return err, Unconfirmed
 }
 
-// supervisorUnsure reports whether sudo's exit says the supervisor could
-// not confirm the end of the verb (it exits ExitUnconfirmed then).
-func supervisorUnsure(err error) bool {
-	var ee interface{ ExitCode() int }
-	return errors.As(err, &ee) && ee.ExitCode() == ExitUnconfirmed
+// supervisorConfirmed reports whether the supervisor's (or sudo's) end
+// says it confirmed the end of the verb: it exited with a status, and not
+// ExitUnconfirmed.
+func supervisorConfirmed(err error) bool {
+	if err == nil {
+		return true
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Exited() && ws.ExitStatus() != ExitUnconfirmed
 }
 
 // collect returns the verb's processes that /proc shows: the process
-// group and every descendant of pid. When freeze is set it stops each one
-// it finds and looks again, until a look finds nothing new, so that a
-// process forked meanwhile is collected too.
-func (t *verbTree) collect(freeze bool) []proctree.Proc {
-	seen := map[int]proctree.Proc{}
-	var order []proctree.Proc
-	for range 16 {
-		table, err := proctree.Table()
-		if err != nil {
-			break
-		}
-		fresh := false
-		for _, p := range append(proctree.Group(table, t.pid), proctree.Descendants(table, t.pid)...) {
-			if _, ok := seen[p.PID]; ok || p.Exited() {
-				continue
-			}
-			seen[p.PID], fresh = p, true
-			order = append(order, p)
-			if freeze {
-				syscall.Kill(p.PID, syscall.SIGSTOP)
-			}
-		}
-		if !fresh || !freeze {
-			break
+// group and every descendant of the supervisor; complete is false when
+// /proc could not be read.
+func (t *verbTree) collect() (procs []proctree.Proc, complete bool) {
+	table, err := proctree.Table()
+	if err != nil {
+		return nil, false
+	}
+	var out []proctree.Proc
+	for _, p := range t.processes(table) {
+		if !p.Exited() {
+			out = append(out, p)
 		}
 	}
-	return order
+	return out, true
 }
 
-// survivors waits, up to confirmWait, for the processes seen and the
-// whole process group to be gone; it returns those that still run. Those
-// the account may signal are killed again meanwhile.
+// processes are the verb's processes in table: its process group, and the
+// descendants of its supervisor (or sudo) outside it.
+func (t *verbTree) processes(table []proctree.Proc) []proctree.Proc {
+	out := proctree.Group(table, t.pid)
+	for _, p := range proctree.Descendants(table, t.pid) {
+		if p.PGID != t.pid {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// survivors waits, up to confirmWait, for the processes seen, the whole
+// process group and every descendant of the supervisor to be gone; it
+// returns those that still run (one of pid -1 when /proc could not be
+// read). Those the account may signal are killed again meanwhile.
 func (t *verbTree) survivors(seen []proctree.Proc) []proctree.Proc {
 	return killUntilGone(confirmWait, func() []proctree.Proc {
 		var left []proctree.Proc
@@ -178,15 +178,22 @@ func (t *verbTree) survivors(seen []proctree.Proc) []proctree.Proc {
 				left = append(left, p)
 			}
 		}
-		if table, err := proctree.Table(); err == nil {
-			for _, p := range proctree.Group(table, t.pid) {
-				if !p.Exited() && !contains(left, p.PID) {
-					left = append(left, p)
-				}
+		table, err := proctree.Table()
+		if err != nil {
+			return append(left, unreadable(err))
+		}
+		for _, p := range t.processes(table) {
+			if !p.Exited() && !contains(left, p.PID) {
+				left = append(left, p)
 			}
 		}
 		return left
 	})
+}
+
+// unreadable stands for the processes that could not be looked at.
+func unreadable(err error) proctree.Proc {
+	return proctree.Proc{PID: -1, Comm: "unreadable /proc: " + strings.TrimSpace(err.Error()), UID: -1}
 }
 
 // killUntilGone sends SIGKILL to what look returns until it returns

@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -95,8 +96,15 @@ func Read(pid int) (Proc, error) {
 	return p, nil
 }
 
+// Gone reports whether err, from Read, says the process does not exist
+// (any other error says nothing about it).
+func Gone(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH)
+}
+
 // Table reads every process /proc shows. Processes that end while it
-// reads are left out.
+// reads are left out; a process that cannot be read for another reason
+// fails the whole read, so that nobody mistakes it for one that ended.
 func Table() ([]Proc, error) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
@@ -108,8 +116,12 @@ func Table() ([]Proc, error) {
 		if err != nil || pid <= 0 {
 			continue
 		}
-		if p, err := Read(pid); err == nil {
+		p, err := Read(pid)
+		switch {
+		case err == nil:
 			out = append(out, p)
+		case !Gone(err):
+			return nil, err
 		}
 	}
 	return out, nil
@@ -151,10 +163,15 @@ func Group(table []Proc, pgid int) []Proc {
 }
 
 // Running reports whether p still runs: a process with its pid and start
-// time exists and has not exited.
+// time exists and has not exited. A process that cannot be read for
+// another reason than its end counts as running: nobody can confirm it
+// ended.
 func Running(p Proc) bool {
 	now, err := Read(p.PID)
-	return err == nil && now.StartTime == p.StartTime && !now.Exited()
+	if err != nil {
+		return !Gone(err)
+	}
+	return now.StartTime == p.StartTime && !now.Exited()
 }
 
 // Alive reports whether pid runs and is not a zombie.
