@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +31,7 @@ import (
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/gateway/engine"
+	"github.com/airlockgw/airlock/gateway/gatewaytest"
 	"github.com/airlockgw/airlock/gateway/httpapi"
 	"github.com/airlockgw/airlock/gateway/mcp"
 	"github.com/airlockgw/airlock/gateway/mcp/mcptest"
@@ -182,6 +185,9 @@ func mcpLifecycle(t *testing.T, g *testGateway, cs *sdk.ClientSession, l *mcptes
 		t.Errorf("output none: %v %+v\n%s", err, a, mcptest.Text(res))
 	}
 
+	mcpSizedOutput(t, cs)
+	mcpWaitS(t, cs)
+
 	res, err = cs.CallTool(ctx, callParams("get_action", map[string]any{"action_id": first.ID}))
 	if err != nil || res.IsError {
 		t.Fatalf("get_action: %v %s", err, mcptest.Text(res))
@@ -248,6 +254,91 @@ func mcpLifecycle(t *testing.T, g *testGateway, cs *sdk.ClientSession, l *mcptes
 		t.Errorf("unknown tool: %v, want a JSON-RPC error", err)
 	}
 	g.verifyAudit()
+}
+
+// seqText is what `seq 1 n` prints.
+func seqText(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		b.WriteString(strconv.Itoa(i))
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// mcpSizedOutput: long output comes as its head and its end with the
+// middle counted, in the text and the structured result alike, sized for
+// a model; get_action pages through the rest; a tail account's result is
+// the end of its output.
+func mcpSizedOutput(t *testing.T, cs *sdk.ClientSession) {
+	t.Helper()
+	ctx := context.Background()
+	want := seqText(200000) // 1,288,895 bytes
+	res, err := cs.CallTool(ctx, callParams("ssh_exec", map[string]any{"target": "box-run", "command": "seq 1 200000"}))
+	if err != nil || res.IsError {
+		t.Fatalf("seq: %v %s", err, mcptest.Text(res))
+	}
+	big := mcptest.Structured[mcp.ActionResult](t, res)
+	half := mcp.DefaultOutputBudget / 2
+	if len(big.Stdout) > half || len(big.StdoutTail) > half || len(big.Stdout) < half-8 || !strings.HasPrefix(want, big.Stdout) || !strings.HasSuffix(want, big.StdoutTail) ||
+		big.StdoutOmittedBytes != int64(len(want)-len(big.Stdout)-len(big.StdoutTail)) || big.StdoutBytes != int64(len(want)) || !big.StdoutTruncated {
+		t.Fatalf("sized stdout: head %d bytes, tail %d bytes, omitted %d, total %d", len(big.Stdout), len(big.StdoutTail), big.StdoutOmittedBytes, big.StdoutBytes)
+	}
+	text := mcptest.Text(res)
+	if len(text) > mcp.DefaultOutputBudget+2048 || !strings.Contains(text, fmt.Sprintf("[… %d bytes of stdout omitted here", big.StdoutOmittedBytes)) || !strings.HasSuffix(text, "200000") && !strings.Contains(text, "200000\n") {
+		t.Errorf("text of %d bytes:\n%s", len(text), gatewaytest.Tail(text, 600))
+	}
+	off := int64(len(big.Stdout))
+	res, err = cs.CallTool(ctx, callParams("get_action", map[string]any{"action_id": big.ID, "stream": "stdout", "offset": off, "limit": 1000}))
+	if err != nil || res.IsError {
+		t.Fatalf("get_action page: %v %s", err, mcptest.Text(res))
+	}
+	pg := mcptest.Structured[mcp.ActionResult](t, res).Page
+	if pg == nil || pg.Offset != off || pg.Data != want[off:off+1000] || pg.NextOffset == nil || *pg.NextOffset != off+1000 || pg.Total != int64(len(want)) {
+		t.Errorf("page: %+v", pg)
+	}
+	res, err = cs.CallTool(ctx, callParams("get_action", map[string]any{"action_id": big.ID, "stream": "stderr", "offset": 0}))
+	if pg := mcptest.Structured[mcp.ActionResult](t, res).Page; err != nil || res.IsError || pg == nil || pg.Bytes != 0 || pg.NextOffset != nil {
+		t.Errorf("an empty stream's page: %v %+v", err, pg)
+	}
+
+	res, err = cs.CallTool(ctx, callParams("ssh_exec", map[string]any{"target": "box-tail", "command": "seq 1 200000"}))
+	tail := mcptest.Structured[mcp.ActionResult](t, res)
+	if err != nil || res.IsError || !strings.HasSuffix(want, tail.Stdout) || len(tail.Stdout) < mcp.DefaultOutputBudget-8 || tail.StdoutTail != "" ||
+		tail.StdoutOmittedBytes != int64(len(want)-len(tail.Stdout)) || !strings.Contains(mcptest.Text(res), "200000") {
+		t.Errorf("tail account: %v, %d bytes, omitted %d:\n%s", err, len(tail.Stdout), tail.StdoutOmittedBytes, gatewaytest.Tail(mcptest.Text(res), 300))
+	}
+	res, err = cs.CallTool(ctx, callParams("get_action", map[string]any{"action_id": tail.ID, "stream": "stdout", "offset": 0}))
+	if err != nil || !res.IsError || !strings.Contains(mcptest.Text(res), "returns only the last 65536 bytes") {
+		t.Errorf("paging before a tail account's window: %v %s", err, mcptest.Text(res))
+	}
+}
+
+// mcpWaitS: with wait_s the call returns while the action goes on, and
+// get_action's wait_s follows it to its end.
+func mcpWaitS(t *testing.T, cs *sdk.ClientSession) {
+	t.Helper()
+	ctx := context.Background()
+	res, err := cs.CallTool(ctx, callParams("ssh_exec", map[string]any{"target": "box-run", "command": "sleep 2; echo late", "wait_s": 1}))
+	if err != nil || res.IsError {
+		t.Fatalf("wait_s: %v %s", err, mcptest.Text(res))
+	}
+	early := mcptest.Structured[mcp.ActionResult](t, res)
+	if early.Outcome.Valid() || early.State == api.StateFinished || !strings.Contains(mcptest.Text(res), "still in flight") {
+		t.Fatalf("a 2 s command returned after wait_s 1: %+v", early)
+	}
+	for {
+		res, err = cs.CallTool(ctx, callParams("get_action", map[string]any{"action_id": early.ID, "wait_s": 30}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := mcptest.Structured[mcp.ActionResult](t, res); a.Outcome.Valid() {
+			if res.IsError || a.Stdout != "late\n" {
+				t.Errorf("followed to its end: %+v", a)
+			}
+			return
+		}
+	}
 }
 
 func TestMCPInMemoryAgainstTheGateway(t *testing.T) {
@@ -444,6 +535,7 @@ func TestMCPHTTPTypeScriptClient(t *testing.T) {
 			t.Errorf("%s: %+v", step, r)
 		}
 	}
+	mcptest.CheckSizedAndWaiting(t, steps)
 	if _, ok := steps["closed"]; !ok {
 		t.Error("the client did not close cleanly")
 	}

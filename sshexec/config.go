@@ -66,6 +66,10 @@ type Config struct {
 	// is flagged truncated. Zero means DefaultOutputLimit; negative keeps
 	// nothing.
 	OutputLimit int64
+	// TailLimit, when positive, also keeps the last TailLimit bytes of
+	// each stream (Result.StdoutTail, StderrTail) when the stream is
+	// longer than OutputLimit: the end of an output the head cut.
+	TailLimit int64
 
 	// Started, if not nil, is called once, from Run's goroutine, when the
 	// server accepted the exec request: the command is running.
@@ -73,8 +77,11 @@ type Config struct {
 
 	// Output, if not nil, is called with every chunk of stdout or stderr
 	// as it arrives, including chunks beyond OutputLimit. It is called
-	// from one goroutine per stream, must not block, and must not keep p
-	// after it returns.
+	// from one goroutine per stream and must not keep p after it returns.
+	// It may block: that stream is then not read, its SSH window fills and
+	// the command waits to write (back-pressure, as ssh gives a slow
+	// terminal). Run returns only once every call has returned, so a
+	// caller that blocks must stop blocking by the deadline.
 	Output func(s Stream, p []byte)
 }
 

@@ -15,6 +15,11 @@ type capture struct {
 
 	buf   []byte
 	total int64
+	// tail is a ring of the last tailLimit bytes; next is where the
+	// next byte goes once it is full.
+	tailLimit int64
+	tail      []byte
+	next      int
 }
 
 func (c *capture) drain(r io.Reader) {
@@ -34,6 +39,7 @@ func (c *capture) drain(r io.Reader) {
 }
 
 func (c *capture) keep(p []byte) {
+	c.keepTail(p)
 	c.total += int64(len(p))
 	room := c.limit - int64(len(c.buf))
 	if room <= 0 {
@@ -50,6 +56,34 @@ func (c *capture) keep(p []byte) {
 	c.buf = append(c.buf, p...)
 }
 
-func (c *capture) fill(b *[]byte, n *int64, truncated *bool) {
+// keepTail keeps the last tailLimit bytes of the stream in the ring.
+func (c *capture) keepTail(p []byte) {
+	if c.tailLimit <= 0 {
+		return
+	}
+	limit := int(c.tailLimit)
+	if len(p) >= limit {
+		c.tail = append(c.tail[:0], p[len(p)-limit:]...)
+		c.next = 0
+		return
+	}
+	if room := limit - len(c.tail); room > 0 {
+		n := min(room, len(p))
+		c.tail = append(c.tail, p[:n]...)
+		p = p[n:]
+	}
+	for len(p) > 0 {
+		n := copy(c.tail[c.next:], p)
+		p = p[n:]
+		c.next = (c.next + n) % limit
+	}
+}
+
+func (c *capture) fill(b *[]byte, n *int64, truncated *bool, tail *[]byte) {
 	*b, *n, *truncated = c.buf, c.total, c.total > int64(len(c.buf))
+	if *truncated && len(c.tail) > 0 {
+		t := make([]byte, 0, len(c.tail))
+		t = append(t, c.tail[c.next:]...)
+		*tail = append(t, c.tail[:c.next]...)
+	}
 }

@@ -46,6 +46,10 @@ type Result struct {
 	Stdout, Stderr                   []byte
 	StdoutBytes, StderrBytes         int64
 	StdoutTruncated, StderrTruncated bool
+	// StdoutTail and StderrTail hold the last Config.TailLimit bytes of a
+	// stream that Stdout or Stderr holds only the start of; nil when the
+	// head holds it all (or TailLimit is not set).
+	StdoutTail, StderrTail []byte
 
 	// Timings of each phase.
 	Timings Timings

@@ -180,8 +180,8 @@ func (a *action) run(ctx, dctx context.Context, signers []ssh.Signer, hk *hostKe
 	wc.watchChannel(ex.closed)
 	wg.Go(func() { ex.collect(chReqs) })
 	limit := a.cfg.outputLimit()
-	stdout := &capture{stream: Stdout, limit: limit, out: a.cfg.Output}
-	stderr := &capture{stream: Stderr, limit: limit, out: a.cfg.Output}
+	stdout := &capture{stream: Stdout, limit: limit, out: a.cfg.Output, tailLimit: a.cfg.TailLimit}
+	stderr := &capture{stream: Stderr, limit: limit, out: a.cfg.Output, tailLimit: a.cfg.TailLimit}
 	wg.Go(func() { stdout.drain(ch) })
 	wg.Go(func() { stderr.drain(ch.Stderr()) })
 
@@ -279,8 +279,8 @@ wait:
 			a.cfg.Started()
 		}
 	}
-	stdout.fill(&res.Stdout, &res.StdoutBytes, &res.StdoutTruncated)
-	stderr.fill(&res.Stderr, &res.StderrBytes, &res.StderrTruncated)
+	stdout.fill(&res.Stdout, &res.StdoutBytes, &res.StdoutTruncated, &res.StdoutTail)
+	stderr.fill(&res.Stderr, &res.StderrBytes, &res.StderrTruncated, &res.StderrTail)
 
 	st := ex.result()
 	res.ExitCode, res.HasExitCode = st.code, st.hasCode

@@ -47,6 +47,17 @@ func localSocket(cfgPath string) (string, error) {
 	return api.DefaultSocket()
 }
 
+// localConfig is the gateway's configuration as localSocket finds it,
+// when there is one that loads.
+func localConfig(cfgPath string) (*config.Config, bool) {
+	path := config.Path(cfgPath)
+	if _, err := os.Stat(path); err != nil {
+		return nil, false
+	}
+	cfg, err := config.Load(path)
+	return cfg, err == nil
+}
+
 // runEnded reports an error of EndRun that means the run had ended
 // already (denied, revoked, expired, used up): the gateway no longer has
 // it as the caller's live run (not_found) or refuses to end it again

@@ -47,7 +47,13 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 		log.Warn("no gateway yet; tool calls will report it and try again", "error", err)
 	}
 	defer b.endRun()
-	srv := mcp.NewServer(b, mcp.Options{Version: version, Logger: log})
+	opts := mcp.Options{Version: version, Logger: log}
+	if cfg, ok := localConfig(*cfgPath); ok {
+		// What the tools say of waits and output sizes, as the gateway
+		// is configured.
+		opts.OutputBudget, opts.ApprovalTimeout = cfg.MCP.OutputBudget, cfg.Approval.Timeout
+	}
+	srv := mcp.NewServer(b, opts)
 	err := srv.Run(ctx, &sdk.IOTransport{Reader: os.Stdin, Writer: nopWriteCloser{stdout}})
 	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 		log.Error("MCP session ended", "error", err)
@@ -152,6 +158,33 @@ func (b *bridge) Action(ctx context.Context, id string) (*api.Action, error) {
 		return err
 	})
 	return a, err
+}
+
+func (b *bridge) StartAction(ctx context.Context, req api.ActionRequest) (string, error) {
+	var id string
+	err := b.call(ctx, func(c *api.Client) (err error) {
+		id, err = c.StartAction(ctx, req)
+		return err
+	})
+	return id, err
+}
+
+func (b *bridge) WaitAction(ctx context.Context, id string, ev api.Events) (*api.Action, error) {
+	var a *api.Action
+	err := b.call(ctx, func(c *api.Client) (err error) {
+		a, err = c.WaitAction(ctx, id, ev)
+		return err
+	})
+	return a, err
+}
+
+func (b *bridge) Output(ctx context.Context, id, stream string, offset, limit int64) (*api.OutputPage, error) {
+	var p *api.OutputPage
+	err := b.call(ctx, func(c *api.Client) (err error) {
+		p, err = c.Output(ctx, id, stream, offset, limit)
+		return err
+	})
+	return p, err
 }
 
 // endRun ends the run when the host is done with this session. If this

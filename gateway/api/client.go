@@ -206,8 +206,22 @@ func (c *Client) RunAction(ctx context.Context, r ActionRequest, ev Events) (*Ac
 		}
 		return &a, nil
 	}
+	final, err := readActionEvents(resp.Body, ev)
+	if err != nil {
+		return nil, err
+	}
+	if final == nil {
+		return nil, errors.New("airlock: the event stream ended before the action finished")
+	}
+	return final, nil
+}
+
+// readActionEvents reads an action's event stream, passing states and
+// output to ev, and returns the final object (nil if the stream ended
+// without it).
+func readActionEvents(body io.Reader, ev Events) (*Action, error) {
 	var final *Action
-	err = ReadEvents(resp.Body, func(event string, data []byte) error {
+	err := ReadEvents(body, func(event string, data []byte) error {
 		switch event {
 		case "state":
 			var s StateEvent
@@ -245,13 +259,7 @@ func (c *Client) RunAction(ctx context.Context, r ActionRequest, ev Events) (*Ac
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	if final == nil {
-		return nil, errors.New("airlock: the event stream ended before the action finished")
-	}
-	return final, nil
+	return final, err
 }
 
 var errStop = errors.New("stop")
@@ -297,6 +305,63 @@ func (c *Client) Action(ctx context.Context, id string) (*Action, error) {
 	var a Action
 	err := c.Do(ctx, http.MethodGet, "/v1/actions/"+url.PathEscape(id), nil, &a)
 	return &a, err
+}
+
+// StartAction requests an action without waiting for it (POST
+// /v1/actions?wait=false) and returns its id: the action goes on when
+// the caller goes, bounded by its approval's deadline and its timeout.
+func (c *Client) StartAction(ctx context.Context, r ActionRequest) (string, error) {
+	if err := r.checkText(); err != nil {
+		return "", err
+	}
+	var started struct {
+		ID string `json:"id"`
+	}
+	if err := c.Do(ctx, http.MethodPost, "/v1/actions?wait=false", r, &started); err != nil {
+		return "", err
+	}
+	return started.ID, nil
+}
+
+// WaitAction follows an action's events until it finishes, and returns
+// it then; when ctx ends first, it returns the action as it is now
+// (Outcome empty) without an error. ctx's end does not cancel the action.
+func (c *Client) WaitAction(ctx context.Context, id string, ev Events) (*Action, error) {
+	req, err := c.newRequest(ctx, http.MethodGet, "/v1/actions/"+url.PathEscape(id)+"/events", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	now := func() (*Action, error) { return c.Action(context.WithoutCancel(ctx), id) }
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return now()
+		}
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return nil, readError(resp)
+	}
+	final, err := readActionEvents(resp.Body, ev)
+	switch {
+	case ctx.Err() != nil && final == nil:
+		return now()
+	case err != nil:
+		return nil, err
+	case final == nil:
+		return nil, errors.New("airlock: the event stream ended before the action finished")
+	}
+	return final, nil
+}
+
+// Output reads one page of an action's stored output.
+func (c *Client) Output(ctx context.Context, id, stream string, offset, limit int64) (*OutputPage, error) {
+	var p OutputPage
+	q := url.Values{"stream": {stream}, "offset": {strconv.FormatInt(offset, 10)}, "limit": {strconv.FormatInt(limit, 10)}}
+	err := c.Do(ctx, http.MethodGet, "/v1/actions/"+url.PathEscape(id)+"/output?"+q.Encode(), nil, &p)
+	return &p, err
 }
 
 // Targets lists the configured targets.

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/base64"
+	"net/http"
 	"time"
 	"unicode/utf8"
 
@@ -189,6 +190,28 @@ type OutputEvent struct {
 	Encoding string `json:"encoding,omitempty"`
 }
 
+// OutputPage is one page of an action's stored output: GET
+// /v1/actions/{id}/output?stream=&offset=&limit=, MCP get_action with
+// stream.
+type OutputPage struct {
+	ActionID string `json:"action_id"`
+	Stream   string `json:"stream"`
+	// Offset is where Data starts in the stream; Bytes is its length.
+	Offset int64 `json:"offset"`
+	Bytes  int64 `json:"bytes"`
+	// Data is the bytes as text when they are valid UTF-8, else base64
+	// (Encoding says so).
+	Data     string `json:"data"`
+	Encoding string `json:"encoding,omitempty"`
+	// Total is what the command wrote to the stream.
+	Total int64 `json:"total"`
+	// NextOffset is where the next page starts; absent at the end.
+	NextOffset *int64 `json:"next_offset,omitempty"`
+	// Skipped counts bytes between this page and NextOffset that the
+	// output store does not keep (the middle of a stream over its cap).
+	Skipped int64 `json:"skipped,omitempty"`
+}
+
 // Error is the error envelope: {"error": {"code": …, "message": …}}.
 type Error struct {
 	Err ErrorBody `json:"error"`
@@ -219,6 +242,31 @@ const (
 	CodeUnavailable     = "unavailable"
 	CodeInternal        = "internal"
 )
+
+// StatusOf is the HTTP status that comes with an error code.
+func StatusOf(code string) int {
+	switch code {
+	case CodeBadRequest:
+		return http.StatusBadRequest
+	case CodeUnauthorized:
+		return http.StatusUnauthorized
+	case CodeForbidden:
+		return http.StatusForbidden
+	case CodeNotFound:
+		return http.StatusNotFound
+	case CodeConflict:
+		return http.StatusConflict
+	case CodeTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case CodeUnsupportedType:
+		return http.StatusUnsupportedMediaType
+	case CodeRateLimited:
+		return http.StatusTooManyRequests
+	case CodeUnavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
 
 // Run is a run as the API shows it.
 type Run struct {

@@ -57,6 +57,7 @@ type Config struct {
 	Listen   Listen
 	Approval Approval
 	Audit    Audit
+	MCP      MCP
 	Notify   *Notify
 
 	// Credentials and Targets by name; TargetNames in file order.
@@ -64,6 +65,16 @@ type Config struct {
 	Targets     map[string]*Target
 	TargetNames []string
 }
+
+// MCP is the mcp block: how the MCP tools size what they return.
+type MCP struct {
+	// OutputBudget is how many bytes of each output stream a tool
+	// result carries (its head and its end).
+	OutputBudget int
+}
+
+// DefaultMCPOutputBudget is mcp.output_budget when it is not set.
+const DefaultMCPOutputBudget = 32 << 10
 
 // Listen is the listen block.
 type Listen struct {
@@ -247,6 +258,7 @@ type rawConfig struct {
 	Listen      *rawListen       `hcl:"listen,block"`
 	Approval    *rawApproval     `hcl:"approval,block"`
 	Audit       *rawAudit        `hcl:"audit,block"`
+	MCP         *rawMCP          `hcl:"mcp,block"`
 	Notify      *rawNotify       `hcl:"notify,block"`
 	Credentials []*rawCredential `hcl:"credential,block"`
 	Targets     []*rawTarget     `hcl:"target,block"`
@@ -268,6 +280,10 @@ type rawApproval struct {
 	PerRun    *hcl.Attribute `hcl:"max_pending_per_run,optional"`
 	PerAsker  *hcl.Attribute `hcl:"max_pending_per_requester,optional"`
 	DefRange  hcl.Range      `hcl:",def_range"`
+}
+
+type rawMCP struct {
+	OutputBudget *hcl.Attribute `hcl:"output_budget,optional"`
 }
 
 type rawAudit struct {
@@ -402,6 +418,63 @@ func (c *checker) integer(a *hcl.Attribute, def, min, max int) int {
 	return i
 }
 
+// sizeRE is a size: a number of bytes, or one with a unit.
+var sizeRE = regexp.MustCompile(`^\s*([0-9]+)\s*(B|KiB|MiB|GiB)?\s*$`)
+
+// size parses a number of bytes: a whole number, or a string with a unit
+// ("512", "64KiB", "1MiB").
+func (c *checker) size(a *hcl.Attribute, def, min, max int64) int64 {
+	if a == nil {
+		return def
+	}
+	v, diags := a.Expr.Value(nil)
+	if diags.HasErrors() {
+		c.Diags(diags)
+		return def
+	}
+	var text string
+	switch v.Type() {
+	case cty.Number:
+		bf := v.AsBigFloat()
+		if !bf.IsInt() {
+			c.Errorf(a.Range, "%s must be a whole number of bytes", a.Name)
+			return def
+		}
+		text = bf.Text('f', 0)
+	case cty.String:
+		text = v.AsString()
+	default:
+		c.Errorf(a.Range, `%s must be a size: bytes (1048576) or with a unit ("64KiB", "1MiB")`, a.Name)
+		return def
+	}
+	m := sizeRE.FindStringSubmatch(text)
+	if m == nil {
+		m = []string{"", "x", ""}
+	}
+	n, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil {
+		c.Errorf(a.Range, `%s = %q is not a size: write bytes (1048576) or with a unit ("64KiB", "1MiB")`, a.Name, text)
+		return def
+	}
+	for _, u := range []struct {
+		name  string
+		shift uint
+	}{{"KiB", 10}, {"MiB", 20}, {"GiB", 30}} {
+		if m[2] == u.name {
+			if n > max>>u.shift {
+				n = max + 1
+			} else {
+				n <<= u.shift
+			}
+		}
+	}
+	if n < min || n > max {
+		c.Errorf(a.Range, "%s = %s must be from %d to %d bytes", a.Name, strings.TrimSpace(text), min, max)
+		return def
+	}
+	return n
+}
+
 // duration parses a duration written as a string ("90s", "10m", "1h30m").
 func (c *checker) duration(a *hcl.Attribute, def, max time.Duration) time.Duration {
 	if a == nil {
@@ -509,6 +582,12 @@ func (c *checker) build(cfg *Config, raw *rawConfig, base string) {
 		if cfg.Approval.RunTTL > cfg.Approval.MaxRunTTL {
 			c.Errorf(a.DefRange, "approval.run_ttl (%s) is more than max_run_ttl (%s)", cfg.Approval.RunTTL, cfg.Approval.MaxRunTTL)
 		}
+	}
+
+	// mcp.
+	cfg.MCP.OutputBudget = DefaultMCPOutputBudget
+	if m := raw.MCP; m != nil {
+		cfg.MCP.OutputBudget = int(c.size(m.OutputBudget, DefaultMCPOutputBudget, 1<<10, 1<<20))
 	}
 
 	// audit.

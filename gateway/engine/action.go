@@ -12,7 +12,6 @@ import (
 	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/auditchain"
 	"github.com/airlockgw/airlock/gateway/api"
-	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/sshexec"
 )
 
@@ -55,7 +54,11 @@ type Action struct {
 	obj  api.Action // stdout and stderr always empty: see out
 	out  *heldOutput
 	done chan struct{}
-	subs map[*subscriber]struct{}
+	// resolved is closed once RunID is known (or the action ended
+	// without a run): who may read it is settled then.
+	resolved     chan struct{}
+	resolvedOnce sync.Once
+	subs         map[*subscriber]struct{}
 	// finished is set once the outcome is published: no event follows.
 	finished bool
 	// publishing counts publishes under way, which finish waits for.
@@ -69,13 +72,6 @@ type Action struct {
 	outputs *auditchain.OutputStore
 }
 
-// heldOutput says where a finished action's output is, and how much of
-// it its account's policy returns.
-type heldOutput struct {
-	stdout, stderr [32]byte
-	policy         config.OutputPolicy
-}
-
 func newActionID() string {
 	b := make([]byte, 10)
 	rand.Read(b)
@@ -84,8 +80,9 @@ func newActionID() string {
 
 // finishedAction is a finished action read back from the audit log.
 func finishedAction(obj api.Action, out *heldOutput, outputs *auditchain.OutputStore) *Action {
-	a := &Action{id: obj.ID, obj: obj, out: out, outputs: outputs, done: make(chan struct{}), release: make(chan struct{}), finished: true}
+	a := &Action{id: obj.ID, obj: obj, out: out, outputs: outputs, done: make(chan struct{}), resolved: make(chan struct{}), release: make(chan struct{}), finished: true}
 	close(a.done)
+	close(a.resolved)
 	close(a.release)
 	return a
 }
@@ -111,11 +108,11 @@ func (a *Action) Result(ctx context.Context) (api.Action, error) {
 	if out == nil {
 		return obj, nil
 	}
-	stdout, err := a.outputs.Get(ctx, out.stdout)
+	stdout, err := out.stdout.load(ctx, a.outputs)
 	if err != nil {
 		return obj, fmt.Errorf("engine: reading the stdout of %s from the output store: %w", a.id, err)
 	}
-	stderr, err := a.outputs.Get(ctx, out.stderr)
+	stderr, err := out.stderr.load(ctx, a.outputs)
 	if err != nil {
 		return obj, fmt.Errorf("engine: reading the stderr of %s from the output store: %w", a.id, err)
 	}
@@ -261,8 +258,12 @@ func (a *Action) finish(result api.Action, out *heldOutput) {
 	for s := range subs {
 		close(s.ch)
 	}
+	a.markResolved()
 	close(a.done)
 }
+
+// markResolved says the action's run is known.
+func (a *Action) markResolved() { a.resolvedOnce.Do(func() { close(a.resolved) }) }
 
 // Start registers a new action and runs its lifecycle in a goroutine the
 // engine owns. ctx bounds the action (a waiting caller's request: when it
@@ -272,11 +273,12 @@ func (e *Engine) Start(ctx context.Context, c Caller, req api.ActionRequest) (*A
 		return nil, ErrDraining
 	}
 	a := &Action{
-		id:      newActionID(),
-		done:    make(chan struct{}),
-		subs:    map[*subscriber]struct{}{},
-		release: make(chan struct{}),
-		outputs: e.outputs,
+		id:       newActionID(),
+		done:     make(chan struct{}),
+		subs:     map[*subscriber]struct{}{},
+		resolved: make(chan struct{}),
+		release:  make(chan struct{}),
+		outputs:  e.outputs,
 	}
 	a.obj = api.Action{
 		ID: a.id, Target: req.Target, Account: req.Account, Command: req.Command,
@@ -340,6 +342,12 @@ func (e *Engine) ActionOf(ctx context.Context, c Caller, id string) (*Action, er
 	a, err := e.Action(ctx, id)
 	if err != nil {
 		return nil, err
+	}
+	// An action just started may not know its run yet.
+	select {
+	case <-a.resolved:
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 	run, err := e.FindRun(ctx, c)
 	if err != nil || string(run.ID) != a.Snapshot().RunID {

@@ -168,9 +168,7 @@ func (e *Engine) actionFromAudit(ctx context.Context, id string) (api.Action, *h
 					a.ExitCode = &code
 				}
 			}
-			if f.Stdout != nil && f.Stderr != nil {
-				out = &heldOutput{stdout: f.Stdout.Digest, stderr: f.Stderr.Digest, policy: e.outputPolicy(a.Target, a.Account)}
-			}
+			out = f.held(e.outputPolicy(a.Target, a.Account))
 		}
 	}
 	return a, out, true

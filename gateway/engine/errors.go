@@ -3,6 +3,8 @@ package engine
 import (
 	"errors"
 
+	"github.com/airlockgw/airlock/gateway/api"
+
 	"github.com/airlockgw/airlock/approvals"
 )
 
@@ -40,9 +42,45 @@ var (
 	// ErrUnavailable: the change could not be recorded in the audit log,
 	// so it did not happen.
 	ErrUnavailable = errors.New("engine: audit log unavailable")
+	// ErrNotFinished: the action is still in flight; what needs its end
+	// (paging its output) must wait.
+	ErrNotFinished = errors.New("engine: action not finished")
 	// ErrDraining: the engine is stopping and takes no new actions.
 	ErrDraining = errors.New("engine: shutting down")
 )
+
+// wireCodes are the API's error codes of the refusals, for every front
+// end that speaks the API's words.
+var wireCodes = []struct {
+	kind error
+	code string
+}{
+	{ErrNotFound, api.CodeNotFound},
+	{ErrAlreadyDecided, api.CodeConflict},
+	{ErrExpired, api.CodeConflict},
+	{ErrRunEnded, api.CodeConflict},
+	{ErrChanged, api.CodeConflict},
+	{ErrNotFinished, api.CodeConflict},
+	{ErrSelfApproval, api.CodeForbidden},
+	{ErrForbidden, api.CodeForbidden},
+	{ErrInvalid, api.CodeBadRequest},
+	{ErrUnauthorized, api.CodeUnauthorized},
+	{ErrRateLimited, api.CodeRateLimited},
+	{ErrUnavailable, api.CodeUnavailable},
+	{ErrDraining, api.CodeUnavailable},
+}
+
+// WireError is a refusal as the API answers it: its code, its message
+// and the HTTP status of the code. Any other error is the engine's own
+// failure: nil.
+func WireError(err error) *api.Error {
+	for _, c := range wireCodes {
+		if errors.Is(err, c.kind) {
+			return &api.Error{Err: api.ErrorBody{Code: c.code, Message: err.Error()}, Status: api.StatusOf(c.code)}
+		}
+	}
+	return nil
+}
 
 // refusal is a refusal of kind (one of the errors above) whose message is
 // err's, or msg when err is nil.

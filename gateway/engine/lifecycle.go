@@ -24,8 +24,6 @@ const (
 	// MaxCommandLen bounds a command; sshd's own limit on a packet is
 	// higher, but a reviewer must be able to read what they approve.
 	MaxCommandLen = 32 << 10
-	// tailSize is what output = "tail" returns of each stream.
-	tailSize = 64 << 10
 )
 
 // The action lifecycle, in the order docs/architecture.md tells it:
@@ -70,9 +68,9 @@ type result struct {
 	termination sshexec.Termination
 	// conn is what sshexec reported, when a connection was attempted.
 	conn *sshexec.Result
-	// stored are the output store's blobs, once the outputs are stored
-	// and the outcome recorded.
-	stored []auditchain.Blob
+	// stored is the recorded result naming the output store's blobs,
+	// once the outputs are stored and the outcome recorded.
+	stored *actionFinished
 }
 
 // execute runs the lifecycle of a.
@@ -119,6 +117,7 @@ func (l *lifecycle) resolve(ctx context.Context) bool {
 		l.run, _ = e.FindRun(ctx, l.c) // nothing is created or changed
 	}
 	l.a.update(func(o *api.Action) { o.RunID = string(l.run.ID) }) // its agent may follow it while it runs
+	l.a.markResolved()
 
 	// action.requested, whatever follows: every request is accounted.
 	obj := l.a.Snapshot()
@@ -238,6 +237,8 @@ func (l *lifecycle) connect(ctx context.Context) {
 		Signers:  []ssh.Signer{signer},
 		HostKeys: sshexec.HostKeys{Pinned: l.target.HostKeys},
 		Timeout:  time.Until(l.deadline),
+		// The end of a stream over the store's cap is kept too.
+		TailLimit: tailKeep,
 	}
 	if l.target.KnownHostsFile != "" {
 		cfg.HostKeys.KnownHostsFiles = []string{l.target.KnownHostsFile}
@@ -267,19 +268,29 @@ func (l *lifecycle) connect(ctx context.Context) {
 	// Outputs to the store, the result to the chain — also when the
 	// caller has gone (cancelled): what ran is recorded in full.
 	fin := actionFinished{Result: resultOf(r)}
-	blobs, err := e.outputs.PutAll(context.WithoutCancel(ctx), r.Stdout, r.Stderr)
+	outs := [][]byte{r.Stdout, r.Stderr}
+	if r.StdoutTail != nil || r.StderrTail != nil {
+		outs = append(outs, r.StdoutTail, r.StderrTail)
+	}
+	blobs, err := e.outputs.PutAll(context.WithoutCancel(ctx), outs...)
 	if err != nil {
 		e.log.Error("output store failed", "action", l.a.id, "error", err)
 		l.mayHaveRun(ctx, "the output could not be stored", fin)
 		return
 	}
 	fin.Stdout, fin.Stderr = &blobs[0], &blobs[1]
+	if r.StdoutTail != nil {
+		fin.StdoutTail = &blobs[2]
+	}
+	if r.StderrTail != nil {
+		fin.StderrTail = &blobs[3]
+	}
 	if err := l.recordFinished(ctx, fin); err != nil {
 		e.log.Error("audit append of the result failed", "action", l.a.id, "error", err)
 		l.mayHaveRun(ctx, "the result could not be recorded in the audit log", fin)
 		return
 	}
-	l.res.stored = blobs
+	l.res.stored = &fin
 	l.answer()
 }
 
@@ -383,10 +394,10 @@ func (l *lifecycle) answer() {
 			code := r.ExitCode
 			obj.ExitCode = &code
 		}
-		if s := l.res.stored; s != nil {
-			obj.StdoutBytes, obj.StderrBytes = r.StdoutBytes, r.StderrBytes
-			outputView(&obj, r.Stdout, r.Stderr, l.account.Output)
-			out = &heldOutput{stdout: s[0].Digest, stderr: s[1].Digest, policy: l.account.Output}
+		if f := l.res.stored; f != nil {
+			stdout, stderr := resultStreams(r)
+			outputView(&obj, stdout, stderr, l.account.Output)
+			out = f.held(l.account.Output)
 		}
 	}
 	l.a.finish(obj, out)
@@ -438,39 +449,6 @@ func pendingLimitDetail(err error) string {
 		whose = "this run's requester"
 	}
 	return fmt.Sprintf("%d requests of %s are waiting for a decision already (approval.max_pending_per_%s); wait for a reviewer to decide them", pl.Limit, whose, pl.Of)
-}
-
-// outputView fills o's stdout and stderr with what the account's policy p
-// returns of the stored output, and flags what the agent does not get: cut
-// by the policy, or over the store's cap (fewer stored than the sizes o
-// carries).
-func outputView(o *api.Action, stdout, stderr []byte, p config.OutputPolicy) {
-	out, outCut := policyView(stdout, p)
-	errb, errCut := policyView(stderr, p)
-	o.Stdout, o.StdoutEncoding = api.EncodeBytes(out)
-	o.Stderr, o.StderrEncoding = api.EncodeBytes(errb)
-	o.StdoutTruncated = outCut || int64(len(stdout)) < o.StdoutBytes
-	o.StderrTruncated = errCut || int64(len(stderr)) < o.StderrBytes
-	o.OutputPolicy = string(p)
-}
-
-// policyView returns what the policy lets the agent see, and whether it cut
-// anything.
-func policyView(b []byte, p config.OutputPolicy) ([]byte, bool) {
-	switch p {
-	case config.OutputNone:
-		return nil, len(b) > 0
-	case config.OutputTail:
-		if len(b) <= tailSize {
-			return b, false
-		}
-		t := b[len(b)-tailSize:]
-		for i := 0; i < utf8.UTFMax && len(t) > 0 && !utf8.RuneStart(t[0]); i++ {
-			t = t[1:] // start on a character boundary
-		}
-		return t, true
-	}
-	return b, false
 }
 
 // maxListedNames bounds the names an error lists.

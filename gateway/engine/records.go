@@ -6,6 +6,7 @@ import (
 	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/auditchain"
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/sshexec"
 )
 
@@ -86,6 +87,10 @@ type actionFinished struct {
 	// Stdout and Stderr are the output store's blobs, when stored.
 	Stdout *auditchain.Blob `audit:"stdout"`
 	Stderr *auditchain.Blob `audit:"stderr"`
+	// StdoutTail and StderrTail are the end of a stream longer than the
+	// store's cap (the last 64 KiB), stored beside its head.
+	StdoutTail *auditchain.Blob `audit:"stdout_tail"`
+	StderrTail *auditchain.Blob `audit:"stderr_tail"`
 	// Result is what the connection and the command did, when one was
 	// attempted.
 	Result *connResult `audit:",inline"`
@@ -220,3 +225,24 @@ func (actionFinished) kind() auditchain.Kind   { return auditchain.KindActionFin
 func (outputRead) kind() auditchain.Kind       { return auditchain.KindOutputRead }
 func (authFailed) kind() auditchain.Kind       { return auditchain.KindAuthFailed }
 func (tokenRotated) kind() auditchain.Kind     { return auditchain.KindTokenRotated }
+
+// held says where the output f names is, for the policy p; nil when f
+// names none.
+func (f *actionFinished) held(p config.OutputPolicy) *heldOutput {
+	if f.Stdout == nil || f.Stderr == nil {
+		return nil
+	}
+	ref := func(head, tail *auditchain.Blob, received int64) streamRef {
+		r := streamRef{head: head.Digest, total: max(received, head.Size)}
+		if tail != nil {
+			d := tail.Digest
+			r.tail = &d
+		}
+		return r
+	}
+	var outN, errN int64
+	if f.Result != nil {
+		outN, errN = f.Result.StdoutReceived, f.Result.StderrReceived
+	}
+	return &heldOutput{stdout: ref(f.Stdout, f.StdoutTail, outN), stderr: ref(f.Stderr, f.StderrTail, errN), policy: p}
+}

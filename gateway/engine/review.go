@@ -343,7 +343,7 @@ func (e *Engine) ReviewerResult(ctx context.Context, rv approvals.Reviewer, a *A
 	a.mu.Lock()
 	out := a.out
 	a.mu.Unlock()
-	rec := outputRead{Reviewer: rv.Name(), Via: via, StdoutSHA256: &out.stdout, StderrSHA256: &out.stderr}
+	rec := outputRead{Reviewer: rv.Name(), Via: via, StdoutSHA256: &out.stdout.head, StderrSHA256: &out.stderr.head}
 	if err := e.recordRead(ctx, obj, rec); err != nil {
 		return api.Action{}, err
 	}

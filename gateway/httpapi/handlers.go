@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"os"
 	"strconv"
@@ -18,28 +17,9 @@ import (
 // writeErr answers the engine's refusal with its status and code; any
 // other error is the gateway's own (500, logged, not shown).
 func (s *server) writeErr(w http.ResponseWriter, err error) {
-	for _, c := range []struct {
-		kind   error
-		status int
-		code   string
-	}{
-		{engine.ErrNotFound, http.StatusNotFound, api.CodeNotFound},
-		{engine.ErrAlreadyDecided, http.StatusConflict, api.CodeConflict},
-		{engine.ErrExpired, http.StatusConflict, api.CodeConflict},
-		{engine.ErrRunEnded, http.StatusConflict, api.CodeConflict},
-		{engine.ErrChanged, http.StatusConflict, api.CodeConflict},
-		{engine.ErrSelfApproval, http.StatusForbidden, api.CodeForbidden},
-		{engine.ErrForbidden, http.StatusForbidden, api.CodeForbidden},
-		{engine.ErrInvalid, http.StatusBadRequest, api.CodeBadRequest},
-		{engine.ErrUnauthorized, http.StatusUnauthorized, api.CodeUnauthorized},
-		{engine.ErrRateLimited, http.StatusTooManyRequests, api.CodeRateLimited},
-		{engine.ErrUnavailable, http.StatusServiceUnavailable, api.CodeUnavailable},
-		{engine.ErrDraining, http.StatusServiceUnavailable, api.CodeUnavailable},
-	} {
-		if errors.Is(err, c.kind) {
-			writeError(w, c.status, c.code, err.Error())
-			return
-		}
+	if we := engine.WireError(err); we != nil {
+		writeError(w, we.Status, we.Err.Code, we.Err.Message)
+		return
 	}
 	s.log.Error("request failed", "error", err)
 	writeError(w, http.StatusInternalServerError, api.CodeInternal, "internal error")
@@ -175,6 +155,48 @@ func (s *server) handleActionEvents(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.streamAction(w, r, a)
+}
+
+// handleActionOutput pages one stream of a finished action's stored
+// output: ?stream=stdout|stderr&offset=N&limit=N (limit by default 64
+// KiB), under the read rules of the account's output policy. A
+// reviewer's read is recorded as any other.
+func (s *server) handleActionOutput(w http.ResponseWriter, r *http.Request) {
+	a, ok := s.actionFor(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	stream := q.Get("stream")
+	if stream == "" {
+		stream = "stdout"
+	}
+	offset, limit := int64(0), int64(64<<10)
+	for _, p := range []struct {
+		name string
+		v    *int64
+	}{{"offset", &offset}, {"limit", &limit}} {
+		if t := q.Get(p.name); t != "" {
+			n, err := strconv.ParseInt(t, 10, 64)
+			if err != nil {
+				writeError(w, http.StatusBadRequest, api.CodeBadRequest, p.name+" must be a whole number of bytes, not "+strconv.Quote(t))
+				return
+			}
+			*p.v = n
+		}
+	}
+	pg, err := a.Page(r.Context(), stream, offset, limit)
+	if err != nil {
+		s.writeErr(w, err)
+		return
+	}
+	if p := principalFrom(r.Context()); p.isReviewer && pg.Bytes > 0 {
+		if err := s.e.FollowedBy(r.Context(), p.reviewer, a, "api-output"); err != nil {
+			s.writeErr(w, err)
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, pg)
 }
 
 // Runs.

@@ -29,7 +29,9 @@ const mcpSessionTimeout = 30 * time.Minute
 // a non-loopback Host), cross-origin browser requests are refused, and
 // bodies are capped like the rest of the API.
 func (s *server) mcpHandler() http.Handler {
-	opts := mcp.Options{Version: s.opts.Version, Logger: s.log.Named("mcp")}
+	cfg := s.e.Config()
+	opts := mcp.Options{Version: s.opts.Version, Logger: s.log.Named("mcp"),
+		OutputBudget: cfg.MCP.OutputBudget, ApprovalTimeout: cfg.Approval.Timeout}
 	h := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		p := principalFrom(r.Context())
 		if p == nil || p.runToken.IsZero() {

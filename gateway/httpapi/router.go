@@ -110,6 +110,7 @@ func New(o Options) http.Handler {
 		r.With(s.agent).Post("/actions", s.handlePostAction)
 		r.With(s.agentOrReviewer).Get("/actions/{id}", s.handleGetAction)
 		r.With(s.agentOrReviewer).Get("/actions/{id}/events", s.handleActionEvents)
+		r.With(s.agentOrReviewer).Get("/actions/{id}/output", s.handleActionOutput)
 		r.Post("/runs", s.handleCreateRun)
 		r.With(s.reviewerOnly).Get("/runs", s.handleListRuns)
 		r.With(s.agentOrReviewer).Get("/runs/{id}", s.handleGetRun)

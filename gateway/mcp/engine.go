@@ -29,6 +29,15 @@ func (b *EngineBackend) RunAction(ctx context.Context, req api.ActionRequest, ev
 	if err != nil {
 		return nil, &api.Error{Err: api.ErrorBody{Code: api.CodeUnavailable, Message: "the gateway is shutting down"}, Status: http.StatusServiceUnavailable}
 	}
+	return b.follow(ctx, a, ev, func() (*api.Action, error) {
+		<-a.Done() // the action records its cancellation
+		return b.result(context.WithoutCancel(ctx), a)
+	})
+}
+
+// follow passes a's events on to ev until it finishes, and returns its
+// result then; when ctx ends first, it returns what ended returns.
+func (b *EngineBackend) follow(ctx context.Context, a *engine.Action, ev api.Events, ended func() (*api.Action, error)) (*api.Action, error) {
 	events, unsubscribe := a.Subscribe()
 	defer unsubscribe()
 	// Events before the subscription are summed up by the current state.
@@ -56,10 +65,53 @@ func (b *EngineBackend) RunAction(ctx context.Context, req api.ActionRequest, ev
 				}
 			}
 		case <-ctx.Done():
-			<-a.Done() // the action records its cancellation
-			return b.result(context.WithoutCancel(ctx), a)
+			return ended()
 		}
 	}
+}
+
+// StartAction starts the action detached from ctx, as POST
+// /v1/actions?wait=false does.
+func (b *EngineBackend) StartAction(ctx context.Context, req api.ActionRequest) (string, error) {
+	a, err := b.e.Start(context.WithoutCancel(ctx), b.c, req)
+	if err != nil {
+		return "", &api.Error{Err: api.ErrorBody{Code: api.CodeUnavailable, Message: "the gateway is shutting down"}, Status: http.StatusServiceUnavailable}
+	}
+	return a.ID(), nil
+}
+
+// WaitAction follows an action of this token's run until it finishes or
+// ctx ends.
+func (b *EngineBackend) WaitAction(ctx context.Context, id string, ev api.Events) (*api.Action, error) {
+	a, err := b.e.ActionOf(ctx, b.c, id)
+	if err != nil {
+		return nil, &api.Error{Err: api.ErrorBody{Code: api.CodeNotFound, Message: err.Error()}, Status: http.StatusNotFound}
+	}
+	return b.follow(ctx, a, ev, func() (*api.Action, error) {
+		obj := a.Snapshot()
+		return &obj, nil
+	})
+}
+
+// Output reads a page of an action of this token's run.
+func (b *EngineBackend) Output(ctx context.Context, id, stream string, offset, limit int64) (*api.OutputPage, error) {
+	a, err := b.e.ActionOf(ctx, b.c, id)
+	if err != nil {
+		return nil, &api.Error{Err: api.ErrorBody{Code: api.CodeNotFound, Message: err.Error()}, Status: http.StatusNotFound}
+	}
+	pg, err := a.Page(ctx, stream, offset, limit)
+	if err != nil {
+		return nil, engineError(err)
+	}
+	return &pg, nil
+}
+
+// engineError is a refusal of the engine as the API answers it.
+func engineError(err error) error {
+	if we := engine.WireError(err); we != nil {
+		return we
+	}
+	return &api.Error{Err: api.ErrorBody{Code: api.CodeInternal, Message: "the output could not be read"}, Status: http.StatusInternalServerError}
 }
 
 // Targets lists the configured targets as GET /v1/targets does.

@@ -26,6 +26,16 @@ type Backend interface {
 	Targets(ctx context.Context) ([]api.Target, error)
 	// Action returns an action of the caller's run, as GET /v1/actions/{id}.
 	Action(ctx context.Context, id string) (*api.Action, error)
+	// StartAction requests one action that goes on when ctx ends (POST
+	// /v1/actions?wait=false) and returns its id.
+	StartAction(ctx context.Context, req api.ActionRequest) (string, error)
+	// WaitAction follows an action of the caller's run until it finishes
+	// or ctx ends, and returns it as it is then; ctx's end does not
+	// cancel it.
+	WaitAction(ctx context.Context, id string, ev api.Events) (*api.Action, error)
+	// Output reads a page of an action's stored output, as GET
+	// /v1/actions/{id}/output.
+	Output(ctx context.Context, id, stream string, offset, limit int64) (*api.OutputPage, error)
 }
 
 var _ Backend = (*api.Client)(nil)
@@ -40,6 +50,12 @@ type Options struct {
 	// ProgressInterval is how often a call waiting for a reviewer repeats
 	// its progress notification. Zero: 5 s.
 	ProgressInterval time.Duration
+	// OutputBudget is how many bytes of each output stream a result
+	// carries (head and end); zero: DefaultOutputBudget.
+	OutputBudget int
+	// ApprovalTimeout is the gateway's approval.timeout, which the tool
+	// descriptions state; zero: they name the setting instead.
+	ApprovalTimeout time.Duration
 }
 
 // The tool names of the contract.
@@ -55,11 +71,16 @@ type ExecInput struct {
 	Command  string `json:"command" jsonschema:"one shell command line run by the account's login shell on the target, as ssh would run it; no standard input is sent"`
 	Account  string `json:"account,omitempty" jsonschema:"remote account on the target; omit it for the target's default account"`
 	TimeoutS int    `json:"timeout_s,omitempty" jsonschema:"seconds the command may run once connected (default 60, capped by the account's max_timeout_s); time waiting for a reviewer does not count"`
+	WaitS    int    `json:"wait_s,omitempty" jsonschema:"return after this many seconds even if the action has not finished (for example while a reviewer has not decided yet): the result then has state waiting_approval or running and the action goes on; follow it with get_action. Keep it under your host's tool-call timeout. Omitted: wait for the end, and cancelling the call cancels the action"`
 }
 
 // GetActionInput is the input of get_action.
 type GetActionInput struct {
 	ActionID string `json:"action_id" jsonschema:"id of an action (act_…) from an ssh_exec result of this session"`
+	WaitS    int    `json:"wait_s,omitempty" jsonschema:"wait up to this many seconds for the action to finish before returning it (a long poll); omitted: return it as it is now"`
+	Stream   string `json:"stream,omitempty" jsonschema:"read a page of the stored output of this stream (stdout or stderr) of a finished action; the result's page holds it"`
+	Offset   int64  `json:"offset,omitempty" jsonschema:"the byte offset in the stream where the page starts (default 0); a result's omitted-bytes note and a page's next_offset give it"`
+	Limit    int64  `json:"limit,omitempty" jsonschema:"the most bytes the page holds (default and maximum: the output budget, 32 KiB unless configured)"`
 }
 
 // TargetList is the structured result of list_targets: MCP structured
@@ -68,19 +89,42 @@ type TargetList struct {
 	Targets []api.Target `json:"targets" jsonschema:"the configured targets, in configuration order"`
 }
 
-const instructions = `airlock runs commands on SSH targets that an operator configured, one command per call, each over a fresh connection with a pinned host key, approved by a human when policy says so, and recorded in a signed audit log.
-Call list_targets first to learn target and account names and which need approval. Then call ssh_exec with one of those names; an address is never accepted.
-A reviewer may have to approve: the first command of this session when the account's approval mode is "run", every command when it is "call". The call then waits (by default up to 120 s) and reports progress while it does. If a call is denied, do not retry without asking a human.
-Only outcome "exited" with exit_code 0 is success; every other result is an error that says what to do next.`
+// approvalWait says how long a call waits for a reviewer.
+func approvalWait(d time.Duration) string {
+	if d <= 0 {
+		return "until the gateway's approval deadline (approval.timeout)"
+	}
+	if d%time.Minute == 0 {
+		return fmt.Sprintf("up to %d min", d/time.Minute)
+	}
+	return fmt.Sprintf("up to %d s", (d+time.Second-1)/time.Second)
+}
 
-const execDescription = `Run one command on a configured SSH target through the airlock gateway and return its result.
+func instructions(o Options) string {
+	return `airlock runs commands on SSH targets that an operator configured, one command per call, each over a fresh connection with a pinned host key, approved by a human when policy says so, and recorded in a signed audit log.
+Call list_targets first to learn target and account names and which need approval. Then call ssh_exec with one of those names; an address is never accepted.
+A reviewer may have to approve: the first command of this session when the account's approval mode is "run", every command when it is "call". The call then waits (` + approvalWait(o.ApprovalTimeout) + `) and reports progress while it does; if your host times tool calls out sooner, pass wait_s and follow the action with get_action. If a call is denied, do not retry without asking a human.
+Only outcome "exited" with exit_code 0 is success; every other result is an error whose next_step says what to do next. Long output comes as its head and its end with the omitted bytes counted; get_action with stream, offset and limit reads the rest.`
+}
+
+func execDescription(o Options) string {
+	return `Run one command on a configured SSH target through the airlock gateway and return its result.
 The gateway opens a fresh SSH connection with strict host-key checking, runs exactly this command (no PTY, no forwarding, no standard input), records it in a signed audit log and closes the connection; nothing persists between calls (no working directory, no environment).
-Approval: a human reviewer may have to approve first — the first command of this session when the account's approval mode is "run", every command when it is "call" (list_targets shows the mode). The call then waits until the reviewer decides or the approval deadline passes (120 s by default), sending progress notifications meanwhile; the command's own timeout starts only after approval.
-Result: the action object. Only outcome "exited" with exit_code 0 is success; any other outcome (the command failed, denied, expired, host key problems, timed_out, …) is returned as an error result whose text says what to do next. stdout and stderr are what the account's output policy returns (full, last 64 KiB, or none).`
+Approval: a human reviewer may have to approve first — the first command of this session when the account's approval mode is "run", every command when it is "call" (list_targets shows the mode). The call then waits until the reviewer decides (` + approvalWait(o.ApprovalTimeout) + `), sending progress notifications meanwhile; the command's own timeout starts only after approval. With wait_s the call returns by then with state waiting_approval or running, and the action goes on: follow it with get_action.
+Result: the action object. Only outcome "exited" with exit_code 0 is success; any other outcome (the command failed, denied, expired, host key problems, timed_out, …) is returned as an error result whose next_step says what to do next. stdout and stderr are what the account's output policy returns (full, last 64 KiB, or none), cut to ` + budgetText(o) + ` per stream: the head in stdout, the end in stdout_tail, the bytes between counted in stdout_omitted_bytes; get_action pages through the rest.`
+}
+
+// budgetText is the output budget in words.
+func budgetText(o Options) string {
+	if o.OutputBudget%1024 == 0 {
+		return fmt.Sprintf("%d KiB", o.OutputBudget/1024)
+	}
+	return fmt.Sprintf("%d bytes", o.OutputBudget)
+}
 
 const listTargetsDescription = `List the SSH targets this gateway is configured for: each target's name (use it with ssh_exec), address, default account, pinned host-key fingerprints, and per account its approval mode ("run": a reviewer approves this session once; "call": a reviewer approves every command), max_timeout_s and output policy. Never returns secrets. Read-only; needs no approval.`
 
-const getActionDescription = `Return the action object of an earlier action of this session by its id (act_…): its outcome, exit code, output as the output policy allows, and approval. Only actions of this session's run are visible. Read-only; needs no approval.`
+const getActionDescription = `Return the action object of an action of this session by its id (act_…): its state or outcome, exit code, output as the output policy allows (sized as ssh_exec returns it), and approval. With wait_s it waits for the action to finish (a long poll). With stream (stdout or stderr), offset and limit it also returns one page of the stored output of a finished action in page, under the same output policy. Only actions of this session's run are visible. Read-only; needs no approval.`
 
 // actionFieldDescriptions document the action object in the output schema,
 // so that a model reads results right.
@@ -103,6 +147,12 @@ var actionFieldDescriptions = map[string]string{
 	"stdout_truncated":     "true when stdout holds less than the command wrote (output policy or size cap)",
 	"stderr_truncated":     "true when stderr holds less than the command wrote (output policy or size cap)",
 	"approval":             "under which approval the action ran or was refused: mode run or call, the approval id, who decided, the decision and its reason",
+	"output_policy":        "the account's output policy that stdout and stderr follow: full, tail (the last 64 KiB) or none",
+	"stdout_tail":          "the end of stdout when it is longer than this result's budget (stdout then holds its head)",
+	"stderr_tail":          "the end of stderr when it is longer than this result's budget (stderr then holds its head)",
+	"stdout_omitted_bytes": "bytes of stdout this result leaves out, between stdout and stdout_tail (before stdout for an account whose output policy is tail); get_action with stream stdout pages through them",
+	"stderr_omitted_bytes": "bytes of stderr this result leaves out, between stderr and stderr_tail (before stderr for an account whose output policy is tail); get_action with stream stderr pages through them",
+	"page":                 "the page of stored output get_action read when asked for a stream: offset, bytes, data, total, next_offset",
 }
 
 // schemas are built once: inferred from the Go types, then given the
@@ -114,16 +164,23 @@ var (
 		s.Properties["target"].MinLength = &one
 		s.Properties["command"].MinLength = &one
 		s.Properties["timeout_s"].Minimum = new(1.0)
+		s.Properties["wait_s"].Minimum = new(1.0)
+		s.Properties["wait_s"].Maximum = new(float64(maxWaitS))
 		return s
 	}()
 	getActionInputSchema = func() *jsonschema.Schema {
 		s := mustSchema[GetActionInput]()
 		one := 1
 		s.Properties["action_id"].MinLength = &one
+		s.Properties["wait_s"].Minimum = new(1.0)
+		s.Properties["wait_s"].Maximum = new(float64(maxWaitS))
+		s.Properties["stream"].Enum = []any{"stdout", "stderr"}
+		s.Properties["offset"].Minimum = new(0.0)
+		s.Properties["limit"].Minimum = new(1.0)
 		return s
 	}()
 	actionSchema = func() *jsonschema.Schema {
-		s := mustSchema[api.Action]()
+		s := mustSchema[ActionResult]()
 		for name, d := range actionFieldDescriptions {
 			p, ok := s.Properties[name]
 			if !ok {
@@ -173,18 +230,21 @@ func NewServer(b Backend, o Options) *sdk.Server {
 	if o.Version == "" {
 		o.Version = "dev"
 	}
+	if o.OutputBudget <= 0 {
+		o.OutputBudget = DefaultOutputBudget
+	}
 	srv := sdk.NewServer(&sdk.Implementation{Name: "airlock", Title: "airlock SSH action gateway", Version: o.Version}, &sdk.ServerOptions{
-		Instructions: instructions,
+		Instructions: instructions(o),
 		SchemaCache:  schemaCache,
 		// The tool set never changes; logging carries approval waits.
 		Capabilities: &sdk.ServerCapabilities{Logging: &sdk.LoggingCapabilities{}, Tools: &sdk.ToolCapabilities{}},
 	})
-	t := &tools{b: b, log: o.Logger, interval: o.ProgressInterval}
+	t := &tools{b: b, log: o.Logger, interval: o.ProgressInterval, budget: o.OutputBudget}
 	yes := true
 	sdk.AddTool(srv, &sdk.Tool{
 		Name:         ToolExec,
 		Title:        "Run a command on an SSH target (may need human approval)",
-		Description:  execDescription,
+		Description:  execDescription(o),
 		InputSchema:  execInputSchema,
 		OutputSchema: actionSchema,
 		Annotations:  &sdk.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: &yes},
@@ -212,7 +272,11 @@ type tools struct {
 	b        Backend
 	log      hclog.Logger
 	interval time.Duration
+	budget   int
 }
+
+// maxWaitS bounds wait_s: an hour.
+const maxWaitS = 3600
 
 // checkArguments refuses arguments whose text the JSON decoder would have
 // altered: invalid UTF-8 or an unpaired surrogate escape became U+FFFD in
@@ -224,20 +288,34 @@ func checkArguments(req *sdk.CallToolRequest) error {
 	return nil
 }
 
-func (t *tools) exec(ctx context.Context, req *sdk.CallToolRequest, in ExecInput) (*sdk.CallToolResult, *api.Action, error) {
+func (t *tools) exec(ctx context.Context, req *sdk.CallToolRequest, in ExecInput) (*sdk.CallToolResult, *ActionResult, error) {
 	if err := checkArguments(req); err != nil {
 		return nil, nil, err
 	}
 	rep := newReporter(ctx, req, t.interval)
 	defer rep.stop()
-	a, err := t.b.RunAction(ctx, api.ActionRequest{Target: in.Target, Account: in.Account, Command: in.Command, TimeoutS: in.TimeoutS}, api.Events{State: rep.state})
+	ar := api.ActionRequest{Target: in.Target, Account: in.Account, Command: in.Command, TimeoutS: in.TimeoutS}
+	var a *api.Action
+	var err error
+	if in.WaitS > 0 {
+		// Detached: the action belongs to the run, not to this call.
+		var id string
+		if id, err = t.b.StartAction(ctx, ar); err == nil {
+			wctx, cancel := context.WithTimeout(ctx, time.Duration(in.WaitS)*time.Second)
+			a, err = t.b.WaitAction(wctx, id, api.Events{State: rep.state})
+			cancel()
+		}
+	} else {
+		a, err = t.b.RunAction(ctx, ar, api.Events{State: rep.state})
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			t.log.Warn("ssh_exec could not be requested", "target", in.Target, "error", err)
 		}
 		return nil, nil, backendError("the action could not be requested", err)
 	}
-	return actionResult(a), a, nil
+	r := sized(ctx, t.b, a, t.budget)
+	return actionResult(r), r, nil
 }
 
 func (t *tools) listTargets(ctx context.Context, req *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, *TargetList, error) {
@@ -251,11 +329,19 @@ func (t *tools) listTargets(ctx context.Context, req *sdk.CallToolRequest, _ str
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: targetsSummary(ts)}}}, &TargetList{Targets: ts}, nil
 }
 
-func (t *tools) getAction(ctx context.Context, req *sdk.CallToolRequest, in GetActionInput) (*sdk.CallToolResult, *api.Action, error) {
+func (t *tools) getAction(ctx context.Context, req *sdk.CallToolRequest, in GetActionInput) (*sdk.CallToolResult, *ActionResult, error) {
 	if err := checkArguments(req); err != nil {
 		return nil, nil, err
 	}
-	a, err := t.b.Action(ctx, in.ActionID)
+	var a *api.Action
+	var err error
+	if in.WaitS > 0 {
+		wctx, cancel := context.WithTimeout(ctx, time.Duration(in.WaitS)*time.Second)
+		a, err = t.b.WaitAction(wctx, in.ActionID, api.Events{})
+		cancel()
+	} else {
+		a, err = t.b.Action(ctx, in.ActionID)
+	}
 	if err != nil {
 		var ae *api.Error
 		if errors.As(err, &ae) && ae.Err.Code == api.CodeNotFound {
@@ -263,21 +349,38 @@ func (t *tools) getAction(ctx context.Context, req *sdk.CallToolRequest, in GetA
 		}
 		return nil, nil, backendError("the action could not be read", err)
 	}
-	res := actionResult(a)
+	r := sized(ctx, t.b, a, t.budget)
+	if in.Stream != "" {
+		limit := in.Limit
+		if limit <= 0 || limit > int64(t.budget) {
+			limit = int64(t.budget)
+		}
+		pg, err := t.b.Output(ctx, in.ActionID, in.Stream, in.Offset, limit)
+		if err != nil {
+			var ae *api.Error
+			if errors.As(err, &ae) {
+				return nil, nil, fmt.Errorf("the %s of action %s could not be read: %s", in.Stream, in.ActionID, ae.Err.Message)
+			}
+			return nil, nil, backendError("the output could not be read", err)
+		}
+		r.Page = pg
+	}
+	res := actionResult(r)
 	if !a.Outcome.Valid() {
 		// Still in flight: not a failure yet.
 		res.IsError = false
 	}
-	return res, a, nil
+	return res, r, nil
 }
 
-// actionResult is the tool result for a (finished) action: an error unless
-// it exited with status 0, with a summary as text. The structured content
-// (the action itself) is added by the SDK from the typed output.
-func actionResult(a *api.Action) *sdk.CallToolResult {
+// actionResult is the tool result for an action: an error unless it
+// exited with status 0 (or is still in flight), with a summary as text.
+// The structured content (r itself) is added by the SDK from the typed
+// output.
+func actionResult(r *ActionResult) *sdk.CallToolResult {
 	return &sdk.CallToolResult{
-		Content: []sdk.Content{&sdk.TextContent{Text: Summary(a)}},
-		IsError: !a.Success(),
+		Content: []sdk.Content{&sdk.TextContent{Text: Summary(r)}},
+		IsError: r.Outcome.Valid() && !r.Success(),
 	}
 }
 

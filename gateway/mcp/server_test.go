@@ -58,11 +58,37 @@ func (f *fakeBackend) Action(ctx context.Context, id string) (*api.Action, error
 	if f.err != nil {
 		return nil, f.err
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	a, ok := f.actions[id]
 	if !ok {
 		return nil, &api.Error{Err: api.ErrorBody{Code: api.CodeNotFound, Message: "no action"}, Status: 404}
 	}
 	return a, nil
+}
+
+// StartAction runs the action to its end at once (the fake has no
+// actions in flight) and keeps it for WaitAction.
+func (f *fakeBackend) StartAction(ctx context.Context, req api.ActionRequest) (string, error) {
+	a, err := f.RunAction(ctx, req, api.Events{})
+	if err != nil {
+		return "", err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.actions == nil {
+		f.actions = map[string]*api.Action{}
+	}
+	f.actions[a.ID] = a
+	return a.ID, nil
+}
+
+func (f *fakeBackend) WaitAction(ctx context.Context, id string, ev api.Events) (*api.Action, error) {
+	return f.Action(ctx, id)
+}
+
+func (f *fakeBackend) Output(ctx context.Context, id, stream string, offset, limit int64) (*api.OutputPage, error) {
+	return nil, &api.Error{Err: api.ErrorBody{Code: api.CodeNotFound, Message: "the fake stores no output"}, Status: 404}
 }
 
 func (f *fakeBackend) requests() []api.ActionRequest {
@@ -150,7 +176,7 @@ func finished(outcome sshexec.Outcome, code *int) *api.Action {
 
 func TestToolsAreTypedAndDescribed(t *testing.T) {
 	t.Parallel()
-	cs, _ := connect(t, &fakeBackend{}, mcp.Options{})
+	cs, _ := connect(t, &fakeBackend{}, mcp.Options{ApprovalTimeout: 7 * time.Minute, OutputBudget: 16 << 10})
 	res, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -188,16 +214,17 @@ func TestToolsAreTypedAndDescribed(t *testing.T) {
 			ReadOnly: tool.Annotations != nil && tool.Annotations.ReadOnlyHint}
 	}
 	want := map[string]shape{
-		"ssh_exec":     {Required: []string{"target", "command"}, Properties: []string{"account", "command", "target", "timeout_s"}, Closed: true, Output: true},
+		"ssh_exec":     {Required: []string{"target", "command"}, Properties: []string{"account", "command", "target", "timeout_s", "wait_s"}, Closed: true, Output: true},
 		"list_targets": {Closed: true, Output: true, ReadOnly: true},
-		"get_action":   {Required: []string{"action_id"}, Properties: []string{"action_id"}, Closed: true, Output: true, ReadOnly: true},
+		"get_action":   {Required: []string{"action_id"}, Properties: []string{"action_id", "limit", "offset", "stream", "wait_s"}, Closed: true, Output: true, ReadOnly: true},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("tools (-want +got):\n%s", diff)
 	}
 	for _, tool := range res.Tools {
 		if tool.Name == mcp.ToolExec {
-			for _, word := range []string{"approv", "120 s", "exit_code 0"} {
+			// The waits and sizes stated are the gateway's, as configured.
+			for _, word := range []string{"approv", "up to 7 min", "exit_code 0", "16 KiB per stream", "wait_s"} {
 				if !strings.Contains(tool.Description, word) {
 					t.Errorf("ssh_exec's description does not mention %q", word)
 				}

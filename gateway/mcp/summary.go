@@ -3,24 +3,18 @@ package mcp
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/airlockgw/airlock/sshexec"
 
 	"github.com/airlockgw/airlock/gateway/api"
 )
 
-// A summary shows at most this much of each stream: the full text the
-// output policy allows is in the structured content.
-const (
-	summaryLines = 100
-	summaryBytes = 8 << 10
-)
-
 // Summary is the text of an action's tool result: the outcome and exit
-// code, the first lines of its output with a note of anything not shown,
-// and the next step airlock-ssh prints.
-func Summary(a *api.Action) string {
+// code, its output as sized for the result (head and end, with a note of
+// what is left out and how to read it), a page when one was read, and the
+// next step airlock-ssh prints.
+func Summary(r *ActionResult) string {
+	a := &r.Action
 	var b strings.Builder
 	where := fmt.Sprintf("on %s", a.Target)
 	if a.Account != "" {
@@ -43,8 +37,11 @@ func Summary(a *api.Action) string {
 		}
 		b.WriteString("\n")
 	}
-	stream(&b, "stdout", a.Stdout, a.StdoutEncoding, a.StdoutBytes, a.StdoutTruncated)
-	stream(&b, "stderr", a.Stderr, a.StderrEncoding, a.StderrBytes, a.StderrTruncated)
+	stream(&b, a.ID, streamView{"stdout", a.Stdout, a.StdoutEncoding, r.StdoutTail, r.StdoutTailEncoding, r.StdoutOmittedBytes, a.StdoutBytes, a.StdoutTruncated, a.OutputPolicy})
+	stream(&b, a.ID, streamView{"stderr", a.Stderr, a.StderrEncoding, r.StderrTail, r.StderrTailEncoding, r.StderrOmittedBytes, a.StderrBytes, a.StderrTruncated, a.OutputPolicy})
+	if p := r.Page; p != nil {
+		page(&b, p)
+	}
 	if next := api.NextStep(a); next != "" {
 		fmt.Fprintf(&b, "next: %s\n", next)
 	}
@@ -61,51 +58,71 @@ func decisionWord(d api.Decision) string {
 	return string(d)
 }
 
+// streamView is one stream of a sized result.
+type streamView struct {
+	name              string
+	text, enc         string
+	tail, tailEnc     string
+	omitted, produced int64
+	truncated         bool
+	policy            string
+}
+
 // stream writes one output stream's part of a summary.
-func stream(b *strings.Builder, name, text, encoding string, produced int64, truncated bool) {
-	if text == "" && produced == 0 {
+func stream(b *strings.Builder, id string, v streamView) {
+	switch {
+	case v.text == "" && v.tail == "" && v.produced == 0:
+		return
+	case v.text == "" && v.tail == "":
+		fmt.Fprintf(b, "%s: %d bytes, none returned (the account's output policy)\n", v.name, v.produced)
+		return
+	case v.enc == api.EncodingBase64 || v.tailEnc == api.EncodingBase64:
+		fmt.Fprintf(b, "%s: %d bytes of binary output (base64 in the structured result)\n", v.name, v.produced)
 		return
 	}
-	if text == "" {
-		fmt.Fprintf(b, "%s: %d bytes, none returned (the account's output policy)\n", name, produced)
-		return
+	line := func(s string) {
+		b.WriteString(s)
+		if !strings.HasSuffix(s, "\n") {
+			b.WriteString("\n")
+		}
 	}
-	if encoding == api.EncodingBase64 {
-		fmt.Fprintf(b, "%s: %d bytes of binary output (base64 in the structured result)\n", name, produced)
-		return
-	}
-	head, cut := firstLines(text, summaryLines, summaryBytes)
-	fmt.Fprintf(b, "%s:\n%s", name, head)
-	if !strings.HasSuffix(head, "\n") {
-		b.WriteString("\n")
-	}
-	if cut {
-		fmt.Fprintf(b, "[%s: showing the first %d of %d bytes returned; the structured result holds them all]\n", name, len(head), len(text))
-	}
-	if truncated {
-		fmt.Fprintf(b, "[%s truncated: the command wrote %d bytes, %d were returned (output policy or size cap)]\n", name, produced, len(text))
+	fmt.Fprintf(b, "%s:\n", v.name)
+	switch {
+	case v.omitted > 0 && v.tail != "":
+		line(v.text)
+		fmt.Fprintf(b, "[… %d bytes of %s omitted here (%d in all); get_action with action_id %q, stream %q and offset %d pages through them …]\n",
+			v.omitted, v.name, v.produced, id, v.name, int64(len(v.text)))
+		line(v.tail)
+	case v.omitted > 0:
+		fmt.Fprintf(b, "[the first %d of %d bytes of %s are not shown; the account's output policy (%s) returns the end]\n", v.omitted, v.produced, v.name, v.policy)
+		line(v.text)
+	default:
+		line(v.text)
+		if v.truncated {
+			fmt.Fprintf(b, "[%s truncated: the command wrote %d bytes, %d were returned (output policy or size cap)]\n", v.name, v.produced, len(v.text))
+		}
 	}
 }
 
-// firstLines returns the first n lines of s, at most max bytes and cut on
-// a character boundary, and whether anything was left out.
-func firstLines(s string, n, max int) (string, bool) {
-	end := 0
-	for i := 0; i < n && end < len(s); i++ {
-		j := strings.IndexByte(s[end:], '\n')
-		if j < 0 {
-			end = len(s)
-			break
-		}
-		end += j + 1
-	}
-	if end > max {
-		end = max
-		for end > 0 && !utf8.RuneStart(s[end]) {
-			end--
+// page writes a page of stored output.
+func page(b *strings.Builder, p *api.OutputPage) {
+	fmt.Fprintf(b, "%s bytes %d to %d of %d:\n", p.Stream, p.Offset, p.Offset+p.Bytes, p.Total)
+	if p.Encoding == api.EncodingBase64 {
+		b.WriteString("(binary: base64 in the structured result's page)\n")
+	} else if p.Data != "" {
+		b.WriteString(p.Data)
+		if !strings.HasSuffix(p.Data, "\n") {
+			b.WriteString("\n")
 		}
 	}
-	return s[:end], end < len(s)
+	switch {
+	case p.NextOffset != nil && p.Skipped > 0:
+		fmt.Fprintf(b, "[%d bytes after this are not stored; the next page starts at offset %d]\n", p.Skipped, *p.NextOffset)
+	case p.NextOffset != nil:
+		fmt.Fprintf(b, "[the next page starts at offset %d]\n", *p.NextOffset)
+	default:
+		fmt.Fprintf(b, "[end of %s]\n", p.Stream)
+	}
 }
 
 // targetsSummary is the text of list_targets: one line per account.

@@ -32,7 +32,6 @@ func TestSummary(t *testing.T) {
 			a.Outcome, a.Detail, a.ExitCode, a.Stdout, a.Stderr, a.StdoutBytes, a.StderrBytes = sshexec.Rejected, `unknown target "nosuch" (targets: box)`, nil, "", "", 0, 0
 			a.Target, a.Approval = "nosuch", api.ApprovalInfo{}
 		}, []string{`rejected: unknown target "nosuch" (targets: box) (action act_test)`, "next: fix the request"}, []string{"on nosuch"}},
-		{"first lines only", func(a *api.Action) { a.Stdout, a.StdoutBytes = long, int64(len(long)) }, []string{"line 99\n[stdout: showing the first 790 of"}, []string{"line 100\n"}},
 		{"policy tail", func(a *api.Action) { a.StdoutBytes, a.StdoutTruncated = 102404, true }, []string{"[stdout truncated: the command wrote 102404 bytes, 4 were returned"}, nil},
 		{"policy none", func(a *api.Action) { a.Stdout, a.StdoutTruncated = "", true }, []string{"stdout: 4 bytes, none returned"}, nil},
 		{"binary", func(a *api.Action) { a.Stdout, a.StdoutEncoding = "AAEC", api.EncodingBase64 }, []string{"stdout: 4 bytes of binary output (base64 in the structured result)"}, []string{"AAEC"}},
@@ -47,7 +46,7 @@ func TestSummary(t *testing.T) {
 				a.Approval.Mode = "call"
 			}
 			tt.action(a)
-			got := mcp.Summary(a)
+			got := mcp.Summary(&mcp.ActionResult{Action: *a})
 			for _, w := range tt.want {
 				if !strings.Contains(got, w) {
 					t.Errorf("summary lacks %q:\n%s", w, got)

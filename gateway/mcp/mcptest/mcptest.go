@@ -12,11 +12,15 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
+
+	"github.com/airlockgw/airlock/gateway/mcp"
 )
 
 // InstallCommand installs the peers, from the repository's root.
@@ -121,4 +125,43 @@ func Step(t testing.TB, steps map[string]json.RawMessage, name string) Result {
 		t.Fatalf("step %s: %v", name, err)
 	}
 	return r
+}
+
+// CheckSizedAndWaiting checks the steps of the client script that hold
+// the agent's contract on size and time: "exec_big" (seq 1 200000 sized
+// to mcp.DefaultOutputBudget: head, end, the middle counted), "page" (the
+// 1000 bytes after the head), "exec_wait" (a 2 s command returned in
+// flight after wait_s 1) and "followed" (get_action's wait_s to its end).
+func CheckSizedAndWaiting(t testing.TB, steps map[string]json.RawMessage) {
+	t.Helper()
+	var want strings.Builder
+	for i := 1; i <= 200000; i++ {
+		fmt.Fprintf(&want, "%d\n", i)
+	}
+	all := want.String()
+	bigStep := Step(t, steps, "exec_big")
+	var big mcp.ActionResult
+	json.Unmarshal(bigStep.Structured, &big)
+	half := mcp.DefaultOutputBudget / 2
+	if bigStep.IsError || len(big.Stdout) > half || len(big.StdoutTail) > half || !strings.HasPrefix(all, big.Stdout) || !strings.HasSuffix(all, big.StdoutTail) ||
+		big.StdoutOmittedBytes != int64(len(all)-len(big.Stdout)-len(big.StdoutTail)) || len(bigStep.Text) > mcp.DefaultOutputBudget+2048 {
+		t.Errorf("exec_big: error %v, head %d, tail %d, omitted %d, text %d bytes", bigStep.IsError, len(big.Stdout), len(big.StdoutTail), big.StdoutOmittedBytes, len(bigStep.Text))
+	}
+	var page mcp.ActionResult
+	pageStep := Step(t, steps, "page")
+	json.Unmarshal(pageStep.Structured, &page)
+	off := len(big.Stdout)
+	if pageStep.IsError || page.Page == nil || page.Page.Offset != int64(off) || off+1000 > len(all) || page.Page.Data != all[off:off+1000] {
+		t.Errorf("page: %+v", pageStep)
+	}
+	var early, late mcp.ActionResult
+	earlyStep, lateStep := Step(t, steps, "exec_wait"), Step(t, steps, "followed")
+	json.Unmarshal(earlyStep.Structured, &early)
+	json.Unmarshal(lateStep.Structured, &late)
+	if earlyStep.IsError || early.Outcome.Valid() || early.ID == "" {
+		t.Errorf("exec_wait: %+v", earlyStep)
+	}
+	if lateStep.IsError || late.ID != early.ID || late.Stdout != "late\n" || !late.Success() {
+		t.Errorf("followed: %+v", lateStep)
+	}
 }

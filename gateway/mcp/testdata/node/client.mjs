@@ -56,6 +56,24 @@ out("exec_failing", await call("ssh_exec", { target: "box-run", command: "exit 3
 
 out("get_action", await call("get_action", { action_id: exec.structured?.id ?? "act_missing" }));
 
+// Long output comes sized for a model; get_action pages the rest.
+const big = await call("ssh_exec", { target: "box-run", command: "seq 1 200000" });
+out("exec_big", big);
+out("page", await call("get_action", {
+  action_id: big.structured?.id ?? "act_missing", stream: "stdout", offset: (big.structured?.stdout ?? "").length, limit: 1000,
+}));
+
+// With wait_s the call returns while the action goes on; get_action's
+// wait_s follows it to its end.
+const early = await call("ssh_exec", { target: "box-run", command: "sleep 2; echo late", wait_s: 1 });
+out("exec_wait", early);
+let followed = null;
+for (let i = 0; i < 20; i++) {
+  followed = await call("get_action", { action_id: early.structured?.id ?? "act_missing", wait_s: 30 });
+  if (followed.thrown || followed.structured?.outcome) break;
+}
+out("followed", followed);
+
 out("bad_arguments", await call("ssh_exec", { target: "box-run", timeout_s: "ten" }));
 
 out("unknown_tool", await call("ssh_shell", { host: "10.0.0.1", command: "true" }));

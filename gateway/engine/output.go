@@ -1,0 +1,190 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/airlockgw/airlock/auditchain"
+	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/config"
+	"github.com/airlockgw/airlock/sshexec"
+)
+
+// What the output store keeps of a stream: its head, up to the store's cap
+// (sshexec's output limit), and — when the stream was longer — its last
+// tailKeep bytes, so that the end of any output can be returned.
+const (
+	// tailSize is what output = "tail" returns of each stream.
+	tailSize = 64 << 10
+	// tailKeep is how much of a stream's end is kept beyond its head.
+	tailKeep = tailSize
+)
+
+// streamRef says where one stream of a finished action is.
+type streamRef struct {
+	head [32]byte
+	// tail is the stream's end, when the head does not hold it all.
+	tail *[32]byte
+	// total is the bytes the command wrote to the stream.
+	total int64
+}
+
+// heldOutput says where a finished action's output is, and how much of
+// it its account's policy returns.
+type heldOutput struct {
+	stdout, stderr streamRef
+	policy         config.OutputPolicy
+}
+
+// storedStream is one stream as stored: its head, its end (nil when the
+// head holds it all) and the size the command wrote.
+type storedStream struct {
+	head, tail []byte
+	total      int64
+}
+
+// load reads a stream back from the output store.
+func (r streamRef) load(ctx context.Context, outputs *auditchain.OutputStore) (storedStream, error) {
+	s := storedStream{total: r.total}
+	var err error
+	if s.head, err = outputs.Get(ctx, r.head); err != nil {
+		return s, err
+	}
+	if r.tail != nil {
+		if s.tail, err = outputs.Get(ctx, *r.tail); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// tailStart is the offset of the first byte of s.tail in the stream.
+func (s storedStream) tailStart() int64 { return s.total - int64(len(s.tail)) }
+
+// end returns the last n bytes of the stream, or as many of them as are
+// stored (the end first), starting on a character boundary when the
+// bytes are text.
+func (s storedStream) end(n int64) []byte {
+	src := s.head
+	if s.tail != nil {
+		src = s.tail
+	}
+	if int64(len(src)) > n {
+		src = src[int64(len(src))-n:]
+		for i := 0; i < utf8.UTFMax && len(src) > 0 && !utf8.RuneStart(src[0]); i++ {
+			src = src[1:]
+		}
+	}
+	return src
+}
+
+// policyView returns what the policy lets the agent see of s, and whether
+// that is less than the command wrote.
+func (s storedStream) policyView(p config.OutputPolicy) ([]byte, bool) {
+	switch p {
+	case config.OutputNone:
+		return nil, s.total > 0
+	case config.OutputTail:
+		b := s.end(tailSize)
+		return b, int64(len(b)) < s.total
+	}
+	return s.head, int64(len(s.head)) < s.total
+}
+
+// readable is the range of the stream the policy lets the agent page
+// through: [from, s.total); none for OutputNone.
+func readable(total int64, p config.OutputPolicy) (from int64, ok bool) {
+	switch p {
+	case config.OutputNone:
+		return 0, false
+	case config.OutputTail:
+		return max(0, total-tailSize), true
+	}
+	return 0, true
+}
+
+// outputView fills o's stdout and stderr with what the account's policy p
+// returns of the stored output, and flags what the agent does not get: cut
+// by the policy, or over the store's cap.
+func outputView(o *api.Action, stdout, stderr storedStream, p config.OutputPolicy) {
+	out, outCut := stdout.policyView(p)
+	errb, errCut := stderr.policyView(p)
+	o.Stdout, o.StdoutEncoding = api.EncodeBytes(out)
+	o.Stderr, o.StderrEncoding = api.EncodeBytes(errb)
+	o.StdoutBytes, o.StderrBytes = stdout.total, stderr.total
+	o.StdoutTruncated, o.StderrTruncated = outCut, errCut
+	o.OutputPolicy = string(p)
+}
+
+// resultStreams are the streams sshexec returned, as they are stored.
+func resultStreams(r *sshexec.Result) (stdout, stderr storedStream) {
+	return storedStream{head: r.Stdout, tail: r.StdoutTail, total: r.StdoutBytes},
+		storedStream{head: r.Stderr, tail: r.StderrTail, total: r.StderrBytes}
+}
+
+// MaxPage bounds one page of output.
+const MaxPage = 1 << 20
+
+// Page reads bytes [offset, offset+limit) of one stream of a finished
+// action, under the read rules of its account's output policy: all of it
+// for "full", its last 64 KiB for "tail", nothing for "none"; and only
+// what the output store keeps (the head up to its cap, and the end).
+func (a *Action) Page(ctx context.Context, stream string, offset, limit int64) (api.OutputPage, error) {
+	a.mu.Lock()
+	out, finished := a.out, a.finished
+	a.mu.Unlock()
+	pg := api.OutputPage{ActionID: a.id, Stream: stream, Offset: offset}
+	var ref streamRef
+	switch {
+	case !finished:
+		return pg, refuse(ErrNotFinished, "action "+a.id+" has not finished; its output can be paged once it has")
+	case stream != "stdout" && stream != "stderr":
+		return pg, refuse(ErrInvalid, fmt.Sprintf("stream must be stdout or stderr, not %q", stream))
+	case offset < 0:
+		return pg, refuse(ErrInvalid, "offset must be 0 or more")
+	case limit < 1 || limit > MaxPage:
+		return pg, refuse(ErrInvalid, fmt.Sprintf("limit must be from 1 to %d bytes", MaxPage))
+	case out == nil:
+		return pg, refuse(ErrNotFound, "no output is stored for action "+a.id)
+	case stream == "stdout":
+		ref = out.stdout
+	default:
+		ref = out.stderr
+	}
+	pg.Total = ref.total
+	from, ok := readable(ref.total, out.policy)
+	switch {
+	case !ok:
+		return pg, refuse(ErrForbidden, fmt.Sprintf("the account's output policy (%s) returns no output; its size is %d bytes", out.policy, ref.total))
+	case offset < from:
+		return pg, refuse(ErrForbidden, fmt.Sprintf("the account's output policy (%s) returns only the last %d bytes of %s: offsets from %d", out.policy, tailSize, stream, from))
+	case offset >= ref.total:
+		pg.Offset = ref.total
+		return pg, nil // past the end: an empty last page
+	}
+	s, err := ref.load(ctx, a.outputs)
+	if err != nil {
+		return pg, fmt.Errorf("engine: reading the %s of %s from the output store: %w", stream, a.id, err)
+	}
+	var b []byte
+	switch head := int64(len(s.head)); {
+	case offset < head:
+		b = s.head[offset:min(head, offset+limit)]
+	case s.tail != nil && offset >= s.tailStart():
+		b = s.tail[offset-s.tailStart() : min(int64(len(s.tail)), offset-s.tailStart()+limit)]
+	default:
+		return pg, refuse(ErrNotFound, fmt.Sprintf("bytes %d to %d of %s are not stored: the output store keeps the first %d bytes and the last %d of each stream (next stored offset: %d)",
+			head, s.tailStart(), stream, head, len(s.tail), s.tailStart()))
+	}
+	pg.Data, pg.Encoding = api.EncodeBytes(b)
+	pg.Bytes = int64(len(b))
+	if next := offset + pg.Bytes; next < ref.total {
+		if s.tail != nil && next == int64(len(s.head)) && next < s.tailStart() {
+			next = s.tailStart() // skip what is not stored
+			pg.Skipped = s.tailStart() - int64(len(s.head))
+		}
+		pg.NextOffset = &next
+	}
+	return pg, nil
+}

@@ -1,0 +1,97 @@
+package mcp
+
+import (
+	"context"
+	"unicode/utf8"
+
+	"github.com/airlockgw/airlock/gateway/api"
+)
+
+// DefaultOutputBudget is how many bytes of each stream a tool result
+// carries by default: its head and its end, half each. The rest stays in
+// the output store; get_action pages through it.
+const DefaultOutputBudget = 32 << 10
+
+// ActionResult is the structured result of ssh_exec and get_action: the
+// action object with its output sized for a model — when a stream is
+// longer than the budget, Stdout holds its head, StdoutTail its end, and
+// StdoutOmittedBytes counts what is between (for an account whose policy
+// is "tail", Stdout holds the end and the omitted bytes come before it)
+// — and, for get_action with a stream, one page of the stored output.
+type ActionResult struct {
+	api.Action
+	StdoutTail         string `json:"stdout_tail,omitempty"`
+	StdoutTailEncoding string `json:"stdout_tail_encoding,omitempty"`
+	StdoutOmittedBytes int64  `json:"stdout_omitted_bytes,omitempty"`
+	StderrTail         string `json:"stderr_tail,omitempty"`
+	StderrTailEncoding string `json:"stderr_tail_encoding,omitempty"`
+	StderrOmittedBytes int64  `json:"stderr_omitted_bytes,omitempty"`
+	// Page is what get_action read of one stream when asked to.
+	Page *api.OutputPage `json:"page,omitempty"`
+}
+
+// startOnRune drops the continuation bytes b starts with, up to a
+// character's worth.
+func startOnRune(b []byte) []byte {
+	for i := 0; i < utf8.UTFMax && len(b) > 0 && !utf8.RuneStart(b[0]); i++ {
+		b = b[1:]
+	}
+	return b
+}
+
+// sized is a's result with each stream cut to budget bytes: its first and
+// last budget/2 bytes, on character boundaries. The end of a stream the
+// output store holds only the head of in the object (over its cap) is
+// read from the store. A stream whose end cannot be read keeps its head,
+// and what is left out is counted.
+func sized(ctx context.Context, b Backend, a *api.Action, budget int) *ActionResult {
+	r := &ActionResult{Action: *a}
+	if a.Outcome == 0 && a.State != api.StateFinished {
+		return r
+	}
+	for _, s := range []struct {
+		name          string
+		text, enc     *string
+		total         int64
+		cut           *bool
+		tail, tailEnc *string
+		omitted       *int64
+	}{
+		{"stdout", &r.Stdout, &r.StdoutEncoding, a.StdoutBytes, &r.StdoutTruncated, &r.StdoutTail, &r.StdoutTailEncoding, &r.StdoutOmittedBytes},
+		{"stderr", &r.Stderr, &r.StderrEncoding, a.StderrBytes, &r.StderrTruncated, &r.StderrTail, &r.StderrTailEncoding, &r.StderrOmittedBytes},
+	} {
+		view, err := api.DecodeBytes(*s.text, *s.enc)
+		if err != nil || len(view) <= budget {
+			continue
+		}
+		if a.OutputPolicy == "tail" {
+			// What the account returns is the end: keep the end.
+			end := startOnRune(view[len(view)-budget:])
+			*s.text, *s.enc = api.EncodeBytes(end)
+			*s.omitted = s.total - int64(len(end))
+			*s.cut = true
+			continue
+		}
+		half := budget / 2
+		head := view[:half]
+		for len(head) > 0 && len(head) > half-utf8.UTFMax && !utf8.Valid(head) {
+			head = head[:len(head)-1] // end on a character boundary
+		}
+		var end []byte
+		if int64(len(view)) < s.total && a.OutputPolicy == "full" {
+			// The object holds the head the store kept: its end is in the
+			// store, after the cap.
+			if pg, err := b.Output(ctx, a.ID, s.name, s.total-int64(half), int64(half)); err == nil {
+				end, _ = api.DecodeBytes(pg.Data, pg.Encoding)
+			}
+		} else {
+			end = view[len(view)-half:]
+		}
+		end = startOnRune(end)
+		*s.text, *s.enc = api.EncodeBytes(head)
+		*s.tail, *s.tailEnc = api.EncodeBytes(end)
+		*s.omitted = s.total - int64(len(head)) - int64(len(end))
+		*s.cut = true
+	}
+	return r
+}
