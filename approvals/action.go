@@ -16,7 +16,27 @@ type Action struct {
 	Account string        `json:"account"`
 	Command string        `json:"command"`
 	Timeout time.Duration `json:"timeout"`
+	// Stdin is what the command gets on its standard input; nil for
+	// nothing (an empty input is nothing).
+	Stdin *Stdin `json:"stdin,omitempty"`
+	// AgentReason is what the agent says the action is for: its own
+	// claim, shown to reviewers as such. Not part of the digest.
+	AgentReason string `json:"agent_reason,omitempty"`
 }
+
+// Stdin describes an action's standard input for reviewers and the
+// digest: its size and SHA-256 (which the digest covers) and, when it is
+// short printable text, the text itself.
+type Stdin struct {
+	Size   int64    `json:"size"`
+	SHA256 [32]byte `json:"sha256"`
+	// Text is the input itself when it is printable UTF-8 of at most
+	// MaxStdinText bytes; "" otherwise.
+	Text string `json:"text,omitempty"`
+}
+
+// MaxStdinText bounds the standard input a request shows as text.
+const MaxStdinText = 4 << 10
 
 func (a Action) validate() error {
 	if a.Target == "" || a.Account == "" || a.Command == "" || a.Timeout <= 0 {
@@ -63,26 +83,44 @@ func ParseDigest(s string) (Digest, error) {
 }
 
 // canonicalDomain separates action digests from every other SHA-256 use.
-// Changing the encoding means a new domain string ("…/v2").
-const canonicalDomain = "airlock/action/v1"
+// Changing the encoding means a new domain string: an action with
+// standard input is encoded under canonicalDomainStdin, so that its
+// digest can never equal one of an action without (and the digests of
+// actions without stdin stay what they were).
+const (
+	canonicalDomain      = "airlock/action/v1"
+	canonicalDomainStdin = "airlock/action/v2+stdin"
+)
 
 // CanonicalAction is the byte string a call approval's digest covers:
 //
 //	field(canonicalDomain) field(runID) field(target) field(account)
 //	field(command) int64be(timeout in nanoseconds)
 //
-// where field(s) is len(s) as a big-endian uint32 followed by the bytes of s.
+// where field(s) is len(s) as a big-endian uint32 followed by the bytes of
+// s. An action with standard input is encoded under the domain
+// "airlock/action/v2+stdin" and followed by int64be(stdin size) and the
+// 32 bytes of its SHA-256.
 // Length prefixes make the encoding injective: no two different actions
 // (say target "a b" + account "c" and target "a" + account "b c") share an
 // encoding, which plain concatenation with a separator cannot promise.
 func CanonicalAction(run RunID, a Action) []byte {
-	n := 4*5 + len(canonicalDomain) + len(run) + len(a.Target) + len(a.Account) + len(a.Command) + 8
+	domain := canonicalDomain
+	if a.Stdin != nil {
+		domain = canonicalDomainStdin
+	}
+	n := 4*5 + len(domain) + len(run) + len(a.Target) + len(a.Account) + len(a.Command) + 8 + 8 + 32
 	b := make([]byte, 0, n)
-	for _, s := range []string{canonicalDomain, string(run), a.Target, a.Account, a.Command} {
+	for _, s := range []string{domain, string(run), a.Target, a.Account, a.Command} {
 		b = binary.BigEndian.AppendUint32(b, uint32(len(s)))
 		b = append(b, s...)
 	}
-	return binary.BigEndian.AppendUint64(b, uint64(a.Timeout))
+	b = binary.BigEndian.AppendUint64(b, uint64(a.Timeout))
+	if a.Stdin != nil {
+		b = binary.BigEndian.AppendUint64(b, uint64(a.Stdin.Size))
+		b = append(b, a.Stdin.SHA256[:]...)
+	}
+	return b
 }
 
 // DigestOf returns the SHA-256 of CanonicalAction(run, a).

@@ -48,6 +48,7 @@ func (s *Store) Authorize(ctx context.Context, id RunID, a Action, onPending fun
 		}
 		select {
 		case <-ctx.Done():
+			s.leave(w)
 			return Result{}, ctx.Err()
 		case <-w.done:
 		}
@@ -108,7 +109,9 @@ func (s *Store) admitOrRaise(ctx context.Context, id RunID, mode Mode, a Action)
 		w, err = s.raise(ctx, r, KindCall, a)
 	case r.State == RunPending:
 		if qid, ok := s.runReq[r.ID]; ok {
-			return Result{}, s.waits[qid], nil
+			w := s.waits[qid]
+			w.waiters++
+			return Result{}, w, nil
 		}
 		w, err = s.raise(ctx, r, KindRun, a)
 	default: // RunApproved
@@ -178,6 +181,7 @@ func (s *Store) raise(ctx context.Context, r *Run, kind Kind, a Action) (*waitSe
 	q := &Request{
 		ID: RequestID(newID(requestIDPrefix)), Kind: kind, RunID: r.ID,
 		Target: a.Target, Account: a.Account, Command: a.Command, Timeout: a.Timeout,
+		Stdin: a.Stdin, AgentReason: a.AgentReason,
 		Digest: DigestOf(r.ID, a), Requester: r.Requester,
 		RequestedAt: now, ExpiresAt: now.Add(s.timeout), Status: StatusPending,
 	}
@@ -185,7 +189,7 @@ func (s *Store) raise(ctx context.Context, r *Run, kind Kind, a Action) (*waitSe
 	if err := s.commit(ctx, nil, []*Request{q}, []Event{ev}); err != nil {
 		return nil, err
 	}
-	w := &waitSet{req: q, done: make(chan struct{})}
+	w := &waitSet{req: q, done: make(chan struct{}), waiters: 1}
 	s.waits[q.ID] = w
 	if kind == KindRun {
 		s.runReq[r.ID] = q.ID
@@ -195,6 +199,35 @@ func (s *Store) raise(ctx context.Context, r *Run, kind Kind, a Action) (*waitSe
 		return s.expireRequest(ctx, qid)
 	})
 	return w, nil
+}
+
+// leave is an action that stops waiting on w (its caller went away).
+// When it was the last, the request is withdrawn at once — recorded as
+// decided with status withdrawn — so that no reviewer is asked about an
+// action that can no longer run.
+func (s *Store) leave(w *waitSet) {
+	if err := s.lock(); err != nil {
+		return
+	}
+	defer s.mu.Unlock()
+	if w.waiters--; w.waiters > 0 || s.waits[w.req.ID] != w {
+		return // others still wait, or it was decided meanwhile
+	}
+	ctx := context.Background()
+	r, err := loadRun(ctx, s.db, w.req.RunID)
+	if err != nil {
+		s.log.Error("withdrawing a request whose action was cancelled", "request", w.req.ID, "error", err)
+		return
+	}
+	q := *w.req
+	q.Status, q.DecidedAt, q.Reason = StatusWithdrawn, s.clock.Now(), "withdrawn: the action was cancelled before a decision"
+	ev := Event{Kind: EventApprovalDecided, Time: q.DecidedAt, Run: *r, Request: &q}
+	if err := s.commit(ctx, nil, []*Request{&q}, []Event{ev}); err != nil {
+		// It stays pending and expires in its time.
+		s.log.Error("withdrawing a request whose action was cancelled", "request", q.ID, "error", err)
+		return
+	}
+	s.finish(&q, StatusWithdrawn)
 }
 
 // expireRequest ends a pending request whose deadline passed. Called with
@@ -284,6 +317,8 @@ func (s *Store) Decide(ctx context.Context, rv Reviewer, id RequestID, d Decisio
 	case StatusPending:
 	case StatusExpired:
 		return Request{}, ErrRequestExpired
+	case StatusWithdrawn:
+		return Request{}, ErrWithdrawn
 	default:
 		return Request{}, ErrAlreadyDecided
 	}

@@ -15,7 +15,16 @@ import (
 )
 
 // schemaVersion is PRAGMA user_version; bump it with a migration.
-const schemaVersion = 1
+const schemaVersion = 2
+
+// migrations bring a database of version i+1 to version i+2; a new
+// database gets schema, which is the latest, at once.
+var migrations = []string{
+	`ALTER TABLE requests ADD COLUMN stdin_size INTEGER;
+	 ALTER TABLE requests ADD COLUMN stdin_sha256 BLOB;
+	 ALTER TABLE requests ADD COLUMN stdin_text TEXT;
+	 ALTER TABLE requests ADD COLUMN agent_reason TEXT;`,
+}
 
 const schema = `
 CREATE TABLE IF NOT EXISTS runs (
@@ -61,7 +70,11 @@ CREATE TABLE IF NOT EXISTS requests (
 	decided_by   TEXT,
 	decided_at   INTEGER,
 	reason       TEXT,
-	consumed_at  INTEGER
+	consumed_at  INTEGER,
+	stdin_size   INTEGER,
+	stdin_sha256 BLOB,
+	stdin_text   TEXT,
+	agent_reason TEXT
 );
 CREATE INDEX IF NOT EXISTS requests_status ON requests(status);
 CREATE TABLE IF NOT EXISTS reviewers (
@@ -121,11 +134,28 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	if v > schemaVersion {
 		return fmt.Errorf("approvals: state database schema %d is newer than this gateway's %d", v, schemaVersion)
 	}
-	if _, err := db.ExecContext(ctx, schema); err != nil {
-		return fmt.Errorf("approvals: create schema: %w", err)
+	// The schema (or the migrations) and the version commit together.
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("approvals: state database: %w", err)
 	}
-	if _, err := db.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
+	defer tx.Rollback()
+	if v == 0 {
+		if _, err := tx.ExecContext(ctx, schema); err != nil {
+			return fmt.Errorf("approvals: create schema: %w", err)
+		}
+		v = schemaVersion
+	}
+	for i := v; i < schemaVersion; i++ {
+		if _, err := tx.ExecContext(ctx, migrations[i-1]); err != nil {
+			return fmt.Errorf("approvals: migrate the state database from schema %d: %w", i, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
 		return fmt.Errorf("approvals: set schema version: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("approvals: migrate the state database: %w", err)
 	}
 	return nil
 }
@@ -273,16 +303,22 @@ func loadRuns(ctx context.Context, q querier, where string, args ...any) ([]*Run
 }
 
 const requestColumns = `id, kind, run_id, target, account, command, timeout_ns, digest, requester,
-	requested_at, expires_at, status, decided_by, decided_at, reason, consumed_at`
+	requested_at, expires_at, status, decided_by, decided_at, reason, consumed_at,
+	stdin_size, stdin_sha256, stdin_text, agent_reason`
 
 func upsertRequest(ctx context.Context, q querier, r *Request) error {
+	var stdinSize, stdinSum, stdinText any
+	if in := r.Stdin; in != nil {
+		stdinSize, stdinSum, stdinText = in.Size, in.SHA256[:], nullStr(in.Text)
+	}
 	_, err := q.ExecContext(ctx, `INSERT INTO requests (`+requestColumns+`)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT(id) DO UPDATE SET status=excluded.status, decided_by=excluded.decided_by,
 			decided_at=excluded.decided_at, reason=excluded.reason, consumed_at=excluded.consumed_at`,
 		string(r.ID), r.Kind.String(), string(r.RunID), r.Target, r.Account, r.Command,
 		int64(r.Timeout), r.Digest[:], r.Requester, ns(r.RequestedAt), ns(r.ExpiresAt),
-		r.Status.String(), nullStr(r.DecidedBy), ns(r.DecidedAt), nullStr(r.Reason), ns(r.ConsumedAt))
+		r.Status.String(), nullStr(r.DecidedBy), ns(r.DecidedAt), nullStr(r.Reason), ns(r.ConsumedAt),
+		stdinSize, stdinSum, stdinText, nullStr(r.AgentReason))
 	if err != nil {
 		return fmt.Errorf("approvals: write request %s: %w", r.ID, err)
 	}
@@ -295,14 +331,26 @@ func scanRequest(sc scanner) (*Request, error) {
 		id, kind, runID, status                    string
 		timeout                                    int64
 		digest                                     []byte
-		decidedBy, reason                          sql.NullString
+		decidedBy, reason, stdinText, agentReason  sql.NullString
 		requestedAt, expiresAt, decidedAt, consume sql.NullInt64
+		stdinSize                                  sql.NullInt64
+		stdinSum                                   []byte
 	)
 	err := sc.Scan(&id, &kind, &runID, &r.Target, &r.Account, &r.Command, &timeout, &digest,
-		&r.Requester, &requestedAt, &expiresAt, &status, &decidedBy, &decidedAt, &reason, &consume)
+		&r.Requester, &requestedAt, &expiresAt, &status, &decidedBy, &decidedAt, &reason, &consume,
+		&stdinSize, &stdinSum, &stdinText, &agentReason)
 	if err != nil {
 		return nil, err
 	}
+	if stdinSize.Valid {
+		in := &Stdin{Size: stdinSize.Int64, Text: stdinText.String}
+		if len(stdinSum) != len(in.SHA256) {
+			return nil, fmt.Errorf("approvals: request %s has a %d-byte stdin digest", id, len(stdinSum))
+		}
+		copy(in.SHA256[:], stdinSum)
+		r.Stdin = in
+	}
+	r.AgentReason = agentReason.String
 	r.ID, r.RunID, r.Timeout = RequestID(id), RunID(runID), time.Duration(timeout)
 	if r.Kind, err = ParseKind(kind); err != nil {
 		return nil, err

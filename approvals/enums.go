@@ -109,11 +109,14 @@ const (
 	// StatusExpired: no decision before its deadline, its run ended first,
 	// or the gateway restarted while it was pending.
 	StatusExpired
+	// StatusWithdrawn: its action was cancelled (the agent went away)
+	// before a decision.
+	StatusWithdrawn
 )
 
 var statusNames = map[Status]string{
 	StatusPending: "pending", StatusApproved: "approved",
-	StatusDenied: "denied", StatusExpired: "expired",
+	StatusDenied: "denied", StatusExpired: "expired", StatusWithdrawn: "withdrawn",
 }
 
 func (s Status) String() string { return enumString(statusNames, s, "Status") }

@@ -34,6 +34,9 @@ var (
 	ErrUnknownRequest = errors.New("approvals: unknown approval request")
 	// ErrAlreadyDecided: the request was already approved, denied or expired.
 	ErrAlreadyDecided = errors.New("approvals: approval request already decided")
+	// ErrWithdrawn: the request's action was cancelled (its agent went
+	// away) before a decision; there is nothing left to decide.
+	ErrWithdrawn = errors.New("approvals: approval request withdrawn: its action was cancelled before a decision")
 	// ErrRequestExpired: the decision arrived after the request's deadline.
 	ErrRequestExpired = errors.New("approvals: approval request expired")
 	// ErrDigestMismatch: an approval was presented for another action than

@@ -107,6 +107,9 @@ type waitSet struct {
 	req    *Request
 	done   chan struct{}
 	status Status
+	// waiters counts the actions waiting on req: when the last one goes
+	// away, the request is withdrawn.
+	waiters int
 }
 
 // Open opens the state database and recovers: pending requests are ended

@@ -1,8 +1,13 @@
 package approvals
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"database/sql"
 	"errors"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -744,5 +749,115 @@ func TestOpenOptions(t *testing.T) {
 				t.Errorf("Open: err = %v, want %v", err, tc.want)
 			}
 		})
+	}
+}
+
+// A request whose only waiting action went away is withdrawn at once,
+// recorded, and deciding it says so; a run request others still wait on
+// stays.
+func TestCancelledActionWithdrawsItsRequest(t *testing.T) {
+	e := newEnv(t)
+	rv := e.reviewer("rita")
+	run, _ := e.remoteRun()
+	ctx, cancel := context.WithCancel(context.Background())
+	q, ch := e.authorize(ctx, run.ID, act("call-box", "reboot"))
+	cancel()
+	if o := recv(t, ch); !errors.Is(o.err, context.Canceled) {
+		t.Fatalf("Authorize: %v", o.err)
+	}
+	got, err := e.s.Request(context.Background(), q.ID)
+	if err != nil || got.Status != StatusWithdrawn {
+		t.Fatalf("request after its action was cancelled: %v %v", got.Status, err)
+	}
+	if _, err := e.s.Decide(context.Background(), rv, q.ID, Decision{Verdict: Approve}); !errors.Is(err, ErrWithdrawn) {
+		t.Errorf("deciding a withdrawn request: %v", err)
+	}
+	e.sink.mu.Lock()
+	last := e.sink.events[len(e.sink.events)-1]
+	e.sink.mu.Unlock()
+	if last.Kind != EventApprovalDecided || last.Request.Status != StatusWithdrawn || last.Request.ID != q.ID {
+		t.Errorf("the withdrawal is not recorded: the last event is %v of %+v", last.Kind, last.Request)
+	}
+
+	// Two actions wait on one run request: the first going leaves it.
+	other, _ := e.remoteRun()
+	ctx1, cancel1 := context.WithCancel(context.Background())
+	rq, ch1 := e.authorize(ctx1, other.ID, act("run-box", "ls"))
+	rq2, ch2 := e.authorize(context.Background(), other.ID, act("run-box", "uptime"))
+	if rq2.ID != rq.ID {
+		t.Fatalf("two run requests %s and %s for one run", rq.ID, rq2.ID)
+	}
+	cancel1()
+	recv(t, ch1)
+	if got, _ := e.s.Request(context.Background(), rq.ID); got.Status != StatusPending {
+		t.Fatalf("run request with a waiter left: %v", got.Status)
+	}
+	if _, err := e.s.Decide(context.Background(), rv, rq.ID, Decision{Verdict: Approve}); err != nil {
+		t.Fatal(err)
+	}
+	if o := recv(t, ch2); o.err != nil || o.res.Status != StatusApproved {
+		t.Errorf("the action still waiting: %+v %v", o.res, o.err)
+	}
+}
+
+// Standard input is part of what a call approval binds: a different
+// input is a different action, and an action without input keeps the
+// digest it always had.
+func TestStdinIsBoundIntoTheDigest(t *testing.T) {
+	a := Action{Target: "t", Account: "a", Command: "cat > f", Timeout: time.Minute}
+	withIn := a
+	withIn.Stdin = &Stdin{Size: 2, SHA256: sha256.Sum256([]byte("a\n"))}
+	other := a
+	other.Stdin = &Stdin{Size: 2, SHA256: sha256.Sum256([]byte("b\n"))}
+	reason := withIn
+	reason.AgentReason = "to write f"
+	d := DigestOf("run_x", a)
+	if d == DigestOf("run_x", withIn) || DigestOf("run_x", withIn) == DigestOf("run_x", other) {
+		t.Error("standard input does not change the digest")
+	}
+	if DigestOf("run_x", withIn) != DigestOf("run_x", reason) {
+		t.Error("the agent's reason changed the digest")
+	}
+	if !bytes.HasPrefix(CanonicalAction("run_x", a)[4:], []byte(canonicalDomain)) {
+		t.Error("an action without input is not encoded as it always was")
+	}
+}
+
+// A state database of schema 1 (before standard input) opens, keeps what
+// it held, and takes requests with standard input from then on.
+func TestMigrationFromSchema1(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	ddl, err := os.ReadFile("testdata/schema-v1.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := sql.Open("sqlite3", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{string(ddl), "PRAGMA user_version = 1",
+		`INSERT INTO runs (id, state, requester, created_at) VALUES ('run_old', 'pending', 'remote:ci@10.0.0.1', 1)`,
+		`INSERT INTO requests (id, kind, run_id, target, account, command, timeout_ns, digest, requester, requested_at, expires_at, status)
+		 VALUES ('apr_old', 'call', 'run_old', 'call-box', 'deploy', 'ls', 60000000000, zeroblob(32), 'remote:ci@10.0.0.1', 1, 2, 'denied')`} {
+		if _, err := old.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	old.Close()
+	os.Chmod(path, 0o600)
+
+	e := newEnv(t, func(o *Options) { o.Path = path })
+	if q, err := e.s.Request(ctx, "apr_old"); err != nil || q.Command != "ls" || q.Stdin != nil || q.Status != StatusDenied {
+		t.Fatalf("the old request: %+v %v", q, err)
+	}
+	run, _ := e.remoteRun()
+	a := act("call-box", "cat > f")
+	a.Stdin, a.AgentReason = &Stdin{Size: 2, SHA256: sha256.Sum256([]byte("a\n")), Text: "a\n"}, "to write f"
+	q, _ := e.authorize(ctx, run.ID, a)
+	e.reopen()
+	got, err := e.s.Request(ctx, q.ID)
+	if err != nil || got.Stdin == nil || *got.Stdin != *a.Stdin || got.AgentReason != "to write f" || got.Digest != DigestOf(run.ID, a) {
+		t.Fatalf("a request with standard input after the migration: %+v %v", got, err)
 	}
 }

@@ -91,6 +91,10 @@ type Request struct {
 	ExpiresAt   time.Time     `json:"expires_at"`
 	Requester   string        `json:"requester"`
 	Timeout     time.Duration `json:"timeout_ns"`
+	// Stdin is the action's standard input, nil for none; AgentReason
+	// the agent's own account of what the action is for.
+	Stdin       *Stdin `json:"stdin,omitempty"`
+	AgentReason string `json:"agent_reason,omitempty"`
 	// Digest binds a call approval to its action (see DigestOf).
 	Digest    Digest    `json:"digest"`
 	Status    Status    `json:"status"`

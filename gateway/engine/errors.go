@@ -118,6 +118,7 @@ func classify(err error) error {
 		{approvals.ErrUnknownRequest, ErrNotFound},
 		{approvals.ErrAlreadyDecided, ErrAlreadyDecided},
 		{approvals.ErrRequestExpired, ErrExpired},
+		{approvals.ErrWithdrawn, ErrAlreadyDecided},
 		{approvals.ErrRunEnded, ErrRunEnded},
 		{approvals.ErrRunExpired, ErrRunEnded},
 		{approvals.ErrRunDenied, ErrRunEnded},
