@@ -535,7 +535,7 @@ func TestMCPHTTPTypeScriptClient(t *testing.T) {
 			t.Errorf("%s: %+v", step, r)
 		}
 	}
-	mcptest.CheckSizedAndWaiting(t, steps)
+	mcptest.CheckAgentContract(t, steps)
 	if _, ok := steps["closed"]; !ok {
 		t.Error("the client did not close cleanly")
 	}

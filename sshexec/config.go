@@ -66,6 +66,11 @@ type Config struct {
 	// is flagged truncated. Zero means DefaultOutputLimit; negative keeps
 	// nothing.
 	OutputLimit int64
+	// Stdin is sent to the command's standard input once the server has
+	// accepted the exec request, followed by its end (EOF); nil sends
+	// only the end. A command that does not read it is not held up by it.
+	Stdin []byte
+
 	// TailLimit, when positive, also keeps the last TailLimit bytes of
 	// each stream (Result.StdoutTail, StderrTail) when the stream is
 	// longer than OutputLimit: the end of an output the head cut.

@@ -219,13 +219,21 @@ wait:
 			}
 			acked = err == nil
 			if acked {
-				// Stdin: nothing to send. The end of input goes after the
-				// exec reply: sshd drops an EOF that comes before it, and
-				// a command reading stdin would wait for the deadline. An
-				// error here means the connection broke, which the
-				// channel's close reports. In its own goroutine: a stalled
-				// transport must not hold the deadline off.
-				wg.Go(func() { ch.CloseWrite() })
+				// Stdin, then its end, after the exec reply: sshd drops an
+				// EOF that comes before it, and a command reading stdin
+				// would wait for the deadline. An error here means the
+				// connection broke (or the command ended without reading
+				// it all), which the channel's close reports. In its own
+				// goroutine: a command that does not read its input, or a
+				// stalled transport, must not hold the deadline off.
+				wg.Go(func() {
+					if len(a.cfg.Stdin) > 0 {
+						if _, err := ch.Write(a.cfg.Stdin); err != nil {
+							return
+						}
+					}
+					ch.CloseWrite()
+				})
 				if a.cfg.Started != nil {
 					a.cfg.Started()
 				}

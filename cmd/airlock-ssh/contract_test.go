@@ -3,6 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -62,9 +66,15 @@ func gateway(t *testing.T) *gatewaytest.Daemon {
 			return
 		}
 		var targets []gatewaytest.Target
-		for name, output := range map[string]string{"box": "full", "tailbox": "tail", "nonebox": "none"} {
-			targets = append(targets, gatewaytest.Target{Name: name, Address: shared.Addr, HostKey: shared.HostKey,
-				Accounts: []gatewaytest.Account{{Name: shared.User, Credential: "key", Approval: "run", Output: output, MaxTimeout: "10m"}}})
+		for name, a := range map[string]gatewaytest.Account{
+			"box": {Output: "full"}, "tailbox": {Output: "tail"}, "nonebox": {Output: "none"},
+			"smallin": {MaxStdin: "1KiB"}, "callbox": {Approval: "call"},
+		} {
+			a.Name, a.Credential, a.MaxTimeout = shared.User, "key", "10m"
+			if a.Approval == "" {
+				a.Approval = "run"
+			}
+			targets = append(targets, gatewaytest.Target{Name: name, Address: shared.Addr, HostKey: shared.HostKey, Accounts: []gatewaytest.Account{a}})
 		}
 		cfg := gatewaytest.Config{StateDir: filepath.Join(dir, "state"), Credentials: map[string]string{"key": shared.ClientKeyFile}, Targets: targets}
 		// The daemon lives as long as the test process: its cleanup is
@@ -83,6 +93,9 @@ func gateway(t *testing.T) *gatewaytest.Daemon {
 type processTB struct{ testing.TB }
 
 func (p *processTB) Cleanup(func()) {}
+
+// seen holds every approval request the reviewer approved, by id.
+var seen sync.Map
 
 // approveEverything is a reviewer who approves every request.
 func approveEverything(d *gatewaytest.Daemon) {
@@ -103,16 +116,25 @@ func approveEverything(d *gatewaytest.Daemon) {
 			continue
 		}
 		for _, p := range pending {
+			seen.Store(p.ID, p)
 			c.Decide(ctx, p.ID, api.DecisionRequest{Decision: api.DecisionApprove, Digest: p.Digest})
 		}
 	}
 }
 
-// agent runs the built airlock-ssh with args; stdout goes to out.
+// agent runs the built airlock-ssh with args; stdout goes to out. Its
+// standard input is empty.
 func agent(t *testing.T, d *gatewaytest.Daemon, out io.Writer, args ...string) (stderr string, code int) {
+	t.Helper()
+	return agentIn(t, d, strings.NewReader(""), out, args...)
+}
+
+// agentIn is agent with standard input in.
+func agentIn(t *testing.T, d *gatewaytest.Daemon, in io.Reader, out io.Writer, args ...string) (stderr string, code int) {
 	t.Helper()
 	cmd := exec.Command(gatewaytest.Binary(t, "airlock-ssh"), args...)
 	cmd.Env = append(os.Environ(), "AIRLOCK_SOCKET="+d.Socket)
+	cmd.Stdin = in
 	var errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = out, &errb
 	err := cmd.Run()
@@ -249,4 +271,108 @@ func withoutWaiting(stderr string) string {
 		}
 	}
 	return strings.Join(keep, "")
+}
+
+func TestStdinIsSent(t *testing.T) {
+	t.Parallel()
+	d := gateway(t)
+	t.Run("a pipe", func(t *testing.T) {
+		t.Parallel()
+		var out bytes.Buffer
+		stderr, code := agentIn(t, d, strings.NewReader("a\nb\n"), &out, "box", "--", "cat")
+		if code != 0 || out.String() != "a\nb\n" {
+			t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), stderr)
+		}
+	})
+	t.Run("binary, byte-exact", func(t *testing.T) {
+		t.Parallel()
+		in := make([]byte, 300<<10)
+		rand.Read(in)
+		var out bytes.Buffer
+		stderr, code := agentIn(t, d, bytes.NewReader(in), &out, "box", "--", "sha256sum")
+		sum := sha256.Sum256(in)
+		if code != 0 || !strings.HasPrefix(out.String(), hex.EncodeToString(sum[:])) {
+			t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), stderr)
+		}
+	})
+	t.Run("-n sends nothing", func(t *testing.T) {
+		t.Parallel()
+		var out bytes.Buffer
+		stderr, code := agentIn(t, d, strings.NewReader("not for it\n"), &out, "-n", "box", "--", "cat; echo end")
+		if code != 0 || out.String() != "end\n" {
+			t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), stderr)
+		}
+	})
+	t.Run("an open pipe with nothing coming does not hold the command", func(t *testing.T) {
+		t.Parallel()
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pw.Close() // open, silent, for the whole call
+		defer pr.Close()
+		var out bytes.Buffer
+		stderr, code := agentIn(t, d, pr, &out, "box", "--", "echo ran")
+		if code != 0 || out.String() != "ran\n" || withoutWaiting(stderr) != "" {
+			t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), stderr)
+		}
+	})
+	t.Run("input that comes too late is reported", func(t *testing.T) {
+		t.Parallel()
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pw.Close()
+		defer pr.Close()
+		outR, outW := io.Pipe()
+		go func() {
+			// Once the command runs, the input comes: too late.
+			buf := make([]byte, 64)
+			outR.Read(buf)
+			pw.Write([]byte("late\n"))
+			io.Copy(io.Discard, outR)
+		}()
+		stderr, code := agentIn(t, d, pr, outW, "box", "--", "echo started; sleep 5")
+		outW.Close()
+		if code != 255 || !strings.Contains(stderr, "standard input had nothing for 1s, so none was sent; 5 bytes came later and were not sent") {
+			t.Fatalf("exit %d, stderr %q", code, stderr)
+		}
+	})
+	t.Run("over the account's max_stdin", func(t *testing.T) {
+		t.Parallel()
+		var out bytes.Buffer
+		stderr, code := agentIn(t, d, strings.NewReader(strings.Repeat("x", 2000)), &out, "smallin", "--", "echo ran")
+		if code != 255 || out.Len() != 0 || !strings.Contains(stderr, "rejected: the standard input is 2000 bytes, over the account's max_stdin of 1024 bytes") {
+			t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), stderr)
+		}
+	})
+}
+
+// The reviewer of a call sees its input and the agent's reason; the
+// action object says what was sent.
+func TestStdinAndReasonReachTheReviewer(t *testing.T) {
+	t.Parallel()
+	d := gateway(t)
+	var out bytes.Buffer
+	stderr, code := agentIn(t, d, strings.NewReader("hello\n"), &out, "--json", "--reason", "to greet the box", "callbox", "--", "cat")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	var a api.Action
+	if err := json.Unmarshal(out.Bytes(), &a); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte("hello\n"))
+	if a.Stdout != "hello\n" || a.StdinBytes != 6 || a.StdinSHA256 != hex.EncodeToString(sum[:]) || a.Reason != "to greet the box" {
+		t.Fatalf("action: %+v", a)
+	}
+	v, ok := seen.Load(a.Approval.ID)
+	if !ok {
+		t.Fatalf("the reviewer never saw approval %s", a.Approval.ID)
+	}
+	q := v.(api.Approval)
+	if q.StdinBytes != 6 || q.StdinText != "hello\n" || q.StdinSHA256 != a.StdinSHA256 || q.AgentReason != "to greet the box" {
+		t.Errorf("the reviewer saw %+v", q)
+	}
 }

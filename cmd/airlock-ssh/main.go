@@ -12,6 +12,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,8 +24,10 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/airlockgw/airlock/sshexec"
+	"golang.org/x/sys/unix"
 
 	"github.com/airlockgw/airlock/gateway/api"
 )
@@ -33,10 +36,20 @@ const usage = `usage: airlock-ssh [flags] [account@]target [--] command [args...
 
 Runs one command on a target configured in the airlock gateway, after the
 approval the gateway's policy requires, over a fresh SSH connection the
-gateway makes. Standard input is not sent.
+gateway makes.
+
+standard input: read whole before the request and sent to the command (the
+reviewer sees its size, digest and, when short text, the text; the
+account's max_stdin bounds it, 1 MiB by default). Nothing is sent when it
+is a terminal, with -n, or when it is a pipe on which nothing arrives
+within 1 s (an agent harness's open pipe); if input arrives after that,
+airlock-ssh says so and exits 255.
 
 flags:
   -l ACCOUNT      remote account (default: the target's default account)
+  -n              send no standard input (as ssh -n)
+  --reason TEXT   what the action is for, shown to the reviewer as your own
+                  claim (at most 500 characters)
   --timeout DUR   action timeout, e.g. 30s or 5m (default 60s, or the account's
                   max_timeout if lower; longer than max_timeout is rejected)
   --json          print the action object as JSON instead of the output
@@ -77,6 +90,7 @@ var refused = map[string]string{
 	"-p": "the target's address and port come from the gateway's configuration",
 	"-t": "no terminal is ever allocated",
 	"-N": "an action is one command; there is nothing to do without one",
+	"-f": "an action is one command the gateway waits for; there is no background session",
 }
 
 func main() {
@@ -85,7 +99,7 @@ func main() {
 	// After the first signal, while airlock-ssh waits for the outcome,
 	// a second one ends it at once.
 	go func() { <-ctx.Done(); stop() }()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
 // outcomeWait bounds how long airlock-ssh, stopped by a signal, waits for
@@ -99,6 +113,8 @@ type options struct {
 	json    bool
 	// acceptCut keeps the remote exit status when output was cut.
 	acceptCut bool
+	noStdin   bool
+	reason    string
 	socket    string
 	target    string
 	command   string
@@ -143,6 +159,17 @@ func parse(args []string) (options, error) {
 			o.json = true
 		case a == "--accept-truncation":
 			o.acceptCut = true
+		case a == "-n":
+			o.noStdin = true
+		case a == "--reason" || strings.HasPrefix(a, "--reason="):
+			v, err := value(&i, "--reason")
+			if err != nil {
+				return o, err
+			}
+			if n := utf8.RuneCountInString(v); n > api.MaxReason {
+				return o, fmt.Errorf("--reason is %d characters, over the limit of %d", n, api.MaxReason)
+			}
+			o.reason = v
 		case a == "-T":
 		case a == "-l" || strings.HasPrefix(a, "-l") && len(a) > 2 && !strings.HasPrefix(a, "--"):
 			v, err := value(&i, "-l")
@@ -216,7 +243,7 @@ func parseTimeout(v string) (time.Duration, error) {
 	return d, nil
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	o, err := parse(args)
 	if errors.Is(err, errHelp) {
 		fmt.Fprint(stdout, usage)
@@ -242,7 +269,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "%v", err)
 	}
 	client := api.NewLocalClient(socket, ctl.Token)
-	req := api.ActionRequest{Target: o.target, Account: o.account, Command: o.command}
+	req := api.ActionRequest{Target: o.target, Account: o.account, Command: o.command, Reason: o.reason}
+	var late *lateInput
+	if !o.noStdin {
+		in, l, err := readStdin(stdin)
+		if err != nil {
+			return fail(stderr, "%v", err)
+		}
+		late = l
+		if len(in) > 0 {
+			req.Stdin = base64.StdEncoding.EncodeToString(in)
+		}
+	}
 	if o.timeout > 0 {
 		req.TimeoutS = int((o.timeout + time.Second - 1) / time.Second)
 	}
@@ -287,7 +325,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return fail(stderr, "%v", err)
 	}
-	return report(o, a, delivered, stdout, stderr)
+	code := report(o, a, delivered, stdout, stderr)
+	if n := late.arrived(); n > 0 {
+		fmt.Fprintf(stderr, "airlock-ssh: standard input had nothing for %s, so none was sent; %d bytes came later and were not sent (action %s); send all input before, or pass -n\n", stdinGrace, n, a.ID)
+		return 255
+	}
+	return code
 }
 
 // report prints what the action's object adds to what streamed — the
@@ -388,6 +431,109 @@ func stoppedBySignal(c *api.Client, id string, stderr io.Writer) int {
 			return fail(stderr, "stopped by a signal: the gateway is cancelling action %s, and had not recorded its outcome after %s; "+
 				"a command that had started may still be running (its outcome: GET /v1/actions/%s, or ask a reviewer)", id, outcomeWait, id)
 		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// stdinGrace is how long a pipe on standard input may stay silent before
+// airlock-ssh sends no input: some agent harnesses leave one open with
+// nothing coming, and a command that reads none must still run.
+const stdinGrace = time.Second
+
+// readStdin reads the standard input to send: all of it (at most
+// api.MaxStdin bytes), or nothing for a terminal or a pipe that stays
+// silent for stdinGrace — then late watches it for input that comes
+// after all.
+func readStdin(r io.Reader) (in []byte, late *lateInput, err error) {
+	tooBig := fmt.Errorf("standard input is over %d bytes, more than airlock sends; pass -n, or move the data another way", api.MaxStdin)
+	f, ok := r.(*os.File)
+	if !ok {
+		b, err := io.ReadAll(io.LimitReader(r, api.MaxStdin+1))
+		if len(b) > api.MaxStdin {
+			return nil, nil, tooBig
+		}
+		return b, nil, err
+	}
+	if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err == nil {
+		return nil, nil, nil // a terminal: nothing is sent, as ssh -T with a tty would block
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, nil // no standard input at all
+	}
+	if fi.Mode().IsRegular() || fi.Mode()&os.ModeDevice != 0 {
+		b, err := io.ReadAll(io.LimitReader(f, api.MaxStdin+1))
+		if len(b) > api.MaxStdin {
+			return nil, nil, tooBig
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading standard input: %v", err)
+		}
+		return b, nil, nil
+	}
+	// A pipe or a socket: wait for its first bytes, or its end.
+	chunks := make(chan []byte, 16)
+	done := make(chan error, 1)
+	go func() {
+		for {
+			p := make([]byte, 64<<10)
+			n, err := f.Read(p)
+			if n > 0 {
+				chunks <- p[:n]
+			}
+			if err != nil {
+				close(chunks)
+				if err != io.EOF {
+					done <- err
+				}
+				close(done)
+				return
+			}
+		}
+	}()
+	var buf []byte
+	select {
+	case c, ok := <-chunks:
+		if !ok {
+			return nil, nil, <-done // an empty input
+		}
+		buf = append(buf, c...)
+	case <-time.After(stdinGrace):
+		return nil, &lateInput{chunks: chunks}, nil
+	}
+	for c := range chunks {
+		if len(buf)+len(c) > api.MaxStdin {
+			return nil, nil, tooBig
+		}
+		buf = append(buf, c...)
+	}
+	if err := <-done; err != nil {
+		return nil, nil, fmt.Errorf("reading standard input: %v", err)
+	}
+	return buf, nil, nil
+}
+
+// lateInput watches a standard input that was silent when the action was
+// requested.
+type lateInput struct {
+	chunks <-chan []byte
+}
+
+// arrived is how many bytes came on it since; nil watches nothing.
+func (l *lateInput) arrived() int {
+	if l == nil {
+		return 0
+	}
+	n := 0
+	for {
+		select {
+		case c, ok := <-l.chunks:
+			if !ok {
+				return n
+			}
+			n += len(c)
+		default:
+			return n
 		}
 	}
 }

@@ -29,6 +29,8 @@ func TestParse(t *testing.T) {
 		{"-- before the target", []string{"--", "t", "echo", "--json"}, options{target: "t", command: "echo --json"}},
 		{"flags after the target belong to the command", []string{"t", "grep", "-A", "3", "x"}, options{target: "t", command: "grep -A 3 x"}},
 		{"-T is a no-op", []string{"-T", "t", "true"}, options{target: "t", command: "true"}},
+		{"-n and a reason", []string{"-n", "--reason", "check the disk", "t", "df"}, options{noStdin: true, reason: "check the disk", target: "t", command: "df"}},
+		{"--accept-truncation", []string{"--accept-truncation", "t", "seq 9"}, options{acceptCut: true, target: "t", command: "seq 9"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,14 +64,14 @@ func TestParseRefusesHoles(t *testing.T) {
 func TestRunWithoutGateway(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	sock := filepath.Join(t.TempDir(), "airlock.sock")
-	code := run(context.Background(), []string{"--socket", sock, "t", "true"}, &stdout, &stderr)
+	code := run(context.Background(), []string{"--socket", sock, "t", "true"}, strings.NewReader(""), &stdout, &stderr)
 	if code != 255 || !strings.Contains(stderr.String(), "airlock serve") {
 		t.Fatalf("exit %d, stderr %q: want 255 and a hint to start the gateway", code, stderr.String())
 	}
 	// A control file but nothing listening.
 	os.WriteFile(filepath.Join(filepath.Dir(sock), "control.json"), []byte(`{"socket":"`+sock+`","token":"x"}`), 0o600)
 	stderr.Reset()
-	if code := run(context.Background(), []string{"--socket", sock, "t", "true"}, &stdout, &stderr); code != 255 {
+	if code := run(context.Background(), []string{"--socket", sock, "t", "true"}, strings.NewReader(""), &stdout, &stderr); code != 255 {
 		t.Fatalf("exit %d, stderr %q", code, stderr.String())
 	}
 }

@@ -358,7 +358,7 @@ func checkTypeScriptSteps(t *testing.T, steps map[string]json.RawMessage) {
 	if r := mcptest.Step(t, steps, "unknown_tool"); !r.Thrown && !r.IsError {
 		t.Errorf("unknown tool: %+v", r)
 	}
-	mcptest.CheckSizedAndWaiting(t, steps)
+	mcptest.CheckAgentContract(t, steps)
 	if _, ok := steps["closed"]; !ok {
 		t.Error("the client did not close cleanly")
 	}

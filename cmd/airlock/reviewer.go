@@ -276,10 +276,16 @@ func approvalsList(args []string, stdout, stderr io.Writer) int {
 			RequestedAt time.Time `json:"requested_at"`
 			ExpiresAt   time.Time `json:"expires_at"`
 			Requester   string    `json:"requester"`
+			StdinBytes  int64     `json:"stdin_bytes,omitempty"`
+			StdinSHA256 string    `json:"stdin_sha256,omitempty"`
+			StdinText   string    `json:"stdin_text,omitempty"`
+			AgentReason string    `json:"agent_reason,omitempty"`
+			Digest      string    `json:"digest"`
 		}
 		out := make([]item, 0, len(list))
 		for _, a := range list {
-			out = append(out, item{a.ID, string(a.Kind), a.RunID, a.Target, a.Account, a.Command, a.RequestedAt, a.ExpiresAt, a.Requester})
+			out = append(out, item{a.ID, string(a.Kind), a.RunID, a.Target, a.Account, a.Command, a.RequestedAt, a.ExpiresAt, a.Requester,
+				a.StdinBytes, a.StdinSHA256, a.StdinText, a.AgentReason, a.Digest})
 		}
 		return printJSON(stdout, out)
 	}
@@ -290,10 +296,22 @@ func approvalsList(args []string, stdout, stderr io.Writer) int {
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tKIND\tTARGET\tACCOUNT\tREQUESTER\tEXPIRES IN\tCOMMAND")
 	for _, a := range list {
+		cmd := visible(a.Command)
+		if a.StdinBytes > 0 {
+			cmd += fmt.Sprintf(" <stdin: %d bytes, sha256 %s>", a.StdinBytes, a.StdinSHA256)
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Kind, visible(a.Target), visible(a.Account),
-			visible(a.Requester), time.Until(a.ExpiresAt).Round(time.Second), visible(a.Command))
+			visible(a.Requester), time.Until(a.ExpiresAt).Round(time.Second), cmd)
 	}
 	tw.Flush()
+	for _, a := range list {
+		if a.StdinText != "" {
+			fmt.Fprintf(stdout, "%s standard input (%d bytes):\n%s\n", a.ID, a.StdinBytes, visible(a.StdinText))
+		}
+		if a.AgentReason != "" {
+			fmt.Fprintf(stdout, "%s: the agent says (its own claim): %s\n", a.ID, visible(a.AgentReason))
+		}
+	}
 	return 0
 }
 

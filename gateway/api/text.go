@@ -78,7 +78,7 @@ var ErrNotText = errors.New("not valid UTF-8; airlock carries commands as text (
 
 // checkText refuses fields that JSON cannot carry unaltered.
 func (r ActionRequest) checkText() error {
-	for _, f := range []struct{ name, v string }{{"target", r.Target}, {"account", r.Account}, {"command", r.Command}} {
+	for _, f := range []struct{ name, v string }{{"target", r.Target}, {"account", r.Account}, {"command", r.Command}, {"reason", r.Reason}} {
 		if !utf8.ValidString(f.v) {
 			return fmt.Errorf("the %s is %w", f.name, ErrNotText)
 		}

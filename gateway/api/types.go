@@ -15,7 +15,20 @@ type ActionRequest struct {
 	Account  string `json:"account,omitempty"`
 	Command  string `json:"command"`
 	TimeoutS int    `json:"timeout_s,omitempty"`
+	// Stdin is the command's standard input, base64 (standard, padded);
+	// empty sends none. The account's max_stdin bounds it.
+	Stdin string `json:"stdin,omitempty"`
+	// Reason is what the agent says the action is for (at most
+	// MaxReason characters): shown to reviewers as the agent's claim.
+	Reason string `json:"reason,omitempty"`
 }
+
+// MaxReason bounds an action's reason, in characters.
+const MaxReason = 500
+
+// MaxStdin is the most standard input an action can send (the output
+// store keeps it whole); an account's max_stdin is at most this.
+const MaxStdin = sshexec.DefaultOutputLimit
 
 // Action is the action object of the contract. Outcome is empty while the
 // action is in flight; State says where it is.
@@ -51,6 +64,13 @@ type Action struct {
 	// OutputPolicy is the account's output policy that Stdout and Stderr
 	// follow (full, tail or none); absent when no output was stored.
 	OutputPolicy string `json:"output_policy,omitempty"`
+
+	// StdinBytes and StdinSHA256 (hex) describe the standard input the
+	// action sent; absent for none.
+	StdinBytes  int64  `json:"stdin_bytes,omitempty"`
+	StdinSHA256 string `json:"stdin_sha256,omitempty"`
+	// Reason is what the agent said the action is for.
+	Reason string `json:"reason,omitempty"`
 
 	RequestedAt time.Time  `json:"requested_at"`
 	StartedAt   *time.Time `json:"started_at,omitempty"`
@@ -300,13 +320,21 @@ type Process struct {
 // Approval is a pending or decided approval request, as listed by
 // GET /v1/approvals and `airlock approvals list --json`.
 type Approval struct {
-	ID          string     `json:"id"`
-	Kind        Mode       `json:"kind"`
-	RunID       string     `json:"run_id"`
-	Target      string     `json:"target"`
-	Account     string     `json:"account"`
-	Command     string     `json:"command"`
-	TimeoutS    int        `json:"timeout_s,omitempty"`
+	ID       string `json:"id"`
+	Kind     Mode   `json:"kind"`
+	RunID    string `json:"run_id"`
+	Target   string `json:"target"`
+	Account  string `json:"account"`
+	Command  string `json:"command"`
+	TimeoutS int    `json:"timeout_s,omitempty"`
+	// StdinBytes and StdinSHA256 (hex) describe the action's standard
+	// input, StdinText is that input when it is short text; absent for
+	// none. AgentReason is what the agent says the action is for: its
+	// own claim.
+	StdinBytes  int64      `json:"stdin_bytes,omitempty"`
+	StdinSHA256 string     `json:"stdin_sha256,omitempty"`
+	StdinText   string     `json:"stdin_text,omitempty"`
+	AgentReason string     `json:"agent_reason,omitempty"`
 	Digest      string     `json:"digest,omitempty"`
 	RequestedAt time.Time  `json:"requested_at"`
 	ExpiresAt   time.Time  `json:"expires_at"`

@@ -142,7 +142,15 @@ type Account struct {
 	Approval   approvals.Mode
 	MaxTimeout time.Duration
 	Output     OutputPolicy
+	// MaxStdin bounds the standard input an action may send.
+	MaxStdin int64
 }
+
+// The bounds of an account's max_stdin.
+const (
+	DefaultMaxStdin = 1 << 20
+	MaxStdinLimit   = api.MaxStdin
+)
 
 // OutputPolicy is how much of an action's output the agent gets back; the
 // output store keeps up to its cap whatever the policy.
@@ -324,6 +332,7 @@ type rawAccount struct {
 	Approval   *hcl.Attribute `hcl:"approval,optional"`
 	MaxTimeout *hcl.Attribute `hcl:"max_timeout,optional"`
 	Output     *hcl.Attribute `hcl:"output,optional"`
+	MaxStdin   *hcl.Attribute `hcl:"max_stdin,optional"`
 	DefRange   hcl.Range      `hcl:",def_range"`
 }
 
@@ -713,6 +722,7 @@ func (c *checker) target(cfg *Config, r *rawTarget, base string) {
 			Approval:   approvals.ModeCall,
 			MaxTimeout: c.duration(ra.MaxTimeout, DefaultMaxTimeout, 24*time.Hour),
 			Output:     OutputPolicy(c.str(ra.Output, string(OutputFull))),
+			MaxStdin:   c.size(ra.MaxStdin, DefaultMaxStdin, 0, MaxStdinLimit),
 		}
 		if _, ok := cfg.Credentials[a.Credential]; !ok && ra.Credential != nil {
 			c.Errorf(ra.Credential.Range, "target %q account %q: no credential %q is defined (defined: %s)", r.Name, ra.Name, a.Credential, names(cfg.Credentials))

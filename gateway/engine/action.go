@@ -281,7 +281,7 @@ func (e *Engine) Start(ctx context.Context, c Caller, req api.ActionRequest) (*A
 		outputs:  e.outputs,
 	}
 	a.obj = api.Action{
-		ID: a.id, Target: req.Target, Account: req.Account, Command: req.Command,
+		ID: a.id, Target: req.Target, Account: req.Account, Command: req.Command, Reason: req.Reason,
 		TimeoutS: req.TimeoutS, State: api.StateRequested, RequestedAt: e.clock.Now().UTC(),
 	}
 	e.mu.Lock()

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/hex"
 	"path/filepath"
 	"time"
 
@@ -144,6 +145,10 @@ func (e *Engine) actionFromAudit(ctx context.Context, id string) (api.Action, *h
 				e.log.Warn("an action.requested entry does not read back", "seq", en.Seq, "error", err)
 			}
 			a.Target, a.Account, a.Command, a.TimeoutS = r.Target, r.Account, r.Command, int(r.TimeoutS)
+			a.Reason = r.Reason
+			if r.Stdin != nil {
+				a.StdinBytes, a.StdinSHA256 = r.Stdin.Size, hex.EncodeToString(r.Stdin.Digest[:])
+			}
 			a.RequestedAt = en.Time
 		case auditchain.KindActionConnecting:
 			t := en.Time

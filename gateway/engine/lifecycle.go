@@ -1,7 +1,11 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -51,7 +55,9 @@ type lifecycle struct {
 	target  *config.Target
 	account *config.Account
 	timeout time.Duration
-	run     approvals.Run
+	// stdin is the standard input to send, nil for none.
+	stdin []byte
+	run   approvals.Run
 	// requested is where action.requested landed: a per-action
 	// certificate's serial.
 	requested auditchain.Ref
@@ -96,6 +102,9 @@ func (l *lifecycle) resolve(ctx context.Context) bool {
 	e := l.e
 	var problem string
 	l.target, l.account, l.timeout, problem = e.resolveRequest(l.req)
+	if problem == "" {
+		l.stdin, problem = stdinOf(l.req.Stdin, l.account)
+	}
 	if l.target != nil {
 		timeoutS := int(l.timeout / time.Second)
 		if l.req.TimeoutS != 0 {
@@ -105,6 +114,10 @@ func (l *lifecycle) resolve(ctx context.Context) bool {
 			o.Account, o.TimeoutS = l.account.Name, timeoutS
 			o.Approval.Mode = api.Mode(l.account.Approval.String())
 		})
+	}
+	if l.stdin != nil {
+		sum := sha256.Sum256(l.stdin)
+		l.a.update(func(o *api.Action) { o.StdinBytes, o.StdinSHA256 = int64(len(l.stdin)), hex.EncodeToString(sum[:]) })
 	}
 
 	// The run. A refused request still names the run it came from, when
@@ -121,7 +134,17 @@ func (l *lifecycle) resolve(ctx context.Context) bool {
 
 	// action.requested, whatever follows: every request is accounted.
 	obj := l.a.Snapshot()
-	rq := actionRequested{Target: l.req.Target, Account: obj.Account, Command: l.req.Command, TimeoutS: int64(obj.TimeoutS)}
+	rq := actionRequested{Target: l.req.Target, Account: obj.Account, Command: l.req.Command, TimeoutS: int64(obj.TimeoutS), Reason: l.req.Reason}
+	if l.stdin != nil {
+		// Stored before it is recorded, so that the record names it.
+		blobs, err := e.outputs.PutAll(ctx, l.stdin)
+		if err != nil {
+			e.log.Error("output store failed; nothing dialed", "action", l.a.id, "error", err)
+			l.answerUnrecorded("the standard input could not be stored, so nothing was run")
+			return false
+		}
+		rq.Stdin = &blobs[0]
+	}
 	if l.c.Local {
 		pid, uid := int64(l.c.Peer.PID), int64(l.c.Peer.UID)
 		rq.Transport, rq.PeerPID, rq.PeerUID = "socket", &pid, &uid
@@ -151,6 +174,7 @@ func (l *lifecycle) approve(ctx context.Context) bool {
 	waitStart := time.Now()
 	res, err := e.store.Authorize(ctx, l.run.ID, approvals.Action{
 		Target: l.target.Name, Account: l.account.Name, Command: l.req.Command, Timeout: l.timeout,
+		Stdin: stdinFacts(l.stdin), AgentReason: l.req.Reason,
 	}, func(r approvals.Request) {
 		l.a.update(func(o *api.Action) { o.Approval.ID = string(r.ID) })
 		l.a.setState(api.StateWaitingApproval, api.StateEvent{
@@ -239,6 +263,7 @@ func (l *lifecycle) connect(ctx context.Context) {
 		Timeout:  time.Until(l.deadline),
 		// The end of a stream over the store's cap is kept too.
 		TailLimit: tailKeep,
+		Stdin:     l.stdin,
 	}
 	if l.target.KnownHostsFile != "" {
 		cfg.HostKeys.KnownHostsFiles = []string{l.target.KnownHostsFile}
@@ -494,6 +519,12 @@ func (e *Engine) resolveRequest(req api.ActionRequest) (*config.Target, *config.
 	case req.TimeoutS != 0:
 		timeout = time.Duration(req.TimeoutS) * time.Second
 	}
+	switch n := utf8.RuneCountInString(req.Reason); {
+	case n > api.MaxReason:
+		return t, acct, timeout, fmt.Sprintf("the reason is %d characters, over the limit of %d", n, api.MaxReason)
+	case strings.ContainsRune(req.Reason, 0) || !utf8.ValidString(req.Reason):
+		return t, acct, timeout, "the reason is not text: it must be valid UTF-8 without NUL bytes"
+	}
 	switch {
 	case strings.TrimSpace(req.Command) == "":
 		return t, acct, timeout, "the command is empty; an action is one command"
@@ -505,6 +536,38 @@ func (e *Engine) resolveRequest(req api.ActionRequest) (*config.Target, *config.
 		return t, acct, timeout, "the command is not valid UTF-8"
 	}
 	return t, acct, timeout, ""
+}
+
+// stdinOf decodes a request's standard input (base64) and checks it
+// against the account's max_stdin; problem says why it is refused. An
+// empty input is none.
+func stdinOf(b64 string, acct *config.Account) (stdin []byte, problem string) {
+	if b64 == "" {
+		return nil, ""
+	}
+	// The body that carried it is bounded (MaxActionBody): decoding it is.
+	b, err := base64.StdEncoding.Strict().DecodeString(b64)
+	switch {
+	case err != nil:
+		return nil, "stdin is not valid base64 (standard alphabet, padded): " + err.Error()
+	case int64(len(b)) > acct.MaxStdin:
+		return nil, fmt.Sprintf("the standard input is %d bytes, over the account's max_stdin of %d bytes", len(b), acct.MaxStdin)
+	case len(b) == 0:
+		return nil, ""
+	}
+	return b, ""
+}
+
+// stdinFacts describes standard input for reviewers and the digest.
+func stdinFacts(b []byte) *approvals.Stdin {
+	if b == nil {
+		return nil
+	}
+	in := &approvals.Stdin{Size: int64(len(b)), SHA256: sha256.Sum256(b)}
+	if len(b) <= approvals.MaxStdinText && utf8.Valid(b) && bytes.IndexByte(b, 0) < 0 {
+		in.Text = string(b)
+	}
+	return in
 }
 
 // signerFor returns the credential of an account: its key, or a fresh

@@ -53,6 +53,10 @@ type actionRequested struct {
 	PeerUID *int64 `audit:"peer_uid"`
 	// RemoteAddr is an HTTP caller's address.
 	RemoteAddr string `audit:"remote_addr,omitempty"`
+	// Stdin is the standard input, in the output store; nil for none.
+	Stdin *auditchain.Blob `audit:"stdin"`
+	// Reason is what the agent said the action is for.
+	Reason string `audit:"reason,omitempty"`
 }
 
 // actionConnecting is action.connecting, the durable intent written

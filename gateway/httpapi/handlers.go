@@ -29,7 +29,7 @@ func (s *server) writeErr(w http.ResponseWriter, err error) {
 
 func (s *server) handlePostAction(w http.ResponseWriter, r *http.Request) {
 	var req api.ActionRequest
-	if !decodeJSON(w, r, &req) {
+	if !decodeJSONUpTo(w, r, &req, MaxActionBody) {
 		return
 	}
 	p := principalFrom(r.Context())

@@ -39,7 +39,7 @@ func (s *server) mcpHandler() http.Handler {
 		}
 		return mcp.NewServer(mcp.NewEngineBackend(s.e, engine.Caller{RunToken: p.runToken, RemoteAddr: p.remoteAddr}), opts)
 	}, &sdk.StreamableHTTPOptions{
-		MaxRequestBodyBytes: MaxBody,
+		MaxRequestBodyBytes: MaxActionBody, // ssh_exec's stdin
 		SessionTimeout:      mcpSessionTimeout,
 	})
 	bearer := sdkauth.RequireBearerToken(s.verifyRunToken, nil)

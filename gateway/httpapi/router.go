@@ -20,12 +20,17 @@ import (
 
 	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/gateway/engine"
 )
 
 const (
-	// MaxBody bounds every JSON request body.
+	// MaxBody bounds every JSON request body but an action's.
 	MaxBody = 256 << 10
+	// MaxActionBody bounds an action's body (POST /v1/actions, MCP over
+	// HTTP): its standard input, base64, up to the largest max_stdin, and
+	// the rest.
+	MaxActionBody = config.MaxStdinLimit/3*4 + 4 + MaxBody
 	// writeTimeout bounds each write to a client, so a client that stops
 	// reading cannot hold a handler forever.
 	writeTimeout = 30 * time.Second
@@ -311,16 +316,21 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 // json tags (case-sensitive, each at most once), nothing after the object.
 // It writes the error response itself and returns false on failure.
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	return decodeJSONUpTo(w, r, v, MaxBody)
+}
+
+// decodeJSONUpTo is decodeJSON with a body of at most limit bytes.
+func decodeJSONUpTo(w http.ResponseWriter, r *http.Request, v any, limit int64) bool {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" {
 		writeError(w, http.StatusUnsupportedMediaType, api.CodeUnsupportedType, "send the body as application/json")
 		return false
 	}
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			writeError(w, http.StatusRequestEntityTooLarge, api.CodeTooLarge, fmt.Sprintf("the body is over %d bytes", MaxBody))
+			writeError(w, http.StatusRequestEntityTooLarge, api.CodeTooLarge, fmt.Sprintf("the body is over %d bytes", limit))
 		} else {
 			writeError(w, http.StatusBadRequest, api.CodeBadRequest, "reading the body: "+err.Error())
 		}

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"reflect"
@@ -68,7 +69,9 @@ const (
 // ExecInput is the input of ssh_exec.
 type ExecInput struct {
 	Target   string `json:"target" jsonschema:"name of a configured target, as list_targets shows it; never an address or host name"`
-	Command  string `json:"command" jsonschema:"one shell command line run by the account's login shell on the target, as ssh would run it; no standard input is sent"`
+	Command  string `json:"command" jsonschema:"one shell command line run by the account's login shell on the target, as ssh would run it"`
+	Stdin    string `json:"stdin,omitempty" jsonschema:"text sent to the command's standard input, then its end (as a heredoc or a pipe would); omitted: none. The reviewer sees it; the account's max_stdin bounds it (1 MiB by default)"`
+	Reason   string `json:"reason,omitempty" jsonschema:"what this command is for, in a sentence (at most 500 characters): shown to the reviewer as your own claim"`
 	Account  string `json:"account,omitempty" jsonschema:"remote account on the target; omit it for the target's default account"`
 	TimeoutS int    `json:"timeout_s,omitempty" jsonschema:"seconds the command may run once connected (default 60, capped by the account's max_timeout_s); time waiting for a reviewer does not count"`
 	WaitS    int    `json:"wait_s,omitempty" jsonschema:"return after this many seconds even if the action has not finished (for example while a reviewer has not decided yet): the result then has state waiting_approval or running and the action goes on; follow it with get_action. Keep it under your host's tool-call timeout. Omitted: wait for the end, and cancelling the call cancels the action"`
@@ -109,7 +112,7 @@ Only outcome "exited" with exit_code 0 is success; every other result is an erro
 
 func execDescription(o Options) string {
 	return `Run one command on a configured SSH target through the airlock gateway and return its result.
-The gateway opens a fresh SSH connection with strict host-key checking, runs exactly this command (no PTY, no forwarding, no standard input), records it in a signed audit log and closes the connection; nothing persists between calls (no working directory, no environment).
+The gateway opens a fresh SSH connection with strict host-key checking, runs exactly this command (no PTY, no forwarding; standard input only what stdin holds), records it in a signed audit log and closes the connection; nothing persists between calls (no working directory, no environment).
 Approval: a human reviewer may have to approve first — the first command of this session when the account's approval mode is "run", every command when it is "call" (list_targets shows the mode). The call then waits until the reviewer decides (` + approvalWait(o.ApprovalTimeout) + `), sending progress notifications meanwhile; the command's own timeout starts only after approval. With wait_s the call returns by then with state waiting_approval or running, and the action goes on: follow it with get_action.
 Result: the action object. Only outcome "exited" with exit_code 0 is success; any other outcome (the command failed, denied, expired, host key problems, timed_out, …) is returned as an error result whose next_step says what to do next. stdout and stderr are what the account's output policy returns (full, last 64 KiB, or none), cut to ` + budgetText(o) + ` per stream: the head in stdout, the end in stdout_tail, the bytes between counted in stdout_omitted_bytes; get_action pages through the rest.`
 }
@@ -146,6 +149,9 @@ var actionFieldDescriptions = map[string]string{
 	"stderr_bytes":         "bytes the command wrote to stderr, including any not returned",
 	"stdout_truncated":     "true when stdout holds less than the command wrote (output policy or size cap)",
 	"stderr_truncated":     "true when stderr holds less than the command wrote (output policy or size cap)",
+	"stdin_bytes":          "bytes of standard input the action sent (absent for none)",
+	"stdin_sha256":         "SHA-256 of the standard input, hex",
+	"reason":               "what the agent said the action is for",
 	"approval":             "under which approval the action ran or was refused: mode run or call, the approval id, who decided, the decision and its reason",
 	"output_policy":        "the account's output policy that stdout and stderr follow: full, tail (the last 64 KiB) or none",
 	"stdout_tail":          "the end of stdout when it is longer than this result's budget (stdout then holds its head)",
@@ -164,6 +170,7 @@ var (
 		s.Properties["target"].MinLength = &one
 		s.Properties["command"].MinLength = &one
 		s.Properties["timeout_s"].Minimum = new(1.0)
+		s.Properties["reason"].MaxLength = new(api.MaxReason)
 		s.Properties["wait_s"].Minimum = new(1.0)
 		s.Properties["wait_s"].Maximum = new(float64(maxWaitS))
 		return s
@@ -294,7 +301,10 @@ func (t *tools) exec(ctx context.Context, req *sdk.CallToolRequest, in ExecInput
 	}
 	rep := newReporter(ctx, req, t.interval)
 	defer rep.stop()
-	ar := api.ActionRequest{Target: in.Target, Account: in.Account, Command: in.Command, TimeoutS: in.TimeoutS}
+	ar := api.ActionRequest{Target: in.Target, Account: in.Account, Command: in.Command, TimeoutS: in.TimeoutS, Reason: in.Reason}
+	if in.Stdin != "" {
+		ar.Stdin = base64.StdEncoding.EncodeToString([]byte(in.Stdin))
+	}
 	var a *api.Action
 	var err error
 	if in.WaitS > 0 {

@@ -214,7 +214,7 @@ func TestToolsAreTypedAndDescribed(t *testing.T) {
 			ReadOnly: tool.Annotations != nil && tool.Annotations.ReadOnlyHint}
 	}
 	want := map[string]shape{
-		"ssh_exec":     {Required: []string{"target", "command"}, Properties: []string{"account", "command", "target", "timeout_s", "wait_s"}, Closed: true, Output: true},
+		"ssh_exec":     {Required: []string{"target", "command"}, Properties: []string{"account", "command", "reason", "stdin", "target", "timeout_s", "wait_s"}, Closed: true, Output: true},
 		"list_targets": {Closed: true, Output: true, ReadOnly: true},
 		"get_action":   {Required: []string{"action_id"}, Properties: []string{"action_id", "limit", "offset", "stream", "wait_s"}, Closed: true, Output: true, ReadOnly: true},
 	}

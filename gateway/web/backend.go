@@ -104,15 +104,19 @@ type Card struct {
 	ID   string
 	Kind string // "run" or "call"
 	// Status is "pending", "approved", "denied" or "expired".
-	Status      string
-	RunID       string
-	Target      string
-	Address     string
-	HostKeys    []string // pinned host key fingerprints (SHA256:…)
-	KnownHosts  bool     // the target also trusts a known_hosts file
-	Account     string
-	Command     string
-	Timeout     time.Duration
+	Status     string
+	RunID      string
+	Target     string
+	Address    string
+	HostKeys   []string // pinned host key fingerprints (SHA256:…)
+	KnownHosts bool     // the target also trusts a known_hosts file
+	Account    string
+	Command    string
+	Timeout    time.Duration
+	// Stdin is the action's standard input, nil for none.
+	Stdin *StdinView
+	// AgentReason is what the agent says the action is for.
+	AgentReason string
 	Digest      string
 	RequestedAt time.Time
 	ExpiresAt   time.Time
@@ -127,6 +131,14 @@ type Card struct {
 	DefaultTTL time.Duration
 	// Waiting lists the actions waiting for this decision.
 	Waiting []string
+}
+
+// StdinView is an action's standard input as a reviewer sees it: its
+// size and SHA-256, and the text when it is short text.
+type StdinView struct {
+	Size   int
+	SHA256 string
+	Text   string
 }
 
 // Run is one run: whose authority, in what state, with what limits.

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -115,7 +116,10 @@ func (b *EngineBackend) card(ctx context.Context, q approvals.Request, mem []api
 		ID: string(q.ID), Kind: q.Kind.String(), Status: q.Status.String(), RunID: string(q.RunID),
 		Target: q.Target, Account: q.Account, Command: q.Command, Timeout: q.Timeout,
 		Digest: q.Digest.String(), RequestedAt: q.RequestedAt, ExpiresAt: q.ExpiresAt,
-		Requester: q.Requester, DecidedBy: q.DecidedBy, Reason: q.Reason,
+		Requester: q.Requester, DecidedBy: q.DecidedBy, Reason: q.Reason, AgentReason: q.AgentReason,
+	}
+	if in := q.Stdin; in != nil {
+		c.Stdin = &StdinView{Size: int(in.Size), SHA256: hex.EncodeToString(in.SHA256[:]), Text: in.Text}
 	}
 	if t, ok := b.e.Config().Targets[q.Target]; ok {
 		c.Address, c.KnownHosts = t.Address, t.KnownHostsFile != ""

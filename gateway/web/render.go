@@ -96,7 +96,10 @@ var funcs = template.FuncMap{
 	"reveal":   Reveal,
 	"flags":    Flags,
 	"cardFlags": func(c Card) []Flag {
-		texts := []string{c.Command, c.Requester}
+		texts := []string{c.Command, c.Requester, c.AgentReason}
+		if c.Stdin != nil {
+			texts = append(texts, c.Stdin.Text)
+		}
 		if c.Run != nil {
 			texts = append(texts, runTexts(c.Run)...)
 		}

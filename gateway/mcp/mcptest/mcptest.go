@@ -127,13 +127,20 @@ func Step(t testing.TB, steps map[string]json.RawMessage, name string) Result {
 	return r
 }
 
-// CheckSizedAndWaiting checks the steps of the client script that hold
-// the agent's contract on size and time: "exec_big" (seq 1 200000 sized
+// CheckAgentContract checks the steps of the client script that hold the
+// agent's contract on input, size and time: "exec_stdin" (text on
+// standard input reaches cat, the reason is kept), "exec_big" (seq 1 200000 sized
 // to mcp.DefaultOutputBudget: head, end, the middle counted), "page" (the
 // 1000 bytes after the head), "exec_wait" (a 2 s command returned in
 // flight after wait_s 1) and "followed" (get_action's wait_s to its end).
-func CheckSizedAndWaiting(t testing.TB, steps map[string]json.RawMessage) {
+func CheckAgentContract(t testing.TB, steps map[string]json.RawMessage) {
 	t.Helper()
+	inStep := Step(t, steps, "exec_stdin")
+	var in mcp.ActionResult
+	json.Unmarshal(inStep.Structured, &in)
+	if inStep.IsError || in.Stdout != "from-typescript\nline 2\n" || in.StdinBytes != 23 || in.Reason != "checking that stdin arrives" {
+		t.Errorf("exec_stdin: %+v", inStep)
+	}
 	var want strings.Builder
 	for i := 1; i <= 200000; i++ {
 		fmt.Fprintf(&want, "%d\n", i)

@@ -56,6 +56,11 @@ out("exec_failing", await call("ssh_exec", { target: "box-run", command: "exit 3
 
 out("get_action", await call("get_action", { action_id: exec.structured?.id ?? "act_missing" }));
 
+// Standard input as text, and a reason for the reviewer.
+out("exec_stdin", await call("ssh_exec", {
+  target: "box-run", command: "cat", stdin: "from-typescript\nline 2\n", reason: "checking that stdin arrives",
+}));
+
 // Long output comes sized for a model; get_action pages the rest.
 const big = await call("ssh_exec", { target: "box-run", command: "seq 1 200000" });
 out("exec_big", big);
@@ -75,6 +80,7 @@ for (let i = 0; i < 20; i++) {
 out("followed", followed);
 
 out("bad_arguments", await call("ssh_exec", { target: "box-run", timeout_s: "ten" }));
+out("bad_timeout", await call("ssh_exec", { target: "box-run", command: "true", timeout_s: 0 }));
 
 out("unknown_tool", await call("ssh_shell", { host: "10.0.0.1", command: "true" }));
 
