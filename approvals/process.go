@@ -81,6 +81,7 @@ type Inspector interface {
 // fresh shell per tool call is still one run.
 var DefaultTransparent = []string{
 	"sh", "bash", "dash", "zsh", "fish", "env", "timeout", "nice", "nohup", "setsid", "stdbuf", "xargs",
+	"time", "ionice", "chrt", "flock", "taskset",
 }
 
 // maxChain bounds the parent walk (pid_max is 2^22, real chains are short).

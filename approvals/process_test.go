@@ -27,6 +27,24 @@ func agentTree(fi *fakeInspector) {
 	fi.add(62, 11, 62, "airlock-ssh", 1000)
 }
 
+// Wrappers that only change how a tool runs (time, ionice, chrt, flock,
+// taskset, nice, stdbuf) are not the agent: the walk goes past them.
+func TestTransparentWrappersDoNotAnchor(t *testing.T) {
+	e := newEnv(t)
+	e.procs.add(10, 1, 10, "sshd", 0)
+	e.procs.add(30, 10, 30, "node", 1000)
+	pid := 30
+	for i, w := range []string{"bash", "time", "ionice", "chrt", "flock", "taskset", "nice", "stdbuf"} {
+		e.procs.add(100+i, pid, uint64(100+i), w, 1000)
+		pid = 100 + i
+	}
+	e.procs.add(200, pid, 200, "airlock-ssh", 1000)
+	r, err := e.s.ResolveLocal(context.Background(), Peer{PID: 200, UID: 1000})
+	if err != nil || r.Anchor.ID.PID != 30 {
+		t.Fatalf("anchor %v, %v; want the agent, node 30", r.Anchor, err)
+	}
+}
+
 func TestLocalAnchorChoice(t *testing.T) {
 	e := newEnv(t)
 	agentTree(e.procs)
