@@ -539,7 +539,7 @@ func TestBadRequests(t *testing.T) {
 		{"trailing data", `{"target":"box-run","command":"true"} {}`, "application/json", http.StatusBadRequest},
 		{"not an object", `["box-run"]`, "application/json", http.StatusBadRequest},
 		{"wrong content type", `{"target":"box-run","command":"true"}`, "text/plain", http.StatusUnsupportedMediaType},
-		{"oversized", `{"target":"box-run","command":"` + strings.Repeat("a", httpapi.MaxBody) + `"}`, "application/json", http.StatusRequestEntityTooLarge},
+		{"oversized", `{"target":"box-run","command":"` + strings.Repeat("a", httpapi.MaxActionBody) + `"}`, "application/json", http.StatusRequestEntityTooLarge},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := postRaw(g, tt.body, tt.ctype)

@@ -367,7 +367,7 @@ func TestMCPApprovalExpires(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if a := mcptest.Structured[api.Action](t, res); !res.IsError || a.Outcome != sshexec.Expired || !strings.Contains(mcptest.Text(res), "no reviewer decided in time") {
+			if a := mcptest.Structured[api.Action](t, res); !res.IsError || a.Outcome != sshexec.Expired || !strings.Contains(mcptest.Text(res), "no reviewer decided before the approval deadline") {
 				t.Errorf("isError %v, %+v\n%s", res.IsError, a, mcptest.Text(res))
 			}
 		})
@@ -442,11 +442,16 @@ func TestMCPHTTPRefusals(t *testing.T) {
 		{"DNS rebinding", map[string]string{"Authorization": "Bearer " + good, "Host": "attacker.example:7422"}, initializeBody, http.StatusForbidden},
 		{"cross-origin browser", map[string]string{"Authorization": "Bearer " + good, "Origin": "https://attacker.example"}, initializeBody, http.StatusForbidden},
 		{"cross-site fetch", map[string]string{"Authorization": "Bearer " + good, "Sec-Fetch-Site": "cross-site"}, initializeBody, http.StatusForbidden},
-		{"oversized body", map[string]string{"Authorization": "Bearer " + good}, `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("a", httpapi.MaxBody) + `"}}`, http.StatusRequestEntityTooLarge},
+		{"oversized body", map[string]string{"Authorization": "Bearer " + good}, `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("a", httpapi.MaxActionBody) + `"}}`, http.StatusRequestEntityTooLarge},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if resp := postMCP(t, g.base, tt.body, tt.header); resp.StatusCode != tt.status {
+			resp := postMCP(t, g.base, tt.body, tt.header)
+			if resp.StatusCode != tt.status {
 				t.Errorf("status %d, want %d", resp.StatusCode, tt.status)
+			}
+			// Every 401 says how to authenticate, a missing token too.
+			if www := resp.Header.Get("WWW-Authenticate"); resp.StatusCode == http.StatusUnauthorized && !strings.HasPrefix(www, "Bearer") {
+				t.Errorf("401 with WWW-Authenticate %q", www)
 			}
 		})
 	}

@@ -33,6 +33,7 @@ import (
 )
 
 const usage = `usage: airlock-ssh [flags] [account@]target [--] command [args...]
+       airlock-ssh [--json] [--accept-truncation] --action ID
 
 Runs one command on a target configured in the airlock gateway, after the
 approval the gateway's policy requires, over a fresh SSH connection the
@@ -52,6 +53,10 @@ flags:
                   claim (at most 500 characters)
   --timeout DUR   action timeout, e.g. 30s or 5m (default 60s, or the account's
                   max_timeout if lower; longer than max_timeout is rejected)
+  --action ID     print the recorded result of an earlier action of this agent
+                  (its output as the object holds it, its exit status), waiting
+                  for it if it is still in flight: after a broken connection
+                  to the gateway, or a signal
   --json          print the action object as JSON instead of the output
   --accept-truncation
                   exit with the remote status even when the output was cut
@@ -115,6 +120,8 @@ type options struct {
 	acceptCut bool
 	noStdin   bool
 	reason    string
+	// action is an earlier action to report (--action).
+	action string
 	socket    string
 	target    string
 	command   string
@@ -161,6 +168,12 @@ func parse(args []string) (options, error) {
 			o.acceptCut = true
 		case a == "-n":
 			o.noStdin = true
+		case a == "--action" || strings.HasPrefix(a, "--action="):
+			v, err := value(&i, "--action")
+			if err != nil {
+				return o, err
+			}
+			o.action = v
 		case a == "--reason" || strings.HasPrefix(a, "--reason="):
 			v, err := value(&i, "--reason")
 			if err != nil {
@@ -203,6 +216,12 @@ func parse(args []string) (options, error) {
 			}
 			return o, fmt.Errorf("unknown flag %s (see airlock-ssh --help)", a)
 		}
+	}
+	if o.action != "" {
+		if i < len(args) {
+			return o, errors.New("--action takes no target or command: it reports an action that was already requested")
+		}
+		return o, nil
 	}
 	if i >= len(args) {
 		return o, errors.New("no target given (see airlock-ssh --help)")
@@ -262,13 +281,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		switch {
 		case errors.Is(err, os.ErrNotExist):
-			return fail(stderr, "no gateway at %s: is `airlock serve` running? (set $AIRLOCK_SOCKET or --socket if it listens elsewhere)", socket)
+			return fail(stderr, "no gateway at %s: the airlock gateway is not running here; ask an operator to start it (airlock serve), or set $AIRLOCK_SOCKET or --socket if it listens elsewhere; nothing was run", socket)
 		case errors.Is(err, os.ErrPermission):
 			return fail(stderr, "cannot read the gateway's control file next to %s: this user is not allowed to use the gateway (ask an operator to add it to the socket group)", socket)
 		}
 		return fail(stderr, "%v", err)
 	}
 	client := api.NewLocalClient(socket, ctl.Token)
+	if o.action != "" {
+		return reportAction(ctx, client, o, stdout, stderr)
+	}
 	req := api.ActionRequest{Target: o.target, Account: o.account, Command: o.command, Reason: o.reason}
 	var late *lateInput
 	if !o.noStdin {
@@ -319,13 +341,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		case errors.As(err, &apiErr):
 			return fail(stderr, "%s: %s", apiErr.Err.Code, apiErr.Err.Message)
 		case errors.As(err, &opErr) && opErr.Op == "dial":
-			return fail(stderr, "cannot reach the gateway at %s: is `airlock serve` running? (%v)", socket, opErr.Err)
+			return fail(stderr, "cannot reach the gateway at %s (%v): the airlock gateway is not running; ask an operator to start it (airlock serve); nothing was run", socket, opErr.Err)
 		case ctx.Err() != nil:
 			return stoppedBySignal(client, actionID, stderr)
+		case actionID != "":
+			return fail(stderr, "the connection to the gateway broke during action %s (%v): its outcome is unknown, and it may have run; `airlock-ssh --action %s` shows the recorded result", actionID, err, actionID)
 		}
 		return fail(stderr, "%v", err)
 	}
-	code := report(o, a, delivered, stdout, stderr)
+	code := report(o, a, delivered, true, stdout, stderr)
 	if n := late.arrived(); n > 0 {
 		fmt.Fprintf(stderr, "airlock-ssh: standard input had nothing for %s, so none was sent; %d bytes came later and were not sent (action %s); send all input before, or pass -n\n", stdinGrace, n, a.ID)
 		return 255
@@ -336,8 +360,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // report prints what the action's object adds to what streamed — the
 // output of a tail or none account, the JSON object, what was withheld or
 // cut — and returns the exit status.
-func report(o options, a *api.Action, delivered [2]int64, stdout, stderr io.Writer) int {
-	streamed := a.OutputPolicy == "" || a.OutputPolicy == "full"
+func report(o options, a *api.Action, delivered [2]int64, live bool, stdout, stderr io.Writer) int {
+	// streamed: the output reached the agent as it came (live, full);
+	// otherwise it is the object's.
+	full := a.OutputPolicy == "" || a.OutputPolicy == "full"
+	streamed := live && full
 	switch {
 	case o.json:
 		enc := json.NewEncoder(stdout)
@@ -377,7 +404,7 @@ func report(o options, a *api.Action, delivered [2]int64, stdout, stderr io.Writ
 				fmt.Fprintf(stderr, "airlock-ssh: %s truncated: delivered %d of %d bytes (action %s)\n", s.name, delivered[i], s.total, a.ID)
 			}
 		case !s.truncated:
-		case streamed:
+		case full:
 			cut = true
 			fmt.Fprintf(stderr, "airlock-ssh: %s truncated: the action object holds %d of %d bytes, the gateway's output cap (action %s)\n", s.name, got, s.total, a.ID)
 		case a.OutputPolicy == "none":
@@ -403,6 +430,23 @@ func report(o options, a *api.Action, delivered [2]int64, stdout, stderr io.Writ
 	}
 	fmt.Fprintf(stderr, "airlock-ssh: %s: %s (action %s)\n", a.Outcome, detail, a.ID)
 	return 255
+}
+
+// reportAction is --action: the recorded result of an earlier action, as
+// the object holds it, waited for if it is still in flight.
+func reportAction(ctx context.Context, c *api.Client, o options, stdout, stderr io.Writer) int {
+	a, err := c.WaitAction(ctx, o.action, api.Events{})
+	switch {
+	case err != nil:
+		var apiErr *api.Error
+		if errors.As(err, &apiErr) && apiErr.Err.Code == api.CodeNotFound {
+			return fail(stderr, "no action %s of this agent: %s", o.action, apiErr.Err.Message)
+		}
+		return fail(stderr, "action %s: %v", o.action, err)
+	case !a.Outcome.Valid():
+		return fail(stderr, "action %s is still in flight (%s); ask again later", o.action, a.State)
+	}
+	return report(o, a, [2]int64{}, false, stdout, stderr)
 }
 
 // stoppedBySignal says what became of the action after a signal stopped

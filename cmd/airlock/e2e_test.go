@@ -303,7 +303,19 @@ func TestEndToEndBinaries(t *testing.T) {
 		}
 		d.signal(syscall.SIGKILL)
 		a.Wait()
+		// Never a bare EOF: the agent learns the action, that its outcome
+		// is unknown, and how to ask for it.
+		m := regexp.MustCompile(`airlock-ssh: the connection to the gateway broke during action (act_[a-z0-9]+) \(.*\): its outcome is unknown, and it may have run; ` + "`airlock-ssh --action act_[a-z0-9]+`").FindStringSubmatch(out.String())
+		if m == nil || a.ProcessState.ExitCode() != 255 {
+			t.Fatalf("airlock-ssh when the gateway died: exit %d:\n%s", a.ProcessState.ExitCode(), out.String())
+		}
 		d.start()
+		late := &lockedBuffer{}
+		ask := d.agent("airlock-ssh --action " + m[1])
+		ask.Stdout, ask.Stderr = late, late
+		if err := ask.Run(); ask.ProcessState.ExitCode() != 255 || !strings.Contains(late.String(), "airlock-ssh: interrupted: ") {
+			t.Errorf("airlock-ssh --action after the restart: %v:\n%s", err, late.String())
+		}
 		outText, errs, code := d.cli("audit", "export")
 		if code != 0 {
 			t.Fatalf("audit export: %s", errs)

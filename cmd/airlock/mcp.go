@@ -89,14 +89,14 @@ func (b *bridge) client(ctx context.Context) (*api.Client, error) {
 	}
 	c, err := localClient(socket)
 	if err != nil {
-		return nil, fmt.Errorf("the airlock gateway is not running (%v); start it, then retry", err)
+		return nil, fmt.Errorf("the airlock gateway is not running (%v); ask an operator to start it (airlock serve), then retry; nothing was run", err)
 	}
 	// This process anchors the run: the host's whole agent session is
 	// one run, approved once in run mode, ended when this process ends.
 	var run api.Run
 	if err := c.Do(ctx, http.MethodPost, "/v1/runs", struct{}{}, &run); err != nil {
 		if isUnreachable(err) {
-			return nil, fmt.Errorf("the airlock gateway is not running (no answer on %s: %v); start it with `airlock serve`, then retry", socket, err)
+			return nil, fmt.Errorf("the airlock gateway is not running (no answer on %s: %v); ask an operator to start it (airlock serve), then retry; nothing was run", socket, err)
 		}
 		return nil, fmt.Errorf("registering this session's run with the gateway at %s: %w", socket, err)
 	}
@@ -121,7 +121,7 @@ func (b *bridge) call(ctx context.Context, f func(*api.Client) error) error {
 		err = f(c)
 		if err == nil || attempt > 0 || ctx.Err() != nil || !(isUnreachable(err) || isUnauthorized(err)) {
 			if isUnreachable(err) {
-				return fmt.Errorf("the airlock gateway stopped answering (%v); start it with `airlock serve`, then retry", err)
+				return fmt.Errorf("the airlock gateway stopped answering (%v); ask an operator to start it again (airlock serve); if an action was under way, get_action tells what became of it once the gateway is back", err)
 			}
 			return err
 		}

@@ -43,8 +43,12 @@ func TestReadEvents(t *testing.T) {
 func TestNextStepCoversEveryFailure(t *testing.T) {
 	// Every outcome, a failed exit included; only exit status 0 has none.
 	for _, o := range sshexec.Outcomes() {
-		if NextStep(&Action{Outcome: o}) == "" {
-			t.Errorf("no next step for %s", o)
+		for _, term := range []sshexec.Termination{0, sshexec.NotStarted, sshexec.Confirmed, sshexec.Unconfirmed} {
+			s := NextStepOf(&Action{Outcome: o, Termination: term})
+			if s == nil || s.Text == "" || (s.Retry != RetryNo && s.Retry != RetryYes && s.Retry != RetryAfterCheck) ||
+				(s.Who != WhoAgent && s.Who != WhoReviewer && s.Who != WhoOperator) {
+				t.Errorf("next step for %s (%s): %+v", o, term, s)
+			}
 		}
 	}
 	zero := 0

@@ -72,6 +72,11 @@ type Action struct {
 	// Reason is what the agent said the action is for.
 	Reason string `json:"reason,omitempty"`
 
+	// NextStep is what to do after an action that did not succeed: retry
+	// or not, who must act, in words; absent after a success and while
+	// in flight.
+	NextStep *NextStepInfo `json:"next_step,omitempty"`
+
 	RequestedAt time.Time  `json:"requested_at"`
 	StartedAt   *time.Time `json:"started_at,omitempty"`
 	FinishedAt  *time.Time `json:"finished_at,omitempty"`

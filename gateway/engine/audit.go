@@ -176,6 +176,7 @@ func (e *Engine) actionFromAudit(ctx context.Context, id string) (api.Action, *h
 			out = f.held(e.outputPolicy(a.Target, a.Account))
 		}
 	}
+	a.NextStep = api.NextStepOf(&a)
 	return a, out, true
 }
 

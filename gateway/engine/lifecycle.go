@@ -425,6 +425,7 @@ func (l *lifecycle) answer() {
 			out = f.held(l.account.Output)
 		}
 	}
+	obj.NextStep = api.NextStepOf(&obj)
 	l.a.finish(obj, out)
 	l.e.metrics.actions.WithLabelValues(obj.Outcome.String()).Inc()
 	code := ""

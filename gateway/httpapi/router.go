@@ -98,13 +98,44 @@ type server struct {
 	opts  Options
 }
 
+// bearerChallenge makes every 401 of /mcp say how to authenticate (RFC
+// 6750): MCP clients look for WWW-Authenticate, a missing token included.
+func bearerChallenge(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/mcp" {
+			w = &challenger{ResponseWriter: w}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// challenger adds a Bearer challenge to a 401 that has none.
+type challenger struct{ http.ResponseWriter }
+
+func (c *challenger) WriteHeader(status int) {
+	if h := c.Header(); status == http.StatusUnauthorized && h.Get("WWW-Authenticate") == "" {
+		h.Set("WWW-Authenticate", `Bearer realm="airlock", error="invalid_token", error_description="present a run token from POST /v1/runs"`)
+	}
+	c.ResponseWriter.WriteHeader(status)
+}
+
+// Flush passes a flush on (streamed MCP responses).
+func (c *challenger) Flush() {
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (c *challenger) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
 // New returns the API's handler: /v1, /mcp, /healthz, /metrics and the
 // pages under /ui, for both the local socket and the HTTP listener (the
 // socket's connections carry their peer credentials: see ConnContext).
 func New(o Options) http.Handler {
 	s := &server{e: o.Engine, local: o.Local, log: cmp.Or[hclog.Logger](o.Logger, hclog.NewNullLogger()), opts: o}
 	r := chi.NewRouter()
-	r.Use(s.recoverer, apiHeaders, s.identify)
+	r.Use(s.recoverer, apiHeaders, bearerChallenge, s.identify)
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

@@ -153,6 +153,7 @@ var actionFieldDescriptions = map[string]string{
 	"stdin_sha256":         "SHA-256 of the standard input, hex",
 	"reason":               "what the agent said the action is for",
 	"approval":             "under which approval the action ran or was refused: mode run or call, the approval id, who decided, the decision and its reason",
+	"next_step":            "after an action that did not succeed: retry (no, yes, or after_check: the command may have run, look first), who must act (agent, reviewer or operator) and the same in words",
 	"output_policy":        "the account's output policy that stdout and stderr follow: full, tail (the last 64 KiB) or none",
 	"stdout_tail":          "the end of stdout when it is longer than this result's budget (stdout then holds its head)",
 	"stderr_tail":          "the end of stderr when it is longer than this result's budget (stderr then holds its head)",
@@ -246,6 +247,7 @@ func NewServer(b Backend, o Options) *sdk.Server {
 		// The tool set never changes; logging carries approval waits.
 		Capabilities: &sdk.ServerCapabilities{Logging: &sdk.LoggingCapabilities{}, Tools: &sdk.ToolCapabilities{}},
 	})
+	srv.AddReceivingMiddleware(argumentsInWords)
 	t := &tools{b: b, log: o.Logger, interval: o.ProgressInterval, budget: o.OutputBudget}
 	yes := true
 	sdk.AddTool(srv, &sdk.Tool{

@@ -489,6 +489,32 @@ func TestBadArgumentsAreToolErrors(t *testing.T) {
 	}
 }
 
+// A refused argument is said in words a model can act on, never as the
+// schema validator's trace, and the refused value is not echoed back.
+func TestBadArgumentsInWords(t *testing.T) {
+	t.Parallel()
+	cs, _ := connect(t, &fakeBackend{}, mcp.Options{})
+	huge := strings.Repeat("\x00", 600)
+	for _, tt := range []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"ssh_exec", map[string]any{"target": "box", "command": "true", "timeout_s": 0}, "invalid arguments: timeout_s must be an integer number of seconds ≥ 1"},
+		{"ssh_exec", map[string]any{"target": "box", "command": "true", "timeout_s": "ten"}, "invalid arguments: timeout_s must be an integer number of seconds ≥ 1"},
+		{"ssh_exec", map[string]any{"target": "box"}, "invalid arguments: command is required: command must be one shell command line"},
+		{"ssh_exec", map[string]any{"target": "box", "command": "true", "host": "10.0.0.1"}, "invalid arguments: host is not an argument of ssh_exec; its arguments are: account, command, reason, stdin, target, timeout_s, wait_s"},
+		{"ssh_exec", map[string]any{"target": "box", "command": "true", "reason": huge}, "invalid arguments: reason must be text of at most 500 characters"},
+		{"ssh_exec", map[string]any{"target": "box", "command": "true", "wait_s": 9999}, "invalid arguments: wait_s must be an integer number of seconds from 1 to 3600"},
+		{"get_action", map[string]any{"action_id": "act_x", "stream": "stdin"}, `invalid arguments: stream must be "stdout" or "stderr"`},
+	} {
+		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: tt.tool, Arguments: tt.args})
+		if err != nil || !res.IsError || !strings.HasPrefix(mcptest.Text(res), tt.want) || strings.Contains(mcptest.Text(res), "validating") {
+			t.Errorf("%s %v: %v, %q\nwant %q", tt.tool, tt.args, err, mcptest.Text(res), tt.want)
+		}
+	}
+}
+
 // Text outside ASCII, escaped or not, reaches the gateway exactly as sent.
 func TestArgumentTextReachesTheGatewayUnaltered(t *testing.T) {
 	t.Parallel()

@@ -128,13 +128,17 @@ func Step(t testing.TB, steps map[string]json.RawMessage, name string) Result {
 }
 
 // CheckAgentContract checks the steps of the client script that hold the
-// agent's contract on input, size and time: "exec_stdin" (text on
+// agent's contract on input, size and time: "bad_timeout" (a refused
+// argument in words), "exec_stdin" (text on
 // standard input reaches cat, the reason is kept), "exec_big" (seq 1 200000 sized
 // to mcp.DefaultOutputBudget: head, end, the middle counted), "page" (the
 // 1000 bytes after the head), "exec_wait" (a 2 s command returned in
 // flight after wait_s 1) and "followed" (get_action's wait_s to its end).
 func CheckAgentContract(t testing.TB, steps map[string]json.RawMessage) {
 	t.Helper()
+	if r := Step(t, steps, "bad_timeout"); !r.IsError || !strings.Contains(r.Text, "timeout_s must be an integer number of seconds ≥ 1") {
+		t.Errorf("bad_timeout: %+v", r)
+	}
 	inStep := Step(t, steps, "exec_stdin")
 	var in mcp.ActionResult
 	json.Unmarshal(inStep.Structured, &in)
