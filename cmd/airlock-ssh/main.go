@@ -121,10 +121,10 @@ type options struct {
 	noStdin   bool
 	reason    string
 	// action is an earlier action to report (--action).
-	action string
-	socket    string
-	target    string
-	command   string
+	action  string
+	socket  string
+	target  string
+	command string
 }
 
 // fail prints a message and returns exit status 255.
