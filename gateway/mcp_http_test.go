@@ -232,7 +232,7 @@ func mcpLifecycle(t *testing.T, g *testGateway, cs *sdk.ClientSession, l *mcptes
 				errc <- err
 			}()
 			requested := l.Wait(t, api.StateRequested)
-			l.Wait(t, tt.until)
+			until := l.Wait(t, tt.until)
 			cancel()
 			if err := <-errc; !errors.Is(err, context.Canceled) {
 				t.Errorf("CallTool: %v, want context.Canceled", err)
@@ -240,6 +240,18 @@ func mcpLifecycle(t *testing.T, g *testGateway, cs *sdk.ClientSession, l *mcptes
 			f := g.finishedEntry(t, requested.ActionID)
 			if f["outcome"] != "cancelled" {
 				t.Errorf("audited outcome %v (%v), want cancelled", f["outcome"], f["detail"])
+			}
+			if tt.until == api.StateWaitingApproval {
+				// Nothing is left to run: the request is withdrawn, not
+				// left for a reviewer to approve.
+				_, err := g.reviewer.Decide(ctx, until.ApprovalID, api.DecisionRequest{Decision: api.DecisionApprove})
+				var ae *api.Error
+				if !errors.As(err, &ae) || ae.Status != http.StatusConflict || !strings.Contains(ae.Err.Message, "withdrawn") {
+					t.Errorf("deciding the request of a cancelled action: %v", err)
+				}
+				if pending, _ := g.reviewer.Approvals(ctx, "pending"); slices.ContainsFunc(pending, func(a api.Approval) bool { return a.ID == until.ApprovalID }) {
+					t.Error("the withdrawn request is still pending")
+				}
 			}
 		})
 	}

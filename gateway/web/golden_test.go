@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,4 +81,26 @@ func TestGoldenHostileCard(t *testing.T) {
 	login(t, c, srv.URL)
 	_, body := get(t, c, srv.URL+"/ui/pending/cards")
 	golden(t, "card-hostile.golden.html", body)
+}
+
+// TestGoldenCardWithStdin pins how a call's standard input and the agent's
+// reason render: the input in full with its size and digest, the reason
+// marked as the agent's own claim, both escaped and flagged like commands.
+func TestGoldenCardWithStdin(t *testing.T) {
+	f, _, srv, c := newTestHandler(t)
+	card := callCard("stdin", "cat > /etc/app.conf")
+	card.Stdin = &StdinView{Size: 26, SHA256: "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03", Text: "listen 80\nroot /srv\u202e\n"}
+	card.AgentReason = "update the config as the ticket asks"
+	f.add(card)
+	bin := callCard("binary", "tar -x -C /srv")
+	bin.Stdin = &StdinView{Size: 40960, SHA256: "3f39d5c348e5b79d06e842c114e6cc571583bbf44e4b0ebfda1a01ec05745d43"}
+	f.add(bin)
+	login(t, c, srv.URL)
+	_, body := get(t, c, srv.URL+"/ui/pending/cards")
+	for _, want := range []string{"Standard input", "listen 80", "26 bytes", "The agent says", "its own claim", "update the config as the ticket asks", "not shown: binary, or over 4 KiB", "40.0 KiB"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the cards lack %q", want)
+		}
+	}
+	golden(t, "card-stdin.golden.html", body)
 }
