@@ -20,6 +20,7 @@ import (
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/gatewaytest"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
+	"golang.org/x/sys/unix"
 )
 
 // The agent's contract, through the built airlock-ssh against `airlock
@@ -303,6 +304,15 @@ func TestStdinIsSent(t *testing.T) {
 			t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), stderr)
 		}
 	})
+	t.Run("a terminal sends nothing", func(t *testing.T) {
+		t.Parallel()
+		tty := openPTY(t)
+		var out bytes.Buffer
+		stderr, code := agentIn(t, d, tty, &out, "box", "--", "cat; echo end")
+		if code != 0 || out.String() != "end\n" {
+			t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), stderr)
+		}
+	})
 	t.Run("an open pipe with nothing coming does not hold the command", func(t *testing.T) {
 		t.Parallel()
 		pr, pw, err := os.Pipe()
@@ -375,4 +385,28 @@ func TestStdinAndReasonReachTheReviewer(t *testing.T) {
 	if q.StdinBytes != 6 || q.StdinText != "hello\n" || q.StdinSHA256 != a.StdinSHA256 || q.AgentReason != "to greet the box" {
 		t.Errorf("the reviewer saw %+v", q)
 	}
+}
+
+// openPTY returns the terminal side of a new pseudo-terminal, as an agent
+// run in a terminal would have on its standard input.
+func openPTY(t *testing.T) *os.File {
+	t.Helper()
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ptmx.Close() })
+	if err := unix.IoctlSetPointerInt(int(ptmx.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(ptmx.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tty, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tty.Close() })
+	return tty
 }
