@@ -385,6 +385,16 @@ func TestStdinAndReasonReachTheReviewer(t *testing.T) {
 	if q.StdinBytes != 6 || q.StdinText != "hello\n" || q.StdinSHA256 != a.StdinSHA256 || q.AgentReason != "to greet the box" {
 		t.Errorf("the reviewer saw %+v", q)
 	}
+	// The input is kept, and reads back like output (here by a reviewer,
+	// whose read is recorded).
+	l, err := api.NewHTTPClient(d.HTTPURL, "").Login(context.Background(), gatewaytest.Reviewer, gatewaytest.Password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg, err := api.NewHTTPClient(d.HTTPURL, l.Token).Output(context.Background(), a.ID, "stdin", 0, 100)
+	if err != nil || pg.Data != "hello\n" || pg.Total != 6 || pg.NextOffset != nil {
+		t.Errorf("the stored input: %+v %v", pg, err)
+	}
 }
 
 // openPTY returns the terminal side of a new pseudo-terminal, as an agent

@@ -12,6 +12,7 @@ import (
 	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/auditchain"
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/sshexec"
 )
 
@@ -49,11 +50,14 @@ type Event struct {
 // when asked for (Result), so that memory does not grow with what commands
 // print.
 type Action struct {
-	id   string
-	mu   sync.Mutex
-	obj  api.Action // stdout and stderr always empty: see out
-	out  *heldOutput
-	done chan struct{}
+	id  string
+	mu  sync.Mutex
+	obj api.Action // stdout and stderr always empty: see out
+	out *heldOutput
+	// policy is the account's output policy: the read rules of its
+	// output and its standard input.
+	policy config.OutputPolicy
+	done   chan struct{}
 	// resolved is closed once RunID is known (or the action ended
 	// without a run): who may read it is settled then.
 	resolved     chan struct{}
@@ -79,8 +83,8 @@ func newActionID() string {
 }
 
 // finishedAction is a finished action read back from the audit log.
-func finishedAction(obj api.Action, out *heldOutput, outputs *auditchain.OutputStore) *Action {
-	a := &Action{id: obj.ID, obj: obj, out: out, outputs: outputs, done: make(chan struct{}), resolved: make(chan struct{}), release: make(chan struct{}), finished: true}
+func finishedAction(obj api.Action, out *heldOutput, policy config.OutputPolicy, outputs *auditchain.OutputStore) *Action {
+	a := &Action{id: obj.ID, obj: obj, out: out, policy: policy, outputs: outputs, done: make(chan struct{}), resolved: make(chan struct{}), release: make(chan struct{}), finished: true}
 	close(a.done)
 	close(a.resolved)
 	close(a.release)
@@ -331,7 +335,7 @@ func (e *Engine) Action(ctx context.Context, id string) (*Action, error) {
 		return a, nil
 	}
 	if obj, out, found := e.actionFromAudit(ctx, id); found {
-		return finishedAction(obj, out, e.outputs), nil
+		return finishedAction(obj, out, e.outputPolicy(obj.Target, obj.Account), e.outputs), nil
 	}
 	return nil, refuse(ErrNotFound, "no action "+strconv.Quote(id))
 }

@@ -114,6 +114,9 @@ func (l *lifecycle) resolve(ctx context.Context) bool {
 			o.Account, o.TimeoutS = l.account.Name, timeoutS
 			o.Approval.Mode = api.Mode(l.account.Approval.String())
 		})
+		l.a.mu.Lock()
+		l.a.policy = l.account.Output
+		l.a.mu.Unlock()
 	}
 	if l.stdin != nil {
 		sum := sha256.Sum256(l.stdin)

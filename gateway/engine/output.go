@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"unicode/utf8"
 
@@ -34,7 +35,9 @@ type streamRef struct {
 // it its account's policy returns.
 type heldOutput struct {
 	stdout, stderr streamRef
-	policy         config.OutputPolicy
+	// stdin is set only for paging the standard input an action sent.
+	stdin  streamRef
+	policy config.OutputPolicy
 }
 
 // storedStream is one stream as stored: its head, its end (nil when the
@@ -127,20 +130,29 @@ func resultStreams(r *sshexec.Result) (stdout, stderr storedStream) {
 const MaxPage = 1 << 20
 
 // Page reads bytes [offset, offset+limit) of one stream of a finished
-// action, under the read rules of its account's output policy: all of it
-// for "full", its last 64 KiB for "tail", nothing for "none"; and only
-// what the output store keeps (the head up to its cap, and the end).
+// action — stdout, stderr, or the stdin it sent — under the read rules of
+// its account's output policy: all of it for "full", its last 64 KiB for
+// "tail", nothing for "none"; and only what the output store keeps (the
+// head up to its cap, and the end).
 func (a *Action) Page(ctx context.Context, stream string, offset, limit int64) (api.OutputPage, error) {
 	a.mu.Lock()
-	out, finished := a.out, a.finished
+	out, finished, policy, obj := a.out, a.finished, a.policy, a.obj
 	a.mu.Unlock()
+	if stream == "stdin" && finished {
+		// What the action sent is kept whole; it reads like output.
+		var d [32]byte
+		if n, err := hex.Decode(d[:], []byte(obj.StdinSHA256)); err != nil || n != len(d) {
+			return api.OutputPage{ActionID: a.id, Stream: stream}, refuse(ErrNotFound, "action "+a.id+" sent no standard input")
+		}
+		out = &heldOutput{stdin: streamRef{head: d, total: obj.StdinBytes}, policy: policy}
+	}
 	pg := api.OutputPage{ActionID: a.id, Stream: stream, Offset: offset}
 	var ref streamRef
 	switch {
 	case !finished:
 		return pg, refuse(ErrNotFinished, "action "+a.id+" has not finished; its output can be paged once it has")
-	case stream != "stdout" && stream != "stderr":
-		return pg, refuse(ErrInvalid, fmt.Sprintf("stream must be stdout or stderr, not %q", stream))
+	case stream != "stdout" && stream != "stderr" && stream != "stdin":
+		return pg, refuse(ErrInvalid, fmt.Sprintf("stream must be stdout, stderr or stdin, not %q", stream))
 	case offset < 0:
 		return pg, refuse(ErrInvalid, "offset must be 0 or more")
 	case limit < 1 || limit > MaxPage:
@@ -149,6 +161,8 @@ func (a *Action) Page(ctx context.Context, stream string, offset, limit int64) (
 		return pg, refuse(ErrNotFound, "no output is stored for action "+a.id)
 	case stream == "stdout":
 		ref = out.stdout
+	case stream == "stdin":
+		ref = out.stdin
 	default:
 		ref = out.stderr
 	}

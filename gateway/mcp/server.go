@@ -81,7 +81,7 @@ type ExecInput struct {
 type GetActionInput struct {
 	ActionID string `json:"action_id" jsonschema:"id of an action (act_…) from an ssh_exec result of this session"`
 	WaitS    int    `json:"wait_s,omitempty" jsonschema:"wait up to this many seconds for the action to finish before returning it (a long poll); omitted: return it as it is now"`
-	Stream   string `json:"stream,omitempty" jsonschema:"read a page of the stored output of this stream (stdout or stderr) of a finished action; the result's page holds it"`
+	Stream   string `json:"stream,omitempty" jsonschema:"read a page of the stored output of this stream (stdout or stderr) of a finished action, or of the stdin it sent; the result's page holds it"`
 	Offset   int64  `json:"offset,omitempty" jsonschema:"the byte offset in the stream where the page starts (default 0); a result's omitted-bytes note and a page's next_offset give it"`
 	Limit    int64  `json:"limit,omitempty" jsonschema:"the most bytes the page holds (default and maximum: the output budget, 32 KiB unless configured)"`
 }
@@ -182,7 +182,7 @@ var (
 		s.Properties["action_id"].MinLength = &one
 		s.Properties["wait_s"].Minimum = new(1.0)
 		s.Properties["wait_s"].Maximum = new(float64(maxWaitS))
-		s.Properties["stream"].Enum = []any{"stdout", "stderr"}
+		s.Properties["stream"].Enum = []any{"stdout", "stderr", "stdin"}
 		s.Properties["offset"].Minimum = new(0.0)
 		s.Properties["limit"].Minimum = new(1.0)
 		return s

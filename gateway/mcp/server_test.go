@@ -506,7 +506,7 @@ func TestBadArgumentsInWords(t *testing.T) {
 		{"ssh_exec", map[string]any{"target": "box", "command": "true", "host": "10.0.0.1"}, "invalid arguments: host is not an argument of ssh_exec; its arguments are: account, command, reason, stdin, target, timeout_s, wait_s"},
 		{"ssh_exec", map[string]any{"target": "box", "command": "true", "reason": huge}, "invalid arguments: reason must be text of at most 500 characters"},
 		{"ssh_exec", map[string]any{"target": "box", "command": "true", "wait_s": 9999}, "invalid arguments: wait_s must be an integer number of seconds from 1 to 3600"},
-		{"get_action", map[string]any{"action_id": "act_x", "stream": "stdin"}, `invalid arguments: stream must be "stdout" or "stderr"`},
+		{"get_action", map[string]any{"action_id": "act_x", "stream": "stdlog"}, `invalid arguments: stream must be "stdout", "stderr" or "stdin"`},
 	} {
 		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: tt.tool, Arguments: tt.args})
 		if err != nil || !res.IsError || !strings.HasPrefix(mcptest.Text(res), tt.want) || strings.Contains(mcptest.Text(res), "validating") {

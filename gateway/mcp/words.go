@@ -23,7 +23,7 @@ var argumentWords = map[string]string{
 	"stdin":     "stdin must be text (a string)",
 	"reason":    "reason must be text of at most 500 characters",
 	"action_id": "action_id must be the id of an action (act_…) from an ssh_exec result",
-	"stream":    `stream must be "stdout" or "stderr"`,
+	"stream":    `stream must be "stdout", "stderr" or "stdin"`,
 	"offset":    "offset must be an integer number of bytes ≥ 0",
 	"limit":     "limit must be an integer number of bytes ≥ 1",
 }
