@@ -10,6 +10,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -219,13 +221,7 @@ func TestReviewerAPIReadsAreAudited(t *testing.T) {
 		t.Errorf("the agent's GET: %v, %d output.read entries", err, len(reads()))
 	}
 	// Following the events (of a finished action: the stream ends at once).
-	req, _ := http.NewRequest(http.MethodGet, g.base+"/v1/actions/"+id+"/events", nil)
-	req.Header.Set("Authorization", "Bearer "+reviewerToken(t, g))
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := g.reviewerEvents(t, id)
 	stream, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if !strings.Contains(string(stream), "read by a reviewer") {
@@ -328,4 +324,100 @@ func TestPendingRequestsAreCapped(t *testing.T) {
 			t.Errorf("a request within the caps: %s %q %v, want denied", r.a.Outcome, r.a.Detail, r.err)
 		}
 	}
+}
+
+// A reviewer following an action's events is a watcher: a stream the
+// reviewer does not read never holds the agent's command back (the
+// agent's own stream does, by design), and it still ends with the result.
+func TestReviewerStreamNeverHoldsTheAgentBack(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, sharedSSHD(t), gwOptions{})
+	dir, err := os.MkdirTemp("", "airlock-gate-") // where the target's user can look
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	gate := filepath.Join(dir, "go")
+	ids := make(chan string, 1)
+	done := make(chan actionResult, 1)
+	go func() {
+		a, err := g.agent.RunAction(context.Background(), api.ActionRequest{Target: "box-run", TimeoutS: 120,
+			Command: "while [ ! -e " + gate + " ]; do sleep 0.1; done; seq 1 3000000"},
+			api.Events{State: func(s api.StateEvent) {
+				if s.ActionID != "" {
+					select {
+					case ids <- s.ActionID:
+					default:
+					}
+				}
+			}})
+		done <- actionResult{a, err, nil}
+	}()
+	g.decideNext("run", "approve", "")
+	id := <-ids
+	resp := g.reviewerEvents(t, id)
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("reviewer's stream: %s", resp.Status)
+	}
+	// The reviewer's stream is open and unread: now the output comes.
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var r actionResult
+	select {
+	case r = <-done:
+	case <-time.After(patience):
+		t.Fatal("the agent's action waited for a reviewer's unread stream")
+	}
+	if r.err != nil || !r.a.Success() || r.a.StdoutBytes != 22888896 {
+		t.Fatalf("the agent's action: %v %+v", r.err, r.a)
+	}
+	var last string
+	api.ReadEvents(resp.Body, func(event string, _ []byte) error { last = event; return nil })
+	if last != "finished" {
+		t.Errorf("the reviewer's stream ended with %q, want the result", last)
+	}
+}
+
+// A request refused for a field's size is recorded with a bounded prefix
+// of it, and answered with one: a 5 MiB reason or target cannot fill the
+// audit log or the memory that keeps recent actions.
+func TestHugeFieldsAreClippedInRecords(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, sharedSSHD(t), gwOptions{})
+	for _, req := range []api.ActionRequest{
+		{Target: "box-run", Command: "id", Reason: strings.Repeat("R", 5<<20)},
+		{Target: strings.Repeat("t", 5<<20), Command: "id"},
+		{Target: "box-run", Command: strings.Repeat("c", 1<<20)},
+	} {
+		a, err := g.agent.RunAction(context.Background(), req, api.Events{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Outcome != sshexec.Rejected || len(a.Reason)+len(a.Target)+len(a.Command)+len(a.Detail) > 64<<10 {
+			t.Errorf("%s: reason %d, target %d, command %d, detail %d bytes", a.Outcome, len(a.Reason), len(a.Target), len(a.Command), len(a.Detail))
+		}
+		for _, e := range g.auditEntries("action.requested", a.ID) {
+			for name, v := range e.Fields {
+				if s, ok := v.(string); ok && len(s) > 64<<10 {
+					t.Errorf("action.requested %s holds %d bytes", name, len(s))
+				}
+			}
+		}
+	}
+}
+
+// reviewerEvents opens a reviewer's event stream of action id.
+func (g *testGateway) reviewerEvents(t *testing.T, id string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, g.base+"/v1/actions/"+id+"/events", nil)
+	req.Header.Set("Authorization", "Bearer "+reviewerToken(t, g))
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
 }

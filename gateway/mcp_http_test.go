@@ -314,6 +314,15 @@ func mcpSizedOutput(t *testing.T, cs *sdk.ClientSession) {
 		t.Errorf("an empty stream's page: %v %+v", err, pg)
 	}
 
+	// Just over the store's 8 MiB head: the end shown is the true end,
+	// read from the store past the cap.
+	res, err = cs.CallTool(ctx, callParams("ssh_exec", map[string]any{"target": "box-run", "command": "head -c 8388608 /dev/zero | tr '\\0' a; echo; echo THE-END"}))
+	over := mcptest.Structured[mcp.ActionResult](t, res)
+	if err != nil || res.IsError || !strings.HasSuffix(over.StdoutTail, "aaaa\nTHE-END\n") || over.StdoutBytes != 8388608+9 ||
+		over.StdoutOmittedBytes != over.StdoutBytes-int64(len(over.Stdout)+len(over.StdoutTail)) {
+		t.Errorf("just over the cap: %v, tail ends %q, %d bytes, omitted %d", err, over.StdoutTail[max(0, len(over.StdoutTail)-20):], over.StdoutBytes, over.StdoutOmittedBytes)
+	}
+
 	res, err = cs.CallTool(ctx, callParams("ssh_exec", map[string]any{"target": "box-tail", "command": "seq 1 200000"}))
 	tail := mcptest.Structured[mcp.ActionResult](t, res)
 	if err != nil || res.IsError || !strings.HasSuffix(want, tail.Stdout) || len(tail.Stdout) < mcp.DefaultOutputBudget-8 || tail.StdoutTail != "" ||

@@ -323,8 +323,14 @@ func TestStdinIsSent(t *testing.T) {
 		defer pr.Close()
 		var out bytes.Buffer
 		stderr, code := agentIn(t, d, pr, &out, "box", "--", "echo ran")
-		if code != 0 || out.String() != "ran\n" || withoutWaiting(stderr) != "" {
+		if code != 0 || out.String() != "ran\n" || !strings.HasPrefix(withoutWaiting(stderr), "airlock-ssh: standard input is a pipe that stayed open with nothing on it, so none was sent") {
 			t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), stderr)
+		}
+		// -n says so: no note.
+		out.Reset()
+		stderr, code = agentIn(t, d, pr, &out, "-n", "box", "--", "echo ran")
+		if code != 0 || out.String() != "ran\n" || withoutWaiting(stderr) != "" {
+			t.Fatalf("-n: exit %d, stdout %q, stderr %q", code, out.String(), stderr)
 		}
 	})
 	t.Run("input that comes too late is reported", func(t *testing.T) {

@@ -43,8 +43,8 @@ standard input: read whole before the request and sent to the command (the
 reviewer sees its size, digest and, when short text, the text; the
 account's max_stdin bounds it, 1 MiB by default). Nothing is sent when it
 is a terminal, with -n, or when it is a pipe on which nothing arrives
-within 1 s (an agent harness's open pipe); if input arrives after that,
-airlock-ssh says so and exits 255.
+within 1 s (an agent harness's open pipe; a note says so, -n silences it);
+if input arrives after that, airlock-ssh says so and exits 255.
 
 flags:
   -l ACCOUNT      remote account (default: the target's default account)
@@ -350,9 +350,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return fail(stderr, "%v", err)
 	}
 	code := report(o, a, delivered, true, stdout, stderr)
-	if n := late.arrived(); n > 0 {
+	switch n, open := late.arrived(); {
+	case n > 0:
 		fmt.Fprintf(stderr, "airlock-ssh: standard input had nothing for %s, so none was sent; %d bytes came later and were not sent (action %s); send all input before, or pass -n\n", stdinGrace, n, a.ID)
 		return 255
+	case open:
+		// Nothing was lost yet, but input may still come: say what
+		// happened to it.
+		fmt.Fprintf(stderr, "airlock-ssh: standard input is a pipe that stayed open with nothing on it, so none was sent (action %s); pass -n to say so and silence this note\n", a.ID)
 	}
 	return code
 }
@@ -563,21 +568,21 @@ type lateInput struct {
 	chunks <-chan []byte
 }
 
-// arrived is how many bytes came on it since; nil watches nothing.
-func (l *lateInput) arrived() int {
+// arrived is how many bytes came on it since, and whether it is still
+// open; nil watches nothing.
+func (l *lateInput) arrived() (n int, open bool) {
 	if l == nil {
-		return 0
+		return 0, false
 	}
-	n := 0
 	for {
 		select {
 		case c, ok := <-l.chunks:
 			if !ok {
-				return n
+				return n, false
 			}
 			n += len(c)
 		default:
-			return n
+			return n, true
 		}
 	}
 }

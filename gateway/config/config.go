@@ -596,7 +596,8 @@ func (c *checker) build(cfg *Config, raw *rawConfig, base string) {
 	// mcp.
 	cfg.MCP.OutputBudget = DefaultMCPOutputBudget
 	if m := raw.MCP; m != nil {
-		cfg.MCP.OutputBudget = int(c.size(m.OutputBudget, DefaultMCPOutputBudget, 1<<10, 1<<20))
+		// At most twice the end the output store keeps of a long stream.
+		cfg.MCP.OutputBudget = int(c.size(m.OutputBudget, DefaultMCPOutputBudget, 1<<10, 128<<10))
 	}
 
 	// audit.

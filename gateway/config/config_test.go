@@ -149,8 +149,8 @@ func TestParseConfigSizes(t *testing.T) {
 	for src, want := range map[string]int{
 		"":                                   DefaultMCPOutputBudget,
 		"mcp {\n  output_budget = 4096\n}\n": 4096,
-		"mcp {\n  output_budget = \"64KiB\"\n}\n": 64 << 10,
-		"mcp {\n  output_budget = \"1MiB\"\n}\n":  1 << 20,
+		"mcp {\n  output_budget = \"64KiB\"\n}\n":  64 << 10,
+		"mcp {\n  output_budget = \"128KiB\"\n}\n": 128 << 10,
 	} {
 		cfg, err := Parse([]byte(contractExample+src), "/etc/airlock/airlock.hcl")
 		if err != nil || cfg.MCP.OutputBudget != want {
@@ -188,7 +188,7 @@ target "t" {
 		{"no pending request allowed", valid("approval {\n  max_pending_per_run = 0\n}\n"), []int{8}},
 		{"pending cap not a number", valid("approval {\n  max_pending_per_requester = \"many\"\n}\n"), []int{8}},
 		{"non-loopback http without TLS", valid("listen {\n  http = \"0.0.0.0:7422\"\n}\n"), []int{8}},
-		{"size over the maximum", valid("mcp {\n  output_budget = \"2MiB\"\n}\n"), []int{8}},
+		{"size over the maximum", valid("mcp {\n  output_budget = \"129KiB\"\n}\n"), []int{8}},
 		{"size under the minimum", valid("mcp {\n  output_budget = 10\n}\n"), []int{8}},
 		{"size with an unknown unit", valid("mcp {\n  output_budget = \"32KB\"\n}\n"), []int{8}},
 		{"size not whole", valid("mcp {\n  output_budget = 1.5\n}\n"), []int{8}},

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/auditchain"
@@ -146,6 +147,9 @@ type subscriber struct {
 	// publish touches it, and output of one stream is published from one
 	// goroutine.
 	cut [2]bool
+	// watcher is a reader the action never waits for (a reviewer): it
+	// misses what it cannot take.
+	watcher bool
 }
 
 // send passes ev on: at once when the reader has room, else as soon as it
@@ -159,6 +163,9 @@ func (s *subscriber) send(ev Event, release <-chan struct{}) bool {
 	case <-s.gone:
 		return false
 	default:
+	}
+	if s.watcher {
+		return false
 	}
 	select {
 	case s.ch <- ev:
@@ -175,7 +182,19 @@ func (s *subscriber) send(ev Event, release <-chan struct{}) bool {
 // outcome (then Result has it), or at once if it had finished already.
 // Call the returned function when done reading.
 func (a *Action) Subscribe() (<-chan Event, func()) {
-	s := &subscriber{ch: make(chan Event, subscriberBuffer), gone: make(chan struct{})}
+	return a.subscribe(false)
+}
+
+// Watch is Subscribe for a reader the action must not wait for — a
+// reviewer following it: when the reader falls behind, it misses output
+// (each stream it missed stops there, a prefix) instead of holding the
+// command back.
+func (a *Action) Watch() (<-chan Event, func()) {
+	return a.subscribe(true)
+}
+
+func (a *Action) subscribe(watcher bool) (<-chan Event, func()) {
+	s := &subscriber{ch: make(chan Event, subscriberBuffer), gone: make(chan struct{}), watcher: watcher}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.finished {
@@ -284,8 +303,11 @@ func (e *Engine) Start(ctx context.Context, c Caller, req api.ActionRequest) (*A
 		release:  make(chan struct{}),
 		outputs:  e.outputs,
 	}
+	// What the object (and so the audit log) keeps of a request that may
+	// be refused for its size is bounded: the checks see it whole.
 	a.obj = api.Action{
-		ID: a.id, Target: req.Target, Account: req.Account, Command: req.Command, Reason: req.Reason,
+		ID: a.id, Target: clip(req.Target, maxNameLen), Account: clip(req.Account, maxNameLen),
+		Command: clip(req.Command, MaxCommandLen), Reason: clip(req.Reason, 4*api.MaxReason),
 		TimeoutS: req.TimeoutS, State: api.StateRequested, RequestedAt: e.clock.Now().UTC(),
 	}
 	e.mu.Lock()
@@ -313,6 +335,23 @@ func (e *Engine) Start(ctx context.Context, c Caller, req api.ActionRequest) (*A
 		e.execute(actx, a, c, req)
 	}()
 	return a, nil
+}
+
+// maxNameLen bounds what is kept of a target or account name that is
+// refused (configured names are far shorter).
+const maxNameLen = 256
+
+// clip returns s cut to at most n bytes, on a character boundary, marked
+// when it was cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("…[%d more bytes]", len(s)-cut)
 }
 
 func isDone(c <-chan struct{}) bool {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
 	"path/filepath"
@@ -63,6 +64,9 @@ func (e *Engine) recordApprovalEvent(ctx context.Context, ev approvals.Event) er
 			Command: r.Command, TimeoutS: int64(r.Timeout / time.Second), Digest: r.Digest}
 		if r.DecidedBy != "" {
 			rec.Request.DecidedBy, rec.Request.Reason = r.DecidedBy, &r.Reason
+		}
+		if in := r.Stdin; in != nil {
+			rec.Request.StdinBytes, rec.Request.StdinSHA256 = &in.Size, &in.SHA256
 		}
 	}
 	_, err = e.recordKind(ctx, kind, "", string(ev.Run.ID), rec)
@@ -146,8 +150,8 @@ func (e *Engine) actionFromAudit(ctx context.Context, id string) (api.Action, *h
 			}
 			a.Target, a.Account, a.Command, a.TimeoutS = r.Target, r.Account, r.Command, int(r.TimeoutS)
 			a.Reason = r.Reason
-			if r.Stdin != nil {
-				a.StdinBytes, a.StdinSHA256 = r.Stdin.Size, hex.EncodeToString(r.Stdin.Digest[:])
+			if r.StdinBytes != nil && r.StdinSHA256 != nil {
+				a.StdinBytes, a.StdinSHA256 = *r.StdinBytes, hex.EncodeToString(r.StdinSHA256[:])
 			}
 			a.RequestedAt = en.Time
 		case auditchain.KindActionConnecting:
@@ -173,7 +177,9 @@ func (e *Engine) actionFromAudit(ctx context.Context, id string) (api.Action, *h
 					a.ExitCode = &code
 				}
 			}
-			out = f.held(e.outputPolicy(a.Target, a.Account))
+			// The policy the output was stored under; entries from before
+			// it was recorded take the configuration's now.
+			out = f.held(cmp.Or(f.OutputPolicy, e.outputPolicy(a.Target, a.Account)))
 		}
 	}
 	a.NextStep = api.NextStepOf(&a)

@@ -137,16 +137,10 @@ func (l *lifecycle) resolve(ctx context.Context) bool {
 
 	// action.requested, whatever follows: every request is accounted.
 	obj := l.a.Snapshot()
-	rq := actionRequested{Target: l.req.Target, Account: obj.Account, Command: l.req.Command, TimeoutS: int64(obj.TimeoutS), Reason: l.req.Reason}
+	rq := actionRequested{Target: obj.Target, Account: obj.Account, Command: obj.Command, TimeoutS: int64(obj.TimeoutS), Reason: obj.Reason}
 	if l.stdin != nil {
-		// Stored before it is recorded, so that the record names it.
-		blobs, err := e.outputs.PutAll(ctx, l.stdin)
-		if err != nil {
-			e.log.Error("output store failed; nothing dialed", "action", l.a.id, "error", err)
-			l.answerUnrecorded("the standard input could not be stored, so nothing was run")
-			return false
-		}
-		rq.Stdin = &blobs[0]
+		n, sum := int64(len(l.stdin)), sha256.Sum256(l.stdin)
+		rq.StdinBytes, rq.StdinSHA256 = &n, &sum
 	}
 	if l.c.Local {
 		pid, uid := int64(l.c.Peer.PID), int64(l.c.Peer.UID)
@@ -248,6 +242,17 @@ func (l *lifecycle) connect(ctx context.Context) {
 		return
 	}
 	connecting := actionConnecting{Address: l.target.Address, Account: l.account.Name, Credential: l.account.Credential, Cert: cert}
+	if l.stdin != nil {
+		// Kept only now that it is about to be sent: a refused action's
+		// input is described, never stored.
+		blobs, err := e.outputs.PutAll(ctx, l.stdin)
+		if err != nil {
+			e.log.Error("output store failed; nothing dialed", "action", l.a.id, "error", err)
+			l.answerUnrecorded("the standard input could not be stored, so nothing was run")
+			return
+		}
+		connecting.Stdin = &blobs[0]
+	}
 	if _, err := e.record(ctx, l.a.id, string(l.run.ID), connecting); err != nil {
 		e.log.Error("audit append failed; nothing dialed", "action", l.a.id, "error", err)
 		l.answerUnrecorded("the intent could not be recorded in the audit log, so nothing was dialed")
@@ -306,7 +311,7 @@ func (l *lifecycle) connect(ctx context.Context) {
 		l.mayHaveRun(ctx, "the output could not be stored", fin)
 		return
 	}
-	fin.Stdout, fin.Stderr = &blobs[0], &blobs[1]
+	fin.Stdout, fin.Stderr, fin.OutputPolicy = &blobs[0], &blobs[1], l.account.Output
 	if r.StdoutTail != nil {
 		fin.StdoutTail = &blobs[2]
 	}
@@ -499,7 +504,7 @@ func nameList(names []string) string {
 func (e *Engine) resolveRequest(req api.ActionRequest) (*config.Target, *config.Account, time.Duration, string) {
 	t, ok := e.cfg.Targets[req.Target]
 	if !ok {
-		return nil, nil, 0, fmt.Sprintf("unknown target %q (targets: %s)", req.Target, nameList(e.cfg.TargetNames))
+		return nil, nil, 0, fmt.Sprintf("unknown target %q (targets: %s)", clip(req.Target, maxNameLen), nameList(e.cfg.TargetNames))
 	}
 	name := req.Account
 	if name == "" {
@@ -510,7 +515,7 @@ func (e *Engine) resolveRequest(req api.ActionRequest) (*config.Target, *config.
 	}
 	acct, ok := t.Accounts[name]
 	if !ok {
-		return nil, nil, 0, fmt.Sprintf("target %q has no account %q (accounts: %s)", t.Name, name, nameList(t.AccountNames))
+		return nil, nil, 0, fmt.Sprintf("target %q has no account %q (accounts: %s)", t.Name, clip(name, maxNameLen), nameList(t.AccountNames))
 	}
 	// Compare seconds before multiplying: a huge timeout_s would overflow
 	// a Duration into a small or negative one.

@@ -135,16 +135,34 @@ const MaxPage = 1 << 20
 // "tail", nothing for "none"; and only what the output store keeps (the
 // head up to its cap, and the end).
 func (a *Action) Page(ctx context.Context, stream string, offset, limit int64) (api.OutputPage, error) {
+	return a.page(ctx, stream, offset, limit, "")
+}
+
+// ReviewerPage is Page for a reviewer: everything the store keeps,
+// whatever the account's policy returns to agents. The caller records the
+// read.
+func (a *Action) ReviewerPage(ctx context.Context, stream string, offset, limit int64) (api.OutputPage, error) {
+	return a.page(ctx, stream, offset, limit, config.OutputFull)
+}
+
+// page reads a page under the account's policy, or under rules when set.
+func (a *Action) page(ctx context.Context, stream string, offset, limit int64, rules config.OutputPolicy) (api.OutputPage, error) {
 	a.mu.Lock()
 	out, finished, policy, obj := a.out, a.finished, a.policy, a.obj
 	a.mu.Unlock()
+	if out != nil {
+		policy = out.policy
+	}
+	if rules != "" {
+		policy = rules
+	}
 	if stream == "stdin" && finished {
 		// What the action sent is kept whole; it reads like output.
 		var d [32]byte
 		if n, err := hex.Decode(d[:], []byte(obj.StdinSHA256)); err != nil || n != len(d) {
 			return api.OutputPage{ActionID: a.id, Stream: stream}, refuse(ErrNotFound, "action "+a.id+" sent no standard input")
 		}
-		out = &heldOutput{stdin: streamRef{head: d, total: obj.StdinBytes}, policy: policy}
+		out = &heldOutput{stdin: streamRef{head: d, total: obj.StdinBytes}}
 	}
 	pg := api.OutputPage{ActionID: a.id, Stream: stream, Offset: offset}
 	var ref streamRef
@@ -167,12 +185,12 @@ func (a *Action) Page(ctx context.Context, stream string, offset, limit int64) (
 		ref = out.stderr
 	}
 	pg.Total = ref.total
-	from, ok := readable(ref.total, out.policy)
+	from, ok := readable(ref.total, policy)
 	switch {
 	case !ok:
-		return pg, refuse(ErrForbidden, fmt.Sprintf("the account's output policy (%s) returns no output; its size is %d bytes", out.policy, ref.total))
+		return pg, refuse(ErrForbidden, fmt.Sprintf("the account's output policy (%s) returns no output; its size is %d bytes", policy, ref.total))
 	case offset < from:
-		return pg, refuse(ErrForbidden, fmt.Sprintf("the account's output policy (%s) returns only the last %d bytes of %s: offsets from %d", out.policy, tailSize, stream, from))
+		return pg, refuse(ErrForbidden, fmt.Sprintf("the account's output policy (%s) returns only the last %d bytes of %s: offsets from %d", policy, tailSize, stream, from))
 	case offset >= ref.total:
 		pg.Offset = ref.total
 		return pg, nil // past the end: an empty last page
@@ -190,6 +208,16 @@ func (a *Action) Page(ctx context.Context, stream string, offset, limit int64) (
 	default:
 		return pg, refuse(ErrNotFound, fmt.Sprintf("bytes %d to %d of %s are not stored: the output store keeps the first %d bytes and the last %d of each stream (next stored offset: %d)",
 			head, s.tailStart(), stream, head, len(s.tail), s.tailStart()))
+	}
+	if end := offset + int64(len(b)); end < ref.total && !utf8.Valid(b) {
+		// A page that ends inside a character: end it before, when that
+		// makes it text; the next page starts there.
+		for i := 1; i < utf8.UTFMax && i < len(b); i++ {
+			if utf8.Valid(b[:len(b)-i]) {
+				b = b[:len(b)-i]
+				break
+			}
+		}
 	}
 	pg.Data, pg.Encoding = api.EncodeBytes(b)
 	pg.Bytes = int64(len(b))

@@ -53,8 +53,11 @@ type actionRequested struct {
 	PeerUID *int64 `audit:"peer_uid"`
 	// RemoteAddr is an HTTP caller's address.
 	RemoteAddr string `audit:"remote_addr,omitempty"`
-	// Stdin is the standard input, in the output store; nil for none.
-	Stdin *auditchain.Blob `audit:"stdin"`
+	// StdinBytes and StdinSHA256 describe the standard input; absent for
+	// none. Its bytes go to the output store once it is approved (see
+	// actionConnecting.Stdin).
+	StdinBytes  *int64    `audit:"stdin_bytes"`
+	StdinSHA256 *[32]byte `audit:"stdin_sha256"`
 	// Reason is what the agent said the action is for.
 	Reason string `audit:"reason,omitempty"`
 }
@@ -67,6 +70,8 @@ type actionConnecting struct {
 	Credential string `audit:"credential"`
 	// Cert describes a per-action certificate (ca = true credentials).
 	Cert *certIssued `audit:"cert"`
+	// Stdin is the standard input about to be sent, in the output store.
+	Stdin *auditchain.Blob `audit:"stdin"`
 }
 
 // certIssued is a per-action certificate: its key ID names the action,
@@ -100,6 +105,9 @@ type actionFinished struct {
 	Result *connResult `audit:",inline"`
 	// RecordedLate marks an outcome the audit log first refused.
 	RecordedLate bool `audit:"recorded_late,omitempty"`
+	// OutputPolicy is the account's output policy when the output was
+	// stored: what the agent may read of it, later too.
+	OutputPolicy config.OutputPolicy `audit:"output_policy,omitempty"`
 }
 
 // approvalFacts name the approval an action ran under.
@@ -188,6 +196,10 @@ type requestFacts struct {
 	Digest    approvals.Digest    `audit:"digest"`
 	DecidedBy string              `audit:"decided_by,omitempty"`
 	Reason    *string             `audit:"reason"`
+	// StdinBytes and StdinSHA256 are the standard input the digest binds
+	// (digest domain airlock/action/v2+stdin), absent for none.
+	StdinBytes  *int64    `audit:"stdin_bytes"`
+	StdinSHA256 *[32]byte `audit:"stdin_sha256"`
 }
 
 // outputRead is output.read: a reviewer read an action's output, through

@@ -67,7 +67,11 @@ func (s *server) handlePostAction(w http.ResponseWriter, r *http.Request) {
 
 // streamAction sends an action's events until it finishes.
 func (s *server) streamAction(w http.ResponseWriter, r *http.Request, a *engine.Action) {
-	events, unsubscribe := a.Subscribe()
+	subscribe := a.Subscribe
+	if p := principalFrom(r.Context()); p != nil && p.isReviewer {
+		subscribe = a.Watch // a reviewer's stream never holds the agent's command back
+	}
+	events, unsubscribe := subscribe()
 	defer unsubscribe()
 	sse := newSSE(w)
 	snap := a.Snapshot()
@@ -185,12 +189,17 @@ func (s *server) handleActionOutput(w http.ResponseWriter, r *http.Request) {
 			*p.v = n
 		}
 	}
-	pg, err := a.Page(r.Context(), stream, offset, limit)
+	page := a.Page
+	p := principalFrom(r.Context())
+	if p.isReviewer {
+		page = a.ReviewerPage // all that is kept; the read is recorded
+	}
+	pg, err := page(r.Context(), stream, offset, limit)
 	if err != nil {
 		s.writeErr(w, err)
 		return
 	}
-	if p := principalFrom(r.Context()); p.isReviewer && pg.Bytes > 0 {
+	if p.isReviewer && pg.Bytes > 0 {
 		if err := s.e.FollowedBy(r.Context(), p.reviewer, a, "api-output"); err != nil {
 			s.writeErr(w, err)
 			return

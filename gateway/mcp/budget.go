@@ -39,6 +39,29 @@ func startOnRune(b []byte) []byte {
 	return b
 }
 
+// lastBytes reads the last n bytes of a stored stream of total bytes,
+// page by page (a page stops where the store's head ends); nil if they
+// cannot all be read.
+func lastBytes(ctx context.Context, b Backend, id, stream string, total, n int64) []byte {
+	var out []byte
+	for off := total - n; off < total; {
+		pg, err := b.Output(ctx, id, stream, off, total-off)
+		if err != nil || pg.Bytes == 0 || pg.Skipped > 0 {
+			return nil
+		}
+		p, err := api.DecodeBytes(pg.Data, pg.Encoding)
+		if err != nil {
+			return nil
+		}
+		out = append(out, p...)
+		if pg.NextOffset == nil {
+			break
+		}
+		off = *pg.NextOffset
+	}
+	return out
+}
+
 // sized is a's result with each stream cut to budget bytes: its first and
 // last budget/2 bytes, on character boundaries. The end of a stream the
 // output store holds only the head of in the object (over its cap) is
@@ -81,9 +104,7 @@ func sized(ctx context.Context, b Backend, a *api.Action, budget int) *ActionRes
 		if int64(len(view)) < s.total && a.OutputPolicy == "full" {
 			// The object holds the head the store kept: its end is in the
 			// store, after the cap.
-			if pg, err := b.Output(ctx, a.ID, s.name, s.total-int64(half), int64(half)); err == nil {
-				end, _ = api.DecodeBytes(pg.Data, pg.Encoding)
-			}
+			end = lastBytes(ctx, b, a.ID, s.name, s.total, int64(half))
 		} else {
 			end = view[len(view)-half:]
 		}

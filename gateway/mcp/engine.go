@@ -50,7 +50,7 @@ func (b *EngineBackend) follow(ctx context.Context, a *engine.Action, ev api.Eve
 		case e, ok := <-events:
 			if !ok {
 				<-a.Done() // the channel closes once the outcome is there
-				return b.result(ctx, a)
+				return b.result(context.WithoutCancel(ctx), a)
 			}
 			switch d := e.Data.(type) {
 			case api.StateEvent:
@@ -84,10 +84,20 @@ func (b *EngineBackend) StartAction(ctx context.Context, req api.ActionRequest) 
 // ctx ends.
 func (b *EngineBackend) WaitAction(ctx context.Context, id string, ev api.Events) (*api.Action, error) {
 	a, err := b.e.ActionOf(ctx, b.c, id)
-	if err != nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// The wait ended before the action's run was known: it is
+		// still being requested.
+		return &api.Action{ID: id, State: api.StateRequested}, nil
+	case err != nil:
 		return nil, &api.Error{Err: api.ErrorBody{Code: api.CodeNotFound, Message: err.Error()}, Status: http.StatusNotFound}
 	}
 	return b.follow(ctx, a, ev, func() (*api.Action, error) {
+		select {
+		case <-a.Done(): // it finished as the wait ended: its result
+			return b.result(context.WithoutCancel(ctx), a)
+		default:
+		}
 		obj := a.Snapshot()
 		return &obj, nil
 	})

@@ -93,9 +93,13 @@ func stream(b *strings.Builder, id string, v streamView) {
 		fmt.Fprintf(b, "[… %d bytes of %s omitted here (%d in all); get_action with action_id %q, stream %q and offset %d pages through them …]\n",
 			v.omitted, v.name, v.produced, id, v.name, int64(len(v.text)))
 		line(v.tail)
-	case v.omitted > 0:
+	case v.omitted > 0 && v.policy == "tail":
 		fmt.Fprintf(b, "[the first %d of %d bytes of %s are not shown; the account's output policy (%s) returns the end]\n", v.omitted, v.produced, v.name, v.policy)
 		line(v.text)
+	case v.omitted > 0:
+		line(v.text)
+		fmt.Fprintf(b, "[… the last %d of %d bytes of %s are not shown; get_action with action_id %q, stream %q and offset %d pages through them]\n",
+			v.omitted, v.produced, v.name, id, v.name, int64(len(v.text)))
 	default:
 		line(v.text)
 		if v.truncated {

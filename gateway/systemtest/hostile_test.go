@@ -3,6 +3,7 @@ package systemtest
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/gatewaytest"
+	"github.com/airlockgw/airlock/gateway/httpapi"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
 
@@ -134,7 +136,17 @@ func attacks(sshdAddr string) []attack {
 		bad("command as an array", `{"target":"box","command":["id"]}`),
 		bad("invalid UTF-8 in a key", "{\"targ\xffet\":\"box\",\"command\":\"id\"}"),
 		bad("deep nesting", `{"target":"box","command":"id","x":`+strings.Repeat("[", 10000)+strings.Repeat("]", 10000)+`}`),
-		{name: "oversized body", ctype: j, body: `{"target":"box","command":"` + strings.Repeat("A", 300<<10) + `"}`, status: 413, code: api.CodeTooLarge},
+		{name: "oversized body", ctype: j, body: `{"target":"box","command":"` + strings.Repeat("A", httpapi.MaxActionBody) + `"}`, status: 413, code: api.CodeTooLarge},
+		// Under the body limit, over a field's: rejected actions, whose
+		// records hold a bounded prefix of what was sent.
+		rejected("command of 300 KiB", `{"target":"box","command":"`+strings.Repeat("A", 300<<10)+`"}`),
+		rejected("reason over 500 characters", `{"target":"box","command":"id","reason":"`+strings.Repeat("é", 501)+`"}`),
+		rejected("reason of 5 MiB", `{"target":"box","command":"id","reason":"`+strings.Repeat("R", 5<<20)+`"}`),
+		rejected("target of 5 MiB", `{"target":"`+strings.Repeat("t", 5<<20)+`","command":"id"}`),
+		rejected("stdin not base64", `{"target":"box","command":"cat","stdin":"not base64!"}`),
+		rejected("stdin unpadded", `{"target":"box","command":"cat","stdin":"YQ"}`),
+		rejected("stdin over max_stdin", `{"target":"box","command":"cat","stdin":"`+base64.StdEncoding.EncodeToString(make([]byte, 2<<20))+`"}`),
+		bad("stdin as a number", `{"target":"box","command":"cat","stdin":7}`),
 		{name: "text/plain", ctype: "text/plain", body: `{"target":"box","command":"id"}`, status: 415, code: api.CodeUnsupportedType},
 		{name: "form", ctype: "application/x-www-form-urlencoded", body: `target=box&command=id`, status: 415, code: api.CodeUnsupportedType},
 		{name: "no content type", ctype: "", body: `{"target":"box","command":"id"}`, status: 415, code: api.CodeUnsupportedType},
