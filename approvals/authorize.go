@@ -79,7 +79,7 @@ func (s *Store) Authorize(ctx context.Context, id RunID, a Action, onPending fun
 // run's error, so the caller learns the run is over rather than "expired".
 // Called with s.mu held.
 func (s *Store) runGone(ctx context.Context, id RunID, st Status) error {
-	if st != StatusExpired {
+	if st != StatusExpired && st != StatusWithdrawn {
 		return nil
 	}
 	r, err := loadRun(ctx, s.db, id)
@@ -258,10 +258,8 @@ func (s *Store) expireRequest(ctx context.Context, id RequestID) error {
 func (s *Store) consume(ctx context.Context, q *Request, st Status, a Action) (Result, error) {
 	res := Result{Status: st, Mode: ModeCall, RequestID: q.ID, Reviewer: q.DecidedBy, Reason: q.Reason, Digest: q.Digest}
 	if st != StatusApproved {
-		if st == StatusExpired {
-			if err := s.runGone(ctx, q.RunID, st); err != nil {
-				return Result{}, err
-			}
+		if err := s.runGone(ctx, q.RunID, st); err != nil {
+			return Result{}, err
 		}
 		return res, nil
 	}

@@ -136,9 +136,14 @@ func own(c []ProcStat) []ProcStat {
 // one run); failing that, the topmost process of c below pid 1 — a walk
 // that ends at another user's process or at init (a service, a cron job, a
 // container, a detached script) anchors there instead of being refused,
-// the caller itself if it is the only one. ErrNoAnchor only when c holds
-// nothing but pid 1.
+// the caller itself if it is the only one. A caller that is pid 1 itself
+// (an agent that is its container's init, with the gateway in that
+// container) anchors its own run: it is the agent. ErrNoAnchor never
+// happens for a non-empty chain.
 func heuristicAnchor(c []ProcStat, transparent map[string]bool) (int, error) {
+	if len(c) > 0 && c[0].ID.PID == 1 {
+		return 0, nil
+	}
 	top := -1
 	for i := range c {
 		if c[i].ID.PID == 1 {

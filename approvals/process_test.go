@@ -3,6 +3,7 @@ package approvals
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -167,6 +168,17 @@ func TestAnchorWithoutAnAgentAncestor(t *testing.T) {
 	}
 }
 
+// An agent that is pid 1 of the gateway's pid namespace (a container's
+// init, with the gateway in the container) anchors its own run.
+func TestCallerThatIsInit(t *testing.T) {
+	e := newEnv(t)
+	e.procs.add(1, 0, 1, "agent", 1000)
+	got, err := e.s.ResolveLocal(context.Background(), Peer{PID: 1, UID: 1000})
+	if err != nil || got.Anchor.ID.PID != 1 {
+		t.Fatalf("run anchored at %v, %v; want the caller, pid 1", got.Anchor, err)
+	}
+}
+
 // The anchor walk never crosses into another user's process: a process
 // of another uid (su, sudo, a setuid wrapper, a daemon) ends it, so a run
 // and its requester are always the caller's own user's, and an explicit
@@ -210,6 +222,35 @@ func TestAnchorWalkStopsAtAnotherUser(t *testing.T) {
 	}
 	if found, err := e.s.FindLocal(ctx, Peer{PID: 330, UID: 1002}); err != nil || found.ID != bob.ID {
 		t.Errorf("FindLocal: %s, %v; want bob's run %s", found.ID, err, bob.ID)
+	}
+}
+
+// A run request whose anchor exits is withdrawn at once, recorded, and
+// cannot be approved: there is no process left to act.
+func TestAnchorExitWithdrawsItsPendingRequest(t *testing.T) {
+	e := newEnv(t)
+	e.sink.seen = make(chan EventKind, 16)
+	agentTree(e.procs)
+	ctx := context.Background()
+	rv := e.reviewer("rita")
+	run, err := e.s.ResolveLocal(ctx, Peer{PID: 60, UID: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, ch := e.authorize(ctx, run.ID, act("run-box", "ls"))
+	drain(e.sink.seen)
+	for _, pid := range []int{60, 50, 40, 61, 41, 30} {
+		e.procs.kill(pid)
+	}
+	waitKind(t, e.sink.seen, EventRunEnded)
+	if o := recv(t, ch); !errors.Is(o.err, ErrRunEnded) {
+		t.Errorf("the waiting action: %+v %v, want ErrRunEnded", o.res, o.err)
+	}
+	if got, _ := e.s.Request(ctx, q.ID); got.Status != StatusWithdrawn || !strings.Contains(got.Reason, "anchor_exited") {
+		t.Errorf("request after its anchor exited: %v %q", got.Status, got.Reason)
+	}
+	if _, err := e.s.Decide(ctx, rv, q.ID, Decision{Verdict: Approve}); !errors.Is(err, ErrWithdrawn) {
+		t.Errorf("approving it: %v, want ErrWithdrawn", err)
 	}
 }
 

@@ -426,8 +426,10 @@ func (s *Store) anchorExited(ctx context.Context, r *Run) error {
 	return s.endRun(ctx, r, EndAnchorExited, "", "")
 }
 
-// endRun moves r to ended or expired for reason, expiring its pending
-// requests. Called with s.mu held; on error nothing changed.
+// endRun moves r to ended or expired for reason, withdrawing its pending
+// requests at once: nothing is left to approve once the run is over (its
+// anchor exited, it was closed or revoked, or ran out). Called with s.mu
+// held; on error nothing changed.
 func (s *Store) endRun(ctx context.Context, r *Run, reason EndReason, by, note string) error {
 	now := s.clock.Now()
 	r = r.clone()
@@ -442,7 +444,7 @@ func (s *Store) endRun(ctx context.Context, r *Run, reason EndReason, by, note s
 			continue
 		}
 		q := *w.req
-		q.Status, q.DecidedAt, q.Reason = StatusExpired, now, "run "+r.State.String()+": "+reason.String()
+		q.Status, q.DecidedAt, q.Reason = StatusWithdrawn, now, "withdrawn: the run "+r.State.String()+" ("+reason.String()+")"
 		reqs = append(reqs, &q)
 		events = append(events, Event{Kind: EventApprovalDecided, Time: now, Run: *r, Request: &q})
 	}
@@ -451,7 +453,7 @@ func (s *Store) endRun(ctx context.Context, r *Run, reason EndReason, by, note s
 		return err
 	}
 	for _, q := range reqs {
-		s.finish(q, StatusExpired)
+		s.finish(q, StatusWithdrawn)
 	}
 	s.unschedule(runKey(r.ID))
 	s.unschedule(tokenKey(r.ID))

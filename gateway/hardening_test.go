@@ -421,3 +421,58 @@ func (g *testGateway) reviewerEvents(t *testing.T, id string) *http.Response {
 	}
 	return resp
 }
+
+// Only what an agent or the CLI sends reaches the API: a Host the gateway
+// does not answer for (DNS rebinding) is refused on every route, and a
+// browser's cross-site request or a body that is not JSON on /v1 — what a
+// page on another site could send — creates nothing and counts nothing.
+func TestRebindingAndCrossSiteRequestsAreRefused(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, sharedSSHD(t), gwOptions{})
+	send := func(method, path, body string, header map[string]string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(method, g.base+path, strings.NewReader(body))
+		for k, v := range header {
+			if k == "Host" {
+				req.Host = v
+			} else {
+				req.Header.Set(k, v)
+			}
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	runsBefore, err := g.reviewer.Runs(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := "application/json"
+	for _, tt := range []struct {
+		name, method, path, body string
+		header                   map[string]string
+		status                   int
+	}{
+		{"rebinding: create a run", "POST", "/v1/runs", "{}", map[string]string{"Host": "rebind.attacker.example:7422", "Content-Type": j}, http.StatusMisdirectedRequest},
+		{"rebinding: the pages", "GET", "/ui/login", "", map[string]string{"Host": "rebind.attacker.example"}, http.StatusMisdirectedRequest},
+		{"rebinding: health", "GET", "/healthz", "", map[string]string{"Host": "localhost.attacker.example"}, http.StatusMisdirectedRequest},
+		{"cross-site text/plain POST, empty", "POST", "/v1/runs", "", map[string]string{"Content-Type": "text/plain", "Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}, http.StatusForbidden},
+		{"cross-site JSON POST", "POST", "/v1/runs", "{}", map[string]string{"Content-Type": j, "Origin": "https://evil.example"}, http.StatusForbidden},
+		{"same-site but another origin", "POST", "/v1/login", "{}", map[string]string{"Content-Type": j, "Sec-Fetch-Site": "same-site"}, http.StatusForbidden},
+		{"a form, no browser headers", "POST", "/v1/runs", "name=x", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, http.StatusUnsupportedMediaType},
+		{"an empty body without a type", "POST", "/v1/runs", "", nil, http.StatusUnsupportedMediaType},
+		{"the agent's own request", "POST", "/v1/runs", "{}", map[string]string{"Content-Type": j}, http.StatusCreated},
+		{"localhost by name", "GET", "/healthz", "", map[string]string{"Host": "LOCALHOST:7422"}, http.StatusOK},
+	} {
+		if resp := send(tt.method, tt.path, tt.body, tt.header); resp.StatusCode != tt.status {
+			t.Errorf("%s: status %d, want %d", tt.name, resp.StatusCode, tt.status)
+		}
+	}
+	runs, err := g.reviewer.Runs(context.Background())
+	if err != nil || len(runs) != len(runsBefore)+1 {
+		t.Errorf("runs: %d before, %d after, want one more (the agent's own): %v", len(runsBefore), len(runs), err)
+	}
+}

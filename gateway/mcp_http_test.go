@@ -460,7 +460,7 @@ func TestMCPHTTPRefusals(t *testing.T) {
 		{"ended run", map[string]string{"Authorization": "Bearer " + ended}, initializeBody, http.StatusUnauthorized},
 		{"not a bearer", map[string]string{"Authorization": "Basic " + good}, initializeBody, http.StatusUnauthorized},
 		{"a reviewer", map[string]string{"Authorization": "Bearer " + reviewerToken(t, g)}, initializeBody, http.StatusForbidden},
-		{"DNS rebinding", map[string]string{"Authorization": "Bearer " + good, "Host": "attacker.example:7422"}, initializeBody, http.StatusForbidden},
+		{"DNS rebinding", map[string]string{"Authorization": "Bearer " + good, "Host": "attacker.example:7422"}, initializeBody, http.StatusMisdirectedRequest},
 		{"cross-origin browser", map[string]string{"Authorization": "Bearer " + good, "Origin": "https://attacker.example"}, initializeBody, http.StatusForbidden},
 		{"cross-site fetch", map[string]string{"Authorization": "Bearer " + good, "Sec-Fetch-Site": "cross-site"}, initializeBody, http.StatusForbidden},
 		{"oversized body", map[string]string{"Authorization": "Bearer " + good}, `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("a", httpapi.MaxActionBody) + `"}}`, http.StatusRequestEntityTooLarge},

@@ -10,6 +10,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -83,6 +84,11 @@ type Listen struct {
 	TLSKey      string
 	Socket      string
 	SocketGroup string
+	// AllowedHosts are the host names (and address literals) an HTTP
+	// request's Host may name, without the port: the listen address's
+	// host, localhost and the loopback literals, and what allowed_hosts
+	// adds. Any other Host is refused (DNS rebinding).
+	AllowedHosts []string
 }
 
 // Approval is the approval block.
@@ -273,12 +279,13 @@ type rawConfig struct {
 }
 
 type rawListen struct {
-	HTTP        *hcl.Attribute `hcl:"http,optional"`
-	TLSCert     *hcl.Attribute `hcl:"tls_cert,optional"`
-	TLSKey      *hcl.Attribute `hcl:"tls_key,optional"`
-	Socket      *hcl.Attribute `hcl:"socket,optional"`
-	SocketGroup *hcl.Attribute `hcl:"socket_group,optional"`
-	DefRange    hcl.Range      `hcl:",def_range"`
+	HTTP         *hcl.Attribute `hcl:"http,optional"`
+	TLSCert      *hcl.Attribute `hcl:"tls_cert,optional"`
+	TLSKey       *hcl.Attribute `hcl:"tls_key,optional"`
+	Socket       *hcl.Attribute `hcl:"socket,optional"`
+	SocketGroup  *hcl.Attribute `hcl:"socket_group,optional"`
+	AllowedHosts *hcl.Attribute `hcl:"allowed_hosts,optional"`
+	DefRange     hcl.Range      `hcl:",def_range"`
 }
 
 type rawApproval struct {
@@ -576,6 +583,26 @@ func (c *checker) build(cfg *Config, raw *rawConfig, base string) {
 			case !IsLoopback(host) && cfg.Listen.TLSCert == "":
 				c.Errorf(l.HTTP.Range, "listen.http = %q is not a loopback address: set tls_cert and tls_key, or listen on 127.0.0.1", cfg.Listen.HTTP)
 			}
+		}
+		for _, h := range c.strList(l.AllowedHosts) {
+			h = strings.ToLower(strings.TrimSuffix(strings.Trim(h, "[]"), "."))
+			if h == "" || strings.ContainsAny(h, "/:@ ") && net.ParseIP(h) == nil {
+				c.Errorf(l.AllowedHosts.Range, "allowed_hosts: %q is not a host name or an address (no scheme, port or path)", h)
+				continue
+			}
+			cfg.Listen.AllowedHosts = append(cfg.Listen.AllowedHosts, h)
+		}
+	}
+	if host, _, err := net.SplitHostPort(cfg.Listen.HTTP); err == nil {
+		if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
+			cfg.Listen.AllowedHosts = append(cfg.Listen.AllowedHosts, strings.ToLower(host))
+		} else if raw.Listen != nil && raw.Listen.AllowedHosts == nil {
+			c.Errorf(raw.Listen.DefRange, "listen.http = %q listens on every address: set allowed_hosts to the host names clients use (a request naming any other Host is refused)", cfg.Listen.HTTP)
+		}
+	}
+	for _, h := range []string{"localhost", "127.0.0.1", "::1"} {
+		if !slices.Contains(cfg.Listen.AllowedHosts, h) {
+			cfg.Listen.AllowedHosts = append(cfg.Listen.AllowedHosts, h)
 		}
 	}
 

@@ -159,6 +159,18 @@ func TestParseConfigSizes(t *testing.T) {
 	}
 }
 
+func TestParseConfigAllowedHosts(t *testing.T) {
+	src := contractExample + "\n"
+	cfg, err := Parse([]byte(strings.Replace(src, "listen {", "listen {\n  allowed_hosts = [\"Airlock.Example.COM.\", \"[2001:db8::1]\"]", 1)), "/etc/airlock/airlock.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"airlock.example.com", "2001:db8::1", "127.0.0.1", "localhost", "::1"}
+	if diff := cmp.Diff(want, cfg.Listen.AllowedHosts); diff != "" {
+		t.Errorf("allowed hosts (-want +got):\n%s", diff)
+	}
+}
+
 func TestParseConfigProblems(t *testing.T) {
 	valid := func(extra string) string {
 		return `credential "k" { private_key_file = "/k" }
@@ -187,7 +199,9 @@ target "t" {
 		{"run_ttl over max", valid("approval {\n  run_ttl = \"9h\"\n}\n"), []int{7}},
 		{"no pending request allowed", valid("approval {\n  max_pending_per_run = 0\n}\n"), []int{8}},
 		{"pending cap not a number", valid("approval {\n  max_pending_per_requester = \"many\"\n}\n"), []int{8}},
-		{"non-loopback http without TLS", valid("listen {\n  http = \"0.0.0.0:7422\"\n}\n"), []int{8}},
+		{"non-loopback http without TLS", valid("listen {\n  http = \"10.1.2.3:7422\"\n}\n"), []int{8}},
+		{"every address without allowed_hosts", valid("listen {\n  http = \"0.0.0.0:7422\"\n  tls_cert = \"/c\"\n  tls_key = \"/k\"\n}\n"), []int{7}},
+		{"allowed_hosts with a scheme", valid("listen {\n  allowed_hosts = [\"https://airlock.example.com\"]\n}\n"), []int{8}},
 		{"size over the maximum", valid("mcp {\n  output_budget = \"129KiB\"\n}\n"), []int{8}},
 		{"size under the minimum", valid("mcp {\n  output_budget = 10\n}\n"), []int{8}},
 		{"size with an unknown unit", valid("mcp {\n  output_budget = \"32KB\"\n}\n"), []int{8}},

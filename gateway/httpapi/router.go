@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"reflect"
 	"strings"
@@ -98,6 +99,54 @@ type server struct {
 	opts  Options
 }
 
+// hostGuard refuses an HTTP request whose Host is not one of the
+// listener's allowed hosts: a page on another site that rebinds its own
+// name to this address (DNS rebinding) reaches nothing. The local socket
+// has no Host to check: its callers are named by the kernel.
+func (s *server) hostGuard(next http.Handler) http.Handler {
+	allowed := map[string]bool{}
+	for _, h := range s.e.Config().Listen.AllowedHosts {
+		allowed[h] = true
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, local := peerFrom(r.Context()); !local {
+			host := r.Host
+			if h, _, err := net.SplitHostPort(host); err == nil {
+				host = h
+			}
+			host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+			if !allowed[host] {
+				s.log.Warn("request for another host refused", "host", fmt.Sprintf("%.64q", r.Host), "remote", r.RemoteAddr)
+				writeError(w, http.StatusMisdirectedRequest, api.CodeForbidden, "this gateway does not answer for that Host; an operator lists the names clients use in listen.allowed_hosts")
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// crossSiteGuard refuses what a web page on another site could send to
+// /v1 from a browser: a state-changing request the browser marks as
+// cross-origin (Sec-Fetch-Site, or an Origin that is not this host), and
+// any body that is not JSON (text/plain and forms need no preflight).
+// Agents and the CLI send neither browser header.
+func crossSiteGuard(next http.Handler) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusForbidden, api.CodeForbidden, "cross-origin requests from a browser are refused: the API is for agents and the CLI; reviewers use the pages under /ui")
+	}))
+	return cop.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodPost, http.MethodPut, http.MethodPatch:
+			if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+				writeError(w, http.StatusUnsupportedMediaType, api.CodeUnsupportedType, "send a JSON body (Content-Type: application/json), an empty object {} when there is nothing to say")
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	}))
+}
+
 // bearerChallenge makes every 401 of /mcp say how to authenticate (RFC
 // 6750): MCP clients look for WWW-Authenticate, a missing token included.
 func bearerChallenge(next http.Handler) http.Handler {
@@ -135,13 +184,14 @@ func (c *challenger) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 func New(o Options) http.Handler {
 	s := &server{e: o.Engine, local: o.Local, log: cmp.Or[hclog.Logger](o.Logger, hclog.NewNullLogger()), opts: o}
 	r := chi.NewRouter()
-	r.Use(s.recoverer, apiHeaders, bearerChallenge, s.identify)
+	r.Use(s.recoverer, apiHeaders, s.hostGuard, bearerChallenge, s.identify)
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.e.Metrics(), promhttp.HandlerOpts{}))
 	r.Handle("/mcp", s.mcpHandler())
 	r.Route("/v1", func(r chi.Router) {
+		r.Use(crossSiteGuard)
 		r.Post("/login", s.handleLogin)
 		r.With(s.agent).Post("/actions", s.handlePostAction)
 		r.With(s.agentOrReviewer).Get("/actions/{id}", s.handleGetAction)
