@@ -3,9 +3,15 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/airlockgw/airlock/deploy/proctree"
 )
 
 // TestDemoScript runs the scripted tour, so that the README's first
@@ -50,5 +56,38 @@ func TestDemoRemovesItsTemporaryState(t *testing.T) {
 		if strings.HasPrefix(e.Name(), "airlock-demo-") {
 			t.Errorf("%s was left behind", e.Name())
 		}
+	}
+}
+
+// The tour works detached — setsid, no terminal, its parent gone, as a
+// service or a cron job would start it: an agent whose ancestors end at
+// init still anchors a run.
+func TestDemoScriptDetached(t *testing.T) {
+	airlock, _ := binaries(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	pidFile := filepath.Join(dir, "pid")
+	// The shell starts the tour in a session of its own and exits: the
+	// tour's parent becomes init (or the nearest subreaper).
+	script := "setsid " + airlock + " demo --script > " + out + " 2>&1 < /dev/null & echo $! > " + pidFile
+	if b, err := exec.Command("sh", "-c", script).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	deadline := time.Now().Add(3 * patience)
+	for proctree.Alive(pid) {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatal("the detached tour did not end")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	text, _ := os.ReadFile(out)
+	if !strings.Contains(string(text), "the tour is over") || strings.Contains(string(text), "could not be identified") {
+		t.Fatalf("the detached tour:\n%s", text)
 	}
 }
