@@ -109,6 +109,7 @@ func (p *ProcFS) Describe(id ProcessID) (Process, error) {
 	if u, err := user.LookupId(pr.User); err == nil {
 		pr.User = u.Username
 	}
+	pr.Warnings = anchorWarnings(pr, os.Stat)
 	// Everything above was read by pid; make sure it was still id's pid.
 	if again, err := p.Stat(id.PID); err != nil || again.ID != id {
 		return Process{}, fmt.Errorf("approvals: pid %d exited while read: %w", id.PID, ErrNoProcess)

@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -293,5 +295,96 @@ func TestProcFSRootOverride(t *testing.T) {
 	}
 	if want := (ProcStat{ID: ProcessID{7, 555}, PPID: 1, UID: 2, Comm: "fake"}); !cmp.Equal(want, got) {
 		t.Errorf("Stat = %+v, want %+v", got, want)
+	}
+}
+
+// The card's warnings come from the real process: a deleted executable,
+// and one the agent's own user may change.
+func TestProcFSWarnsOfWeakEvidence(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run a process as another user")
+	}
+	nobody, err := user.Lookup("nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, _ := strconv.Atoi(nobody.Uid)
+	gid, _ := strconv.Atoi(nobody.Gid)
+	dir, err := os.MkdirTemp("", "airlock-weak-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o755)
+	sleep, err := os.ReadFile("/bin/sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func(name string, asNobody bool) *exec.Cmd {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, sleep, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(path, "60")
+		if asNobody {
+			os.Chown(path, uid, gid)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd
+	}
+	describe := func(cmd *exec.Cmd) Process {
+		t.Helper()
+		p := &ProcFS{}
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+			st, err := p.Stat(cmd.Process.Pid)
+			if err == nil && strings.HasSuffix(strings.TrimSuffix(st.Exe, " (deleted)"), filepath.Base(cmd.Path)) {
+				d, err := p.Describe(st.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return d
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("process %d never ran %s: %+v %v", cmd.Process.Pid, cmd.Path, st, err)
+			}
+		}
+	}
+
+	owned := start("agent-owned", true)
+	if got := describe(owned).Warnings; !slices.Contains(got, WarnExeWritable) {
+		t.Errorf("an executable its own user owns: warnings %v", got)
+	}
+	deleted := start("agent-deleted", false)
+	describe(deleted) // running it first
+	os.Remove(deleted.Path)
+	if got := describe(deleted).Warnings; !slices.Contains(got, WarnExeGone) {
+		t.Errorf("a deleted executable: warnings %v", got)
+	}
+	plain := start("agent-plain", true)
+	os.Chown(plain.Path, 0, 0)
+	if got := describe(plain).Warnings; len(got) != 0 {
+		t.Errorf("root's executable in a directory nobody may change, run by nobody: warnings %v", got)
+	}
+}
+
+func TestAnchorWarningRules(t *testing.T) {
+	for _, tc := range []struct {
+		p    Process
+		want []string
+	}{
+		{Process{ProcStat: ProcStat{Exe: "/usr/bin/python3", Comm: "python3", UID: 0}, ExeSHA256: "ab"}, nil},
+		{Process{ProcStat: ProcStat{Comm: "node", UID: 1000}}, []string{WarnExeUnknown}},
+		{Process{ProcStat: ProcStat{Exe: "/memfd:payload (deleted)", Comm: "x", UID: 1000}, ExeSHA256: "ab"}, []string{WarnExeGone}},
+		{Process{ProcStat: ProcStat{Exe: "/usr/bin/tmux", Comm: "tmux: server", UID: 0}, ExeSHA256: "ab"}, []string{WarnSessionAnchor}},
+		{Process{ProcStat: ProcStat{Exe: "/home/dev/.vscode-server/bin/abc/node", Comm: "node", UID: 0}, ExeSHA256: "ab"}, []string{WarnSessionAnchor}},
+	} {
+		if got := anchorWarnings(tc.p, os.Stat); !slices.Equal(got, tc.want) {
+			t.Errorf("%+v: %v, want %v", tc.p.ProcStat, got, tc.want)
+		}
 	}
 }

@@ -59,6 +59,9 @@ type Process struct {
 	Cwd       string   `json:"cwd,omitempty"`
 	// Chain is the parent chain from the anchor's parent up to pid 1.
 	Chain []ProcStat `json:"chain,omitempty"`
+	// Warnings name the weak evidence about it (Warn…), as read when the
+	// run was created.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Inspector reads processes. The store uses it to identify local callers

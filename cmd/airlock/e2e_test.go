@@ -296,6 +296,15 @@ func TestEndToEndBinaries(t *testing.T) {
 		a.Stdout, a.Stderr = out, out
 		a.Start()
 		list := d.pending(1)
+		// The reviewer looks at it in full first: who asks, and how much
+		// that process covers now.
+		shown, errs, code := d.cli("approvals", "show", list[0].ID)
+		if code != 0 || !strings.Contains(shown, "echo started; sleep 30") || !regexp.MustCompile(`covers\s+[1-9][0-9]* process\(es\) now`).MatchString(shown) || !strings.Contains(shown, "anchor") {
+			t.Errorf("approvals show: exit %d: %s%s", code, shown, errs)
+		}
+		if _, errs, code := d.cli("approvals", "show", "apr_nosuch"); code == 0 || !strings.Contains(errs, "no pending approval") {
+			t.Errorf("approvals show of no request: exit %d: %s", code, errs)
+		}
 		d.cli("approvals", "approve", list[0].ID)
 		deadline := time.Now().Add(patience)
 		for !strings.Contains(out.String(), "started") && time.Now().Before(deadline) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -27,6 +29,7 @@ import (
 func init() {
 	commands["approvals"] = (&group{name: "approvals", usage: approvalsUsage, verbs: map[string]verbFunc{
 		"list":    approvalsList,
+		"show":    approvalsShow,
 		"approve": bind(approvalsDecide, "approve"),
 		"deny":    bind(approvalsDecide, "deny"),
 	}}).command("list, approve and deny approval requests (reviewer)")
@@ -44,6 +47,10 @@ const approvalsUsage = `usage: airlock approvals VERB [flags] [args]
 verbs:
   list [--json]
       the pending approval requests
+  show [--json] ID
+      one pending request in full: the command, its input, the agent's
+      reason, and who asks — the anchor process, what it covers now, and
+      any weak evidence about it
   approve [--ttl DUR] [--max-actions N] [--reason TEXT] ID
       approve a request; for a run, --ttl and --max-actions bound the approval
   deny [--reason TEXT] ID
@@ -310,6 +317,77 @@ func approvalsList(args []string, stdout, stderr io.Writer) int {
 		}
 		if a.AgentReason != "" {
 			fmt.Fprintf(stdout, "%s: the agent says (its own claim): %s\n", a.ID, visible(a.AgentReason))
+		}
+	}
+	return 0
+}
+
+// approvalsShow prints one pending request with everything a reviewer
+// judges it by.
+func approvalsShow(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("airlock approvals show", "airlock approvals show [flags] ID", stderr)
+	rf := addReviewerFlags(fs, true)
+	id, code, ok := parseVerb(fs, args, 1, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if id == "" {
+		return failf(stderr, "which approval? pass its ID (see airlock approvals list)")
+	}
+	ctx := context.Background()
+	c, err := rf.login(ctx, stderr)
+	if err != nil {
+		return failf(stderr, "%v", err)
+	}
+	list, err := c.Approvals(ctx, "pending")
+	if err != nil {
+		return failf(stderr, "%v", rf.explain(err))
+	}
+	i := slices.IndexFunc(list, func(a api.Approval) bool { return a.ID == id })
+	if i < 0 {
+		return failf(stderr, "no pending approval %s (it may have been decided, withdrawn or expired; see airlock approvals list)", printable(id))
+	}
+	a := list[i]
+	if *rf.json {
+		return printJSON(stdout, a)
+	}
+	w := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	line := func(k, v string) { fmt.Fprintf(w, "%s\t%s\n", k, v) }
+	line("approval", a.ID+" ("+string(a.Kind)+")")
+	line("target", visible(a.Target)+" as "+visible(a.Account))
+	line("command", visible(a.Command))
+	line("timeout", fmt.Sprintf("%ds", a.TimeoutS))
+	if a.StdinBytes > 0 {
+		line("standard input", fmt.Sprintf("%d bytes, sha256 %s", a.StdinBytes, a.StdinSHA256))
+		if a.StdinText != "" {
+			line("", visible(a.StdinText))
+		}
+	}
+	if a.AgentReason != "" {
+		line("the agent says", visible(a.AgentReason)+" (its own claim)")
+	}
+	line("digest", a.Digest)
+	line("requester", visible(a.Requester))
+	line("expires in", time.Until(a.ExpiresAt).Round(time.Second).String())
+	if r := a.Run; r != nil {
+		line("run", fmt.Sprintf("%s (%s, %s, %d actions so far)", r.ID, r.State, r.Kind, r.Actions))
+		if p := r.Anchor; p != nil {
+			line("anchor", fmt.Sprintf("pid %d, start time %d, uid %d (%s)", p.PID, p.StartTime, p.UID, visible(p.User)))
+			line("executable", cmp.Or(visible(p.Executable), "unknown")+"  sha256 "+cmp.Or(p.SHA256, "unknown"))
+			line("arguments", visible(strings.Join(p.Argv, " ")))
+			line("directory", cmp.Or(visible(p.Cwd), "unknown"))
+			if p.Covers > 0 {
+				line("covers", fmt.Sprintf("%d process(es) now: itself and everything under it", p.Covers))
+			}
+			for _, pp := range p.Parents {
+				line("parent", fmt.Sprintf("pid %d %s (uid %d)", pp.PID, visible(strings.Join(pp.Argv, " ")), pp.UID))
+			}
+		}
+	}
+	w.Flush()
+	if r := a.Run; r != nil && r.Anchor != nil {
+		for _, warn := range r.Anchor.Warnings {
+			fmt.Fprintf(stdout, "WARNING: weak evidence about the anchor: %s\n", approvals.WarningText(warn))
 		}
 	}
 	return 0

@@ -320,6 +320,12 @@ type Process struct {
 	UID        int       `json:"uid"`
 	User       string    `json:"user"`
 	Parents    []Process `json:"parents,omitempty"`
+	// Warnings name weak evidence about an anchor: executable_deleted,
+	// executable_unknown, executable_writable_by_agent, session_process.
+	Warnings []string `json:"warnings,omitempty"`
+	// Covers is how many processes the anchor covers now: itself and
+	// every process under it (0 once it has exited).
+	Covers int `json:"covers,omitempty"`
 }
 
 // Approval is a pending or decided approval request, as listed by

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/deploy/proctree"
 	"github.com/airlockgw/airlock/gateway/api"
 )
 
@@ -118,6 +119,25 @@ func (e *Engine) endRun(ctx context.Context, id approvals.RunID, end func() erro
 	return run, classify(err)
 }
 
+// AnchorCovers is how many processes an anchor covers now: itself and
+// every process under it; 0 when it is gone (or its pid is another
+// process's).
+func AnchorCovers(id approvals.ProcessID) int {
+	table, err := proctree.Table()
+	if err != nil {
+		return 0
+	}
+	for _, p := range table {
+		if p.PID == id.PID {
+			if p.StartTime != id.StartTime || p.Exited() {
+				return 0
+			}
+			return 1 + len(proctree.Descendants(table, id.PID))
+		}
+	}
+	return 0
+}
+
 // RunView is a run as the API shows it.
 func RunView(r approvals.Run) api.Run {
 	v := api.Run{ID: string(r.ID), State: api.RunState(r.State.String()), Kind: api.RunRemote, Requester: r.Requester, CreatedAt: r.CreatedAt, Actions: r.Actions}
@@ -132,7 +152,10 @@ func RunView(r approvals.Run) api.Run {
 	if a := r.Anchor; a != nil {
 		v.Kind = api.RunLocal
 		v.Anchor = &api.Process{PID: a.ID.PID, StartTime: a.ID.StartTime, Executable: a.Exe, SHA256: a.ExeSHA256,
-			Argv: a.Argv, Cwd: a.Cwd, UID: a.UID, User: a.User}
+			Argv: a.Argv, Cwd: a.Cwd, UID: a.UID, User: a.User, Warnings: a.Warnings}
+		if !r.State.Terminal() {
+			v.Anchor.Covers = AnchorCovers(a.ID)
+		}
 		for _, c := range a.Chain {
 			v.Anchor.Parents = append(v.Anchor.Parents, api.Process{PID: c.ID.PID, StartTime: c.ID.StartTime, Executable: c.Exe, UID: c.UID, Argv: []string{c.Comm}})
 		}

@@ -182,6 +182,10 @@ type Process struct {
 	User      string
 	// Parents is the chain from the parent up to pid 1.
 	Parents []Parent
+	// Warnings are sentences about weak evidence: the card flags them.
+	Warnings []string
+	// Covers is how many processes the anchor covers now (0: gone).
+	Covers int
 }
 
 // Parent is one process of an anchor's parent chain.

@@ -162,6 +162,12 @@ func runOf(r approvals.Run, mem []api.Action) *Run {
 		v.Kind = "local"
 		v.Process = &Process{PID: a.ID.PID, StartTime: a.ID.StartTime, Exe: a.Exe, SHA256: a.ExeSHA256,
 			Argv: a.Argv, Cwd: a.Cwd, UID: a.UID, User: a.User}
+		for _, w := range a.Warnings {
+			v.Process.Warnings = append(v.Process.Warnings, approvals.WarningText(w))
+		}
+		if !r.State.Terminal() {
+			v.Process.Covers = engine.AnchorCovers(a.ID)
+		}
 		for _, p := range a.Chain {
 			v.Process.Parents = append(v.Process.Parents, Parent{PID: p.ID.PID, UID: p.UID, Comm: p.Comm, Exe: p.Exe})
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockgw/airlock/approvals"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -103,4 +104,23 @@ func TestGoldenCardWithStdin(t *testing.T) {
 		}
 	}
 	golden(t, "card-stdin.golden.html", body)
+}
+
+// TestGoldenCardWeakAnchor pins how a card warns of weak evidence about
+// the anchor, and how many processes the anchor covers now.
+func TestGoldenCardWeakAnchor(t *testing.T) {
+	f, _, srv, c := newTestHandler(t)
+	card := callCard("weak", "make deploy")
+	card.Run.Process.Exe = "/memfd:agent (deleted)"
+	card.Run.Process.Warnings = []string{approvals.WarningText(approvals.WarnExeGone), approvals.WarningText(approvals.WarnSessionAnchor)}
+	card.Run.Process.Covers = 37
+	f.add(card)
+	login(t, c, srv.URL)
+	_, body := get(t, c, srv.URL+"/ui/pending/cards")
+	for _, want := range []string{"Weak evidence about this process", "deleted or replaced", "everything started under it shares this run", "covers <strong>37</strong> process(es)"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the card lacks %q", want)
+		}
+	}
+	golden(t, "card-weak-anchor.golden.html", body)
 }
