@@ -103,6 +103,10 @@ func (s *Store) admitOrRaise(ctx context.Context, id RunID, mode Mode, a Action)
 	if err := s.usable(ctx, r); err != nil {
 		return Result{}, nil, err
 	}
+	if !within(r.Limits, a) {
+		// The agent's own limits: no reviewer is asked about the rest.
+		return Result{}, nil, ErrOutOfScope
+	}
 	var w *waitSet
 	switch {
 	case mode == ModeCall:

@@ -15,7 +15,7 @@ import (
 )
 
 // schemaVersion is PRAGMA user_version; bump it with a migration.
-const schemaVersion = 2
+const schemaVersion = 3
 
 // migrations bring a database of version i+1 to version i+2; a new
 // database gets schema, which is the latest, at once.
@@ -24,7 +24,21 @@ var migrations = []string{
 	 ALTER TABLE requests ADD COLUMN stdin_sha256 BLOB;
 	 ALTER TABLE requests ADD COLUMN stdin_text TEXT;
 	 ALTER TABLE requests ADD COLUMN agent_reason TEXT;`,
+	agentsTable + `
+	 ALTER TABLE runs ADD COLUMN agent_id TEXT;
+	 ALTER TABLE runs ADD COLUMN limits TEXT;`,
 }
+
+const agentsTable = `CREATE TABLE IF NOT EXISTS agents (
+	id         TEXT PRIMARY KEY,
+	name       TEXT NOT NULL,
+	hash       BLOB NOT NULL,
+	limits     TEXT,
+	created_at INTEGER NOT NULL,
+	expires_at INTEGER,
+	revoked_at INTEGER,
+	revoked_by TEXT
+);`
 
 const schema = `
 CREATE TABLE IF NOT EXISTS runs (
@@ -50,7 +64,9 @@ CREATE TABLE IF NOT EXISTS runs (
 	ended_at         INTEGER,
 	end_reason       TEXT,
 	ended_by         TEXT,
-	end_note         TEXT
+	end_note         TEXT,
+	agent_id         TEXT,
+	limits           TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_live_anchor ON runs(anchor_gone, anchor_pid);
 CREATE INDEX IF NOT EXISTS runs_state ON runs(state);
@@ -141,7 +157,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	}
 	defer tx.Rollback()
 	if v == 0 {
-		if _, err := tx.ExecContext(ctx, schema); err != nil {
+		if _, err := tx.ExecContext(ctx, schema+agentsTable); err != nil {
 			return fmt.Errorf("approvals: create schema: %w", err)
 		}
 		v = schemaVersion
@@ -190,7 +206,8 @@ func nullStr(s string) any {
 
 const runColumns = `id, state, requester, created_at, anchor_pid, anchor_start, anchor, explicit,
 	anchor_gone, token_hash, token_expires_at, approval_id, decided_by, decided_at, reason,
-	expires_at, max_actions, scope, actions, ended_at, end_reason, ended_by, end_note`
+	expires_at, max_actions, scope, actions, ended_at, end_reason, ended_by, end_note,
+	agent_id, limits`
 
 func upsertRun(ctx context.Context, q querier, r *Run) error {
 	var pid, start, anchor, scope any
@@ -208,12 +225,19 @@ func upsertRun(ctx context.Context, q querier, r *Run) error {
 		}
 		scope = string(b)
 	}
-	var endReason any
+	var endReason, limits any
 	if r.EndReason != 0 {
 		endReason = r.EndReason.String()
 	}
+	if len(r.Limits) > 0 {
+		b, err := json.Marshal(r.Limits)
+		if err != nil {
+			return fmt.Errorf("approvals: encode limits: %w", err)
+		}
+		limits = string(b)
+	}
 	_, err := q.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT(id) DO UPDATE SET state=excluded.state, anchor_gone=excluded.anchor_gone,
 			approval_id=excluded.approval_id, decided_by=excluded.decided_by,
 			decided_at=excluded.decided_at, reason=excluded.reason, expires_at=excluded.expires_at,
@@ -223,7 +247,8 @@ func upsertRun(ctx context.Context, q querier, r *Run) error {
 		string(r.ID), r.State.String(), r.Requester, ns(r.CreatedAt), pid, start, anchor, r.Explicit,
 		r.anchorGone, r.tokenHash, ns(r.TokenExpiresAt), nullStr(string(r.ApprovalID)),
 		nullStr(r.DecidedBy), ns(r.DecidedAt), nullStr(r.Reason), ns(r.ExpiresAt), r.MaxActions,
-		scope, r.Actions, ns(r.EndedAt), endReason, nullStr(r.EndedBy), nullStr(r.EndNote))
+		scope, r.Actions, ns(r.EndedAt), endReason, nullStr(r.EndedBy), nullStr(r.EndNote),
+		nullStr(string(r.AgentID)), limits)
 	if err != nil {
 		return fmt.Errorf("approvals: write run %s: %w", r.ID, err)
 	}
@@ -238,12 +263,13 @@ func scanRun(sc scanner) (*Run, error) {
 		id, state                                          string
 		pid, start                                         sql.NullInt64
 		anchor, approvalID, decidedBy, reason, scope       sql.NullString
-		endReason, endedBy, endNote                        sql.NullString
+		endReason, endedBy, endNote, agentID, limits       sql.NullString
 		createdAt, tokenExp, decidedAt, expiresAt, endedAt sql.NullInt64
 	)
 	err := sc.Scan(&id, &state, &r.Requester, &createdAt, &pid, &start, &anchor, &r.Explicit,
 		&r.anchorGone, &r.tokenHash, &tokenExp, &approvalID, &decidedBy, &decidedAt, &reason,
-		&expiresAt, &r.MaxActions, &scope, &r.Actions, &endedAt, &endReason, &endedBy, &endNote)
+		&expiresAt, &r.MaxActions, &scope, &r.Actions, &endedAt, &endReason, &endedBy, &endNote,
+		&agentID, &limits)
 	if err != nil {
 		return nil, err
 	}
@@ -262,6 +288,12 @@ func scanRun(sc scanner) (*Run, error) {
 			return nil, fmt.Errorf("approvals: decode scope of %s: %w", id, err)
 		}
 	}
+	if limits.Valid {
+		if err := json.Unmarshal([]byte(limits.String), &r.Limits); err != nil {
+			return nil, fmt.Errorf("approvals: decode limits of %s: %w", id, err)
+		}
+	}
+	r.AgentID = AgentID(agentID.String)
 	if endReason.Valid {
 		if r.EndReason, err = ParseEndReason(endReason.String); err != nil {
 			return nil, err

@@ -222,12 +222,17 @@ const (
 	EventApprovalRequested
 	// EventApprovalDecided: a request was approved, denied or expired.
 	EventApprovalDecided
+	// EventAgentAdded: an operator issued an agent token.
+	EventAgentAdded
+	// EventAgentRevoked: an agent token was revoked.
+	EventAgentRevoked
 )
 
 var eventKindNames = map[EventKind]string{
 	EventRunCreated: "run.created", EventRunApproved: "run.approved",
 	EventRunDenied: "run.denied", EventRunEnded: "run.ended",
 	EventApprovalRequested: "approval.requested", EventApprovalDecided: "approval.decided",
+	EventAgentAdded: "agent.added", EventAgentRevoked: "agent.revoked",
 }
 
 func (k EventKind) String() string { return enumString(eventKindNames, k, "EventKind") }

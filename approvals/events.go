@@ -43,6 +43,8 @@ type Event struct {
 	Time    time.Time `json:"time"`
 	Run     Run       `json:"run"`
 	Request *Request  `json:"request,omitempty"`
+	// Agent is the agent token of EventAgentAdded and EventAgentRevoked.
+	Agent *Agent `json:"agent,omitempty"`
 }
 
 // EventSinkFunc adapts a function to EventSink.

@@ -18,6 +18,9 @@ type RemoteRun struct {
 	// TTL usually ends the run first); zero or negative is ErrBadTTL; over
 	// MaxRunTTL is ErrTTLOverCap.
 	TTL *time.Duration
+	// Agent is the agent token the run is created with: its id is kept
+	// and its limits bind every action of the run.
+	Agent *Agent
 }
 
 // CreateRemote creates a pending remote run and returns it with its token.
@@ -40,6 +43,9 @@ func (s *Store) CreateRemote(ctx context.Context, rr RemoteRun) (Run, Secret, er
 	tok, hash := newToken(runTokenPrefix, strings.TrimPrefix(string(id), runIDPrefix))
 	r := &Run{ID: id, State: RunPending, Requester: rr.Requester, CreatedAt: now,
 		TokenExpiresAt: now.Add(ttl), tokenHash: hash[:]}
+	if a := rr.Agent; a != nil {
+		r.AgentID, r.Limits = a.ID, a.Limits
+	}
 	if err := s.commit(ctx, []*Run{r}, nil, []Event{{Kind: EventRunCreated, Time: now, Run: *r}}); err != nil {
 		return Run{}, Secret{}, err
 	}

@@ -42,6 +42,12 @@ type Run struct {
 	EndedBy string `json:"ended_by,omitempty"`
 	EndNote string `json:"end_note,omitempty"`
 
+	// AgentID is the agent token a remote run was created with, and
+	// Limits that agent's limits: the targets (or accounts) every action
+	// of the run must stay within, whatever any approval says.
+	AgentID AgentID `json:"agent_id,omitempty"`
+	Limits  []Scope `json:"limits,omitempty"`
+
 	tokenHash  []byte
 	anchorGone bool
 }
@@ -56,11 +62,14 @@ func (r *Run) clone() *Run {
 }
 
 // inScope reports whether the approved run covers a.
-func (r *Run) inScope(a Action) bool {
-	if len(r.Scope) == 0 {
+func (r *Run) inScope(a Action) bool { return within(r.Scope, a) }
+
+// within reports whether a is within scope (empty: anything).
+func within(scope []Scope, a Action) bool {
+	if len(scope) == 0 {
 		return true
 	}
-	for _, s := range r.Scope {
+	for _, s := range scope {
 		if s.Target == a.Target && (s.Account == "" || s.Account == a.Account) {
 			return true
 		}

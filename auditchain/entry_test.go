@@ -197,7 +197,8 @@ func TestDecodeLeafRejects(t *testing.T) {
 func TestKindNames(t *testing.T) {
 	want := []string{"gateway.started", "gateway.stopped", "config.loaded", "run.created", "run.approved",
 		"run.denied", "run.ended", "action.requested", "approval.requested", "approval.decided",
-		"action.connecting", "action.finished", "output.read", "token.rotated", "checkpoint", "auth.failed"}
+		"action.connecting", "action.finished", "output.read", "token.rotated", "checkpoint", "auth.failed",
+		"agent.added", "agent.revoked"}
 	var got []string
 	for _, k := range Kinds() {
 		got = append(got, k.String())

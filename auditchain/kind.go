@@ -30,6 +30,10 @@ const (
 	// of a caller in a window and the one that got it blocked. Appended
 	// after the contract's list.
 	KindAuthFailed
+	// KindAgentAdded and KindAgentRevoked record agent tokens an operator
+	// issued and revoked.
+	KindAgentAdded
+	KindAgentRevoked
 	kindEnd // keep last
 )
 
@@ -51,6 +55,8 @@ var kindNames = [...]string{
 	KindTokenRotated:      "token.rotated",
 	KindCheckpoint:        "checkpoint",
 	KindAuthFailed:        "auth.failed",
+	KindAgentAdded:        "agent.added",
+	KindAgentRevoked:      "agent.revoked",
 }
 
 // Kinds returns every valid kind in declaration order.

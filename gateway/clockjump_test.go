@@ -71,7 +71,7 @@ func TestRunTokenReadsEndWithItsLifetimeOrRevocation(t *testing.T) {
 	g := startGateway(t, s, gwOptions{options: func(o *Options) { o.clock = clk }})
 	ctx := context.Background()
 	newRun := func() (*api.Client, *api.Run, *api.Action) {
-		run, err := api.NewHTTPClient(g.base, "").CreateRun(ctx)
+		run, err := g.agentClient(t, "test-agent").CreateRun(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -591,7 +591,7 @@ func TestAgentCredentialsNeverReachReviewerEndpoints(t *testing.T) {
 	s := sharedSSHD(t)
 	g := startGateway(t, s, gwOptions{})
 	ctx := context.Background()
-	run, err := api.NewHTTPClient(g.base, "").CreateRun(ctx)
+	run, err := g.agentClient(t, "test-agent").CreateRun(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -629,7 +629,7 @@ func TestRemoteRunLifecycle(t *testing.T) {
 	s := sharedSSHD(t)
 	g := startGateway(t, s, gwOptions{})
 	ctx := context.Background()
-	run, err := api.NewHTTPClient(g.base, "").CreateRun(ctx)
+	run, err := g.agentClient(t, "test-agent").CreateRun(ctx)
 	if err != nil || !strings.HasPrefix(run.Token, "airlock_run_") {
 		t.Fatalf("create run: %+v %v", run, err)
 	}
@@ -887,7 +887,7 @@ func TestSecretsNeverLeave(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := api.NewHTTPClient(g.base, "").CreateRun(ctx)
+	run, err := g.agentClient(t, "test-agent").CreateRun(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

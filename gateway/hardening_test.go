@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -134,21 +135,76 @@ func TestHostileLoginFloodIsBoundedInTheAuditLog(t *testing.T) {
 	}
 }
 
-// A remote run's name is part of the requester reviewers read and the
-// audit log keeps: hidden characters and unbounded names are refused.
-func TestRemoteRunNameIsChecked(t *testing.T) {
+// Who asks over HTTP is proved, never named: no run without an agent
+// token, no name of the caller's choosing; the requester is the agent's
+// subject, and an agent's name is checked when it is issued.
+func TestRemoteRunsNeedAnAgentToken(t *testing.T) {
 	t.Parallel()
 	g := startGateway(t, sharedSSHD(t), gwOptions{})
+	ctx := context.Background()
+	var ae *api.Error
+	if _, err := api.NewHTTPClient(g.base, "").CreateRun(ctx); !errors.As(err, &ae) || ae.Status != http.StatusUnauthorized || !strings.Contains(ae.Err.Message, "airlock agent add") {
+		t.Errorf("an anonymous run: %v, want 401 naming airlock agent add", err)
+	}
+	bot := g.agentClient(t, "ci-bot.v2_x")
+	if err := bot.Do(ctx, http.MethodPost, "/v1/runs", map[string]string{"name": "root"}, nil); !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
+		t.Errorf("a run naming itself: %v, want 400", err)
+	}
+	run, err := bot.CreateRun(ctx)
+	if err != nil || !regexp.MustCompile(`^agent:ci-bot\.v2_x/agt_[0-9a-f]{32}$`).MatchString(run.Requester) {
+		t.Errorf("requester %q, %v", run.Requester, err)
+	}
 	for _, name := range []string{"ci-bot\u202eexe.sh", strings.Repeat("a", 65), "two words", "ci/bot"} {
-		var run api.Run
-		err := api.NewHTTPClient(g.base, "").Do(context.Background(), http.MethodPost, "/v1/runs", map[string]string{"name": name}, &run)
-		var ae *api.Error
-		if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
-			t.Errorf("name %.20q…: %v, want 400", name, err)
+		if _, err := g.srv.eng.AddAgent(ctx, name, nil, 0); !errors.Is(err, engine.ErrInvalid) {
+			t.Errorf("agent name %.20q…: %v, want invalid", name, err)
 		}
 	}
-	if _, run := g.remoteAgent("ci-bot.v2_x"); run.Requester != "remote:ci-bot.v2_x@127.0.0.1" {
-		t.Errorf("requester %q", run.Requester)
+	// A wrong or revoked agent token creates nothing, and is counted.
+	wrong := api.NewHTTPClient(g.base, "airlock_agent_0123456789abcdef0123456789abcdef_"+strings.Repeat("A", 43))
+	if _, err := wrong.CreateRun(ctx); !errors.As(err, &ae) || ae.Status != http.StatusUnauthorized {
+		t.Errorf("a wrong agent token: %v, want 401", err)
+	}
+	if _, err := g.srv.eng.RevokeAgent(ctx, "ci-bot.v2_x", "operator:test"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bot.CreateRun(ctx); !errors.As(err, &ae) || ae.Status != http.StatusUnauthorized {
+		t.Errorf("a revoked agent token: %v, want 401", err)
+	}
+}
+
+// An agent's limits bind its runs whatever a reviewer approves: an action
+// elsewhere is rejected and no reviewer is asked.
+func TestAgentLimitsBindItsRuns(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, sharedSSHD(t), gwOptions{})
+	ctx := context.Background()
+	a, err := g.srv.eng.AddAgent(ctx, "limited", []string{"box-run"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := api.NewHTTPClient(g.base, a.Token).CreateRun(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := api.NewHTTPClient(g.base, run.Token)
+	out, err := agent.RunAction(ctx, api.ActionRequest{Target: "box-call", Command: "id"}, api.Events{})
+	if err != nil || out.Outcome != sshexec.Rejected || !strings.Contains(out.Detail, "does not cover") {
+		t.Fatalf("outside its limits: %v %+v", err, out)
+	}
+	if pending, _ := g.reviewer.Approvals(ctx, "pending"); len(pending) != 0 {
+		t.Errorf("a reviewer was asked about an action outside the agent's limits: %+v", pending)
+	}
+	done := make(chan *api.Action, 1)
+	go func() {
+		a, _ := agent.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: "echo inside"}, api.Events{})
+		done <- a
+	}()
+	g.decideNext("run", "approve", "")
+	if a := <-done; a == nil || !a.Success() || a.Stdout != "inside\n" {
+		t.Errorf("inside its limits: %+v", a)
+	}
+	if _, err := g.srv.eng.AddAgent(ctx, "nowhere", []string{"no-such-box"}, 0); !errors.Is(err, engine.ErrInvalid) {
+		t.Errorf("a limit naming no target: %v", err)
 	}
 }
 
@@ -284,7 +340,17 @@ func TestPendingRequestsAreCapped(t *testing.T) {
 		}
 	}
 
-	first, firstRun := g.remoteAgent("ci-bot")
+	// Runs of one agent token share a requester (agent:ci-bot/agt_…).
+	bot := g.agentClient(t, "ci-bot")
+	newRun := func() (*api.Client, *api.Run) {
+		t.Helper()
+		run, err := bot.CreateRun(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return api.NewHTTPClient(g.base, run.Token), run
+	}
+	first, firstRun := newRun()
 	var waiting []<-chan result
 	for i := range 2 {
 		waiting = append(waiting, start(first, fmt.Sprintf("echo first %d", i)))
@@ -293,7 +359,7 @@ func TestPendingRequestsAreCapped(t *testing.T) {
 	refused(first, "approval.max_pending_per_run")
 	// The same caller's second run: one more fits under the requester's
 	// cap, then none.
-	second, _ := g.remoteAgent("ci-bot")
+	second, _ := newRun()
 	waiting = append(waiting, start(second, "echo second"))
 	pending(3)
 	refused(second, "approval.max_pending_per_requester")
@@ -446,6 +512,11 @@ func TestRebindingAndCrossSiteRequestsAreRefused(t *testing.T) {
 		resp.Body.Close()
 		return resp
 	}
+	a, err := g.srv.eng.AddAgent(context.Background(), "rebind-test", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentToken := a.Token
 	runsBefore, err := g.reviewer.Runs(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -464,7 +535,7 @@ func TestRebindingAndCrossSiteRequestsAreRefused(t *testing.T) {
 		{"same-site but another origin", "POST", "/v1/login", "{}", map[string]string{"Content-Type": j, "Sec-Fetch-Site": "same-site"}, http.StatusForbidden},
 		{"a form, no browser headers", "POST", "/v1/runs", "name=x", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, http.StatusUnsupportedMediaType},
 		{"an empty body without a type", "POST", "/v1/runs", "", nil, http.StatusUnsupportedMediaType},
-		{"the agent's own request", "POST", "/v1/runs", "{}", map[string]string{"Content-Type": j}, http.StatusCreated},
+		{"the agent's own request", "POST", "/v1/runs", "{}", map[string]string{"Content-Type": j, "Authorization": "Bearer " + agentToken}, http.StatusCreated},
 		{"localhost by name", "GET", "/healthz", "", map[string]string{"Host": "LOCALHOST:7422"}, http.StatusOK},
 	} {
 		if resp := send(tt.method, tt.path, tt.body, tt.header); resp.StatusCode != tt.status {

@@ -49,7 +49,7 @@ func newMCPClient(l *mcptest.Events) *sdk.Client {
 func connectInMemory(t *testing.T, g *testGateway) (*sdk.ClientSession, *mcptest.Events, *api.Run) {
 	t.Helper()
 	ctx := context.Background()
-	run, err := api.NewHTTPClient(g.base, "").CreateRun(ctx)
+	run, err := g.agentClient(t, "test-agent").CreateRun(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 func connectHTTP(t *testing.T, g *testGateway) (*sdk.ClientSession, *mcptest.Events, *api.Run) {
 	t.Helper()
 	ctx := context.Background()
-	run, err := api.NewHTTPClient(g.base, "").CreateRun(ctx)
+	run, err := g.agentClient(t, "test-agent").CreateRun(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,7 +423,7 @@ func TestMCPHTTPRefusals(t *testing.T) {
 	t.Parallel()
 	g := startGateway(t, sharedSSHD(t), gwOptions{})
 	ctx := context.Background()
-	anon := api.NewHTTPClient(g.base, "")
+	anon := g.agentClient(t, "test-agent")
 	newRun := func(ttl int) api.Run {
 		var run api.Run
 		body := map[string]any{}
@@ -526,7 +526,7 @@ func TestMCPHTTPTypeScriptClient(t *testing.T) {
 	t.Parallel()
 	cmd := mcptest.Client(t, "http") // skips or fails before a gateway starts
 	g := startGateway(t, sharedSSHD(t), gwOptions{})
-	run, err := api.NewHTTPClient(g.base, "").CreateRun(context.Background())
+	run, err := g.agentClient(t, "test-agent").CreateRun(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -577,7 +577,7 @@ func TestMCPConformance(t *testing.T) {
 	t.Parallel()
 	node := mcptest.Node22(t)
 	g := startGateway(t, sharedSSHD(t), gwOptions{})
-	run, err := api.NewHTTPClient(g.base, "").CreateRun(context.Background())
+	run, err := g.agentClient(t, "test-agent").CreateRun(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

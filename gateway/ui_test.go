@@ -79,14 +79,26 @@ func (g *testGateway) pendingFor(cmd string) approvals.Request {
 	return approvals.Request{}
 }
 
-// remoteAgent creates a remote run and returns a client holding its token.
+// remoteAgent creates a remote run with a new agent token of name and
+// returns a client holding the run's token.
 func (g *testGateway) remoteAgent(name string) (*api.Client, api.Run) {
 	g.t.Helper()
-	var run api.Run
-	if err := api.NewHTTPClient(g.base, "").Do(context.Background(), http.MethodPost, "/v1/runs", map[string]string{"name": name}, &run); err != nil {
+	run, err := g.agentClient(g.t, name).CreateRun(context.Background())
+	if err != nil {
 		g.t.Fatal(err)
 	}
-	return api.NewHTTPClient(g.base, run.Token), run
+	return api.NewHTTPClient(g.base, run.Token), *run
+}
+
+// agentClient is an HTTP client presenting a new agent token for name,
+// issued as an operator would (airlock agent add).
+func (g *testGateway) agentClient(t testing.TB, name string) *api.Client {
+	t.Helper()
+	a, err := g.srv.eng.AddAgent(context.Background(), name, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return api.NewHTTPClient(g.base, a.Token)
 }
 
 // uiClient logs in through the login form and returns a client that keeps
@@ -481,7 +493,7 @@ func TestUIBrowser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range []string{cmd, "box-call", s.User, ssh.FingerprintSHA256(s.CurrentHostKey()), "remote:deploy-bot@127.0.0.1", fmt.Sprintf("%x", q.Digest[:]), "call: approving lets exactly this command run once"} {
+		for _, want := range []string{cmd, "box-call", s.User, ssh.FingerprintSHA256(s.CurrentHostKey()), "agent:deploy-bot/agt_", fmt.Sprintf("%x", q.Digest[:]), "call: approving lets exactly this command run once"} {
 			if !strings.Contains(card, want) {
 				t.Errorf("the card lacks %q", want)
 			}

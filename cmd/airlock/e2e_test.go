@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -186,6 +187,36 @@ func TestEndToEndBinaries(t *testing.T) {
 		// and nothing to report about it.
 		if strings.Contains(out2.String(), "ending run") {
 			t.Errorf("airlock run reported ending a run the denial had ended: %q", out2.String())
+		}
+	})
+
+	t.Run("operator CLI: agent tokens", func(t *testing.T) {
+		token, errs, code := d.cli("agent", "add", "--limit", "box", "--ttl", "24h", "ci-bot")
+		token = strings.TrimSpace(token)
+		if code != 0 || !strings.HasPrefix(token, "airlock_agent_") || !strings.Contains(errs, "shown once") {
+			t.Fatalf("agent add: exit %d: %q %s", code, token, errs)
+		}
+		list, _, code := d.cli("agent", "list")
+		if code != 0 || !strings.Contains(list, "ci-bot") || !strings.Contains(list, "box") || !strings.Contains(list, "usable") || strings.Contains(list, token) {
+			t.Errorf("agent list: exit %d:\n%s", code, list)
+		}
+		run, err := api.NewHTTPClient(d.httpURL, token).CreateRun(context.Background())
+		if err != nil || !strings.HasPrefix(run.Requester, "agent:ci-bot/agt_") {
+			t.Fatalf("a run with the agent token: %+v %v", run, err)
+		}
+		if out, errs, code := d.cli("agent", "revoke", "ci-bot"); code != 0 || !strings.Contains(out, "revoked agt_") {
+			t.Fatalf("agent revoke: exit %d: %s %s", code, out, errs)
+		}
+		var ae *api.Error
+		if _, err := api.NewHTTPClient(d.httpURL, token).CreateRun(context.Background()); !errors.As(err, &ae) || ae.Status != 401 {
+			t.Errorf("a run with the revoked token: %v, want 401", err)
+		}
+		if list, _, _ := d.cli("agent", "list"); !strings.Contains(list, "revoked by operator:") {
+			t.Errorf("agent list after revoke:\n%s", list)
+		}
+		exported, _, _ := d.cli("audit", "export")
+		if !strings.Contains(exported, `"agent.added"`) || !strings.Contains(exported, `"agent.revoked"`) || strings.Contains(exported, strings.TrimPrefix(token, "airlock_agent_")[33:]) {
+			t.Errorf("the audit log does not record the agent token's life, or holds its secret")
 		}
 	})
 

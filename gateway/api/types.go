@@ -309,6 +309,30 @@ type Run struct {
 	Token string `json:"token,omitempty"`
 }
 
+// Agent is an agent token an operator issued: GET /v1/agents, airlock
+// agent list. Token is set once, in the answer to POST /v1/agents.
+type Agent struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Subject is the requester its runs carry: "agent:NAME/ID".
+	Subject string `json:"subject"`
+	// Limits are the targets ("target" or "account@target") its runs may
+	// act on; empty: any.
+	Limits    []string   `json:"limits,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+	RevokedBy string     `json:"revoked_by,omitempty"`
+	Token     string     `json:"token,omitempty"`
+}
+
+// AgentRequest is the body of POST /v1/agents.
+type AgentRequest struct {
+	Name   string   `json:"name"`
+	Limits []string `json:"limits,omitempty"`
+	TTLS   int64    `json:"ttl_s,omitempty"`
+}
+
 // Process describes a local anchor process for reviewers.
 type Process struct {
 	PID        int       `json:"pid"`

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -44,7 +45,15 @@ func (e *Engine) recordApprovalEvent(ctx context.Context, ev approvals.Event) er
 	if err != nil {
 		return err
 	}
+	if a := ev.Agent; a != nil {
+		_, err = e.recordKind(ctx, kind, "", "", agentEvent{AgentID: a.ID, Name: a.Name, Limits: scopeText(a.Limits),
+			ExpiresAt: a.ExpiresAt, RevokedBy: a.RevokedBy})
+		return err
+	}
 	rec := runEvent{RunState: ev.Run.State, Requester: ev.Run.Requester}
+	if ev.Kind == approvals.EventRunCreated && ev.Run.AgentID != "" {
+		rec.AgentID, rec.Limits = ev.Run.AgentID, scopeText(ev.Run.Limits)
+	}
 	if a := ev.Run.Anchor; a != nil && ev.Kind == approvals.EventRunCreated {
 		rec.Anchor = &anchorFacts{PID: int64(a.ID.PID), StartTime: a.ID.StartTime, Exe: a.Exe, ExeSHA256: a.ExeSHA256,
 			UID: int64(a.UID), Cwd: a.Cwd, Argv: quoteArgv(a.Argv)}
@@ -71,6 +80,19 @@ func (e *Engine) recordApprovalEvent(ctx context.Context, ev approvals.Event) er
 	}
 	_, err = e.recordKind(ctx, kind, "", string(ev.Run.ID), rec)
 	return err
+}
+
+// scopeText writes limits as "account@target, target", "" for none.
+func scopeText(limits []approvals.Scope) string {
+	var s []string
+	for _, sc := range limits {
+		if sc.Account != "" {
+			s = append(s, sc.Account+"@"+sc.Target)
+		} else {
+			s = append(s, sc.Target)
+		}
+	}
+	return strings.Join(s, ", ")
 }
 
 // AuditReader reads the audit log.

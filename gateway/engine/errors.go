@@ -133,6 +133,7 @@ func classify(err error) error {
 		{approvals.ErrBadScope, ErrInvalid},
 		{approvals.ErrWrongToken, ErrUnauthorized},
 		{approvals.ErrMalformedToken, ErrUnauthorized},
+		{approvals.ErrUnknownAgent, ErrNotFound},
 		{approvals.ErrTokenExpired, ErrUnauthorized},
 		{approvals.ErrBadCredentials, ErrUnauthorized},
 		{approvals.ErrEventNotRecorded, ErrUnavailable},

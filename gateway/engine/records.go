@@ -171,6 +171,20 @@ type runEvent struct {
 	EndNote   *string             `audit:"end_note"`
 	// Request is the approval request an approval.* entry is about.
 	Request *requestFacts `audit:",inline"`
+	// AgentID is the agent token a remote run was created with, on
+	// run.created; Limits that agent's limits.
+	AgentID approvals.AgentID `audit:"agent_id,omitempty"`
+	Limits  string            `audit:"limits,omitempty"`
+}
+
+// agentEvent is agent.added or agent.revoked: an agent token an operator
+// issued or revoked. The token itself is never recorded.
+type agentEvent struct {
+	AgentID   approvals.AgentID `audit:"agent_id"`
+	Name      string            `audit:"name"`
+	Limits    string            `audit:"limits,omitempty"`
+	ExpiresAt time.Time         `audit:"expires_at,omitempty"`
+	RevokedBy string            `audit:"revoked_by,omitempty"`
 }
 
 // anchorFacts describe a local run's anchor process.

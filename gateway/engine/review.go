@@ -216,8 +216,8 @@ func (e *Engine) Decide(ctx context.Context, rv approvals.Reviewer, id approvals
 	case err == nil:
 		e.log.Info("decision", "approval", id, "kind", q.Kind.String(), "decision", q.Status.String(), "reviewer", rv.Name())
 		return q, nil
-	case errors.Is(err, approvals.ErrRequestExpired) && e.endedWithItsRun(ctx, id):
-		return approvals.Request{}, refuse(ErrRunEnded, "the request's run ended before your decision")
+	case (errors.Is(err, approvals.ErrRequestExpired) || errors.Is(err, approvals.ErrWithdrawn)) && e.endedWithItsRun(ctx, id):
+		return approvals.Request{}, refuse(ErrRunEnded, "the request's run ended before your decision; the request was withdrawn")
 	case errors.Is(err, approvals.ErrTTLOverCap):
 		_, maxTTL := e.TTLChoices()
 		return approvals.Request{}, refuse(ErrInvalid, fmt.Sprintf("the approval's time is over the policy's maximum of %s", maxTTL))

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"time"
 
@@ -55,23 +54,16 @@ func Host(addr string) string {
 // runsPerAddress is the limiter key of the runs created from an address.
 func runsPerAddress(host string) string { return "runs:" + host }
 
-// CreateRemoteRun creates a run for an HTTP agent at remoteAddr (host:port)
-// that calls itself name; ttl, when above zero, asks for the run token's
-// lifetime. Creating runs counts toward the address's rate limit.
-func (e *Engine) CreateRemoteRun(ctx context.Context, name, remoteAddr string, ttl time.Duration) (approvals.Run, approvals.Secret, error) {
+// CreateRemoteRun creates a run for a remote agent that proved its
+// identity with an agent token: the run's requester is the agent's
+// subject (agent:NAME/ID), never a name the caller chose, and the agent's
+// limits bind its every action. The token of the run is returned once.
+func (e *Engine) CreateRemoteRun(ctx context.Context, agent approvals.Agent, remoteAddr string, ttl time.Duration) (approvals.Run, approvals.Secret, error) {
 	host := Host(remoteAddr)
 	if e.Count(runsPerAddress(host)) {
 		return approvals.Run{}, approvals.Secret{}, refuse(ErrRateLimited, "too many runs created from this address; wait a minute")
 	}
-	if name == "" {
-		name = "agent"
-	}
-	if !approvals.ValidName(name) {
-		// It becomes part of the requester reviewers read and the audit
-		// log keeps: no hidden characters, no unbounded length.
-		return approvals.Run{}, approvals.Secret{}, refuse(ErrInvalid, "name: use 1 to 64 letters, digits, '.', '_' or '-'")
-	}
-	rr := approvals.RemoteRun{Requester: fmt.Sprintf("remote:%s@%s", name, host)}
+	rr := approvals.RemoteRun{Requester: agent.Subject(), Agent: &agent}
 	if ttl != 0 {
 		rr.TTL = &ttl
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"os"
+	"os/user"
 	"strconv"
 	"time"
 
@@ -237,7 +238,17 @@ func (s *server) handleCreateRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, api.CodeForbidden, "reviewers do not create runs; an agent does")
 		return
 	}
-	run, tok, err := s.e.CreateRemoteRun(r.Context(), req.Name, r.RemoteAddr, time.Duration(req.TTLS)*time.Second)
+	if p.agent == nil {
+		// No anonymous runs: who asks is proved, never named.
+		w.Header().Set("WWW-Authenticate", `Bearer realm="airlock", error="invalid_token", error_description="present an agent token"`)
+		writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "a remote run is created with an agent token (Authorization: Bearer airlock_agent_…); an operator issues one with: airlock agent add NAME")
+		return
+	}
+	if req.Name != "" {
+		writeError(w, http.StatusBadRequest, api.CodeBadRequest, "name is not taken: a run is named after the agent token that created it ("+p.agent.Subject()+")")
+		return
+	}
+	run, tok, err := s.e.CreateRemoteRun(r.Context(), *p.agent, r.RemoteAddr, time.Duration(req.TTLS)*time.Second)
 	if err != nil {
 		s.writeErr(w, err)
 		return
@@ -451,6 +462,65 @@ func (s *server) handleAuditVerify(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, rep)
+}
+
+// Agent tokens: issued and revoked by the gateway's own user over the
+// local socket (an operator), listed also to reviewers.
+
+// operator reports whether the caller is the gateway's own user on the
+// local socket, and answers 403 when not.
+func (s *server) operator(w http.ResponseWriter, r *http.Request, what string) bool {
+	p := principalFrom(r.Context())
+	if !p.local || p.peer.UID != os.Geteuid() {
+		writeError(w, http.StatusForbidden, api.CodeForbidden, "only the gateway's own user may "+what+", over the local socket (airlock agent …)")
+		return false
+	}
+	return true
+}
+
+func (s *server) handleAddAgent(w http.ResponseWriter, r *http.Request) {
+	if !s.operator(w, r, "issue agent tokens") {
+		return
+	}
+	var req api.AgentRequest
+	if !decodeJSON(w, r, &req) {
+		return
+	}
+	a, err := s.e.AddAgent(r.Context(), req.Name, req.Limits, time.Duration(req.TTLS)*time.Second)
+	if err != nil {
+		s.writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, a)
+}
+
+func (s *server) handleListAgents(w http.ResponseWriter, r *http.Request) {
+	if p := principalFrom(r.Context()); !p.isReviewer && !s.operator(w, r, "list agent tokens") {
+		return
+	}
+	as, err := s.e.Agents(r.Context())
+	if err != nil {
+		s.writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, as)
+}
+
+func (s *server) handleRevokeAgent(w http.ResponseWriter, r *http.Request) {
+	if !s.operator(w, r, "revoke agent tokens") {
+		return
+	}
+	u, _ := user.LookupId(strconv.Itoa(os.Geteuid()))
+	by := "operator"
+	if u != nil {
+		by = "operator:" + u.Username
+	}
+	as, err := s.e.RevokeAgent(r.Context(), chi.URLParam(r, "id"), by)
+	if err != nil {
+		s.writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, as)
 }
 
 // Local token rotation.

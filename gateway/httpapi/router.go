@@ -49,6 +49,8 @@ type principal struct {
 	// runToken is the bearer token of an HTTP agent: identify checked that
 	// it is a run's; whether that run may still act is checked when used.
 	runToken approvals.Secret
+	// agent is the agent an agent token proved (it may create runs).
+	agent *approvals.Agent
 	// reviewer is set only from a verified reviewer credential.
 	reviewer   approvals.Reviewer
 	isReviewer bool
@@ -207,6 +209,9 @@ func New(o Options) http.Handler {
 		r.With(s.reviewerOnly).Get("/audit/entries", s.handleAuditEntries)
 		r.With(s.reviewerOnly).Get("/audit/verify", s.handleAuditVerify)
 		r.Post("/token/rotate", s.handleRotateToken)
+		r.Post("/agents", s.handleAddAgent)
+		r.Get("/agents", s.handleListAgents)
+		r.Delete("/agents/{id}", s.handleRevokeAgent)
 	})
 	if o.UI != nil {
 		r.Mount("/ui", uiGuard(o.UI))
@@ -273,6 +278,22 @@ func (s *server) identify(next http.Handler) http.Handler {
 			switch {
 			case err == nil:
 				p.reviewer, p.isReviewer = rv, true
+			case errors.Is(err, approvals.ErrMalformedToken) && approvals.IsAgentToken(tok):
+				key := runTokenLimitKey(r)
+				if s.e.Blocked(key) {
+					writeError(w, http.StatusTooManyRequests, api.CodeRateLimited, "too many invalid tokens from this address; wait a minute")
+					return
+				}
+				a, err := s.e.VerifyAgent(r.Context(), tok)
+				if err != nil {
+					if errors.Is(err, engine.ErrUnauthorized) {
+						s.e.AuthFailed(r.Context(), "agent_token", key)
+						w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+					}
+					s.writeErr(w, err)
+					return
+				}
+				p.agent = &a
 			case errors.Is(err, approvals.ErrMalformedToken):
 				// Not a reviewer token: it must be a run's. A token of no
 				// run is refused here, counted and rate-limited like any

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -72,6 +73,9 @@ type gw struct {
 	httpURL string
 	pwFile  string
 	netns   string // the daemon runs in this network namespace
+
+	mu         sync.Mutex
+	agentToken string // issued by remoteAgent, once
 }
 
 // newGateway writes the configuration, adds the reviewer and starts the
@@ -144,11 +148,23 @@ func (g *gw) healthy() bool { return g.Healthy() }
 // reviewer logs the reviewer in over HTTP.
 func (g *gw) reviewer() *api.Client { return g.Reviewer() }
 
-// remoteAgent creates a remote run and returns a client presenting its
-// token.
+// remoteAgent creates a remote run with an agent token an operator
+// issued through the CLI (airlock agent add), and returns a client
+// presenting the run's token.
 func (g *gw) remoteAgent() (*api.Client, *api.Run) {
 	g.t.Helper()
-	run, err := api.NewHTTPClient(g.httpURL, "").CreateRun(context.Background())
+	g.mu.Lock()
+	if g.agentToken == "" {
+		out, errs, code := g.CLI("agent", "add", "--config", g.ConfigFile, "system-agent")
+		if code != 0 {
+			g.mu.Unlock()
+			g.t.Fatalf("airlock agent add: exit %d: %s", code, errs)
+		}
+		g.agentToken = strings.TrimSpace(out)
+	}
+	token := g.agentToken
+	g.mu.Unlock()
+	run, err := api.NewHTTPClient(g.httpURL, token).CreateRun(context.Background())
 	if err != nil {
 		g.t.Fatalf("create run: %v", err)
 	}

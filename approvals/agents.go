@@ -1,0 +1,214 @@
+package approvals
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// AgentID identifies an agent token: "agt_" and 32 hex digits.
+type AgentID string
+
+const (
+	agentIDPrefix    = "agt_"
+	agentTokenPrefix = "airlock_agent_"
+)
+
+// Agent is an identity an operator issued a token for: a remote agent
+// presents the token to create runs, and its runs are named after it and
+// held to its limits.
+type Agent struct {
+	ID   AgentID `json:"id"`
+	Name string  `json:"name"`
+	// Limits are the targets (or target accounts) its runs may act on;
+	// empty: any.
+	Limits    []Scope   `json:"limits,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	// ExpiresAt is when the token stops working; zero: never.
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	RevokedAt time.Time `json:"revoked_at,omitzero"`
+	RevokedBy string    `json:"revoked_by,omitempty"`
+
+	hash []byte
+}
+
+// Subject is what the agent's runs name as their requester:
+// "agent:NAME/ID".
+func (a Agent) Subject() string { return "agent:" + a.Name + "/" + string(a.ID) }
+
+// Usable reports whether the token may still create runs at now.
+func (a Agent) Usable(now time.Time) bool {
+	return a.RevokedAt.IsZero() && (a.ExpiresAt.IsZero() || now.Before(a.ExpiresAt))
+}
+
+// ErrAgentNotUsable: the agent token was revoked or has expired.
+var ErrAgentNotUsable = errors.New("approvals: agent token revoked or expired")
+
+// ErrUnknownAgent: no agent token has that id or name.
+var ErrUnknownAgent = errors.New("approvals: no such agent token")
+
+// AddAgent issues a token for the agent name, held to limits, that works
+// for ttl (zero: until revoked). The token is returned once; only its hash
+// is kept. Recorded (EventAgentAdded) before it exists.
+func (s *Store) AddAgent(ctx context.Context, name string, limits []Scope, ttl time.Duration) (Agent, Secret, error) {
+	if !ValidName(name) {
+		return Agent{}, Secret{}, fmt.Errorf("approvals: agent name %q: %w", name, ErrBadReviewerName)
+	}
+	if ttl < 0 {
+		return Agent{}, Secret{}, ErrBadTTL
+	}
+	for _, sc := range limits {
+		if sc.Target == "" {
+			return Agent{}, Secret{}, fmt.Errorf("approvals: a limit without a target: %w", ErrBadScope)
+		}
+	}
+	if err := s.lock(); err != nil {
+		return Agent{}, Secret{}, err
+	}
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	id := AgentID(newID(agentIDPrefix))
+	tok, hash := newToken(agentTokenPrefix, strings.TrimPrefix(string(id), agentIDPrefix))
+	a := Agent{ID: id, Name: name, Limits: limits, CreatedAt: now, hash: hash[:]}
+	if ttl > 0 {
+		a.ExpiresAt = now.Add(ttl)
+	}
+	if err := s.commitAgent(ctx, &a, Event{Kind: EventAgentAdded, Time: now, Agent: &a}); err != nil {
+		return Agent{}, Secret{}, err
+	}
+	return a, tok, nil
+}
+
+// Agents lists the agent tokens, newest first, revoked ones included.
+func (s *Store) Agents(ctx context.Context) ([]Agent, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+agentColumns+` FROM agents ORDER BY created_at DESC, id`)
+	if err != nil {
+		return nil, fmt.Errorf("approvals: read agents: %w", err)
+	}
+	defer rows.Close()
+	var out []Agent
+	for rows.Next() {
+		a, err := scanAgent(rows)
+		if err != nil {
+			return nil, fmt.Errorf("approvals: read agents: %w", err)
+		}
+		out = append(out, *a)
+	}
+	return out, rows.Err()
+}
+
+// RevokeAgent revokes the token with id, or every usable token of the
+// agent named so; by names who did it. Its runs are not ended (a reviewer
+// or the run's own limits do that); it creates no more. Recorded
+// (EventAgentRevoked) for each token.
+func (s *Store) RevokeAgent(ctx context.Context, idOrName, by string) ([]Agent, error) {
+	if err := s.lock(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	all, err := s.Agents(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := s.clock.Now()
+	var done []Agent
+	for _, a := range all {
+		if (string(a.ID) != idOrName && a.Name != idOrName) || !a.RevokedAt.IsZero() {
+			continue
+		}
+		a.RevokedAt, a.RevokedBy = now, by
+		if err := s.commitAgent(ctx, &a, Event{Kind: EventAgentRevoked, Time: now, Agent: &a}); err != nil {
+			return done, err
+		}
+		done = append(done, a)
+	}
+	if len(done) == 0 {
+		return nil, fmt.Errorf("approvals: %q: %w", idOrName, ErrUnknownAgent)
+	}
+	return done, nil
+}
+
+// VerifyAgent returns the agent a token belongs to, comparing its hash in
+// constant time: ErrMalformedToken for what is no agent token,
+// ErrWrongToken for a wrong one, ErrAgentNotUsable for a revoked or
+// expired one.
+func (s *Store) VerifyAgent(ctx context.Context, token Secret) (Agent, error) {
+	hexID, hash, err := parseToken(agentTokenPrefix, token)
+	if err != nil {
+		return Agent{}, err
+	}
+	a, err := scanAgent(s.db.QueryRowContext(ctx, `SELECT `+agentColumns+` FROM agents WHERE id = ?`, agentIDPrefix+hexID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Agent{}, ErrWrongToken
+	}
+	if err != nil {
+		return Agent{}, fmt.Errorf("approvals: read agent: %w", err)
+	}
+	if !equalHash(a.hash, hash[:]) {
+		return Agent{}, ErrWrongToken
+	}
+	if !a.Usable(s.clock.Now()) {
+		return *a, ErrAgentNotUsable
+	}
+	return *a, nil
+}
+
+// IsAgentToken reports whether t has the form of an agent token.
+func IsAgentToken(t Secret) bool { return strings.HasPrefix(t.s, agentTokenPrefix) }
+
+// commitAgent writes a and records ev in one transaction. Called with s.mu
+// held.
+func (s *Store) commitAgent(ctx context.Context, a *Agent, ev Event) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("approvals: begin: %w", err)
+	}
+	defer tx.Rollback()
+	var limits any
+	if len(a.Limits) > 0 {
+		b, err := json.Marshal(a.Limits)
+		if err != nil {
+			return err
+		}
+		limits = string(b)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO agents (`+agentColumns+`) VALUES (?,?,?,?,?,?,?,?)
+		ON CONFLICT(id) DO UPDATE SET revoked_at=excluded.revoked_at, revoked_by=excluded.revoked_by`,
+		string(a.ID), a.Name, a.hash, limits, ns(a.CreatedAt), ns(a.ExpiresAt), ns(a.RevokedAt), nullStr(a.RevokedBy)); err != nil {
+		return fmt.Errorf("approvals: write agent %s: %w", a.ID, err)
+	}
+	if err := s.sink.Record(ctx, ev); err != nil {
+		return &eventError{kind: ev.Kind, err: err}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("approvals: commit: %w", err)
+	}
+	return nil
+}
+
+const agentColumns = `id, name, hash, limits, created_at, expires_at, revoked_at, revoked_by`
+
+func scanAgent(sc scanner) (*Agent, error) {
+	var (
+		a                               Agent
+		id                              string
+		limits, revokedBy               sql.NullString
+		createdAt, expiresAt, revokedAt sql.NullInt64
+	)
+	if err := sc.Scan(&id, &a.Name, &a.hash, &limits, &createdAt, &expiresAt, &revokedAt, &revokedBy); err != nil {
+		return nil, err
+	}
+	a.ID = AgentID(id)
+	if limits.Valid {
+		if err := json.Unmarshal([]byte(limits.String), &a.Limits); err != nil {
+			return nil, fmt.Errorf("approvals: decode limits of %s: %w", id, err)
+		}
+	}
+	a.CreatedAt, a.ExpiresAt, a.RevokedAt = fromNS(createdAt), fromNS(expiresAt), fromNS(revokedAt)
+	a.RevokedBy = revokedBy.String
+	return &a, nil
+}

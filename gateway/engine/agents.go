@@ -1,0 +1,103 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/gateway/api"
+)
+
+// AddAgent issues a token for a remote agent named name, whose runs may
+// act only within limits ("target" or "account@target"; none: anywhere),
+// valid for ttl (zero: until revoked). The token is in the answer once.
+func (e *Engine) AddAgent(ctx context.Context, name string, limits []string, ttl time.Duration) (api.Agent, error) {
+	if !approvals.ValidName(name) {
+		return api.Agent{}, refuse(ErrInvalid, "name: use 1 to 64 letters, digits, '.', '_' or '-'")
+	}
+	if ttl < 0 {
+		return api.Agent{}, refuse(ErrInvalid, "ttl must be positive (or none: until revoked)")
+	}
+	var scope []approvals.Scope
+	for _, l := range limits {
+		sc := approvals.Scope{Target: l}
+		if acct, target, ok := strings.Cut(l, "@"); ok {
+			sc = approvals.Scope{Target: target, Account: acct}
+		}
+		t, ok := e.cfg.Targets[sc.Target]
+		if !ok {
+			return api.Agent{}, refuse(ErrInvalid, fmt.Sprintf("limit %q: no target %q (targets: %s)", l, clip(sc.Target, maxNameLen), nameList(e.cfg.TargetNames)))
+		}
+		if _, ok := t.Accounts[sc.Account]; sc.Account != "" && !ok {
+			return api.Agent{}, refuse(ErrInvalid, fmt.Sprintf("limit %q: target %q has no account %q", l, t.Name, clip(sc.Account, maxNameLen)))
+		}
+		scope = append(scope, sc)
+	}
+	a, tok, err := e.store.AddAgent(ctx, name, scope, ttl)
+	if err != nil {
+		return api.Agent{}, classify(err)
+	}
+	v := AgentView(a)
+	v.Token = tok.Reveal()
+	return v, nil
+}
+
+// Agents lists the agent tokens, revoked ones included; never a token.
+func (e *Engine) Agents(ctx context.Context) ([]api.Agent, error) {
+	as, err := e.store.Agents(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.Agent, 0, len(as))
+	for _, a := range as {
+		out = append(out, AgentView(a))
+	}
+	return out, nil
+}
+
+// RevokeAgent revokes an agent token by id, or every token of an agent by
+// name; by says who.
+func (e *Engine) RevokeAgent(ctx context.Context, idOrName, by string) ([]api.Agent, error) {
+	as, err := e.store.RevokeAgent(ctx, idOrName, by)
+	if err != nil {
+		return nil, classify(err)
+	}
+	out := make([]api.Agent, 0, len(as))
+	for _, a := range as {
+		out = append(out, AgentView(a))
+	}
+	return out, nil
+}
+
+// AgentView is an agent token as the API shows it (without the token).
+func AgentView(a approvals.Agent) api.Agent {
+	v := api.Agent{ID: string(a.ID), Name: a.Name, Subject: a.Subject(), CreatedAt: a.CreatedAt, RevokedBy: a.RevokedBy}
+	for _, sc := range a.Limits {
+		v.Limits = append(v.Limits, scopeText([]approvals.Scope{sc}))
+	}
+	if !a.ExpiresAt.IsZero() {
+		t := a.ExpiresAt
+		v.ExpiresAt = &t
+	}
+	if !a.RevokedAt.IsZero() {
+		t := a.RevokedAt
+		v.RevokedAt = &t
+	}
+	return v
+}
+
+// VerifyAgent returns the agent an agent token belongs to; a wrong,
+// revoked or expired token is ErrUnauthorized.
+func (e *Engine) VerifyAgent(ctx context.Context, token approvals.Secret) (approvals.Agent, error) {
+	a, err := e.store.VerifyAgent(ctx, token)
+	switch {
+	case err == nil:
+		return a, nil
+	case errors.Is(err, approvals.ErrWrongToken), errors.Is(err, approvals.ErrMalformedToken), errors.Is(err, approvals.ErrAgentNotUsable):
+		return a, refuse(ErrUnauthorized, "the agent token is not valid: it is wrong, revoked or expired; ask an operator for one (airlock agent add)")
+	}
+	return a, err
+}
