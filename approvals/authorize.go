@@ -337,7 +337,7 @@ func (s *Store) Decide(ctx context.Context, rv Reviewer, id RequestID, d Decisio
 	if err != nil {
 		return Request{}, err
 	}
-	if sameName(rv.name, r.Requester) || sameName(rv.name, q.Requester) {
+	if s.linked(rv.name, r.Requester) || s.linked(rv.name, q.Requester) {
 		return Request{}, ErrSelfApproval
 	}
 	var ttl time.Duration
@@ -393,6 +393,21 @@ func (s *Store) Decide(ctx context.Context, rv Reviewer, id RequestID, d Decisio
 		}
 	}
 	return *q, nil
+}
+
+// linked reports whether requester is reviewer, or an identity linked to
+// the reviewer (Options.Links): a Unix user by name, an agent by its
+// "agent:NAME/" prefix.
+func (s *Store) linked(reviewer, requester string) bool {
+	if sameName(reviewer, requester) {
+		return true
+	}
+	for _, l := range s.links[strings.ToLower(strings.TrimSpace(reviewer))] {
+		if sameName(l, requester) || strings.HasSuffix(l, "/") && strings.HasPrefix(strings.ToLower(requester), strings.ToLower(l)) {
+			return true
+		}
+	}
+	return false
 }
 
 // sameName compares a reviewer name with a requester name the way people

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -52,6 +53,11 @@ type Options struct {
 	// Transparent lists executable names that never anchor a run; nil means
 	// DefaultTransparent.
 	Transparent []string
+	// Links are, per reviewer name, the identities linked to that
+	// reviewer: Unix user names, and agents as "agent:NAME/" (every token
+	// of that agent). A reviewer never decides a request whose requester
+	// is one of them, as if it were the reviewer's own name.
+	Links map[string][]string
 	// Inspector reads processes; nil means &ProcFS{}.
 	Inspector Inspector
 	// Clock drives expiry; nil means SystemClock{}.
@@ -76,9 +82,11 @@ type Store struct {
 	maxRunTTL   time.Duration
 	maxPending  [2]int // per run, per requester
 	transparent map[string]bool
-	insp        Inspector
-	clock       Clock
-	log         hclog.Logger
+	// links are Options.Links by lower-case reviewer name.
+	links map[string][]string
+	insp  Inspector
+	clock Clock
+	log   hclog.Logger
 
 	ctx    context.Context // cancelled by Close: stops watchers
 	cancel context.CancelFunc
@@ -133,6 +141,11 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	}
 	if s.timeout == 0 {
 		s.timeout = DefaultApprovalTimeout
+	}
+	s.links = make(map[string][]string, len(o.Links))
+	for name, ids := range o.Links {
+		key := strings.ToLower(strings.TrimSpace(name))
+		s.links[key] = append(s.links[key], ids...)
 	}
 	s.maxPending = [2]int{cmp.Or(o.MaxPendingPerRun, DefaultMaxPendingPerRun), cmp.Or(o.MaxPendingPerRequester, DefaultMaxPendingPerRequester)}
 	if s.maxPending[0] < 0 || s.maxPending[1] < 0 {

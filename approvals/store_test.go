@@ -909,3 +909,47 @@ func TestAgentTokens(t *testing.T) {
 		t.Errorf("revoking no agent: %v", err)
 	}
 }
+
+// Separation of duties: a reviewer never decides the requests of an
+// identity linked to them — a Unix user, or any token of an agent.
+func TestLinkedIdentitiesCannotDecide(t *testing.T) {
+	e := newEnv(t, func(o *Options) {
+		o.Links = map[string][]string{"Rita": {"user1000", "agent:ci-bot/"}}
+	})
+	ctx := context.Background()
+	rita, bob := e.reviewer("rita"), e.reviewer("bob")
+	agentTree(e.procs)
+	local, err := e.s.ResolveLocal(ctx, Peer{PID: 60, UID: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent, _, err := e.s.AddAgent(ctx, "ci-bot", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote, _, err := e.s.CreateRemote(ctx, RemoteRun{Requester: agent.Subject(), Agent: &agent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _, _ := e.s.CreateRemote(ctx, RemoteRun{Requester: "agent:other-bot/agt_0123456789abcdef0123456789abcdef"})
+	for _, tc := range []struct {
+		name string
+		run  RunID
+		want error
+	}{
+		{"her own Unix user's agent", local.ID, ErrSelfApproval},
+		{"a token of her agent", remote.ID, ErrSelfApproval},
+		{"another agent", other.ID, nil},
+	} {
+		q, ch := e.authorize(ctx, tc.run, act("call-box", "id"))
+		if _, err := e.s.Decide(ctx, rita, q.ID, Decision{Verdict: Approve}); !errors.Is(err, tc.want) && (tc.want != nil || err != nil) {
+			t.Errorf("%s: rita decides: %v, want %v", tc.name, err, tc.want)
+		}
+		if tc.want != nil {
+			if _, err := e.s.Decide(ctx, bob, q.ID, Decision{Verdict: Deny}); err != nil {
+				t.Errorf("%s: bob decides: %v", tc.name, err)
+			}
+		}
+		recv(t, ch)
+	}
+}

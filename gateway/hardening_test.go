@@ -547,3 +547,35 @@ func TestRebindingAndCrossSiteRequestsAreRefused(t *testing.T) {
 		t.Errorf("runs: %d before, %d after, want one more (the agent's own): %v", len(runsBefore), len(runs), err)
 	}
 }
+
+// A reviewer linked to an agent (reviewer "alice" { agents = [...] })
+// cannot approve its runs: the page and the API refuse, nothing runs.
+func TestLinkedReviewerCannotApproveHerAgent(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, sharedSSHD(t), gwOptions{extraConfig: "reviewer \"" + testReviewer + "\" {\n  agents = [\"alices-bot\"]\n}\n"})
+	ctx := context.Background()
+	c, _ := g.remoteAgent("alices-bot")
+	res := make(chan *api.Action, 1)
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		a, _ := c.RunAction(actx, api.ActionRequest{Target: "box-run", Command: "echo must not run"}, api.Events{})
+		res <- a
+	}()
+	var pending []api.Approval
+	for deadline := time.Now().Add(patience); len(pending) == 0; time.Sleep(20 * time.Millisecond) {
+		pending, _ = g.reviewer.Approvals(ctx, "pending")
+		if time.Now().After(deadline) {
+			t.Fatal("no request appeared")
+		}
+	}
+	_, err := g.reviewer.Decide(ctx, pending[0].ID, api.DecisionRequest{Decision: api.DecisionApprove, Digest: pending[0].Digest})
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.Status != http.StatusForbidden {
+		t.Fatalf("alice approving her own agent's run: %v, want 403", err)
+	}
+	cancel()
+	if a := <-res; a != nil && a.Outcome != sshexec.Cancelled {
+		t.Errorf("the action: %s %q, want cancelled (never approved)", a.Outcome, a.Detail)
+	}
+}

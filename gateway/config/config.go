@@ -61,6 +61,11 @@ type Config struct {
 	MCP      MCP
 	Notify   *Notify
 
+	// ReviewerLinks are, per reviewer, the identities linked to it (Unix
+	// user names, and agents as "agent:NAME/"): the reviewer never
+	// decides their requests.
+	ReviewerLinks map[string][]string
+
 	// Credentials and Targets by name; TargetNames in file order.
 	Credentials map[string]*Credential
 	Targets     map[string]*Target
@@ -276,6 +281,14 @@ type rawConfig struct {
 	Notify      *rawNotify       `hcl:"notify,block"`
 	Credentials []*rawCredential `hcl:"credential,block"`
 	Targets     []*rawTarget     `hcl:"target,block"`
+	Reviewers   []*rawReviewer   `hcl:"reviewer,block"`
+}
+
+type rawReviewer struct {
+	Name      string         `hcl:"name,label"`
+	UnixUsers *hcl.Attribute `hcl:"unix_users,optional"`
+	Agents    *hcl.Attribute `hcl:"agents,optional"`
+	DefRange  hcl.Range      `hcl:",def_range"`
 }
 
 type rawListen struct {
@@ -618,6 +631,35 @@ func (c *checker) build(cfg *Config, raw *rawConfig, base string) {
 		if cfg.Approval.RunTTL > cfg.Approval.MaxRunTTL {
 			c.Errorf(a.DefRange, "approval.run_ttl (%s) is more than max_run_ttl (%s)", cfg.Approval.RunTTL, cfg.Approval.MaxRunTTL)
 		}
+	}
+
+	// reviewer blocks: separation of duties.
+	cfg.ReviewerLinks = map[string][]string{}
+	for _, rr := range raw.Reviewers {
+		if !approvals.ValidName(rr.Name) {
+			c.Errorf(rr.DefRange, "reviewer %q: use 1 to 64 letters, digits, '.', '_' or '-'", rr.Name)
+			continue
+		}
+		if _, dup := cfg.ReviewerLinks[rr.Name]; dup {
+			c.Errorf(rr.DefRange, "reviewer %q is defined twice", rr.Name)
+			continue
+		}
+		var links []string
+		for _, u := range c.strList(rr.UnixUsers) {
+			if !approvals.ValidName(u) {
+				c.Errorf(rr.UnixUsers.Range, "reviewer %q: unix_users: %q is not a user name", rr.Name, u)
+				continue
+			}
+			links = append(links, u)
+		}
+		for _, a := range c.strList(rr.Agents) {
+			if !approvals.ValidName(a) {
+				c.Errorf(rr.Agents.Range, "reviewer %q: agents: %q is not an agent name", rr.Name, a)
+				continue
+			}
+			links = append(links, "agent:"+a+"/")
+		}
+		cfg.ReviewerLinks[rr.Name] = links
 	}
 
 	// mcp.

@@ -171,6 +171,16 @@ func TestParseConfigAllowedHosts(t *testing.T) {
 	}
 }
 
+func TestParseConfigReviewerLinks(t *testing.T) {
+	cfg, err := Parse([]byte(contractExample+"reviewer \"alice\" {\n  unix_users = [\"alice\", \"deploy\"]\n  agents = [\"ci-bot\"]\n}\n"), "/etc/airlock/airlock.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string][]string{"alice": {"alice", "deploy", "agent:ci-bot/"}}, cfg.ReviewerLinks); diff != "" {
+		t.Errorf("links (-want +got):\n%s", diff)
+	}
+}
+
 func TestParseConfigProblems(t *testing.T) {
 	valid := func(extra string) string {
 		return `credential "k" { private_key_file = "/k" }
@@ -207,6 +217,8 @@ target "t" {
 		{"size with an unknown unit", valid("mcp {\n  output_budget = \"32KB\"\n}\n"), []int{8}},
 		{"size not whole", valid("mcp {\n  output_budget = 1.5\n}\n"), []int{8}},
 		{"size huge", valid("mcp {\n  output_budget = \"99999999999999999999GiB\"\n}\n"), []int{8}},
+		{"reviewer linked to no user name", valid("reviewer \"alice\" {\n  unix_users = [\"al ice\"]\n}\n"), []int{8}},
+		{"reviewer defined twice", valid("reviewer \"alice\" {\n}\nreviewer \"alice\" {\n}\n"), []int{9}},
 		{"bad checkpoint_every", valid("audit {\n  checkpoint_every = \"often\"\n}\n"), []int{8}},
 		{"no host keys", `credential "k" { private_key_file = "/k" }
 target "t" {

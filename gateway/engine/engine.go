@@ -180,6 +180,7 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		MaxRunTTL:              cfg.Approval.MaxRunTTL,
 		MaxPendingPerRun:       cfg.Approval.MaxPendingPerRun,
 		MaxPendingPerRequester: cfg.Approval.MaxPendingPerRequester,
+		Links:                  cfg.ReviewerLinks,
 		Inspector:              o.ProcessInspector,
 		Clock:                  e.clock,
 		Logger:                 e.log.Named("approvals"),
