@@ -52,7 +52,7 @@ type Notification struct {
 	Time       time.Time `json:"time"`
 	ApprovalID string    `json:"approval_id"`
 	Kind       string    `json:"kind"`  // run or call
-	State      string    `json:"state"` // pending, approved, denied, expired
+	State      string    `json:"state"` // pending, approved, denied, expired, withdrawn
 	RunID      string    `json:"run_id"`
 	Target     string    `json:"target"`
 	Account    string    `json:"account"`
