@@ -367,7 +367,23 @@ func clientKey(t testing.TB, sshds ...*sshtest.SSHD) (ssh.Signer, string) {
 	return signer, file
 }
 
-// closedAddr returns a loopback address where nothing listens.
+// closedAddr returns a loopback address where nothing listens, for as
+// long as the test runs: a TCP socket bound to the port but never
+// listening holds it, so that no other process (another test's server)
+// can take it meanwhile, and a connection to it is refused.
 func closedAddr(t testing.TB) string {
-	return fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
 }
