@@ -184,6 +184,16 @@ func EncodeBytes(b []byte) (string, string) {
 	return base64.StdEncoding.EncodeToString(b), EncodingBase64
 }
 
+// StartOnRune drops the continuation bytes b starts with, up to a
+// character's worth: a cut taken from the middle of text starts on a
+// character.
+func StartOnRune(b []byte) []byte {
+	for i := 0; i < utf8.UTFMax && len(b) > 0 && !utf8.RuneStart(b[0]); i++ {
+		b = b[1:]
+	}
+	return b
+}
+
 // DecodeBytes reverses EncodeBytes.
 func DecodeBytes(s, encoding string) ([]byte, error) {
 	if encoding == EncodingBase64 {

@@ -74,10 +74,7 @@ func (s storedStream) end(n int64) []byte {
 		src = s.tail
 	}
 	if int64(len(src)) > n {
-		src = src[int64(len(src))-n:]
-		for i := 0; i < utf8.UTFMax && len(src) > 0 && !utf8.RuneStart(src[0]); i++ {
-			src = src[1:]
-		}
+		src = api.StartOnRune(src[int64(len(src))-n:])
 	}
 	return src
 }

@@ -30,15 +30,6 @@ type ActionResult struct {
 	Page *api.OutputPage `json:"page,omitempty"`
 }
 
-// startOnRune drops the continuation bytes b starts with, up to a
-// character's worth.
-func startOnRune(b []byte) []byte {
-	for i := 0; i < utf8.UTFMax && len(b) > 0 && !utf8.RuneStart(b[0]); i++ {
-		b = b[1:]
-	}
-	return b
-}
-
 // lastBytes reads the last n bytes of a stored stream of total bytes,
 // page by page (a page stops where the store's head ends); nil if they
 // cannot all be read.
@@ -89,7 +80,7 @@ func sized(ctx context.Context, b Backend, a *api.Action, budget int) *ActionRes
 		}
 		if a.OutputPolicy == "tail" {
 			// What the account returns is the end: keep the end.
-			end := startOnRune(view[len(view)-budget:])
+			end := api.StartOnRune(view[len(view)-budget:])
 			*s.text, *s.enc = api.EncodeBytes(end)
 			*s.omitted = s.total - int64(len(end))
 			*s.cut = true
@@ -108,7 +99,7 @@ func sized(ctx context.Context, b Backend, a *api.Action, budget int) *ActionRes
 		} else {
 			end = view[len(view)-half:]
 		}
-		end = startOnRune(end)
+		end = api.StartOnRune(end)
 		*s.text, *s.enc = api.EncodeBytes(head)
 		*s.tail, *s.tailEnc = api.EncodeBytes(end)
 		*s.omitted = s.total - int64(len(head)) - int64(len(end))
