@@ -33,12 +33,70 @@ type Agent struct {
 	RevokedAt time.Time `json:"revoked_at,omitzero"`
 	RevokedBy string    `json:"revoked_by,omitempty"`
 
+	// Via says how a remote agent proved its identity when it is not an
+	// agent token: "oidc" (a workload identity token) or "mtls" (a client
+	// certificate); Verified is then the subject that proof names (the
+	// token's subject claim, the certificate's name). Such an agent has
+	// no ID: it is defined in the configuration, not issued.
+	Via      string `json:"via,omitempty"`
+	Verified string `json:"verified,omitempty"`
+
 	hash []byte
 }
 
 // Subject is what the agent's runs name as their requester:
-// "agent:NAME/ID".
-func (a Agent) Subject() string { return "agent:" + a.Name + "/" + string(a.ID) }
+// "agent:NAME/ID" for a token, "agent:NAME/SUBJECT" for a verified
+// workload identity or certificate.
+func (a Agent) Subject() string {
+	if a.Verified != "" {
+		return "agent:" + a.Name + "/" + a.Verified
+	}
+	return "agent:" + a.Name + "/" + string(a.ID)
+}
+
+// ValidSubject reports whether s may stand as a verified subject in a
+// requester: 1 to 200 characters of letters, digits and . _ - : @ / + = ~
+// (a GitHub "repo:acme/app:ref:refs/heads/main", a Kubernetes
+// "system:serviceaccount:ns:name", a SPIFFE ID, a host name, an e-mail).
+func ValidSubject(s string) bool {
+	if s == "" || len(s) > 200 {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', strings.ContainsRune("._-:@/+=~", r):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Intersect is the scope both a and b allow (an empty list allows every
+// target): what a run is held to when an agent token's own limits and its
+// agent block's both apply. Both non-empty and disjoint: nil, ok false.
+func Intersect(a, b []Scope) (out []Scope, ok bool) {
+	switch {
+	case len(a) == 0:
+		return b, true
+	case len(b) == 0:
+		return a, true
+	}
+	for _, x := range a {
+		for _, y := range b {
+			if x.Target != y.Target {
+				continue
+			}
+			switch {
+			case x.Account == "":
+				out = append(out, y)
+			case y.Account == "" || y.Account == x.Account:
+				out = append(out, x)
+			}
+		}
+	}
+	return out, len(out) > 0
+}
 
 // Usable reports whether the token may still create runs at now.
 func (a Agent) Usable(now time.Time) bool {

@@ -51,6 +51,7 @@ type testGateway struct {
 	done     chan error
 	agent    *api.Client               // over the local socket
 	base     string                    // HTTP base URL
+	httpc    *http.Client              // trusts the listener's certificate
 	reviewer *api.Client               // logged in as testReviewer
 	logs     *gatewaytest.LockedBuffer // everything the gateway logged
 }
@@ -64,7 +65,14 @@ type gwOptions struct {
 	// client key). Tests that count logins use a key of their own, so
 	// that parallel tests on the shared sshd do not disturb the count.
 	clientKey string
+	// tls serves HTTP over TLS with these files (its CA, for
+	// client_ca_file, may be empty).
+	tls *tlsFiles
 }
+
+// tlsFiles are a listener's TLS certificate and key, and the CA of the
+// client certificates it accepts.
+type tlsFiles struct{ cert, key, clientCA string }
 
 // startGateway writes a configuration for the sshd s with targets
 // "box-run" (run mode), "box-call" (call mode), "box-tail" and "box-none"
@@ -82,6 +90,9 @@ func startGateway(t testing.TB, s *sshtest.SSHD, o gwOptions) *testGateway {
 	}
 	c := gatewaytest.Config{StateDir: filepath.Join(dir, "state"), HTTP: "127.0.0.1:0", ApprovalTimeout: "20s",
 		Credentials: map[string]string{"key": clientKey}, Extra: o.extraConfig}
+	if o.tls != nil {
+		c.TLSCert, c.TLSKey, c.ClientCAFile = o.tls.cert, o.tls.key, o.tls.clientCA
+	}
 	for _, tg := range []struct{ name, mode, output string }{
 		{"box-run", "run", "full"}, {"box-call", "call", "full"}, {"box-tail", "run", "tail"}, {"box-none", "run", "none"},
 	} {
@@ -146,12 +157,15 @@ func runGateway(t testing.TB, cfg *config.Config, o gwOptions) *testGateway {
 		t.Fatal(err)
 	}
 	g.agent = api.NewLocalClient(cfg.Listen.Socket, ctl.Token)
-	g.base = "http://" + srv.HTTPAddr()
-	login, err := api.NewHTTPClient(g.base, "").Login(ctx, testReviewer, testPassword)
+	g.base, g.httpc = "http://"+srv.HTTPAddr(), http.DefaultClient
+	if cfg.Listen.TLSCert != "" {
+		g.base, g.httpc = "https://"+srv.HTTPAddr(), tlsClient(t, cfg.Listen.TLSCert, nil)
+	}
+	login, err := api.NewHTTPClient(g.base, "").WithHTTP(g.httpc).Login(ctx, testReviewer, testPassword)
 	if err != nil {
 		t.Fatalf("login: %v", err)
 	}
-	g.reviewer = api.NewHTTPClient(g.base, login.Token)
+	g.reviewer = api.NewHTTPClient(g.base, login.Token).WithHTTP(g.httpc)
 	return g
 }
 

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -225,6 +226,21 @@ func (s *Server) httpServer(h http.Handler) (*http.Server, net.Listener, error) 
 			return nil, nil, fmt.Errorf("gateway: TLS: %w", err)
 		}
 		hs.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		if f := s.cfg.Listen.ClientCAFile; f != "" {
+			// Agents with an mtls block present a certificate of this CA;
+			// everyone else (reviewers, token agents) presents none.
+			pem, err := os.ReadFile(f)
+			if err != nil {
+				ln.Close()
+				return nil, nil, fmt.Errorf("gateway: listen.client_ca_file: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				ln.Close()
+				return nil, nil, fmt.Errorf("gateway: listen.client_ca_file %s holds no PEM certificate", f)
+			}
+			hs.TLSConfig.ClientCAs, hs.TLSConfig.ClientAuth = pool, tls.VerifyClientCertIfGiven
+		}
 		ln = tls.NewListener(ln, hs.TLSConfig)
 	} else if host, _, _ := net.SplitHostPort(ln.Addr().String()); !config.IsLoopback(host) {
 		// The configuration check refuses this; never serve it anyway.

@@ -113,6 +113,14 @@ func NewHTTPClient(baseURL, bearer string) *Client {
 	return c
 }
 
+// WithHTTP returns a copy of c that sends its requests with hc (a TLS
+// configuration of its own: a private CA, a client certificate).
+func (c *Client) WithHTTP(hc *http.Client) *Client {
+	cc := *c
+	cc.http = hc
+	return &cc
+}
+
 // WithBearer returns a copy of c presenting another bearer token.
 func (c *Client) WithBearer(token string) *Client {
 	cc := *c

@@ -314,7 +314,10 @@ type Run struct {
 	// TokenExpiresAt is when a remote run's token stops working.
 	TokenExpiresAt *time.Time `json:"token_expires_at,omitempty"`
 	Anchor         *Process   `json:"anchor,omitempty"`
-	Actions        int        `json:"actions"`
+	// Limits are the targets ("target" or "account@target") the run's
+	// actions are held to, by its agent; empty: any.
+	Limits  []string `json:"limits,omitempty"`
+	Actions int      `json:"actions"`
 	// Token is returned once, by POST /v1/runs.
 	Token string `json:"token,omitempty"`
 }

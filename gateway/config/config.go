@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
@@ -66,11 +68,54 @@ type Config struct {
 	// decides their requests.
 	ReviewerLinks map[string][]string
 
+	// Agents are the agent blocks by name: how a remote agent of that
+	// name proves who it is (OIDC, client certificate), and the limits
+	// every run of that name is held to, whatever the identity kind.
+	Agents map[string]*Agent
+
 	// Credentials and Targets by name; TargetNames in file order.
 	Credentials map[string]*Credential
 	Targets     map[string]*Target
 	TargetNames []string
 }
+
+// Agent is one agent block.
+type Agent struct {
+	Name string
+	// Limits are the targets (or target accounts) the agent's runs may
+	// act on; empty: any.
+	Limits []approvals.Scope
+	OIDC   *AgentOIDC
+	MTLS   *AgentMTLS
+}
+
+// AgentOIDC is an agent block's oidc block: a workload identity token
+// (a JWT from GitHub Actions, a Kubernetes service account, any issuer
+// with discovery and JWKS) verified for issuer, audience, expiry and
+// required claims.
+type AgentOIDC struct {
+	Issuer   string
+	Audience string
+	// SubjectClaim names the claim that says which workload it is (the
+	// requester is agent:NAME/<its value>); "sub" by default.
+	SubjectClaim string
+	// RequiredClaims must each be in the token with this value (or, for
+	// a list claim, contain it).
+	RequiredClaims map[string]string
+	// CAFile, when set, is the only trust for the issuer's TLS
+	// certificate (a private identity provider).
+	CAFile string
+}
+
+// AgentMTLS is an agent block's mtls block: a client certificate from
+// listen.client_ca_file whose common name, DNS or URI name is one of
+// Subjects.
+type AgentMTLS struct {
+	Subjects []string
+}
+
+// DefaultSubjectClaim is oidc.subject_claim when it is not set.
+const DefaultSubjectClaim = "sub"
 
 // MCP is the mcp block: how the MCP tools size what they return.
 type MCP struct {
@@ -89,6 +134,9 @@ type Listen struct {
 	TLSKey      string
 	Socket      string
 	SocketGroup string
+	// ClientCAFile holds the CA certificates whose client certificates
+	// the TLS listener accepts (agents with an mtls block).
+	ClientCAFile string
 	// AllowedHosts are the host names (and address literals) an HTTP
 	// request's Host may name, without the port: the listen address's
 	// host, localhost and the loopback literals, and what allowed_hosts
@@ -282,6 +330,29 @@ type rawConfig struct {
 	Credentials []*rawCredential `hcl:"credential,block"`
 	Targets     []*rawTarget     `hcl:"target,block"`
 	Reviewers   []*rawReviewer   `hcl:"reviewer,block"`
+	Agents      []*rawAgent      `hcl:"agent,block"`
+}
+
+type rawAgent struct {
+	Name     string         `hcl:"name,label"`
+	Limits   *hcl.Attribute `hcl:"limits,optional"`
+	OIDC     []*rawOIDC     `hcl:"oidc,block"`
+	MTLS     []*rawMTLS     `hcl:"mtls,block"`
+	DefRange hcl.Range      `hcl:",def_range"`
+}
+
+type rawOIDC struct {
+	Issuer         *hcl.Attribute `hcl:"issuer"`
+	Audience       *hcl.Attribute `hcl:"audience"`
+	SubjectClaim   *hcl.Attribute `hcl:"subject_claim,optional"`
+	RequiredClaims *hcl.Attribute `hcl:"required_claims,optional"`
+	CAFile         *hcl.Attribute `hcl:"ca_file,optional"`
+	DefRange       hcl.Range      `hcl:",def_range"`
+}
+
+type rawMTLS struct {
+	Subjects *hcl.Attribute `hcl:"subjects"`
+	DefRange hcl.Range      `hcl:",def_range"`
 }
 
 type rawReviewer struct {
@@ -298,6 +369,7 @@ type rawListen struct {
 	Socket       *hcl.Attribute `hcl:"socket,optional"`
 	SocketGroup  *hcl.Attribute `hcl:"socket_group,optional"`
 	AllowedHosts *hcl.Attribute `hcl:"allowed_hosts,optional"`
+	ClientCAFile *hcl.Attribute `hcl:"client_ca_file,optional"`
 	DefRange     hcl.Range      `hcl:",def_range"`
 }
 
@@ -422,6 +494,23 @@ func (c *checker) strList(a *hcl.Attribute) []string {
 		return nil
 	}
 	return l
+}
+
+// strMap decodes a map of strings (required_claims = { repository = "acme/app" }).
+func (c *checker) strMap(a *hcl.Attribute) map[string]string {
+	if a == nil {
+		return nil
+	}
+	var m map[string]string
+	if !c.Decode(a, &m) {
+		return nil
+	}
+	for k, v := range m {
+		if k == "" || strings.ContainsAny(k+v, "\x00\n\r") {
+			c.Errorf(a.Range, "%s: %q = %q: names must not be empty, and neither may contain NUL or line breaks", a.Name, k, v)
+		}
+	}
+	return m
 }
 
 func (c *checker) boolean(a *hcl.Attribute) bool {
@@ -588,6 +677,10 @@ func (c *checker) build(cfg *Config, raw *rawConfig, base string) {
 		if (cfg.Listen.TLSCert == "") != (cfg.Listen.TLSKey == "") {
 			c.Errorf(l.DefRange, "listen needs both tls_cert and tls_key, or neither")
 		}
+		cfg.Listen.ClientCAFile = c.path(l.ClientCAFile, base)
+		if cfg.Listen.ClientCAFile != "" && cfg.Listen.TLSCert == "" {
+			c.Errorf(l.ClientCAFile.Range, "listen.client_ca_file needs tls_cert and tls_key: client certificates are presented over TLS")
+		}
 		if cfg.Listen.HTTP != "" {
 			host, _, err := net.SplitHostPort(cfg.Listen.HTTP)
 			switch {
@@ -735,6 +828,117 @@ func (c *checker) build(cfg *Config, raw *rawConfig, base string) {
 	for _, r := range raw.Targets {
 		c.target(cfg, r, base)
 	}
+
+	// agents (after targets: their limits name them).
+	cfg.Agents = map[string]*Agent{}
+	for _, r := range raw.Agents {
+		c.agent(cfg, r, base)
+	}
+}
+
+func (c *checker) agent(cfg *Config, r *rawAgent, base string) {
+	if !approvals.ValidName(r.Name) {
+		c.Errorf(r.DefRange, "agent %q: use 1 to 64 letters, digits, '.', '_' or '-'", r.Name)
+		return
+	}
+	if _, dup := cfg.Agents[r.Name]; dup {
+		c.Errorf(r.DefRange, "agent %q is defined twice", r.Name)
+		return
+	}
+	a := &Agent{Name: r.Name}
+	for _, l := range c.strList(r.Limits) {
+		sc, err := cfg.Limit(l)
+		if err != nil {
+			c.Errorf(r.Limits.Range, "agent %q: %v", r.Name, err)
+			continue
+		}
+		a.Limits = append(a.Limits, sc)
+	}
+	switch {
+	case len(r.OIDC) > 1:
+		c.Errorf(r.OIDC[1].DefRange, "agent %q has more than one oidc block: define one agent per issuer and audience", r.Name)
+	case len(r.OIDC) == 1:
+		o := r.OIDC[0]
+		if !c.require(o.Issuer, o.DefRange, "oidc.issuer") || !c.require(o.Audience, o.DefRange, "oidc.audience") {
+			break
+		}
+		a.OIDC = &AgentOIDC{
+			Issuer:       strings.TrimSuffix(c.str(o.Issuer, ""), "/"),
+			Audience:     c.str(o.Audience, ""),
+			SubjectClaim: c.str(o.SubjectClaim, DefaultSubjectClaim),
+			CAFile:       c.path(o.CAFile, base),
+		}
+		if u, err := url.Parse(a.OIDC.Issuer); err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil ||
+			!(u.Scheme == "https" || u.Scheme == "http" && IsLoopback(u.Hostname())) {
+			c.Errorf(o.Issuer.Range, "agent %q: oidc.issuer %q must be the issuer's https:// URL as its tokens name it (http:// only on loopback)", r.Name, a.OIDC.Issuer)
+		}
+		if a.OIDC.Audience == "" {
+			c.Errorf(o.Audience.Range, "agent %q: oidc.audience must not be empty: it is what the issuer puts in tokens meant for this gateway", r.Name)
+		}
+		if a.OIDC.SubjectClaim == "" {
+			c.Errorf(o.SubjectClaim.Range, "agent %q: oidc.subject_claim must not be empty", r.Name)
+		}
+		a.OIDC.RequiredClaims = c.strMap(o.RequiredClaims)
+	}
+	switch {
+	case len(r.MTLS) > 1:
+		c.Errorf(r.MTLS[1].DefRange, "agent %q has more than one mtls block", r.Name)
+	case len(r.MTLS) == 1:
+		m := r.MTLS[0]
+		if !c.require(m.Subjects, m.DefRange, "mtls.subjects") {
+			break
+		}
+		a.MTLS = &AgentMTLS{}
+		for _, s := range c.strList(m.Subjects) {
+			if s == "" || !printable(s) {
+				c.Errorf(m.Subjects.Range, "agent %q: mtls.subjects: %q is not a certificate name", r.Name, s)
+				continue
+			}
+			a.MTLS.Subjects = append(a.MTLS.Subjects, s)
+		}
+		if len(a.MTLS.Subjects) == 0 {
+			c.Errorf(m.DefRange, "agent %q: mtls.subjects must name at least one certificate (its common name, DNS or URI name)", r.Name)
+		}
+		if cfg.Listen.ClientCAFile == "" {
+			c.Errorf(m.DefRange, "agent %q: an mtls block needs listen.client_ca_file (the CA that issues the agents' certificates)", r.Name)
+		}
+	}
+	cfg.Agents[r.Name] = a
+}
+
+// printable reports whether s is free of control and format characters.
+func printable(s string) bool {
+	for _, r := range s {
+		if !unicode.IsGraphic(r) || unicode.Is(unicode.Cf, r) {
+			return false
+		}
+	}
+	return true
+}
+
+// Limit parses an agent limit, "target" or "account@target", against the
+// configured targets.
+func (cfg *Config) Limit(l string) (approvals.Scope, error) {
+	sc := approvals.Scope{Target: l}
+	if acct, target, ok := strings.Cut(l, "@"); ok {
+		sc = approvals.Scope{Target: target, Account: acct}
+	}
+	t, ok := cfg.Targets[sc.Target]
+	if !ok {
+		return sc, fmt.Errorf("limit %q: no target %q (targets: %s)", clip(l), clip(sc.Target), names(cfg.Targets))
+	}
+	if _, ok := t.Accounts[sc.Account]; sc.Account != "" && !ok {
+		return sc, fmt.Errorf("limit %q: target %q has no account %q (accounts: %s)", clip(l), t.Name, clip(sc.Account), names(t.Accounts))
+	}
+	return sc, nil
+}
+
+// clip shortens a name for a message.
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
 }
 
 func (c *checker) target(cfg *Config, r *rawTarget, base string) {

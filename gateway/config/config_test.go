@@ -181,6 +181,43 @@ func TestParseConfigReviewerLinks(t *testing.T) {
 	}
 }
 
+func TestParseConfigAgents(t *testing.T) {
+	src := strings.Replace(contractExample, "listen {", `listen {
+  tls_cert       = "/etc/airlock/tls.crt"
+  tls_key        = "/etc/airlock/tls.key"
+  client_ca_file = "agents-ca.pem"`, 1) + `
+agent "ci" {
+  limits = ["build-box", "postgres@db"]
+  oidc {
+    issuer          = "https://token.actions.githubusercontent.com/"
+    audience        = "airlock"
+    required_claims = { repository = "acme/app" }
+  }
+}
+agent "runner" {
+  mtls {
+    subjects = ["runner-1.ci.example"]
+  }
+}
+`
+	cfg, err := Parse([]byte(src), "/etc/airlock/airlock.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]*Agent{
+		"ci": {Name: "ci", Limits: []approvals.Scope{{Target: "build-box"}, {Target: "db", Account: "postgres"}},
+			OIDC: &AgentOIDC{Issuer: "https://token.actions.githubusercontent.com", Audience: "airlock", SubjectClaim: "sub",
+				RequiredClaims: map[string]string{"repository": "acme/app"}}},
+		"runner": {Name: "runner", MTLS: &AgentMTLS{Subjects: []string{"runner-1.ci.example"}}},
+	}
+	if diff := cmp.Diff(want, cfg.Agents); diff != "" {
+		t.Errorf("agents (-want +got):\n%s", diff)
+	}
+	if cfg.Listen.ClientCAFile != "/etc/airlock/agents-ca.pem" {
+		t.Errorf("client_ca_file %q", cfg.Listen.ClientCAFile)
+	}
+}
+
 func TestParseConfigProblems(t *testing.T) {
 	valid := func(extra string) string {
 		return `credential "k" { private_key_file = "/k" }
@@ -219,6 +256,14 @@ target "t" {
 		{"size huge", valid("mcp {\n  output_budget = \"99999999999999999999GiB\"\n}\n"), []int{8}},
 		{"reviewer linked to no user name", valid("reviewer \"alice\" {\n  unix_users = [\"al ice\"]\n}\n"), []int{8}},
 		{"reviewer defined twice", valid("reviewer \"alice\" {\n}\nreviewer \"alice\" {\n}\n"), []int{9}},
+		{"agent limit naming no target", valid("agent \"ci\" {\n  limits = [\"nowhere\"]\n}\n"), []int{8}},
+		{"agent limit naming no account", valid("agent \"ci\" {\n  limits = [\"root@t\"]\n}\n"), []int{8}},
+		{"oidc issuer over plain http", valid("agent \"ci\" {\n  oidc {\n    issuer = \"http://idp.example\"\n    audience = \"airlock\"\n  }\n}\n"), []int{9}},
+		{"oidc without an audience", valid("agent \"ci\" {\n  oidc {\n    issuer = \"https://idp.example\"\n  }\n}\n"), []int{8}},
+		{"oidc required claim not a string", valid("agent \"ci\" {\n  oidc {\n    issuer = \"https://idp.example\"\n    audience = \"a\"\n    required_claims = { ref = [\"x\"] }\n  }\n}\n"), []int{11}},
+		{"mtls without a client CA", valid("agent \"ci\" {\n  mtls {\n    subjects = [\"runner\"]\n  }\n}\n"), []int{8}},
+		{"client CA without TLS", valid("listen {\n  client_ca_file = \"/ca.pem\"\n}\n"), []int{8}},
+		{"agent defined twice", valid("agent \"ci\" {\n}\nagent \"ci\" {\n}\n"), []int{9}},
 		{"bad checkpoint_every", valid("audit {\n  checkpoint_every = \"often\"\n}\n"), []int{8}},
 		{"no host keys", `credential "k" { private_key_file = "/k" }
 target "t" {

@@ -3,8 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/airlockgw/airlock/approvals"
@@ -23,16 +21,9 @@ func (e *Engine) AddAgent(ctx context.Context, name string, limits []string, ttl
 	}
 	var scope []approvals.Scope
 	for _, l := range limits {
-		sc := approvals.Scope{Target: l}
-		if acct, target, ok := strings.Cut(l, "@"); ok {
-			sc = approvals.Scope{Target: target, Account: acct}
-		}
-		t, ok := e.cfg.Targets[sc.Target]
-		if !ok {
-			return api.Agent{}, refuse(ErrInvalid, fmt.Sprintf("limit %q: no target %q (targets: %s)", l, clip(sc.Target, maxNameLen), nameList(e.cfg.TargetNames)))
-		}
-		if _, ok := t.Accounts[sc.Account]; sc.Account != "" && !ok {
-			return api.Agent{}, refuse(ErrInvalid, fmt.Sprintf("limit %q: target %q has no account %q", l, t.Name, clip(sc.Account, maxNameLen)))
+		sc, err := e.cfg.Limit(l)
+		if err != nil {
+			return api.Agent{}, refuse(ErrInvalid, err.Error())
 		}
 		scope = append(scope, sc)
 	}
@@ -75,9 +66,7 @@ func (e *Engine) RevokeAgent(ctx context.Context, idOrName, by string) ([]api.Ag
 // AgentView is an agent token as the API shows it (without the token).
 func AgentView(a approvals.Agent) api.Agent {
 	v := api.Agent{ID: string(a.ID), Name: a.Name, Subject: a.Subject(), CreatedAt: a.CreatedAt, RevokedBy: a.RevokedBy}
-	for _, sc := range a.Limits {
-		v.Limits = append(v.Limits, scopeText([]approvals.Scope{sc}))
-	}
+	v.Limits = limitTexts(a.Limits)
 	if !a.ExpiresAt.IsZero() {
 		t := a.ExpiresAt
 		v.ExpiresAt = &t

@@ -66,6 +66,8 @@ type Engine struct {
 	limiter *limiter
 	authLog authLog
 	links   loginLinks
+	// workloads verify the oidc blocks' tokens, by agent name.
+	workloads map[string]*workload
 
 	// base is cancelled when the engine stops; in-flight actions derive
 	// from it.
@@ -132,6 +134,11 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 	for _, t := range cfg.Targets {
 		e.slots[t.Name] = make(chan struct{}, t.MaxParallel)
 	}
+	w, err := newWorkloads(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	e.workloads = w
 
 	ao := auditchain.DefaultOptions(cfg.StateDir)
 	ao.Logger = e.log.Named("audit")

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"time"
 
@@ -62,6 +63,13 @@ func (e *Engine) CreateRemoteRun(ctx context.Context, agent approvals.Agent, rem
 	host := Host(remoteAddr)
 	if e.Count(runsPerAddress(host)) {
 		return approvals.Run{}, approvals.Secret{}, refuse(ErrRateLimited, "too many runs created from this address; wait a minute")
+	}
+	if blk, ok := e.cfg.Agents[agent.Name]; ok {
+		limits, ok := approvals.Intersect(agent.Limits, blk.Limits)
+		if !ok {
+			return approvals.Run{}, approvals.Secret{}, refuse(ErrForbidden, fmt.Sprintf("agent %q: this token's limits and its agent block's have no target in common; ask an operator for a token within %s", agent.Name, scopeText(blk.Limits)))
+		}
+		agent.Limits = limits
 	}
 	rr := approvals.RemoteRun{Requester: agent.Subject(), Agent: &agent}
 	if ttl != 0 {
@@ -141,6 +149,7 @@ func RunView(r approvals.Run) api.Run {
 		t := r.TokenExpiresAt
 		v.TokenExpiresAt = &t
 	}
+	v.Limits = limitTexts(r.Limits)
 	if a := r.Anchor; a != nil {
 		v.Kind = api.RunLocal
 		v.Anchor = &api.Process{PID: a.ID.PID, StartTime: a.ID.StartTime, Executable: a.Exe, SHA256: a.ExeSHA256,
@@ -153,4 +162,14 @@ func RunView(r approvals.Run) api.Run {
 		}
 	}
 	return v
+}
+
+// limitTexts is an agent's limits as the API writes them, one
+// "target" or "account@target" each.
+func limitTexts(limits []approvals.Scope) []string {
+	var out []string
+	for _, sc := range limits {
+		out = append(out, scopeText([]approvals.Scope{sc}))
+	}
+	return out
 }

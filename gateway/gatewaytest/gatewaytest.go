@@ -49,6 +49,9 @@ type Config struct {
 	NoHTTP bool
 	// Socket is listen.socket; "" leaves the default (state_dir/run).
 	Socket string
+	// TLSCert, TLSKey and ClientCAFile are listen's tls_cert, tls_key
+	// and client_ca_file.
+	TLSCert, TLSKey, ClientCAFile string
 	// ApprovalTimeout is approval.timeout; "" leaves the default.
 	ApprovalTimeout string
 	// Credentials are private-key credentials: name → key file.
@@ -83,13 +86,18 @@ type Account struct {
 func (c Config) HCL() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "state_dir = %q\n", c.StateDir)
-	if c.HTTP != "" || c.NoHTTP || c.Socket != "" {
+	if c.HTTP != "" || c.NoHTTP || c.Socket != "" || c.TLSCert != "" {
 		b.WriteString("listen {\n")
 		if c.HTTP != "" || c.NoHTTP {
 			fmt.Fprintf(&b, "  http = %q\n", c.HTTP)
 		}
 		if c.Socket != "" {
 			fmt.Fprintf(&b, "  socket = %q\n", c.Socket)
+		}
+		for _, kv := range [][2]string{{"tls_cert", c.TLSCert}, {"tls_key", c.TLSKey}, {"client_ca_file", c.ClientCAFile}} {
+			if kv[1] != "" {
+				fmt.Fprintf(&b, "  %s = %q\n", kv[0], kv[1])
+			}
 		}
 		b.WriteString("}\n")
 	}

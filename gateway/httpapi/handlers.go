@@ -238,14 +238,18 @@ func (s *server) handleCreateRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, api.CodeForbidden, "reviewers do not create runs; an agent does")
 		return
 	}
+	if p.agent == nil && p.certRefused != nil {
+		s.writeErr(w, p.certRefused)
+		return
+	}
 	if p.agent == nil {
 		// No anonymous runs: who asks is proved, never named.
 		w.Header().Set("WWW-Authenticate", `Bearer realm="airlock", error="invalid_token", error_description="present an agent token"`)
-		writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "a remote run is created with an agent token (Authorization: Bearer airlock_agent_…); an operator issues one with: airlock agent add NAME")
+		writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "a remote run is created by a proven agent: an agent token (Authorization: Bearer airlock_agent_…, issued with airlock agent add NAME), a workload identity token of an agent block's oidc issuer (Authorization: Bearer <JWT>), or a client certificate an agent block's mtls names")
 		return
 	}
 	if req.Name != "" {
-		writeError(w, http.StatusBadRequest, api.CodeBadRequest, "name is not taken: a run is named after the agent token that created it ("+p.agent.Subject()+")")
+		writeError(w, http.StatusBadRequest, api.CodeBadRequest, "name is not taken: a run is named after the agent that proved who it is ("+p.agent.Subject()+")")
 		return
 	}
 	run, tok, err := s.e.CreateRemoteRun(r.Context(), *p.agent, r.RemoteAddr, time.Duration(req.TTLS)*time.Second)

@@ -49,8 +49,11 @@ type principal struct {
 	// runToken is the bearer token of an HTTP agent: identify checked that
 	// it is a run's; whether that run may still act is checked when used.
 	runToken approvals.Secret
-	// agent is the agent an agent token proved (it may create runs).
+	// agent is the agent an agent token, a workload identity token or a
+	// client certificate proved (it may create runs).
 	agent *approvals.Agent
+	// certRefused says why a verified client certificate is no agent's.
+	certRefused error
 	// reviewer is set only from a verified reviewer credential.
 	reviewer   approvals.Reviewer
 	isReviewer bool
@@ -278,16 +281,20 @@ func (s *server) identify(next http.Handler) http.Handler {
 			switch {
 			case err == nil:
 				p.reviewer, p.isReviewer = rv, true
-			case errors.Is(err, approvals.ErrMalformedToken) && approvals.IsAgentToken(tok):
+			case errors.Is(err, approvals.ErrMalformedToken) && (approvals.IsAgentToken(tok) || engine.LooksLikeJWT(bearer)):
 				key := runTokenLimitKey(r)
 				if s.e.Blocked(key) {
 					writeError(w, http.StatusTooManyRequests, api.CodeRateLimited, "too many invalid tokens from this address; wait a minute")
 					return
 				}
-				a, err := s.e.VerifyAgent(r.Context(), tok)
+				kind, verify := "agent_token", func() (approvals.Agent, error) { return s.e.VerifyAgent(r.Context(), tok) }
+				if !approvals.IsAgentToken(tok) {
+					kind, verify = "workload_token", func() (approvals.Agent, error) { return s.e.VerifyWorkload(r.Context(), bearer) }
+				}
+				a, err := verify()
 				if err != nil {
 					if errors.Is(err, engine.ErrUnauthorized) {
-						s.e.AuthFailed(r.Context(), "agent_token", key)
+						s.e.AuthFailed(r.Context(), kind, key)
 						w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 					}
 					s.writeErr(w, err)
@@ -325,6 +332,15 @@ func (s *server) identify(next http.Handler) http.Handler {
 				s.e.AuthFailed(r.Context(), "reviewer_token", key)
 				writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "the reviewer token is not valid; log in again")
 				return
+			}
+		} else if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
+			// A client certificate the listener verified against
+			// listen.client_ca_file: the agent it names, if any.
+			a, err := s.e.CertificateAgent(r.TLS.VerifiedChains[0][0])
+			if err != nil {
+				p.certRefused = err
+			} else {
+				p.agent = &a
 			}
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))

@@ -1,0 +1,233 @@
+package engine
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+
+	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/gateway/config"
+)
+
+// workload verifies the workload identity tokens of one agent block with
+// an oidc block. Its verifier is made on first use (discovery), so that a
+// gateway starts while an issuer is down; the key set it holds fetches
+// the issuer's keys again when a token names a key it does not know (key
+// rotation).
+type workload struct {
+	agent  *config.Agent
+	client *http.Client
+
+	mu       sync.Mutex
+	verifier *oidc.IDTokenVerifier
+	// failedAt and failure keep a failed discovery for a few seconds, so
+	// that a burst of requests does not become a burst of fetches.
+	failedAt time.Time
+	failure  error
+}
+
+// discoveryRetry is how long a failed discovery is remembered.
+const discoveryRetry = 5 * time.Second
+
+// newWorkloads makes the verifiers of the configuration's oidc blocks.
+func newWorkloads(cfg *config.Config) (map[string]*workload, error) {
+	out := map[string]*workload{}
+	for name, a := range cfg.Agents {
+		if a.OIDC == nil {
+			continue
+		}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		if a.OIDC.CAFile != "" {
+			pem, err := os.ReadFile(a.OIDC.CAFile)
+			if err != nil {
+				return nil, fmt.Errorf("agent %q: oidc.ca_file: %w", name, err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("agent %q: oidc.ca_file %s holds no PEM certificate", name, a.OIDC.CAFile)
+			}
+			tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		}
+		out[name] = &workload{agent: a, client: &http.Client{Transport: tr, Timeout: 10 * time.Second}}
+	}
+	return out, nil
+}
+
+// get returns the verifier, discovering the issuer the first time.
+func (w *workload) get(ctx context.Context, now time.Time) (*oidc.IDTokenVerifier, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.verifier != nil {
+		return w.verifier, nil
+	}
+	if w.failure != nil && now.Sub(w.failedAt) < discoveryRetry {
+		return nil, w.failure
+	}
+	// The provider keeps the context for the key set's later fetches:
+	// without cancel, with the client that trusts the issuer.
+	pctx := oidc.ClientContext(context.WithoutCancel(ctx), w.client)
+	p, err := oidc.NewProvider(pctx, w.agent.OIDC.Issuer)
+	if err != nil {
+		w.failedAt, w.failure = now, err
+		return nil, err
+	}
+	w.verifier = p.Verifier(&oidc.Config{ClientID: w.agent.OIDC.Audience})
+	w.failure = nil
+	return w.verifier, nil
+}
+
+// LooksLikeJWT reports whether a bearer credential has the shape of a
+// JSON Web Token (three base64url segments), as a workload identity token
+// does; airlock's own tokens never do.
+func LooksLikeJWT(s string) bool {
+	parts := strings.Split(s, ".")
+	return len(parts) == 3 && strings.HasPrefix(s, "eyJ") && parts[1] != "" && parts[2] != ""
+}
+
+// unverifiedIssuer reads a JWT's iss claim without verifying anything:
+// only to pick the agent blocks that may verify it.
+func unverifiedIssuer(raw string) string {
+	parts := strings.Split(raw, ".")
+	if len(parts) != 3 {
+		return ""
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return ""
+	}
+	var c struct {
+		Iss string `json:"iss"`
+	}
+	if json.Unmarshal(payload, &c) != nil {
+		return ""
+	}
+	return c.Iss
+}
+
+// VerifyWorkload returns the agent a workload identity token proves: the
+// agent block whose oidc block's issuer signed it for its audience, not
+// expired, with every required claim. The agent's subject is the token's
+// subject claim. A token no agent block accepts is ErrUnauthorized,
+// saying why; an issuer that cannot be reached is ErrUnavailable.
+func (e *Engine) VerifyWorkload(ctx context.Context, raw string) (approvals.Agent, error) {
+	iss := strings.TrimSuffix(unverifiedIssuer(raw), "/")
+	var names []string
+	for name, w := range e.workloads {
+		if w.agent.OIDC.Issuer == iss {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return approvals.Agent{}, refuse(ErrUnauthorized, fmt.Sprintf("the bearer token's issuer %q is no agent's: an operator names it in an agent block's oidc.issuer", clip(iss, 200)))
+	}
+	slices.Sort(names)
+	var why []string
+	for _, name := range names {
+		w := e.workloads[name]
+		v, err := w.get(ctx, e.clock.Now())
+		if err != nil {
+			e.log.Warn("oidc discovery failed", "agent", name, "issuer", iss, "error", err)
+			return approvals.Agent{}, refuse(ErrUnavailable, fmt.Sprintf("the issuer %s cannot be reached to verify the token; try again", iss))
+		}
+		a, err := w.check(ctx, v, raw)
+		if err != nil {
+			why = append(why, fmt.Sprintf("agent %q: %v", name, err))
+			continue
+		}
+		a.CreatedAt = e.clock.Now()
+		return a, nil
+	}
+	e.log.Warn("workload identity token refused", "issuer", iss, "why", strings.Join(why, "; "))
+	return approvals.Agent{}, refuse(ErrUnauthorized, "the workload identity token is not valid: "+strings.Join(why, "; "))
+}
+
+// check verifies one token against one agent block.
+func (w *workload) check(ctx context.Context, v *oidc.IDTokenVerifier, raw string) (approvals.Agent, error) {
+	tok, err := v.Verify(oidc.ClientContext(ctx, w.client), raw)
+	if err != nil {
+		return approvals.Agent{}, errors.New(strings.TrimPrefix(err.Error(), "oidc: "))
+	}
+	var claims map[string]any
+	if err := tok.Claims(&claims); err != nil {
+		return approvals.Agent{}, fmt.Errorf("its claims: %w", err)
+	}
+	o := w.agent.OIDC
+	for _, k := range slices.Sorted(maps.Keys(o.RequiredClaims)) {
+		if !claimHas(claims[k], o.RequiredClaims[k]) {
+			return approvals.Agent{}, fmt.Errorf("claim %q is not %q", k, o.RequiredClaims[k])
+		}
+	}
+	sub, _ := claims[o.SubjectClaim].(string)
+	switch {
+	case sub == "":
+		return approvals.Agent{}, fmt.Errorf("the subject claim %q is missing or not a string", o.SubjectClaim)
+	case !approvals.ValidSubject(sub):
+		return approvals.Agent{}, fmt.Errorf("the subject claim %q holds characters a requester may not (letters, digits and . _ - : @ / + = ~, at most 200)", o.SubjectClaim)
+	}
+	return approvals.Agent{Name: w.agent.Name, Limits: w.agent.Limits, Via: "oidc", Verified: sub}, nil
+}
+
+// claimHas reports whether a claim's value is want, or a list holding it.
+func claimHas(v any, want string) bool {
+	switch v := v.(type) {
+	case string:
+		return v == want
+	case []any:
+		for _, x := range v {
+			if s, ok := x.(string); ok && s == want {
+				return true
+			}
+		}
+	case bool, float64:
+		return fmt.Sprint(v) == want
+	}
+	return false
+}
+
+// CertificateAgent returns the agent a verified client certificate is:
+// the first agent block (by name) whose mtls.subjects names the
+// certificate's common name, a DNS name or a URI. false: no block does;
+// the message says which names the certificate has.
+func (e *Engine) CertificateAgent(cert *x509.Certificate) (approvals.Agent, error) {
+	var certNames []string
+	if cert.Subject.CommonName != "" {
+		certNames = append(certNames, cert.Subject.CommonName)
+	}
+	certNames = append(certNames, cert.DNSNames...)
+	for _, u := range cert.URIs {
+		certNames = append(certNames, u.String())
+	}
+	for _, name := range slices.Sorted(maps.Keys(e.cfg.Agents)) {
+		a := e.cfg.Agents[name]
+		if a.MTLS == nil {
+			continue
+		}
+		for _, s := range a.MTLS.Subjects {
+			if !slices.Contains(certNames, s) {
+				continue
+			}
+			if !approvals.ValidSubject(s) {
+				return approvals.Agent{}, refuse(ErrUnauthorized, fmt.Sprintf("agent %q: the certificate name %q holds characters a requester may not", name, clip(s, 200)))
+			}
+			return approvals.Agent{Name: name, Limits: a.Limits, Via: "mtls", Verified: s, CreatedAt: e.clock.Now()}, nil
+		}
+	}
+	quoted := make([]string, 0, len(certNames))
+	for _, n := range certNames {
+		quoted = append(quoted, fmt.Sprintf("%q", clip(n, 100)))
+	}
+	return approvals.Agent{}, refuse(ErrUnauthorized, fmt.Sprintf("the client certificate (%s) is no agent's: an operator names it in an agent block's mtls.subjects", strings.Join(quoted, ", ")))
+}

@@ -1,0 +1,371 @@
+// Package idp runs a real OpenID provider for tests: the OpenID-certified
+// op package of zitadel/oidc with its example login pages, on a local
+// TLS listener. Tests register workloads (clients that get a signed JWT
+// with the client credentials grant, like a CI job's identity token) and
+// users with groups (who log in through the provider's pages), and can
+// rotate the signing key the provider publishes.
+package idp
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/zitadel/oidc/v3/example/server/exampleop"
+	"github.com/zitadel/oidc/v3/example/server/storage"
+	"github.com/zitadel/oidc/v3/pkg/oidc"
+	"github.com/zitadel/oidc/v3/pkg/op"
+	"golang.org/x/text/language"
+)
+
+// Provider is a running OpenID provider.
+type Provider struct {
+	// Issuer is its issuer URL (https://127.0.0.1:PORT).
+	Issuer string
+	// CAFile is a PEM file holding the certificate its TLS listener
+	// presents: the trust a relying party needs.
+	CAFile string
+
+	srv *httptest.Server
+	st  *store
+}
+
+// Workload is a client of the client credentials grant whose access
+// token is a JWT with these claims.
+type Workload struct {
+	Secret   string
+	Subject  string
+	Audience []string
+	// Claims are added to the token (repository, ref, …).
+	Claims map[string]any
+	// Lifetime is how long the token is valid from now; a negative one
+	// makes a token that has already expired. Zero: five minutes.
+	Lifetime time.Duration
+}
+
+// User is someone who logs in on the provider's page.
+type User struct {
+	Password string
+	Email    string
+	Groups   []string
+}
+
+// Start runs a provider until the test ends.
+func Start(t testing.TB) *Provider {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(nil)
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	issuer := srv.URL
+	st := &store{workloads: map[string]Workload{}, users: &users{byName: map[string]*storage.User{}, groups: map[string][]string{}}}
+	st.Storage = storage.NewStorageWithClients(st.users, map[string]*storage.Client{})
+	st.rotate(false)
+	router := exampleop.SetupServer(issuer, st, nil, false)
+	srv.Config.Handler = router
+	p := &Provider{Issuer: issuer, srv: srv, st: st}
+	p.CAFile = filepath.Join(t.TempDir(), "idp-ca.pem")
+	block := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	if err := os.WriteFile(p.CAFile, block, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Client is an HTTP client that trusts the provider.
+func (p *Provider) Client() *http.Client { return p.srv.Client() }
+
+// AddWorkload registers a workload under the client id id.
+func (p *Provider) AddWorkload(id string, w Workload) {
+	p.st.mu.Lock()
+	defer p.st.mu.Unlock()
+	p.st.workloads[id] = w
+}
+
+// AddUser registers a user who logs in as name (the subject of its
+// tokens is name too).
+func (p *Provider) AddUser(name string, u User) {
+	p.st.users.add(name, u)
+}
+
+// AddWebClient registers a confidential client of the authorization code
+// flow, and of the device authorization grant.
+func (p *Provider) AddWebClient(id, secret string, redirectURIs ...string) {
+	c := storage.WebClient(id, secret, redirectURIs...)
+	storage.RegisterClients(c)
+	p.st.addClient(c)
+	dc := storage.DeviceClient(id+"-device", secret)
+	storage.RegisterClients(dc)
+	p.st.addClient(dc)
+}
+
+// Rotate makes a new signing key; keepOld keeps publishing the old one
+// (a rotation with overlap), else the old key disappears from the key
+// set at once.
+func (p *Provider) Rotate(keepOld bool) { p.st.rotate(keepOld) }
+
+// Token gets a workload's JWT with the client credentials grant, as a CI
+// job's runner would.
+func (p *Provider) Token(t testing.TB, id string) string {
+	t.Helper()
+	p.st.mu.Lock()
+	w, ok := p.st.workloads[id]
+	p.st.mu.Unlock()
+	if !ok {
+		t.Fatalf("idp: no workload %q", id)
+	}
+	form := url.Values{"grant_type": {"client_credentials"}, "scope": {"openid"}}
+	req, err := http.NewRequest(http.MethodPost, p.Issuer+"/oauth/token", strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.SetBasicAuth(url.QueryEscape(id), url.QueryEscape(w.Secret))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := p.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("idp: token for %q: %s: %s", id, resp.Status, body)
+	}
+	var tr struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.Unmarshal(body, &tr); err != nil || tr.AccessToken == "" {
+		t.Fatalf("idp: token for %q: %s", id, body)
+	}
+	return tr.AccessToken
+}
+
+// store is the example storage with the parts tests steer: signing keys,
+// workloads, users with groups.
+type store struct {
+	*storage.Storage
+	users *users
+
+	mu        sync.Mutex
+	keys      []*key // keys[0] signs; all are published
+	workloads map[string]Workload
+	clients   map[string]op.Client
+}
+
+func (s *store) addClient(c op.Client) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.clients == nil {
+		s.clients = map[string]op.Client{}
+	}
+	s.clients[c.GetID()] = c
+}
+
+func (s *store) rotate(keepOld bool) {
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		panic(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	nk := &key{id: fmt.Sprintf("key-%d-%s", len(s.keys)+1, rand.Text()[:8]), priv: k}
+	if keepOld {
+		s.keys = append([]*key{nk}, s.keys...)
+	} else {
+		s.keys = []*key{nk}
+	}
+}
+
+func (s *store) SigningKey(context.Context) (op.SigningKey, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.keys[0], nil
+}
+
+func (s *store) SignatureAlgorithms(context.Context) ([]jose.SignatureAlgorithm, error) {
+	return []jose.SignatureAlgorithm{jose.RS256}, nil
+}
+
+func (s *store) KeySet(context.Context) ([]op.Key, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]op.Key, 0, len(s.keys))
+	for _, k := range s.keys {
+		out = append(out, publicKey{k})
+	}
+	return out, nil
+}
+
+func (s *store) GetClientByClientID(ctx context.Context, id string) (op.Client, error) {
+	s.mu.Lock()
+	c, ok := s.clients[id]
+	s.mu.Unlock()
+	if ok {
+		return c, nil
+	}
+	return s.Storage.GetClientByClientID(ctx, id)
+}
+
+func (s *store) ClientCredentials(_ context.Context, id, secret string) (op.Client, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.workloads[id]
+	if !ok || w.Secret != secret {
+		return nil, fmt.Errorf("wrong client id or secret")
+	}
+	return serviceClient(id), nil
+}
+
+func (s *store) ClientCredentialsTokenRequest(_ context.Context, id string, scopes []string) (op.TokenRequest, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.workloads[id]
+	if !ok {
+		return nil, fmt.Errorf("no workload %q", id)
+	}
+	return &workloadRequest{w: w, scopes: scopes}, nil
+}
+
+// workloadRequest is a workload's token request.
+type workloadRequest struct {
+	w      Workload
+	scopes []string
+}
+
+func (r *workloadRequest) GetSubject() string    { return r.w.Subject }
+func (r *workloadRequest) GetAudience() []string { return r.w.Audience }
+func (r *workloadRequest) GetScopes() []string   { return r.scopes }
+
+// workloadOf returns the workload whose token request this is.
+func (s *store) workloadOf(r op.TokenRequest) (Workload, bool) {
+	if wr, ok := r.(*workloadRequest); ok {
+		return wr.w, true
+	}
+	return Workload{}, false
+}
+
+func (s *store) CreateAccessToken(ctx context.Context, r op.TokenRequest) (string, time.Time, error) {
+	w, ok := s.workloadOf(r)
+	if !ok {
+		return s.Storage.CreateAccessToken(ctx, r)
+	}
+	life := w.Lifetime
+	if life == 0 {
+		life = 5 * time.Minute
+	}
+	return rand.Text(), time.Now().Add(life), nil
+}
+
+// GetPrivateClaimsFromRequest puts a workload's claims in its token.
+func (s *store) GetPrivateClaimsFromRequest(ctx context.Context, r op.TokenRequest, scopes []string) (map[string]any, error) {
+	if w, ok := s.workloadOf(r); ok {
+		return maps.Clone(w.Claims), nil
+	}
+	return s.GetPrivateClaimsFromScopes(ctx, r.GetSubject(), "", scopes)
+}
+
+// GetPrivateClaimsFromScopes puts a user's groups in its tokens.
+func (s *store) GetPrivateClaimsFromScopes(ctx context.Context, userID, clientID string, scopes []string) (map[string]any, error) {
+	claims, err := s.Storage.GetPrivateClaimsFromScopes(ctx, userID, clientID, scopes)
+	if err != nil {
+		return nil, err
+	}
+	if g := s.users.groupsOf(userID); g != nil {
+		if claims == nil {
+			claims = map[string]any{}
+		}
+		claims["groups"] = g
+		claims["email"] = s.users.GetUserByID(userID).Email
+	}
+	return claims, nil
+}
+
+type key struct {
+	id   string
+	priv *rsa.PrivateKey
+}
+
+func (k *key) SignatureAlgorithm() jose.SignatureAlgorithm { return jose.RS256 }
+func (k *key) Key() any                                    { return k.priv }
+func (k *key) ID() string                                  { return k.id }
+
+type publicKey struct{ k *key }
+
+func (p publicKey) ID() string                         { return p.k.id }
+func (p publicKey) Algorithm() jose.SignatureAlgorithm { return jose.RS256 }
+func (p publicKey) Use() string                        { return "sig" }
+func (p publicKey) Key() any                           { return &p.k.priv.PublicKey }
+
+// serviceClient is a workload's client: client credentials only, JWT
+// access tokens.
+type serviceClient string
+
+func (c serviceClient) GetID() string                     { return string(c) }
+func (serviceClient) RedirectURIs() []string              { return nil }
+func (serviceClient) PostLogoutRedirectURIs() []string    { return nil }
+func (serviceClient) ApplicationType() op.ApplicationType { return op.ApplicationTypeWeb }
+func (serviceClient) AuthMethod() oidc.AuthMethod         { return oidc.AuthMethodBasic }
+func (serviceClient) ResponseTypes() []oidc.ResponseType  { return nil }
+func (serviceClient) GrantTypes() []oidc.GrantType {
+	return []oidc.GrantType{oidc.GrantTypeClientCredentials}
+}
+func (serviceClient) LoginURL(string) string               { return "" }
+func (serviceClient) AccessTokenType() op.AccessTokenType  { return op.AccessTokenTypeJWT }
+func (serviceClient) IDTokenLifetime() time.Duration       { return 5 * time.Minute }
+func (serviceClient) DevMode() bool                        { return false }
+func (serviceClient) IsScopeAllowed(string) bool           { return true }
+func (serviceClient) IDTokenUserinfoClaimsAssertion() bool { return false }
+func (serviceClient) ClockSkew() time.Duration             { return 0 }
+func (serviceClient) RestrictAdditionalIdTokenScopes() func([]string) []string {
+	return func(s []string) []string { return s }
+}
+func (serviceClient) RestrictAdditionalAccessTokenScopes() func([]string) []string {
+	return func(s []string) []string { return s }
+}
+
+// users is the provider's user store.
+type users struct {
+	mu     sync.Mutex
+	byName map[string]*storage.User
+	groups map[string][]string
+}
+
+func (u *users) add(name string, in User) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.byName[name] = &storage.User{ID: name, Username: name, Password: in.Password, FirstName: name, LastName: "Tester",
+		Email: in.Email, EmailVerified: true, PreferredLanguage: language.English}
+	u.groups[name] = append([]string{}, in.Groups...)
+}
+
+func (u *users) groupsOf(id string) []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	g, ok := u.groups[id]
+	if !ok {
+		return nil
+	}
+	return g
+}
+
+func (u *users) GetUserByID(id string) *storage.User {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.byName[id]
+}
+
+func (u *users) GetUserByUsername(name string) *storage.User { return u.GetUserByID(name) }
+func (u *users) ExampleClientID() string                     { return "service" }

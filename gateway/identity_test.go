@@ -1,0 +1,294 @@
+package gateway
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/gatewaytest/idp"
+	"github.com/airlockgw/airlock/sshexec"
+)
+
+// A remote agent proves a workload identity with a JWT of an issuer an
+// agent block names — here a real OpenID provider over TLS, with
+// discovery and a published key set. The token must be for the
+// gateway's audience, unexpired, carry the required claims; the run's
+// requester is the agent and the token's subject; the block's limits
+// bind the run; and a key rotation at the issuer does not stop agents.
+func TestWorkloadIdentityAgents(t *testing.T) {
+	t.Parallel()
+	p, other := idp.Start(t), idp.Start(t)
+	good := idp.Workload{Secret: "s3cret", Subject: "repo:acme/app:ref:refs/heads/main", Audience: []string{"airlock"},
+		Claims: map[string]any{"repository": "acme/app", "ref": "refs/heads/main"}}
+	p.AddWorkload("main", good)
+	other.AddWorkload("main", good)
+	w := good
+	w.Audience = []string{"another-service"}
+	p.AddWorkload("wrong-audience", w)
+	w = good
+	w.Lifetime = -time.Minute
+	p.AddWorkload("expired", w)
+	w = good
+	w.Claims = map[string]any{"repository": "evil/app", "ref": "refs/heads/main"}
+	p.AddWorkload("fork", w)
+	w = good
+	w.Subject = "repo:acme/app\u202e:ref:main"
+	p.AddWorkload("hostile-subject", w)
+
+	extra := fmt.Sprintf(`
+agent "ci" {
+  limits = ["box-run"]
+  oidc {
+    issuer          = %q
+    audience        = "airlock"
+    required_claims = { repository = "acme/app" }
+    ca_file         = %q
+  }
+}
+`, p.Issuer, p.CAFile)
+	g := startGateway(t, sharedSSHD(t), gwOptions{extraConfig: extra})
+	ctx := context.Background()
+	anon := api.NewHTTPClient(g.base, "")
+
+	run, err := anon.WithBearer(p.Token(t, "main")).CreateRun(ctx)
+	if err != nil {
+		t.Fatalf("a valid workload token: %v", err)
+	}
+	if want := "agent:ci/" + good.Subject; run.Requester != want {
+		t.Errorf("requester %q, want %q", run.Requester, want)
+	}
+	agent := api.NewHTTPClient(g.base, run.Token)
+	out, err := agent.RunAction(ctx, api.ActionRequest{Target: "box-call", Command: "id"}, api.Events{})
+	if err != nil || out.Outcome != sshexec.Rejected || !strings.Contains(out.Detail, "does not cover") {
+		t.Errorf("outside the agent block's limits: %v %+v", err, out)
+	}
+	done := make(chan *api.Action, 1)
+	go func() {
+		a, _ := agent.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: "echo from-ci"}, api.Events{})
+		done <- a
+	}()
+	req := g.decideNext("run", "approve", "")
+	if req.Requester != "agent:ci/"+good.Subject {
+		t.Errorf("the reviewer sees requester %q", req.Requester)
+	}
+	if a := <-done; a == nil || !a.Success() || a.Stdout != "from-ci\n" {
+		t.Errorf("an action of the workload's run: %+v", a)
+	}
+
+	for _, c := range []struct{ name, token, want string }{
+		{"wrong audience", p.Token(t, "wrong-audience"), "audience"},
+		{"expired", p.Token(t, "expired"), "expired"},
+		{"missing claim", p.Token(t, "fork"), `claim "repository" is not "acme/app"`},
+		{"wrong issuer", other.Token(t, "main"), "is no agent's"},
+		{"hostile subject", p.Token(t, "hostile-subject"), "characters a requester may not"},
+		{"tampered", tamper(p.Token(t, "main")), "signature"},
+	} {
+		_, err := anon.WithBearer(c.token).CreateRun(ctx)
+		var apiErr *api.Error
+		if !errors.As(err, &apiErr) || apiErr.Status != http.StatusUnauthorized || !strings.Contains(apiErr.Err.Message, c.want) {
+			t.Errorf("%s: %v, want 401 saying %q", c.name, err, c.want)
+		}
+	}
+
+	// The issuer rotates its key and drops the old one: new tokens name
+	// a key the gateway has not seen; it fetches the key set again.
+	p.Rotate(false)
+	if _, err := anon.WithBearer(p.Token(t, "main")).CreateRun(ctx); err != nil {
+		t.Errorf("after a key rotation at the issuer: %v", err)
+	}
+
+	// An agent token of the same name is held to the block's limits
+	// too: one whose own limits leave none of them creates no run.
+	tok, err := g.srv.eng.AddAgent(ctx, "ci", []string{"box-call"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = anon.WithBearer(tok.Token).CreateRun(ctx)
+	var apiErr *api.Error
+	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusForbidden || !strings.Contains(apiErr.Err.Message, "no target in common") {
+		t.Errorf("a token outside its agent block's limits: %v", err)
+	}
+	tok, err = g.srv.eng.AddAgent(ctx, "ci", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run, err := anon.WithBearer(tok.Token).CreateRun(ctx); err != nil || len(run.Limits) != 1 || run.Limits[0] != "box-run" {
+		t.Errorf("a token without limits of an agent with a block: %+v %v, want the block's limits", run, err)
+	}
+}
+
+// tamper changes one claim of a JWT without re-signing it.
+func tamper(jwt string) string {
+	parts := strings.Split(jwt, ".")
+	payload, _ := base64.RawURLEncoding.DecodeString(parts[1])
+	payload = []byte(strings.Replace(string(payload), "acme/app", "acme/apq", 1))
+	parts[1] = base64.RawURLEncoding.EncodeToString(payload)
+	return strings.Join(parts, ".")
+}
+
+// A remote agent with a client certificate of the operator's CA, on the
+// TLS listener: the agent block whose mtls.subjects names it, its runs
+// named after the certificate. A certificate no block names, or of
+// another CA, creates no run.
+func TestClientCertificateAgents(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ca := newTestCA(t, "airlock agents CA")
+	rogue := newTestCA(t, "someone else's CA")
+	serverCert, serverKey := ca.issue(t, dir, "gateway", true)
+	runnerCert, runnerKey := ca.issue(t, dir, "runner-1.ci.example", false)
+	strangerCert, strangerKey := ca.issue(t, dir, "stranger", false)
+	rogueCert, rogueKey := rogue.issue(t, dir, "runner-1.ci.example", false)
+
+	extra := `
+agent "runner" {
+  limits = ["box-run"]
+  mtls {
+    subjects = ["runner-1.ci.example"]
+  }
+}
+`
+	g := startGateway(t, sharedSSHD(t), gwOptions{extraConfig: extra, tls: &tlsFiles{serverCert, serverKey, ca.file}})
+	ctx := context.Background()
+	as := func(cert, key string) *api.Client {
+		return api.NewHTTPClient(g.base, "").WithHTTP(tlsClient(t, ca.file, &[2]string{cert, key}))
+	}
+
+	run, err := as(runnerCert, runnerKey).CreateRun(ctx)
+	if err != nil {
+		t.Fatalf("the runner's certificate: %v", err)
+	}
+	if run.Requester != "agent:runner/runner-1.ci.example" {
+		t.Errorf("requester %q", run.Requester)
+	}
+	agent := api.NewHTTPClient(g.base, run.Token).WithHTTP(g.httpc)
+	done := make(chan *api.Action, 1)
+	go func() {
+		a, _ := agent.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: "echo over-mtls"}, api.Events{})
+		done <- a
+	}()
+	g.decideNext("run", "approve", "")
+	if a := <-done; a == nil || !a.Success() || a.Stdout != "over-mtls\n" {
+		t.Errorf("an action of the certificate's run: %+v", a)
+	}
+
+	_, err = as(strangerCert, strangerKey).CreateRun(ctx)
+	var apiErr *api.Error
+	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusUnauthorized || !strings.Contains(apiErr.Err.Message, `"stranger"`) {
+		t.Errorf("a certificate no agent block names: %v", err)
+	}
+	_, err = api.NewHTTPClient(g.base, "").WithHTTP(g.httpc).CreateRun(ctx)
+	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusUnauthorized {
+		t.Errorf("no certificate at all: %v", err)
+	}
+	// A certificate of another CA: the handshake fails (the listener
+	// asked for its CA's), or the request is anonymous — never a run.
+	if run, err := as(rogueCert, rogueKey).CreateRun(ctx); err == nil {
+		t.Errorf("another CA's certificate created run %+v", run)
+	}
+}
+
+// tlsClient trusts the CA in caFile and presents the certificate pair, if
+// any.
+func tlsClient(t testing.TB, caFile string, pair *[2]string) *http.Client {
+	t.Helper()
+	pemBytes, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pemBytes) {
+		t.Fatalf("no certificate in %s", caFile)
+	}
+	cfg := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	if pair != nil {
+		c, err := tls.LoadX509KeyPair(pair[0], pair[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Certificates = []tls.Certificate{c}
+	}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}, Timeout: time.Minute}
+}
+
+type testCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	file string
+}
+
+func newTestCA(t testing.TB, name string) *testCA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	file := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return &testCA{cert: cert, key: key, file: file}
+}
+
+// issue writes a certificate for name (a server one for 127.0.0.1, or a
+// client one) and its key, and returns their files.
+func (ca *testCA) issue(t testing.TB, dir, name string, server bool) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
+	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	if server {
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
+	} else if u, err := url.Parse("spiffe://ci.example/" + name); err == nil {
+		tmpl.URIs = []*url.URL{u}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Join(dir, fmt.Sprintf("%s-%d", name, serial))
+	certFile, keyFile = base+".crt", base+".key"
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
+}
