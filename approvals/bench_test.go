@@ -69,7 +69,7 @@ func BenchmarkVerifyPassword(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer acc.Close()
-	if err := acc.Add(ctx, "rita", NewSecret("a long enough password")); err != nil {
+	if err := acc.Add(ctx, "rita", NewSecret("a long enough password"), "test"); err != nil {
 		b.Fatal(err)
 	}
 	for _, name := range []string{"rita", "nobody"} {
@@ -100,7 +100,7 @@ func benchStore(b *testing.B, insp Inspector) *Store {
 func approvedRunStore(b *testing.B) (*Store, RunID) {
 	s := benchStore(b, nil)
 	ctx := context.Background()
-	s.Accounts().Add(ctx, "rita", NewSecret("a long enough password"))
+	s.Accounts().Add(ctx, "rita", NewSecret("a long enough password"), "test")
 	rv, _ := s.Accounts().Verify(ctx, "rita", NewSecret("a long enough password"))
 	run, _, err := s.CreateRemote(ctx, RemoteRun{Requester: "agent"})
 	if err != nil {

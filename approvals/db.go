@@ -15,7 +15,7 @@ import (
 )
 
 // schemaVersion is PRAGMA user_version; bump it with a migration.
-const schemaVersion = 3
+const schemaVersion = 4
 
 // migrations bring a database of version i+1 to version i+2; a new
 // database gets schema, which is the latest, at once.
@@ -27,7 +27,18 @@ var migrations = []string{
 	agentsTable + `
 	 ALTER TABLE runs ADD COLUMN agent_id TEXT;
 	 ALTER TABLE runs ADD COLUMN limits TEXT;`,
+	`ALTER TABLE reviewers ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
+	 ALTER TABLE reviewers ADD COLUMN source TEXT NOT NULL DEFAULT 'password';` + adminEventsTable,
 }
+
+// adminEventsTable holds the reviewer changes made while no gateway ran
+// (airlock reviewer add before the first start): the next gateway to
+// open the database records them in the audit log, in order, and deletes
+// them.
+const adminEventsTable = `CREATE TABLE IF NOT EXISTS admin_events (
+	seq  INTEGER PRIMARY KEY AUTOINCREMENT,
+	body TEXT NOT NULL
+);`
 
 const agentsTable = `CREATE TABLE IF NOT EXISTS agents (
 	id         TEXT PRIMARY KEY,
@@ -97,7 +108,9 @@ CREATE TABLE IF NOT EXISTS reviewers (
 	name       TEXT PRIMARY KEY,
 	hash       TEXT NOT NULL,
 	enabled    INTEGER NOT NULL,
-	created_at INTEGER NOT NULL
+	created_at INTEGER NOT NULL,
+	epoch      INTEGER NOT NULL DEFAULT 0,
+	source     TEXT NOT NULL DEFAULT 'password'
 );
 CREATE TABLE IF NOT EXISTS reviewer_tokens (
 	id         TEXT PRIMARY KEY,
@@ -157,7 +170,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	}
 	defer tx.Rollback()
 	if v == 0 {
-		if _, err := tx.ExecContext(ctx, schema+agentsTable); err != nil {
+		if _, err := tx.ExecContext(ctx, schema+agentsTable+adminEventsTable); err != nil {
 			return fmt.Errorf("approvals: create schema: %w", err)
 		}
 		v = schemaVersion

@@ -226,6 +226,14 @@ const (
 	EventAgentAdded
 	// EventAgentRevoked: an agent token was revoked.
 	EventAgentRevoked
+	// EventReviewerAdded, EventReviewerDisabled, EventReviewerEnabled,
+	// EventReviewerRemoved and EventReviewerPassword: an operator changed
+	// a reviewer account (Event.Reviewer says which and who).
+	EventReviewerAdded
+	EventReviewerDisabled
+	EventReviewerEnabled
+	EventReviewerRemoved
+	EventReviewerPassword
 )
 
 var eventKindNames = map[EventKind]string{
@@ -233,6 +241,9 @@ var eventKindNames = map[EventKind]string{
 	EventRunDenied: "run.denied", EventRunEnded: "run.ended",
 	EventApprovalRequested: "approval.requested", EventApprovalDecided: "approval.decided",
 	EventAgentAdded: "agent.added", EventAgentRevoked: "agent.revoked",
+	EventReviewerAdded: "reviewer.added", EventReviewerDisabled: "reviewer.disabled",
+	EventReviewerEnabled: "reviewer.enabled", EventReviewerRemoved: "reviewer.removed",
+	EventReviewerPassword: "reviewer.password_changed",
 }
 
 func (k EventKind) String() string { return enumString(eventKindNames, k, "EventKind") }

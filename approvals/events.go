@@ -45,6 +45,18 @@ type Event struct {
 	Request *Request  `json:"request,omitempty"`
 	// Agent is the agent token of EventAgentAdded and EventAgentRevoked.
 	Agent *Agent `json:"agent,omitempty"`
+	// Reviewer is the account change of the reviewer.* events.
+	Reviewer *ReviewerChange `json:"reviewer,omitempty"`
+}
+
+// ReviewerChange is an operator's change to a reviewer account.
+type ReviewerChange struct {
+	Name string `json:"name"`
+	// By says who made it: the operator's Unix user, or how.
+	By string `json:"by"`
+	// Offline: made while no gateway ran (with the state database
+	// directly); recorded when the next gateway started.
+	Offline bool `json:"offline,omitempty"`
 }
 
 // EventSinkFunc adapts a function to EventSink.

@@ -97,7 +97,10 @@ func (fi *fakeInspector) Wait(ctx context.Context, id ProcessID) error {
 type recorder struct {
 	mu     sync.Mutex
 	events []Event
-	fail   error
+	// accounts are the reviewer.* events, kept apart from the run and
+	// approval events most tests compare.
+	accounts []Event
+	fail     error
 	seen   chan EventKind // if not nil, gets every recorded kind
 }
 
@@ -108,6 +111,10 @@ func (r *recorder) Record(_ context.Context, e Event) error {
 	defer r.mu.Unlock()
 	if r.fail != nil {
 		return r.fail
+	}
+	if e.Reviewer != nil {
+		r.accounts = append(r.accounts, e)
+		return nil
 	}
 	r.events = append(r.events, e)
 	if r.seen != nil {
@@ -192,7 +199,7 @@ func (e *env) reviewer(name string) Reviewer {
 	e.t.Helper()
 	ctx := context.Background()
 	pw := NewSecret("correct horse battery " + name)
-	if err := e.s.Accounts().Add(ctx, name, pw); err != nil && !errors.Is(err, ErrReviewerExists) {
+	if err := e.s.Accounts().Add(ctx, name, pw, "test"); err != nil && !errors.Is(err, ErrReviewerExists) {
 		e.t.Fatalf("Add(%q): %v", name, err)
 	}
 	rv, err := e.s.Accounts().Verify(ctx, name, pw)

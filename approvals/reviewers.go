@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"database/sql"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -53,6 +54,10 @@ const (
 type Reviewer struct {
 	name     string
 	accounts *Accounts
+	// epoch is the account's epoch when this reviewer was verified: a
+	// new password or a disable moves it on, ending what was verified
+	// before.
+	epoch int64
 }
 
 // Name returns the reviewer's account name.
@@ -75,6 +80,9 @@ type Accounts struct {
 	owned  bool   // Close closes db
 	dummy  string // a hash to verify unknown names against
 	sem    chan struct{}
+	// sink records each account change; nil (offline administration):
+	// changes are queued in admin_events for the next gateway.
+	sink EventSink
 
 	// live holds the elapsed-time (Clock.Elapsed) deadlines of the API
 	// tokens this process issued or has seen, by token id, so that setting
@@ -139,9 +147,10 @@ func checkPassword(p Secret) error {
 	return nil
 }
 
-// Add creates an enabled reviewer. Names are 1–64 characters of
-// [A-Za-z0-9._-]; passwords at least MinPasswordLen bytes.
-func (a *Accounts) Add(ctx context.Context, name string, password Secret) error {
+// Add creates an enabled reviewer; by says who (recorded). Names are
+// 1–64 characters of [A-Za-z0-9._-]; passwords at least MinPasswordLen
+// bytes.
+func (a *Accounts) Add(ctx context.Context, name string, password Secret, by string) error {
 	if !ValidName(name) {
 		return ErrBadReviewerName
 	}
@@ -149,41 +158,137 @@ func (a *Accounts) Add(ctx context.Context, name string, password Secret) error 
 		return err
 	}
 	h := hashPassword([]byte(password.s), a.params)
-	res, err := a.db.ExecContext(ctx, `INSERT INTO reviewers (name, hash, enabled, created_at)
-		VALUES (?, ?, 1, ?) ON CONFLICT(name) DO NOTHING`, name, h, a.clock.Now().UnixNano())
-	if err != nil {
-		return fmt.Errorf("approvals: add reviewer: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	err := a.change(ctx, EventReviewerAdded, name, by, func(tx *sql.Tx) (sql.Result, error) {
+		return tx.ExecContext(ctx, `INSERT INTO reviewers (name, hash, enabled, created_at)
+			VALUES (?, ?, 1, ?) ON CONFLICT(name) DO NOTHING`, name, h, a.clock.Now().UnixNano())
+	})
+	if errors.Is(err, ErrUnknownReviewer) {
 		return ErrReviewerExists
 	}
-	return nil
+	return err
 }
 
-// SetPassword replaces a reviewer's password (and salt).
-func (a *Accounts) SetPassword(ctx context.Context, name string, password Secret) error {
+// SetPassword replaces a reviewer's password (and salt), and ends every
+// session and token the reviewer holds: whoever knew the old password is
+// logged out.
+func (a *Accounts) SetPassword(ctx context.Context, name string, password Secret, by string) error {
 	if err := checkPassword(password); err != nil {
 		return err
 	}
-	return a.update(ctx, `UPDATE reviewers SET hash = ? WHERE name = ?`, hashPassword([]byte(password.s), a.params), name)
+	h := hashPassword([]byte(password.s), a.params)
+	return a.change(ctx, EventReviewerPassword, name, by, func(tx *sql.Tx) (sql.Result, error) {
+		return a.endSessions(ctx, tx, name, `UPDATE reviewers SET hash = ?, epoch = epoch + 1 WHERE name = ?`, h, name)
+	})
 }
 
 // SetEnabled enables or disables a reviewer. A disabled reviewer cannot
-// log in, its tokens stop working, and a Reviewer it already holds can no
+// log in; its tokens are deleted and its sessions end at once (enabling
+// it again brings none back), and a Reviewer it already holds can no
 // longer decide.
-func (a *Accounts) SetEnabled(ctx context.Context, name string, enabled bool) error {
-	return a.update(ctx, `UPDATE reviewers SET enabled = ? WHERE name = ?`, enabled, name)
+func (a *Accounts) SetEnabled(ctx context.Context, name string, enabled bool, by string) error {
+	kind := EventReviewerEnabled
+	if !enabled {
+		kind = EventReviewerDisabled
+	}
+	return a.change(ctx, kind, name, by, func(tx *sql.Tx) (sql.Result, error) {
+		if enabled {
+			return tx.ExecContext(ctx, `UPDATE reviewers SET enabled = 1 WHERE name = ?`, name)
+		}
+		return a.endSessions(ctx, tx, name, `UPDATE reviewers SET enabled = 0, epoch = epoch + 1 WHERE name = ?`, name)
+	})
 }
 
-func (a *Accounts) update(ctx context.Context, q string, args ...any) error {
-	res, err := a.db.ExecContext(ctx, q, args...)
+// Remove deletes a reviewer account and its tokens; its sessions end at
+// once. What it decided stays in the audit log under its name.
+func (a *Accounts) Remove(ctx context.Context, name string, by string) error {
+	return a.change(ctx, EventReviewerRemoved, name, by, func(tx *sql.Tx) (sql.Result, error) {
+		return a.endSessions(ctx, tx, name, `DELETE FROM reviewers WHERE name = ?`, name)
+	})
+}
+
+// endSessions deletes a reviewer's API tokens, then runs the account's
+// update q (which bumps its epoch, or deletes it: sessions of the pages
+// hold the epoch they logged in with).
+func (a *Accounts) endSessions(ctx context.Context, tx *sql.Tx, name, q string, args ...any) (sql.Result, error) {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM reviewer_tokens WHERE name = ?`, name); err != nil {
+		return nil, err
+	}
+	return tx.ExecContext(ctx, q, args...)
+}
+
+// change applies one account change in a transaction that commits only
+// once the change is recorded: through the sink when a gateway holds the
+// database (the audit log), else queued in admin_events for the next
+// gateway to record. A change that touches no row is ErrUnknownReviewer.
+func (a *Accounts) change(ctx context.Context, kind EventKind, name, by string, apply func(*sql.Tx) (sql.Result, error)) error {
+	if !ValidName(name) {
+		return ErrUnknownReviewer
+	}
+	tx, err := a.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("approvals: update reviewer: %w", err)
+	}
+	defer tx.Rollback()
+	res, err := apply(tx)
 	if err != nil {
 		return fmt.Errorf("approvals: update reviewer: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return ErrUnknownReviewer
 	}
+	ev := Event{Kind: kind, Time: a.clock.Now(), Reviewer: &ReviewerChange{Name: name, By: by}}
+	if a.sink != nil {
+		if err := a.sink.Record(ctx, ev); err != nil {
+			return fmt.Errorf("%w: %w", ErrEventNotRecorded, err)
+		}
+	} else {
+		ev.Reviewer.Offline = true
+		body, err := json.Marshal(queuedChange{Kind: ev.Kind, Time: ev.Time, Reviewer: ev.Reviewer})
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO admin_events (body) VALUES (?)`, string(body)); err != nil {
+			return fmt.Errorf("approvals: queue the change for the audit log: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("approvals: update reviewer: %w", err)
+	}
 	return nil
+}
+
+// queuedChange is an account change in admin_events.
+type queuedChange struct {
+	Kind     EventKind       `json:"kind"`
+	Time     time.Time       `json:"time"`
+	Reviewer *ReviewerChange `json:"reviewer"`
+}
+
+// recordQueued records the changes made while no gateway ran, in order,
+// each deleted once recorded. Called by Open: a change that cannot be
+// recorded stops the start.
+func (a *Accounts) recordQueued(ctx context.Context) error {
+	for {
+		var seq int64
+		var body string
+		err := a.db.QueryRowContext(ctx, `SELECT seq, body FROM admin_events ORDER BY seq LIMIT 1`).Scan(&seq, &body)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("approvals: read queued changes: %w", err)
+		}
+		var q queuedChange
+		if err := json.Unmarshal([]byte(body), &q); err != nil || q.Reviewer == nil {
+			return fmt.Errorf("approvals: queued change %d is unreadable", seq)
+		}
+		if err := a.sink.Record(ctx, Event{Kind: q.Kind, Time: q.Time, Reviewer: q.Reviewer}); err != nil {
+			return fmt.Errorf("%w: %w", ErrEventNotRecorded, err)
+		}
+		if _, err := a.db.ExecContext(ctx, `DELETE FROM admin_events WHERE seq = ?`, seq); err != nil {
+			return fmt.Errorf("approvals: delete a recorded change: %w", err)
+		}
+	}
 }
 
 // List returns every reviewer account by name.
@@ -218,8 +323,9 @@ func (a *Accounts) Verify(ctx context.Context, name string, password Secret) (Re
 	defer func() { <-a.sem }()
 	stored, enabled := a.dummy, false
 	var known bool
+	var epoch int64
 	if ValidName(name) {
-		err := a.db.QueryRowContext(ctx, `SELECT hash, enabled FROM reviewers WHERE name = ?`, name).Scan(&stored, &enabled)
+		err := a.db.QueryRowContext(ctx, `SELECT hash, enabled, epoch FROM reviewers WHERE name = ?`, name).Scan(&stored, &enabled, &epoch)
 		switch {
 		case err == nil:
 			known = true
@@ -233,7 +339,7 @@ func (a *Accounts) Verify(ctx context.Context, name string, password Secret) (Re
 	if !known || !enabled || !ok {
 		return Reviewer{}, ErrBadCredentials
 	}
-	return Reviewer{name: name, accounts: a}, nil
+	return Reviewer{name: name, accounts: a, epoch: epoch}, nil
 }
 
 // IssueToken creates an API token for a reviewer (for scripts and the
@@ -283,10 +389,11 @@ func (a *Accounts) VerifyToken(ctx context.Context, token Secret) (Reviewer, err
 		stored           []byte
 		created, expires int64
 		enabled          bool
+		epoch            int64
 	)
-	err = a.db.QueryRowContext(ctx, `SELECT t.name, t.hash, t.created_at, t.expires_at, r.enabled
+	err = a.db.QueryRowContext(ctx, `SELECT t.name, t.hash, t.created_at, t.expires_at, r.enabled, r.epoch
 		FROM reviewer_tokens t JOIN reviewers r ON r.name = t.name WHERE t.id = ?`, id).
-		Scan(&name, &stored, &created, &expires, &enabled)
+		Scan(&name, &stored, &created, &expires, &enabled, &epoch)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Reviewer{}, ErrBadCredentials
 	}
@@ -296,7 +403,7 @@ func (a *Accounts) VerifyToken(ctx context.Context, token Secret) (Reviewer, err
 	if !equalHash(stored, hash[:]) || !enabled || a.tokenDue(ctx, id, time.Unix(0, created), time.Unix(0, expires)) {
 		return Reviewer{}, ErrBadCredentials
 	}
-	return Reviewer{name: name, accounts: a}, nil
+	return Reviewer{name: name, accounts: a, epoch: epoch}, nil
 }
 
 // armTokens fixes the elapsed-time deadlines of every unexpired API token
@@ -368,14 +475,16 @@ func (a *Accounts) retire(ctx context.Context, id string) {
 	a.mu.Unlock()
 }
 
-// enabled reports whether a reviewer account exists and is enabled.
-func (a *Accounts) enabled(ctx context.Context, name string) (bool, error) {
+// Active reports whether a verified reviewer's account still exists, is
+// enabled, and has had no new password and no disable since.
+func (a *Accounts) Active(ctx context.Context, rv Reviewer) (bool, error) {
 	var on bool
-	err := a.db.QueryRowContext(ctx, `SELECT enabled FROM reviewers WHERE name = ?`, name).Scan(&on)
+	var epoch int64
+	err := a.db.QueryRowContext(ctx, `SELECT enabled, epoch FROM reviewers WHERE name = ?`, rv.name).Scan(&on, &epoch)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
-	return on, err
+	return on && epoch == rv.epoch, err
 }
 
 // checkReviewer accepts only a Reviewer verified by this store's accounts
@@ -384,7 +493,7 @@ func (s *Store) checkReviewer(ctx context.Context, rv Reviewer) error {
 	if rv.accounts != s.accounts || rv.name == "" {
 		return ErrNotReviewer
 	}
-	on, err := s.accounts.enabled(ctx, rv.name)
+	on, err := s.accounts.Active(ctx, rv)
 	if err != nil {
 		return fmt.Errorf("approvals: read reviewer: %w", err)
 	}

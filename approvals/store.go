@@ -186,6 +186,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	}
 	s.db = db
 	s.accounts = newAccounts(db, o.Argon2, s.clock, false)
+	s.accounts.sink = o.Sink
 	if err := s.accounts.armTokens(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -194,6 +195,9 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	s.mu.Lock()
 	err = s.recover(ctx)
 	s.mu.Unlock()
+	if err == nil {
+		err = s.accounts.recordQueued(ctx)
+	}
 	if err != nil {
 		s.Close()
 		return nil, err

@@ -332,7 +332,7 @@ func TestBadInput(t *testing.T) {
 	rita := e.reviewer("rita")
 	self := e.reviewer("agent") // the remote runs' requester
 	disabled := e.reviewer("dora")
-	e.s.Accounts().SetEnabled(ctx, "dora", false)
+	e.s.Accounts().SetEnabled(ctx, "dora", false, "test")
 	other := newEnv(t).reviewer("rita") // a reviewer of another store
 
 	run, tok := e.remoteRun()

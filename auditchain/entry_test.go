@@ -198,7 +198,8 @@ func TestKindNames(t *testing.T) {
 	want := []string{"gateway.started", "gateway.stopped", "config.loaded", "run.created", "run.approved",
 		"run.denied", "run.ended", "action.requested", "approval.requested", "approval.decided",
 		"action.connecting", "action.finished", "output.read", "token.rotated", "checkpoint", "auth.failed",
-		"agent.added", "agent.revoked"}
+		"agent.added", "agent.revoked", "reviewer.added", "reviewer.disabled", "reviewer.enabled", "reviewer.removed",
+		"reviewer.password_changed"}
 	var got []string
 	for _, k := range Kinds() {
 		got = append(got, k.String())

@@ -34,6 +34,14 @@ const (
 	// issued and revoked.
 	KindAgentAdded
 	KindAgentRevoked
+	// KindReviewerAdded, KindReviewerDisabled, KindReviewerEnabled,
+	// KindReviewerRemoved and KindReviewerPasswordChanged record an
+	// operator's changes to reviewer accounts.
+	KindReviewerAdded
+	KindReviewerDisabled
+	KindReviewerEnabled
+	KindReviewerRemoved
+	KindReviewerPasswordChanged
 	kindEnd // keep last
 )
 
@@ -57,6 +65,12 @@ var kindNames = [...]string{
 	KindAuthFailed:        "auth.failed",
 	KindAgentAdded:        "agent.added",
 	KindAgentRevoked:      "agent.revoked",
+
+	KindReviewerAdded:           "reviewer.added",
+	KindReviewerDisabled:        "reviewer.disabled",
+	KindReviewerEnabled:         "reviewer.enabled",
+	KindReviewerRemoved:         "reviewer.removed",
+	KindReviewerPasswordChanged: "reviewer.password_changed",
 }
 
 // Kinds returns every valid kind in declaration order.

@@ -122,7 +122,7 @@ func addReviewer(t testing.TB, cfg *config.Config, name, password string) {
 		t.Fatal(err)
 	}
 	defer acc.Close()
-	if err := acc.Add(context.Background(), name, approvals.NewSecret(password)); err != nil && !errors.Is(err, approvals.ErrReviewerExists) {
+	if err := acc.Add(context.Background(), name, approvals.NewSecret(password), "test"); err != nil && !errors.Is(err, approvals.ErrReviewerExists) {
 		t.Fatal(err)
 	}
 }

@@ -190,7 +190,7 @@ target "demo" {
 	if err != nil {
 		return nil, err
 	}
-	err = acc.Add(ctx, demoReviewer, approvals.NewSecret(env.password))
+	err = acc.Add(ctx, demoReviewer, approvals.NewSecret(env.password), "demo")
 	acc.Close()
 	if err != nil && !errors.Is(err, approvals.ErrReviewerExists) {
 		return nil, err
@@ -201,7 +201,7 @@ target "demo" {
 		if err != nil {
 			return nil, err
 		}
-		err = acc.SetPassword(ctx, demoReviewer, approvals.NewSecret(env.password))
+		err = acc.SetPassword(ctx, demoReviewer, approvals.NewSecret(env.password), "demo")
 		acc.Close()
 		if err != nil {
 			return nil, err

@@ -220,6 +220,76 @@ func TestEndToEndBinaries(t *testing.T) {
 		}
 	})
 
+	t.Run("operator CLI: reviewer lifecycle", func(t *testing.T) {
+		ctx := context.Background()
+		if out, errs, code := d.cli("reviewer", "add", "rita"); code != 0 || !strings.Contains(out, "recorded in the audit log") {
+			t.Fatalf("reviewer add: exit %d: %s %s", code, out, errs)
+		}
+		if _, errs, code := d.cli("reviewer", "add", "rita"); code == 0 || !strings.Contains(errs, "exists already") {
+			t.Errorf("adding rita twice: exit %d: %s", code, errs)
+		}
+		login := func() *api.Client {
+			t.Helper()
+			l, err := api.NewHTTPClient(d.httpURL, "").Login(ctx, "rita", gatewaytest.Password)
+			if err != nil {
+				t.Fatalf("rita logs in: %v", err)
+			}
+			return api.NewHTTPClient(d.httpURL, l.Token)
+		}
+		refused := func(what string, c *api.Client) {
+			t.Helper()
+			var ae *api.Error
+			if _, err := c.Approvals(ctx, "pending"); !errors.As(err, &ae) || ae.Status != 401 {
+				t.Errorf("%s: rita's token still works: %v", what, err)
+			}
+		}
+		rita := login()
+		if _, err := rita.Approvals(ctx, "pending"); err != nil {
+			t.Fatalf("rita's token: %v", err)
+		}
+		if out, errs, code := d.cli("reviewer", "disable", "rita"); code != 0 || !strings.Contains(out, "disabled") {
+			t.Fatalf("reviewer disable: exit %d: %s %s", code, out, errs)
+		}
+		refused("disabled", rita)
+		if _, err := api.NewHTTPClient(d.httpURL, "").Login(ctx, "rita", gatewaytest.Password); err == nil {
+			t.Error("a disabled reviewer logged in")
+		}
+		if list, _, code := d.cli("reviewer", "list"); code != 0 || !regexp.MustCompile(`rita\s+disabled`).MatchString(list) {
+			t.Errorf("reviewer list:\n%s", list)
+		}
+		if _, errs, code := d.cli("reviewer", "enable", "rita"); code != 0 {
+			t.Fatalf("reviewer enable: %s", errs)
+		}
+		refused("enabled again", rita)
+		rita = login()
+		if _, errs, code := d.cli("reviewer", "passwd", "rita"); code != 0 {
+			t.Fatalf("reviewer passwd: %s", errs)
+		}
+		refused("new password", rita)
+		rita = login()
+		if _, errs, code := d.cli("reviewer", "remove", "rita"); code != 0 {
+			t.Fatalf("reviewer remove: %s", errs)
+		}
+		refused("removed", rita)
+		if _, errs, code := d.cli("reviewer", "disable", "nobody"); code == 0 || !strings.Contains(errs, `no reviewer "nobody"`) {
+			t.Errorf("disabling no one: exit %d: %s", code, errs)
+		}
+		exported, _, _ := d.cli("audit", "export")
+		for _, kind := range []string{"reviewer.added", "reviewer.disabled", "reviewer.enabled", "reviewer.password_changed", "reviewer.removed"} {
+			if !strings.Contains(exported, `"`+kind+`"`) {
+				t.Errorf("the audit log has no %s", kind)
+			}
+		}
+		// The harness added its reviewer before the gateway started: the
+		// gateway recorded that at its start, marked offline.
+		if !regexp.MustCompile(`"reviewer\.added"[^\n]*"offline":\s*true`).MatchString(exported) {
+			t.Errorf("the reviewer added before the start is not in the audit log as an offline change")
+		}
+		if strings.Contains(exported, gatewaytest.Password) || strings.Contains(exported, "argon2id") {
+			t.Error("the audit log holds a password or its hash")
+		}
+	})
+
 	t.Run("reviewer CLI: runs list and end", func(t *testing.T) {
 		// An agent whose run stays open: one action, then it idles.
 		airlock, _ := binaries(t)

@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,9 +36,6 @@ func init() {
 		"list": runsList,
 		"end":  runsEnd,
 	}}).command("list and end runs (reviewer)")
-	commands["reviewer"] = (&group{name: "reviewer", usage: reviewerUsage, verbs: map[string]verbFunc{
-		"add": reviewerAdd,
-	}}).command("add a reviewer account (reviewer add NAME)")
 }
 
 const approvalsUsage = `usage: airlock approvals VERB [flags] [args]
@@ -78,14 +74,6 @@ const reviewerConnection = `Every verb signs in to the gateway's HTTP API as a r
                    $AIRLOCK_CONFIG, else http://` + config.DefaultHTTPAddr + `
   --reviewer NAME  default: $AIRLOCK_REVIEWER
 The password is read from the terminal, or from $AIRLOCK_PASSWORD_FILE.
-`
-
-const reviewerUsage = `usage: airlock reviewer VERB [flags] [args]
-
-verbs:
-  add [--config FILE] NAME
-      create a reviewer account in the state database (offline); the
-      password is read from the terminal, or from $AIRLOCK_PASSWORD_FILE
 `
 
 // reviewerFlags are the reviewer CLI's connection flags.
@@ -503,48 +491,6 @@ func runsEnd(args []string, stdout, stderr io.Writer) int {
 		return failf(stderr, "%v", rf.explain(err))
 	}
 	fmt.Fprintf(stdout, "%s: %s\n", r.ID, r.State)
-	return 0
-}
-
-func reviewerAdd(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("airlock reviewer add", "airlock reviewer add [--config FILE] NAME\n\nThe password (12 to 1024 bytes) is read from the terminal, or from the file named by $AIRLOCK_PASSWORD_FILE.", stderr)
-	cfgPath := configFlag(fs)
-	name, code, ok := parseVerb(fs, args, 1, stdout, stderr)
-	if !ok {
-		return code
-	}
-	if name == "" {
-		return failf(stderr, "give the reviewer's name: airlock reviewer add NAME")
-	}
-	cfg, ok := loadConfig(*cfgPath, stderr)
-	if !ok {
-		return 1
-	}
-	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
-		return failf(stderr, "%v", err)
-	}
-	pass, err := readPassword(stderr, fmt.Sprintf("new password for reviewer %s: ", name), true)
-	if err != nil {
-		return failf(stderr, "%v", err)
-	}
-	ctx := context.Background()
-	acc, err := approvals.OpenAccounts(ctx, filepath.Join(cfg.StateDir, "state.db"), approvals.DefaultArgon2)
-	if err != nil {
-		return failf(stderr, "%v", err)
-	}
-	defer acc.Close()
-	if err := acc.Add(ctx, name, approvals.NewSecret(pass)); err != nil {
-		switch {
-		case errors.Is(err, approvals.ErrReviewerExists):
-			return failf(stderr, "reviewer %q exists already", name)
-		case errors.Is(err, approvals.ErrWeakPassword):
-			return failf(stderr, "the password is too short: use at least %d characters", approvals.MinPasswordLen)
-		case errors.Is(err, approvals.ErrBadReviewerName):
-			return failf(stderr, "invalid reviewer name %q: use letters, digits, '.', '_' and '-'", name)
-		}
-		return failf(stderr, "%v", err)
-	}
-	fmt.Fprintf(stdout, "reviewer %s added to %s\n", name, filepath.Join(cfg.StateDir, "state.db"))
 	return 0
 }
 

@@ -339,6 +339,22 @@ type Agent struct {
 	Token     string     `json:"token,omitempty"`
 }
 
+// Reviewer is a reviewer account: GET /v1/reviewers, airlock reviewer
+// list.
+type Reviewer struct {
+	Name      string    `json:"name"`
+	Enabled   bool      `json:"enabled"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// ReviewerRequest is the body of POST /v1/reviewers (name and password)
+// and POST /v1/reviewers/{name}/password (password). The password never
+// leaves the request.
+type ReviewerRequest struct {
+	Name     string `json:"name,omitempty"`
+	Password string `json:"password,omitempty"`
+}
+
 // AgentRequest is the body of POST /v1/agents.
 type AgentRequest struct {
 	Name   string   `json:"name"`

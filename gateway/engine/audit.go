@@ -45,13 +45,17 @@ func (e *Engine) recordApprovalEvent(ctx context.Context, ev approvals.Event) er
 	if err != nil {
 		return err
 	}
+	if c := ev.Reviewer; c != nil {
+		_, err = e.recordKind(ctx, kind, "", "", reviewerEvent{Name: c.Name, By: c.By, Offline: c.Offline})
+		return err
+	}
 	if a := ev.Agent; a != nil {
 		_, err = e.recordKind(ctx, kind, "", "", agentEvent{AgentID: a.ID, Name: a.Name, Limits: scopeText(a.Limits),
 			ExpiresAt: a.ExpiresAt, RevokedBy: a.RevokedBy})
 		return err
 	}
 	rec := runEvent{RunState: ev.Run.State, Requester: ev.Run.Requester}
-	if ev.Kind == approvals.EventRunCreated && ev.Run.AgentID != "" {
+	if ev.Kind == approvals.EventRunCreated && (ev.Run.AgentID != "" || len(ev.Run.Limits) > 0) {
 		rec.AgentID, rec.Limits = ev.Run.AgentID, scopeText(ev.Run.Limits)
 	}
 	if a := ev.Run.Anchor; a != nil && ev.Kind == approvals.EventRunCreated {

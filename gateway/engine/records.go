@@ -187,6 +187,17 @@ type agentEvent struct {
 	RevokedBy string            `audit:"revoked_by,omitempty"`
 }
 
+// reviewerEvent is reviewer.added, .disabled, .enabled, .removed or
+// .password_changed: an operator's change to a reviewer account. No
+// password or hash is ever recorded.
+type reviewerEvent struct {
+	Name string `audit:"name"`
+	By   string `audit:"by"`
+	// Offline: made while no gateway ran, recorded at the next start
+	// (the entry's time is then the start's, not the change's).
+	Offline bool `audit:"offline,omitempty"`
+}
+
 // anchorFacts describe a local run's anchor process.
 type anchorFacts struct {
 	PID       int64  `audit:"pid"`

@@ -84,20 +84,16 @@ func (e *Engine) VerifyToken(ctx context.Context, tok approvals.Secret) (approva
 	return rv, classify(err)
 }
 
-// Enabled reports whether a reviewer may still act: one disabled since
-// login is logged out at its next request.
+// Enabled reports whether a reviewer may still act: one disabled,
+// removed or given a new password since it logged in is logged out at
+// its next request.
 func (e *Engine) Enabled(ctx context.Context, rv approvals.Reviewer) bool {
-	list, err := e.store.Accounts().List(ctx)
+	on, err := e.store.Accounts().Active(ctx, rv)
 	if err != nil {
-		e.log.Error("listing reviewers", "error", err)
+		e.log.Error("reading a reviewer", "error", err)
 		return false
 	}
-	for _, info := range list {
-		if info.Name == rv.Name() {
-			return info.Enabled
-		}
-	}
-	return false
+	return on
 }
 
 // maxLoginLinkTTL bounds how long a one-time login link works.

@@ -476,10 +476,60 @@ func (s *server) handleAuditVerify(w http.ResponseWriter, r *http.Request) {
 func (s *server) operator(w http.ResponseWriter, r *http.Request, what string) bool {
 	p := principalFrom(r.Context())
 	if !p.local || p.peer.UID != os.Geteuid() {
-		writeError(w, http.StatusForbidden, api.CodeForbidden, "only the gateway's own user may "+what+", over the local socket (airlock agent …)")
+		writeError(w, http.StatusForbidden, api.CodeForbidden, "only the gateway's own user may "+what+", over the local socket (airlock agent …, airlock reviewer …)")
 		return false
 	}
 	return true
+}
+
+// operatorName is who an operator's change is recorded as made by: the
+// gateway's own user, the only one operator() admits.
+func operatorName() string {
+	if u, _ := user.LookupId(strconv.Itoa(os.Geteuid())); u != nil {
+		return "operator:" + u.Username
+	}
+	return "operator"
+}
+
+func (s *server) handleListReviewers(w http.ResponseWriter, r *http.Request) {
+	if !s.operator(w, r, "list reviewer accounts") {
+		return
+	}
+	list, err := s.e.Reviewers(r.Context())
+	if err != nil {
+		s.writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+// handleReviewerChange serves one reviewer lifecycle verb. The name is
+// in the path, but for add, in the body with the password.
+func (s *server) handleReviewerChange(change engine.ReviewerChange) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.operator(w, r, "change reviewer accounts") {
+			return
+		}
+		name := chi.URLParam(r, "name")
+		var req api.ReviewerRequest
+		if change == engine.ReviewerAdd || change == engine.ReviewerPassword {
+			if !decodeJSON(w, r, &req) {
+				return
+			}
+		}
+		if change == engine.ReviewerAdd {
+			name = req.Name
+		}
+		if err := s.e.ChangeReviewer(r.Context(), change, name, approvals.NewSecret(req.Password), operatorName()); err != nil {
+			s.writeErr(w, err)
+			return
+		}
+		status := http.StatusOK
+		if change == engine.ReviewerAdd {
+			status = http.StatusCreated
+		}
+		writeJSON(w, status, map[string]string{"name": name})
+	}
 }
 
 func (s *server) handleAddAgent(w http.ResponseWriter, r *http.Request) {
@@ -514,12 +564,7 @@ func (s *server) handleRevokeAgent(w http.ResponseWriter, r *http.Request) {
 	if !s.operator(w, r, "revoke agent tokens") {
 		return
 	}
-	u, _ := user.LookupId(strconv.Itoa(os.Geteuid()))
-	by := "operator"
-	if u != nil {
-		by = "operator:" + u.Username
-	}
-	as, err := s.e.RevokeAgent(r.Context(), chi.URLParam(r, "id"), by)
+	as, err := s.e.RevokeAgent(r.Context(), chi.URLParam(r, "id"), operatorName())
 	if err != nil {
 		s.writeErr(w, err)
 		return

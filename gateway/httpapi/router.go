@@ -215,6 +215,12 @@ func New(o Options) http.Handler {
 		r.Post("/agents", s.handleAddAgent)
 		r.Get("/agents", s.handleListAgents)
 		r.Delete("/agents/{id}", s.handleRevokeAgent)
+		r.Get("/reviewers", s.handleListReviewers)
+		r.Post("/reviewers", s.handleReviewerChange(engine.ReviewerAdd))
+		r.Post("/reviewers/{name}/disable", s.handleReviewerChange(engine.ReviewerDisable))
+		r.Post("/reviewers/{name}/enable", s.handleReviewerChange(engine.ReviewerEnable))
+		r.Post("/reviewers/{name}/password", s.handleReviewerChange(engine.ReviewerPassword))
+		r.Delete("/reviewers/{name}", s.handleReviewerChange(engine.ReviewerRemove))
 	})
 	if o.UI != nil {
 		r.Mount("/ui", uiGuard(o.UI))

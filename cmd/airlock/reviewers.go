@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/user"
+	"path/filepath"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/engine"
+)
+
+func init() {
+	commands["reviewer"] = (&group{name: "reviewer", usage: reviewerUsage, verbs: map[string]verbFunc{
+		"add":     bind(reviewerChange, "add"),
+		"passwd":  bind(reviewerChange, "passwd"),
+		"disable": bind(reviewerChange, "disable"),
+		"enable":  bind(reviewerChange, "enable"),
+		"remove":  bind(reviewerChange, "remove"),
+		"list":    reviewerList,
+	}}).command("add, list, disable, enable and remove reviewer accounts, set their passwords (operator)")
+}
+
+const reviewerUsage = `usage: airlock reviewer VERB [flags] [args]
+
+Reviewer accounts with a local password. Run the verbs as the gateway's
+user: while the gateway runs they go through its local socket, and each
+change is recorded in the audit log before it takes effect; while none
+runs they change the state database directly, and the next gateway to
+start records them (marked offline).
+
+verbs:
+  add NAME
+      create an account; the password (12 to 1024 bytes) is read from the
+      terminal, or from the file named by $AIRLOCK_PASSWORD_FILE
+  passwd NAME
+      set a new password, read the same way; the reviewer's sessions and
+      tokens end at once
+  disable NAME
+      the reviewer can no longer log in or decide; its sessions and tokens
+      end at once (enable brings none of them back)
+  enable NAME
+      let a disabled reviewer log in again
+  remove NAME
+      delete the account and its tokens; what it decided stays in the
+      audit log under its name
+  list [--json]
+      the accounts: name, enabled, created
+
+Each verb takes --config FILE (default $AIRLOCK_CONFIG, else ./airlock.hcl).
+`
+
+func reviewerChange(verb string, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("airlock reviewer "+verb, "airlock reviewer "+verb+" [--config FILE] NAME", stderr)
+	cfgPath := configFlag(fs)
+	name, code, ok := parseVerb(fs, args, 1, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if name == "" {
+		return failf(stderr, "give the reviewer's name: airlock reviewer %s NAME", verb)
+	}
+	change := map[string]engine.ReviewerChange{"add": engine.ReviewerAdd, "passwd": engine.ReviewerPassword,
+		"disable": engine.ReviewerDisable, "enable": engine.ReviewerEnable, "remove": engine.ReviewerRemove}[verb]
+	var password string
+	if change == engine.ReviewerAdd || change == engine.ReviewerPassword {
+		p, err := readPassword(stderr, fmt.Sprintf("new password for reviewer %s: ", name), true)
+		if err != nil {
+			return failf(stderr, "%v", err)
+		}
+		password = p
+	}
+	online := func(c *api.Client) error {
+		path, method := "/v1/reviewers/"+url.PathEscape(name)+"/"+verb, http.MethodPost
+		var body any = struct{}{}
+		switch change {
+		case engine.ReviewerAdd:
+			path, body = "/v1/reviewers", api.ReviewerRequest{Name: name, Password: password}
+		case engine.ReviewerPassword:
+			path, body = "/v1/reviewers/"+url.PathEscape(name)+"/password", api.ReviewerRequest{Password: password}
+		case engine.ReviewerRemove:
+			path, method, body = "/v1/reviewers/"+url.PathEscape(name), http.MethodDelete, nil
+		}
+		return c.Do(context.Background(), method, path, body, nil)
+	}
+	offline := func(acc *approvals.Accounts, by string) error {
+		ctx, secret := context.Background(), approvals.NewSecret(password)
+		var err error
+		switch change {
+		case engine.ReviewerAdd:
+			err = acc.Add(ctx, name, secret, by)
+		case engine.ReviewerPassword:
+			err = acc.SetPassword(ctx, name, secret, by)
+		case engine.ReviewerDisable, engine.ReviewerEnable:
+			err = acc.SetEnabled(ctx, name, change == engine.ReviewerEnable, by)
+		case engine.ReviewerRemove:
+			err = acc.Remove(ctx, name, by)
+		}
+		return engine.ReviewerError(name, err)
+	}
+	how, ok := reviewerAdmin(*cfgPath, stderr, online, offline)
+	if !ok {
+		return 1
+	}
+	done := map[string]string{"add": "added", "passwd": "has a new password; its sessions and tokens ended",
+		"disable": "disabled; its sessions and tokens ended", "enable": "enabled", "remove": "removed"}[verb]
+	fmt.Fprintf(stdout, "reviewer %s %s (%s)\n", name, done, how)
+	return 0
+}
+
+func reviewerList(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("airlock reviewer list", "airlock reviewer list [--config FILE] [--json]", stderr)
+	cfgPath := configFlag(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if _, code, ok := parseVerb(fs, args, 0, stdout, stderr); !ok {
+		return code
+	}
+	var list []api.Reviewer
+	online := func(c *api.Client) error {
+		return c.Do(context.Background(), http.MethodGet, "/v1/reviewers", nil, &list)
+	}
+	offline := func(acc *approvals.Accounts, _ string) error {
+		infos, err := acc.List(context.Background())
+		for _, r := range infos {
+			list = append(list, api.Reviewer{Name: r.Name, Enabled: r.Enabled, CreatedAt: r.CreatedAt})
+		}
+		return err
+	}
+	if _, ok := reviewerAdmin(*cfgPath, stderr, online, offline); !ok {
+		return 1
+	}
+	if *asJSON {
+		return printJSON(stdout, list)
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(stdout, "no reviewer accounts; add one with airlock reviewer add NAME")
+		return 0
+	}
+	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSTATE\tCREATED")
+	for _, r := range list {
+		state := "enabled"
+		if !r.Enabled {
+			state = "disabled"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", visible(r.Name), state, r.CreatedAt.Local().Format(time.DateTime))
+	}
+	tw.Flush()
+	return 0
+}
+
+// reviewerAdmin runs an account verb through the running gateway (online),
+// or, when no gateway runs, on the state database itself (offline). It
+// says which it was; a failure it prints.
+func reviewerAdmin(cfgPath string, stderr io.Writer, online func(*api.Client) error, offline func(acc *approvals.Accounts, by string) error) (string, bool) {
+	cfg, ok := loadConfig(cfgPath, stderr)
+	if !ok {
+		return "", false
+	}
+	if c, err := localClient(cfg.Listen.Socket); err == nil {
+		err := online(c)
+		var ae *api.Error
+		switch {
+		case err == nil:
+			return "recorded in the audit log", true
+		case errors.As(err, &ae):
+			return "", failf(stderr, "%s", ae.Err.Message) == 0
+		case !gatewayDown(err):
+			return "", failf(stderr, "the gateway at %s: %v", cfg.Listen.Socket, err) == 0
+		}
+	}
+	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+		return "", failf(stderr, "%v", err) == 0
+	}
+	db := filepath.Join(cfg.StateDir, "state.db")
+	acc, err := approvals.OpenAccounts(context.Background(), db, approvals.DefaultArgon2)
+	if err != nil {
+		return "", failf(stderr, "%v", err) == 0
+	}
+	defer acc.Close()
+	by := "unix"
+	if u, err := user.Current(); err == nil {
+		by = "unix:" + u.Username
+	}
+	if err := offline(acc, by); err != nil {
+		return "", failf(stderr, "%v", err) == 0
+	}
+	return "no gateway runs: changed in " + db + "; the next gateway to start records it in the audit log", true
+}
+
+// gatewayDown reports whether a request failed because no gateway
+// listens on the socket (a stale control file, or none).
+func gatewayDown(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT)
+}

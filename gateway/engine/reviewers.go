@@ -1,0 +1,76 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/gateway/api"
+)
+
+// Reviewers lists the reviewer accounts; never a password or its hash.
+func (e *Engine) Reviewers(ctx context.Context) ([]api.Reviewer, error) {
+	list, err := e.store.Accounts().List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.Reviewer, 0, len(list))
+	for _, r := range list {
+		out = append(out, api.Reviewer{Name: r.Name, Enabled: r.Enabled, CreatedAt: r.CreatedAt})
+	}
+	return out, nil
+}
+
+// ReviewerChange is an operator's change to a reviewer account.
+type ReviewerChange int
+
+// The changes ChangeReviewer makes.
+const (
+	ReviewerAdd ReviewerChange = iota
+	ReviewerDisable
+	ReviewerEnable
+	ReviewerRemove
+	ReviewerPassword
+)
+
+// ChangeReviewer adds, disables, enables or removes the reviewer name, or
+// gives it a new password (password is used by add and password only);
+// by says who, and the change is recorded in the audit log before it
+// takes effect. Disable, remove and a new password end the reviewer's
+// sessions and tokens at once.
+func (e *Engine) ChangeReviewer(ctx context.Context, change ReviewerChange, name string, password approvals.Secret, by string) error {
+	acc := e.store.Accounts()
+	var err error
+	switch change {
+	case ReviewerAdd:
+		err = acc.Add(ctx, name, password, by)
+	case ReviewerDisable, ReviewerEnable:
+		err = acc.SetEnabled(ctx, name, change == ReviewerEnable, by)
+	case ReviewerRemove:
+		err = acc.Remove(ctx, name, by)
+	case ReviewerPassword:
+		err = acc.SetPassword(ctx, name, password, by)
+	default:
+		return fmt.Errorf("engine: unknown reviewer change %d", change)
+	}
+	return ReviewerError(name, err)
+}
+
+// ReviewerError says what an account change's error means to an
+// operator (the CLI's offline path uses it too).
+func ReviewerError(name string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, approvals.ErrUnknownReviewer):
+		return refuse(ErrNotFound, fmt.Sprintf("no reviewer %q (see airlock reviewer list)", clip(name, maxNameLen)))
+	case errors.Is(err, approvals.ErrReviewerExists):
+		return refuse(ErrInvalid, fmt.Sprintf("reviewer %q exists already", name))
+	case errors.Is(err, approvals.ErrWeakPassword):
+		return refuse(ErrInvalid, fmt.Sprintf("the password must be %d to 1024 bytes long", approvals.MinPasswordLen))
+	case errors.Is(err, approvals.ErrBadReviewerName):
+		return refuse(ErrInvalid, fmt.Sprintf("invalid reviewer name %q: use 1 to 64 letters, digits, '.', '_' or '-'", clip(name, maxNameLen)))
+	}
+	return classify(err)
+}
