@@ -22,7 +22,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/engine"
 	"github.com/airlockgw/airlock/gateway/gatewaytest/idp"
 	"github.com/airlockgw/airlock/sshexec"
 )
@@ -291,4 +293,62 @@ func (ca *testCA) issue(t testing.TB, dir, name string, server bool) (certFile, 
 		t.Fatal(err)
 	}
 	return certFile, keyFile
+}
+
+// A reviewer who follows an action's events loses the stream the moment
+// an operator disables the account — not at the next heartbeat, not when
+// the action ends — and every later request with its token is refused.
+func TestDisabledReviewerLosesItsStreamAtOnce(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, sharedSSHD(t), gwOptions{})
+	ctx := context.Background()
+	const pw = "rita's long enough password"
+	if err := g.srv.eng.ChangeReviewer(ctx, engine.ReviewerAdd, "rita", approvals.NewSecret(pw), "test"); err != nil {
+		t.Fatal(err)
+	}
+	l, err := api.NewHTTPClient(g.base, "").Login(ctx, "rita", pw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rita := api.NewHTTPClient(g.base, l.Token)
+
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ids := make(chan string, 1)
+	go g.agent.RunAction(actx, api.ActionRequest{Target: "box-run", Command: "sleep 300"}, api.Events{State: func(s api.StateEvent) {
+		select {
+		case ids <- s.ActionID:
+		default:
+		}
+	}})
+	id := <-ids
+	g.decideNext("run", "approve", "")
+
+	following := make(chan struct{}, 1)
+	ended := make(chan error, 1)
+	go func() {
+		_, err := rita.WaitAction(ctx, id, api.Events{State: func(api.StateEvent) {
+			select {
+			case following <- struct{}{}:
+			default:
+			}
+		}})
+		ended <- err
+	}()
+	<-following
+	if err := g.srv.eng.ChangeReviewer(ctx, engine.ReviewerDisable, "rita", approvals.Secret{}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-ended:
+		var ae *api.Error
+		if !errors.As(err, &ae) || ae.Err.Code != api.CodeUnauthorized || !strings.Contains(ae.Err.Message, "session ended") {
+			t.Errorf("the stream ended with %v, want the session's end", err)
+		}
+	case <-time.After(patience):
+		t.Fatal("a disabled reviewer still follows the action")
+	}
+	if _, err := rita.Approvals(ctx, "pending"); err == nil {
+		t.Error("a disabled reviewer's token still works")
+	}
 }

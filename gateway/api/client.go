@@ -259,9 +259,13 @@ func readActionEvents(body io.Reader, ev Events) (*Action, error) {
 			final = &a
 			return errStop
 		case "error":
+			// The error envelope, as an HTTP error's body.
 			var e Error
 			if err := json.Unmarshal(data, &e); err != nil {
 				return err
+			}
+			if e.Err.Code == "" {
+				return fmt.Errorf("airlock: the gateway ended the stream with an error it did not name: %.200s", data)
 			}
 			return &e
 		}

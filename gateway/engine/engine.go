@@ -68,6 +68,10 @@ type Engine struct {
 	links   loginLinks
 	// workloads verify the oidc blocks' tokens, by agent name.
 	workloads map[string]*workload
+	// accountsChanged is closed (and replaced) at each reviewer account
+	// change.
+	accountsMu      sync.Mutex
+	accountsChanged chan struct{}
 
 	// base is cancelled when the engine stops; in-flight actions derive
 	// from it.
@@ -108,6 +112,8 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		actions: map[string]*Action{},
 		metrics: newMetrics(),
 		limiter: newLimiter(),
+
+		accountsChanged: make(chan struct{}),
 	}
 	e.base, e.cancelBase = context.WithCancel(context.Background())
 

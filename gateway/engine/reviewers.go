@@ -54,7 +54,21 @@ func (e *Engine) ChangeReviewer(ctx context.Context, change ReviewerChange, name
 	default:
 		return fmt.Errorf("engine: unknown reviewer change %d", change)
 	}
+	if err == nil {
+		e.accountsMu.Lock()
+		close(e.accountsChanged)
+		e.accountsChanged = make(chan struct{})
+		e.accountsMu.Unlock()
+	}
 	return ReviewerError(name, err)
+}
+
+// AccountsChanged is closed at the next change to a reviewer account:
+// what holds a reviewer's session open (an event stream) checks it again.
+func (e *Engine) AccountsChanged() <-chan struct{} {
+	e.accountsMu.Lock()
+	defer e.accountsMu.Unlock()
+	return e.accountsChanged
 }
 
 // ReviewerError says what an account change's error means to an

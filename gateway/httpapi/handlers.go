@@ -69,9 +69,13 @@ func (s *server) handlePostAction(w http.ResponseWriter, r *http.Request) {
 // streamAction sends an action's events until it finishes.
 func (s *server) streamAction(w http.ResponseWriter, r *http.Request, a *engine.Action) {
 	subscribe := a.Subscribe
-	if p := principalFrom(r.Context()); p != nil && p.isReviewer {
+	p := principalFrom(r.Context())
+	if p != nil && p.isReviewer {
 		subscribe = a.Watch // a reviewer's stream never holds the agent's command back
 	}
+	// A reviewer disabled, removed or given a new password meanwhile
+	// loses the stream at once.
+	accounts := s.e.AccountsChanged()
 	events, unsubscribe := subscribe()
 	defer unsubscribe()
 	sse := newSSE(w)
@@ -91,13 +95,19 @@ func (s *server) streamAction(w http.ResponseWriter, r *http.Request, a *engine.
 				obj, err := a.Result(r.Context())
 				if err != nil {
 					s.log.Error("an action's output could not be read", "action", a.ID(), "error", err)
-					sse.send("error", api.ErrorBody{Code: api.CodeInternal, Message: "the action finished, but its output could not be read; GET it again"})
+					sse.send("error", api.Error{Err: api.ErrorBody{Code: api.CodeInternal, Message: "the action finished, but its output could not be read; GET it again"}})
 					return
 				}
 				sse.send("finished", obj)
 				return
 			}
 			if err := sse.send(ev.Name, ev.Data); err != nil {
+				return
+			}
+		case <-accounts:
+			accounts = s.e.AccountsChanged()
+			if p != nil && p.isReviewer && !s.e.Enabled(r.Context(), p.reviewer) {
+				sse.send("error", api.Error{Err: api.ErrorBody{Code: api.CodeUnauthorized, Message: "your reviewer session ended: the account was disabled, removed or given a new password"}, Status: http.StatusUnauthorized})
 				return
 			}
 		case <-tick.C:
