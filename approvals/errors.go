@@ -66,6 +66,13 @@ var (
 	ErrBadCredentials = errors.New("approvals: bad reviewer credentials")
 	// ErrReviewerExists: a reviewer of that name already exists.
 	ErrReviewerExists = errors.New("approvals: reviewer exists")
+	// ErrPasswordAccount: single sign-on named a reviewer whose account
+	// is a local password account (never taken over by an identity
+	// provider's user of the same name).
+	ErrPasswordAccount = errors.New("approvals: a password account of that name exists")
+	// ErrSSOAccount: a password was set for an account that logs in
+	// through single sign-on.
+	ErrSSOAccount = errors.New("approvals: the account logs in through single sign-on")
 	// ErrUnknownReviewer: an administrative call named a reviewer that does
 	// not exist (verification never returns it; see ErrBadCredentials).
 	ErrUnknownReviewer = errors.New("approvals: unknown reviewer")

@@ -68,6 +68,54 @@ type ReviewerInfo struct {
 	Name      string    `json:"name"`
 	Enabled   bool      `json:"enabled"`
 	CreatedAt time.Time `json:"created_at"`
+	// Source is how the reviewer logs in: "password", or "sso" (an
+	// account made at its first single sign-on).
+	Source string `json:"source"`
+}
+
+// The sources of reviewer accounts.
+const (
+	SourcePassword = "password"
+	SourceSSO      = "sso"
+)
+
+// ssoHash is the password hash of an SSO account: no password verifies
+// against it.
+const ssoHash = "!sso"
+
+// SSOLogin returns the reviewer an identity provider vouched for, making
+// its account (source "sso", recorded as reviewer.added by by) at its
+// first login. A disabled account is ErrBadCredentials; a password
+// account of the same name is ErrPasswordAccount.
+func (a *Accounts) SSOLogin(ctx context.Context, name, by string) (Reviewer, error) {
+	if !ValidName(name) {
+		return Reviewer{}, ErrBadReviewerName
+	}
+	for range 2 {
+		var on bool
+		var epoch int64
+		var source string
+		err := a.db.QueryRowContext(ctx, `SELECT enabled, epoch, source FROM reviewers WHERE name = ?`, name).Scan(&on, &epoch, &source)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			err := a.change(ctx, EventReviewerAdded, name, by, func(tx *sql.Tx) (sql.Result, error) {
+				return tx.ExecContext(ctx, `INSERT INTO reviewers (name, hash, enabled, created_at, source)
+					VALUES (?, ?, 1, ?, ?) ON CONFLICT(name) DO NOTHING`, name, ssoHash, a.clock.Now().UnixNano(), SourceSSO)
+			})
+			if err != nil && !errors.Is(err, ErrUnknownReviewer) { // made meanwhile: read it again
+				return Reviewer{}, err
+			}
+			continue
+		case err != nil:
+			return Reviewer{}, fmt.Errorf("approvals: read reviewer: %w", err)
+		case source != SourceSSO:
+			return Reviewer{}, ErrPasswordAccount
+		case !on:
+			return Reviewer{}, ErrBadCredentials
+		}
+		return Reviewer{name: name, accounts: a, epoch: epoch}, nil
+	}
+	return Reviewer{}, fmt.Errorf("approvals: reviewer %q could not be made", name)
 }
 
 // Accounts are the reviewer accounts in the state database: name, argon2id
@@ -175,9 +223,13 @@ func (a *Accounts) SetPassword(ctx context.Context, name string, password Secret
 	if err := checkPassword(password); err != nil {
 		return err
 	}
+	var source string
+	if err := a.db.QueryRowContext(ctx, `SELECT source FROM reviewers WHERE name = ?`, name).Scan(&source); err == nil && source == SourceSSO {
+		return ErrSSOAccount
+	}
 	h := hashPassword([]byte(password.s), a.params)
 	return a.change(ctx, EventReviewerPassword, name, by, func(tx *sql.Tx) (sql.Result, error) {
-		return a.endSessions(ctx, tx, name, `UPDATE reviewers SET hash = ?, epoch = epoch + 1 WHERE name = ?`, h, name)
+		return a.endSessions(ctx, tx, name, `UPDATE reviewers SET hash = ?, epoch = epoch + 1 WHERE name = ? AND source = 'password'`, h, name)
 	})
 }
 
@@ -293,7 +345,7 @@ func (a *Accounts) recordQueued(ctx context.Context) error {
 
 // List returns every reviewer account by name.
 func (a *Accounts) List(ctx context.Context) ([]ReviewerInfo, error) {
-	rows, err := a.db.QueryContext(ctx, `SELECT name, enabled, created_at FROM reviewers ORDER BY name`)
+	rows, err := a.db.QueryContext(ctx, `SELECT name, enabled, created_at, source FROM reviewers ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("approvals: list reviewers: %w", err)
 	}
@@ -302,7 +354,7 @@ func (a *Accounts) List(ctx context.Context) ([]ReviewerInfo, error) {
 	for rows.Next() {
 		var ri ReviewerInfo
 		var created int64
-		if err := rows.Scan(&ri.Name, &ri.Enabled, &created); err != nil {
+		if err := rows.Scan(&ri.Name, &ri.Enabled, &created, &ri.Source); err != nil {
 			return nil, fmt.Errorf("approvals: list reviewers: %w", err)
 		}
 		ri.CreatedAt = time.Unix(0, created)

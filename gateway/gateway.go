@@ -84,7 +84,8 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		s.grace = 30 * time.Second
 	}
 	s.local = &localListener{s: s}
-	pages := web.New(web.NewEngineBackend(eng), web.Options{MaxAge: engine.LoginTTL, Now: eng.Now, Logger: log.Named("ui")})
+	backend := web.NewEngineBackend(eng)
+	pages := web.New(backend, web.Options{MaxAge: engine.LoginTTL, Now: eng.Now, Logger: log.Named("ui"), SSO: backend.SSO()})
 	s.handler = httpapi.New(httpapi.Options{Engine: eng, Local: s.local, UI: pages, Version: Version, Logger: log})
 	if o.Config.Notify != nil {
 		notify.Start(eng, notify.Options{Config: o.Config.Notify, Base: s.uiBase, Ready: s.ready,

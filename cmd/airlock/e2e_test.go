@@ -254,7 +254,7 @@ func TestEndToEndBinaries(t *testing.T) {
 		if _, err := api.NewHTTPClient(d.httpURL, "").Login(ctx, "rita", gatewaytest.Password); err == nil {
 			t.Error("a disabled reviewer logged in")
 		}
-		if list, _, code := d.cli("reviewer", "list"); code != 0 || !regexp.MustCompile(`rita\s+disabled`).MatchString(list) {
+		if list, _, code := d.cli("reviewer", "list"); code != 0 || !regexp.MustCompile(`rita\s+password\s+disabled`).MatchString(list) {
 			t.Errorf("reviewer list:\n%s", list)
 		}
 		if _, errs, code := d.cli("reviewer", "enable", "rita"); code != 0 {

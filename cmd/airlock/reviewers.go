@@ -131,7 +131,7 @@ func reviewerList(args []string, stdout, stderr io.Writer) int {
 	offline := func(acc *approvals.Accounts, _ string) error {
 		infos, err := acc.List(context.Background())
 		for _, r := range infos {
-			list = append(list, api.Reviewer{Name: r.Name, Enabled: r.Enabled, CreatedAt: r.CreatedAt})
+			list = append(list, api.Reviewer{Name: r.Name, Enabled: r.Enabled, Source: r.Source, CreatedAt: r.CreatedAt})
 		}
 		return err
 	}
@@ -146,13 +146,13 @@ func reviewerList(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSTATE\tCREATED")
+	fmt.Fprintln(tw, "NAME\tLOGIN\tSTATE\tCREATED")
 	for _, r := range list {
 		state := "enabled"
 		if !r.Enabled {
 			state = "disabled"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", visible(r.Name), state, r.CreatedAt.Local().Format(time.DateTime))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", visible(r.Name), r.Source, state, r.CreatedAt.Local().Format(time.DateTime))
 	}
 	tw.Flush()
 	return 0

@@ -342,8 +342,11 @@ type Agent struct {
 // Reviewer is a reviewer account: GET /v1/reviewers, airlock reviewer
 // list.
 type Reviewer struct {
-	Name      string    `json:"name"`
-	Enabled   bool      `json:"enabled"`
+	Name    string `json:"name"`
+	Enabled bool   `json:"enabled"`
+	// Source is how it logs in: "password", or "sso" (made at its first
+	// single sign-on).
+	Source    string    `json:"source"`
 	CreatedAt time.Time `json:"created_at"`
 }
 

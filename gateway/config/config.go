@@ -73,6 +73,9 @@ type Config struct {
 	// every run of that name is held to, whatever the identity kind.
 	Agents map[string]*Agent
 
+	// SSO is the sso block: reviewers log in through an OpenID provider.
+	SSO *SSO
+
 	// Credentials and Targets by name; TargetNames in file order.
 	Credentials map[string]*Credential
 	Targets     map[string]*Target
@@ -113,6 +116,27 @@ type AgentOIDC struct {
 type AgentMTLS struct {
 	Subjects []string
 }
+
+// SSO is the sso block: the reviewer pages' single sign-on (OpenID
+// Connect, authorization code with PKCE).
+type SSO struct {
+	Issuer           string
+	ClientID         string
+	ClientSecretFile string // "" for a public client (PKCE alone)
+	// Groups admit a reviewer: the groups claim must hold one of them.
+	Groups      []string
+	GroupsClaim string
+	// NameClaim is the claim whose value is the reviewer's name.
+	NameClaim string
+	Scopes    []string
+	CAFile    string
+}
+
+// The sso block's defaults.
+const (
+	DefaultGroupsClaim = "groups"
+	DefaultNameClaim   = "preferred_username"
+)
 
 // DefaultSubjectClaim is oidc.subject_claim when it is not set.
 const DefaultSubjectClaim = "sub"
@@ -331,6 +355,19 @@ type rawConfig struct {
 	Targets     []*rawTarget     `hcl:"target,block"`
 	Reviewers   []*rawReviewer   `hcl:"reviewer,block"`
 	Agents      []*rawAgent      `hcl:"agent,block"`
+	SSO         *rawSSO          `hcl:"sso,block"`
+}
+
+type rawSSO struct {
+	Issuer           *hcl.Attribute `hcl:"issuer"`
+	ClientID         *hcl.Attribute `hcl:"client_id"`
+	ClientSecretFile *hcl.Attribute `hcl:"client_secret_file,optional"`
+	Groups           *hcl.Attribute `hcl:"reviewer_groups"`
+	GroupsClaim      *hcl.Attribute `hcl:"groups_claim,optional"`
+	NameClaim        *hcl.Attribute `hcl:"name_claim,optional"`
+	Scopes           *hcl.Attribute `hcl:"scopes,optional"`
+	CAFile           *hcl.Attribute `hcl:"ca_file,optional"`
+	DefRange         hcl.Range      `hcl:",def_range"`
 }
 
 type rawAgent struct {
@@ -829,6 +866,36 @@ func (c *checker) build(cfg *Config, raw *rawConfig, base string) {
 		c.target(cfg, r, base)
 	}
 
+	// sso.
+	if r := raw.SSO; r != nil && c.require(r.Issuer, r.DefRange, "sso.issuer") && c.require(r.ClientID, r.DefRange, "sso.client_id") &&
+		c.require(r.Groups, r.DefRange, "sso.reviewer_groups") {
+		s := &SSO{
+			Issuer:           strings.TrimSuffix(c.str(r.Issuer, ""), "/"),
+			ClientID:         c.str(r.ClientID, ""),
+			ClientSecretFile: c.path(r.ClientSecretFile, base),
+			Groups:           c.strList(r.Groups),
+			GroupsClaim:      c.str(r.GroupsClaim, DefaultGroupsClaim),
+			NameClaim:        c.str(r.NameClaim, DefaultNameClaim),
+			Scopes:           c.strList(r.Scopes),
+			CAFile:           c.path(r.CAFile, base),
+		}
+		if !c.issuerURL(s.Issuer) {
+			c.Errorf(r.Issuer.Range, "sso.issuer %q must be the provider's https:// URL as its tokens name it (http:// only on loopback)", s.Issuer)
+		}
+		if s.ClientID == "" {
+			c.Errorf(r.ClientID.Range, "sso.client_id must not be empty")
+		}
+		if len(s.Groups) == 0 {
+			c.Errorf(r.Groups.Range, "sso.reviewer_groups must name at least one group: only its members are reviewers")
+		}
+		if r.Scopes == nil {
+			s.Scopes = []string{"openid", "profile", "email"}
+		} else if !slices.Contains(s.Scopes, "openid") {
+			c.Errorf(r.Scopes.Range, `sso.scopes must include "openid"`)
+		}
+		cfg.SSO = s
+	}
+
 	// agents (after targets: their limits name them).
 	cfg.Agents = map[string]*Agent{}
 	for _, r := range raw.Agents {
@@ -868,8 +935,7 @@ func (c *checker) agent(cfg *Config, r *rawAgent, base string) {
 			SubjectClaim: c.str(o.SubjectClaim, DefaultSubjectClaim),
 			CAFile:       c.path(o.CAFile, base),
 		}
-		if u, err := url.Parse(a.OIDC.Issuer); err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil ||
-			!(u.Scheme == "https" || u.Scheme == "http" && IsLoopback(u.Hostname())) {
+		if !c.issuerURL(a.OIDC.Issuer) {
 			c.Errorf(o.Issuer.Range, "agent %q: oidc.issuer %q must be the issuer's https:// URL as its tokens name it (http:// only on loopback)", r.Name, a.OIDC.Issuer)
 		}
 		if a.OIDC.Audience == "" {
@@ -904,6 +970,14 @@ func (c *checker) agent(cfg *Config, r *rawAgent, base string) {
 		}
 	}
 	cfg.Agents[r.Name] = a
+}
+
+// issuerURL reports whether s may be an OpenID issuer: https, or http on
+// loopback; no query, fragment or user.
+func (c *checker) issuerURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && u.Host != "" && u.RawQuery == "" && u.Fragment == "" && u.User == nil &&
+		(u.Scheme == "https" || u.Scheme == "http" && IsLoopback(u.Hostname()))
 }
 
 // printable reports whether s is free of control and format characters.

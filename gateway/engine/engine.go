@@ -68,6 +68,8 @@ type Engine struct {
 	links   loginLinks
 	// workloads verify the oidc blocks' tokens, by agent name.
 	workloads map[string]*workload
+	// sso is the reviewers' single sign-on, nil without an sso block.
+	sso *SSO
 	// accountsChanged is closed (and replaced) at each reviewer account
 	// change.
 	accountsMu      sync.Mutex
@@ -145,6 +147,9 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	e.workloads = w
+	if e.sso, err = newSSO(e, cfg); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
 
 	ao := auditchain.DefaultOptions(cfg.StateDir)
 	ao.Logger = e.log.Named("audit")

@@ -23,20 +23,71 @@ import (
 )
 
 // workload verifies the workload identity tokens of one agent block with
-// an oidc block. Its verifier is made on first use (discovery), so that a
-// gateway starts while an issuer is down; the key set it holds fetches
-// the issuer's keys again when a token names a key it does not know (key
-// rotation).
+// an oidc block.
 type workload struct {
-	agent  *config.Agent
+	agent *config.Agent
+	*discovery
+}
+
+// discovery is an OpenID provider found on first use (discovery), so
+// that a gateway starts while an issuer is down; the key set it holds
+// fetches the issuer's keys again when a token names a key it does not
+// know (key rotation).
+type discovery struct {
+	issuer string
 	client *http.Client
 
 	mu       sync.Mutex
-	verifier *oidc.IDTokenVerifier
+	provider *oidc.Provider
 	// failedAt and failure keep a failed discovery for a few seconds, so
 	// that a burst of requests does not become a burst of fetches.
 	failedAt time.Time
 	failure  error
+}
+
+// newDiscovery is the provider at issuer, trusting caFile alone for its
+// TLS certificate when set (else the system's roots).
+func newDiscovery(issuer, caFile string) (*discovery, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("ca_file %s holds no PEM certificate", caFile)
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	return &discovery{issuer: issuer, client: &http.Client{Transport: tr, Timeout: 10 * time.Second}}, nil
+}
+
+// get returns the provider, discovering it the first time.
+func (d *discovery) get(ctx context.Context, now time.Time) (*oidc.Provider, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.provider != nil {
+		return d.provider, nil
+	}
+	if d.failure != nil && now.Sub(d.failedAt) < discoveryRetry {
+		return nil, d.failure
+	}
+	// The provider keeps the context for the key set's later fetches:
+	// without cancel, with the client that trusts the issuer.
+	p, err := oidc.NewProvider(d.context(context.WithoutCancel(ctx)), d.issuer)
+	if err != nil {
+		d.failedAt, d.failure = now, err
+		return nil, err
+	}
+	d.provider, d.failure = p, nil
+	return p, nil
+}
+
+// context carries the client that trusts the issuer, for go-oidc and
+// oauth2 to use.
+func (d *discovery) context(ctx context.Context) context.Context {
+	return oidc.ClientContext(ctx, d.client)
 }
 
 // discoveryRetry is how long a failed discovery is remembered.
@@ -49,44 +100,23 @@ func newWorkloads(cfg *config.Config) (map[string]*workload, error) {
 		if a.OIDC == nil {
 			continue
 		}
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		if a.OIDC.CAFile != "" {
-			pem, err := os.ReadFile(a.OIDC.CAFile)
-			if err != nil {
-				return nil, fmt.Errorf("agent %q: oidc.ca_file: %w", name, err)
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("agent %q: oidc.ca_file %s holds no PEM certificate", name, a.OIDC.CAFile)
-			}
-			tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		d, err := newDiscovery(a.OIDC.Issuer, a.OIDC.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("agent %q: oidc.%w", name, err)
 		}
-		out[name] = &workload{agent: a, client: &http.Client{Transport: tr, Timeout: 10 * time.Second}}
+		out[name] = &workload{agent: a, discovery: d}
 	}
 	return out, nil
 }
 
-// get returns the verifier, discovering the issuer the first time.
-func (w *workload) get(ctx context.Context, now time.Time) (*oidc.IDTokenVerifier, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.verifier != nil {
-		return w.verifier, nil
-	}
-	if w.failure != nil && now.Sub(w.failedAt) < discoveryRetry {
-		return nil, w.failure
-	}
-	// The provider keeps the context for the key set's later fetches:
-	// without cancel, with the client that trusts the issuer.
-	pctx := oidc.ClientContext(context.WithoutCancel(ctx), w.client)
-	p, err := oidc.NewProvider(pctx, w.agent.OIDC.Issuer)
+// verifierFor returns the block's verifier, discovering the issuer the
+// first time.
+func (w *workload) verifierFor(ctx context.Context, now time.Time) (*oidc.IDTokenVerifier, error) {
+	p, err := w.get(ctx, now)
 	if err != nil {
-		w.failedAt, w.failure = now, err
 		return nil, err
 	}
-	w.verifier = p.Verifier(&oidc.Config{ClientID: w.agent.OIDC.Audience})
-	w.failure = nil
-	return w.verifier, nil
+	return p.Verifier(&oidc.Config{ClientID: w.agent.OIDC.Audience}), nil
 }
 
 // LooksLikeJWT reports whether a bearer credential has the shape of a
@@ -137,7 +167,7 @@ func (e *Engine) VerifyWorkload(ctx context.Context, raw string) (approvals.Agen
 	var why []string
 	for _, name := range names {
 		w := e.workloads[name]
-		v, err := w.get(ctx, e.clock.Now())
+		v, err := w.verifierFor(ctx, e.clock.Now())
 		if err != nil {
 			e.log.Warn("oidc discovery failed", "agent", name, "issuer", iss, "error", err)
 			return approvals.Agent{}, refuse(ErrUnavailable, fmt.Sprintf("the issuer %s cannot be reached to verify the token; try again", iss))
@@ -156,7 +186,7 @@ func (e *Engine) VerifyWorkload(ctx context.Context, raw string) (approvals.Agen
 
 // check verifies one token against one agent block.
 func (w *workload) check(ctx context.Context, v *oidc.IDTokenVerifier, raw string) (approvals.Agent, error) {
-	tok, err := v.Verify(oidc.ClientContext(ctx, w.client), raw)
+	tok, err := v.Verify(w.context(ctx), raw)
 	if err != nil {
 		return approvals.Agent{}, errors.New(strings.TrimPrefix(err.Error(), "oidc: "))
 	}

@@ -17,7 +17,7 @@ func (e *Engine) Reviewers(ctx context.Context) ([]api.Reviewer, error) {
 	}
 	out := make([]api.Reviewer, 0, len(list))
 	for _, r := range list {
-		out = append(out, api.Reviewer{Name: r.Name, Enabled: r.Enabled, CreatedAt: r.CreatedAt})
+		out = append(out, api.Reviewer{Name: r.Name, Enabled: r.Enabled, Source: r.Source, CreatedAt: r.CreatedAt})
 	}
 	return out, nil
 }
@@ -83,6 +83,8 @@ func ReviewerError(name string, err error) error {
 		return refuse(ErrInvalid, fmt.Sprintf("reviewer %q exists already", name))
 	case errors.Is(err, approvals.ErrWeakPassword):
 		return refuse(ErrInvalid, fmt.Sprintf("the password must be %d to 1024 bytes long", approvals.MinPasswordLen))
+	case errors.Is(err, approvals.ErrSSOAccount):
+		return refuse(ErrInvalid, fmt.Sprintf("reviewer %q logs in through single sign-on: it has no password here", name))
 	case errors.Is(err, approvals.ErrBadReviewerName):
 		return refuse(ErrInvalid, fmt.Sprintf("invalid reviewer name %q: use 1 to 64 letters, digits, '.', '_' or '-'", clip(name, maxNameLen)))
 	}

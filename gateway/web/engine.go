@@ -409,3 +409,31 @@ func entryOf(e auditchain.Entry) Entry {
 	slices.SortFunc(v.Fields, func(a, b Field) int { return strings.Compare(a.Name, b.Name) })
 	return v
 }
+
+// SSO is the pages' single sign-on over the engine's, nil when the
+// gateway has none.
+func (b *EngineBackend) SSO() SSO {
+	if s := b.e.SSO(); s != nil {
+		return engineSSO{s}
+	}
+	return nil
+}
+
+type engineSSO struct{ s *engine.SSO }
+
+func (e engineSSO) AuthCodeURL(ctx context.Context, redirectURL, state, nonce, verifier string) (string, error) {
+	u, err := e.s.AuthCodeURL(ctx, redirectURL, state, nonce, verifier)
+	return u, pageError(err)
+}
+
+func (e engineSSO) Finish(ctx context.Context, redirectURL, code, verifier, nonce, remoteAddr string) (Reviewer, error) {
+	rv, err := e.s.Finish(ctx, redirectURL, code, verifier, nonce, remoteAddr)
+	if errors.Is(err, engine.ErrUnauthorized) {
+		// The refusal's words are for the reviewer: they say what to fix.
+		return nil, &Refusal{Reason: err.Error()}
+	}
+	if err != nil {
+		return nil, pageError(err)
+	}
+	return rv, nil
+}

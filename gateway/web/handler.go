@@ -53,6 +53,8 @@ type Options struct {
 	Now func() time.Time
 	// Logger gets failures the reviewer cannot act on; nil discards.
 	Logger hclog.Logger
+	// SSO, when set, offers single sign-on on the login page.
+	SSO SSO
 }
 
 // Handler serves the reviewer pages under Prefix.
@@ -61,6 +63,7 @@ type Handler struct {
 	o        Options
 	log      hclog.Logger
 	sessions *sessions
+	sso      ssoLogins
 	h        http.Handler
 }
 
@@ -90,6 +93,10 @@ func New(b Backend, o Options) *Handler {
 	mux.HandleFunc("GET "+Prefix+"/login", h.loginPage)
 	mux.HandleFunc("POST "+Prefix+"/login", h.login)
 	mux.HandleFunc("POST "+Prefix+"/logout", h.post(h.logout))
+	if o.SSO != nil {
+		mux.HandleFunc("GET "+Prefix+"/sso/start", h.ssoStart)
+		mux.HandleFunc("GET "+Prefix+"/sso/callback", h.ssoCallback)
+	}
 	mux.HandleFunc("GET "+Prefix+"/pending", h.page(h.pending))
 	mux.HandleFunc("GET "+Prefix+"/pending/cards", h.fragment(h.pendingCards))
 	mux.HandleFunc("POST "+Prefix+"/approvals/{id}/decision", h.post(h.decide))
@@ -258,6 +265,8 @@ func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request) {
 // loginData is the login page's Data: a one-time link to log in with.
 type loginData struct {
 	Link string
+	// SSO offers single sign-on.
+	SSO bool
 }
 
 // renderLogin shows the login form with a fresh login CSRF token, held in
@@ -272,6 +281,7 @@ func (h *Handler) renderLoginData(w http.ResponseWriter, r *http.Request, status
 		Name: loginCookie, Value: tok, Path: Prefix, MaxAge: 600,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
 	})
+	ld.SSO = h.o.SSO != nil
 	h.render(w, r, status, "login", &pageData{Title: "Log in", CSRF: tok, Message: msg, Problem: problem, Data: ld})
 }
 

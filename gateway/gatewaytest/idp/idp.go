@@ -10,6 +10,8 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -105,12 +107,16 @@ func (p *Provider) AddUser(name string, u User) {
 // AddWebClient registers a confidential client of the authorization code
 // flow, and of the device authorization grant.
 func (p *Provider) AddWebClient(id, secret string, redirectURIs ...string) {
-	c := storage.WebClient(id, secret, redirectURIs...)
-	storage.RegisterClients(c)
-	p.st.addClient(c)
-	dc := storage.DeviceClient(id+"-device", secret)
-	storage.RegisterClients(dc)
-	p.st.addClient(dc)
+	p.st.addClient(storage.WebClient(id, secret, redirectURIs...), secret)
+	p.st.addClient(storage.DeviceClient(id+"-device", secret), secret)
+}
+
+// SPKI is the base64 SHA-256 of the public key of the provider's TLS
+// certificate, for a browser told to trust exactly that key
+// (--ignore-certificate-errors-spki-list).
+func (p *Provider) SPKI() string {
+	sum := sha256.Sum256(p.srv.Certificate().RawSubjectPublicKeyInfo)
+	return base64.StdEncoding.EncodeToString(sum[:])
 }
 
 // Rotate makes a new signing key; keepOld keeps publishing the old one
@@ -163,15 +169,30 @@ type store struct {
 	keys      []*key // keys[0] signs; all are published
 	workloads map[string]Workload
 	clients   map[string]op.Client
+	secrets   map[string]string
 }
 
-func (s *store) addClient(c op.Client) {
+func (s *store) addClient(c op.Client, secret string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.clients == nil {
-		s.clients = map[string]op.Client{}
+		s.clients, s.secrets = map[string]op.Client{}, map[string]string{}
 	}
-	s.clients[c.GetID()] = c
+	s.clients[c.GetID()], s.secrets[c.GetID()] = c, secret
+}
+
+// AuthorizeClientIDSecret checks a registered client's secret.
+func (s *store) AuthorizeClientIDSecret(ctx context.Context, id, secret string) error {
+	s.mu.Lock()
+	want, ok := s.secrets[id]
+	s.mu.Unlock()
+	if !ok {
+		return s.Storage.AuthorizeClientIDSecret(ctx, id, secret)
+	}
+	if want != secret {
+		return fmt.Errorf("wrong client secret")
+	}
+	return nil
 }
 
 func (s *store) rotate(keepOld bool) {
@@ -293,6 +314,24 @@ func (s *store) GetPrivateClaimsFromScopes(ctx context.Context, userID, clientID
 	return claims, nil
 }
 
+// SetUserinfoFromScopes puts a user's name and groups in its ID token.
+func (s *store) SetUserinfoFromScopes(ctx context.Context, ui *oidc.UserInfo, userID, clientID string, scopes []string) error {
+	if err := s.Storage.SetUserinfoFromScopes(ctx, ui, userID, clientID, scopes); err != nil {
+		return err
+	}
+	s.users.addClaims(ui, userID)
+	return nil
+}
+
+// SetUserinfoFromToken puts them in the userinfo answer too.
+func (s *store) SetUserinfoFromToken(ctx context.Context, ui *oidc.UserInfo, tokenID, subject, origin string) error {
+	if err := s.Storage.SetUserinfoFromToken(ctx, ui, tokenID, subject, origin); err != nil {
+		return err
+	}
+	s.users.addClaims(ui, subject)
+	return nil
+}
+
 type key struct {
 	id   string
 	priv *rsa.PrivateKey
@@ -349,6 +388,14 @@ func (u *users) add(name string, in User) {
 	u.byName[name] = &storage.User{ID: name, Username: name, Password: in.Password, FirstName: name, LastName: "Tester",
 		Email: in.Email, EmailVerified: true, PreferredLanguage: language.English}
 	u.groups[name] = append([]string{}, in.Groups...)
+}
+
+// addClaims adds a known user's preferred_username and groups.
+func (u *users) addClaims(ui *oidc.UserInfo, id string) {
+	if g := u.groupsOf(id); g != nil {
+		ui.AppendClaims("groups", g)
+		ui.AppendClaims("preferred_username", id)
+	}
 }
 
 func (u *users) groupsOf(id string) []string {

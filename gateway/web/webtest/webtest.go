@@ -25,8 +25,9 @@ import (
 const ChromiumPath = "/usr/bin/chromium"
 
 // Browser starts a headless chromium for the test and stops it when the
-// test ends. Open tabs with Tab.
-func Browser(t testing.TB) context.Context {
+// test ends; extra options are added to the usual ones. Open tabs with
+// Tab.
+func Browser(t testing.TB, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	if _, err := os.Stat(ChromiumPath); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -40,6 +41,7 @@ func Browser(t testing.TB) context.Context {
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.WindowSize(1280, 900))
+	opts = append(opts, extra...)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	bctx, cancelBrowser := chromedp.NewContext(actx)
 	// Start the browser now, in the first (blank) tab, so that tabs share it.
