@@ -101,7 +101,7 @@ type recorder struct {
 	// approval events most tests compare.
 	accounts []Event
 	fail     error
-	seen   chan EventKind // if not nil, gets every recorded kind
+	seen     chan EventKind // if not nil, gets every recorded kind
 }
 
 var errSinkDown = errors.New("audit log unavailable")
