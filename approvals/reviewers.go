@@ -458,6 +458,22 @@ func (a *Accounts) VerifyToken(ctx context.Context, token Secret) (Reviewer, err
 	return Reviewer{name: name, accounts: a, epoch: epoch}, nil
 }
 
+// RevokeToken deletes a reviewer API token (a logout); a token that is
+// not one, or is gone already, is no error.
+func (a *Accounts) RevokeToken(ctx context.Context, token Secret) error {
+	id, _, err := parseToken(reviewerTokenPrefix, token)
+	if err != nil {
+		return nil
+	}
+	if _, err := a.db.ExecContext(ctx, `DELETE FROM reviewer_tokens WHERE id = ?`, id); err != nil {
+		return fmt.Errorf("approvals: revoke token: %w", err)
+	}
+	a.mu.Lock()
+	delete(a.live, id)
+	a.mu.Unlock()
+	return nil
+}
+
 // armTokens fixes the elapsed-time deadlines of every unexpired API token
 // at start-up, so that a token issued before a restart has at most the
 // rest of its lifetime from now on.

@@ -155,27 +155,26 @@ func listenerURL(cfg *config.Config) (string, error) {
 
 // login finds the gateway, signs the reviewer in and returns a client
 // using its token.
+//
+// With no reviewer name (--reviewer, $AIRLOCK_REVIEWER) it uses the
+// session airlock login saved for that gateway.
 func (rf *reviewerFlags) login(ctx context.Context, stderr io.Writer) (*api.Client, error) {
-	if *rf.name == "" {
-		*rf.name = os.Getenv("AIRLOCK_REVIEWER")
-	}
-	if *rf.name == "" {
-		return nil, errors.New("no reviewer name: pass --reviewer NAME or set $AIRLOCK_REVIEWER")
-	}
 	var err error
 	if rf.gateway, rf.from, err = rf.resolveURL(); err != nil {
 		return nil, err
 	}
-	pass, err := readPassword(stderr, fmt.Sprintf("password for reviewer %s: ", *rf.name), false)
+	if *rf.name == "" && os.Getenv("AIRLOCK_REVIEWER") == "" {
+		s, ok := savedSession(trimURL(rf.gateway))
+		if !ok {
+			return nil, errors.New("no reviewer: log in once with airlock login, or pass --reviewer NAME (or set $AIRLOCK_REVIEWER)")
+		}
+		return api.NewHTTPClient(rf.gateway, s.Token), nil
+	}
+	l, err := rf.passwordLogin(ctx, stderr)
 	if err != nil {
 		return nil, err
 	}
-	anon := api.NewHTTPClient(rf.gateway, "")
-	l, err := anon.Login(ctx, *rf.name, pass)
-	if err != nil {
-		return nil, rf.explain(err)
-	}
-	return anon.WithBearer(l.Token), nil
+	return api.NewHTTPClient(rf.gateway, l.Token), nil
 }
 
 // explain turns an error of a request to the gateway into what the

@@ -454,6 +454,33 @@ type LoginRequest struct {
 // LoginResponse carries a reviewer session token for the Authorization
 // header.
 type LoginResponse struct {
-	Token     string    `json:"token"`
-	ExpiresAt time.Time `json:"expires_at"`
+	Token     string    `json:"token,omitempty"`
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	// Reviewer is who logged in (set by single sign-on).
+	Reviewer string `json:"reviewer,omitempty"`
+}
+
+// DeviceLogin is the answer to POST /v1/login/device: a reviewer CLI's
+// single sign-on. The reviewer opens VerificationURI (or the complete
+// one) in any browser and enters UserCode; the CLI polls POST
+// /v1/login/device/token with DeviceID every IntervalS seconds.
+type DeviceLogin struct {
+	DeviceID                string    `json:"device_id"`
+	UserCode                string    `json:"user_code"`
+	VerificationURI         string    `json:"verification_uri"`
+	VerificationURIComplete string    `json:"verification_uri_complete,omitempty"`
+	ExpiresAt               time.Time `json:"expires_at"`
+	IntervalS               int       `json:"interval_s"`
+}
+
+// DeviceTokenRequest is the body of POST /v1/login/device/token.
+type DeviceTokenRequest struct {
+	DeviceID string `json:"device_id"`
+}
+
+// DeviceTokenResponse is its answer: Status "pending" until the reviewer
+// has approved, then "ok" with the reviewer token (once).
+type DeviceTokenResponse struct {
+	Status string `json:"status"`
+	LoginResponse
 }

@@ -130,6 +130,11 @@ type SSO struct {
 	NameClaim string
 	Scopes    []string
 	CAFile    string
+	// DeviceClientID and DeviceClientSecretFile are the client of the
+	// device authorization grant (airlock login); by default the same
+	// client.
+	DeviceClientID         string
+	DeviceClientSecretFile string
 }
 
 // The sso block's defaults.
@@ -367,6 +372,8 @@ type rawSSO struct {
 	NameClaim        *hcl.Attribute `hcl:"name_claim,optional"`
 	Scopes           *hcl.Attribute `hcl:"scopes,optional"`
 	CAFile           *hcl.Attribute `hcl:"ca_file,optional"`
+	DeviceClientID   *hcl.Attribute `hcl:"device_client_id,optional"`
+	DeviceSecretFile *hcl.Attribute `hcl:"device_client_secret_file,optional"`
 	DefRange         hcl.Range      `hcl:",def_range"`
 }
 
@@ -879,6 +886,8 @@ func (c *checker) build(cfg *Config, raw *rawConfig, base string) {
 			Scopes:           c.strList(r.Scopes),
 			CAFile:           c.path(r.CAFile, base),
 		}
+		s.DeviceClientID = c.str(r.DeviceClientID, s.ClientID)
+		s.DeviceClientSecretFile = c.path(r.DeviceSecretFile, base)
 		if !c.issuerURL(s.Issuer) {
 			c.Errorf(r.Issuer.Range, "sso.issuer %q must be the provider's https:// URL as its tokens name it (http:// only on loopback)", s.Issuer)
 		}

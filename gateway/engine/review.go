@@ -76,6 +76,11 @@ func (e *Engine) IssueToken(ctx context.Context, rv approvals.Reviewer) (approva
 	return tok, e.clock.Now().Add(LoginTTL).UTC(), classify(err)
 }
 
+// Logout revokes a reviewer token.
+func (e *Engine) Logout(ctx context.Context, tok approvals.Secret) error {
+	return e.store.Accounts().RevokeToken(ctx, tok)
+}
+
 // VerifyToken returns the reviewer a reviewer token stands for.
 // ErrUnauthorized for a token that is not a reviewer's (approvals'
 // ErrMalformedToken says whether it even looks like one).

@@ -2,16 +2,21 @@ package engine
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
 	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/deploy/securefile"
+	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/config"
 )
 
@@ -24,7 +29,13 @@ type SSO struct {
 	e      *Engine
 	cfg    *config.SSO
 	secret string
+	// deviceSecret is the device client's secret (the web client's when
+	// they are one client).
+	deviceSecret string
 	*discovery
+
+	devMu   sync.Mutex
+	devices map[string]*deviceLogin
 }
 
 // newSSO makes the sso block's login, nil without one.
@@ -36,18 +47,37 @@ func newSSO(e *Engine, cfg *config.Config) (*SSO, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sso.%w", err)
 	}
-	s := &SSO{e: e, cfg: cfg.SSO, discovery: d}
-	if f := cfg.SSO.ClientSecretFile; f != "" {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("sso.client_secret_file: %w", err)
-		}
-		s.secret = strings.TrimSpace(string(b))
-		if s.secret == "" {
-			return nil, fmt.Errorf("sso.client_secret_file %s is empty", f)
+	s := &SSO{e: e, cfg: cfg.SSO, discovery: d, devices: map[string]*deviceLogin{}}
+	if s.secret, err = readClientSecret("client_secret_file", cfg.SSO.ClientSecretFile); err != nil {
+		return nil, err
+	}
+	s.deviceSecret = s.secret
+	if f := cfg.SSO.DeviceClientSecretFile; f != "" || cfg.SSO.DeviceClientID != cfg.SSO.ClientID {
+		if s.deviceSecret, err = readClientSecret("device_client_secret_file", f); err != nil {
+			return nil, err
 		}
 	}
 	return s, nil
+}
+
+// readClientSecret reads an OAuth client secret from an owner-only file
+// ("" for a public client).
+func readClientSecret(attr, file string) (string, error) {
+	if file == "" {
+		return "", nil
+	}
+	if err := securefile.CheckSecret(file, nil, -1); err != nil {
+		return "", fmt.Errorf("sso.%s: %w", attr, err)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("sso.%s: %w", attr, err)
+	}
+	secret := strings.TrimSpace(string(b))
+	if secret == "" {
+		return "", fmt.Errorf("sso.%s %s is empty", attr, file)
+	}
+	return secret, nil
 }
 
 // SSO returns the reviewers' single sign-on, nil when none is configured.
@@ -100,15 +130,22 @@ func (s *SSO) Finish(ctx context.Context, redirectURL, code, verifier, nonce, re
 	if err != nil {
 		return fail("the identity provider did not accept the login: " + err.Error())
 	}
+	return s.admit(ctx, p, s.cfg.ClientID, tok, nonce, fail)
+}
+
+// admit verifies the ID token of tok for clientID (and nonce, when one
+// was sent) and returns the reviewer it names if it is in a reviewer
+// group; fail says why not.
+func (s *SSO) admit(ctx context.Context, p *oidc.Provider, clientID string, tok *oauth2.Token, nonce string, fail func(string) (approvals.Reviewer, error)) (approvals.Reviewer, error) {
 	raw, _ := tok.Extra("id_token").(string)
 	if raw == "" {
 		return fail("the identity provider sent no ID token")
 	}
-	idt, err := p.Verifier(&oidc.Config{ClientID: s.cfg.ClientID}).Verify(s.context(ctx), raw)
+	idt, err := p.Verifier(&oidc.Config{ClientID: clientID}).Verify(s.context(ctx), raw)
 	if err != nil {
 		return fail("the ID token is not valid: " + strings.TrimPrefix(err.Error(), "oidc: "))
 	}
-	if idt.Nonce != nonce {
+	if nonce != "" && idt.Nonce != nonce {
 		return fail("the ID token is not the one this login asked for (nonce)")
 	}
 	var claims map[string]any
@@ -147,4 +184,120 @@ func (s *SSO) Finish(ctx context.Context, redirectURL, code, verifier, nonce, re
 	}
 	s.e.log.Info("reviewer logged in through single sign-on", "reviewer", name, "issuer", s.cfg.Issuer, "subject", idt.Subject)
 	return rv, nil
+}
+
+// Device logins: the reviewer CLI (airlock login) on a machine without
+// a browser. The gateway is the provider's client: it starts the device
+// authorization, shows the CLI the code to enter, polls the provider, and
+// hands the CLI a reviewer token once the reviewer has approved.
+
+// maxDeviceLogins bounds the device logins waiting at once.
+const maxDeviceLogins = 100
+
+// deviceLogin is one device login in progress, by its handle.
+type deviceLogin struct {
+	expires time.Time
+	done    chan struct{}
+	// Set when done: the token (taken once), or why not.
+	name    string
+	token   approvals.Secret
+	tokenAt time.Time
+	err     error
+}
+
+// DeviceLogin begins a device login: the answer says where the reviewer
+// approves it, and with which code.
+func (s *SSO) DeviceLogin(ctx context.Context, remoteAddr string) (api.DeviceLogin, error) {
+	if s.e.Count("device:" + Host(remoteAddr)) {
+		return api.DeviceLogin{}, refuse(ErrRateLimited, "too many logins begun from this address; wait a minute")
+	}
+	s.sweepDevices(s.e.clock.Now())
+	s.devMu.Lock()
+	n := len(s.devices)
+	s.devMu.Unlock()
+	if n >= maxDeviceLogins {
+		return api.DeviceLogin{}, refuse(ErrRateLimited, "too many logins are waiting for their reviewers; try again in a few minutes")
+	}
+	oc, p, err := s.oauth(ctx, "")
+	if err != nil {
+		return api.DeviceLogin{}, err
+	}
+	oc.ClientID, oc.ClientSecret = s.cfg.DeviceClientID, s.deviceSecret
+	resp, err := oc.DeviceAuth(s.context(ctx))
+	if err != nil {
+		s.e.log.Warn("device authorization refused", "issuer", s.cfg.Issuer, "error", err)
+		return api.DeviceLogin{}, refuse(ErrUnavailable, "the identity provider did not start a device login: "+err.Error())
+	}
+	handle := rand.Text()
+	expires := resp.Expiry
+	if expires.IsZero() {
+		expires = s.e.clock.Now().Add(10 * time.Minute)
+	}
+	d := &deviceLogin{expires: expires, done: make(chan struct{})}
+	s.devMu.Lock()
+	s.devices[handle] = d
+	s.devMu.Unlock()
+	s.e.background.Add(1)
+	go func() {
+		defer s.e.background.Done()
+		defer close(d.done)
+		wctx, cancel := context.WithDeadline(s.e.base, expires)
+		defer cancel()
+		tok, err := oc.DeviceAccessToken(s.context(wctx), resp)
+		if err != nil {
+			d.err = refuse(ErrUnauthorized, "the device login was not approved in time, or was denied: "+err.Error())
+			return
+		}
+		rv, err := s.admit(wctx, p, oc.ClientID, tok, "", func(why string) (approvals.Reviewer, error) {
+			s.e.AuthFailed(wctx, "sso", loginAddr(Host(remoteAddr)))
+			s.e.log.Warn("single sign-on refused", "issuer", s.cfg.Issuer, "why", why, "via", "device")
+			return approvals.Reviewer{}, refuse(ErrUnauthorized, why)
+		})
+		if err != nil {
+			d.err = err
+			return
+		}
+		d.name = rv.Name()
+		d.token, d.tokenAt, d.err = s.e.IssueToken(wctx, rv)
+	}()
+	interval := int(resp.Interval)
+	if interval <= 0 {
+		interval = 5
+	}
+	return api.DeviceLogin{DeviceID: handle, UserCode: resp.UserCode, VerificationURI: resp.VerificationURI,
+		VerificationURIComplete: resp.VerificationURIComplete, ExpiresAt: expires.UTC(), IntervalS: interval}, nil
+}
+
+// DeviceToken is a device login's outcome: pending (no error, no
+// token), the reviewer's token (once), or why not.
+func (s *SSO) DeviceToken(handle string) (api.LoginResponse, bool, error) {
+	s.devMu.Lock()
+	d, ok := s.devices[handle]
+	s.devMu.Unlock()
+	if !ok {
+		return api.LoginResponse{}, false, refuse(ErrUnauthorized, "no such device login (it finished, expired, or was never begun): run airlock login again")
+	}
+	select {
+	case <-d.done:
+	default:
+		return api.LoginResponse{}, false, nil
+	}
+	s.devMu.Lock()
+	delete(s.devices, handle)
+	s.devMu.Unlock()
+	if d.err != nil {
+		return api.LoginResponse{}, true, d.err
+	}
+	return api.LoginResponse{Token: d.token.Reveal(), ExpiresAt: d.tokenAt, Reviewer: d.name}, true, nil
+}
+
+// sweepDevices forgets device logins nobody came back for.
+func (s *SSO) sweepDevices(now time.Time) {
+	s.devMu.Lock()
+	defer s.devMu.Unlock()
+	for h, d := range s.devices {
+		if now.After(d.expires.Add(time.Minute)) {
+			delete(s.devices, h)
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/user"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -421,7 +422,63 @@ func (s *server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.LoginResponse{Token: tok.Reveal(), ExpiresAt: expires})
+	writeJSON(w, http.StatusOK, api.LoginResponse{Token: tok.Reveal(), ExpiresAt: expires, Reviewer: rv.Name()})
+}
+
+// handleLogout revokes the reviewer token the request presents.
+func (s *server) handleLogout(w http.ResponseWriter, r *http.Request) {
+	bearer, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if err := s.e.Logout(r.Context(), approvals.NewSecret(bearer)); err != nil {
+		s.writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "logged out"})
+}
+
+// handleDeviceLogin begins a reviewer CLI's single sign-on (the device
+// authorization grant, the gateway as the provider's client).
+func (s *server) handleDeviceLogin(w http.ResponseWriter, r *http.Request) {
+	if !decodeJSON(w, r, &struct{}{}) {
+		return
+	}
+	sso := s.e.SSO()
+	if sso == nil {
+		writeError(w, http.StatusNotFound, api.CodeNotFound, "this gateway has no single sign-on (an sso block); log in with a reviewer name and password")
+		return
+	}
+	if principalFrom(r.Context()).local {
+		writeError(w, http.StatusForbidden, api.CodeForbidden, "reviewers log in over the HTTP listener, not the agents' socket")
+		return
+	}
+	d, err := sso.DeviceLogin(r.Context(), r.RemoteAddr)
+	if err != nil {
+		s.writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+// handleDeviceToken answers a device login's poll: pending, the reviewer
+// token (once), or why not.
+func (s *server) handleDeviceToken(w http.ResponseWriter, r *http.Request) {
+	var req api.DeviceTokenRequest
+	if !decodeJSON(w, r, &req) {
+		return
+	}
+	sso := s.e.SSO()
+	if sso == nil {
+		writeError(w, http.StatusNotFound, api.CodeNotFound, "this gateway has no single sign-on (an sso block)")
+		return
+	}
+	login, done, err := sso.DeviceToken(req.DeviceID)
+	switch {
+	case err != nil:
+		s.writeErr(w, err)
+	case !done:
+		writeJSON(w, http.StatusOK, api.DeviceTokenResponse{Status: "pending"})
+	default:
+		writeJSON(w, http.StatusOK, api.DeviceTokenResponse{Status: "ok", LoginResponse: login})
+	}
 }
 
 // Audit.

@@ -198,6 +198,9 @@ func New(o Options) http.Handler {
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(crossSiteGuard)
 		r.Post("/login", s.handleLogin)
+		r.With(s.reviewerOnly).Delete("/login", s.handleLogout)
+		r.Post("/login/device", s.handleDeviceLogin)
+		r.Post("/login/device/token", s.handleDeviceToken)
 		r.With(s.agent).Post("/actions", s.handlePostAction)
 		r.With(s.agentOrReviewer).Get("/actions/{id}", s.handleGetAction)
 		r.With(s.agentOrReviewer).Get("/actions/{id}/events", s.handleActionEvents)

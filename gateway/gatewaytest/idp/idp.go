@@ -18,6 +18,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -67,15 +68,29 @@ type User struct {
 	Groups   []string
 }
 
-// Start runs a provider until the test ends.
-func Start(t testing.TB) *Provider {
+// DeviceClient is a client of the device authorization grant, known
+// from the start.
+type DeviceClient struct{ ID, Secret string }
+
+// Start runs a provider until the test ends, with the device clients
+// given.
+func Start(t testing.TB, devices ...DeviceClient) *Provider {
 	t.Helper()
 	srv := httptest.NewUnstartedServer(nil)
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	issuer := srv.URL
 	st := &store{workloads: map[string]Workload{}, users: &users{byName: map[string]*storage.User{}, groups: map[string][]string{}}}
-	st.Storage = storage.NewStorageWithClients(st.users, map[string]*storage.Client{})
+	// The example storage keeps device logins only for clients in its
+	// own map, which it reads without the store's lock: they are all
+	// there before the provider serves.
+	embedded := map[string]*storage.Client{}
+	for _, d := range devices {
+		c := storage.DeviceClient(d.ID, d.Secret)
+		embedded[d.ID] = c
+		st.addClient(c, d.Secret)
+	}
+	st.Storage = storage.NewStorageWithClients(st.users, embedded)
 	st.rotate(false)
 	router := exampleop.SetupServer(issuer, st, nil, false)
 	srv.Config.Handler = router
@@ -105,10 +120,40 @@ func (p *Provider) AddUser(name string, u User) {
 }
 
 // AddWebClient registers a confidential client of the authorization code
-// flow, and of the device authorization grant.
+// flow.
 func (p *Provider) AddWebClient(id, secret string, redirectURIs ...string) {
 	p.st.addClient(storage.WebClient(id, secret, redirectURIs...), secret)
-	p.st.addClient(storage.DeviceClient(id+"-device", secret), secret)
+}
+
+// ApproveDevice does what a reviewer does in a browser for a device
+// login: opens the verification page with the user code, logs in as
+// user and allows (or denies) it.
+func (p *Provider) ApproveDevice(t testing.TB, userCode, user, password string, allow bool) {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Transport: p.srv.Client().Transport, Jar: jar}
+	resp, err := c.PostForm(p.Issuer+"/device/login", url.Values{"user_code": {userCode}, "username": {user}, "password": {password}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "Allow") {
+		t.Fatalf("idp: device login as %s: %s: %.300s", user, resp.Status, body)
+	}
+	action := "denied"
+	if allow {
+		action = "allowed"
+	}
+	resp, err = c.Get(p.Issuer + "/device/confirm?action=" + action)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "Device authorization "+action) {
+		t.Fatalf("idp: confirming the device login: %s: %.300s", resp.Status, body)
+	}
 }
 
 // SPKI is the base64 SHA-256 of the public key of the provider's TLS

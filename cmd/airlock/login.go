@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/airlockgw/airlock/deploy/securefile"
+	"github.com/airlockgw/airlock/gateway/api"
+)
+
+func init() {
+	commands["login"] = command{summary: "log in once as a reviewer (single sign-on, or --reviewer NAME and a password); the reviewer verbs use the saved session", run: runLogin}
+	commands["logout"] = command{summary: "end the saved reviewer session at the gateway and forget it", run: runLogout}
+}
+
+// session is a reviewer's saved login: the reviewer verbs use it when no
+// reviewer name is given.
+type session struct {
+	URL       string    `json:"url"`
+	Reviewer  string    `json:"reviewer"`
+	Token     string    `json:"token"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// sessionFile is where the session is saved: $AIRLOCK_SESSION_FILE, else
+// airlock/session.json in the user's configuration directory.
+func sessionFile() (string, error) {
+	if f := os.Getenv("AIRLOCK_SESSION_FILE"); f != "" {
+		return f, nil
+	}
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("no place to save the session (%v): set $AIRLOCK_SESSION_FILE", err)
+	}
+	return filepath.Join(dir, "airlock", "session.json"), nil
+}
+
+// savedSession is the saved session for the gateway at url, if there is
+// one that has not expired.
+func savedSession(url string) (session, bool) {
+	f, err := sessionFile()
+	if err != nil {
+		return session{}, false
+	}
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return session{}, false
+	}
+	var s session
+	if json.Unmarshal(b, &s) != nil || s.URL != url || s.Token == "" || time.Now().After(s.ExpiresAt) {
+		return session{}, false
+	}
+	return s, true
+}
+
+func saveSession(s session) (string, error) {
+	f, err := sessionFile()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
+		return "", err
+	}
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	return f, securefile.WriteFile(f, append(b, '\n'), securefile.WriteOptions{Mode: 0o600, UID: -1, GID: -1})
+}
+
+const loginUsage = `airlock login [--url URL] [--config FILE] [--reviewer NAME]
+
+Logs you in as a reviewer and saves the session (owner-only, in
+$AIRLOCK_SESSION_FILE or airlock/session.json in your configuration
+directory); airlock approvals and airlock runs then use it until it
+expires, without asking for a password.
+
+Without --reviewer, through the gateway's single sign-on: open the link it
+prints in any browser, log in at your identity provider and approve; this
+terminal needs no browser. With --reviewer NAME, with that reviewer's
+password (read from the terminal or $AIRLOCK_PASSWORD_FILE).`
+
+func runLogin(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("airlock login", loginUsage, stderr)
+	rf := addReviewerFlags(fs, false)
+	if _, code, ok := parseVerb(fs, args, 0, stdout, stderr); !ok {
+		return code
+	}
+	ctx := context.Background()
+	var err error
+	if rf.gateway, rf.from, err = rf.resolveURL(); err != nil {
+		return failf(stderr, "%v", err)
+	}
+	anon := api.NewHTTPClient(rf.gateway, "")
+	var l api.LoginResponse
+	if *rf.name != "" || os.Getenv("AIRLOCK_REVIEWER") != "" {
+		c, err := rf.passwordLogin(ctx, stderr)
+		if err != nil {
+			return failf(stderr, "%v", err)
+		}
+		l = c
+	} else {
+		var d api.DeviceLogin
+		if err := anon.Do(ctx, http.MethodPost, "/v1/login/device", struct{}{}, &d); err != nil {
+			var ae *api.Error
+			if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+				return failf(stderr, "%s: pass --reviewer NAME", ae.Err.Message)
+			}
+			return failf(stderr, "%v", rf.explain(err))
+		}
+		if d.VerificationURIComplete != "" {
+			fmt.Fprintf(stderr, "Open %s in a browser, log in and approve;\nor open %s and enter the code %s.\n", d.VerificationURIComplete, d.VerificationURI, d.UserCode)
+		} else {
+			fmt.Fprintf(stderr, "Open %s in a browser and enter the code %s, then log in and approve.\n", d.VerificationURI, d.UserCode)
+		}
+		fmt.Fprintf(stderr, "Waiting until %s…\n", d.ExpiresAt.Local().Format(time.TimeOnly))
+		interval := time.Duration(max(d.IntervalS, 1)) * time.Second
+		for {
+			var t api.DeviceTokenResponse
+			if err := anon.Do(ctx, http.MethodPost, "/v1/login/device/token", api.DeviceTokenRequest{DeviceID: d.DeviceID}, &t); err != nil {
+				return failf(stderr, "%v", rf.explain(err))
+			}
+			if t.Status == "ok" {
+				l = t.LoginResponse
+				break
+			}
+			if time.Now().After(d.ExpiresAt.Add(time.Minute)) {
+				return failf(stderr, "the login was not approved before it expired; run airlock login again")
+			}
+			time.Sleep(interval)
+		}
+	}
+	f, err := saveSession(session{URL: trimURL(rf.gateway), Reviewer: l.Reviewer, Token: l.Token, ExpiresAt: l.ExpiresAt})
+	if err != nil {
+		return failf(stderr, "logged in, but the session could not be saved: %v", err)
+	}
+	fmt.Fprintf(stdout, "logged in to %s as %s until %s (session saved in %s)\n", rf.gateway, l.Reviewer, l.ExpiresAt.Local().Format(time.DateTime), f)
+	return 0
+}
+
+func runLogout(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("airlock logout", "airlock logout\n\nEnds the saved reviewer session at the gateway and deletes it.", stderr)
+	if _, code, ok := parseVerb(fs, args, 0, stdout, stderr); !ok {
+		return code
+	}
+	f, err := sessionFile()
+	if err != nil {
+		return failf(stderr, "%v", err)
+	}
+	b, err := os.ReadFile(f)
+	if errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintln(stdout, "not logged in")
+		return 0
+	}
+	var s session
+	if err != nil || json.Unmarshal(b, &s) != nil {
+		return failf(stderr, "the session file %s cannot be read: delete it", f)
+	}
+	err = api.NewHTTPClient(s.URL, s.Token).Do(context.Background(), http.MethodDelete, "/v1/login", nil, nil)
+	var ae *api.Error
+	switch {
+	case err == nil, errors.As(err, &ae) && ae.Status == http.StatusUnauthorized:
+		// Ended now, or had ended already.
+	default:
+		return failf(stderr, "the gateway at %s did not end the session (%v); it stays saved: try again", s.URL, err)
+	}
+	if err := os.Remove(f); err != nil {
+		return failf(stderr, "%v", err)
+	}
+	fmt.Fprintf(stdout, "logged out of %s\n", s.URL)
+	return 0
+}
+
+// passwordLogin logs the named reviewer in with a password.
+func (rf *reviewerFlags) passwordLogin(ctx context.Context, stderr io.Writer) (api.LoginResponse, error) {
+	if *rf.name == "" {
+		*rf.name = os.Getenv("AIRLOCK_REVIEWER")
+	}
+	pass, err := readPassword(stderr, fmt.Sprintf("password for reviewer %s: ", *rf.name), false)
+	if err != nil {
+		return api.LoginResponse{}, err
+	}
+	l, err := api.NewHTTPClient(rf.gateway, "").Login(ctx, *rf.name, pass)
+	if err != nil {
+		return api.LoginResponse{}, rf.explain(err)
+	}
+	if l.Reviewer == "" {
+		l.Reviewer = *rf.name
+	}
+	return *l, nil
+}
+
+// trimURL is a gateway URL as sessions compare it.
+func trimURL(u string) string { return strings.TrimRight(u, "/") }

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlockgw/airlock/gateway/gatewaytest"
+	"github.com/airlockgw/airlock/gateway/gatewaytest/idp"
+)
+
+// A reviewer on a terminal without a browser logs in through the
+// gateway's single sign-on with the device authorization grant of a real
+// OpenID provider: the CLI prints the code, the reviewer approves it at
+// the provider, the CLI saves the session, and the reviewer verbs use it
+// without a password until airlock logout ends it at the gateway. A
+// member of no reviewer group, or a denied login, gets no session.
+func TestReviewerLoginWithSingleSignOn(t *testing.T) {
+	t.Parallel()
+	p := idp.Start(t, idp.DeviceClient{ID: "airlock-cli", Secret: "cli secret"})
+	p.AddUser("sofia", idp.User{Password: "sofia's idp password", Groups: []string{"airlock-reviewers"}})
+	p.AddUser("mallory", idp.User{Password: "mallory's idp password", Groups: []string{"staff"}})
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "cli-secret")
+	if err := os.WriteFile(secret, []byte("cli secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := gatewaytest.NewDaemon(t, dir, gatewaytest.Config{StateDir: filepath.Join(dir, "state"), Extra: fmt.Sprintf(`
+sso {
+  issuer                    = %q
+  client_id                 = "airlock-web"
+  reviewer_groups           = ["airlock-reviewers"]
+  ca_file                   = %q
+  device_client_id          = "airlock-cli"
+  device_client_secret_file = %q
+}
+`, p.Issuer, p.CAFile, secret)}, gatewaytest.DaemonOptions{})
+	sessionFile := filepath.Join(t.TempDir(), "session.json")
+	env := append(os.Environ(), "AIRLOCK_URL="+d.HTTPURL, "AIRLOCK_SESSION_FILE="+sessionFile, "AIRLOCK_REVIEWER=", "AIRLOCK_CONFIG=")
+	airlock := gatewaytest.Binary(t, "airlock")
+	cli := func(args ...string) (string, string, int) {
+		t.Helper()
+		cmd := exec.Command(airlock, args...)
+		cmd.Env = env
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return out.String(), errb.String(), code
+	}
+	// login runs airlock login, lets user approve (or deny) at the
+	// provider, and returns what the CLI said.
+	codeRE := regexp.MustCompile(`enter the code (\S+)\.`)
+	login := func(user, password string, allow bool) (string, string, int) {
+		t.Helper()
+		cmd := exec.Command(airlock, "login")
+		cmd.Env = env
+		var out bytes.Buffer
+		cmd.Stdout = &out
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var said strings.Builder
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			said.WriteString(sc.Text() + "\n")
+			if m := codeRE.FindStringSubmatch(sc.Text()); m != nil {
+				p.ApproveDevice(t, m[1], user, password, allow)
+				break
+			}
+		}
+		for sc.Scan() {
+			said.WriteString(sc.Text() + "\n")
+		}
+		err = cmd.Wait()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		return out.String(), said.String(), code
+	}
+
+	if _, errs, code := cli("approvals", "list"); code == 0 || !strings.Contains(errs, "airlock login") {
+		t.Fatalf("approvals list before any login: exit %d: %s", code, errs)
+	}
+	out, said, code := login("sofia", "sofia's idp password", true)
+	if code != 0 || !strings.Contains(out, "as sofia until") {
+		t.Fatalf("airlock login: exit %d: %s%s", code, out, said)
+	}
+	if fi, err := os.Stat(sessionFile); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the saved session: %v %v", fi, err)
+	}
+	if out, errs, code := cli("approvals", "list"); code != 0 {
+		t.Errorf("approvals list with the saved session: exit %d: %s %s", code, out, errs)
+	}
+	if out, errs, code := cli("logout"); code != 0 || !strings.Contains(out, "logged out") {
+		t.Fatalf("airlock logout: exit %d: %s %s", code, out, errs)
+	}
+	if _, err := os.Stat(sessionFile); !os.IsNotExist(err) {
+		t.Errorf("the session file is still there after logout: %v", err)
+	}
+	if _, errs, code := cli("approvals", "list"); code == 0 || !strings.Contains(errs, "airlock login") {
+		t.Errorf("approvals list after logout: exit %d: %s", code, errs)
+	}
+
+	out, said, code = login("mallory", "mallory's idp password", true)
+	if code == 0 || !strings.Contains(said, "mallory is in none of the reviewer groups") {
+		t.Errorf("a member of no reviewer group: exit %d: %s%s", code, out, said)
+	}
+	start := time.Now()
+	out, said, code = login("sofia", "sofia's idp password", false)
+	if code == 0 || !strings.Contains(said, "denied") {
+		t.Errorf("a denied device login: exit %d after %v: %s%s", code, time.Since(start), out, said)
+	}
+	if _, err := os.Stat(sessionFile); !os.IsNotExist(err) {
+		t.Error("a refused login saved a session")
+	}
+}
