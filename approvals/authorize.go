@@ -3,6 +3,7 @@ package approvals
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -337,7 +338,11 @@ func (s *Store) Decide(ctx context.Context, rv Reviewer, id RequestID, d Decisio
 	if err != nil {
 		return Request{}, err
 	}
-	if s.linked(rv.name, r.Requester) || s.linked(rv.name, q.Requester) {
+	links, err := s.accounts.linksOf(ctx, rv.name)
+	if err != nil {
+		return Request{}, err
+	}
+	if s.linked(rv.name, r.Requester, links) || s.linked(rv.name, q.Requester, links) {
 		return Request{}, ErrSelfApproval
 	}
 	var ttl time.Duration
@@ -398,11 +403,11 @@ func (s *Store) Decide(ctx context.Context, rv Reviewer, id RequestID, d Decisio
 // linked reports whether requester is reviewer, or an identity linked to
 // the reviewer (Options.Links): a Unix user by name, an agent by its
 // "agent:NAME/" prefix.
-func (s *Store) linked(reviewer, requester string) bool {
+func (s *Store) linked(reviewer, requester string, more []string) bool {
 	if sameName(reviewer, requester) {
 		return true
 	}
-	for _, l := range s.links[strings.ToLower(strings.TrimSpace(reviewer))] {
+	for _, l := range append(slices.Clip(s.links[strings.ToLower(strings.TrimSpace(reviewer))]), more...) {
 		if sameName(l, requester) || strings.HasSuffix(l, "/") && strings.HasPrefix(strings.ToLower(requester), strings.ToLower(l)) {
 			return true
 		}

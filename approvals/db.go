@@ -28,7 +28,8 @@ var migrations = []string{
 	 ALTER TABLE runs ADD COLUMN agent_id TEXT;
 	 ALTER TABLE runs ADD COLUMN limits TEXT;`,
 	`ALTER TABLE reviewers ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
-	 ALTER TABLE reviewers ADD COLUMN source TEXT NOT NULL DEFAULT 'password';` + adminEventsTable,
+	 ALTER TABLE reviewers ADD COLUMN source TEXT NOT NULL DEFAULT 'password';
+	 ALTER TABLE reviewers ADD COLUMN links TEXT;` + adminEventsTable,
 }
 
 // adminEventsTable holds the reviewer changes made while no gateway ran
@@ -110,7 +111,8 @@ CREATE TABLE IF NOT EXISTS reviewers (
 	enabled    INTEGER NOT NULL,
 	created_at INTEGER NOT NULL,
 	epoch      INTEGER NOT NULL DEFAULT 0,
-	source     TEXT NOT NULL DEFAULT 'password'
+	source     TEXT NOT NULL DEFAULT 'password',
+	links      TEXT
 );
 CREATE TABLE IF NOT EXISTS reviewer_tokens (
 	id         TEXT PRIMARY KEY,

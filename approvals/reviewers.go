@@ -85,9 +85,11 @@ const ssoHash = "!sso"
 
 // SSOLogin returns the reviewer an identity provider vouched for, making
 // its account (source "sso", recorded as reviewer.added by by) at its
-// first login. A disabled account is ErrBadCredentials; a password
-// account of the same name is ErrPasswordAccount.
-func (a *Accounts) SSOLogin(ctx context.Context, name, by string) (Reviewer, error) {
+// first login, and keeps the identities the provider links to it (Unix
+// user names, "agent:NAME/" and "agent:NAME/SUBJECT"; see Options.Links)
+// until its next login. A disabled account is ErrBadCredentials; a
+// password account of the same name is ErrPasswordAccount.
+func (a *Accounts) SSOLogin(ctx context.Context, name, by string, links []string) (Reviewer, error) {
 	if !ValidName(name) {
 		return Reviewer{}, ErrBadReviewerName
 	}
@@ -112,6 +114,14 @@ func (a *Accounts) SSOLogin(ctx context.Context, name, by string) (Reviewer, err
 			return Reviewer{}, ErrPasswordAccount
 		case !on:
 			return Reviewer{}, ErrBadCredentials
+		}
+		var stored sql.NullString
+		if len(links) > 0 {
+			b, _ := json.Marshal(links)
+			stored = sql.NullString{String: string(b), Valid: true}
+		}
+		if _, err := a.db.ExecContext(ctx, `UPDATE reviewers SET links = ? WHERE name = ?`, stored, name); err != nil {
+			return Reviewer{}, fmt.Errorf("approvals: keep the reviewer's links: %w", err)
 		}
 		return Reviewer{name: name, accounts: a, epoch: epoch}, nil
 	}
@@ -456,6 +466,25 @@ func (a *Accounts) VerifyToken(ctx context.Context, token Secret) (Reviewer, err
 		return Reviewer{}, ErrBadCredentials
 	}
 	return Reviewer{name: name, accounts: a, epoch: epoch}, nil
+}
+
+// linksOf returns the identities an identity provider linked to a
+// reviewer at its last login. A failure to read them links everything:
+// the decision is refused, never let through.
+func (a *Accounts) linksOf(ctx context.Context, name string) ([]string, error) {
+	var stored sql.NullString
+	err := a.db.QueryRowContext(ctx, `SELECT links FROM reviewers WHERE name = ?`, name).Scan(&stored)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && !stored.Valid {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("approvals: read the reviewer's links: %w", err)
+	}
+	var links []string
+	if err := json.Unmarshal([]byte(stored.String), &links); err != nil {
+		return nil, fmt.Errorf("approvals: the reviewer's links are unreadable: %w", err)
+	}
+	return links, nil
 }
 
 // RevokeToken deletes a reviewer API token (a logout); a token that is

@@ -130,6 +130,10 @@ type SSO struct {
 	NameClaim string
 	Scopes    []string
 	CAFile    string
+	// LinksClaim names a claim listing identities the reviewer is
+	// (unix:NAME, agent:NAME, agent:NAME/SUBJECT): it never decides
+	// their requests. "": none.
+	LinksClaim string
 	// DeviceClientID and DeviceClientSecretFile are the client of the
 	// device authorization grant (airlock login); by default the same
 	// client.
@@ -372,6 +376,7 @@ type rawSSO struct {
 	NameClaim        *hcl.Attribute `hcl:"name_claim,optional"`
 	Scopes           *hcl.Attribute `hcl:"scopes,optional"`
 	CAFile           *hcl.Attribute `hcl:"ca_file,optional"`
+	LinksClaim       *hcl.Attribute `hcl:"links_claim,optional"`
 	DeviceClientID   *hcl.Attribute `hcl:"device_client_id,optional"`
 	DeviceSecretFile *hcl.Attribute `hcl:"device_client_secret_file,optional"`
 	DefRange         hcl.Range      `hcl:",def_range"`
@@ -403,6 +408,7 @@ type rawReviewer struct {
 	Name      string         `hcl:"name,label"`
 	UnixUsers *hcl.Attribute `hcl:"unix_users,optional"`
 	Agents    *hcl.Attribute `hcl:"agents,optional"`
+	Subjects  *hcl.Attribute `hcl:"agent_subjects,optional"`
 	DefRange  hcl.Range      `hcl:",def_range"`
 }
 
@@ -796,6 +802,14 @@ func (c *checker) build(cfg *Config, raw *rawConfig, base string) {
 			}
 			links = append(links, "agent:"+a+"/")
 		}
+		for _, as := range c.strList(rr.Subjects) {
+			name, subject, ok := strings.Cut(as, "/")
+			if !ok || !approvals.ValidName(name) || !approvals.ValidSubject(subject) {
+				c.Errorf(rr.Subjects.Range, "reviewer %q: agent_subjects: %q is not NAME/SUBJECT (an agent's name and one verified subject, as in the requester agent:NAME/SUBJECT)", rr.Name, as)
+				continue
+			}
+			links = append(links, "agent:"+as)
+		}
 		cfg.ReviewerLinks[rr.Name] = links
 	}
 
@@ -887,6 +901,7 @@ func (c *checker) build(cfg *Config, raw *rawConfig, base string) {
 			CAFile:           c.path(r.CAFile, base),
 		}
 		s.DeviceClientID = c.str(r.DeviceClientID, s.ClientID)
+		s.LinksClaim = c.str(r.LinksClaim, "")
 		s.DeviceClientSecretFile = c.path(r.DeviceSecretFile, base)
 		if !c.issuerURL(s.Issuer) {
 			c.Errorf(r.Issuer.Range, "sso.issuer %q must be the provider's https:// URL as its tokens name it (http:// only on loopback)", s.Issuer)

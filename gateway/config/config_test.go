@@ -172,11 +172,11 @@ func TestParseConfigAllowedHosts(t *testing.T) {
 }
 
 func TestParseConfigReviewerLinks(t *testing.T) {
-	cfg, err := Parse([]byte(contractExample+"reviewer \"alice\" {\n  unix_users = [\"alice\", \"deploy\"]\n  agents = [\"ci-bot\"]\n}\n"), "/etc/airlock/airlock.hcl")
+	cfg, err := Parse([]byte(contractExample+"reviewer \"alice\" {\n  unix_users = [\"alice\", \"deploy\"]\n  agents = [\"ci-bot\"]\n  agent_subjects = [\"ci/repo:alice/app:ref:refs/heads/main\"]\n}\n"), "/etc/airlock/airlock.hcl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(map[string][]string{"alice": {"alice", "deploy", "agent:ci-bot/"}}, cfg.ReviewerLinks); diff != "" {
+	if diff := cmp.Diff(map[string][]string{"alice": {"alice", "deploy", "agent:ci-bot/", "agent:ci/repo:alice/app:ref:refs/heads/main"}}, cfg.ReviewerLinks); diff != "" {
 		t.Errorf("links (-want +got):\n%s", diff)
 	}
 }
@@ -255,6 +255,7 @@ target "t" {
 		{"size not whole", valid("mcp {\n  output_budget = 1.5\n}\n"), []int{8}},
 		{"size huge", valid("mcp {\n  output_budget = \"99999999999999999999GiB\"\n}\n"), []int{8}},
 		{"reviewer linked to no user name", valid("reviewer \"alice\" {\n  unix_users = [\"al ice\"]\n}\n"), []int{8}},
+		{"reviewer linked to a malformed agent subject", valid("reviewer \"alice\" {\n  agent_subjects = [\"ci\"]\n}\n"), []int{8}},
 		{"reviewer defined twice", valid("reviewer \"alice\" {\n}\nreviewer \"alice\" {\n}\n"), []int{9}},
 		{"agent limit naming no target", valid("agent \"ci\" {\n  limits = [\"nowhere\"]\n}\n"), []int{8}},
 		{"agent limit naming no account", valid("agent \"ci\" {\n  limits = [\"root@t\"]\n}\n"), []int{8}},

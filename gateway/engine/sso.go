@@ -173,7 +173,11 @@ func (s *SSO) admit(ctx context.Context, p *oidc.Provider, clientID string, tok 
 	if !slices.ContainsFunc(s.cfg.Groups, func(g string) bool { return claimHas(claims[s.cfg.GroupsClaim], g) }) {
 		return fail(fmt.Sprintf("%s is in none of the reviewer groups (%s)", name, strings.Join(s.cfg.Groups, ", ")))
 	}
-	rv, err := s.e.store.Accounts().SSOLogin(ctx, name, "sso:"+s.cfg.Issuer)
+	links := LinksFromClaim(claims[s.cfg.LinksClaim])
+	if s.cfg.LinksClaim == "" {
+		links = nil
+	}
+	rv, err := s.e.store.Accounts().SSOLogin(ctx, name, "sso:"+s.cfg.Issuer, links)
 	switch {
 	case errors.Is(err, approvals.ErrPasswordAccount):
 		return fail(fmt.Sprintf("a password account is named %s: log in with its password (an operator removes it to let %s log in through the identity provider)", name, name))
@@ -184,6 +188,43 @@ func (s *SSO) admit(ctx context.Context, p *oidc.Provider, clientID string, tok 
 	}
 	s.e.log.Info("reviewer logged in through single sign-on", "reviewer", name, "issuer", s.cfg.Issuer, "subject", idt.Subject)
 	return rv, nil
+}
+
+// LinksFromClaim reads the identities a links claim ties to a reviewer:
+// "unix:NAME" (a local user), "agent:NAME" (every identity of an agent)
+// and "agent:NAME/SUBJECT" (one verified subject), as a list or one
+// string. Entries it cannot read are left out.
+func LinksFromClaim(v any) []string {
+	var items []string
+	switch v := v.(type) {
+	case string:
+		items = []string{v}
+	case []any:
+		for _, x := range v {
+			if s, ok := x.(string); ok {
+				items = append(items, s)
+			}
+		}
+	}
+	var out []string
+	for _, it := range items {
+		switch kind, rest, _ := strings.Cut(strings.TrimSpace(it), ":"); kind {
+		case "unix":
+			if approvals.ValidName(rest) {
+				out = append(out, rest)
+			}
+		case "agent":
+			name, subject, hasSubject := strings.Cut(rest, "/")
+			switch {
+			case !approvals.ValidName(name):
+			case !hasSubject:
+				out = append(out, "agent:"+name+"/")
+			case approvals.ValidSubject(subject):
+				out = append(out, "agent:"+name+"/"+subject)
+			}
+		}
+	}
+	return out
 }
 
 // Device logins: the reviewer CLI (airlock login) on a machine without
