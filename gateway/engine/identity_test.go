@@ -28,9 +28,9 @@ func TestLinksFromClaim(t *testing.T) {
 func TestLooksLikeJWT(t *testing.T) {
 	for s, want := range map[string]bool{
 		"eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiJ4In0.c2ln": true,
-		"airlock_agent_0123_abcd":                 false,
-		"eyJhbGciOiJSUzI1NiJ9..c2ln":              false,
-		"eyJ.a.b.c":                               false,
+		"airlock_agent_0123_abcd":                   false,
+		"eyJhbGciOiJSUzI1NiJ9..c2ln":                false,
+		"eyJ.a.b.c":                                 false,
 	} {
 		if LooksLikeJWT(s) != want {
 			t.Errorf("LooksLikeJWT(%q) = %v", s, !want)
