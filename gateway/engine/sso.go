@@ -249,6 +249,9 @@ type deviceLogin struct {
 // DeviceLogin begins a device login: the answer says where the reviewer
 // approves it, and with which code.
 func (s *SSO) DeviceLogin(ctx context.Context, remoteAddr string) (api.DeviceLogin, error) {
+	if s.e.draining.Load() {
+		return api.DeviceLogin{}, refuse(ErrDraining, "the gateway is stopping; log in again once it is back")
+	}
 	if s.e.Count("device:" + Host(remoteAddr)) {
 		return api.DeviceLogin{}, refuse(ErrRateLimited, "too many logins begun from this address; wait a minute")
 	}
