@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -229,15 +228,10 @@ func (s *Server) httpServer(h http.Handler) (*http.Server, net.Listener, error) 
 		if f := s.cfg.Listen.ClientCAFile; f != "" {
 			// Agents with an mtls block present a certificate of this CA;
 			// everyone else (reviewers, token agents) presents none.
-			pem, err := os.ReadFile(f)
+			pool, err := config.LoadCertPool(f)
 			if err != nil {
 				ln.Close()
 				return nil, nil, fmt.Errorf("gateway: listen.client_ca_file: %w", err)
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				ln.Close()
-				return nil, nil, fmt.Errorf("gateway: listen.client_ca_file %s holds no PEM certificate", f)
 			}
 			hs.TLSConfig.ClientCAs, hs.TLSConfig.ClientAuth = pool, tls.VerifyClientCertIfGiven
 		}

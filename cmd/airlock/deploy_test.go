@@ -263,3 +263,51 @@ target "t" {
 		t.Errorf("CA readable by group: exit %d, stderr %q; want the file refused, without suggesting ca init", code, errs)
 	}
 }
+
+// config check reads the files the identity blocks name as the gateway
+// does at its start: a missing issuer CA, an exposed client secret and a
+// client CA file without a certificate each stop it, named.
+func TestConfigCheckIdentityFiles(t *testing.T) {
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "airlock.hcl")
+	secret := filepath.Join(dir, "sso-secret")
+	if err := os.WriteFile(secret, []byte("s3cret\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	notPEM := filepath.Join(dir, "clients.pem")
+	if err := os.WriteFile(notPEM, []byte("not a certificate\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := fmt.Sprintf(`state_dir = %q
+listen {
+  tls_cert       = "/nonexistent/tls.crt"
+  tls_key        = "/nonexistent/tls.key"
+  client_ca_file = %q
+}
+agent "ci" {
+  oidc {
+    issuer   = "https://token.actions.githubusercontent.com"
+    audience = "airlock"
+    ca_file  = %q
+  }
+}
+sso {
+  issuer             = "https://idp.example.com"
+  client_id          = "airlock"
+  client_secret_file = %q
+  reviewer_groups    = ["airlock-reviewers"]
+}
+`, filepath.Join(dir, "state"), notPEM, filepath.Join(dir, "missing-ca.pem"), secret)
+	if err := os.WriteFile(cfgFile, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runCLI(t, "config", "check", "--config", cfgFile)
+	for _, want := range []string{`agent "ci": oidc.ca_file`, "sso.client_secret_file", "listen.client_ca_file", "3 problems"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("config check does not say %q", want)
+		}
+	}
+	if code == 0 {
+		t.Errorf("config check passed:\n%s", errs)
+	}
+}

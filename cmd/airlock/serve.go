@@ -19,6 +19,7 @@ import (
 	"github.com/airlockgw/airlock/deploy/securefile"
 	"github.com/airlockgw/airlock/gateway"
 	"github.com/airlockgw/airlock/gateway/config"
+	"github.com/airlockgw/airlock/gateway/engine"
 )
 
 func init() {
@@ -229,6 +230,10 @@ func configCheck(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "%s: %v\n", cfg.Path, err)
 			problems++
 		}
+	}
+	for _, err := range engine.CheckIdentityFiles(cfg) {
+		fmt.Fprintf(stderr, "%s: %v\n", cfg.Path, err)
+		problems++
 	}
 	if n := cfg.Notify; n != nil {
 		// The gateway would start, without notifications: a warning, so

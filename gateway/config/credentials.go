@@ -2,9 +2,11 @@ package config
 
 import (
 	"bytes"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 
 	"golang.org/x/crypto/ssh"
@@ -63,4 +65,18 @@ func LoadCA(cfg *Config, c *Credential) (ssh.Signer, error) {
 		return nil, fmt.Errorf("config: credential %q uses the gateway CA, which cannot be used: %v", c.Name, err)
 	}
 	return ca, nil
+}
+
+// LoadCertPool reads a PEM file of CA certificates (client_ca_file, an
+// issuer's ca_file) into a pool; a file without one is an error.
+func LoadCertPool(file string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s holds no PEM certificate", file)
+	}
+	return pool, nil
 }

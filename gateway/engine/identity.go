@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -50,13 +49,9 @@ type discovery struct {
 func newDiscovery(issuer, caFile string) (*discovery, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if caFile != "" {
-		pem, err := os.ReadFile(caFile)
+		pool, err := config.LoadCertPool(caFile)
 		if err != nil {
 			return nil, fmt.Errorf("ca_file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("ca_file %s holds no PEM certificate", caFile)
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
@@ -117,6 +112,25 @@ func (w *workload) verifierFor(ctx context.Context, now time.Time) (*oidc.IDToke
 		return nil, err
 	}
 	return p.Verifier(&oidc.Config{ClientID: w.agent.OIDC.Audience}), nil
+}
+
+// CheckIdentityFiles reads the files the identity blocks name — issuers'
+// CA files, the sso client secrets, listen.client_ca_file — as a gateway
+// does at its start, and returns what would stop it (config check).
+func CheckIdentityFiles(cfg *config.Config) []error {
+	var errs []error
+	if _, err := newWorkloads(cfg); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := newSSO(&Engine{}, cfg); err != nil {
+		errs = append(errs, err)
+	}
+	if f := cfg.Listen.ClientCAFile; f != "" {
+		if _, err := config.LoadCertPool(f); err != nil {
+			errs = append(errs, fmt.Errorf("listen.client_ca_file: %w", err))
+		}
+	}
+	return errs
 }
 
 // LooksLikeJWT reports whether a bearer credential has the shape of a
