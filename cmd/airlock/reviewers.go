@@ -16,6 +16,7 @@ import (
 
 	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/gateway/engine"
 )
 
@@ -69,6 +70,12 @@ func reviewerChange(verb string, args []string, stdout, stderr io.Writer) int {
 	if name == "" {
 		return failf(stderr, "give the reviewer's name: airlock reviewer %s NAME", verb)
 	}
+	// The configuration first: a missing one is said before a password
+	// is asked for.
+	cfg, ok := loadConfig(*cfgPath, stderr)
+	if !ok {
+		return 1
+	}
 	change := map[string]engine.ReviewerChange{"add": engine.ReviewerAdd, "passwd": engine.ReviewerPassword,
 		"disable": engine.ReviewerDisable, "enable": engine.ReviewerEnable, "remove": engine.ReviewerRemove}[verb]
 	var password string
@@ -107,7 +114,7 @@ func reviewerChange(verb string, args []string, stdout, stderr io.Writer) int {
 		}
 		return engine.ReviewerError(name, err)
 	}
-	how, ok := reviewerAdmin(*cfgPath, stderr, online, offline)
+	how, ok := reviewerAdmin(cfg, stderr, online, offline)
 	if !ok {
 		return 1
 	}
@@ -135,7 +142,11 @@ func reviewerList(args []string, stdout, stderr io.Writer) int {
 		}
 		return err
 	}
-	if _, ok := reviewerAdmin(*cfgPath, stderr, online, offline); !ok {
+	cfg, ok := loadConfig(*cfgPath, stderr)
+	if !ok {
+		return 1
+	}
+	if _, ok := reviewerAdmin(cfg, stderr, online, offline); !ok {
 		return 1
 	}
 	if *asJSON {
@@ -161,11 +172,7 @@ func reviewerList(args []string, stdout, stderr io.Writer) int {
 // reviewerAdmin runs an account verb through the running gateway (online),
 // or, when no gateway runs, on the state database itself (offline). It
 // says which it was; a failure it prints.
-func reviewerAdmin(cfgPath string, stderr io.Writer, online func(*api.Client) error, offline func(acc *approvals.Accounts, by string) error) (string, bool) {
-	cfg, ok := loadConfig(cfgPath, stderr)
-	if !ok {
-		return "", false
-	}
+func reviewerAdmin(cfg *config.Config, stderr io.Writer, online func(*api.Client) error, offline func(acc *approvals.Accounts, by string) error) (string, bool) {
 	if c, err := localClient(cfg.Listen.Socket); err == nil {
 		err := online(c)
 		var ae *api.Error
