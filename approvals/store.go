@@ -142,11 +142,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if s.timeout == 0 {
 		s.timeout = DefaultApprovalTimeout
 	}
-	s.links = make(map[string][]string, len(o.Links))
-	for name, ids := range o.Links {
-		key := strings.ToLower(strings.TrimSpace(name))
-		s.links[key] = append(s.links[key], ids...)
-	}
+	s.SetLinks(o.Links)
 	s.maxPending = [2]int{cmp.Or(o.MaxPendingPerRun, DefaultMaxPendingPerRun), cmp.Or(o.MaxPendingPerRequester, DefaultMaxPendingPerRequester)}
 	if s.maxPending[0] < 0 || s.maxPending[1] < 0 {
 		return nil, errors.New("approvals: a negative cap on pending requests")
@@ -226,6 +222,19 @@ func (s *Store) Close() error {
 	s.cancel()
 	s.wg.Wait()
 	return s.db.Close()
+}
+
+// SetLinks replaces the identities linked to each reviewer (Options.Links),
+// as a reloaded configuration says; decisions from now on use them.
+func (s *Store) SetLinks(links map[string][]string) {
+	m := make(map[string][]string, len(links))
+	for name, ids := range links {
+		key := strings.ToLower(strings.TrimSpace(name))
+		m[key] = append(m[key], ids...)
+	}
+	s.mu.Lock()
+	s.links = m
+	s.mu.Unlock()
 }
 
 // Accounts returns the reviewer accounts kept in the store's database.

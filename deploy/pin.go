@@ -89,6 +89,10 @@ type PinOptions struct {
 	// host_keys; the config is then left alone (point the target's
 	// known_hosts_file at it).
 	KnownHostsFile string
+	// Replace makes the pin the target's only one (a key rotation): the
+	// old keys in host_keys, or the file's other lines of the same kind
+	// for this host, are trusted no more.
+	Replace bool
 }
 
 // PinResult says what Pin did.
@@ -125,9 +129,12 @@ func Pin(ctx context.Context, o PinOptions) (*PinResult, error) {
 	case sel.CA && o.KnownHostsFile == "":
 		return nil, ErrCANeedsKnownHosts
 	case sel.CA:
-		res.Change, err = AddHostCA(o.KnownHostsFile, addr, sel.Cert)
+		res.Change, err = addHostCA(o.KnownHostsFile, addr, sel.Cert, o.Replace)
 	case o.KnownHostsFile != "":
-		res.Change, err = AddKnownHost(o.KnownHostsFile, addr, sel.Key)
+		res.Change, err = appendKnownHosts(o.KnownHostsFile, "", addr, sel.Key, o.Replace)
+	case o.Replace:
+		res.File = o.ConfigFile
+		res.Change, err = ReplaceHostKeys(o.ConfigFile, o.Target, sel.Key)
 	default:
 		res.File = o.ConfigFile
 		res.Change, err = AddHostKey(o.ConfigFile, o.Target, sel.Key)
@@ -198,12 +205,25 @@ func TargetAddress(configFile, name string) (string, error) {
 // byte for byte. The file is rewritten as InstallLine rewrites
 // authorized_keys (checked, locked, atomic, mode and owner kept).
 func AddHostKey(configFile, name string, key ssh.PublicKey) (Change, error) {
+	return editHostKeys(configFile, name, key, addHostKey)
+}
+
+// ReplaceHostKeys makes key the only key in target name's host_keys (a
+// rotation: the old keys are trusted no more), editing the file as
+// AddHostKey does.
+func ReplaceHostKeys(configFile, name string, key ssh.PublicKey) (Change, error) {
+	return editHostKeys(configFile, name, key, replaceHostKeys)
+}
+
+// editHostKeys rewrites target name's host_keys with edit, and checks
+// that the result parses and holds key.
+func editHostKeys(configFile, name string, key ssh.PublicKey, edit func(src []byte, file, name string, key ssh.PublicKey, line string) ([]byte, Change, error)) (Change, error) {
 	line := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(key)))
 	return updateFile(configFile, 0o640, func(src []byte, exists bool) ([]byte, Change, error) {
 		if !exists {
 			return nil, 0, fmt.Errorf("deploy: %s does not exist", configFile)
 		}
-		out, change, err := addHostKey(src, configFile, name, key, line)
+		out, change, err := edit(src, configFile, name, key, line)
 		if err != nil || change == Unchanged {
 			return nil, change, err
 		}
@@ -215,8 +235,36 @@ func AddHostKey(configFile, name string, key ssh.PublicKey) (Change, error) {
 		} else if keys, err := hostKeys(b, configFile); err != nil || !containsKey(keys, key) {
 			return nil, 0, fmt.Errorf("deploy: could not add the key to %s; add %q to target %q's host_keys by hand", configFile, line, name)
 		}
-		return out, Added, nil
+		return out, change, nil
 	})
+}
+
+// replaceHostKeys is addHostKey for ReplaceHostKeys: the list becomes
+// [key].
+func replaceHostKeys(src []byte, file, name string, key ssh.PublicKey, line string) ([]byte, Change, error) {
+	body, err := parseConfig(src, file)
+	if err != nil {
+		return nil, 0, err
+	}
+	b, err := targetBlock(body, file, name)
+	if err != nil {
+		return nil, 0, err
+	}
+	keys, err := hostKeys(b, file)
+	if err != nil {
+		return nil, 0, err
+	}
+	a := b.Body.Attributes["host_keys"]
+	switch {
+	case a == nil:
+		return addHostKey(src, file, name, key, line)
+	case len(keys) == 1 && containsKey(keys, key):
+		return nil, Unchanged, nil
+	}
+	r := a.Expr.(*hclsyntax.TupleConsExpr).SrcRange
+	lit := string(hclwrite.TokensForValue(cty.StringVal(line)).Bytes())
+	out := append(append(append([]byte(nil), src[:r.Start.Byte]...), "["+lit+"]"...), src[r.End.Byte:]...)
+	return out, Replaced, nil
 }
 
 // hostKeys returns the keys of a target block's literal host_keys list.
@@ -344,7 +392,7 @@ func splice(src []byte, at int, ins string) []byte {
 // "[host]:port" unless the port is 22. The file is rewritten as
 // InstallLine rewrites authorized_keys; other lines stay byte for byte.
 func AddKnownHost(file, addr string, key ssh.PublicKey) (Change, error) {
-	return appendKnownHosts(file, "", addr, key)
+	return appendKnownHosts(file, "", addr, key, false)
 }
 
 // AddHostCA checks that cert — a host certificate the server at addr
@@ -354,6 +402,10 @@ func AddKnownHost(file, addr string, key ssh.PublicKey) (Change, error) {
 // by that CA are trusted (and, as OpenSSH does, checked for the host name
 // at every connection).
 func AddHostCA(file, addr string, cert *ssh.Certificate) (Change, error) {
+	return addHostCA(file, addr, cert, false)
+}
+
+func addHostCA(file, addr string, cert *ssh.Certificate, replace bool) (Change, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return 0, fmt.Errorf("deploy: address %q is not host:port", addr)
@@ -365,16 +417,41 @@ func AddHostCA(file, addr string, cert *ssh.Certificate) (Change, error) {
 	if err := checker.CheckCert(host, cert); err != nil {
 		return 0, fmt.Errorf("%w: %v", ErrHostCertInvalid, err)
 	}
-	return appendKnownHosts(file, "cert-authority", addr, cert.SignatureKey)
+	return appendKnownHosts(file, "cert-authority", addr, cert.SignatureKey, replace)
 }
 
-func appendKnownHosts(file, marker, addr string, key ssh.PublicKey) (Change, error) {
+// appendKnownHosts adds the line for addr and key; replace first removes
+// every line of the same kind (marker) that names only addr's host (a
+// line that also names other hosts is left: it is not this pin's alone).
+func appendKnownHosts(file, marker, addr string, key ssh.PublicKey, replace bool) (Change, error) {
 	pattern := knownhosts.Normalize(addr)
 	line := knownhosts.Line([]string{pattern}, key)
 	if marker != "" {
 		line = "@" + marker + " " + line
 	}
 	return updateFile(file, 0o644, func(old []byte, _ bool) ([]byte, Change, error) {
+		if replace {
+			var kept [][]byte
+			removed := false
+			for _, l := range bytes.SplitAfter(old, []byte("\n")) {
+				m, hosts, _, _, _, err := ssh.ParseKnownHosts(l)
+				if err == nil && m == marker && len(hosts) == 1 && hosts[0] == pattern && !bytes.Equal(bytes.TrimSpace(l), []byte(line)) {
+					removed = true
+					continue
+				}
+				kept = append(kept, l)
+			}
+			if removed {
+				out := bytes.Join(kept, nil)
+				if !bytes.Contains(out, []byte(line)) {
+					if len(out) > 0 && out[len(out)-1] != '\n' {
+						out = append(out, '\n')
+					}
+					out = append(append(out, line...), '\n')
+				}
+				return out, Replaced, nil
+			}
+		}
 		for _, l := range bytes.Split(old, []byte("\n")) {
 			m, hosts, k, _, _, err := ssh.ParseKnownHosts(l)
 			if err != nil || m != marker || !bytes.Equal(k.Marshal(), key.Marshal()) {

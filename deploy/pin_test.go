@@ -360,7 +360,7 @@ func TestHostCAWrongPrincipal(t *testing.T) {
 	if _, err := os.Stat(kh); !errors.Is(err, os.ErrNotExist) {
 		t.Error("a refused CA pin wrote the known_hosts file")
 	}
-	if _, err := appendKnownHosts(kh, "cert-authority", s.Addr, s.HostCA); err != nil {
+	if _, err := appendKnownHosts(kh, "cert-authority", s.Addr, s.HostCA, false); err != nil {
 		t.Fatal(err)
 	}
 	r, err := trustedBy(s, sshexec.HostKeys{KnownHostsFiles: []string{kh}})
@@ -393,5 +393,39 @@ func TestSSHAddress(t *testing.T) {
 		if (err != nil) != (tt.want == "") || got != tt.want {
 			t.Errorf("SSHAddress(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
 		}
+	}
+}
+
+// --replace makes the new key the target's only one, in host_keys and in
+// a managed known_hosts file, and leaves everything else byte for byte.
+func TestReplaceHostKeys(t *testing.T) {
+	t.Parallel()
+	key := fixedKey(t, 9)
+	k := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(key)))
+	old1 := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(fixedKey(t, 8))))
+	old2 := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(fixedKey(t, 7))))
+	dir := keysDir(t)
+	cfg := filepath.Join(dir, "airlock.hcl")
+	other := "target \"other\" {\n  address = \"10.0.0.9:22\"\n  host_keys = [\"" + old1 + "\"]\n}\n"
+	writeFile(t, cfg, "# pins\n"+other+"target \"box\" {\n  address = \"10.0.0.1:22\"\n  host_keys = [\n    \""+old1+"\",\n    \""+old2+"\", # rotated out\n  ] # keep me\n}\n", 0o640)
+	for i, want := range []Change{Replaced, Unchanged} {
+		if got, err := ReplaceHostKeys(cfg, "box", key); err != nil || got != want {
+			t.Fatalf("call %d: %v, %v; want %v", i, got, err, want)
+		}
+	}
+	want := "# pins\n" + other + "target \"box\" {\n  address = \"10.0.0.1:22\"\n  host_keys = [\"" + k + "\"] # keep me\n}\n"
+	if diff := cmp.Diff(want, readFile(t, cfg)); diff != "" {
+		t.Errorf("config (-want +got):\n%s", diff)
+	}
+
+	kh := filepath.Join(dir, "known_hosts")
+	shared := "10.0.0.1,10.0.0.2 " + old1
+	writeFile(t, kh, "# managed\n10.0.0.1 "+old1+"\n"+shared+"\n[10.0.0.1]:2222 "+old2+"\n10.0.0.1 "+old2+"\n", 0o644)
+	if got, err := appendKnownHosts(kh, "", "10.0.0.1:22", key, true); err != nil || got != Replaced {
+		t.Fatalf("known_hosts: %v, %v", got, err)
+	}
+	want = "# managed\n" + shared + "\n[10.0.0.1]:2222 " + old2 + "\n10.0.0.1 " + k + "\n"
+	if diff := cmp.Diff(want, readFile(t, kh)); diff != "" {
+		t.Errorf("known_hosts (-want +got):\n%s", diff)
 	}
 }

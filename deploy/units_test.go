@@ -50,6 +50,7 @@ func TestSystemdUnitHardening(t *testing.T) {
 	want := map[string]string{
 		"ExecStart":               "/usr/local/bin/airlock serve --config /etc/airlock/airlock.hcl",
 		"ExecStartPre":            "/usr/local/bin/airlock config check --config /etc/airlock/airlock.hcl",
+		"ExecReload":              "/usr/local/bin/airlock config reload --config /etc/airlock/airlock.hcl",
 		"User":                    "airlock",
 		"StateDirectory":          "airlock",
 		"RuntimeDirectory":        "airlock",

@@ -101,6 +101,14 @@ func New(ctx context.Context, o Options) (*Server, error) {
 // nothing.
 func (s *Server) Close(ctx context.Context) error { return s.eng.Close(ctx) }
 
+// Reload reads the configuration file again and puts it in force (what
+// SIGHUP does): see engine.Reload. On any error the configuration in
+// force stays.
+func (s *Server) Reload(ctx context.Context) error {
+	_, err := s.eng.ReloadFile(ctx)
+	return err
+}
+
 // Ready is closed when Serve is listening.
 func (s *Server) Ready() <-chan struct{} { return s.ready }
 

@@ -223,10 +223,11 @@ func hostsScan(args []string, stdout, stderr io.Writer) int {
 func hostsPin(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	fs := newFlagSet("airlock hosts pin", "airlock hosts pin TARGET --fingerprint SHA256:… [--known-hosts FILE] [--config FILE]", stderr)
+	fs := newFlagSet("airlock hosts pin", "airlock hosts pin TARGET --fingerprint SHA256:… [--replace] [--known-hosts FILE] [--config FILE]", stderr)
 	cfgPath := configFlag(fs)
 	fp := fs.String("fingerprint", "", "the SHA256:… fingerprint you confirmed out of band (required)")
 	kh := fs.String("known-hosts", "", "write the pin to this known_hosts file instead of the configuration's host_keys")
+	replace := fs.Bool("replace", false, "make this the target's only pinned key (a rotation: the old ones are trusted no more)")
 	target, code, ok := parseVerb(fs, args, 1, stdout, stderr)
 	if !ok {
 		return code
@@ -237,7 +238,7 @@ func hostsPin(args []string, stdout, stderr io.Writer) int {
 	if err := checkFingerprint(*fp); err != nil {
 		return usageErrorf(stderr, "%v", err)
 	}
-	res, err := deploy.Pin(ctx, deploy.PinOptions{ConfigFile: config.Path(*cfgPath), Target: target, Fingerprint: *fp, KnownHostsFile: *kh})
+	res, err := deploy.Pin(ctx, deploy.PinOptions{ConfigFile: config.Path(*cfgPath), Target: target, Fingerprint: *fp, KnownHostsFile: *kh, Replace: *replace})
 	if err != nil {
 		if errors.Is(err, deploy.ErrFingerprintNotOffered) {
 			return failf(stderr, "%v: the server of target %s does not offer that key; do not pin anything until you know why", err, target)
@@ -245,5 +246,8 @@ func hostsPin(args []string, stdout, stderr io.Writer) int {
 		return failf(stderr, "%v", explainConfig(err, *cfgPath))
 	}
 	fmt.Fprintf(stdout, "%s: %s (%s in %s)\n", target, res.Change, res.Pinned, res.File)
+	if res.Change != deploy.Unchanged {
+		fmt.Fprintln(stderr, "a running gateway uses the new pin once it reloads: airlock config reload (or systemctl reload airlock, or SIGHUP)")
+	}
 	return 0
 }

@@ -438,6 +438,39 @@ func TestEndToEndBinaries(t *testing.T) {
 		}
 	})
 
+	t.Run("SIGHUP and config reload put the file in force; a bad file changes nothing", func(t *testing.T) {
+		if err := syscall.Kill(d.PID(), syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(patience)
+		for !strings.Contains(d.logText(), "configuration reloaded") {
+			if time.Now().After(deadline) {
+				t.Fatalf("no reload after SIGHUP; the log:\n%s", gatewaytest.Tail(d.logText(), 2000))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if _, errs, code := d.cli("approvals", "list"); code != 0 {
+			t.Fatalf("the gateway after SIGHUP: %s", errs)
+		}
+		if out, errs, code := d.cli("config", "reload"); code != 0 || !strings.Contains(out, "reloaded") {
+			t.Errorf("config reload: exit %d: %s %s", code, out, errs)
+		}
+		good, err := os.ReadFile(d.cfgFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.WriteFile(d.cfgFile, good, 0o600)
+		if err := os.WriteFile(d.cfgFile, append(append([]byte(nil), good...), "\ntarget \"broken\" {\n"...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, errs, code := d.cli("config", "reload"); code == 0 || !strings.Contains(errs, d.cfgFile) {
+			t.Errorf("config reload of a broken file: exit %d: %s", code, errs)
+		}
+		if _, errs, code := d.cli("approvals", "list"); code != 0 {
+			t.Fatalf("the gateway after a refused reload: %s", errs)
+		}
+	})
+
 	t.Run("SIGTERM lets the in-flight action finish", func(t *testing.T) {
 		var out bytes.Buffer
 		a := d.agent(gatewaytest.Binary(t, "airlock") + " run -- airlock-ssh box 'sleep 2; echo done'")
@@ -453,6 +486,10 @@ func TestEndToEndBinaries(t *testing.T) {
 		}
 		if !strings.Contains(d.logText(), "stopping") {
 			t.Errorf("no graceful stop in the log")
+		}
+		// The final checkpoint covers every entry.
+		if out, errs, code := d.cli("audit", "verify", "--config", d.cfgFile); code != 0 || !strings.Contains(out, " 0 entries not yet covered") {
+			t.Errorf("audit verify after SIGTERM: exit %d: %s %s", code, out, errs)
 		}
 		d.start()
 	})

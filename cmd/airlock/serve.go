@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/airlockgw/airlock/deploy/securefile"
 	"github.com/airlockgw/airlock/gateway"
+	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/gateway/engine"
 )
@@ -25,8 +27,9 @@ import (
 func init() {
 	commands["serve"] = command{summary: "run the gateway", run: runServe}
 	commands["config"] = (&group{name: "config", usage: configUsage, verbs: map[string]verbFunc{
-		"check": configCheck,
-	}}).command("check the configuration (config check)")
+		"check":  configCheck,
+		"reload": configReload,
+	}}).command("check the configuration, or have the running gateway reload it (config check, config reload)")
 }
 
 const configUsage = `usage: airlock config VERB [flags]
@@ -35,6 +38,14 @@ verbs:
   check [--config FILE]
       load the configuration as the gateway would and check the files it
       names; every problem is printed with its file:line
+  reload [--config FILE]
+      have the running gateway read its configuration file again and put
+      it in force (as the gateway's user, over its socket; what SIGHUP and
+      systemctl reload do). Actions in flight finish under the old one; a
+      file with problems, or changes that need a restart (listen,
+      state_dir, approval, audit, mcp, notify, logging), change nothing
+      and are reported. Each configuration put in force is recorded in
+      the audit log (config.loaded, with its SHA-256).
 `
 
 // configFlag adds the --config flag every verb but demo accepts.
@@ -196,11 +207,41 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "airlock: %v\n", err)
 		return 1
 	}
+	// SIGHUP reloads the configuration; a failed reload keeps the one in
+	// force and says why.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-hup:
+				if err := srv.Reload(ctx); err != nil {
+					logReloadError(log, err)
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 	if err := srv.Serve(ctx); err != nil {
 		fmt.Fprintf(stderr, "airlock: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// logReloadError logs why a reload changed nothing: every problem of the
+// file with its file:line.
+func logReloadError(log hclog.Logger, err error) {
+	var ce *config.Error
+	if errors.As(err, &ce) {
+		for _, p := range ce.Problems {
+			log.Error("configuration not reloaded", "problem", p.String())
+		}
+		return
+	}
+	log.Error("configuration not reloaded; the one in force stays", "error", err)
 }
 
 func configCheck(args []string, stdout, stderr io.Writer) int {
@@ -250,5 +291,27 @@ func configCheck(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "%s: OK (%s, %s, state in %s)\n", cfg.Path, count(len(cfg.Targets), "target"), count(len(cfg.Credentials), "credential"), cfg.StateDir)
+	return 0
+}
+
+func configReload(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("airlock config reload", "airlock config reload [--config FILE]", stderr)
+	cfgPath := configFlag(fs)
+	if code, ok := parseFlags(fs, args, stdout); !ok {
+		return code
+	}
+	c, err := operatorClient(*cfgPath)
+	if err != nil {
+		return failf(stderr, "%v", err)
+	}
+	var r api.Reloaded
+	if err := c.Do(context.Background(), http.MethodPost, "/v1/config/reload", struct{}{}, &r); err != nil {
+		var ae *api.Error
+		if errors.As(err, &ae) {
+			return failf(stderr, "%s", ae.Err.Message)
+		}
+		return failf(stderr, "%v", err)
+	}
+	fmt.Fprintf(stdout, "%s: reloaded (%s, sha256 %s)\n", r.Path, count(r.Targets, "target"), r.SHA256)
 	return 0
 }

@@ -339,6 +339,14 @@ type Agent struct {
 	Token     string     `json:"token,omitempty"`
 }
 
+// Reloaded is the answer to POST /v1/config/reload: the configuration
+// now in force.
+type Reloaded struct {
+	Path    string `json:"path"`
+	SHA256  string `json:"sha256"`
+	Targets int    `json:"targets"`
+}
+
 // Reviewer is a reviewer account: GET /v1/reviewers, airlock reviewer
 // list.
 type Reviewer struct {

@@ -21,7 +21,7 @@ func (e *Engine) AddAgent(ctx context.Context, name string, limits []string, ttl
 	}
 	var scope []approvals.Scope
 	for _, l := range limits {
-		sc, err := e.cfg.Limit(l)
+		sc, err := e.Config().Limit(l)
 		if err != nil {
 			return api.Agent{}, refuse(ErrInvalid, err.Error())
 		}

@@ -112,8 +112,8 @@ func (e *Engine) VerifyAudit(ctx context.Context) (*auditchain.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	vo := auditchain.VerifyOptions{Path: filepath.Join(e.cfg.StateDir, "audit.db"), Key: key}
-	if notes, err := auditchain.ReadTrustedNotes(filepath.Join(e.cfg.StateDir, "checkpoints.log")); err == nil {
+	vo := auditchain.VerifyOptions{Path: filepath.Join(e.Config().StateDir, "audit.db"), Key: key}
+	if notes, err := auditchain.ReadTrustedNotes(filepath.Join(e.Config().StateDir, "checkpoints.log")); err == nil {
 		vo.Trusted = notes
 	}
 	return auditchain.Verify(ctx, vo)
@@ -215,7 +215,7 @@ func (e *Engine) actionFromAudit(ctx context.Context, id string) (api.Action, *h
 // outputPolicy is the output policy the configuration sets now for an
 // account; one that is gone returns nothing.
 func (e *Engine) outputPolicy(target, account string) config.OutputPolicy {
-	if t, ok := e.cfg.Targets[target]; ok {
+	if t, ok := e.Config().Targets[target]; ok {
 		if a, ok := t.Accounts[account]; ok {
 			return a.Output
 		}
@@ -226,9 +226,10 @@ func (e *Engine) outputPolicy(target, account string) config.OutputPolicy {
 // Targets lists the configured targets: names, addresses, accounts,
 // approval modes and pinned fingerprints, never secrets.
 func (e *Engine) Targets() []api.Target {
-	out := make([]api.Target, 0, len(e.cfg.TargetNames))
-	for _, name := range e.cfg.TargetNames {
-		t := e.cfg.Targets[name]
+	cfg := e.Config()
+	out := make([]api.Target, 0, len(cfg.TargetNames))
+	for _, name := range cfg.TargetNames {
+		t := cfg.Targets[name]
 		v := api.Target{Name: t.Name, Address: t.Address, DefaultAccount: t.DefaultAccount,
 			KnownHostsFile: t.KnownHostsFile != "", MaxParallel: t.MaxParallel, HostKeys: []string{}, Accounts: []api.TargetAccount{}}
 		for _, k := range t.HostKeys {
@@ -236,7 +237,7 @@ func (e *Engine) Targets() []api.Target {
 		}
 		for _, an := range t.AccountNames {
 			a := t.Accounts[an]
-			cred := e.cfg.Credentials[a.Credential]
+			cred := cfg.Credentials[a.Credential]
 			v.Accounts = append(v.Accounts, api.TargetAccount{Name: a.Name, Approval: api.Mode(a.Approval.String()),
 				MaxTimeoutS: int(a.MaxTimeout / time.Second), Output: string(a.Output), Certificate: cred != nil && cred.CA})
 		}

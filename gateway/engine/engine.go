@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"golang.org/x/crypto/ssh"
 
 	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/auditchain"
@@ -49,7 +48,9 @@ type Options struct {
 // Engine is the gateway's core: its stores are open, recovery is done, and
 // it runs actions until Close.
 type Engine struct {
-	cfg     *config.Config
+	// cur is the configuration in force and what the engine made of it;
+	// a reload swaps it whole (Reload).
+	cur     atomic.Pointer[loaded]
 	log     hclog.Logger
 	version string
 	clock   approvals.Clock
@@ -58,18 +59,10 @@ type Engine struct {
 	audit   Appender
 	outputs *auditchain.OutputStore
 	store   *approvals.Store
-	signers map[string]ssh.Signer
-	// ca signs per-action certificates for ca = true credentials.
-	ca      ssh.Signer
-	slots   map[string]chan struct{}
 	metrics *metrics
 	limiter *limiter
 	authLog authLog
 	links   loginLinks
-	// workloads verify the oidc blocks' tokens, by agent name.
-	workloads map[string]*workload
-	// sso is the reviewers' single sign-on, nil without an sso block.
-	sso *SSO
 	// accountsChanged is closed (and replaced) at each reviewer account
 	// change.
 	accountsMu      sync.Mutex
@@ -105,12 +98,9 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		return nil, errors.New("engine: no config")
 	}
 	e := &Engine{
-		cfg:     cfg,
 		log:     cmp.Or[hclog.Logger](o.Logger, hclog.NewNullLogger()),
 		version: cmp.Or(o.Version, "dev"),
 		clock:   cmp.Or[approvals.Clock](o.Clock, approvals.SystemClock{}),
-		signers: map[string]ssh.Signer{},
-		slots:   map[string]chan struct{}{},
 		actions: map[string]*Action{},
 		metrics: newMetrics(),
 		limiter: newLimiter(),
@@ -122,34 +112,11 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 	if err := securefile.PrivateDir(cfg.StateDir, -1); err != nil {
 		return nil, err
 	}
-	for _, c := range cfg.Credentials {
-		if c.CA {
-			if e.ca == nil {
-				ca, err := config.LoadCA(cfg, c)
-				if err != nil {
-					return nil, err
-				}
-				e.ca = ca
-			}
-			continue
-		}
-		signer, err := config.LoadSigner(c)
-		if err != nil {
-			return nil, err
-		}
-		e.signers[c.Name] = signer
-	}
-	for _, t := range cfg.Targets {
-		e.slots[t.Name] = make(chan struct{}, t.MaxParallel)
-	}
-	w, err := newWorkloads(cfg)
+	l, err := e.load(cfg, nil)
 	if err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
+		return nil, err
 	}
-	e.workloads = w
-	if e.sso, err = newSSO(e, cfg); err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
-	}
+	e.cur.Store(l)
 
 	ao := auditchain.DefaultOptions(cfg.StateDir)
 	ao.Logger = e.log.Named("audit")
@@ -221,8 +188,11 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 	return e, nil
 }
 
-// Config is the configuration the engine runs with.
-func (e *Engine) Config() *config.Config { return e.cfg }
+// Config is the configuration in force.
+func (e *Engine) Config() *config.Config { return e.conf().cfg }
+
+// conf is the configuration in force and what the engine made of it.
+func (e *Engine) conf() *loaded { return e.cur.Load() }
 
 // Now is the engine's clock.
 func (e *Engine) Now() time.Time { return e.clock.Now() }

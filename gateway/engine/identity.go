@@ -168,8 +168,9 @@ func unverifiedIssuer(raw string) string {
 // saying why; an issuer that cannot be reached is ErrUnavailable.
 func (e *Engine) VerifyWorkload(ctx context.Context, raw string) (approvals.Agent, error) {
 	iss := strings.TrimSuffix(unverifiedIssuer(raw), "/")
+	workloads := e.conf().workloads
 	var names []string
-	for name, w := range e.workloads {
+	for name, w := range workloads {
 		if w.agent.OIDC.Issuer == iss {
 			names = append(names, name)
 		}
@@ -180,7 +181,7 @@ func (e *Engine) VerifyWorkload(ctx context.Context, raw string) (approvals.Agen
 	slices.Sort(names)
 	var why []string
 	for _, name := range names {
-		w := e.workloads[name]
+		w := workloads[name]
 		v, err := w.verifierFor(ctx, e.clock.Now())
 		if err != nil {
 			e.log.Warn("oidc discovery failed", "agent", name, "issuer", iss, "error", err)
@@ -254,8 +255,9 @@ func (e *Engine) CertificateAgent(cert *x509.Certificate) (approvals.Agent, erro
 	for _, u := range cert.URIs {
 		certNames = append(certNames, u.String())
 	}
-	for _, name := range slices.Sorted(maps.Keys(e.cfg.Agents)) {
-		a := e.cfg.Agents[name]
+	agents := e.Config().Agents
+	for _, name := range slices.Sorted(maps.Keys(agents)) {
+		a := agents[name]
 		if a.MTLS == nil {
 			continue
 		}

@@ -51,6 +51,9 @@ type lifecycle struct {
 	a   *Action
 	c   Caller
 	req api.ActionRequest
+	// conf is the configuration the action runs under from its start to
+	// its end, whatever a reload does meanwhile.
+	conf *loaded
 
 	target  *config.Target
 	account *config.Account
@@ -81,7 +84,7 @@ type result struct {
 
 // execute runs the lifecycle of a.
 func (e *Engine) execute(ctx context.Context, a *Action, c Caller, req api.ActionRequest) {
-	l := &lifecycle{e: e, a: a, c: c, req: req}
+	l := &lifecycle{e: e, a: a, c: c, req: req, conf: e.conf()}
 	if !l.resolve(ctx) || !l.approve(ctx) {
 		return
 	}
@@ -101,7 +104,7 @@ func (e *Engine) execute(ctx context.Context, a *Action, c Caller, req api.Actio
 func (l *lifecycle) resolve(ctx context.Context) bool {
 	e := l.e
 	var problem string
-	l.target, l.account, l.timeout, problem = e.resolveRequest(l.req)
+	l.target, l.account, l.timeout, problem = resolveRequest(l.conf.cfg, l.req)
 	if problem == "" {
 		l.stdin, problem = stdinOf(l.req.Stdin, l.account)
 	}
@@ -216,7 +219,7 @@ func (l *lifecycle) slot(ctx context.Context) (release func(), ok bool) {
 	l.deadline = time.Now().Add(l.timeout)
 	dctx, cancel := context.WithDeadline(ctx, l.deadline)
 	defer cancel()
-	slots := l.e.slots[l.target.Name]
+	slots := l.conf.slots[l.target.Name]
 	select {
 	case slots <- struct{}{}:
 		return func() { <-slots }, true
@@ -236,7 +239,7 @@ func (l *lifecycle) connect(ctx context.Context) {
 	// The intent, durable before anything is dialed. A per-action
 	// certificate names the action (key ID) and its action.requested
 	// entry (serial), so the target's sshd log points into the chain.
-	signer, cert, err := e.signerFor(l.account, l.a.id, uint64(l.requested.Seq), l.timeout)
+	signer, cert, err := l.conf.signerFor(l.account, l.a.id, uint64(l.requested.Seq), l.timeout)
 	if err != nil {
 		l.end(ctx, sshexec.Rejected, err.Error(), 0)
 		return
@@ -501,10 +504,10 @@ func nameList(names []string) string {
 
 // resolveRequest checks a request against the configuration; problem says
 // why it is rejected.
-func (e *Engine) resolveRequest(req api.ActionRequest) (*config.Target, *config.Account, time.Duration, string) {
-	t, ok := e.cfg.Targets[req.Target]
+func resolveRequest(cfg *config.Config, req api.ActionRequest) (*config.Target, *config.Account, time.Duration, string) {
+	t, ok := cfg.Targets[req.Target]
 	if !ok {
-		return nil, nil, 0, fmt.Sprintf("unknown target %q (targets: %s)", clip(req.Target, maxNameLen), nameList(e.cfg.TargetNames))
+		return nil, nil, 0, fmt.Sprintf("unknown target %q (targets: %s)", clip(req.Target, maxNameLen), nameList(cfg.TargetNames))
 	}
 	name := req.Account
 	if name == "" {
@@ -581,10 +584,10 @@ func stdinFacts(b []byte) *approvals.Stdin {
 
 // signerFor returns the credential of an account: its key, or a fresh
 // key with a certificate for this one action, described for the audit log.
-func (e *Engine) signerFor(a *config.Account, actionID string, serial uint64, timeout time.Duration) (ssh.Signer, *certIssued, error) {
-	cred := e.cfg.Credentials[a.Credential]
+func (l *loaded) signerFor(a *config.Account, actionID string, serial uint64, timeout time.Duration) (ssh.Signer, *certIssued, error) {
+	cred := l.cfg.Credentials[a.Credential]
 	if cred != nil && cred.CA {
-		cert, err := deploy.NewActionCert(e.ca, deploy.CertRequest{
+		cert, err := deploy.NewActionCert(l.ca, deploy.CertRequest{
 			ActionID: actionID, Account: a.Name, Serial: serial, Timeout: timeout,
 			ForceCommand: cred.ForceCommand, SourceAddress: cred.SourceAddress,
 		})
@@ -593,7 +596,7 @@ func (e *Engine) signerFor(a *config.Account, actionID string, serial uint64, ti
 		}
 		return cert.Signer, &certIssued{KeyID: cert.KeyID, Serial: cert.Serial, ValidBefore: cert.ValidBefore}, nil
 	}
-	signer, ok := e.signers[a.Credential]
+	signer, ok := l.signers[a.Credential]
 	if !ok {
 		return nil, nil, fmt.Errorf("credential %q of account %q is not usable", a.Credential, a.Name)
 	}

@@ -247,7 +247,8 @@ func (e *Engine) endedWithItsRun(ctx context.Context, id approvals.RequestID) bo
 // ones up to the policy's cap, the default and the cap itself (the last).
 // It returns them and the default.
 func (e *Engine) TTLChoices() ([]time.Duration, time.Duration) {
-	def, maxTTL := e.cfg.Approval.RunTTL, e.cfg.Approval.MaxRunTTL
+	ap := e.Config().Approval
+	def, maxTTL := ap.RunTTL, ap.MaxRunTTL
 	if def <= 0 {
 		def = approvals.DefaultRunTTL
 	}

@@ -64,7 +64,7 @@ func (e *Engine) CreateRemoteRun(ctx context.Context, agent approvals.Agent, rem
 	if e.Count(runsPerAddress(host)) {
 		return approvals.Run{}, approvals.Secret{}, refuse(ErrRateLimited, "too many runs created from this address; wait a minute")
 	}
-	if blk, ok := e.cfg.Agents[agent.Name]; ok {
+	if blk, ok := e.Config().Agents[agent.Name]; ok {
 		limits, ok := approvals.Intersect(agent.Limits, blk.Limits)
 		if !ok {
 			return approvals.Run{}, approvals.Secret{}, refuse(ErrForbidden, fmt.Sprintf("agent %q: this token's limits and its agent block's have no target in common; ask an operator for a token within %s", agent.Name, scopeText(blk.Limits)))

@@ -81,7 +81,7 @@ func readClientSecret(attr, file string) (string, error) {
 }
 
 // SSO returns the reviewers' single sign-on, nil when none is configured.
-func (e *Engine) SSO() *SSO { return e.sso }
+func (e *Engine) SSO() *SSO { return e.conf().sso }
 
 // Issuer is the provider's issuer URL.
 func (s *SSO) Issuer() string { return s.cfg.Issuer }

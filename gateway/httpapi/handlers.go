@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"os"
 	"os/user"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/gateway/engine"
 )
 
@@ -556,6 +558,30 @@ func operatorName() string {
 		return "operator:" + u.Username
 	}
 	return "operator"
+}
+
+// handleReload reads the configuration file again and puts it in force
+// (operator, over the local socket): airlock config reload, the unit's
+// ExecReload.
+func (s *server) handleReload(w http.ResponseWriter, r *http.Request) {
+	if !s.operator(w, r, "reload the configuration") {
+		return
+	}
+	cfg, err := s.e.ReloadFile(r.Context())
+	if err != nil {
+		s.log.Error("configuration not reloaded; the one in force stays", "error", err)
+		var ce *config.Error
+		switch {
+		case errors.As(err, &ce), errors.Is(err, engine.ErrNeedsRestart):
+			writeError(w, http.StatusBadRequest, api.CodeBadRequest, err.Error())
+		case errors.Is(err, engine.ErrUnavailable):
+			s.writeErr(w, err)
+		default:
+			writeError(w, http.StatusBadRequest, api.CodeBadRequest, "the configuration was not reloaded: "+err.Error())
+		}
+		return
+	}
+	writeJSON(w, http.StatusOK, api.Reloaded{Path: cfg.Path, SHA256: cfg.Digest, Targets: len(cfg.Targets)})
 }
 
 func (s *server) handleListReviewers(w http.ResponseWriter, r *http.Request) {

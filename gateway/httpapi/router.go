@@ -218,6 +218,7 @@ func New(o Options) http.Handler {
 		r.Post("/agents", s.handleAddAgent)
 		r.Get("/agents", s.handleListAgents)
 		r.Delete("/agents/{id}", s.handleRevokeAgent)
+		r.Post("/config/reload", s.handleReload)
 		r.Get("/reviewers", s.handleListReviewers)
 		r.Post("/reviewers", s.handleReviewerChange(engine.ReviewerAdd))
 		r.Post("/reviewers/{name}/disable", s.handleReviewerChange(engine.ReviewerDisable))
