@@ -9,9 +9,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
-	"os/user"
 	"path/filepath"
-	"strconv"
 
 	"github.com/airlockgw/airlock/deploy/securefile"
 	"github.com/airlockgw/airlock/gateway/api"
@@ -40,18 +38,6 @@ func (t localToken) equal(presented string) bool {
 
 func (localToken) String() string   { return "[redacted]" }
 func (localToken) GoString() string { return "[redacted]" }
-
-// groupID resolves the socket group; -1 when none is set.
-func groupID(name string) (int, error) {
-	if name == "" {
-		return -1, nil
-	}
-	g, err := user.LookupGroup(name)
-	if err != nil {
-		return 0, fmt.Errorf("gateway: socket_group %q: %w", name, err)
-	}
-	return strconv.Atoi(g.Gid)
-}
 
 // writeControl publishes the control file (securefile.WriteFile): a
 // reader sees the old file or the new one, never a partial or

@@ -11,6 +11,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -163,4 +164,56 @@ func TestSelfApprovalThroughSu(t *testing.T) {
 		t.Errorf("sshd accepted %d logins for a self-approved attempt", n)
 	}
 	t.Logf("the agent said: %s", out.String())
+}
+
+// The documented non-root layout: the socket where it is by default,
+// under the state directory, and socket_group naming another user's
+// group. That user reaches the gateway (the state directory lets the
+// group pass, 0710, never list); without socket_group it is told which
+// directory stops it, and that it is not in its group.
+func TestSocketGroupWithTheDefaultLayout(t *testing.T) {
+	t.Parallel()
+	needRoot(t)
+	other := lookupOther(t)
+	s := sharedSSHD(t)
+	pub := publicDir(t)
+	sshBin := filepath.Join(pub, "airlock-ssh")
+	copyExecutable(t, gatewaytest.Binary(t, "airlock-ssh"), sshBin)
+	asOther := func(sock string) string {
+		t.Helper()
+		out, _ := exec.Command("su", other.name, "-c", fmt.Sprintf("AIRLOCK_SOCKET=%s %s --action act_doesnotexist", sock, sshBin)).CombinedOutput()
+		return string(out)
+	}
+
+	for _, withGroup := range []bool{true, false} {
+		state := filepath.Join(pub, fmt.Sprintf("state-%v", withGroup))
+		g := startGateway(t, s, gwOptions{mutate: func(c *config.Config) {
+			c.StateDir = state
+			c.Listen.Socket = filepath.Join(state, "run", "airlock.sock")
+			if withGroup {
+				c.Listen.SocketGroup = other.group
+			}
+		}})
+		fi, err := os.Stat(state)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := asOther(g.cfg.Listen.Socket)
+		if withGroup {
+			if fi.Mode().Perm() != 0o710 {
+				t.Errorf("the state directory is %04o, want 0710", fi.Mode().Perm())
+			}
+			if !strings.Contains(out, "act_doesnotexist") || strings.Contains(out, "control file") {
+				t.Errorf("a member of socket_group through the default layout: %s", out)
+			}
+		} else {
+			if fi.Mode().Perm() != 0o700 {
+				t.Errorf("the state directory without socket_group is %04o, want 0700", fi.Mode().Perm())
+			}
+			if !strings.Contains(out, "may not pass through "+state) || !strings.Contains(out, "not a member") || !strings.Contains(out, "socket_group") {
+				t.Errorf("another user without socket_group is not told what stops it: %s", out)
+			}
+		}
+		g.stop()
+	}
 }

@@ -92,7 +92,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		s.Close(context.Background())
 		return err
 	}
-	gid, err := groupID(s.cfg.Listen.SocketGroup)
+	gid, err := s.cfg.Listen.GroupID()
 	if err != nil {
 		return fail(err)
 	}

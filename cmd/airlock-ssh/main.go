@@ -20,6 +20,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -283,7 +284,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		case errors.Is(err, os.ErrNotExist):
 			return fail(stderr, "no gateway at %s: the airlock gateway is not running here; ask an operator to start it (airlock serve), or set $AIRLOCK_SOCKET or --socket if it listens elsewhere; nothing was run", socket)
 		case errors.Is(err, os.ErrPermission):
-			return fail(stderr, "cannot read the gateway's control file next to %s: this user is not allowed to use the gateway (ask an operator to add it to the socket group)", socket)
+			ctl := filepath.Join(filepath.Dir(socket), api.ControlFileName)
+			if why := api.DenialCause(ctl); why != "" {
+				return fail(stderr, "cannot read the gateway's control file %s: %s; an operator opens the way with listen.socket_group (see docs/operators.md), or adds this user to that group; nothing was run", ctl, why)
+			}
+			return fail(stderr, "cannot read the gateway's control file %s: permission denied; ask an operator to let this user use the gateway (listen.socket_group); nothing was run", ctl)
 		}
 		return fail(stderr, "%v", err)
 	}

@@ -272,6 +272,10 @@ func configCheck(args []string, stdout, stderr io.Writer) int {
 			problems++
 		}
 	}
+	if err := cfg.SocketReachable(); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", cfg.Path, err)
+		problems++
+	}
 	for _, err := range engine.CheckIdentityFiles(cfg) {
 		fmt.Fprintf(stderr, "%s: %v\n", cfg.Path, err)
 		problems++

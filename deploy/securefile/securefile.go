@@ -259,19 +259,30 @@ func CheckDir(dir string) error {
 // group setting) is given the mode and group asked for: nothing in it can
 // have come from anyone else.
 func PrivateDir(dir string, gid int) error {
-	if err := checkPrivateDir(dir, gid, true); err != nil {
-		return err
-	}
-	return checkPrivateDir(dir, gid, false)
-}
-
-// checkPrivateDir is PrivateDir's check; with repair it first creates the
-// directory or sets its mode and group where that is safe.
-func checkPrivateDir(dir string, gid int, repair bool) error {
 	want := fs.FileMode(0o700)
 	if gid >= 0 {
 		want = 0o750
 	}
+	return privateDir(dir, gid, want)
+}
+
+// PassageDir is PrivateDir for a directory group gid must pass through
+// but not read: mode 0710, group gid (the state directory, when the
+// socket its group uses is inside it).
+func PassageDir(dir string, gid int) error {
+	return privateDir(dir, gid, 0o710)
+}
+
+func privateDir(dir string, gid int, want fs.FileMode) error {
+	if err := checkPrivateDir(dir, gid, want, true); err != nil {
+		return err
+	}
+	return checkPrivateDir(dir, gid, want, false)
+}
+
+// checkPrivateDir is PrivateDir's check; with repair it first creates the
+// directory or sets its mode and group where that is safe.
+func checkPrivateDir(dir string, gid int, want fs.FileMode, repair bool) error {
 	if repair {
 		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 			return fmt.Errorf("securefile: %w", err)

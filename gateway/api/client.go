@@ -12,11 +12,14 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/airlockgw/airlock/sshexec"
+	"golang.org/x/sys/unix"
 )
 
 // maxActionObject bounds one action object as JSON: two streams of at most
@@ -454,4 +457,45 @@ func (c *Client) AuditEntries(ctx context.Context, after int64) (json.RawMessage
 	var raw json.RawMessage
 	err := c.Do(ctx, http.MethodGet, "/v1/audit/entries?after="+strconv.FormatInt(after, 10), nil, &raw)
 	return raw, err
+}
+
+// DenialCause says why this process may not read path: the first
+// directory on the way it may not pass, or the file it may not read,
+// with its mode, owner and group, and whether this process is in that
+// group. "" when no such place is found (the cause is elsewhere).
+func DenialCause(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return ""
+	}
+	parts := strings.Split(strings.TrimPrefix(abs, "/"), "/")
+	cur := "/"
+	for i, p := range parts {
+		cur = filepath.Join(cur, p)
+		last := i == len(parts)-1
+		mode, what := uint32(unix.X_OK), "pass through"
+		if last {
+			mode, what = unix.R_OK, "read"
+		}
+		if unix.Access(cur, mode) == nil {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Stat(cur, &st) != nil {
+			return ""
+		}
+		owner, group := strconv.Itoa(int(st.Uid)), strconv.Itoa(int(st.Gid))
+		if u, err := user.LookupId(owner); err == nil {
+			owner = u.Username
+		}
+		if g, err := user.LookupGroupId(group); err == nil {
+			group = g.Name
+		}
+		member := "not a member"
+		if groups, err := os.Getgroups(); err == nil && (slices.Contains(groups, int(st.Gid)) || os.Getegid() == int(st.Gid)) {
+			member = "a member"
+		}
+		return fmt.Sprintf("this user may not %s %s (mode %04o, owner %s, group %s, of which this user is %s)", what, cur, st.Mode&0o7777, owner, group, member)
+	}
+	return ""
 }

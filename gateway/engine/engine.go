@@ -109,7 +109,19 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 	}
 	e.base, e.cancelBase = context.WithCancel(context.Background())
 
-	if err := securefile.PrivateDir(cfg.StateDir, -1); err != nil {
+	// The state directory is the gateway's alone; when the socket its
+	// group uses is inside it (the default layout), that group may pass
+	// through it (0710), never list or read it.
+	gid, err := cfg.Listen.GroupID()
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	if gid >= 0 && cfg.SocketUnderStateDir() {
+		err = securefile.PassageDir(cfg.StateDir, gid)
+	} else {
+		err = securefile.PrivateDir(cfg.StateDir, -1)
+	}
+	if err != nil {
 		return nil, err
 	}
 	l, err := e.load(cfg, nil)
