@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/airlockgw/airlock/deploy/securefile"
@@ -106,6 +108,9 @@ func rewrite(file, comment, line string) (Change, error) {
 		if err := ensureKeysDir(filepath.Dir(file)); err != nil {
 			return 0, err
 		}
+		if err := strictModes(file); err != nil {
+			return 0, err
+		}
 	}
 	// sshd reads authorized_keys as the account. In a directory of the
 	// account's own (~/.ssh) the account owns a new file and only it reads
@@ -197,6 +202,62 @@ func carries(l []byte, comment string) bool {
 	}
 	_, c, _, _, err := ssh.ParseAuthorizedKey(l)
 	return err == nil && strings.TrimSpace(c) == comment
+}
+
+// ErrStrictModes: sshd's StrictModes (on by default) would refuse the
+// authorized_keys file where it is, so a line there would never log
+// anyone in.
+var ErrStrictModes = errors.New("deploy: sshd (StrictModes, on by default) would refuse this authorized_keys file")
+
+// strictModes refuses what sshd's StrictModes refuses: every directory
+// from the file's up to the account's home directory (or to / for a file
+// outside it) must be owned by root or the account and writable by
+// neither group nor others — sticky or not (/tmp is refused) — and the
+// file, if there, likewise. The account is the directory's owner (the
+// file's, when root owns the directory but not the file).
+func strictModes(file string) error {
+	dir, err := filepath.Abs(filepath.Dir(file))
+	if err != nil {
+		return err
+	}
+	di, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("deploy: %w", err)
+	}
+	account, _ := securefile.Owner(di)
+	refuse := func(kind, path string, fi fs.FileInfo, problem securefile.Problem) error {
+		u, _ := securefile.Owner(fi)
+		return fmt.Errorf("%w (bad ownership or modes for %s %s): %w", ErrStrictModes, kind, path,
+			&securefile.Error{Path: path, Problem: problem, Mode: fi.Mode(), UID: u, WantUID: account})
+	}
+	if fi, err := os.Stat(file); err == nil {
+		u, _ := securefile.Owner(fi)
+		if u != 0 {
+			account = u
+		}
+		if fi.Mode().Perm()&0o022 != 0 {
+			return refuse("file", file, fi, securefile.WritableByOthers)
+		}
+	}
+	home := ""
+	if u, err := user.LookupId(strconv.Itoa(account)); err == nil && u.HomeDir != "" && u.HomeDir != "/" {
+		home = filepath.Clean(u.HomeDir)
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return fmt.Errorf("deploy: %w", err)
+		}
+		switch u, _ := securefile.Owner(fi); {
+		case u != 0 && u != account:
+			return refuse("directory", d, fi, securefile.WrongOwner)
+		case fi.Mode().Perm()&0o022 != 0:
+			return refuse("directory", d, fi, securefile.WritableByOthers)
+		}
+		if d == home || d == filepath.Dir(d) {
+			return nil
+		}
+	}
 }
 
 // ensureKeysDir creates a missing authorized_keys directory (~/.ssh, as

@@ -34,7 +34,7 @@ func line(t testing.TB, seed byte, target, account string) string {
 // keysDir returns a fresh directory with mode 0700, like ~/.ssh.
 func keysDir(t *testing.T) string {
 	t.Helper()
-	d := filepath.Join(t.TempDir(), "ssh")
+	d := filepath.Join(sshtest.SafeDir(t), "ssh")
 	if err := os.Mkdir(d, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func TestInstallLineCreatesTheKeysDirectory(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to give the home directory to another user")
 	}
-	home := filepath.Join(t.TempDir(), "home")
+	home := filepath.Join(sshtest.SafeDir(t), "home")
 	if err := os.Mkdir(home, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -472,4 +472,68 @@ func TestSameFileSeesAConcurrentEdit(t *testing.T) {
 	if err := sameFile(file, nil); !errors.Is(err, ErrChanged) {
 		t.Errorf("sameFile of a file that appeared: %v, want ErrChanged", err)
 	}
+}
+
+// deploy install refuses exactly what a real sshd with StrictModes yes
+// refuses: one sshd reads authorized_keys from several places, the key is
+// installed in one place at a time, and a login works there iff deploy
+// accepted the place.
+func TestInstallRefusesWhatStrictModesRefuses(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: sshd checks the path as it does for a real account")
+	}
+	base := sshtest.SafeDir(t)
+	cases := []struct {
+		name  string
+		setup func(dir string) // dir holds the file; made 0755 first
+		ok    bool
+	}{
+		{"a directory of root's", func(string) {}, true},
+		{"a group-writable directory", func(d string) { os.Chmod(d, 0o775) }, false},
+		{"a sticky world-writable parent, like /tmp", func(d string) { os.Chmod(filepath.Dir(d), 0o1777) }, false},
+		{"a world-writable parent", func(d string) { os.Chmod(filepath.Dir(d), 0o777) }, false},
+	}
+	var files []string
+	for i := range cases {
+		dir := filepath.Join(base, fmt.Sprintf("case%d", i), "keys")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(filepath.Dir(dir), 0o755)
+		files = append(files, filepath.Join(dir, "authorized_keys"))
+	}
+	s := sshtest.NewSSHD(t, sshtest.Options{StrictModes: true, AuthorizedKeysFiles: files})
+	keyLine := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.ClientSigner.PublicKey())))
+	line := "restrict " + keyLine + " airlock:box/" + s.User
+	for i, c := range cases {
+		dir := filepath.Dir(files[i])
+		c.setup(dir)
+		_, err := InstallLine(files[i], line)
+		if c.ok != (err == nil) {
+			t.Errorf("%s: deploy install: %v", c.name, err)
+		}
+		if !c.ok {
+			if !errors.Is(err, ErrStrictModes) {
+				t.Errorf("%s: the refusal does not say it is sshd's StrictModes: %v", c.name, err)
+			}
+			// Put it there anyway, as a careless hand would.
+			writeFile(t, files[i], line+"\n", 0o644)
+		}
+		lerr := login(s)
+		if c.ok != (lerr == nil) {
+			t.Errorf("%s: sshd with StrictModes: login %v; deploy and sshd disagree", c.name, lerr)
+		}
+		os.Remove(files[i])
+	}
+}
+
+// login authenticates to s with its client key, and hangs up.
+func login(s *sshtest.SSHD) error {
+	c, err := ssh.Dial("tcp", s.Addr, &ssh.ClientConfig{User: s.User, Auth: []ssh.AuthMethod{ssh.PublicKeys(s.ClientSigner)},
+		HostKeyCallback: ssh.FixedHostKey(s.CurrentHostKey()), Timeout: time.Minute})
+	if err != nil {
+		return err
+	}
+	return c.Close()
 }

@@ -67,7 +67,8 @@ target "box" {
 	if code, cert, _ := runCLI(t, "deploy", "authorized-keys", "--config", cfgFile, "--target", "box", "--account", "certs"); code != 0 || !strings.Contains(cert, "cert-authority") {
 		t.Errorf("CA account line: %q", cert)
 	}
-	ak := filepath.Join(dir, "authorized_keys")
+	// Where sshd's StrictModes would read it (not under /tmp).
+	ak := filepath.Join(sshtest.SafeDir(t), "authorized_keys")
 	os.WriteFile(ak, []byte("# keep me\nssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKnQ7cBmrfILU8y0HCfFXb5n5bd2OoB25Bhz9wGtK6Ko other\n"), 0o600)
 	for i, want := range []string{"added", "unchanged"} {
 		code, out, errs := runCLI(t, "deploy", "install", "--authorized-keys", ak, "--line", line)

@@ -127,6 +127,13 @@ type Options struct {
 	// the first value of most keywords, so they cannot change one the
 	// harness sets; the fields below do that.
 	Config []string
+	// StrictModes turns sshd's StrictModes on (the harness's files live
+	// in a temporary directory, which it would refuse: name
+	// AuthorizedKeysFiles elsewhere).
+	StrictModes bool
+	// AuthorizedKeysFiles, when set, are the AuthorizedKeysFile paths
+	// instead of the harness's own file.
+	AuthorizedKeysFiles []string
 	// MaxStartups replaces the harness's generous limit on unauthenticated
 	// connections ("200:30:400"), for tests of a target that drops them.
 	MaxStartups string
@@ -155,11 +162,8 @@ func StartSSHD(opts Options) (*SSHD, error) {
 	}
 	// Not t.TempDir: sshd reads authorized_keys as the login user, who
 	// must be able to reach it.
-	dir, err := os.MkdirTemp("", "airlock-sshd-")
+	dir, err := safeTempDir("airlock-sshd-")
 	if err != nil {
-		return nil, err
-	}
-	if err := os.Chmod(dir, 0o755); err != nil {
 		return nil, err
 	}
 	s := &SSHD{User: u, Dir: dir, opts: opts}
@@ -175,6 +179,51 @@ func StartSSHD(opts Options) (*SSHD, error) {
 	}
 	os.RemoveAll(dir)
 	return nil, lastErr
+}
+
+// safeBase is where the harness makes its directories: a path sshd's
+// StrictModes accepts (the system's temporary directory, world-writable,
+// is refused), that the login user can reach: /var/lib/airlock-sshtest
+// for root, the user's cache directory otherwise.
+func safeBase() (string, error) {
+	base := "/var/lib/airlock-sshtest"
+	if os.Geteuid() != 0 {
+		c, err := os.UserCacheDir()
+		if err != nil {
+			return "", err
+		}
+		base = filepath.Join(c, "airlock-sshtest")
+	}
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return "", err
+	}
+	return base, os.Chmod(base, 0o755)
+}
+
+// safeTempDir makes a new directory (mode 0755) under safeBase.
+func safeTempDir(prefix string) (string, error) {
+	base, err := safeBase()
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp(base, prefix)
+	if err != nil {
+		return "", err
+	}
+	return dir, os.Chmod(dir, 0o755)
+}
+
+// SafeDir is a new directory, removed when the test ends, where sshd's
+// StrictModes accepts an authorized_keys file (and so where airlock's
+// deploy install does): not under the world-writable temporary directory.
+func SafeDir(tb testing.TB) string {
+	tb.Helper()
+	dir, err := safeTempDir("airlock-test-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }
 
 // NewSSHD starts an sshd for one test and stops it when the test ends; when
@@ -309,12 +358,19 @@ func (s *SSHD) start() error {
 			return err
 		}
 	}
+	keysFiles, strict := s.AuthorizedKeysFile(), "no"
+	if len(s.opts.AuthorizedKeysFiles) > 0 {
+		keysFiles = strings.Join(s.opts.AuthorizedKeysFiles, " ")
+	}
+	if s.opts.StrictModes {
+		strict = "yes"
+	}
 	cfg := fmt.Sprintf(`Port %d
 ListenAddress 127.0.0.1
 HostKey %s
 PidFile %s
 AuthorizedKeysFile %s
-StrictModes no
+StrictModes %s
 PubkeyAuthentication yes
 PasswordAuthentication no
 KbdInteractiveAuthentication no
@@ -325,7 +381,7 @@ PrintLastLog no
 LogLevel VERBOSE
 MaxStartups %s
 MaxSessions 10
-`, port, filepath.Join(s.Dir, "host_ed25519"), filepath.Join(s.Dir, "sshd.pid"), s.AuthorizedKeysFile(), cmp.Or(s.opts.MaxStartups, "200:30:400"))
+`, port, filepath.Join(s.Dir, "host_ed25519"), filepath.Join(s.Dir, "sshd.pid"), keysFiles, strict, cmp.Or(s.opts.MaxStartups, "200:30:400"))
 	if len(s.opts.HostCertPrincipals) > 0 {
 		cfg += "HostCertificate " + filepath.Join(s.Dir, "host_ed25519-cert.pub") + "\n"
 	}
