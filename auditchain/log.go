@@ -48,8 +48,8 @@ type Options struct {
 	CheckpointLogPath string
 
 	// Origin names the log in checkpoints and is the signing key's name.
-	// It is fixed when the database is created. Empty: "airlock/" and
-	// the host name.
+	// It is fixed when the database is created. Empty: "airlock/", the
+	// host name, "/" and ten random base32 characters.
 	Origin string
 
 	// CheckpointEvery signs a checkpoint once this many entries were

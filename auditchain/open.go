@@ -2,6 +2,7 @@ package auditchain
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -83,13 +84,16 @@ func (l *Log) initSchema(ctx context.Context) (string, error) {
 	if len(got) == 0 {
 		origin := l.opts.Origin
 		if origin == "" {
+			// The host name and a random part: two gateways on one host
+			// (or two hosts of one name) never share an origin, whose
+			// checkpoints would then pass for each other's.
 			host, _ := os.Hostname()
 			origin = "airlock/" + strings.Map(func(r rune) rune {
 				if r <= ' ' || r == '+' || r > 0x7e {
 					return -1
 				}
 				return r
-			}, host)
+			}, host) + "/" + rand.Text()[:10]
 		}
 		if !validOrigin(origin) {
 			return "", fmt.Errorf("auditchain: origin %q: want non-empty UTF-8 without spaces or '+'", origin)

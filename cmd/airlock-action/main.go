@@ -10,6 +10,7 @@
 //	airlock-action --check [--policy FILE]          validate the policy (problems as FILE:LINE)
 //	airlock-action --explain "CMD" [--policy FILE]  show what CMD would run, or why it is refused
 //	airlock-action --reap -- PROGRAM [ARGS…]        supervise a verb (airlock-action, or sudo for run_as, runs this)
+//	airlock-action --version                        print the version and the commit it was built from
 //
 // A refused request exits 126 with one line on stderr. See
 // deploy/forcedcmd for the exit statuses and the log line.
@@ -22,6 +23,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/airlockgw/airlock/deploy/buildinfo"
 
 	"github.com/airlockgw/airlock/deploy/forcedcmd"
 	"github.com/airlockgw/airlock/deploy/policy"
@@ -53,8 +56,13 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 	policyFile := fs.String("policy", DefaultPolicy, "policy `file`")
 	check := fs.Bool("check", false, "validate the policy and exit: 0 valid, 1 not")
 	explain := fs.String("explain", "", "show the argv `command` would run, or why it is refused")
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *showVersion {
+		fmt.Fprintf(stdout, "airlock-action %s\n", buildinfo.Read())
+		return 0
 	}
 	// --explain is "given" when it is on the command line, even empty: an
 	// empty value must not fall through to serving a request.

@@ -27,6 +27,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/airlockgw/airlock/deploy/buildinfo"
+
 	"github.com/airlockgw/airlock/sshexec"
 	"golang.org/x/sys/unix"
 
@@ -65,6 +67,7 @@ flags:
                   is still reported on stderr
   --socket PATH   gateway socket (default: $AIRLOCK_SOCKET, else the standard path)
   -T              accepted and ignored: no terminal is ever allocated
+  --version       print the version (and the commit it was built from)
 
 output: stdout and stderr stream as the command writes them. An account
 whose output policy is "tail" or "none" returns its output at the end: the
@@ -163,6 +166,8 @@ func parse(args []string) (options, error) {
 		switch {
 		case a == "-h" || a == "--help":
 			return o, errHelp
+		case a == "--version":
+			return o, errVersion
 		case a == "--json":
 			o.json = true
 		case a == "--accept-truncation":
@@ -250,7 +255,10 @@ func parse(args []string) (options, error) {
 	return o, nil
 }
 
-var errHelp = errors.New("help")
+var (
+	errHelp    = errors.New("help")
+	errVersion = errors.New("version")
+)
 
 func parseTimeout(v string) (time.Duration, error) {
 	if n, err := strconv.Atoi(v); err == nil && n > 0 {
@@ -267,6 +275,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	o, err := parse(args)
 	if errors.Is(err, errHelp) {
 		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	if errors.Is(err, errVersion) {
+		fmt.Fprintf(stdout, "airlock-ssh %s\n", buildinfo.Read())
 		return 0
 	}
 	if err != nil {

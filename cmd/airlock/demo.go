@@ -208,7 +208,7 @@ target "demo" {
 		}
 	}
 
-	gateway.Version = version
+	gateway.Version = version()
 	env.srv, err = gateway.New(ctx, gateway.Options{Config: env.cfg, Logger: newLogger(env.cfg, io.Discard), ShutdownGrace: 5 * time.Second})
 	if err != nil {
 		return nil, err

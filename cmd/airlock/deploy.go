@@ -187,6 +187,8 @@ func runCA(verb string, args []string, stdout, stderr io.Writer) int {
 		pub = ca.PublicKey()
 	}
 	fmt.Fprintln(stdout, deploy.CAPublicKeyLine(pub))
+	// To compare out of band with what a target trusts (ssh-keygen -lf).
+	fmt.Fprintf(stderr, "its fingerprint: %s\n", ssh.FingerprintSHA256(pub))
 	return 0
 }
 

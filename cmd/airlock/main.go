@@ -8,13 +8,20 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
-	"runtime/debug"
 	"sort"
+
+	"github.com/airlockgw/airlock/deploy/buildinfo"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
+// version is what the gateway records (gateway.started) and MCP
+// clients are told: the release or module version, and the commit.
+func version() string {
+	i := buildinfo.Read()
+	if len(i.Revision) >= 12 {
+		return i.Version + "+" + i.Revision[:12]
+	}
+	return i.Version
+}
 
 // A command is one top-level verb: it gets the remaining arguments and the
 // standard streams and returns the process exit code (2: a usage error).
@@ -127,14 +134,6 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		return usageErrorf(stderr, "airlock version takes no arguments")
 	}
-	commit := "unknown"
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
-				commit = s.Value
-			}
-		}
-	}
-	fmt.Fprintf(stdout, "airlock %s (commit %s, %s)\n", version, commit, runtime.Version())
+	fmt.Fprintf(stdout, "airlock %s\n", buildinfo.Read())
 	return 0
 }

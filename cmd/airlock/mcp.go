@@ -47,7 +47,7 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 		log.Warn("no gateway yet; tool calls will report it and try again", "error", err)
 	}
 	defer b.endRun()
-	opts := mcp.Options{Version: version, Logger: log}
+	opts := mcp.Options{Version: version(), Logger: log}
 	if cfg, ok := localConfig(*cfgPath); ok {
 		// What the tools say of waits and output sizes, as the gateway
 		// is configured.

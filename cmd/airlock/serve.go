@@ -198,7 +198,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return 1
 	}
-	gateway.Version = version
+	gateway.Version = version()
 	log := newLogger(cfg, stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
