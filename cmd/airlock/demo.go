@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -77,7 +78,8 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	env.printIntro(stdout, *keep == "")
+	bin, hint := env.helpers(ctx, stderr)
+	env.printIntro(stdout, *keep == "", bin, hint)
 	fmt.Fprintln(stdout, "Press Ctrl-C to stop the demo.")
 	select {
 	case <-ctx.Done():
@@ -256,8 +258,62 @@ func (e *demoEnv) printState(w io.Writer, temporary bool) {
 `, where, e.target.Addr)
 }
 
-func (e *demoEnv) printIntro(w io.Writer, temporary bool) {
+// helpers finds (or makes) the airlock and airlock-ssh the printed
+// commands name, so that they work as pasted: the ones next to this
+// airlock when it was built or installed with them; else, for `go run
+// ./cmd/airlock demo`, built from the module it runs in into the demo's
+// directory. When neither works, dir is "" and hint says how to build
+// them.
+func (e *demoEnv) helpers(ctx context.Context, stderr io.Writer) (dir, hint string) {
+	if exe, err := os.Executable(); err == nil {
+		d := filepath.Dir(exe)
+		if _, err := os.Stat(filepath.Join(d, "airlock-ssh")); err == nil {
+			return d, ""
+		}
+	}
+	hint = "go install github.com/airlockgw/airlock/cmd/...@latest"
+	root := moduleRoot()
+	if root == "" {
+		return "", hint
+	}
+	dir = filepath.Join(e.dir, "bin")
+	hint = fmt.Sprintf("go build -C %s -o %s/ ./cmd/airlock ./cmd/airlock-ssh", root, dir)
+	fmt.Fprintf(stderr, "building airlock and airlock-ssh into %s for the commands below…\n", dir)
+	build := exec.CommandContext(ctx, "go", "build", "-C", root, "-o", dir+"/", "./cmd/airlock", "./cmd/airlock-ssh")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(stderr, "could not build them (%v): %s\n", err, strings.TrimSpace(string(out)))
+		return "", hint
+	}
+	return dir, ""
+}
+
+// moduleRoot is the directory of airlock's go.mod at or above the working
+// directory, "" when there is none.
+func moduleRoot() string {
+	d, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil {
+			if first, _, _ := strings.Cut(string(b), "\n"); strings.TrimSpace(first) == "module github.com/airlockgw/airlock" {
+				return d
+			}
+			return ""
+		}
+		if d == filepath.Dir(d) {
+			return ""
+		}
+		d = filepath.Dir(d)
+	}
+}
+
+func (e *demoEnv) printIntro(w io.Writer, temporary bool, bin, hint string) {
 	url := "http://" + e.srv.HTTPAddr()
+	airlockBin, sshBin, first := filepath.Join(bin, "airlock"), filepath.Join(bin, "airlock-ssh"), ""
+	if bin == "" {
+		airlockBin, sshBin, first = "airlock", "airlock-ssh", " (first put airlock and airlock-ssh on your PATH: "+hint+")"
+	}
 	where := e.dir
 	if temporary {
 		where += " (removed when the demo stops)"
@@ -272,24 +328,24 @@ func (e *demoEnv) printIntro(w io.Writer, temporary bool) {
                as %q with the password in %s)
   target      demo (%s): account "agent" asks once per run, "ops" for every command
 
-Try it in another terminal (build the helpers first: go build -o /tmp/airlock-bin/ ./cmd/...):
+Try it in another terminal%s:
 
   # as an agent; the first command waits for a reviewer
-  AIRLOCK_SOCKET=%s /tmp/airlock-bin/airlock-ssh demo -- uname -a
+  AIRLOCK_SOCKET=%s %s demo -- uname -a
 
   # as the reviewer
   export AIRLOCK_URL=%s AIRLOCK_REVIEWER=%s AIRLOCK_PASSWORD_FILE=%s
-  /tmp/airlock-bin/airlock approvals list
-  /tmp/airlock-bin/airlock approvals approve ID
+  %s approvals list
+  %s approvals approve ID
 
   # as an investigator
-  /tmp/airlock-bin/airlock audit verify --config %s
+  %s audit verify --config %s
 
   # an MCP client (Claude Desktop, Cursor, …) runs airlock mcp:
-  {"mcpServers": {"airlock": {"command": "/tmp/airlock-bin/airlock", "args": ["mcp"], "env": {"AIRLOCK_SOCKET": %q}}}}
+  {"mcpServers": {"airlock": {"command": %q, "args": ["mcp"], "env": {"AIRLOCK_SOCKET": %q}}}}
 
-`, where, e.cfgFile, e.cfg.Listen.Socket, e.link, url, demoReviewer, e.pwFile, e.target.Addr,
-		e.cfg.Listen.Socket, url, demoReviewer, e.pwFile, e.cfgFile, e.cfg.Listen.Socket)
+`, where, e.cfgFile, e.cfg.Listen.Socket, e.link, url, demoReviewer, e.pwFile, e.target.Addr, first,
+		e.cfg.Listen.Socket, sshBin, url, demoReviewer, e.pwFile, airlockBin, airlockBin, airlockBin, e.cfgFile, airlockBin, e.cfg.Listen.Socket)
 }
 
 // tour runs the scripted walk-through.

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -12,6 +16,7 @@ import (
 	"time"
 
 	"github.com/airlockgw/airlock/deploy/proctree"
+	"github.com/airlockgw/airlock/gateway/gatewaytest"
 )
 
 // TestDemoScript runs the scripted tour, so that the README's first
@@ -89,5 +94,94 @@ func TestDemoScriptDetached(t *testing.T) {
 	text, _ := os.ReadFile(out)
 	if !strings.Contains(string(text), "the tour is over") || strings.Contains(string(text), "could not be identified") {
 		t.Fatalf("the detached tour:\n%s", text)
+	}
+}
+
+// What the interactive demo prints works as pasted in another terminal:
+// the agent's airlock-ssh line, the reviewer's export line and approve
+// line. (The binaries here were built together, so the demo names the
+// airlock-ssh next to it.)
+func TestDemoPrintedCommandsWork(t *testing.T) {
+	t.Parallel()
+	airlock := gatewaytest.Binary(t, "airlock")
+	demo := exec.Command(airlock, "demo")
+	demo.Dir = t.TempDir()
+	demo.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+	stdout, err := demo.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	demo.Stderr = &gatewaytest.LockedBuffer{}
+	if err := demo.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { demo.Process.Signal(os.Interrupt); demo.Wait() }()
+	var agentLine, exportLine, listLine, approveLine string
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		l := strings.TrimSpace(sc.Text())
+		switch {
+		case strings.HasPrefix(l, "AIRLOCK_SOCKET=") && strings.Contains(l, "airlock-ssh demo"):
+			agentLine = l
+		case strings.HasPrefix(l, "export AIRLOCK_URL="):
+			exportLine = l
+		case strings.HasSuffix(l, " approvals list"):
+			listLine = l
+		case strings.HasSuffix(l, " approvals approve ID"):
+			approveLine = l
+		}
+		if strings.HasPrefix(l, "Press Ctrl-C") {
+			break
+		}
+	}
+	go io.Copy(io.Discard, stdout)
+	if agentLine == "" || exportLine == "" || listLine == "" || approveLine == "" {
+		t.Fatalf("the demo did not print the commands to paste: %q %q %q %q", agentLine, exportLine, listLine, approveLine)
+	}
+	paste := func(lines ...string) *exec.Cmd {
+		cmd := exec.Command("sh", "-c", strings.Join(lines, "\n"))
+		cmd.Dir = t.TempDir() // another terminal, elsewhere
+		return cmd
+	}
+	var agentOut gatewaytest.LockedBuffer
+	agent := paste(agentLine)
+	agent.Stdout, agent.Stderr = &agentOut, &agentOut
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	idRE := regexp.MustCompile(`apr_[0-9a-f]{32}`)
+	var id string
+	for deadline := time.Now().Add(patience); id == ""; time.Sleep(200 * time.Millisecond) {
+		out, _ := paste(exportLine, listLine).CombinedOutput()
+		id = idRE.FindString(string(out))
+		if time.Now().After(deadline) {
+			t.Fatalf("the pasted approvals list never showed the agent's request: %s", out)
+		}
+	}
+	if out, err := paste(exportLine, strings.Replace(approveLine, " ID", " "+id, 1)).CombinedOutput(); err != nil {
+		t.Fatalf("the pasted approve: %v: %s", err, out)
+	}
+	if err := agent.Wait(); err != nil || !strings.Contains(agentOut.String(), "Linux") {
+		t.Errorf("the pasted agent line: %v: %s", err, agentOut.String())
+	}
+}
+
+// Run with go run, the demo builds the helpers it names from the module
+// it runs in.
+func TestDemoBuildsItsHelpersFromTheCheckout(t *testing.T) {
+	t.Parallel()
+	if moduleRoot() == "" {
+		t.Skip("not inside the module")
+	}
+	e := &demoEnv{dir: t.TempDir()}
+	var errb bytes.Buffer
+	dir, hint := e.helpers(context.Background(), &errb)
+	if dir == "" {
+		t.Fatalf("no helpers: %s %s", hint, errb.String())
+	}
+	for _, b := range []string{"airlock", "airlock-ssh"} {
+		if fi, err := os.Stat(filepath.Join(dir, b)); err != nil || fi.Mode()&0o111 == 0 {
+			t.Errorf("%s: %v", b, err)
+		}
 	}
 }
