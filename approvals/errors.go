@@ -119,3 +119,12 @@ func (e *eventError) Error() string {
 func (e *eventError) Is(target error) bool { return target == ErrEventNotRecorded }
 
 func (e *eventError) Unwrap() error { return e.err }
+
+// RevokedError is ErrRunEnded for a run a reviewer ended: who, and the
+// note they gave, which the run's agent is told.
+type RevokedError struct{ By, Note string }
+
+func (e *RevokedError) Error() string { return "approvals: run ended by reviewer " + e.By }
+
+// Is makes a RevokedError an ErrRunEnded.
+func (e *RevokedError) Is(target error) bool { return target == ErrRunEnded }

@@ -326,8 +326,13 @@ func (s *Store) usableLocal(ctx context.Context, id RunID) (Run, error) {
 // run, for naming (the refused request belongs to it; it grants nothing),
 // when FindLocal or FindRemote would show it too, with err.
 func refused(r *Run, err error) (Run, error) {
-	if !isRunStateErr(err) || r.EndReason == EndRevoked {
-		return Run{}, err // a revoked run reads nothing
+	if r.EndReason == EndRevoked && errors.Is(err, ErrRunEnded) {
+		// A revoked run reads nothing; its agent is told who ended it
+		// and why, as a denied one is told the reviewer's reason.
+		return Run{}, &RevokedError{By: r.EndedBy, Note: r.EndNote}
+	}
+	if !isRunStateErr(err) {
+		return Run{}, err
 	}
 	return *r, err
 }

@@ -117,7 +117,7 @@ func agentList(args []string, stdout, stderr io.Writer) int {
 	for _, a := range list {
 		expires, state := "never", "usable"
 		if a.ExpiresAt != nil {
-			expires = a.ExpiresAt.Local().Format(time.DateTime)
+			expires = a.ExpiresAt.Local().Format(timeWithZone)
 			if time.Now().After(*a.ExpiresAt) {
 				state = "expired"
 			}

@@ -291,17 +291,21 @@ func TestEndToEndBinaries(t *testing.T) {
 	})
 
 	t.Run("reviewer CLI: runs list and end", func(t *testing.T) {
-		// An agent whose run stays open: one action, then it idles.
+		// An agent whose run stays open: one action, then it waits until
+		// the test lets it try another.
 		airlock, _ := binaries(t)
 		out1 := &lockedBuffer{}
-		a := d.agent(airlock + " run -- sh -c 'airlock-ssh box true; sleep 60'")
+		gate := filepath.Join(t.TempDir(), "go-on")
+		a := d.agent(airlock + " run -- sh -c 'airlock-ssh box true; while [ ! -e " + gate + " ]; do sleep 0.1; done; airlock-ssh box echo again'")
 		a.Stdout, a.Stderr = out1, out1
 		if err := a.Start(); err != nil {
 			t.Fatal(err)
 		}
 		defer func() { syscall.Kill(-a.Process.Pid, syscall.SIGKILL); a.Wait() }()
 		list := d.pending(1)
-		d.cli("approvals", "approve", list[0].ID)
+		if _, errs, code := d.cli("approvals", "approve", "--scope", "box", list[0].ID); code != 0 {
+			t.Fatalf("approve --scope: %s", errs)
+		}
 		out, errs, code := d.cli("runs", "list", "--json")
 		if code != 0 {
 			t.Fatalf("runs list: %s", errs)
@@ -325,6 +329,17 @@ func TestEndToEndBinaries(t *testing.T) {
 		out, _, _ = d.cli("runs", "list", "--json")
 		if strings.Contains(out, live.ID) {
 			t.Errorf("run %s still listed after runs end", live.ID)
+		}
+		if out, _, _ := d.cli("runs", "list", "--all"); !regexp.MustCompile(live.ID + `.*ended.*by ` + gatewaytest.Reviewer + `: test over`).MatchString(out) {
+			t.Errorf("runs list --all does not show the ended run and why:\n%s", out)
+		}
+		// The agent's next command is told who ended the run, and why.
+		if err := os.WriteFile(gate, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		werr := a.Wait()
+		if want := "the run was ended by " + gatewaytest.Reviewer + ": test over; do not retry without asking a human"; !strings.Contains(out1.String(), want) {
+			t.Errorf("the agent after runs end (%v) was told:\n%s\nwant %q", werr, out1.String(), want)
 		}
 	})
 

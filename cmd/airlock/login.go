@@ -142,7 +142,7 @@ func runLogin(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return failf(stderr, "logged in, but the session could not be saved: %v", err)
 	}
-	fmt.Fprintf(stdout, "logged in to %s as %s until %s (session saved in %s)\n", rf.gateway, l.Reviewer, l.ExpiresAt.Local().Format(time.DateTime), f)
+	fmt.Fprintf(stdout, "logged in to %s as %s until %s (session saved in %s)\n", rf.gateway, l.Reviewer, l.ExpiresAt.Local().Format(timeWithZone), f)
 	return 0
 }
 

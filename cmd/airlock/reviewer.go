@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"slices"
@@ -47,8 +48,9 @@ verbs:
       one pending request in full: the command, its input, the agent's
       reason, and who asks — the anchor process, what it covers now, and
       any weak evidence about it
-  approve [--ttl DUR] [--max-actions N] [--reason TEXT] ID
-      approve a request; for a run, --ttl and --max-actions bound the approval
+  approve [--ttl DUR] [--max-actions N] [--scope TARGET[/ACCOUNT],…] [--reason TEXT] ID
+      approve a request; for a run, --ttl, --max-actions and --scope bound
+      the approval (without --scope it covers every run-mode account)
   deny [--reason TEXT] ID
       deny a request; the agent is told the reason
 
@@ -58,8 +60,9 @@ verbs:
 const runsUsage = `usage: airlock runs VERB [flags] [args]
 
 verbs:
-  list [--json]
-      the runs: state, requester, actions, expiry and anchor process
+  list [--json] [--all]
+      the runs: state, requester, actions, expiry and anchor process;
+      --all adds the runs that ended lately, and why (as the runs page)
   end [--reason TEXT] ID
       end (revoke) a run; its next action is refused
 
@@ -389,6 +392,14 @@ func approvalsDecide(verb string, args []string, stdout, stderr io.Writer) int {
 	if verb == "approve" {
 		fs.DurationVar(&ttl, "ttl", 0, "run approvals: how long the approval lasts (default: the policy's run_ttl)")
 		fs.IntVar(&d.MaxActions, "max-actions", 0, "run approvals: at most this many actions (default: no limit)")
+		fs.Func("scope", "run approvals: only these `TARGET[/ACCOUNT],…` (default: every run-mode account of every target)", func(v string) error {
+			for _, s := range strings.Split(v, ",") {
+				if s = strings.TrimSpace(s); s != "" {
+					d.Scope = append(d.Scope, s)
+				}
+			}
+			return nil
+		})
 		fs.StringVar(&d.Reason, "reason", "", "a note recorded with the decision")
 	} else {
 		fs.StringVar(&d.Reason, "reason", "", "the reason the agent is told")
@@ -420,6 +431,7 @@ func approvalsDecide(verb string, args []string, stdout, stderr io.Writer) int {
 func runsList(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("airlock runs list", "airlock runs list [flags]", stderr)
 	rf := addReviewerFlags(fs, true)
+	all := fs.Bool("all", false, "also the runs that ended lately (ended, denied, expired), as the runs page shows them")
 	if _, code, ok := parseVerb(fs, args, 0, stdout, stderr); !ok {
 		return code
 	}
@@ -428,24 +440,37 @@ func runsList(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return failf(stderr, "%v", err)
 	}
-	runs, err := c.Runs(ctx)
-	if err != nil {
+	path := "/v1/runs"
+	if *all {
+		path += "?all=1"
+	}
+	var runs []api.Run
+	if err := c.Do(ctx, http.MethodGet, path, nil, &runs); err != nil {
 		return failf(stderr, "%v", rf.explain(err))
 	}
 	if *rf.json {
 		return printJSON(stdout, runs)
 	}
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tKIND\tREQUESTER\tACTIONS\tEXPIRES\tANCHOR")
+	fmt.Fprintln(tw, "ID\tSTATE\tKIND\tREQUESTER\tACTIONS\tEXPIRES\tANCHOR\tENDED")
 	for _, r := range runs {
-		exp, anchor := "-", "-"
+		exp, anchor, ended := "-", "-", "-"
 		if r.ExpiresAt != nil {
-			exp = r.ExpiresAt.Local().Format(time.DateTime)
+			exp = r.ExpiresAt.Local().Format(timeWithZone)
 		}
 		if r.Anchor != nil {
 			anchor = fmt.Sprintf("pid %d %s", r.Anchor.PID, shorten(strings.Join(r.Anchor.Argv, " "), maxArgvWidth))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.State, r.Kind, printable(r.Requester), r.Actions, exp, anchor)
+		if r.EndReason != "" {
+			ended = r.EndReason
+			if r.EndedBy != "" {
+				ended += " by " + printable(r.EndedBy)
+			}
+			if r.EndNote != "" {
+				ended += ": " + shorten(printable(r.EndNote), maxArgvWidth)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.ID, r.State, r.Kind, printable(r.Requester), r.Actions, exp, anchor, ended)
 	}
 	tw.Flush()
 	return 0
@@ -506,3 +531,7 @@ func failf(stderr io.Writer, format string, args ...any) int {
 	fmt.Fprintf(stderr, "airlock: "+format+"\n", args...)
 	return 1
 }
+
+// timeWithZone is how the reviewer and operator verbs print times: with
+// their zone, so that a time read by someone elsewhere is not misread.
+const timeWithZone = "2006-01-02 15:04:05 MST"

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"syscall"
 	"text/tabwriter"
-	"time"
 
 	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/gateway/api"
@@ -163,7 +162,7 @@ func reviewerList(args []string, stdout, stderr io.Writer) int {
 		if !r.Enabled {
 			state = "disabled"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", visible(r.Name), r.Source, state, r.CreatedAt.Local().Format(time.DateTime))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", visible(r.Name), r.Source, state, r.CreatedAt.Local().Format(timeWithZone))
 	}
 	tw.Flush()
 	return 0

@@ -316,8 +316,13 @@ type Run struct {
 	Anchor         *Process   `json:"anchor,omitempty"`
 	// Limits are the targets ("target" or "account@target") the run's
 	// actions are held to, by its agent; empty: any.
-	Limits  []string `json:"limits,omitempty"`
-	Actions int      `json:"actions"`
+	Limits []string `json:"limits,omitempty"`
+	// EndReason, EndedBy and EndNote say why an ended run ended (and
+	// which reviewer ended it, with what note).
+	EndReason string `json:"end_reason,omitempty"`
+	EndedBy   string `json:"ended_by,omitempty"`
+	EndNote   string `json:"end_note,omitempty"`
+	Actions   int    `json:"actions"`
 	// Token is returned once, by POST /v1/runs.
 	Token string `json:"token,omitempty"`
 }
@@ -431,6 +436,9 @@ type DecisionRequest struct {
 	// Digest, if set, must match the request's digest: the decision is
 	// bound to what the reviewer saw.
 	Digest string `json:"digest,omitempty"`
+	// Scope limits an approved run to these targets ("target") or
+	// accounts ("target/account"); empty: every run-mode account.
+	Scope []string `json:"scope,omitempty"`
 }
 
 // Target is one entry of GET /v1/targets. It never carries secrets.

@@ -458,6 +458,20 @@ func (l *lifecycle) endRunError(ctx context.Context, err error) {
 		l.a.update(func(o *api.Action) { o.Approval.Decision = api.DecisionDeny })
 		l.end(ctx, sshexec.Denied, "a reviewer denied this run; a new agent process needs a new approval", 0)
 	case errors.Is(err, approvals.ErrRunEnded):
+		// A reviewer who ended the run said no to it: the agent is told
+		// who, and why, and not to go on alone.
+		var rv *approvals.RevokedError
+		if errors.As(err, &rv) {
+			detail := "the run was ended by " + rv.By
+			if rv.Note != "" {
+				detail += ": " + rv.Note
+			}
+			l.a.update(func(o *api.Action) {
+				o.Approval.Decision, o.Approval.DecidedBy, o.Approval.Reason = api.DecisionDeny, rv.By, rv.Note
+			})
+			l.end(ctx, sshexec.Denied, detail+"; do not retry without asking a human", 0)
+			return
+		}
 		l.end(ctx, sshexec.Rejected, "the run has ended; start a new one", 0)
 	case errors.Is(err, approvals.ErrRunExpired), errors.Is(err, approvals.ErrTokenExpired):
 		l.end(ctx, sshexec.Rejected, "the run's approval or token has expired; start a new run", 0)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/airlockgw/airlock/approvals"
@@ -85,6 +86,30 @@ func (e *Engine) Run(ctx context.Context, id approvals.RunID) (approvals.Run, er
 	return run, classify(err)
 }
 
+// RecentRuns returns the active runs and the ones that ended lately (the
+// n created last, whatever their state), oldest first.
+func (e *Engine) RecentRuns(ctx context.Context, n int) ([]approvals.Run, error) {
+	active, err := e.store.Runs(ctx)
+	if err != nil {
+		return nil, classify(err)
+	}
+	recent, err := e.store.RecentRuns(ctx, n)
+	if err != nil {
+		return nil, classify(err)
+	}
+	seen := map[approvals.RunID]bool{}
+	for _, r := range recent {
+		seen[r.ID] = true
+	}
+	for _, r := range active {
+		if !seen[r.ID] {
+			recent = append(recent, r)
+		}
+	}
+	slices.SortStableFunc(recent, func(a, b approvals.Run) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return recent, nil
+}
+
 // Runs returns the active runs.
 func (e *Engine) Runs(ctx context.Context) ([]approvals.Run, error) {
 	runs, err := e.store.Runs(ctx)
@@ -150,6 +175,12 @@ func RunView(r approvals.Run) api.Run {
 		v.TokenExpiresAt = &t
 	}
 	v.Limits = limitTexts(r.Limits)
+	if r.State.Terminal() {
+		v.EndReason, v.EndedBy, v.EndNote = r.EndReason.String(), r.EndedBy, r.EndNote
+		if r.EndReason == 0 {
+			v.EndReason = ""
+		}
+	}
 	if a := r.Anchor; a != nil {
 		v.Kind = api.RunLocal
 		v.Anchor = &api.Process{PID: a.ID.PID, StartTime: a.ID.StartTime, Executable: a.Exe, SHA256: a.ExeSHA256,

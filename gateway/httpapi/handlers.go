@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"os/user"
@@ -277,6 +278,10 @@ func (s *server) handleCreateRun(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) handleListRuns(w http.ResponseWriter, r *http.Request) {
 	runs, err := s.e.Runs(r.Context())
+	if r.URL.Query().Get("all") == "1" {
+		// As the runs page: the active ones and those that ended lately.
+		runs, err = s.e.RecentRuns(r.Context(), recentRuns)
+	}
 	if err != nil {
 		s.writeErr(w, err)
 		return
@@ -287,6 +292,10 @@ func (s *server) handleListRuns(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, out)
 }
+
+// recentRuns is how many runs GET /v1/runs?all=1 shows at most besides
+// the active ones.
+const recentRuns = 50
 
 // runFor returns a run the principal may see: reviewers any, agents their
 // own.
@@ -385,6 +394,14 @@ func (s *server) handleDecision(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	dec.Reason, dec.MaxActions = d.Reason, d.MaxActions
+	for _, sc := range d.Scope {
+		target, account, _ := strings.Cut(sc, "/")
+		if target == "" || strings.Contains(account, "/") {
+			writeError(w, http.StatusBadRequest, api.CodeBadRequest, fmt.Sprintf("scope %q: write TARGET or TARGET/ACCOUNT", sc))
+			return
+		}
+		dec.Scope = append(dec.Scope, approvals.Scope{Target: target, Account: account})
+	}
 	if d.TTLS != 0 {
 		ttl := time.Duration(d.TTLS) * time.Second
 		dec.TTL = &ttl

@@ -92,9 +92,10 @@ type cardView struct {
 }
 
 var funcs = template.FuncMap{
-	"cardView": func(p *pageData, c Card) cardView { return cardView{Card: c, CSRF: p.CSRF, Now: p.Now} },
-	"reveal":   Reveal,
-	"flags":    Flags,
+	"cardView":   func(p *pageData, c Card) cardView { return cardView{Card: c, CSRF: p.CSRF, Now: p.Now} },
+	"reveal":     Reveal,
+	"revealText": RevealText,
+	"flags":      Flags,
 	"cardFlags": func(c Card) []Flag {
 		texts := []string{c.Command, c.Requester, c.AgentReason}
 		if c.Stdin != nil {

@@ -144,6 +144,36 @@ func Reveal(s string) []Segment {
 	return out
 }
 
+// RevealText is Reveal for text whose lines are ordinary — an action's
+// output, a checkpoint note: a line feed (or CR LF) is kept as a plain line
+// break, not marked, so that a marker still means something. A lone CR,
+// which can overwrite a line on a terminal, and every other line
+// separator are marked as Reveal marks them.
+func RevealText(s string) []Segment {
+	var out []Segment
+	for len(s) > 0 {
+		line, rest, found := strings.Cut(s, "\n")
+		crlf := found && strings.HasSuffix(line, "\r")
+		if crlf {
+			line = line[:len(line)-1]
+		}
+		out = append(out, Reveal(line)...)
+		if found {
+			brk := "\n"
+			if crlf {
+				brk = "\r\n"
+			}
+			if n := len(out); n > 0 && out[n-1].Kind == Visible {
+				out[n-1].Text += brk
+			} else {
+				out = append(out, Segment{Text: brk})
+			}
+		}
+		s = rest
+	}
+	return out
+}
+
 // classify says how a valid rune is shown.
 func classify(r rune) Hidden {
 	switch {

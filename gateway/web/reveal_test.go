@@ -150,3 +150,34 @@ func FuzzReveal(f *testing.F) {
 		}
 	})
 }
+
+// Output and notes keep their ordinary line breaks unmarked; a lone CR
+// and hidden characters are still marked.
+func TestRevealTextKeepsOrdinaryLines(t *testing.T) {
+	for _, c := range []struct {
+		in      string
+		escaped []string
+	}{
+		{"one\ntwo\r\nthree\n", nil},
+		{"progress 10%\rprogress 99%\n", []string{`\r`}},
+		{"\n\n", nil},
+		{"ok\u202e\n", []string{"⟨U+202E⟩"}},
+	} {
+		segs := RevealText(c.in)
+		var got strings.Builder
+		var escaped []string
+		for _, s := range segs {
+			if s.Escaped() {
+				escaped = append(escaped, s.Text)
+			} else {
+				got.WriteString(s.Text)
+			}
+		}
+		if len(escaped) == 0 && got.String() != c.in {
+			t.Errorf("%q: shown as %q", c.in, got.String())
+		}
+		if strings.Join(escaped, ",") != strings.Join(c.escaped, ",") {
+			t.Errorf("%q: marked %q, want %q", c.in, escaped, c.escaped)
+		}
+	}
+}
