@@ -628,3 +628,41 @@ func TestCrash(t *testing.T) {
 		})
 	}
 }
+
+// Verifying an evidence copy (the database file alone, in a directory of
+// its own) leaves nothing beside it: no -wal, no -shm.
+func TestVerifyLeavesNothingBesideACopy(t *testing.T) {
+	o := testOptions(t)
+	o.CheckpointEvery = 4
+	v := buildLog(t, o, 10)
+	b, err := os.ReadFile(o.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cp := filepath.Join(dir, "evidence.db")
+	if err := os.WriteFile(cp, b, 0o400); err != nil {
+		t.Fatal(err)
+	}
+	co := o
+	co.Path = cp
+	verify(t, co, v)
+	r, err := OpenReader(context.Background(), cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range r.Entries(context.Background(), -1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.Close()
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("the evidence directory holds %v, want only the copy", names)
+	}
+}

@@ -3,7 +3,10 @@ package auditchain
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 	"sync"
 
@@ -160,9 +163,18 @@ func (r dbHashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 }
 
 // roDSN is the connection string for read-only access: the verifier and
-// the CLI never write to the file they examine.
+// the CLI never write to the file they examine. A file no one has open
+// (neither -wal nor -shm beside it: an evidence copy) is opened immutable,
+// so that not even those two files appear next to it; a live log (or a
+// copy taken with its WAL) is read through its WAL, which needs them.
 func roDSN(path string) string {
-	return "file:" + escapePath(path) + "?mode=ro&_busy_timeout=5000"
+	dsn := "file:" + escapePath(path) + "?mode=ro&_busy_timeout=5000"
+	_, walErr := os.Lstat(path + "-wal")
+	_, shmErr := os.Lstat(path + "-shm")
+	if errors.Is(walErr, fs.ErrNotExist) && errors.Is(shmErr, fs.ErrNotExist) {
+		dsn += "&immutable=1"
+	}
+	return dsn
 }
 
 func rwDSN(path string) string {

@@ -239,8 +239,8 @@ func auditVerify(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return code
 	}
 	if code == exitOK {
-		fmt.Fprintf(stdout, "intact: %d entries; %d checkpoints in the database and %d kept outside verified; %d entries not yet covered by a checkpoint\n",
-			rep.Entries, rep.Checkpoints, rep.TrustedCheckpoints, rep.Uncovered)
+		fmt.Fprintf(stdout, "intact: %s; %s in the database and %d kept outside verified; %s not yet covered by a checkpoint\n",
+			count(int(rep.Entries), "entry"), count(rep.Checkpoints, "checkpoint"), rep.TrustedCheckpoints, count(int(rep.Uncovered), "entry"))
 		switch {
 		case len(trusted) == 0:
 			fmt.Fprintln(stdout, "note: no checkpoint kept outside the database was given; a rollback or a rewrite with the signing key would not show (see --trusted-checkpoint)")
@@ -254,13 +254,13 @@ func auditVerify(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return code
 	}
 	first := rep.First()
-	fmt.Fprintf(stdout, "DAMAGED: first bad seq %s: %s (%s): %s\n", seqText(first.Seq), first.Kind, first.Source, first.Detail)
+	fmt.Fprintf(stdout, "DAMAGED: %s: %s (%s): %s\n", seqText(first.Seq, "first bad seq "), first.Kind, first.Source, first.Detail)
 	for i := range rep.Damage {
 		if d := &rep.Damage[i]; d != first {
-			fmt.Fprintf(stdout, "also: seq %s: %s (%s): %s\n", seqText(d.Seq), d.Kind, d.Source, d.Detail)
+			fmt.Fprintf(stdout, "also: %s: %s (%s): %s\n", seqText(d.Seq, "seq "), d.Kind, d.Source, d.Detail)
 		}
 	}
-	fmt.Fprintf(stdout, "%d entries, %d verified before the first damaged entry; %d not covered by a checkpoint\n", rep.Entries, rep.Verified, rep.Uncovered)
+	fmt.Fprintf(stdout, "%s, %d verified before the first damaged entry; %d not covered by a checkpoint\n", count(int(rep.Entries), "entry"), rep.Verified, rep.Uncovered)
 	if fk := rep.Fork; fk != nil {
 		printFork(stdout, fk)
 	}
@@ -277,11 +277,13 @@ func printTimeSetBack(w io.Writer, t *auditchain.TimeSetBack) {
 	fmt.Fprintf(w, "note: %s\n", t)
 }
 
-func seqText(seq int64) string {
+// seqText names where damage is: "first bad seq N", or the log as a
+// whole when no entry is to blame.
+func seqText(seq int64, prefix string) string {
 	if seq < 0 {
-		return "-"
+		return "the log as a whole"
 	}
-	return strconv.FormatInt(seq, 10)
+	return prefix + strconv.FormatInt(seq, 10)
 }
 
 func printFork(w io.Writer, f *auditchain.Fork) {
