@@ -175,26 +175,41 @@ func ReadVerifierKey(path string) (note.Verifier, error) {
 // format is what the log appends: each note (text, blank line, signature
 // lines) followed by one blank line.
 func SplitNotes(data []byte) ([][]byte, error) {
+	// A note is its text lines, a blank line, and signature lines ("— "
+	// and the signature); the next note begins at the first line after
+	// them that is not one, with or without blank lines between (as a
+	// witness that appends notes with cat writes them).
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	blank := func(l []byte) bool { return len(bytes.TrimRight(l, "\n")) == 0 }
 	var notes [][]byte
-	for len(bytes.TrimLeft(data, "\n")) > 0 {
-		data = bytes.TrimLeft(data, "\n")
-		i := bytes.Index(data, []byte("\n\n"))
-		if i < 0 {
-			return notes, malformedCheckpoint("note without signature block")
+	for i := 0; ; {
+		for i < len(lines) && blank(lines[i]) {
+			i++
 		}
-		end := bytes.Index(data[i+2:], []byte("\n\n"))
-		if end < 0 {
-			end = len(data)
-		} else {
-			end += i + 2 + 1
+		if i == len(lines) {
+			return notes, nil
 		}
-		if end-0 > MaxNoteLen {
-			return notes, malformedCheckpoint("note longer than %d bytes", MaxNoteLen)
+		start, n := i, len(notes)+1
+		for i < len(lines) && !blank(lines[i]) {
+			i++
 		}
-		notes = append(notes, bytes.Clone(data[:end]))
-		data = data[end:]
+		if i == len(lines) {
+			return notes, malformedCheckpoint("note %d has no signature block", n)
+		}
+		i++ // the blank line
+		sigs := i
+		for i < len(lines) && bytes.HasPrefix(lines[i], []byte("\u2014 ")) {
+			i++
+		}
+		if i == sigs {
+			return notes, malformedCheckpoint("note %d has no signature after its blank line", n)
+		}
+		note := bytes.Join(lines[start:i], nil)
+		if len(note) > MaxNoteLen {
+			return notes, malformedCheckpoint("note %d is longer than %d bytes", n, MaxNoteLen)
+		}
+		notes = append(notes, note)
 	}
-	return notes, nil
 }
 
 // signingKey is the checkpoint signer loaded from its file. The private

@@ -666,3 +666,50 @@ func TestVerifyLeavesNothingBesideACopy(t *testing.T) {
 		t.Errorf("the evidence directory holds %v, want only the copy", names)
 	}
 }
+
+// The obvious witness, `cat >> notes.log`, keeps notes with no blank line
+// between them: they read as the notes they are, and verify. A note that
+// cannot be used is a problem of that file, never damage to the database.
+func TestWitnessNotesWithoutBlankLines(t *testing.T) {
+	o := testOptions(t)
+	o.CheckpointEvery = 3
+	v := buildLog(t, o, 10)
+	data, err := os.ReadFile(o.CheckpointLogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes, err := SplitNotes(data)
+	if err != nil || len(notes) < 3 {
+		t.Fatalf("%d notes, %v", len(notes), err)
+	}
+	var cat []byte
+	for _, n := range notes {
+		cat = append(cat, bytes.TrimRight(n, "\n")...)
+		cat = append(cat, '\n')
+	}
+	witness := filepath.Join(t.TempDir(), "notes.log")
+	if err := os.WriteFile(witness, cat, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	trusted, err := ReadTrustedNotes(witness)
+	if err != nil || len(trusted) != len(notes) {
+		t.Fatalf("read %d of %d notes: %v", len(trusted), len(notes), err)
+	}
+	if rep := verify(t, o, v, trusted...); !rep.Intact() || rep.TrustedCheckpoints != len(notes) {
+		t.Errorf("with the witness's notes: intact %v, %d trusted checkpoints verified of %d: %+v", rep.Intact(), rep.TrustedCheckpoints, len(notes), rep.Damage)
+	}
+
+	bad := append(bytes.Clone(cat), "airlock/elsewhere\n7\nAAAA\n\n\u2014 elsewhere AAAAAAAA\n"...)
+	if err := os.WriteFile(witness, bad, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	trusted, err = ReadTrustedNotes(witness)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Verify(context.Background(), VerifyOptions{Path: o.Path, Key: v, Trusted: trusted})
+	var ee *EvidenceError
+	if !errors.As(err, &ee) || ee.Index != len(notes)+1 || !strings.Contains(err.Error(), "says nothing about the database") {
+		t.Errorf("a note the file cannot vouch with: %v, want an evidence error naming note %d", err, len(notes)+1)
+	}
+}

@@ -50,6 +50,22 @@ func (t TrustedNote) label() string {
 	return t.Source + "#" + strconv.Itoa(t.Index)
 }
 
+// EvidenceError: a checkpoint kept outside the database (a copy of
+// checkpoints.log, a witness's notes) cannot be used — it is malformed, or
+// not signed by this log's key. It says nothing about the database; the
+// verification was not done.
+type EvidenceError struct {
+	Source string
+	Index  int
+	Err    error
+}
+
+func (e *EvidenceError) Error() string {
+	return fmt.Sprintf("auditchain: the checkpoint file %s, note #%d, cannot be used: %v (this says nothing about the database: fix the file, or leave it out)", e.Source, e.Index, e.Err)
+}
+
+func (e *EvidenceError) Unwrap() error { return e.Err }
+
 // ReadTrustedNotes reads a checkpoint file (one or more signed notes, as
 // the log appends them) into TrustedNotes with path as their Source.
 func ReadTrustedNotes(path string) ([]TrustedNote, error) {
@@ -242,13 +258,9 @@ func (v *verifier) run(trusted []TrustedNote) error {
 	for _, t := range trusted {
 		c, err := OpenCheckpoint(t.Note, v.key)
 		if err != nil {
-			var ce *CheckpointError
-			kind := DamageMalformed
-			if errors.As(err, &ce) {
-				kind = ce.Problem.damage()
-			}
-			v.damage(-1, kind, t.label(), "%v", err)
-			continue
+			// Evidence that cannot be read or was not signed by this
+			// log's key says nothing about the database.
+			return &EvidenceError{Source: t.Source, Index: t.Index, Err: err}
 		}
 		v.trusted = append(v.trusted, trustedCheckpoint{c, t.Source, t.label(), t.Note})
 	}
