@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -35,10 +36,12 @@ verbs:
   verify [--db FILE] [--key FILE] [--trusted-checkpoint FILE]... [--json]
       rehash and check the whole log; exit 0 intact, 1 damage found
       (the first bad seq and the kind are printed), 2 could not verify
-  export [--db FILE] [--after SEQ]
-      every entry with seq > SEQ as JSON Lines on stdout
-  show [--db FILE] [--json] ACTION_ID
-      every entry of one action
+  export [--db FILE] [--key FILE] [--after SEQ]
+      every entry with seq > SEQ as JSON Lines on stdout; the log is
+      verified first: damage is said on stderr and the exit status is 1
+  show [--db FILE] [--key FILE] [--json] ACTION_ID
+      every entry of one action; the log is verified first: entries it
+      cannot vouch for are marked DAMAGED and the exit status is 1
   prove [--db FILE] [--key FILE] [--json] SEQ
       inclusion proof of entry SEQ in the first signed checkpoint covering it
   consistency [--db FILE] [--json] OLD NEW
@@ -319,8 +322,37 @@ func openReader(ctx context.Context, f *auditFlags, verb string, stderr io.Write
 	return r, true
 }
 
+// checkRead verifies the log before show or export print from it: the
+// first entry they must not vouch for (math.MaxInt64 when the log is
+// intact), or false when verifying was not possible (said on stderr).
+// What is damaged is said on stderr; the verb still prints everything and
+// exits non-zero.
+func checkRead(ctx context.Context, f *auditFlags, verb string, stderr io.Writer) (firstBad int64, ok bool) {
+	key, err := auditchain.ReadVerifierKey(f.keyPath())
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock audit %s: could not verify what it reads: %v; pass the verifier key with --key FILE\n", verb, err)
+		return 0, false
+	}
+	rep, err := auditchain.Verify(ctx, auditchain.VerifyOptions{Path: f.db, Key: key})
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock audit %s: could not verify what it reads: %v\n", verb, err)
+		return 0, false
+	}
+	if rep.Intact() {
+		return math.MaxInt64, true
+	}
+	first := rep.First()
+	firstBad = first.Seq
+	if firstBad < 0 {
+		firstBad = 0 // damage to the log as a whole: nothing is vouched for
+	}
+	fmt.Fprintf(stderr, "airlock audit %s: the log is DAMAGED (%s: %s: %s); entries from seq %d on are marked and not vouched for; run airlock audit verify\n",
+		verb, seqText(first.Seq, "first bad seq "), first.Kind, first.Detail, firstBad)
+	return firstBad, true
+}
+
 func auditExport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	f := newAuditFlags("export", "", stderr, false, false)
+	f := newAuditFlags("export", "", stderr, true, false)
 	after := f.fs.Int64("after", 0, "export entries with seq greater than `SEQ` (default: all)")
 	if _, code, ok := f.parse(args, 0, stdout, stderr); !ok {
 		return code
@@ -333,6 +365,10 @@ func auditExport(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return exitFailed
 	}
 	defer r.Close()
+	firstBad, ok := checkRead(ctx, f, "export", stderr)
+	if !ok {
+		return exitFailed
+	}
 	w := bufio.NewWriterSize(stdout, 64<<10)
 	var line []byte
 	for rec, err := range r.Entries(ctx, *after) {
@@ -352,11 +388,14 @@ func auditExport(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "airlock audit export: %v\n", err)
 		return exitFailed
 	}
+	if firstBad != math.MaxInt64 {
+		return exitDamaged
+	}
 	return exitOK
 }
 
 func auditShow(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	f := newAuditFlags("show", "ACTION_ID", stderr, false, true)
+	f := newAuditFlags("show", "ACTION_ID", stderr, true, true)
 	pos, code, ok := f.parse(args, 1, stdout, stderr)
 	if !ok {
 		return code
@@ -366,6 +405,10 @@ func auditShow(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitFailed
 	}
 	defer r.Close()
+	firstBad, ok := checkRead(ctx, f, "show", stderr)
+	if !ok {
+		return exitFailed
+	}
 	recs, err := r.ActionEntries(ctx, pos[0])
 	if errors.Is(err, auditchain.ErrNotFound) {
 		fmt.Fprintf(stderr, "airlock audit show: no entries for action %q\n", pos[0])
@@ -385,10 +428,17 @@ func auditShow(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			fmt.Fprintf(stdout, "%s\n", line)
 			continue
 		}
-		fmt.Fprintf(stdout, "%d  %s  %s  run=%s\n", rec.Seq, rec.Time.UTC().Format("2006-01-02T15:04:05.000000000Z"), rec.Kind, visible(rec.RunID))
+		mark := ""
+		if rec.Seq >= firstBad {
+			mark = "  DAMAGED: not vouched for"
+		}
+		fmt.Fprintf(stdout, "%d  %s  %s  run=%s%s\n", rec.Seq, rec.Time.UTC().Format("2006-01-02T15:04:05.000000000Z"), rec.Kind, visible(rec.RunID), mark)
 		for _, fl := range rec.Fields {
 			fmt.Fprintf(stdout, "    %s = %s\n", fl.Name, valueText(fl.Value))
 		}
+	}
+	if firstBad != math.MaxInt64 {
+		return exitDamaged
 	}
 	return exitOK
 }

@@ -439,3 +439,18 @@ func TestValueTextEscapesAllButASCII(t *testing.T) {
 		}
 	}
 }
+
+// show and export verify what they read: a forged entry comes out marked,
+// with the damage on stderr and exit 1 — never a clean print with exit 0.
+func TestAuditShowAndExportVerifyAsTheyRead(t *testing.T) {
+	o := newAuditLog(t, 12)
+	editDB(t, o.Path, `UPDATE entries SET chain = zeroblob(32) WHERE seq = 7`)
+	code, out, errs := runCLI(t, "audit", "export", "--db", o.Path)
+	if code != exitDamaged || !strings.Contains(errs, "DAMAGED") || strings.Count(out, "\n") != 14 {
+		t.Errorf("export of a forged log: exit %d, %d lines, stderr %q", code, strings.Count(out, "\n"), errs)
+	}
+	code, out, errs = runCLI(t, "audit", "show", "--db", o.Path, "act-1")
+	if code != exitDamaged || !strings.Contains(errs, "DAMAGED") || !strings.Contains(out, "DAMAGED: not vouched for") {
+		t.Errorf("show of a forged log: exit %d: %s %s", code, out, errs)
+	}
+}
