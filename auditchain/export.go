@@ -11,7 +11,7 @@ import (
 // MarshalJSON renders a record as one line of the export (JSON Lines):
 //
 //	{"seq":0,"time":"…","kind":"action.requested","action_id":"…","run_id":"…",
-//	 "fields":{"name":value,…},"leaf":"<base64>","leaf_hash":"<hex>","chain_hash":"<hex>"}
+//	 "fields":{"name":value,…},"leaf":"<base64>","leaf_hash":"<base64>","chain_hash":"<base64>"}
 //
 // Field values: strings as JSON strings (invalid UTF-8 is replaced by
 // U+FFFD, so such a string does not round-trip), int64 as numbers, bools,
@@ -66,10 +66,12 @@ func (r Record) AppendJSON(b []byte) ([]byte, error) {
 	}
 	b = append(b, `},"leaf":"`...)
 	b = base64.StdEncoding.AppendEncode(b, r.Leaf)
+	// The tree's hashes in standard base64, as checkpoints and proofs
+	// write them: one encoding to compare them in.
 	b = append(b, `","leaf_hash":"`...)
-	b = hex.AppendEncode(b, r.LeafHash[:])
+	b = base64.StdEncoding.AppendEncode(b, r.LeafHash[:])
 	b = append(b, `","chain_hash":"`...)
-	b = hex.AppendEncode(b, r.Chain[:])
+	b = base64.StdEncoding.AppendEncode(b, r.Chain[:])
 	b = append(b, `"}`...)
 	return b, nil
 }

@@ -97,8 +97,8 @@ func TestExportJSON(t *testing.T) {
 	}
 	want := `{"seq":3,"time":"2025-01-02T03:04:05.000000006Z","kind":"action.finished","action_id":"a","run_id":"r",` +
 		`"fields":{"d":"ab","exit_code":0,"outcome":"exited","t":false},"leaf":"AQI=",` +
-		`"leaf_hash":"ff00000000000000000000000000000000000000000000000000000000000000",` +
-		`"chain_hash":"0000000000000000000000000000000000000000000000000000000000000001"}`
+		`"leaf_hash":"/wAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",` +
+		`"chain_hash":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAE="}`
 	if diff := cmp.Diff(want, string(got)); diff != "" {
 		t.Errorf("export line (-want +got):\n%s", diff)
 	}

@@ -46,6 +46,9 @@ verbs:
       inclusion proof of entry SEQ in the first signed checkpoint covering it
   consistency [--db FILE] [--json] OLD NEW
       consistency proof that the tree of size OLD is a prefix of size NEW
+  check-proof --key FILE [--checkpoint FILE] PROOF.json
+      check a proof prove --json or consistency --json wrote, offline,
+      against a signed checkpoint; exit 0 holds, 1 does not, 2 unchecked
 
 Every verb also takes --config FILE: the database is then the state
 directory's audit.db. Without --db or --config the database is
@@ -64,6 +67,7 @@ func init() {
 		"show":        interruptible(auditShow),
 		"prove":       interruptible(auditProve),
 		"consistency": interruptible(auditConsistency),
+		"check-proof": interruptible(auditCheckProof),
 	}}).command("verify, export and prove the audit log")
 }
 
@@ -562,6 +566,10 @@ func auditConsistency(ctx context.Context, args []string, stdout, stderr io.Writ
 			return exitFailed
 		}
 		sizes[i] = n
+	}
+	if sizes[0] > sizes[1] {
+		fmt.Fprintf(stderr, "airlock audit consistency: OLD (%d) is larger than NEW (%d): give the older, smaller tree first\n", sizes[0], sizes[1])
+		return exitFailed
 	}
 	r, ok := openReader(ctx, f, "consistency", stderr)
 	if !ok {

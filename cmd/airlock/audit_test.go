@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -298,8 +300,11 @@ func TestAuditExport(t *testing.T) {
 		if err != nil || e.Seq != line.Seq || e.Kind.String() != line.Kind {
 			t.Errorf("leaf of %d does not match the line: %+v, %v", line.Seq, e, err)
 		}
-		if len(line.LeafHash) != 64 || len(line.ChainHash) != 64 {
-			t.Errorf("hashes not hex SHA-256: %q %q", line.LeafHash, line.ChainHash)
+		if lh, err := base64.StdEncoding.DecodeString(line.LeafHash); err != nil || len(lh) != 32 {
+			t.Errorf("leaf hash not a base64 SHA-256 (as proofs write it): %q", line.LeafHash)
+		}
+		if ch, err := base64.StdEncoding.DecodeString(line.ChainHash); err != nil || len(ch) != 32 {
+			t.Errorf("chain hash not a base64 SHA-256: %q", line.ChainHash)
 		}
 		want++
 	}
@@ -323,7 +328,7 @@ func TestAuditShowProveConsistency(t *testing.T) {
 		{"prove out of range", []string{"prove", "--db", o.Path, "99"}, exitDamaged, nil},
 		{"prove bad seq", []string{"prove", "--db", o.Path, "x"}, exitFailed, nil},
 		{"consistency", []string{"consistency", "--db", o.Path, "5", "14"}, exitOK, []string{"size 5", "size 14"}},
-		{"consistency backwards", []string{"consistency", "--db", o.Path, "9", "5"}, exitDamaged, nil},
+		{"consistency backwards", []string{"consistency", "--db", o.Path, "9", "5"}, exitFailed, nil},
 		{"consistency missing argument", []string{"consistency", "--db", o.Path, "5"}, exitFailed, nil},
 		{"unknown verb", []string{"frobnicate"}, exitFailed, nil},
 		{"help", []string{"help"}, exitOK, []string{"verify"}},
@@ -452,5 +457,72 @@ func TestAuditShowAndExportVerifyAsTheyRead(t *testing.T) {
 	code, out, errs = runCLI(t, "audit", "show", "--db", o.Path, "act-1")
 	if code != exitDamaged || !strings.Contains(errs, "DAMAGED") || !strings.Contains(out, "DAMAGED: not vouched for") {
 		t.Errorf("show of a forged log: exit %d: %s %s", code, out, errs)
+	}
+}
+
+// A proof from prove --json or consistency --json checks offline, against a
+// signed checkpoint and the kept key alone; a proof altered in any hash
+// does not hold.
+func TestAuditCheckProof(t *testing.T) {
+	o := newAuditLog(t, 12)
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		t.Helper()
+		f := filepath.Join(dir, name)
+		if err := os.WriteFile(f, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	code, out, errs := runCLI(t, "audit", "prove", "--db", o.Path, "--json", "3")
+	if code != exitOK {
+		t.Fatalf("prove: %d %s", code, errs)
+	}
+	inclusion := write("inclusion.json", out)
+	if code, out, errs := runCLI(t, "audit", "check-proof", "--key", o.VerifierKeyPath, inclusion); code != exitOK || !strings.Contains(out, "holds: entry 3") {
+		t.Errorf("check-proof of an inclusion proof: exit %d: %s %s", code, out, errs)
+	}
+	var p map[string]any
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatal(err)
+	}
+	lh := p["leaf_hash"].(string)
+	bad := []byte(lh)
+	if bad[0] == 'A' {
+		bad[0] = 'B'
+	} else {
+		bad[0] = 'A'
+	}
+	p["leaf_hash"] = string(bad)
+	altered, _ := json.Marshal(p)
+	if code, out, _ := runCLI(t, "audit", "check-proof", "--key", o.VerifierKeyPath, write("altered.json", string(altered))); code != exitDamaged || !strings.Contains(out, "DOES NOT HOLD") {
+		t.Errorf("check-proof of an altered proof: exit %d: %s", code, out)
+	}
+
+	// Consistency, against a note of the newer size kept elsewhere.
+	data, err := os.ReadFile(o.CheckpointLogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes, err := auditchain.SplitNotes(data)
+	if err != nil || len(notes) < 2 {
+		t.Fatalf("%d notes: %v", len(notes), err)
+	}
+	last := notes[len(notes)-1]
+	c, err := auditchain.ParseCheckpoint(string(last[:strings.Index(string(last), "\n\n")+1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = runCLI(t, "audit", "consistency", "--db", o.Path, "--json", "5", strconv.FormatInt(c.Size, 10))
+	if code != exitOK {
+		t.Fatalf("consistency: %d %s", code, errs)
+	}
+	cons := write("consistency.json", out)
+	kept := write("kept-note", string(last))
+	if code, out, errs := runCLI(t, "audit", "check-proof", "--key", o.VerifierKeyPath, "--checkpoint", kept, cons); code != exitOK || !strings.Contains(out, "holds: the tree of 5") {
+		t.Errorf("check-proof of a consistency proof: exit %d: %s %s", code, out, errs)
+	}
+	if code, _, errs := runCLI(t, "audit", "check-proof", "--key", o.VerifierKeyPath, cons); code != exitFailed || !strings.Contains(errs, "--checkpoint") {
+		t.Errorf("a consistency proof without a checkpoint: exit %d: %s", code, errs)
 	}
 }
