@@ -303,6 +303,11 @@ func TestEndToEndBinaries(t *testing.T) {
 		}
 		defer func() { syscall.Kill(-a.Process.Pid, syscall.SIGKILL); a.Wait() }()
 		list := d.pending(1)
+		// The list shows the timeout and the anchor's executable (airlock
+		// run's).
+		if out, _, _ := d.cli("approvals", "list"); !strings.Contains(out, "1m0s") || !strings.Contains(out, airlock) {
+			t.Errorf("approvals list lacks the timeout or the anchor's executable %s:\n%s", airlock, out)
+		}
 		if _, errs, code := d.cli("approvals", "approve", "--scope", "box", list[0].ID); code != 0 {
 			t.Fatalf("approve --scope: %s", errs)
 		}

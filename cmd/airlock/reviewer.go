@@ -291,14 +291,28 @@ func approvalsList(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tKIND\tTARGET\tACCOUNT\tREQUESTER\tEXPIRES IN\tCOMMAND")
+	fmt.Fprintln(tw, "ID\tKIND\tTARGET\tACCOUNT\tREQUESTER\tANCHOR\tTIMEOUT\tEXPIRES IN\tCOMMAND")
 	for _, a := range list {
 		cmd := visible(a.Command)
 		if a.StdinBytes > 0 {
 			cmd += fmt.Sprintf(" <stdin: %d bytes, sha256 %s>", a.StdinBytes, a.StdinSHA256)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Kind, visible(a.Target), visible(a.Account),
-			visible(a.Requester), time.Until(a.ExpiresAt).Round(time.Second), cmd)
+		anchor := "-"
+		if a.Run != nil && a.Run.Anchor != nil {
+			anchor = "unknown executable"
+			if a.Run.Anchor.Executable != "" {
+				anchor = shorten(visible(a.Run.Anchor.Executable), maxArgvWidth)
+			}
+			if len(a.Run.Anchor.Warnings) > 0 {
+				anchor += " (!)"
+			}
+		}
+		timeout := "-"
+		if a.TimeoutS > 0 {
+			timeout = (time.Duration(a.TimeoutS) * time.Second).String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Kind, visible(a.Target), visible(a.Account),
+			visible(a.Requester), anchor, timeout, time.Until(a.ExpiresAt).Round(time.Second), cmd)
 	}
 	tw.Flush()
 	for _, a := range list {
