@@ -340,6 +340,19 @@ func TestTamperCatalogue(t *testing.T) {
 			want: &finding{25, DamageDeleted},
 		},
 		{
+			// Renumbered by someone who knows the format: every later
+			// leaf re-encoded with its new seq, chain and tree
+			// recomputed. The checkpoint entry written after size 30 now
+			// sits at 29: the removal lies after 20, the last checkpoint
+			// that verifies.
+			name:         "middle row deleted, later rows rewritten with their chain and tree",
+			dropTriggers: true,
+			tamper: func(t *testing.T, _ Options, db *sql.DB) {
+				renumberRewritten(t, db, 25)
+			},
+			want: &finding{20, DamageDeleted},
+		},
+		{
 			name:   "first row deleted",
 			tamper: func(t *testing.T, _ Options, db *sql.DB) { mustExec(t, db, `DELETE FROM entries WHERE seq = 0`) },
 			want:   &finding{0, DamageDeleted},
@@ -572,6 +585,26 @@ func TestTamperCatalogue(t *testing.T) {
 			}
 		})
 	}
+}
+
+// renumberRewritten deletes entry del and rewrites every later row as an
+// attacker who knows the format would: each leaf re-encoded with its new
+// seq, its leaf hash, the chain and the stored tree recomputed.
+func renumberRewritten(t *testing.T, db *sql.DB, del int64) {
+	t.Helper()
+	rs := readRows(t, db, del+1)
+	mustExec(t, db, `DELETE FROM entries WHERE seq >= ?`, del)
+	prev := chainAt(t, db, del-1)
+	for _, r := range rs {
+		e, err := DecodeLeaf(r.leaf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nr := rowFor(t, e, r.seq-1, prev)
+		prev = [32]byte(nr.chainHS)
+		insertRow(t, db, nr)
+	}
+	rederive(t, db, 0, true)
 }
 
 // loosen rebuilds the entries table without types or constraints, as an

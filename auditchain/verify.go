@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/mod/sumdb/note"
@@ -317,7 +318,17 @@ func (v *verifier) run(trusted []TrustedNote) error {
 		return err
 	}
 	v.rep.Verified = v.next
-	return v.finish()
+	if err := v.finish(); err != nil {
+		return err
+	}
+	// Damage blamed on an earlier span than where the scan found it: no
+	// entry from there on is vouched for.
+	for _, d := range v.rep.Damage {
+		if d.Seq >= 0 && d.Seq < v.rep.Verified {
+			v.rep.Verified = d.Seq
+		}
+	}
+	return nil
 }
 
 // row is one scanned entries row; RawBytes keep the scan allocation-free.
@@ -534,13 +545,24 @@ func (v *verifier) checkpointEntry(seq int64, e *Entry) error {
 	var rec checkpointRecord
 	err := e.Decode(&rec)
 	size, root, sum := rec.Size, rec.Root[:], rec.NoteSHA256[:]
-	if err != nil || size <= 0 || size > seq {
+	if err == nil && size > seq {
+		// The entry was written right after the checkpoint of its size:
+		// it now sits earlier, so entries before it were removed and the
+		// rest renumbered (and, to get this far, rewritten with their
+		// chain). Only the span since the last checkpoint that verified
+		// can be blamed.
+		v.entryDamage(v.lastGood, DamageDeleted, "the checkpoint entry now at seq %d records the signed checkpoint of size %d: entries after seq %d (the last point a signed checkpoint vouches for) were removed (%d fewer) and the later ones renumbered%s",
+			seq, size, v.lastGood, size-seq, v.keptNote(size))
+		return nil
+	}
+	if err != nil || size <= 0 {
 		v.entryDamage(seq, DamageModified, "checkpoint entry %d has malformed fields", seq)
 		return nil
 	}
 	got, err := tlog.TreeHash(size, dbHashReader{v.ctx, v.tx})
 	if err != nil || !bytes.Equal(got[:], root) {
-		v.entryDamage(seq, DamageModified, "checkpoint entry %d records a root the tree does not have at size %d", seq, size)
+		v.entryDamage(v.lastGood, DamageModified, "checkpoint entry %d records a root the entries do not give at size %d: entries after seq %d (the last point a signed checkpoint vouches for) were changed%s",
+			seq, size, v.lastGood, v.keptNote(size))
 		return nil
 	}
 	rows, err := v.tx.QueryContext(v.ctx, `SELECT note FROM checkpoints WHERE size = ?`, size)
@@ -582,6 +604,27 @@ func (v *verifier) checkpointEntry(seq int64, e *Entry) error {
 		"the checkpoint of size %d recorded by entry %d is not in the checkpoints table", size, seq)
 	return nil
 }
+
+// keptNote names the signed checkpoints of size that the database or the
+// files kept outside hold, for a damage report: the evidence it
+// contradicts.
+func (v *verifier) keptNote(size int64) string {
+	var where []string
+	var n int
+	if v.tx.QueryRowContext(v.ctx, `SELECT count(*) FROM checkpoints WHERE size = ?`, size).Scan(&n) == nil && n > 0 {
+		where = append(where, "the database")
+	}
+	for _, t := range v.trusted {
+		if t.Size == size {
+			where = append(where, t.label)
+		}
+	}
+	if len(where) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; the signed checkpoint of size %d is in %s", size, strings.Join(where, " and "))
+}
+
 
 // checkpointsAt verifies the database and trusted checkpoints of the given
 // size, now that the scan has reached it.

@@ -294,12 +294,15 @@ func seqText(seq int64, prefix string) string {
 }
 
 func printFork(w io.Writer, f *auditchain.Fork) {
-	fmt.Fprintf(w, "\nFORK at tree size %d. The checkpoint from %s says:\n\n%s\n", f.Size, f.Source, indent(f.TrustedNote))
-	fmt.Fprintf(w, "The database's entries give root %s at size %d.\n", f.LocalRoot, f.Size)
 	if f.LocalNote == "" {
-		fmt.Fprintln(w, "The database holds no signed checkpoint at or beyond that size.")
+		// One signed history, and entries that no longer give it: they
+		// were rewritten after it was signed (nobody signed theirs).
+		fmt.Fprintf(w, "\nREWRITTEN after a signed checkpoint: the checkpoint of size %d from %s says:\n\n%s\n", f.Size, f.Source, indent(f.TrustedNote))
+		fmt.Fprintf(w, "The database's entries give root %s at size %d, and no checkpoint in the database signs that root: entries were changed after the checkpoint above was signed.\n", f.LocalRoot, f.Size)
 		return
 	}
+	fmt.Fprintf(w, "\nFORK at tree size %d. The checkpoint from %s says:\n\n%s\n", f.Size, f.Source, indent(f.TrustedNote))
+	fmt.Fprintf(w, "The database's entries give root %s at size %d.\n", f.LocalRoot, f.Size)
 	fmt.Fprintf(w, "The database's own signed checkpoint (size %d) says:\n\n%s\n", f.LocalSize, indent(f.LocalNote))
 	fmt.Fprintf(w, "Consistency proof that the database's tree of size %d (root %s) is a prefix of that checkpoint's tree (RFC 6962, base64):\n", f.Size, f.LocalRoot)
 	for _, h := range f.Proof {
