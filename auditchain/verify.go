@@ -625,7 +625,6 @@ func (v *verifier) keptNote(size int64) string {
 	return fmt.Sprintf("; the signed checkpoint of size %d is in %s", size, strings.Join(where, " and "))
 }
 
-
 // checkpointsAt verifies the database and trusted checkpoints of the given
 // size, now that the scan has reached it.
 func (v *verifier) checkpointsAt(size int64) error {
