@@ -143,16 +143,7 @@ func TestVerifyIsReadOnly(t *testing.T) {
 	}
 	os.Chmod(o.Path, 0o400)
 	verify(t, o, v, trustedFile(t, o)...)
-	r, err := OpenReader(context.Background(), o.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, err := range r.Entries(context.Background(), -1) {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	r.Close()
+	readEvery(t, o.Path)
 	after, err := os.ReadFile(o.Path)
 	if err != nil {
 		t.Fatal(err)
@@ -647,16 +638,7 @@ func TestVerifyLeavesNothingBesideACopy(t *testing.T) {
 	co := o
 	co.Path = cp
 	verify(t, co, v)
-	r, err := OpenReader(context.Background(), cp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, err := range r.Entries(context.Background(), -1) {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	r.Close()
+	readEvery(t, cp)
 	ents, _ := os.ReadDir(dir)
 	if len(ents) != 1 {
 		var names []string
@@ -711,5 +693,20 @@ func TestWitnessNotesWithoutBlankLines(t *testing.T) {
 	var ee *EvidenceError
 	if !errors.As(err, &ee) || ee.Index != len(notes)+1 || !strings.Contains(err.Error(), "says nothing about the database") {
 		t.Errorf("a note the file cannot vouch with: %v, want an evidence error naming note %d", err, len(notes)+1)
+	}
+}
+
+// readEvery reads every entry of the database at path through a Reader.
+func readEvery(t *testing.T, path string) {
+	t.Helper()
+	r, err := OpenReader(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, err := range r.Entries(context.Background(), -1) {
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }
