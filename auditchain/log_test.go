@@ -710,3 +710,22 @@ func readEvery(t *testing.T, path string) {
 		}
 	}
 }
+
+// Two logs made with the default origin on one host never share it: their
+// checkpoints could otherwise pass for each other's.
+func TestDefaultOriginsDiffer(t *testing.T) {
+	var origins []string
+	for range 2 {
+		o := DefaultOptions(t.TempDir())
+		l, err := Open(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		origins = append(origins, l.Origin())
+		l.Close(context.Background())
+	}
+	host, _ := os.Hostname()
+	if origins[0] == origins[1] || !strings.HasPrefix(origins[0], "airlock/") || host != "" && !strings.Contains(origins[0], host) {
+		t.Errorf("default origins %q", origins)
+	}
+}

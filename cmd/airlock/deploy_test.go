@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -247,8 +248,8 @@ target "t" {
 	if code, _, errs := runCLI(t, "config", "check", "--config", cfgFile); code == 0 || !strings.Contains(errs, "there is none yet") || !strings.Contains(errs, "airlock ca init") {
 		t.Errorf("before ca init: exit %d, stderr %q; want the missing CA reported", code, errs)
 	}
-	if code, _, errs := runCLI(t, "ca", "init", "--config", cfgFile); code != 0 {
-		t.Fatalf("ca init: %d %s", code, errs)
+	if code, _, errs := runCLI(t, "ca", "init", "--config", cfgFile); code != 0 || !regexp.MustCompile(`fingerprint: SHA256:[A-Za-z0-9+/]{43}`).MatchString(errs) {
+		t.Fatalf("ca init (and the fingerprint to check out of band): %d %s", code, errs)
 	}
 	if code, _, errs := runCLI(t, "config", "check", "--config", cfgFile); code != 0 || !strings.Contains(errs, "warning: credential \"ca\": certificates carry no force_command") {
 		t.Errorf("CA without force_command: exit %d, stderr %q; want exit 0 and a warning", code, errs)
