@@ -29,7 +29,8 @@ var migrations = []string{
 	 ALTER TABLE runs ADD COLUMN limits TEXT;`,
 	`ALTER TABLE reviewers ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
 	 ALTER TABLE reviewers ADD COLUMN source TEXT NOT NULL DEFAULT 'password';
-	 ALTER TABLE reviewers ADD COLUMN links TEXT;` + adminEventsTable,
+	 ALTER TABLE reviewers ADD COLUMN links TEXT;
+	 ALTER TABLE reviewers ADD COLUMN sso_subject TEXT;` + adminEventsTable,
 }
 
 // adminEventsTable holds the reviewer changes made while no gateway ran
@@ -112,7 +113,8 @@ CREATE TABLE IF NOT EXISTS reviewers (
 	created_at INTEGER NOT NULL,
 	epoch      INTEGER NOT NULL DEFAULT 0,
 	source     TEXT NOT NULL DEFAULT 'password',
-	links      TEXT
+	links      TEXT,
+	sso_subject TEXT
 );
 CREATE TABLE IF NOT EXISTS reviewer_tokens (
 	id         TEXT PRIMARY KEY,

@@ -70,6 +70,10 @@ var (
 	// is a local password account (never taken over by an identity
 	// provider's user of the same name).
 	ErrPasswordAccount = errors.New("approvals: a password account of that name exists")
+	// ErrOtherIdentity: single sign-on named an account that another
+	// identity at the provider (another subject) owns, or that differs
+	// from the name only in case.
+	ErrOtherIdentity = errors.New("approvals: the account belongs to another identity")
 	// ErrSSOAccount: a password was set for an account that logs in
 	// through single sign-on.
 	ErrSSOAccount = errors.New("approvals: the account logs in through single sign-on")

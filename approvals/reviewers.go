@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"database/sql"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -89,20 +90,23 @@ const ssoHash = "!sso"
 // user names, "agent:NAME/" and "agent:NAME/SUBJECT"; see Options.Links)
 // until its next login. A disabled account is ErrBadCredentials; a
 // password account of the same name is ErrPasswordAccount.
-func (a *Accounts) SSOLogin(ctx context.Context, name, by string, links []string) (Reviewer, error) {
+func (a *Accounts) SSOLogin(ctx context.Context, name, subject, by string, links []string) (Reviewer, error) {
 	if !ValidName(name) {
 		return Reviewer{}, ErrBadReviewerName
 	}
 	for range 2 {
 		var on bool
 		var epoch int64
-		var source string
-		err := a.db.QueryRowContext(ctx, `SELECT enabled, epoch, source FROM reviewers WHERE name = ?`, name).Scan(&on, &epoch, &source)
+		var source, found string
+		var sub sql.NullString
+		// Names are people: "Bob" is "bob" (an account of either case).
+		err := a.db.QueryRowContext(ctx, `SELECT name, enabled, epoch, source, sso_subject FROM reviewers WHERE name = ? COLLATE NOCASE`, name).
+			Scan(&found, &on, &epoch, &source, &sub)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			err := a.change(ctx, EventReviewerAdded, name, by, func(tx *sql.Tx) (sql.Result, error) {
-				return tx.ExecContext(ctx, `INSERT INTO reviewers (name, hash, enabled, created_at, source)
-					VALUES (?, ?, 1, ?, ?) ON CONFLICT(name) DO NOTHING`, name, ssoHash, a.clock.Now().UnixNano(), SourceSSO)
+				return tx.ExecContext(ctx, `INSERT INTO reviewers (name, hash, enabled, created_at, source, epoch, sso_subject)
+					VALUES (?, ?, 1, ?, ?, ?, ?) ON CONFLICT(name) DO NOTHING`, name, ssoHash, a.clock.Now().UnixNano(), SourceSSO, firstEpoch(), subject)
 			})
 			if err != nil && !errors.Is(err, ErrUnknownReviewer) { // made meanwhile: read it again
 				return Reviewer{}, err
@@ -112,6 +116,10 @@ func (a *Accounts) SSOLogin(ctx context.Context, name, by string, links []string
 			return Reviewer{}, fmt.Errorf("approvals: read reviewer: %w", err)
 		case source != SourceSSO:
 			return Reviewer{}, ErrPasswordAccount
+		case found != name || sub.Valid && sub.String != subject:
+			// Another identity at the provider (or the same name in
+			// another case) never takes over an account.
+			return Reviewer{}, ErrOtherIdentity
 		case !on:
 			return Reviewer{}, ErrBadCredentials
 		}
@@ -217,8 +225,10 @@ func (a *Accounts) Add(ctx context.Context, name string, password Secret, by str
 	}
 	h := hashPassword([]byte(password.s), a.params)
 	err := a.change(ctx, EventReviewerAdded, name, by, func(tx *sql.Tx) (sql.Result, error) {
-		return tx.ExecContext(ctx, `INSERT INTO reviewers (name, hash, enabled, created_at)
-			VALUES (?, ?, 1, ?) ON CONFLICT(name) DO NOTHING`, name, h, a.clock.Now().UnixNano())
+		// A random first epoch: a name removed and made again never
+		// revives the sessions of the one before.
+		return tx.ExecContext(ctx, `INSERT INTO reviewers (name, hash, enabled, created_at, epoch)
+			VALUES (?, ?, 1, ?, ?) ON CONFLICT(name) DO NOTHING`, name, h, a.clock.Now().UnixNano(), firstEpoch())
 	})
 	if errors.Is(err, ErrUnknownReviewer) {
 		return ErrReviewerExists
@@ -414,7 +424,7 @@ func (a *Accounts) IssueToken(ctx context.Context, name string, ttl time.Duratio
 	tok, hash := newToken(reviewerTokenPrefix, id)
 	now, el := a.clock.Now(), a.clock.Elapsed()
 	_, err := a.db.ExecContext(ctx, `INSERT INTO reviewer_tokens (id, name, hash, created_at, expires_at)
-		SELECT ?, name, ?, ?, ? FROM reviewers WHERE name = ?`,
+		SELECT ?, name, ?, ?, ? FROM reviewers WHERE name = ? AND enabled = 1`,
 		id, hash[:], now.UnixNano(), now.Add(ttl).UnixNano(), name)
 	if err != nil {
 		return Secret{}, fmt.Errorf("approvals: issue token: %w", err)
@@ -675,4 +685,12 @@ func parsePHC(s string) (Argon2Params, []byte, []byte, error) {
 		return p, nil, nil, errBadPHC
 	}
 	return Argon2Params{Time: uint32(t), MemoryKiB: uint32(m), Threads: uint8(th)}, salt, key, nil
+}
+
+// firstEpoch is a new account's epoch: random (below 2^62, so that it can
+// count up), never the epoch of an account of that name before.
+func firstEpoch() int64 {
+	var b [8]byte
+	rand.Read(b[:])
+	return int64(binary.BigEndian.Uint64(b[:]) >> 2)
 }

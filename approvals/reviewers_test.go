@@ -340,13 +340,18 @@ func TestReviewerLifecycleEndsSessions(t *testing.T) {
 	if err := acc.Remove(ctx, "rita", "operator:airlock"); !errors.Is(err, ErrUnknownReviewer) {
 		t.Errorf("removing twice: %v", err)
 	}
+	// A new account of the same name revives nothing of the old one's.
+	if err := acc.Add(ctx, "rita", pw, "operator:airlock"); err != nil {
+		t.Fatal(err)
+	}
+	ended("removed and made again", rv, tok)
 	var got []string
 	for _, ev := range e.sink.accounts {
 		got = append(got, ev.Kind.String()+" "+ev.Reviewer.Name+" by "+ev.Reviewer.By)
 	}
 	want := []string{"reviewer.added rita by operator:airlock", "reviewer.disabled rita by operator:airlock",
 		"reviewer.enabled rita by operator:airlock", "reviewer.password_changed rita by operator:airlock",
-		"reviewer.removed rita by operator:airlock"}
+		"reviewer.removed rita by operator:airlock", "reviewer.added rita by operator:airlock"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("recorded (-want +got):\n%s", diff)
 	}

@@ -961,7 +961,7 @@ func TestSSOAccountsAndTheirLinks(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	acc := e.s.Accounts()
-	sofia, err := acc.SSOLogin(ctx, "sofia", "sso:https://idp.example", []string{"agent:ci-bot/", "sofia-local"})
+	sofia, err := acc.SSOLogin(ctx, "sofia", "https://idp.example id-1", "sso:https://idp.example", []string{"agent:ci-bot/", "sofia-local"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -975,7 +975,7 @@ func TestSSOAccountsAndTheirLinks(t *testing.T) {
 		t.Errorf("a password set for an sso account: %v", err)
 	}
 	e.reviewer("rita") // a password account
-	if _, err := acc.SSOLogin(ctx, "rita", "sso:https://idp.example", nil); !errors.Is(err, ErrPasswordAccount) {
+	if _, err := acc.SSOLogin(ctx, "rita", "https://idp.example id-2", "sso:https://idp.example", nil); !errors.Is(err, ErrPasswordAccount) {
 		t.Errorf("sign-on took over a password account: %v", err)
 	}
 
@@ -991,8 +991,15 @@ func TestSSOAccountsAndTheirLinks(t *testing.T) {
 	if _, err := e.s.Decide(ctx, sofia, q.ID, Decision{Verdict: Approve}); !errors.Is(err, ErrSelfApproval) {
 		t.Errorf("sofia decides for the agent her provider links to her: %v", err)
 	}
+	// Another identity at the provider, or the name in another case,
+	// never takes her account over.
+	for _, c := range []struct{ name, subject string }{{"sofia", "https://idp.example id-666"}, {"Sofia", "https://idp.example id-1"}} {
+		if _, err := acc.SSOLogin(ctx, c.name, c.subject, "sso:https://idp.example", nil); !errors.Is(err, ErrOtherIdentity) {
+			t.Errorf("%s as %s: %v, want ErrOtherIdentity", c.name, c.subject, err)
+		}
+	}
 	// At her next login the provider links nothing: she may decide.
-	sofia, err = acc.SSOLogin(ctx, "sofia", "sso:https://idp.example", nil)
+	sofia, err = acc.SSOLogin(ctx, "sofia", "https://idp.example id-1", "sso:https://idp.example", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

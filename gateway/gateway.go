@@ -85,7 +85,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	}
 	s.local = &localListener{s: s}
 	backend := web.NewEngineBackend(eng)
-	pages := web.New(backend, web.Options{MaxAge: engine.LoginTTL, Now: eng.Now, Logger: log.Named("ui"), SSO: backend.SSO()})
+	pages := web.New(backend, web.Options{MaxAge: engine.LoginTTL, Now: eng.Now, Logger: log.Named("ui"), SSO: backend.SSO})
 	s.handler = httpapi.New(httpapi.Options{Engine: eng, Local: s.local, UI: pages, Version: Version, Logger: log})
 	if o.Config.Notify != nil {
 		notify.Start(eng, notify.Options{Config: o.Config.Notify, Base: s.uiBase, Ready: s.ready,

@@ -172,7 +172,10 @@ func reviewerList(args []string, stdout, stderr io.Writer) int {
 // or, when no gateway runs, on the state database itself (offline). It
 // says which it was; a failure it prints.
 func reviewerAdmin(cfg *config.Config, stderr io.Writer, online func(*api.Client) error, offline func(acc *approvals.Accounts, by string) error) (string, bool) {
-	if c, err := localClient(cfg.Listen.Socket); err == nil {
+	ctl, cerr := api.ReadControl(cfg.Listen.Socket)
+	switch {
+	case cerr == nil:
+		c := api.NewLocalClient(cfg.Listen.Socket, ctl.Token)
 		err := online(c)
 		var ae *api.Error
 		switch {
@@ -183,6 +186,9 @@ func reviewerAdmin(cfg *config.Config, stderr io.Writer, online func(*api.Client
 		case !gatewayDown(err):
 			return "", failf(stderr, "the gateway at %s: %v", cfg.Listen.Socket, err) == 0
 		}
+	case !errors.Is(cerr, os.ErrNotExist):
+		// A gateway may run: never change its database behind its back.
+		return "", failf(stderr, "cannot tell whether a gateway runs (%v): run this as the gateway's user", cerr) == 0
 	}
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return "", failf(stderr, "%v", err) == 0

@@ -67,6 +67,8 @@ type Engine struct {
 	// change.
 	accountsMu      sync.Mutex
 	accountsChanged chan struct{}
+	// reloadMu serialises reloads.
+	reloadMu sync.Mutex
 
 	// base is cancelled when the engine stops; in-flight actions derive
 	// from it.

@@ -92,6 +92,10 @@ var ErrNeedsRestart = errors.New("engine: these settings change only with a rest
 // audit log, approvals, MCP, notifications and logging need a restart
 // (ErrNeedsRestart names them).
 func (e *Engine) Reload(ctx context.Context, cfg *config.Config) error {
+	// One reload at a time (SIGHUP and the API may race): the last one
+	// recorded is the one in force.
+	e.reloadMu.Lock()
+	defer e.reloadMu.Unlock()
 	prev := e.conf()
 	if changed := restartOnly(prev.cfg, cfg); len(changed) > 0 {
 		return fmt.Errorf("%w: %s changed; restart the gateway for them (nothing was reloaded)", ErrNeedsRestart, strings.Join(changed, ", "))

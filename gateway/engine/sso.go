@@ -154,7 +154,7 @@ func (s *SSO) admit(ctx context.Context, p *oidc.Provider, clientID string, tok 
 	}
 	// Providers that keep profile claims out of the ID token serve them
 	// at the userinfo endpoint, for the access token just issued.
-	if claims[s.cfg.NameClaim] == nil || claims[s.cfg.GroupsClaim] == nil {
+	if claims[s.cfg.NameClaim] == nil || claims[s.cfg.GroupsClaim] == nil || s.cfg.LinksClaim != "" && claims[s.cfg.LinksClaim] == nil {
 		if ui, err := p.UserInfo(s.context(ctx), oauth2.StaticTokenSource(tok)); err == nil && ui.Subject == idt.Subject {
 			var more map[string]any
 			if ui.Claims(&more) == nil {
@@ -177,8 +177,10 @@ func (s *SSO) admit(ctx context.Context, p *oidc.Provider, clientID string, tok 
 	if s.cfg.LinksClaim == "" {
 		links = nil
 	}
-	rv, err := s.e.store.Accounts().SSOLogin(ctx, name, "sso:"+s.cfg.Issuer, links)
+	rv, err := s.e.store.Accounts().SSOLogin(ctx, name, s.cfg.Issuer+" "+idt.Subject, "sso:"+s.cfg.Issuer, links)
 	switch {
+	case errors.Is(err, approvals.ErrOtherIdentity):
+		return fail(fmt.Sprintf("the reviewer account %s belongs to another identity at the provider (or differs only in case): it is never taken over", name))
 	case errors.Is(err, approvals.ErrPasswordAccount):
 		return fail(fmt.Sprintf("a password account is named %s: log in with its password (an operator removes it to let %s log in through the identity provider)", name, name))
 	case errors.Is(err, approvals.ErrBadCredentials):

@@ -53,8 +53,10 @@ type Options struct {
 	Now func() time.Time
 	// Logger gets failures the reviewer cannot act on; nil discards.
 	Logger hclog.Logger
-	// SSO, when set, offers single sign-on on the login page.
-	SSO SSO
+	// SSO, when set, returns the single sign-on in force (nil: none):
+	// asked at each request, so that a reloaded configuration's sso block
+	// takes effect at once.
+	SSO func() SSO
 }
 
 // Handler serves the reviewer pages under Prefix.
@@ -63,7 +65,7 @@ type Handler struct {
 	o        Options
 	log      hclog.Logger
 	sessions *sessions
-	sso      ssoLogins
+	logins   ssoLogins
 	h        http.Handler
 }
 
@@ -93,10 +95,8 @@ func New(b Backend, o Options) *Handler {
 	mux.HandleFunc("GET "+Prefix+"/login", h.loginPage)
 	mux.HandleFunc("POST "+Prefix+"/login", h.login)
 	mux.HandleFunc("POST "+Prefix+"/logout", h.post(h.logout))
-	if o.SSO != nil {
-		mux.HandleFunc("GET "+Prefix+"/sso/start", h.ssoStart)
-		mux.HandleFunc("GET "+Prefix+"/sso/callback", h.ssoCallback)
-	}
+	mux.HandleFunc("GET "+Prefix+"/sso/start", h.ssoStart)
+	mux.HandleFunc("GET "+Prefix+"/sso/callback", h.ssoCallback)
 	mux.HandleFunc("GET "+Prefix+"/pending", h.page(h.pending))
 	mux.HandleFunc("GET "+Prefix+"/pending/cards", h.fragment(h.pendingCards))
 	mux.HandleFunc("POST "+Prefix+"/approvals/{id}/decision", h.post(h.decide))
@@ -281,7 +281,7 @@ func (h *Handler) renderLoginData(w http.ResponseWriter, r *http.Request, status
 		Name: loginCookie, Value: tok, Path: Prefix, MaxAge: 600,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
 	})
-	ld.SSO = h.o.SSO != nil
+	ld.SSO = h.sso() != nil
 	h.render(w, r, status, "login", &pageData{Title: "Log in", CSRF: tok, Message: msg, Problem: problem, Data: ld})
 }
 

@@ -84,6 +84,14 @@ func (l *ssoLogins) take(state string, now time.Time) (ssoLogin, bool) {
 	return in, ok && now.Sub(in.at) <= ssoLoginTTL
 }
 
+// sso is the single sign-on in force, nil when there is none.
+func (h *Handler) sso() SSO {
+	if h.o.SSO == nil {
+		return nil
+	}
+	return h.o.SSO()
+}
+
 // ssoRedirect is where the provider sends the browser back: this very
 // gateway, by the Host the request named (which the listener checked
 // against allowed_hosts).
@@ -106,14 +114,19 @@ func (h *Handler) setSSOCookie(w http.ResponseWriter, r *http.Request, value str
 // it only sends that browser's own user to log in at the provider, and
 // the login ends in that browser alone (the state cookie).
 func (h *Handler) ssoStart(w http.ResponseWriter, r *http.Request) {
+	sso := h.sso()
+	if sso == nil {
+		h.renderError(w, r, nil, http.StatusNotFound, "This gateway has no single sign-on. Log in with a reviewer name and password.")
+		return
+	}
 	state, in := newToken(), ssoLogin{nonce: newToken(), verifier: newToken(), at: h.o.Now()}
-	u, err := h.o.SSO.AuthCodeURL(r.Context(), ssoRedirect(r), state, in.nonce, in.verifier)
+	u, err := sso.AuthCodeURL(r.Context(), ssoRedirect(r), state, in.nonce, in.verifier)
 	if err != nil {
 		h.log.Warn("single sign-on cannot begin", "error", err)
 		h.renderLogin(w, r, http.StatusServiceUnavailable, "", "The identity provider cannot be reached right now. Try again, or log in with a password.")
 		return
 	}
-	h.sso.put(state, in)
+	h.logins.put(state, in)
 	h.setSSOCookie(w, r, state, int(ssoLoginTTL/time.Second))
 	http.Redirect(w, r, u, http.StatusSeeOther)
 }
@@ -122,6 +135,11 @@ func (h *Handler) ssoStart(w http.ResponseWriter, r *http.Request) {
 // began (its cookie) and not used before; the code is exchanged and the
 // reviewer admitted by the SSO.
 func (h *Handler) ssoCallback(w http.ResponseWriter, r *http.Request) {
+	sso := h.sso()
+	if sso == nil {
+		h.renderError(w, r, nil, http.StatusNotFound, "This gateway has no single sign-on. Log in with a reviewer name and password.")
+		return
+	}
 	q := r.URL.Query()
 	c, err := r.Cookie(ssoCookie)
 	h.setSSOCookie(w, r, "", -1)
@@ -130,7 +148,7 @@ func (h *Handler) ssoCallback(w http.ResponseWriter, r *http.Request) {
 		h.renderLogin(w, r, http.StatusForbidden, "", "This sign-on did not begin in this browser, or took too long. Log in again.")
 		return
 	}
-	in, ok := h.sso.take(state, h.o.Now())
+	in, ok := h.logins.take(state, h.o.Now())
 	if !ok {
 		h.renderLogin(w, r, http.StatusForbidden, "", "This sign-on was used already or took too long. Log in again.")
 		return
@@ -139,7 +157,7 @@ func (h *Handler) ssoCallback(w http.ResponseWriter, r *http.Request) {
 		h.renderLogin(w, r, http.StatusUnauthorized, "", "The identity provider refused the login: "+clipText(e+" "+q.Get("error_description"), 300))
 		return
 	}
-	rv, err := h.o.SSO.Finish(r.Context(), ssoRedirect(r), q.Get("code"), in.verifier, in.nonce, r.RemoteAddr)
+	rv, err := sso.Finish(r.Context(), ssoRedirect(r), q.Get("code"), in.verifier, in.nonce, r.RemoteAddr)
 	switch {
 	case errors.Is(err, ErrRateLimited):
 		h.renderLogin(w, r, http.StatusTooManyRequests, "", "Too many failed logins from this address. Wait a minute and try again.")
