@@ -944,7 +944,7 @@ func (c *checker) build(cfg *Config, raw *rawConfig, base string) {
 	if r := raw.SSO; r != nil && c.require(r.Issuer, r.DefRange, "sso.issuer") && c.require(r.ClientID, r.DefRange, "sso.client_id") &&
 		c.require(r.Groups, r.DefRange, "sso.reviewer_groups") {
 		s := &SSO{
-			Issuer:           strings.TrimSuffix(c.str(r.Issuer, ""), "/"),
+			Issuer:           c.str(r.Issuer, ""), // exactly as the provider names itself
 			ClientID:         c.str(r.ClientID, ""),
 			ClientSecretFile: c.path(r.ClientSecretFile, base),
 			Groups:           c.strList(r.Groups),
@@ -1007,7 +1007,7 @@ func (c *checker) agent(cfg *Config, r *rawAgent, base string) {
 			break
 		}
 		a.OIDC = &AgentOIDC{
-			Issuer:       strings.TrimSuffix(c.str(o.Issuer, ""), "/"),
+			Issuer:       c.str(o.Issuer, ""), // exactly as tokens name it (some end in "/")
 			Audience:     c.str(o.Audience, ""),
 			SubjectClaim: c.str(o.SubjectClaim, DefaultSubjectClaim),
 			CAFile:       c.path(o.CAFile, base),

@@ -191,7 +191,7 @@ func TestParseConfigAgents(t *testing.T) {
 agent "ci" {
   limits = ["build-box", "postgres@db"]
   oidc {
-    issuer          = "https://token.actions.githubusercontent.com/"
+    issuer          = "https://token.actions.githubusercontent.com"
     audience        = "airlock"
     required_claims = { repository = "acme/app" }
   }

@@ -167,7 +167,7 @@ func unverifiedIssuer(raw string) string {
 // subject claim. A token no agent block accepts is ErrUnauthorized,
 // saying why; an issuer that cannot be reached is ErrUnavailable.
 func (e *Engine) VerifyWorkload(ctx context.Context, raw string) (approvals.Agent, error) {
-	iss := strings.TrimSuffix(unverifiedIssuer(raw), "/")
+	iss := unverifiedIssuer(raw) // compared exactly, as OpenID Connect does
 	workloads := e.conf().workloads
 	var names []string
 	for name, w := range workloads {

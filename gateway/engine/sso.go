@@ -258,11 +258,17 @@ func (s *SSO) DeviceLogin(ctx context.Context, remoteAddr string) (api.DeviceLog
 		return api.DeviceLogin{}, refuse(ErrRateLimited, "too many logins begun from this address; wait a minute")
 	}
 	s.sweepDevices(s.e.clock.Now())
+	full := func() error {
+		if len(s.devices) >= maxDeviceLogins {
+			return refuse(ErrRateLimited, "too many logins are waiting for their reviewers; try again in a few minutes")
+		}
+		return nil
+	}
 	s.devMu.Lock()
-	n := len(s.devices)
+	err := full()
 	s.devMu.Unlock()
-	if n >= maxDeviceLogins {
-		return api.DeviceLogin{}, refuse(ErrRateLimited, "too many logins are waiting for their reviewers; try again in a few minutes")
+	if err != nil {
+		return api.DeviceLogin{}, err
 	}
 	oc, p, err := s.oauth(ctx, "")
 	if err != nil {
@@ -280,10 +286,20 @@ func (s *SSO) DeviceLogin(ctx context.Context, remoteAddr string) (api.DeviceLog
 		expires = s.e.clock.Now().Add(10 * time.Minute)
 	}
 	d := &deviceLogin{expires: expires, done: make(chan struct{})}
+	// The cap is checked again where the login is kept (others may have
+	// begun meanwhile), and a stopping engine starts no more work.
 	s.devMu.Lock()
+	if err := full(); err != nil {
+		s.devMu.Unlock()
+		return api.DeviceLogin{}, err
+	}
+	if s.e.draining.Load() {
+		s.devMu.Unlock()
+		return api.DeviceLogin{}, refuse(ErrDraining, "the gateway is stopping; log in again once it is back")
+	}
 	s.devices[handle] = d
-	s.devMu.Unlock()
 	s.e.background.Add(1)
+	s.devMu.Unlock()
 	go func() {
 		defer s.e.background.Done()
 		defer close(d.done)
@@ -317,19 +333,20 @@ func (s *SSO) DeviceLogin(ctx context.Context, remoteAddr string) (api.DeviceLog
 // DeviceToken is a device login's outcome: pending (no error, no
 // token), the reviewer's token (once), or why not.
 func (s *SSO) DeviceToken(handle string) (api.LoginResponse, bool, error) {
+	// Looked up and taken under one lock: the token goes to one poll.
 	s.devMu.Lock()
 	d, ok := s.devices[handle]
-	s.devMu.Unlock()
 	if !ok {
+		s.devMu.Unlock()
 		return api.LoginResponse{}, false, refuse(ErrUnauthorized, "no such device login (it finished, expired, or was never begun): run airlock login again")
 	}
 	select {
 	case <-d.done:
+		delete(s.devices, handle)
 	default:
+		s.devMu.Unlock()
 		return api.LoginResponse{}, false, nil
 	}
-	s.devMu.Lock()
-	delete(s.devices, handle)
 	s.devMu.Unlock()
 	if d.err != nil {
 		return api.LoginResponse{}, true, d.err
