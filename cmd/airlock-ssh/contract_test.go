@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -38,11 +39,18 @@ var (
 
 	gwOnce sync.Once
 	gw     *gatewaytest.Daemon
+	gwDir  string
 	gwErr  error
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	// The package's daemon would outlive the test process (its parent
+	// gone, init's child): stop it, and remove what it wrote.
+	if gw != nil {
+		gw.Stop(syscall.SIGTERM)
+		os.RemoveAll(gwDir)
+	}
 	if shared != nil {
 		shared.Close()
 	}
@@ -67,6 +75,7 @@ func gateway(t *testing.T) *gatewaytest.Daemon {
 			gwErr = err
 			return
 		}
+		gwDir = dir
 		var targets []gatewaytest.Target
 		for name, a := range map[string]gatewaytest.Account{
 			"box": {Output: "full"}, "tailbox": {Output: "tail"}, "nonebox": {Output: "none"},
@@ -79,8 +88,8 @@ func gateway(t *testing.T) *gatewaytest.Daemon {
 			targets = append(targets, gatewaytest.Target{Name: name, Address: shared.Addr, HostKey: shared.HostKey, Accounts: []gatewaytest.Account{a}})
 		}
 		cfg := gatewaytest.Config{StateDir: filepath.Join(dir, "state"), Credentials: map[string]string{"key": shared.ClientKeyFile}, Targets: targets}
-		// The daemon lives as long as the test process: its cleanup is
-		// the process's end, and TestMain removes what it wrote.
+		// The daemon lives as long as the test process: TestMain stops it
+		// and removes what it wrote.
 		gw = gatewaytest.NewDaemon(&processTB{TB: t}, dir, cfg, gatewaytest.DaemonOptions{})
 		go approveEverything(gw)
 	})
