@@ -584,31 +584,24 @@ func (s *Store) Run(ctx context.Context, id RunID) (Run, error) {
 	return *r, nil
 }
 
-// Runs returns the runs that are pending or approved, oldest first.
 // RecentRuns returns the n runs created last, whatever their state,
 // oldest first.
 func (s *Store) RecentRuns(ctx context.Context, n int) ([]Run, error) {
-	if err := s.lock(); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	rs, err := loadRuns(ctx, s.db, "id IN (SELECT id FROM runs ORDER BY created_at DESC, id DESC LIMIT ?)", n)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Run, len(rs))
-	for i, r := range rs {
-		out[i] = *r
-	}
-	return out, nil
+	return s.runsWhere(ctx, "id IN (SELECT id FROM runs ORDER BY created_at DESC, id DESC LIMIT ?)", n)
 }
 
+// Runs returns the runs that are pending or approved, oldest first.
 func (s *Store) Runs(ctx context.Context) ([]Run, error) {
+	return s.runsWhere(ctx, "state IN (?, ?)", RunPending.String(), RunApproved.String())
+}
+
+// runsWhere returns the runs where says, oldest first.
+func (s *Store) runsWhere(ctx context.Context, where string, args ...any) ([]Run, error) {
 	if err := s.lock(); err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	rs, err := loadRuns(ctx, s.db, "state IN (?, ?)", RunPending.String(), RunApproved.String())
+	rs, err := loadRuns(ctx, s.db, where, args...)
 	if err != nil {
 		return nil, err
 	}

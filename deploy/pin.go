@@ -242,15 +242,7 @@ func editHostKeys(configFile, name string, key ssh.PublicKey, edit func(src []by
 // replaceHostKeys is addHostKey for ReplaceHostKeys: the list becomes
 // [key].
 func replaceHostKeys(src []byte, file, name string, key ssh.PublicKey, line string) ([]byte, Change, error) {
-	body, err := parseConfig(src, file)
-	if err != nil {
-		return nil, 0, err
-	}
-	b, err := targetBlock(body, file, name)
-	if err != nil {
-		return nil, 0, err
-	}
-	keys, err := hostKeys(b, file)
+	b, keys, err := pinnedKeys(src, file, name)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -265,6 +257,21 @@ func replaceHostKeys(src []byte, file, name string, key ssh.PublicKey, line stri
 	lit := string(hclwrite.TokensForValue(cty.StringVal(line)).Bytes())
 	out := append(append(append([]byte(nil), src[:r.Start.Byte]...), "["+lit+"]"...), src[r.End.Byte:]...)
 	return out, Replaced, nil
+}
+
+// pinnedKeys parses a config and returns target name's block and the
+// keys of its host_keys.
+func pinnedKeys(src []byte, file, name string) (*hclsyntax.Block, []ssh.PublicKey, error) {
+	body, err := parseConfig(src, file)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := targetBlock(body, file, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	keys, err := hostKeys(b, file)
+	return b, keys, err
 }
 
 // hostKeys returns the keys of a target block's literal host_keys list.
@@ -302,15 +309,7 @@ func containsKey(keys []ssh.PublicKey, key ssh.PublicKey) bool {
 // addHostKey splices the key line into src at byte offsets found by the
 // HCL parser. (hclwrite would reformat the whole file on output.)
 func addHostKey(src []byte, file, name string, key ssh.PublicKey, line string) ([]byte, Change, error) {
-	body, err := parseConfig(src, file)
-	if err != nil {
-		return nil, 0, err
-	}
-	b, err := targetBlock(body, file, name)
-	if err != nil {
-		return nil, 0, err
-	}
-	keys, err := hostKeys(b, file)
+	b, keys, err := pinnedKeys(src, file, name)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -172,6 +172,10 @@ func reviewerList(args []string, stdout, stderr io.Writer) int {
 // or, when no gateway runs, on the state database itself (offline). It
 // says which it was; a failure it prints.
 func reviewerAdmin(cfg *config.Config, stderr io.Writer, online func(*api.Client) error, offline func(acc *approvals.Accounts, by string) error) (string, bool) {
+	fail := func(format string, a ...any) bool {
+		failf(stderr, format, a...)
+		return false
+	}
 	ctl, cerr := api.ReadControl(cfg.Listen.Socket)
 	switch {
 	case cerr == nil:
@@ -182,21 +186,21 @@ func reviewerAdmin(cfg *config.Config, stderr io.Writer, online func(*api.Client
 		case err == nil:
 			return "recorded in the audit log", true
 		case errors.As(err, &ae):
-			return "", failf(stderr, "%s", ae.Err.Message) == 0
+			return "", fail("%s", ae.Err.Message)
 		case !gatewayDown(err):
-			return "", failf(stderr, "the gateway at %s: %v", cfg.Listen.Socket, err) == 0
+			return "", fail("the gateway at %s: %v", cfg.Listen.Socket, err)
 		}
 	case !errors.Is(cerr, os.ErrNotExist):
 		// A gateway may run: never change its database behind its back.
-		return "", failf(stderr, "cannot tell whether a gateway runs (%v): run this as the gateway's user", cerr) == 0
+		return "", fail("cannot tell whether a gateway runs (%v): run this as the gateway's user", cerr)
 	}
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
-		return "", failf(stderr, "%v", err) == 0
+		return "", fail("%v", err)
 	}
 	db := filepath.Join(cfg.StateDir, "state.db")
 	acc, err := approvals.OpenAccounts(context.Background(), db, approvals.DefaultArgon2)
 	if err != nil {
-		return "", failf(stderr, "%v", err) == 0
+		return "", fail("%v", err)
 	}
 	defer acc.Close()
 	by := "unix"
@@ -204,7 +208,7 @@ func reviewerAdmin(cfg *config.Config, stderr io.Writer, online func(*api.Client
 		by = "unix:" + u.Username
 	}
 	if err := offline(acc, by); err != nil {
-		return "", failf(stderr, "%v", err) == 0
+		return "", fail("%v", err)
 	}
 	return "no gateway runs: changed in " + db + "; the next gateway to start records it in the audit log", true
 }
