@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -66,6 +67,18 @@ type Config struct {
 	// is flagged truncated. Zero means DefaultOutputLimit; negative keeps
 	// nothing.
 	OutputLimit int64
+	// Via are the jump hosts Addr is reached through, in order: the first
+	// is dialed over TCP, each next one, and Addr last, over a
+	// "direct-tcpip" channel (RFC 4254 §7.2) of the one before. Each hop
+	// is a full SSH connection of its own, with its own host key check
+	// and credential, and nothing but that one channel is ever opened on
+	// it: no session, no shell, no agent forwarding. Every hop is closed
+	// before Run returns. At most MaxHops.
+	Via []Hop
+
+	// Name names the target in Result.Hop when Via is set; Addr when empty.
+	Name string
+
 	// Stdin is sent to the command's standard input once the server has
 	// accepted the exec request, followed by its end (EOF); nil sends
 	// only the end. A command that does not read it is not held up by it.
@@ -88,6 +101,22 @@ type Config struct {
 	// terminal). Run returns only once every call has returned, so a
 	// caller that blocks must stop blocking by the deadline.
 	Output func(s Stream, p []byte)
+}
+
+// MaxHops bounds Config.Via: the jump hosts of one action.
+const MaxHops = 4
+
+// Hop is one jump host on the way to the target.
+type Hop struct {
+	// Name names the hop in Result.Hop and Result.Via.
+	Name string
+	// Addr is the hop's "host:port", dialed over TCP for the first hop and
+	// through the hop before it otherwise (the name resolved there).
+	Addr string
+	// User, Signers and HostKeys are as in Config, for this hop.
+	User     string
+	Signers  []ssh.Signer
+	HostKeys HostKeys
 }
 
 // Stream names one of the command's output streams.
@@ -128,16 +157,37 @@ func (c *Config) validate() error {
 			return fmt.Errorf("%w: signer %d is nil", ErrInvalidConfig, i)
 		}
 	}
-	if len(c.HostKeys.Pinned) == 0 && len(c.HostKeys.KnownHostsFiles) == 0 {
-		return fmt.Errorf("%w: no pinned host keys and no known_hosts files", ErrInvalidConfig)
+	if err := c.HostKeys.validate(); err != nil {
+		return err
 	}
-	for i, k := range c.HostKeys.Pinned {
-		if k == nil {
-			return fmt.Errorf("%w: pinned host key %d is nil", ErrInvalidConfig, i)
+	if len(c.Via) > MaxHops {
+		return fmt.Errorf("%w: %d jump hosts, more than the %d allowed", ErrInvalidConfig, len(c.Via), MaxHops)
+	}
+	for i, h := range c.Via {
+		if _, _, err := net.SplitHostPort(h.Addr); err != nil {
+			return fmt.Errorf("%w: jump host %d (%s): address %q is not host:port", ErrInvalidConfig, i, h.Name, h.Addr)
+		}
+		if h.User == "" || len(h.Signers) == 0 || slices.Contains(h.Signers, nil) {
+			return fmt.Errorf("%w: jump host %d (%s): a user and signers are needed", ErrInvalidConfig, i, h.Name)
+		}
+		if err := h.HostKeys.validate(); err != nil {
+			return fmt.Errorf("jump host %d (%s): %w", i, h.Name, err)
 		}
 	}
 	if c.Timeout < 0 || c.KillGrace < 0 {
 		return fmt.Errorf("%w: negative timeout", ErrInvalidConfig)
+	}
+	return nil
+}
+
+func (hk *HostKeys) validate() error {
+	if len(hk.Pinned) == 0 && len(hk.KnownHostsFiles) == 0 {
+		return fmt.Errorf("%w: no pinned host keys and no known_hosts files", ErrInvalidConfig)
+	}
+	for i, k := range hk.Pinned {
+		if k == nil {
+			return fmt.Errorf("%w: pinned host key %d is nil", ErrInvalidConfig, i)
+		}
 	}
 	return nil
 }

@@ -11,6 +11,15 @@
 // open toward it. There is no connection cache, pool or keepalive anywhere in
 // this package: each call to Run starts from nothing.
 //
+// A target behind jump hosts (Config.Via) is reached the way OpenSSH's
+// ProxyJump does it, with nothing more: a fresh connection to the first
+// jump host, its own host key check and credential, one "direct-tcpip"
+// channel (RFC 4254 §7.2) to the next address, a full SSH handshake over
+// that channel with the next host's own pinned keys, and so on to the
+// target. No session is ever opened on a jump host, and every hop is closed
+// with the action. A failure before the command started names its hop
+// (Result.Hop); each jump host's key fingerprint is reported (Result.Via).
+//
 // One deadline covers dial, key exchange, authentication, exec and the output
 // drain. When it passes, or the caller cancels, Run sends "signal KILL"
 // (RFC 4254 §6.9), waits a short grace period for "exit-status" or

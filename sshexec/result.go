@@ -40,6 +40,13 @@ type Result struct {
 	// ("SSH-2.0-OpenSSH_9.2p1 …"), when one was received.
 	ServerVersion string
 
+	// Hop names where an action behind jump hosts (Config.Via) failed
+	// before its command started: a jump host's name, or the target's
+	// (Config.Name). Empty without jump hosts, and once the command ran.
+	Hop string
+	// Via are the facts of each jump host reached, in order.
+	Via []HopResult
+
 	// Stdout and Stderr hold at most Config.OutputLimit bytes each, from
 	// the start of the stream. StdoutBytes and StderrBytes count every
 	// byte received; the Truncated flags say bytes were dropped.
@@ -53,6 +60,15 @@ type Result struct {
 
 	// Timings of each phase.
 	Timings Timings
+}
+
+// HopResult is what one jump host showed of itself.
+type HopResult struct {
+	Name               string `json:"name"`
+	Addr               string `json:"address"`
+	HostKeyType        string `json:"host_key_type,omitempty"`
+	HostKeyFingerprint string `json:"host_key_fingerprint,omitempty"`
+	ServerVersion      string `json:"server_version,omitempty"`
 }
 
 // Success reports whether the command ran and exited with status 0, the

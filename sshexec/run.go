@@ -1,6 +1,7 @@
 package sshexec
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,25 +31,56 @@ func Run(ctx context.Context, cfg *Config, command string) (*Result, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	signers := make([]ssh.Signer, len(cfg.Signers))
-	for i, s := range cfg.Signers {
-		ss, err := strongSigner(s)
+	route := make([]*hop, 0, len(cfg.Via)+1)
+	for _, h := range cfg.Via {
+		p, err := prepareHop(h, true)
 		if err != nil {
-			return nil, fmt.Errorf("%w: signer %d: %v", ErrInvalidConfig, i, err)
+			return nil, err
 		}
-		signers[i] = ss
+		route = append(route, p)
 	}
-	hk, err := newHostKeyChecker(cfg.Addr, cfg.HostKeys)
+	target, err := prepareHop(Hop{Name: cmp.Or(cfg.Name, cfg.Addr), Addr: cfg.Addr, User: cfg.User, Signers: cfg.Signers, HostKeys: cfg.HostKeys}, false)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+		return nil, err
 	}
+	route = append(route, target)
 
-	a := &action{cfg: cfg, command: command, start: time.Now(), res: &Result{}}
+	a := &action{cfg: cfg, command: command, start: time.Now(), res: &Result{}, route: route}
 	dctx, cancel := context.WithDeadline(ctx, a.start.Add(cfg.timeout()))
 	defer cancel()
-	err = a.run(ctx, dctx, signers, hk)
+	err = a.run(ctx, dctx)
 	a.res.Timings.Total = time.Since(a.start)
 	return a.res, err
+}
+
+// hop is one SSH server of an action's route, ready to connect to: a jump
+// host, or the target last.
+type hop struct {
+	name, addr, user string
+	signers          []ssh.Signer
+	hk               *hostKeyChecker
+	jump             bool
+}
+
+func prepareHop(h Hop, jump bool) (*hop, error) {
+	what := ""
+	if jump {
+		what = fmt.Sprintf("jump host %s: ", h.Name)
+	}
+	p := &hop{name: h.Name, addr: h.Addr, user: h.User, jump: jump, signers: make([]ssh.Signer, len(h.Signers))}
+	for i, s := range h.Signers {
+		ss, err := strongSigner(s)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %ssigner %d: %v", ErrInvalidConfig, what, i, err)
+		}
+		p.signers[i] = ss
+	}
+	hk, err := newHostKeyChecker(h.Addr, h.HostKeys)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s%v", ErrInvalidConfig, what, err)
+	}
+	p.hk = hk
+	return p, nil
 }
 
 // action is the state of one Run.
@@ -57,6 +89,7 @@ type action struct {
 	command string
 	start   time.Time
 	res     *Result
+	route   []*hop
 }
 
 // end sets the outcome and returns the error Run reports for it.
@@ -76,6 +109,31 @@ func (a *action) end(o Outcome, t Termination, cause error) error {
 	return &Error{Outcome: o, Err: cause}
 }
 
+// endAt ends an action that failed on the way to hop h, before its
+// command started: behind jump hosts the result names the hop, and a jump
+// host's failure says which one it was.
+func (a *action) endAt(h *hop, o Outcome, cause error) error {
+	if len(a.route) > 1 {
+		a.res.Hop = h.name
+		if h.jump {
+			cause = &hopError{hop: h, err: cause}
+		}
+	}
+	return a.end(o, NotStarted, cause)
+}
+
+// hopError names the jump host an error happened at.
+type hopError struct {
+	hop *hop
+	err error
+}
+
+func (e *hopError) Error() string {
+	return fmt.Sprintf("jump host %s (%s): %s", e.hop.name, e.hop.addr, strings.TrimPrefix(e.err.Error(), "sshexec: "))
+}
+
+func (e *hopError) Unwrap() error { return e.err }
+
 // stopped returns the outcome for a deadline or cancel: Cancelled when the
 // caller cancelled ctx, TimedOut otherwise.
 func stopped(ctx context.Context) Outcome {
@@ -85,72 +143,154 @@ func stopped(ctx context.Context) Outcome {
 	return TimedOut
 }
 
-func (a *action) run(ctx, dctx context.Context, signers []ssh.Signer, hk *hostKeyChecker) error {
-	res := a.res
+// links are the connections of an action's route, closed together: by the
+// deadline or a cancel before exec (a cut), and at the end.
+type links struct {
+	mu     sync.Mutex
+	closed bool
+	conns  []io.Closer
+}
 
-	// Dial.
-	var d net.Dialer
-	raw, err := d.DialContext(dctx, "tcp", a.cfg.Addr)
-	res.Timings.Dial = time.Since(a.start)
-	if err != nil {
-		if stopped(ctx) == Cancelled {
-			return a.end(Cancelled, NotStarted, fmt.Errorf("cancelled while connecting to %s", a.cfg.Addr))
-		}
-		return a.end(DialFailed, NotStarted, err)
+func (l *links) add(c io.Closer) {
+	l.mu.Lock()
+	closed := l.closed
+	if !closed {
+		l.conns = append(l.conns, c)
 	}
-	wc := &watchConn{Conn: raw}
-	defer wc.closeLocal()
+	l.mu.Unlock()
+	if closed {
+		c.Close()
+	}
+}
 
+// close closes every connection, the innermost first.
+func (l *links) close() {
+	l.mu.Lock()
+	l.closed = true
+	conns := l.conns
+	l.conns = nil
+	l.mu.Unlock()
+	for i := len(conns) - 1; i >= 0; i-- {
+		conns[i].Close()
+	}
+}
+
+func (a *action) run(ctx, dctx context.Context) error {
+	res := a.res
+	var cut links
+	defer cut.close()
 	// Until exec is sent, the deadline or a cancel simply cuts the
-	// connection: nothing has started on the server.
-	stopCut := context.AfterFunc(dctx, wc.closeLocal)
+	// connections: nothing has started on the server.
+	stopCut := context.AfterFunc(dctx, cut.close)
 	defer stopCut()
+	// Every goroutine below ends when the connections are closed; the
+	// deferred calls run in reverse order: close, then wait.
+	var hopWG sync.WaitGroup
+	defer hopWG.Wait()
+	defer cut.close()
 
-	// Version exchange, key exchange, host key check, authentication.
+	// Dial: the first hop over TCP, each next one over a direct-tcpip
+	// channel of the hop before.
+	var d net.Dialer
+	dial := func(addr string) (net.Conn, error) { return d.DialContext(dctx, "tcp", addr) }
+	var via *hop
+	for _, h := range a.route {
+		raw, err := dial(h.addr)
+		if err != nil {
+			if stopped(ctx) == Cancelled && dctx.Err() != nil {
+				return a.endAt(h, Cancelled, fmt.Errorf("cancelled while connecting to %s", h.addr))
+			}
+			if via != nil {
+				err = fmt.Errorf("jump host %s could not open a connection to %s: %w", via.name, h.addr, err)
+			}
+			res.Timings.Dial = time.Since(a.start)
+			return a.endAt(h, DialFailed, err)
+		}
+		wc := &watchConn{Conn: raw}
+		cut.add(wc)
+		if !h.jump {
+			res.Timings.Dial = time.Since(a.start)
+			conn, chans, reqs, err := a.handshake(ctx, dctx, h, wc)
+			if err != nil {
+				return err
+			}
+			return a.session(ctx, dctx, wc, conn, chans, reqs, stopCut, &cut)
+		}
+		conn, chans, reqs, err := a.handshake(ctx, dctx, h, wc)
+		if err != nil {
+			return err
+		}
+		// A jump host: nothing but direct-tcpip channels are opened on
+		// it, and every channel or request it sends is refused.
+		client := ssh.NewClient(conn, chans, reqs)
+		cut.add(client)
+		hopWG.Go(func() { client.Wait() })
+		dial = func(addr string) (net.Conn, error) { return client.DialContext(dctx, "tcp", addr) }
+		via = h
+	}
+	panic("unreachable: the route ends with the target")
+}
+
+// handshake runs the SSH handshake with hop h over wc: version exchange,
+// key exchange, host key check, authentication. On failure it ends the
+// action and returns the error Run reports.
+func (a *action) handshake(ctx, dctx context.Context, h *hop, wc *watchConn) (ssh.Conn, <-chan ssh.NewChannel, <-chan *ssh.Request, error) {
+	res := a.res
 	hsStart := time.Now()
 	cfg := &ssh.ClientConfig{
-		User:              a.cfg.User,
-		Auth:              []ssh.AuthMethod{ssh.PublicKeys(signers...)},
-		HostKeyCallback:   hk.check,
-		HostKeyAlgorithms: hk.algorithms(),
+		User:              h.user,
+		Auth:              []ssh.AuthMethod{ssh.PublicKeys(h.signers...)},
+		HostKeyCallback:   h.hk.check,
+		HostKeyAlgorithms: h.hk.algorithms(),
 		ClientVersion:     clientVersion,
 	}
-	conn, chans, reqs, err := ssh.NewClientConn(wc, a.cfg.Addr, cfg)
-	called, hkAt, keyType, keyFP, rejected := hk.seen()
-	res.HostKeyType, res.HostKeyFingerprint = keyType, keyFP
-	if called {
-		res.Timings.Handshake = hkAt.Sub(hsStart)
-		res.Timings.Auth = time.Since(hkAt)
+	conn, chans, reqs, err := ssh.NewClientConn(wc, h.addr, cfg)
+	called, hkAt, keyType, keyFP, rejected := h.hk.seen()
+	version := wc.serverVersion()
+	if err == nil {
+		version = string(conn.ServerVersion())
+	}
+	if h.jump {
+		res.Via = append(res.Via, HopResult{Name: h.name, Addr: h.addr, HostKeyType: keyType, HostKeyFingerprint: keyFP, ServerVersion: version})
 	} else {
-		res.Timings.Handshake = time.Since(hsStart)
-	}
-	if err != nil {
-		res.ServerVersion = wc.serverVersion()
-		switch {
-		case rejected != nil:
-			return a.end(rejected.Outcome, NotStarted, rejected)
-		case dctx.Err() != nil && stopped(ctx) == Cancelled:
-			return a.end(Cancelled, NotStarted, fmt.Errorf("cancelled during the SSH handshake: %w", err))
-		case dctx.Err() != nil && called:
-			return a.end(HandshakeFailed, NotStarted, fmt.Errorf("deadline passed during authentication: %w", err))
-		case dctx.Err() != nil:
-			return a.end(HandshakeFailed, NotStarted, fmt.Errorf("deadline passed during the SSH handshake: %w", err))
-		case called && wc.transportError() == nil:
-			// The host key was accepted and the connection is intact:
-			// the server refused every credential we offered.
-			return a.end(AuthFailed, NotStarted, err)
-		case res.ServerVersion == "":
-			// Say what the target sent instead: sshd past its MaxStartups
-			// limit writes "Exceeded MaxStartups" and closes.
-			if said := wc.preamble(); said != "" {
-				return a.end(HandshakeFailed, NotStarted, fmt.Errorf("the target sent no SSH version line but %q: %w", said, err))
-			}
-			return a.end(HandshakeFailed, NotStarted, fmt.Errorf("the target closed the connection before sending anything (an sshd past its MaxStartups limit, a TCP wrapper or a firewall does this): %w", err))
+		res.HostKeyType, res.HostKeyFingerprint, res.ServerVersion = keyType, keyFP, version
+		if called {
+			res.Timings.Handshake = hkAt.Sub(hsStart)
+			res.Timings.Auth = time.Since(hkAt)
+		} else {
+			res.Timings.Handshake = time.Since(hsStart)
 		}
-		return a.end(HandshakeFailed, NotStarted, err)
 	}
-	res.ServerVersion = string(conn.ServerVersion())
+	if err == nil {
+		return conn, chans, reqs, nil
+	}
+	switch {
+	case rejected != nil:
+		return nil, nil, nil, a.endAt(h, rejected.Outcome, rejected)
+	case dctx.Err() != nil && stopped(ctx) == Cancelled:
+		return nil, nil, nil, a.endAt(h, Cancelled, fmt.Errorf("cancelled during the SSH handshake: %w", err))
+	case dctx.Err() != nil && called:
+		return nil, nil, nil, a.endAt(h, HandshakeFailed, fmt.Errorf("deadline passed during authentication: %w", err))
+	case dctx.Err() != nil:
+		return nil, nil, nil, a.endAt(h, HandshakeFailed, fmt.Errorf("deadline passed during the SSH handshake: %w", err))
+	case called && wc.transportError() == nil:
+		// The host key was accepted and the connection is intact:
+		// the server refused every credential we offered.
+		return nil, nil, nil, a.endAt(h, AuthFailed, err)
+	case version == "":
+		// Say what the target sent instead: sshd past its MaxStartups
+		// limit writes "Exceeded MaxStartups" and closes.
+		if said := wc.preamble(); said != "" {
+			return nil, nil, nil, a.endAt(h, HandshakeFailed, fmt.Errorf("the server sent no SSH version line but %q: %w", said, err))
+		}
+		return nil, nil, nil, a.endAt(h, HandshakeFailed, fmt.Errorf("the server closed the connection before sending anything (an sshd past its MaxStartups limit, a TCP wrapper or a firewall does this): %w", err))
+	}
+	return nil, nil, nil, a.endAt(h, HandshakeFailed, err)
+}
 
+// session runs the command on the target's authenticated connection.
+func (a *action) session(ctx, dctx context.Context, wc *watchConn, conn ssh.Conn, chans <-chan ssh.NewChannel, reqs <-chan *ssh.Request, stopCut func() bool, cut *links) error {
+	res := a.res
 	// Every goroutine below ends when the connection is closed; the
 	// deferred calls run in reverse order: close, then wait.
 	var wg sync.WaitGroup

@@ -144,6 +144,10 @@ type Options struct {
 	// host key as a host certificate for these principals and serves it
 	// (HostCertificate); see SSHD.HostCA.
 	HostCertPrincipals []string
+	// NetNS, when set, runs sshd in that network namespace: it listens
+	// on the namespace's loopback, out of the test's reach but through
+	// NetNS.Expose or another server in the namespace.
+	NetNS *NetNS
 }
 
 // StartSSHD starts an sshd and waits until it accepts connections.
@@ -405,6 +409,9 @@ MaxSessions 10
 	}
 	logStart := len(s.Log())
 	cmd := exec.Command(SSHDPath, "-D", "-e", "-f", cfgFile)
+	if s.opts.NetNS != nil {
+		cmd = exec.Command("nsenter", "--net="+s.opts.NetNS.Path, SSHDPath, "-D", "-e", "-f", cfgFile)
+	}
 	cmd.Stderr = s.logFile
 	cmd.Stdout = s.logFile
 	if err := cmd.Start(); err != nil {

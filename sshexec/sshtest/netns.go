@@ -1,0 +1,172 @@
+package sshtest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// NetNS is a network namespace of its own with only its loopback
+// interface up: a server started in it (Options.NetNS) cannot be reached
+// from the test's namespace at all, only by something that joins it, such
+// as another server in the same namespace or Expose.
+type NetNS struct {
+	// Path is the namespace's file, for nsenter --net.
+	Path   string
+	holder *exec.Cmd
+	done   chan struct{}
+}
+
+// NewNetNS makes a network namespace that lives until the test ends. It
+// needs root (CAP_SYS_ADMIN); without it the test fails under CI=true and
+// is skipped elsewhere, like Need.
+func NewNetNS(tb testing.TB) *NetNS {
+	tb.Helper()
+	// The holder keeps the namespace alive; its loopback is brought up
+	// first. It ends when its stdin closes.
+	cmd := exec.Command("unshare", "--net", "sh", "-c", "ip link set lo up && echo up && exec cat >/dev/null")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		needNetNS(tb, err.Error())
+	}
+	up := make([]byte, 3)
+	if _, err := io.ReadFull(stdout, up); err != nil || string(up) != "up\n" {
+		stdin.Close()
+		cmd.Wait()
+		needNetNS(tb, fmt.Sprintf("unshare --net: %v %s", err, stderr.String()))
+	}
+	n := &NetNS{Path: "/proc/" + strconv.Itoa(cmd.Process.Pid) + "/ns/net", holder: cmd, done: make(chan struct{})}
+	go func() { cmd.Wait(); close(n.done) }()
+	tb.Cleanup(func() {
+		stdin.Close()
+		select {
+		case <-n.done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-n.done
+		}
+	})
+	return n
+}
+
+func needNetNS(tb testing.TB, why string) {
+	tb.Helper()
+	msg := "a network namespace of its own is needed (run as root): " + why
+	if os.Getenv("CI") == "true" {
+		tb.Fatal(msg)
+	}
+	tb.Skip(msg)
+}
+
+// Dial connects to addr inside the namespace.
+func (n *NetNS) Dial(addr string) (net.Conn, error) {
+	type result struct {
+		c   net.Conn
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		// The thread joins the namespace and is never given back to
+		// the runtime: it ends with this goroutine. The socket keeps
+		// the namespace it was made in.
+		runtime.LockOSThread()
+		f, err := os.Open(n.Path)
+		if err != nil {
+			ch <- result{err: err}
+			return
+		}
+		defer f.Close()
+		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			ch <- result{err: fmt.Errorf("setns: %w", err)}
+			return
+		}
+		c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+		ch <- result{c, err}
+	}()
+	r := <-ch
+	return r.c, r.err
+}
+
+// Expose listens on 127.0.0.1 in the test's namespace and forwards every
+// connection to addr inside the namespace; it returns the listening
+// address. It stops when the test ends.
+func (n *NetNS) Expose(tb testing.TB, addr string) string {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var open []net.Conn
+	tb.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, c := range open {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				defer c.Close()
+				in, err := n.Dial(addr)
+				if err != nil {
+					return
+				}
+				defer in.Close()
+				mu.Lock()
+				open = append(open, c, in)
+				mu.Unlock()
+				pipe(c, in)
+			})
+		}
+	})
+	return l.Addr().String()
+}
+
+// pipe copies both ways until either side ends, then closes both.
+func pipe(a, b net.Conn) {
+	done := make(chan struct{}, 2)
+	cp := func(dst, src net.Conn) {
+		_, err := io.Copy(dst, src)
+		if err == nil || errors.Is(err, net.ErrClosed) {
+			if tc, ok := dst.(*net.TCPConn); ok {
+				tc.CloseWrite()
+			}
+		}
+		done <- struct{}{}
+	}
+	go cp(a, b)
+	go cp(b, a)
+	<-done
+	a.Close()
+	b.Close()
+	<-done
+}
