@@ -3,6 +3,7 @@ package deploy
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"regexp"
@@ -29,6 +30,7 @@ var (
 	ErrInvalidCommand = errors.New("deploy: command cannot be written in an authorized_keys line")
 	ErrInvalidFrom    = errors.New("deploy: invalid from pattern")
 	ErrInvalidKey     = errors.New("deploy: invalid key")
+	ErrInvalidJumpTo  = errors.New("deploy: invalid jump-to address")
 )
 
 // LineOptions describe the authorized_keys line of one target account.
@@ -50,6 +52,12 @@ type LineOptions struct {
 	// principals="ACCOUNT" so that only certificates for this account
 	// are accepted.
 	CertAuthority bool
+	// JumpTo, when set, makes the line a jump host's: the key may open
+	// forwarding channels to these "host:port" addresses and to nothing
+	// else (port-forwarding with one permitopen each), and any session it
+	// asks for runs /bin/false. Command and Legacy cannot be combined
+	// with it.
+	JumpTo []string
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,63}$`)
@@ -83,6 +91,20 @@ func AuthorizedKeysLine(key ssh.PublicKey, o LineOptions) (string, error) {
 		opts = append(opts, "cert-authority", `principals="`+o.Account+`"`)
 	}
 	opts = append(opts, "restrict")
+	if len(o.JumpTo) > 0 {
+		if o.Command != "" || o.Legacy {
+			return "", fmt.Errorf("%w: a jump host's line forces /bin/false and needs OpenSSH 7.2 or later: no command or legacy options with it", ErrInvalidJumpTo)
+		}
+		opts = append(opts, "port-forwarding")
+		for _, addr := range o.JumpTo {
+			host, port, err := net.SplitHostPort(addr)
+			if err != nil || host == "" || port == "" || strings.ContainsAny(addr, "\",\\ \t") || !printableASCII(addr) {
+				return "", fmt.Errorf("%w: %q is not a host:port a permitopen option can name", ErrInvalidJumpTo, addr)
+			}
+			opts = append(opts, `permitopen="`+addr+`"`)
+		}
+		o.Command = "/bin/false"
+	}
 	if o.Legacy {
 		opts = append(opts, LegacyOptions)
 	}
@@ -212,4 +234,14 @@ func CredentialPublicKey(file string) (ssh.PublicKey, error) {
 		return nil, fmt.Errorf("deploy: credential %s.pub: %w", file, err)
 	}
 	return k, nil
+}
+
+// printableASCII reports whether s is printable ASCII only.
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }

@@ -38,6 +38,7 @@ func TestAuthorizedKeysLineGolden(t *testing.T) {
 		{"legacy options", LineOptions{Target: "old-box", Account: "ops", Command: "/usr/local/bin/airlock-action", Legacy: true}},
 		{"quotes and backslashes", LineOptions{Target: "t", Account: "a", Command: `printf '%s\n' "a \"quoted\" word" 'back\slash'`}},
 		{"gateway CA for one account", LineOptions{Target: "build-box", Account: "deploy", Command: "/usr/local/bin/airlock-action", CertAuthority: true}},
+		{"jump host", LineOptions{Target: "bastion", Account: "jump", JumpTo: []string{"10.0.0.5:22", "db-2.internal:2222", "[2001:db8::5]:22"}, From: "203.0.113.7"}},
 	}
 	var b strings.Builder
 	for _, tt := range tests {
@@ -78,6 +79,11 @@ func TestAuthorizedKeysLineRefuses(t *testing.T) {
 		want error
 	}{
 		{"no key", nil, LineOptions{Target: "t", Account: "a"}, ErrInvalidKey},
+		{"jump host with a command", key, LineOptions{Target: "t", Account: "a", JumpTo: []string{"10.0.0.5:22"}, Command: "/bin/sh"}, ErrInvalidJumpTo},
+		{"jump host legacy", key, LineOptions{Target: "t", Account: "a", JumpTo: []string{"10.0.0.5:22"}, Legacy: true}, ErrInvalidJumpTo},
+		{"jump to no port", key, LineOptions{Target: "t", Account: "a", JumpTo: []string{"10.0.0.5"}}, ErrInvalidJumpTo},
+		{"jump to a quote", key, LineOptions{Target: "t", Account: "a", JumpTo: []string{`10.0.0.5:22",command="/bin/sh`}}, ErrInvalidJumpTo},
+		{"jump to a space", key, LineOptions{Target: "t", Account: "a", JumpTo: []string{"a b:22"}}, ErrInvalidJumpTo},
 		{"certificate", cert, LineOptions{Target: "t", Account: "a"}, ErrInvalidKey},
 		{"no target", key, LineOptions{Account: "a"}, ErrInvalidName},
 		{"no account", key, LineOptions{Target: "t"}, ErrInvalidName},

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -35,6 +37,7 @@ const deployUsage = `usage: airlock deploy VERB [flags]
 
 verbs:
   authorized-keys --target T --account A [--command CMD] [--from CIDR] [--legacy] [--config FILE]
+  authorized-keys --target BASTION --jump-to T,… [--account A] [--from CIDR] [--config FILE]
       print the authorized_keys line for that account's credential
   install --authorized-keys FILE --line LINE [--remove]
       install (or with --remove, remove) the line, idempotently and atomically
@@ -74,10 +77,11 @@ func deployAuthorizedKeys(args []string, stdout, stderr io.Writer) int {
 	command := fs.String("command", "", "force this command (e.g. /usr/local/bin/airlock-action --policy /etc/airlock/action.hcl)")
 	from := fs.String("from", "", "only from these addresses or CIDRs (comma-separated)")
 	legacy := fs.Bool("legacy", false, "also spell out no-port-forwarding,no-agent-forwarding,… for servers older than OpenSSH 7.2")
+	jumpTo := fs.String("jump-to", "", "the line of a jump host (--target) for these targets (comma-separated; each has via = the jump host): forwarding to their addresses only, never a session")
 	if code, ok := parseFlags(fs, args, stdout); !ok {
 		return code
 	}
-	if *target == "" || *account == "" {
+	if *target == "" || *account == "" && *jumpTo == "" {
 		return failf(stderr, "--target and --account are required")
 	}
 	cfg, err := config.LoadAdmin(config.Path(*cfgPath))
@@ -87,6 +91,29 @@ func deployAuthorizedKeys(args []string, stdout, stderr io.Writer) int {
 	t, ok := cfg.Targets[*target]
 	if !ok {
 		return failf(stderr, "no target %q in %s", *target, cfg.Path)
+	}
+	var jumps []string
+	if *jumpTo != "" {
+		if *command != "" || *legacy {
+			return failf(stderr, "--jump-to makes a jump host's line, which runs no command: drop --command and --legacy")
+		}
+		for name := range strings.SplitSeq(*jumpTo, ",") {
+			name = strings.TrimSpace(name)
+			inner, ok := cfg.Targets[name]
+			switch {
+			case !ok:
+				return failf(stderr, "--jump-to: no target %q in %s", name, cfg.Path)
+			case inner.Via != *target:
+				return failf(stderr, "--jump-to: target %q is not reached through %q (set via = %q in its block)", name, *target, *target)
+			case *account == "":
+				*account = inner.ViaAccount
+			case *account != inner.ViaAccount:
+				return failf(stderr, "--jump-to: target %q goes through account %q of %q, not %q: make one line per account", name, inner.ViaAccount, *target, *account)
+			}
+			if !slices.Contains(jumps, inner.Address) {
+				jumps = append(jumps, inner.Address)
+			}
+		}
 	}
 	a, ok := t.Accounts[*account]
 	if !ok {
@@ -104,7 +131,7 @@ func deployAuthorizedKeys(args []string, stdout, stderr io.Writer) int {
 		return failf(stderr, "%v", err)
 	}
 	line, err := deploy.AuthorizedKeysLine(key, deploy.LineOptions{Target: *target, Account: *account,
-		Command: *command, From: *from, Legacy: *legacy, CertAuthority: cred.CA})
+		Command: *command, From: *from, Legacy: *legacy, CertAuthority: cred.CA, JumpTo: jumps})
 	if err != nil {
 		return failf(stderr, "%v", err)
 	}

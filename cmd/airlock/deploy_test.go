@@ -38,6 +38,18 @@ target "box" {
     credential = "ca"
   }
 }
+target "db-1" {
+  address = "10.0.0.5"
+  via     = "%[4]s@box"
+  host_keys = ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKnQ7cBmrfILU8y0HCfFXb5n5bd2OoB25Bhz9wGtK6Ko"]
+  account "app" { credential = "key" }
+}
+target "db-2" {
+  address = "db-2.internal:2222"
+  via     = "%[4]s@box"
+  host_keys = ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKnQ7cBmrfILU8y0HCfFXb5n5bd2OoB25Bhz9wGtK6Ko"]
+  account "app" { credential = "key" }
+}
 `, filepath.Join(dir, "state"), s.ClientKeyFile, s.Addr, s.User)
 	if err := os.WriteFile(cfgFile, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
@@ -67,6 +79,17 @@ target "box" {
 	}
 	if code, cert, _ := runCLI(t, "deploy", "authorized-keys", "--config", cfgFile, "--target", "box", "--account", "certs"); code != 0 || !strings.Contains(cert, "cert-authority") {
 		t.Errorf("CA account line: %q", cert)
+	}
+	// The bastion's line: forwarding to its inner targets only.
+	code, jump, errs := runCLI(t, "deploy", "authorized-keys", "--config", cfgFile, "--target", "box", "--jump-to", "db-1,db-2")
+	if want := `restrict,port-forwarding,permitopen="10.0.0.5:22",permitopen="db-2.internal:2222",command="/bin/false" `; code != 0 ||
+		!strings.HasPrefix(jump, want) || !strings.HasSuffix(strings.TrimSpace(jump), "airlock:box/"+s.User) {
+		t.Errorf("deploy authorized-keys --jump-to: %d %q %s", code, jump, errs)
+	}
+	for _, bad := range [][]string{{"--jump-to", "box"}, {"--jump-to", "db-1", "--account", "certs"}, {"--jump-to", "db-1", "--command", "/bin/sh"}, {"--jump-to", "nope"}} {
+		if code, out, errs := runCLI(t, append([]string{"deploy", "authorized-keys", "--config", cfgFile, "--target", "box"}, bad...)...); code == 0 || errs == "" {
+			t.Errorf("deploy authorized-keys %v: %d %q", bad, code, out)
+		}
 	}
 	// Where sshd's StrictModes would read it (not under /tmp).
 	ak := filepath.Join(sshtest.SafeDir(t), "authorized_keys")

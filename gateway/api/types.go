@@ -49,6 +49,10 @@ type Action struct {
 	Signal             string              `json:"signal,omitempty"`
 	Termination        sshexec.Termination `json:"termination,omitempty"`
 	HostKeyFingerprint string              `json:"host_key_fingerprint,omitempty"`
+	// Hop names where an action to a target behind a jump host failed
+	// before its command started: the jump host (a target name) or the
+	// target itself. Absent for direct targets and once the command ran.
+	Hop string `json:"hop,omitempty"`
 
 	// Stdout and Stderr are what the account's output policy returns.
 	// They hold the bytes as text when those are valid UTF-8; otherwise

@@ -278,6 +278,26 @@ type Target struct {
 	MaxParallel    int
 	Accounts       map[string]*Account
 	AccountNames   []string
+	// Via is the jump host (another target) this one is reached through,
+	// and ViaAccount its account used for the hop; empty: dialed directly.
+	Via        string
+	ViaAccount string
+}
+
+// Route returns the jump hosts of t, the first dialed first, each with the
+// account used on it. A configuration that loaded has no loop and at most
+// sshexec.MaxHops of them.
+func (cfg *Config) Route(t *Target) (hops []*Target, accounts []*Account) {
+	for at := t; at.Via != "" && len(hops) <= sshexec.MaxHops; {
+		j := cfg.Targets[at.Via]
+		if j == nil {
+			break
+		}
+		hops = append([]*Target{j}, hops...)
+		accounts = append([]*Account{j.Accounts[at.ViaAccount]}, accounts...)
+		at = j
+	}
+	return hops, accounts
 }
 
 // Account is one account block of a target.
@@ -517,6 +537,7 @@ type rawTarget struct {
 	KnownHostsFile *hcl.Attribute `hcl:"known_hosts_file,optional"`
 	DefaultAccount *hcl.Attribute `hcl:"default_account,optional"`
 	MaxParallel    *hcl.Attribute `hcl:"max_parallel,optional"`
+	Via            *hcl.Attribute `hcl:"via,optional"`
 	Accounts       []*rawAccount  `hcl:"account,block"`
 	DefRange       hcl.Range      `hcl:",def_range"`
 }
@@ -939,6 +960,12 @@ func (c *checker) build(cfg *Config, raw *rawConfig, base string) {
 	for _, r := range raw.Targets {
 		c.target(cfg, r, base)
 	}
+	for _, r := range raw.Targets {
+		c.via(cfg, r)
+	}
+	for _, r := range raw.Targets {
+		c.chain(cfg, r)
+	}
 
 	// sso.
 	if r := raw.SSO; r != nil && c.require(r.Issuer, r.DefRange, "sso.issuer") && c.require(r.ClientID, r.DefRange, "sso.client_id") &&
@@ -1181,6 +1208,70 @@ func (c *checker) target(cfg *Config, r *rawTarget, base string) {
 	}
 	cfg.Targets[t.Name] = t
 	cfg.TargetNames = append(cfg.TargetNames, t.Name)
+}
+
+// via checks a target's via: another target, and the account on it
+// ("account@bastion", or the bastion's default account), with no loop and
+// at most sshexec.MaxHops jump hosts on the way.
+func (c *checker) via(cfg *Config, r *rawTarget) {
+	t := cfg.Targets[r.Name]
+	if r.Via == nil || t == nil || t.Name != r.Name {
+		return
+	}
+	v, ok := c.strOK(r.Via)
+	if !ok {
+		return
+	}
+	acct, name, hasAcct := strings.Cut(v, "@")
+	if !hasAcct {
+		acct, name = "", v
+	}
+	j, ok := cfg.Targets[name]
+	switch {
+	case !ok:
+		c.Errorf(r.Via.Range, "target %q: via %q: no target %q is defined (a jump host is another target block, with its own host keys and account; targets: %s)", r.Name, clip(v), clip(name), names(cfg.Targets))
+		return
+	case name == t.Name:
+		c.Errorf(r.Via.Range, "target %q: via names the target itself", r.Name)
+		return
+	case acct == "":
+		acct = j.DefaultAccount
+		if acct == "" {
+			c.Errorf(r.Via.Range, "target %q: via %q: target %q has several accounts and no default_account; write via = \"ACCOUNT@%s\"", r.Name, v, name, name)
+			return
+		}
+	}
+	if _, ok := j.Accounts[acct]; !ok {
+		c.Errorf(r.Via.Range, "target %q: via %q: target %q has no account %q (accounts: %s)", r.Name, clip(v), name, clip(acct), names(j.Accounts))
+		return
+	}
+	t.Via, t.ViaAccount = name, acct
+}
+
+// chain checks a target's way through its jump hosts, once every via is
+// known: a loop, or more hops than allowed, is an error of each target on
+// it.
+func (c *checker) chain(cfg *Config, r *rawTarget) {
+	t := cfg.Targets[r.Name]
+	if r.Via == nil || t == nil || t.Via == "" {
+		return
+	}
+	seen := map[string]bool{t.Name: true}
+	hops := 0
+	for at := cfg.Targets[t.Via]; at != nil; at = cfg.Targets[at.Via] {
+		if seen[at.Name] {
+			c.Errorf(r.Via.Range, "target %q: via makes a loop through %q", r.Name, at.Name)
+			return
+		}
+		seen[at.Name] = true
+		if hops++; hops > sshexec.MaxHops {
+			c.Errorf(r.Via.Range, "target %q: more than %d jump hosts on the way", r.Name, sshexec.MaxHops)
+			return
+		}
+		if at.Via == "" {
+			return
+		}
+	}
 }
 
 func names[V any](m map[string]V) string {

@@ -332,6 +332,11 @@ target "t" {
   account "a" {}
 }`, []int{5}},
 		{"duplicate listen block", valid("listen {}\nlisten {}\n"), []int{8}},
+		{"via an unknown target", valid(jumpTarget("j", "nowhere")), []int{9}},
+		{"via itself", valid(jumpTarget("j", "j")), []int{9}},
+		{"via an unknown account", valid(jumpTarget("j", "root@t")), []int{9}},
+		{"via loop", valid(jumpTarget("j1", "j2") + jumpTarget("j2", "j1")), []int{9, 15}},
+		{"via too many hops", valid(jumpTarget("j1", "t") + jumpTarget("j2", "j1") + jumpTarget("j3", "j2") + jumpTarget("j4", "j3") + jumpTarget("j5", "j4")), []int{33}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -433,5 +438,53 @@ func TestSocketReachable(t *testing.T) {
 	}
 	if err := cfg.SocketReachable(); err != nil {
 		t.Errorf("without socket_group nothing needs reaching: %v", err)
+	}
+}
+
+// jumpTarget is a target block (6 lines) reached through via.
+func jumpTarget(name, via string) string {
+	return `target "` + name + `" {
+  address = "10.0.0.9:22"
+  via = "` + via + `"
+  host_keys = ["` + testHostKey + `"]
+  account "a" { credential = "k" }
+}
+`
+}
+
+func TestParseConfigVia(t *testing.T) {
+	src := `credential "k" { private_key_file = "/k" }
+target "bastion" {
+  address   = "bastion.example.com"
+  host_keys = ["` + testHostKey + `"]
+  account "jump" { credential = "k" }
+}
+target "inner" {
+  address   = "10.0.0.5:22"
+  via       = "bastion"
+  host_keys = ["` + testHostKey + `"]
+  account "a" { credential = "k" }
+}
+target "deep" {
+  address   = "10.1.0.5"
+  via       = "a@inner"
+  host_keys = ["` + testHostKey + `"]
+  account "a" { credential = "k" }
+}
+`
+	cfg, err := Parse([]byte(src), "airlock.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hops, accts := cfg.Route(cfg.Targets["deep"])
+	var got []string
+	for i, h := range hops {
+		got = append(got, accts[i].Name+"@"+h.Name)
+	}
+	if diff := cmp.Diff([]string{"jump@bastion", "a@inner"}, got); diff != "" {
+		t.Errorf("route (-want +got):\n%s", diff)
+	}
+	if hops, _ := cfg.Route(cfg.Targets["bastion"]); len(hops) != 0 {
+		t.Errorf("a direct target has hops: %v", hops)
 	}
 }

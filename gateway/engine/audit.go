@@ -196,7 +196,7 @@ func (e *Engine) actionFromAudit(ctx context.Context, id string) (api.Action, *h
 			}
 			a.Approval.DecidedBy = f.DecidedBy
 			if r := f.Result; r != nil {
-				a.HostKeyFingerprint, a.Signal = r.HostKeyFingerprint, r.Signal
+				a.HostKeyFingerprint, a.Signal, a.Hop = r.HostKeyFingerprint, r.Signal, r.Hop
 				a.StdoutBytes, a.StderrBytes = r.StdoutReceived, r.StderrReceived
 				if r.ExitCode != nil {
 					code := int(*r.ExitCode)

@@ -245,6 +245,21 @@ func (l *lifecycle) connect(ctx context.Context) {
 		return
 	}
 	connecting := actionConnecting{Address: l.target.Address, Account: l.account.Name, Credential: l.account.Credential, Cert: cert}
+	// Each jump host with its own credential: a certificate per hop for
+	// a ca = true one, naming the same action.
+	hops, hopAccounts := l.conf.cfg.Route(l.target)
+	via := make([]sshexec.Hop, len(hops))
+	var route []string
+	for i, h := range hops {
+		hs, _, err := l.conf.signerFor(hopAccounts[i], l.a.id, uint64(l.requested.Seq), l.timeout)
+		if err != nil {
+			l.end(ctx, sshexec.Rejected, "jump host "+h.Name+": "+err.Error(), 0)
+			return
+		}
+		via[i] = sshexec.Hop{Name: h.Name, Addr: h.Address, User: hopAccounts[i].Name, Signers: []ssh.Signer{hs}, HostKeys: hostKeysOf(h)}
+		route = append(route, hopAccounts[i].Name+"@"+h.Name+" "+h.Address)
+	}
+	connecting.Via = strings.Join(route, ", ")
 	if l.stdin != nil {
 		// Kept only now that it is about to be sent: a refused action's
 		// input is described, never stored.
@@ -268,16 +283,15 @@ func (l *lifecycle) connect(ctx context.Context) {
 	l.a.setState(api.StateConnecting, api.StateEvent{})
 	cfg := &sshexec.Config{
 		Addr:     l.target.Address,
+		Name:     l.target.Name,
 		User:     l.account.Name,
 		Signers:  []ssh.Signer{signer},
-		HostKeys: sshexec.HostKeys{Pinned: l.target.HostKeys},
+		HostKeys: hostKeysOf(l.target),
+		Via:      via,
 		Timeout:  time.Until(l.deadline),
 		// The end of a stream over the store's cap is kept too.
 		TailLimit: tailKeep,
 		Stdin:     l.stdin,
-	}
-	if l.target.KnownHostsFile != "" {
-		cfg.HostKeys.KnownHostsFiles = []string{l.target.KnownHostsFile}
 	}
 	var runningOnce sync.Once
 	running := func() { runningOnce.Do(func() { l.a.setState(api.StateRunning, api.StateEvent{}) }) }
@@ -425,7 +439,7 @@ func (l *lifecycle) answer() {
 	obj.FinishedAt = &now
 	var out *heldOutput
 	if r := l.res.conn; r != nil {
-		obj.HostKeyFingerprint, obj.Signal = r.HostKeyFingerprint, r.Signal
+		obj.HostKeyFingerprint, obj.Signal, obj.Hop = r.HostKeyFingerprint, r.Signal, r.Hop
 		if r.HasExitCode {
 			code := r.ExitCode
 			obj.ExitCode = &code
@@ -615,6 +629,15 @@ func (l *loaded) signerFor(a *config.Account, actionID string, serial uint64, ti
 		return nil, nil, fmt.Errorf("credential %q of account %q is not usable", a.Credential, a.Name)
 	}
 	return signer, nil, nil
+}
+
+// hostKeysOf returns the host keys a target is trusted with.
+func hostKeysOf(t *config.Target) sshexec.HostKeys {
+	hk := sshexec.HostKeys{Pinned: t.HostKeys}
+	if t.KnownHostsFile != "" {
+		hk.KnownHostsFiles = []string{t.KnownHostsFile}
+	}
+	return hk
 }
 
 func (e *Engine) observePhases(r *sshexec.Result) {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/airlockgw/airlock/approvals"
@@ -72,6 +73,9 @@ type actionConnecting struct {
 	Cert *certIssued `audit:"cert"`
 	// Stdin is the standard input about to be sent, in the output store.
 	Stdin *auditchain.Blob `audit:"stdin"`
+	// Via is the way to a target behind jump hosts, the first dialed
+	// first: "account@target address" each, separated by ", ".
+	Via string `audit:"via,omitempty"`
 }
 
 // certIssued is a per-action certificate: its key ID names the action,
@@ -132,6 +136,20 @@ type connResult struct {
 	ExitCode           *int64 `audit:"exit_code"`
 	Signal             string `audit:"signal,omitempty"`
 	CoreDumped         *bool  `audit:"core_dumped"`
+	// Hop is where an action behind jump hosts failed before its command
+	// started; ViaHops are the facts of each jump host reached.
+	Hop     string  `audit:"hop,omitempty"`
+	ViaHops hopList `audit:"via_hops,omitempty"`
+}
+
+// hopList is each jump host's name, address, host key and version, stored
+// as a JSON array (the audit log has no lists of groups).
+type hopList []sshexec.HopResult
+
+func (l hopList) MarshalText() ([]byte, error) { return json.Marshal([]sshexec.HopResult(l)) }
+
+func (l *hopList) UnmarshalText(b []byte) error {
+	return json.Unmarshal(b, (*[]sshexec.HopResult)(l))
 }
 
 // resultOf turns sshexec's result into its audit facts.
@@ -142,6 +160,7 @@ func resultOf(r *sshexec.Result) *connResult {
 		DialUS: r.Timings.Dial.Microseconds(), HandshakeUS: r.Timings.Handshake.Microseconds(),
 		AuthUS: r.Timings.Auth.Microseconds(), SessionUS: r.Timings.Session.Microseconds(),
 		CommandUS: r.Timings.Command.Microseconds(), TotalUS: r.Timings.Total.Microseconds(),
+		Hop: r.Hop, ViaHops: r.Via,
 	}
 	if r.HasExitCode {
 		code := int64(r.ExitCode)
