@@ -19,6 +19,10 @@ type Action struct {
 	// Stdin is what the command gets on its standard input; nil for
 	// nothing (an empty input is nothing).
 	Stdin *Stdin `json:"stdin,omitempty"`
+	// Secret names the gateway-held secret written to the command's
+	// standard input instead of Stdin: the digest binds its name, never
+	// its value (which reviewers and the store never see).
+	Secret string `json:"secret,omitempty"`
 	// AgentReason is what the agent says the action is for: its own
 	// claim, shown to reviewers as such. Not part of the digest.
 	AgentReason string `json:"agent_reason,omitempty"`
@@ -88,8 +92,9 @@ func ParseDigest(s string) (Digest, error) {
 // digest can never equal one of an action without (and the digests of
 // actions without stdin stay what they were).
 const (
-	canonicalDomain      = "airlock/action/v1"
-	canonicalDomainStdin = "airlock/action/v2+stdin"
+	canonicalDomain       = "airlock/action/v1"
+	canonicalDomainStdin  = "airlock/action/v2+stdin"
+	canonicalDomainSecret = "airlock/action/v3+secret"
 )
 
 // CanonicalAction is the byte string a call approval's digest covers:
@@ -100,25 +105,44 @@ const (
 // where field(s) is len(s) as a big-endian uint32 followed by the bytes of
 // s. An action with standard input is encoded under the domain
 // "airlock/action/v2+stdin" and followed by int64be(stdin size) and the
-// 32 bytes of its SHA-256.
+// 32 bytes of its SHA-256. An action with a secret on its standard input
+// is encoded under "airlock/action/v3+secret", followed by one byte (1
+// when a Stdin follows as in v2, 0 when not), that Stdin, and
+// field(secret name).
 // Length prefixes make the encoding injective: no two different actions
 // (say target "a b" + account "c" and target "a" + account "b c") share an
 // encoding, which plain concatenation with a separator cannot promise.
 func CanonicalAction(run RunID, a Action) []byte {
 	domain := canonicalDomain
-	if a.Stdin != nil {
+	switch {
+	case a.Secret != "":
+		domain = canonicalDomainSecret
+	case a.Stdin != nil:
 		domain = canonicalDomainStdin
 	}
-	n := 4*5 + len(domain) + len(run) + len(a.Target) + len(a.Account) + len(a.Command) + 8 + 8 + 32
+	n := 4*6 + len(domain) + len(run) + len(a.Target) + len(a.Account) + len(a.Command) + 8 + 1 + 8 + 32 + len(a.Secret)
 	b := make([]byte, 0, n)
-	for _, s := range []string{domain, string(run), a.Target, a.Account, a.Command} {
+	field := func(s string) {
 		b = binary.BigEndian.AppendUint32(b, uint32(len(s)))
 		b = append(b, s...)
 	}
+	for _, s := range []string{domain, string(run), a.Target, a.Account, a.Command} {
+		field(s)
+	}
 	b = binary.BigEndian.AppendUint64(b, uint64(a.Timeout))
+	if a.Secret != "" {
+		if a.Stdin != nil {
+			b = append(b, 1)
+		} else {
+			b = append(b, 0)
+		}
+	}
 	if a.Stdin != nil {
 		b = binary.BigEndian.AppendUint64(b, uint64(a.Stdin.Size))
 		b = append(b, a.Stdin.SHA256[:]...)
+	}
+	if a.Secret != "" {
+		field(a.Secret)
 	}
 	return b
 }

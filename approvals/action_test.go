@@ -28,6 +28,8 @@ func TestDigestBindsEveryField(t *testing.T) {
 		{"account and command shifted", run, func(a *Action) {
 			a.Account, a.Command = "deploysystemctl", " restart web"
 		}},
+		{"a secret on stdin", run, func(a *Action) { a.Secret = "db-password" }},
+		{"stdin", run, func(a *Action) { a.Stdin = &Stdin{Size: 1} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := base
@@ -56,14 +58,40 @@ func TestCanonicalActionGolden(t *testing.T) {
 	}
 }
 
+// TestCanonicalActionSecretGolden pins the encoding of an action whose
+// standard input is a gateway-held secret: its name is bound, under its
+// own domain.
+func TestCanonicalActionSecretGolden(t *testing.T) {
+	got := CanonicalAction("run_x", Action{Target: "t", Account: "a", Command: "ls", Timeout: time.Second, Secret: "pw"})
+	want := "00000018" + hex.EncodeToString([]byte("airlock/action/v3+secret")) +
+		"00000005" + hex.EncodeToString([]byte("run_x")) +
+		"00000001" + "74" + "00000001" + "61" +
+		"00000002" + hex.EncodeToString([]byte("ls")) +
+		"000000003b9aca00" + "00" + "00000002" + hex.EncodeToString([]byte("pw"))
+	if hex.EncodeToString(got) != want {
+		t.Errorf("CanonicalAction =\n%x\nwant\n%s", got, want)
+	}
+	other := Action{Target: "t", Account: "a", Command: "ls", Timeout: time.Second, Secret: "pw2"}
+	if DigestOf("run_x", other) == DigestOf("run_x", Action{Target: "t", Account: "a", Command: "ls", Timeout: time.Second, Secret: "pw"}) {
+		t.Error("two secrets share a digest")
+	}
+}
+
 // FuzzCanonicalActionInjective: two different actions never share an
 // encoding.
 func FuzzCanonicalActionInjective(f *testing.F) {
 	f.Add("r", "a b", "c", "ls", int64(1), "r", "a", "b c", "ls", int64(1))
 	f.Add("", "", "", "", int64(0), "", "", "", "", int64(1))
 	f.Fuzz(func(t *testing.T, r1, t1, a1, c1 string, d1 int64, r2, t2, a2, c2 string, d2 int64) {
+		// A secret name rides in the command's place half the time.
 		x := Action{Target: t1, Account: a1, Command: c1, Timeout: time.Duration(d1)}
 		y := Action{Target: t2, Account: a2, Command: c2, Timeout: time.Duration(d2)}
+		if d1%2 == 0 {
+			x.Secret = c1 + "s"
+		}
+		if d2%2 == 0 {
+			y.Secret = c2 + "s"
+		}
 		same := r1 == r2 && x == y
 		if eq := bytes.Equal(CanonicalAction(RunID(r1), x), CanonicalAction(RunID(r2), y)); eq != same {
 			t.Errorf("actions equal %v but encodings equal %v", same, eq)

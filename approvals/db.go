@@ -15,7 +15,7 @@ import (
 )
 
 // schemaVersion is PRAGMA user_version; bump it with a migration.
-const schemaVersion = 4
+const schemaVersion = 5
 
 // migrations bring a database of version i+1 to version i+2; a new
 // database gets schema, which is the latest, at once.
@@ -31,6 +31,9 @@ var migrations = []string{
 	 ALTER TABLE reviewers ADD COLUMN source TEXT NOT NULL DEFAULT 'password';
 	 ALTER TABLE reviewers ADD COLUMN links TEXT;
 	 ALTER TABLE reviewers ADD COLUMN sso_subject TEXT;` + adminEventsTable,
+	`ALTER TABLE requests ADD COLUMN secret TEXT;
+	 ALTER TABLE requests ADD COLUMN command_original TEXT;
+	 ALTER TABLE requests ADD COLUMN redactions TEXT;`,
 }
 
 // adminEventsTable holds the reviewer changes made while no gateway ran
@@ -103,7 +106,10 @@ CREATE TABLE IF NOT EXISTS requests (
 	stdin_size   INTEGER,
 	stdin_sha256 BLOB,
 	stdin_text   TEXT,
-	agent_reason TEXT
+	agent_reason TEXT,
+	secret       TEXT,
+	command_original TEXT,
+	redactions   TEXT
 );
 CREATE INDEX IF NOT EXISTS requests_status ON requests(status);
 CREATE TABLE IF NOT EXISTS reviewers (
@@ -353,7 +359,7 @@ func loadRuns(ctx context.Context, q querier, where string, args ...any) ([]*Run
 
 const requestColumns = `id, kind, run_id, target, account, command, timeout_ns, digest, requester,
 	requested_at, expires_at, status, decided_by, decided_at, reason, consumed_at,
-	stdin_size, stdin_sha256, stdin_text, agent_reason`
+	stdin_size, stdin_sha256, stdin_text, agent_reason, secret`
 
 func upsertRequest(ctx context.Context, q querier, r *Request) error {
 	var stdinSize, stdinSum, stdinText any
@@ -361,13 +367,13 @@ func upsertRequest(ctx context.Context, q querier, r *Request) error {
 		stdinSize, stdinSum, stdinText = in.Size, in.SHA256[:], nullStr(in.Text)
 	}
 	_, err := q.ExecContext(ctx, `INSERT INTO requests (`+requestColumns+`)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT(id) DO UPDATE SET status=excluded.status, decided_by=excluded.decided_by,
 			decided_at=excluded.decided_at, reason=excluded.reason, consumed_at=excluded.consumed_at`,
 		string(r.ID), r.Kind.String(), string(r.RunID), r.Target, r.Account, r.Command,
 		int64(r.Timeout), r.Digest[:], r.Requester, ns(r.RequestedAt), ns(r.ExpiresAt),
 		r.Status.String(), nullStr(r.DecidedBy), ns(r.DecidedAt), nullStr(r.Reason), ns(r.ConsumedAt),
-		stdinSize, stdinSum, stdinText, nullStr(r.AgentReason))
+		stdinSize, stdinSum, stdinText, nullStr(r.AgentReason), nullStr(r.Secret))
 	if err != nil {
 		return fmt.Errorf("approvals: write request %s: %w", r.ID, err)
 	}
@@ -381,13 +387,14 @@ func scanRequest(sc scanner) (*Request, error) {
 		timeout                                    int64
 		digest                                     []byte
 		decidedBy, reason, stdinText, agentReason  sql.NullString
+		secret                                     sql.NullString
 		requestedAt, expiresAt, decidedAt, consume sql.NullInt64
 		stdinSize                                  sql.NullInt64
 		stdinSum                                   []byte
 	)
 	err := sc.Scan(&id, &kind, &runID, &r.Target, &r.Account, &r.Command, &timeout, &digest,
 		&r.Requester, &requestedAt, &expiresAt, &status, &decidedBy, &decidedAt, &reason, &consume,
-		&stdinSize, &stdinSum, &stdinText, &agentReason)
+		&stdinSize, &stdinSum, &stdinText, &agentReason, &secret)
 	if err != nil {
 		return nil, err
 	}
@@ -399,7 +406,7 @@ func scanRequest(sc scanner) (*Request, error) {
 		copy(in.SHA256[:], stdinSum)
 		r.Stdin = in
 	}
-	r.AgentReason = agentReason.String
+	r.AgentReason, r.Secret = agentReason.String, secret.String
 	r.ID, r.RunID, r.Timeout = RequestID(id), RunID(runID), time.Duration(timeout)
 	if r.Kind, err = ParseKind(kind); err != nil {
 		return nil, err

@@ -104,6 +104,9 @@ type Request struct {
 	// the agent's own account of what the action is for.
 	Stdin       *Stdin `json:"stdin,omitempty"`
 	AgentReason string `json:"agent_reason,omitempty"`
+	// Secret names the gateway-held secret the action's standard input
+	// is, "" for none.
+	Secret string `json:"secret,omitempty"`
 	// Digest binds a call approval to its action (see DigestOf).
 	Digest    Digest    `json:"digest"`
 	Status    Status    `json:"status"`

@@ -87,7 +87,12 @@ func gateway(t *testing.T) *gatewaytest.Daemon {
 			}
 			targets = append(targets, gatewaytest.Target{Name: name, Address: shared.Addr, HostKey: shared.HostKey, Accounts: []gatewaytest.Account{a}})
 		}
-		cfg := gatewaytest.Config{StateDir: filepath.Join(dir, "state"), Credentials: map[string]string{"key": shared.ClientKeyFile}, Targets: targets}
+		secretFile := filepath.Join(dir, "db-secret")
+		if gwErr = os.WriteFile(secretFile, []byte(contractSecret+"\n"), 0o600); gwErr != nil {
+			return
+		}
+		cfg := gatewaytest.Config{StateDir: filepath.Join(dir, "state"), Credentials: map[string]string{"key": shared.ClientKeyFile}, Targets: targets,
+			Extra: fmt.Sprintf("secret \"db\" {\n  file = %q\n  accounts = [\"box\"]\n}\n", secretFile)}
 		// The daemon lives as long as the test process: TestMain stops it
 		// and removes what it wrote.
 		gw = gatewaytest.NewDaemon(&processTB{TB: t}, dir, cfg, gatewaytest.DaemonOptions{})
@@ -380,6 +385,37 @@ func TestStdinIsSent(t *testing.T) {
 			t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), stderr)
 		}
 	})
+}
+
+// contractSecret is the value of the package gateway's secret "db".
+const contractSecret = "contract-secret-value"
+
+// --secret has the gateway write a secret to the command's input; the
+// agent gets its output with the value replaced, and input of its own is
+// refused rather than dropped.
+func TestSecretFlag(t *testing.T) {
+	t.Parallel()
+	d := gateway(t)
+	var out bytes.Buffer
+	stderr, code := agent(t, d, &out, "--secret", "db", "box", "--", `v=$(cat); echo "got $v"`)
+	if code != 0 || out.String() != "got [secret db]\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), stderr)
+	}
+	out.Reset()
+	stderr, code = agentIn(t, d, strings.NewReader("mine\n"), &out, "--secret", "db", "box", "--", "cat")
+	if code != 255 || !strings.Contains(stderr, "with --secret the secret is the command's standard input") || out.Len() != 0 {
+		t.Fatalf("input and a secret: exit %d, stdout %q, stderr %q", code, out.String(), stderr)
+	}
+	out.Reset()
+	stderr, code = agentIn(t, d, strings.NewReader("mine\n"), &out, "-n", "--json", "--secret", "db", "box", "--", "cat")
+	var a api.Action
+	if err := json.Unmarshal(out.Bytes(), &a); code != 0 || err != nil || a.Stdout != "[secret db]\n" || a.Secret != "db" || a.SecretReplacements != 1 || strings.Contains(out.String(), contractSecret) {
+		t.Fatalf("-n --secret: exit %d, stdout %q, stderr %q", code, out.String(), stderr)
+	}
+	stderr, code = agent(t, d, &out, "--secret", "db", "tailbox", "--", "cat")
+	if code != 255 || !strings.Contains(stderr, "not granted") {
+		t.Errorf("a secret not granted: exit %d, stderr %q", code, stderr)
+	}
 }
 
 // The reviewer of a call sees its input and the agent's reason; the

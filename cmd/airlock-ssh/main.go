@@ -54,6 +54,11 @@ flags:
   -n              send no standard input (as ssh -n)
   --reason TEXT   what the action is for, shown to the reviewer as your own
                   claim (at most 500 characters)
+  --secret NAME   the gateway writes its secret NAME to the command's standard
+                  input (granted to the account in the gateway's configuration);
+                  you never see the value, and where it appears in the output
+                  it is replaced by [secret NAME]; your own standard input is
+                  not sent (any that arrives is an error; -n to ignore it)
   --timeout DUR   action timeout, e.g. 30s or 5m (default 60s, or the account's
                   max_timeout if lower; longer than max_timeout is rejected)
   --action ID     print the recorded result of an earlier action of this agent
@@ -124,6 +129,7 @@ type options struct {
 	acceptCut bool
 	noStdin   bool
 	reason    string
+	secret    string
 	// action is an earlier action to report (--action).
 	action  string
 	socket  string
@@ -189,6 +195,15 @@ func parse(args []string) (options, error) {
 				return o, fmt.Errorf("--reason is %d characters, over the limit of %d", n, api.MaxReason)
 			}
 			o.reason = v
+		case a == "--secret" || strings.HasPrefix(a, "--secret="):
+			v, err := value(&i, "--secret")
+			if err != nil {
+				return o, err
+			}
+			if v == "" {
+				return o, errors.New("--secret needs the name of a secret the gateway holds")
+			}
+			o.secret = v
 		case a == "-T":
 		case a == "-l" || strings.HasPrefix(a, "-l") && len(a) > 2 && !strings.HasPrefix(a, "--"):
 			v, err := value(&i, "-l")
@@ -308,7 +323,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if o.action != "" {
 		return reportAction(ctx, client, o, stdout, stderr)
 	}
-	req := api.ActionRequest{Target: o.target, Account: o.account, Command: o.command, Reason: o.reason}
+	req := api.ActionRequest{Target: o.target, Account: o.account, Command: o.command, Reason: o.reason, Secret: o.secret}
 	var late *lateInput
 	if !o.noStdin {
 		in, l, err := readStdin(stdin)
@@ -316,7 +331,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return fail(stderr, "%v", err)
 		}
 		late = l
-		if len(in) > 0 {
+		switch {
+		case len(in) > 0 && o.secret != "":
+			return fail(stderr, "standard input has %d bytes, but with --secret the secret is the command's standard input; nothing was sent (pass -n to leave your input out)", len(in))
+		case len(in) > 0:
 			req.Stdin = base64.StdEncoding.EncodeToString(in)
 		}
 	}

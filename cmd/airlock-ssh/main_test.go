@@ -30,6 +30,7 @@ func TestParse(t *testing.T) {
 		{"flags after the target belong to the command", []string{"t", "grep", "-A", "3", "x"}, options{target: "t", command: "grep -A 3 x"}},
 		{"-T is a no-op", []string{"-T", "t", "true"}, options{target: "t", command: "true"}},
 		{"-n and a reason", []string{"-n", "--reason", "check the disk", "t", "df"}, options{noStdin: true, reason: "check the disk", target: "t", command: "df"}},
+		{"a secret", []string{"--secret=db", "t", "psql"}, options{secret: "db", target: "t", command: "psql"}},
 		{"--accept-truncation", []string{"--accept-truncation", "t", "seq 9"}, options{acceptCut: true, target: "t", command: "seq 9"}},
 	}
 	for _, tt := range tests {

@@ -209,6 +209,66 @@ target "t" {
 	}
 }
 
+// config check reads every secret block's value as the gateway would, and
+// fails for one it could not use, naming the file but never the value.
+func TestConfigCheckSecrets(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "key")
+	if _, err := sshtest.GenerateKeyFile(key, "ed25519", ""); err != nil {
+		t.Skip(err)
+	}
+	secret := filepath.Join(dir, "db")
+	cfgFile := filepath.Join(dir, "airlock.hcl")
+	os.WriteFile(cfgFile, []byte(fmt.Sprintf(`state_dir = %q
+credential "k" { private_key_file = %q }
+target "t" {
+  address   = "127.0.0.1:22"
+  host_keys = ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKnQ7cBmrfILU8y0HCfFXb5n5bd2OoB25Bhz9wGtK6Ko"]
+  account "a" { credential = "k" }
+}
+secret "db" {
+  file     = %q
+  accounts = ["t/a"]
+}
+secret "from-systemd" {
+  systemd_credential = "db"
+  accounts = ["t"]
+}
+`, filepath.Join(dir, "state"), key, secret)), 0o600)
+	for _, tt := range []struct {
+		name    string
+		content string
+		mode    os.FileMode
+		creds   bool
+		want    string
+	}{
+		{"missing", "", 0, true, "no such file"},
+		{"world-readable", "longer-secret\n", 0o644, true, "readable"},
+		{"too short", "abc\n", 0o600, true, "too short"},
+		{"not under systemd", "longer-secret\n", 0o600, false, "CREDENTIALS_DIRECTORY is not set"},
+		{"good", "longer-secret\n", 0o600, true, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			os.Remove(secret)
+			if tt.mode != 0 {
+				os.WriteFile(secret, []byte(tt.content), 0o600)
+				os.Chmod(secret, tt.mode)
+			}
+			// The systemd credential is the same file, as LoadCredential=
+			// would place it.
+			env := ""
+			if tt.creds {
+				env = dir
+			}
+			t.Setenv("CREDENTIALS_DIRECTORY", env)
+			code, _, stderr := runCLI(t, "config", "check", "--config", cfgFile)
+			if (tt.want == "") != (code == 0) || !strings.Contains(stderr, tt.want) || strings.Contains(stderr, "longer-secret") {
+				t.Errorf("config check: exit %d: %s; want %q", code, stderr, tt.want)
+			}
+		})
+	}
+}
+
 // config check counts what it found in words that agree with the number.
 func TestConfigCheckCounts(t *testing.T) {
 	dir := t.TempDir()

@@ -277,12 +277,13 @@ func approvalsList(args []string, stdout, stderr io.Writer) int {
 			StdinSHA256 string    `json:"stdin_sha256,omitempty"`
 			StdinText   string    `json:"stdin_text,omitempty"`
 			AgentReason string    `json:"agent_reason,omitempty"`
+			Secret      string    `json:"secret,omitempty"`
 			Digest      string    `json:"digest"`
 		}
 		out := make([]item, 0, len(list))
 		for _, a := range list {
 			out = append(out, item{a.ID, string(a.Kind), a.RunID, a.Target, a.Account, a.Command, a.RequestedAt, a.ExpiresAt, a.Requester,
-				a.StdinBytes, a.StdinSHA256, a.StdinText, a.AgentReason, a.Digest})
+				a.StdinBytes, a.StdinSHA256, a.StdinText, a.AgentReason, a.Secret, a.Digest})
 		}
 		return printJSON(stdout, out)
 	}
@@ -296,6 +297,9 @@ func approvalsList(args []string, stdout, stderr io.Writer) int {
 		cmd := visible(a.Command)
 		if a.StdinBytes > 0 {
 			cmd += fmt.Sprintf(" <stdin: %d bytes, sha256 %s>", a.StdinBytes, a.StdinSHA256)
+		}
+		if a.Secret != "" {
+			cmd += " <stdin: secret " + visible(a.Secret) + ">"
 		}
 		anchor := "-"
 		if a.Run != nil && a.Run.Anchor != nil {
@@ -366,6 +370,9 @@ func approvalsShow(args []string, stdout, stderr io.Writer) int {
 		if a.StdinText != "" {
 			line("", visible(a.StdinText))
 		}
+	}
+	if a.Secret != "" {
+		line("standard input", "secret "+visible(a.Secret)+" (held by the gateway; its value is never shown)")
 	}
 	if a.AgentReason != "" {
 		line("the agent says", visible(a.AgentReason)+" (its own claim)")

@@ -272,6 +272,12 @@ func configCheck(args []string, stdout, stderr io.Writer) int {
 			problems++
 		}
 	}
+	for _, name := range sortedKeys(cfg.Secrets) {
+		if _, err := config.LoadSecretValue(cfg.Secrets[name]); err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", cfg.Path, err)
+			problems++
+		}
+	}
 	if err := cfg.SocketReachable(); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", cfg.Path, err)
 		problems++

@@ -18,6 +18,11 @@ type ActionRequest struct {
 	// Stdin is the command's standard input, base64 (standard, padded);
 	// empty sends none. The account's max_stdin bounds it.
 	Stdin string `json:"stdin,omitempty"`
+	// Secret names a gateway-held secret to write to the command's
+	// standard input instead (it cannot be combined with Stdin). The
+	// agent never sees its value; occurrences of it in the output are
+	// replaced by "[secret NAME]".
+	Secret string `json:"secret,omitempty"`
 	// Reason is what the agent says the action is for (at most
 	// MaxReason characters): shown to reviewers as the agent's claim.
 	Reason string `json:"reason,omitempty"`
@@ -75,6 +80,11 @@ type Action struct {
 	StdinSHA256 string `json:"stdin_sha256,omitempty"`
 	// Reason is what the agent said the action is for.
 	Reason string `json:"reason,omitempty"`
+	// Secret is the gateway-held secret the action's standard input was;
+	// SecretReplacements counts the occurrences of its value replaced in
+	// the output ("[secret NAME]"), where sizes count the replaced output.
+	Secret             string `json:"secret,omitempty"`
+	SecretReplacements int    `json:"secret_replacements,omitempty"`
 
 	// NextStep is what to do after an action that did not succeed: retry
 	// or not, who must act, in words; absent after a success and while
@@ -415,9 +425,12 @@ type Approval struct {
 	// input, StdinText is that input when it is short text; absent for
 	// none. AgentReason is what the agent says the action is for: its
 	// own claim.
-	StdinBytes  int64      `json:"stdin_bytes,omitempty"`
-	StdinSHA256 string     `json:"stdin_sha256,omitempty"`
-	StdinText   string     `json:"stdin_text,omitempty"`
+	StdinBytes  int64  `json:"stdin_bytes,omitempty"`
+	StdinSHA256 string `json:"stdin_sha256,omitempty"`
+	StdinText   string `json:"stdin_text,omitempty"`
+	// Secret names the gateway-held secret that is the action's
+	// standard input (its value is never shown), "" for none.
+	Secret      string     `json:"secret,omitempty"`
 	AgentReason string     `json:"agent_reason,omitempty"`
 	Digest      string     `json:"digest,omitempty"`
 	RequestedAt time.Time  `json:"requested_at"`
@@ -454,6 +467,8 @@ type Target struct {
 	KnownHostsFile bool            `json:"known_hosts_file"`
 	MaxParallel    int             `json:"max_parallel"`
 	Accounts       []TargetAccount `json:"accounts"`
+	// Via is the jump host (a target) this target is reached through.
+	Via string `json:"via,omitempty"`
 }
 
 // TargetAccount is one account of a Target.
@@ -463,6 +478,9 @@ type TargetAccount struct {
 	MaxTimeoutS int    `json:"max_timeout_s"`
 	Output      string `json:"output"`
 	Certificate bool   `json:"certificate"`
+	// Secrets names the gateway-held secrets the account may be given on
+	// standard input (their names only).
+	Secrets []string `json:"secrets,omitempty"`
 }
 
 // LoginRequest is the body of POST /v1/login.

@@ -77,6 +77,15 @@ type Config struct {
 	// SSO is the sso block: reviewers log in through an OpenID provider.
 	SSO *SSO
 
+	// Secrets are the secret blocks by name: values the gateway holds and
+	// writes to a command's standard input for the accounts they are
+	// granted to.
+	Secrets map[string]*Secret
+
+	// Redact are the redact blocks: patterns, beside the built-in
+	// detectors, of credentials that must not be stored in a command.
+	Redact []Redact
+
 	// Credentials and Targets by name; TargetNames in file order.
 	Credentials map[string]*Credential
 	Targets     map[string]*Target
@@ -268,6 +277,40 @@ type Credential struct {
 	SourceAddress string
 }
 
+// Secret is one secret block.
+type Secret struct {
+	Name string
+	// File holds the value; SystemdCredential names a credential of the
+	// service instead (LoadCredential=), read from $CREDENTIALS_DIRECTORY.
+	File              string
+	SystemdCredential string
+	// Grants are the target accounts that may be given the secret; an
+	// empty Account grants every account of the target.
+	Grants []approvals.Scope
+}
+
+// GrantFor returns the grant that lets account of target have the secret,
+// as written ("target/account" or "target"), and whether there is one.
+func (s *Secret) GrantFor(target, account string) (string, bool) {
+	for _, g := range s.Grants {
+		if g.Target == target && (g.Account == "" || g.Account == account) {
+			if g.Account == "" {
+				return g.Target, true
+			}
+			return g.Target + "/" + g.Account, true
+		}
+	}
+	return "", false
+}
+
+// Redact is one redact block: a pattern of text that must not be stored
+// as it is in a command, under a name that replaces it
+// ("[redacted:NAME]").
+type Redact struct {
+	Name    string
+	Pattern *regexp.Regexp
+}
+
 // Target is one target block.
 type Target struct {
 	Name           string
@@ -309,7 +352,16 @@ type Account struct {
 	Output     OutputPolicy
 	// MaxStdin bounds the standard input an action may send.
 	MaxStdin int64
+	// OnSecret is what happens to a command in which a detector finds a
+	// credential: OnSecretRedact (the default) or OnSecretRefuse.
+	OnSecret string
 }
+
+// What an account does with a command that holds a credential.
+const (
+	OnSecretRedact = "redact" // stored redacted, with an HMAC of the original
+	OnSecretRefuse = "refuse" // rejected, nothing stored but the redacted text
+)
 
 // The bounds of an account's max_stdin.
 const (
@@ -438,6 +490,22 @@ type rawConfig struct {
 	Reviewers   []*rawReviewer   `hcl:"reviewer,block"`
 	Agents      []*rawAgent      `hcl:"agent,block"`
 	SSO         *rawSSO          `hcl:"sso,block"`
+	Secrets     []*rawSecret     `hcl:"secret,block"`
+	Redact      []*rawRedact     `hcl:"redact,block"`
+}
+
+type rawSecret struct {
+	Name              string         `hcl:"name,label"`
+	File              *hcl.Attribute `hcl:"file,optional"`
+	SystemdCredential *hcl.Attribute `hcl:"systemd_credential,optional"`
+	Accounts          *hcl.Attribute `hcl:"accounts"`
+	DefRange          hcl.Range      `hcl:",def_range"`
+}
+
+type rawRedact struct {
+	Name     *hcl.Attribute `hcl:"name"`
+	Pattern  *hcl.Attribute `hcl:"pattern"`
+	DefRange hcl.Range      `hcl:",def_range"`
 }
 
 type rawSSO struct {
@@ -549,6 +617,7 @@ type rawAccount struct {
 	MaxTimeout *hcl.Attribute `hcl:"max_timeout,optional"`
 	Output     *hcl.Attribute `hcl:"output,optional"`
 	MaxStdin   *hcl.Attribute `hcl:"max_stdin,optional"`
+	OnSecret   *hcl.Attribute `hcl:"on_secret,optional"`
 	DefRange   hcl.Range      `hcl:",def_range"`
 }
 
@@ -1000,6 +1069,31 @@ func (c *checker) build(cfg *Config, raw *rawConfig, base string) {
 		cfg.SSO = s
 	}
 
+	// secrets (after targets: their grants name them).
+	cfg.Secrets = map[string]*Secret{}
+	for _, r := range raw.Secrets {
+		c.secret(cfg, r, base)
+	}
+	for _, r := range raw.Redact {
+		if !c.require(r.Name, r.DefRange, "redact.name") || !c.require(r.Pattern, r.DefRange, "redact.pattern") {
+			continue
+		}
+		name, pattern := c.str(r.Name, ""), c.str(r.Pattern, "")
+		if !nameRE.MatchString(name) {
+			c.Errorf(r.Name.Range, "redact name %q: use letters, digits, '.', '_' and '-' (at most 63)", name)
+			continue
+		}
+		re, err := regexp.Compile(pattern)
+		switch {
+		case err != nil:
+			c.Errorf(r.Pattern.Range, "redact %q: pattern: %v", name, err)
+		case re.MatchString(""):
+			c.Errorf(r.Pattern.Range, "redact %q: pattern %q matches the empty string, so it would redact nothing", name, pattern)
+		default:
+			cfg.Redact = append(cfg.Redact, Redact{Name: name, Pattern: re})
+		}
+	}
+
 	// agents (after targets: their limits name them).
 	cfg.Agents = map[string]*Agent{}
 	for _, r := range raw.Agents {
@@ -1074,6 +1168,44 @@ func (c *checker) agent(cfg *Config, r *rawAgent, base string) {
 		}
 	}
 	cfg.Agents[r.Name] = a
+}
+
+func (c *checker) secret(cfg *Config, r *rawSecret, base string) {
+	if !nameRE.MatchString(r.Name) {
+		c.Errorf(r.DefRange, "secret name %q: use letters, digits, '.', '_' and '-' (at most 63)", r.Name)
+		return
+	}
+	if _, dup := cfg.Secrets[r.Name]; dup {
+		c.Errorf(r.DefRange, "secret %q is defined twice", r.Name)
+		return
+	}
+	s := &Secret{Name: r.Name, File: c.path(r.File, base), SystemdCredential: c.str(r.SystemdCredential, "")}
+	switch {
+	case (s.File == "") == (s.SystemdCredential == ""):
+		c.Errorf(r.DefRange, "secret %q: set file (a file only the gateway's user can read) or systemd_credential (a LoadCredential= name of the service), one of them", r.Name)
+	case r.SystemdCredential != nil && (!nameRE.MatchString(s.SystemdCredential)):
+		c.Errorf(r.SystemdCredential.Range, "secret %q: systemd_credential %q is not a credential name", r.Name, s.SystemdCredential)
+	}
+	if !c.require(r.Accounts, r.DefRange, fmt.Sprintf("secret %q: accounts", r.Name)) {
+		return
+	}
+	for _, g := range c.strList(r.Accounts) {
+		target, account, _ := strings.Cut(g, "/")
+		t, ok := cfg.Targets[target]
+		switch {
+		case !ok:
+			c.Errorf(r.Accounts.Range, "secret %q: accounts: %q: no target %q (write \"TARGET/ACCOUNT\" or \"TARGET\"; targets: %s)", r.Name, clip(g), clip(target), names(cfg.Targets))
+			continue
+		case account != "" && t.Accounts[account] == nil:
+			c.Errorf(r.Accounts.Range, "secret %q: accounts: target %q has no account %q (accounts: %s)", r.Name, target, clip(account), names(t.Accounts))
+			continue
+		}
+		s.Grants = append(s.Grants, approvals.Scope{Target: target, Account: account})
+	}
+	if len(s.Grants) == 0 && len(c.strList(r.Accounts)) == 0 {
+		c.Errorf(r.Accounts.Range, "secret %q: accounts must name at least one target account", r.Name)
+	}
+	cfg.Secrets[s.Name] = s
 }
 
 // issuerURL reports whether s may be an OpenID issuer: https, or http on
@@ -1175,6 +1307,10 @@ func (c *checker) target(cfg *Config, r *rawTarget, base string) {
 			MaxTimeout: c.duration(ra.MaxTimeout, DefaultMaxTimeout, 24*time.Hour),
 			Output:     OutputPolicy(c.str(ra.Output, string(OutputFull))),
 			MaxStdin:   c.size(ra.MaxStdin, DefaultMaxStdin, 0, MaxStdinLimit),
+			OnSecret:   c.str(ra.OnSecret, OnSecretRedact),
+		}
+		if a.OnSecret != OnSecretRedact && a.OnSecret != OnSecretRefuse {
+			c.Errorf(ra.OnSecret.Range, `target %q account %q: on_secret must be "redact" or "refuse"`, r.Name, ra.Name)
 		}
 		if _, ok := cfg.Credentials[a.Credential]; !ok && ra.Credential != nil {
 			c.Errorf(ra.Credential.Range, "target %q account %q: no credential %q is defined (defined: %s)", r.Name, ra.Name, a.Credential, names(cfg.Credentials))

@@ -332,6 +332,21 @@ target "t" {
   account "a" {}
 }`, []int{5}},
 		{"duplicate listen block", valid("listen {}\nlisten {}\n"), []int{8}},
+		{"secret for an unknown target", valid("secret \"s\" {\n  file = \"/s\"\n  accounts = [\"nowhere/a\"]\n}\n"), []int{9}},
+		{"secret for an unknown account", valid("secret \"s\" {\n  file = \"/s\"\n  accounts = [\"t/root\"]\n}\n"), []int{9}},
+		{"secret with file and systemd_credential", valid("secret \"s\" {\n  file = \"/s\"\n  systemd_credential = \"s\"\n  accounts = [\"t\"]\n}\n"), []int{7}},
+		{"secret without accounts", valid("secret \"s\" {\n  file = \"/s\"\n}\n"), []int{7}},
+		{"redact pattern that does not compile", valid("redact {\n  name = \"x\"\n  pattern = \"(\"\n}\n"), []int{9}},
+		{"redact pattern that matches nothing", valid("redact {\n  name = \"x\"\n  pattern = \"a*\"\n}\n"), []int{9}},
+		{"on_secret unknown", `credential "k" { private_key_file = "/k" }
+target "t" {
+  address   = "10.0.0.1:22"
+  host_keys = ["` + testHostKey + `"]
+  account "a" {
+    credential = "k"
+    on_secret = "ignore"
+  }
+}`, []int{7}},
 		{"via an unknown target", valid(jumpTarget("j", "nowhere")), []int{9}},
 		{"via itself", valid(jumpTarget("j", "j")), []int{9}},
 		{"via an unknown account", valid(jumpTarget("j", "root@t")), []int{9}},

@@ -80,3 +80,31 @@ func LoadCertPool(file string) (*x509.CertPool, error) {
 	}
 	return pool, nil
 }
+
+// MinSecretLen is the shortest secret value a secret block may hold: each
+// occurrence of the value in an output is replaced, and a shorter value
+// would replace ordinary text.
+const MinSecretLen = 6
+
+// LoadSecretValue reads a secret block's value, checking its file like a
+// key file. The value is the file's bytes as they are (a trailing newline
+// included: it is what the command reads); errors name the file, never
+// the value.
+func LoadSecretValue(s *Secret) ([]byte, error) {
+	file := s.File
+	if s.SystemdCredential != "" {
+		dir := os.Getenv("CREDENTIALS_DIRECTORY")
+		if dir == "" {
+			return nil, fmt.Errorf("config: secret %q: systemd_credential %q: $CREDENTIALS_DIRECTORY is not set; run the gateway as a systemd service with LoadCredential=%s:FILE", s.Name, s.SystemdCredential, s.SystemdCredential)
+		}
+		file = filepath.Join(dir, s.SystemdCredential)
+	}
+	b, err := securefile.ReadSecret(file, MaxSecretFile)
+	if err != nil {
+		return nil, fmt.Errorf("config: secret %q: %w", s.Name, err)
+	}
+	if n := len(bytes.TrimRight(b, "\r\n")); n < MinSecretLen {
+		return nil, fmt.Errorf("config: secret %q: %s holds %d bytes (without its line end), fewer than %d: too short to be found and hidden in outputs", s.Name, file, n, MinSecretLen)
+	}
+	return b, nil
+}

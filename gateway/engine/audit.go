@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -175,7 +176,7 @@ func (e *Engine) actionFromAudit(ctx context.Context, id string) (api.Action, *h
 				e.log.Warn("an action.requested entry does not read back", "seq", en.Seq, "error", err)
 			}
 			a.Target, a.Account, a.Command, a.TimeoutS = r.Target, r.Account, r.Command, int(r.TimeoutS)
-			a.Reason = r.Reason
+			a.Reason, a.Secret = r.Reason, r.Secret
 			if r.StdinBytes != nil && r.StdinSHA256 != nil {
 				a.StdinBytes, a.StdinSHA256 = *r.StdinBytes, hex.EncodeToString(r.StdinSHA256[:])
 			}
@@ -195,6 +196,9 @@ func (e *Engine) actionFromAudit(ctx context.Context, id string) (api.Action, *h
 				a.Approval.ID, a.Approval.Mode = f.Approval.ID, f.Approval.Mode
 			}
 			a.Approval.DecidedBy = f.DecidedBy
+			if f.SecretReplacements != nil {
+				a.SecretReplacements = int(*f.SecretReplacements)
+			}
 			if r := f.Result; r != nil {
 				a.HostKeyFingerprint, a.Signal, a.Hop = r.HostKeyFingerprint, r.Signal, r.Hop
 				a.StdoutBytes, a.StderrBytes = r.StdoutReceived, r.StderrReceived
@@ -238,9 +242,17 @@ func (e *Engine) Targets() []api.Target {
 		for _, an := range t.AccountNames {
 			a := t.Accounts[an]
 			cred := cfg.Credentials[a.Credential]
-			v.Accounts = append(v.Accounts, api.TargetAccount{Name: a.Name, Approval: api.Mode(a.Approval.String()),
-				MaxTimeoutS: int(a.MaxTimeout / time.Second), Output: string(a.Output), Certificate: cred != nil && cred.CA})
+			ta := api.TargetAccount{Name: a.Name, Approval: api.Mode(a.Approval.String()),
+				MaxTimeoutS: int(a.MaxTimeout / time.Second), Output: string(a.Output), Certificate: cred != nil && cred.CA}
+			for _, sc := range cfg.Secrets {
+				if _, ok := sc.GrantFor(t.Name, a.Name); ok {
+					ta.Secrets = append(ta.Secrets, sc.Name)
+				}
+			}
+			slices.Sort(ta.Secrets)
+			v.Accounts = append(v.Accounts, ta)
 		}
+		v.Via = t.Via
 		out = append(out, v)
 	}
 	return out

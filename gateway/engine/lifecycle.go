@@ -60,7 +60,11 @@ type lifecycle struct {
 	timeout time.Duration
 	// stdin is the standard input to send, nil for none.
 	stdin []byte
-	run   approvals.Run
+	// secret is the gateway-held secret stdin is, "" for none; grant
+	// what allowed it; mask hides its value in the output.
+	secret, grant string
+	mask          *secretMask
+	run           approvals.Run
 	// requested is where action.requested landed: a per-action
 	// certificate's serial.
 	requested auditchain.Ref
@@ -108,6 +112,9 @@ func (l *lifecycle) resolve(ctx context.Context) bool {
 	if problem == "" {
 		l.stdin, problem = stdinOf(l.req.Stdin, l.account)
 	}
+	if problem == "" && l.req.Secret != "" {
+		problem = l.secretStdin()
+	}
 	if l.target != nil {
 		timeoutS := int(l.timeout / time.Second)
 		if l.req.TimeoutS != 0 {
@@ -121,7 +128,10 @@ func (l *lifecycle) resolve(ctx context.Context) bool {
 		l.a.policy = l.account.Output
 		l.a.mu.Unlock()
 	}
-	if l.stdin != nil {
+	switch {
+	case l.secret != "":
+		l.a.update(func(o *api.Action) { o.Secret = l.secret })
+	case l.stdin != nil:
 		sum := sha256.Sum256(l.stdin)
 		l.a.update(func(o *api.Action) { o.StdinBytes, o.StdinSHA256 = int64(len(l.stdin)), hex.EncodeToString(sum[:]) })
 	}
@@ -140,8 +150,9 @@ func (l *lifecycle) resolve(ctx context.Context) bool {
 
 	// action.requested, whatever follows: every request is accounted.
 	obj := l.a.Snapshot()
-	rq := actionRequested{Target: obj.Target, Account: obj.Account, Command: obj.Command, TimeoutS: int64(obj.TimeoutS), Reason: obj.Reason}
-	if l.stdin != nil {
+	rq := actionRequested{Target: obj.Target, Account: obj.Account, Command: obj.Command, TimeoutS: int64(obj.TimeoutS), Reason: obj.Reason,
+		Secret: clip(l.req.Secret, 64), SecretGrant: l.grant}
+	if l.stdin != nil && l.secret == "" {
 		n, sum := int64(len(l.stdin)), sha256.Sum256(l.stdin)
 		rq.StdinBytes, rq.StdinSHA256 = &n, &sum
 	}
@@ -174,7 +185,7 @@ func (l *lifecycle) approve(ctx context.Context) bool {
 	waitStart := time.Now()
 	res, err := e.store.Authorize(ctx, l.run.ID, approvals.Action{
 		Target: l.target.Name, Account: l.account.Name, Command: l.req.Command, Timeout: l.timeout,
-		Stdin: stdinFacts(l.stdin), AgentReason: l.req.Reason,
+		Stdin: l.stdinFacts(), Secret: l.secret, AgentReason: l.req.Reason,
 	}, func(r approvals.Request) {
 		l.a.update(func(o *api.Action) { o.Approval.ID = string(r.ID) })
 		l.a.setState(api.StateWaitingApproval, api.StateEvent{
@@ -260,7 +271,8 @@ func (l *lifecycle) connect(ctx context.Context) {
 		route = append(route, hopAccounts[i].Name+"@"+h.Name+" "+h.Address)
 	}
 	connecting.Via = strings.Join(route, ", ")
-	if l.stdin != nil {
+	connecting.Secret = l.secret
+	if l.stdin != nil && l.secret == "" {
 		// Kept only now that it is about to be sent: a refused action's
 		// input is described, never stored.
 		blobs, err := e.outputs.PutAll(ctx, l.stdin)
@@ -298,7 +310,11 @@ func (l *lifecycle) connect(ctx context.Context) {
 	cfg.Started = running
 	cfg.Output = func(stream sshexec.Stream, p []byte) {
 		running() // output can be read before the exec reply is
-		if l.account.Output == config.OutputFull {
+		if l.mask != nil {
+			// Nothing of a secret's value goes on, not even live.
+			p = l.mask.stream(stream).write(p)
+		}
+		if l.account.Output == config.OutputFull && len(p) > 0 {
 			l.a.output(stream, p)
 		}
 	}
@@ -309,6 +325,9 @@ func (l *lifecycle) connect(ctx context.Context) {
 		l.end(ctx, sshexec.Rejected, fmt.Sprintf("target %q cannot be used: %v", l.target.Name, err), 0)
 		return
 	}
+	if l.mask != nil {
+		l.hideSecret(r)
+	}
 	e.observePhases(r)
 	l.res = result{outcome: r.Outcome, detail: r.Detail, termination: r.Termination, conn: r}
 	if r.Outcome == sshexec.Exited {
@@ -318,6 +337,10 @@ func (l *lifecycle) connect(ctx context.Context) {
 	// Outputs to the store, the result to the chain — also when the
 	// caller has gone (cancelled): what ran is recorded in full.
 	fin := actionFinished{Result: resultOf(r)}
+	if l.mask != nil {
+		n := int64(l.mask.replaced())
+		fin.SecretReplacements = &n
+	}
 	outs := [][]byte{r.Stdout, r.Stderr}
 	if r.StdoutTail != nil || r.StderrTail != nil {
 		outs = append(outs, r.StdoutTail, r.StderrTail)
@@ -437,6 +460,9 @@ func (l *lifecycle) answer() {
 	now := l.e.clock.Now().UTC()
 	obj.Outcome, obj.Detail, obj.Termination = l.res.outcome, l.res.detail, l.res.termination
 	obj.FinishedAt = &now
+	if l.mask != nil && l.res.conn != nil {
+		obj.SecretReplacements = l.mask.replaced()
+	}
 	var out *heldOutput
 	if r := l.res.conn; r != nil {
 		obj.HostKeyFingerprint, obj.Signal, obj.Hop = r.HostKeyFingerprint, r.Signal, r.Hop
@@ -596,6 +622,63 @@ func stdinOf(b64 string, acct *config.Account) (stdin []byte, problem string) {
 		return nil, ""
 	}
 	return b, ""
+}
+
+// secretStdin makes the secret the request names the action's standard
+// input, when its block grants it to the account; problem says why not.
+func (l *lifecycle) secretStdin() (problem string) {
+	name := l.req.Secret
+	sc, ok := l.conf.cfg.Secrets[name]
+	switch {
+	case l.req.Stdin != "":
+		return "a secret and stdin cannot both be sent: the secret is the command's standard input"
+	case !ok:
+		return fmt.Sprintf("no secret %q is configured on this gateway", clip(name, 64))
+	}
+	grant, ok := sc.GrantFor(l.target.Name, l.account.Name)
+	if !ok {
+		return fmt.Sprintf("secret %q is not granted to account %q of target %q", name, l.account.Name, l.target.Name)
+	}
+	value := l.conf.secrets[name]
+	if int64(len(value)) > l.account.MaxStdin {
+		return fmt.Sprintf("secret %q is %d bytes, over the account's max_stdin of %d bytes", name, len(value), l.account.MaxStdin)
+	}
+	l.secret, l.grant, l.stdin = name, grant, value
+	l.mask = newSecretMask(name, value)
+	return ""
+}
+
+// hideSecret replaces the secret's value in what sshexec kept of the
+// output, and gives the sizes of the output as replaced.
+func (l *lifecycle) hideSecret(r *sshexec.Result) {
+	for _, s := range []struct {
+		stream     sshexec.Stream
+		head, tail *[]byte
+		total      *int64
+		cut        bool
+	}{
+		{sshexec.Stdout, &r.Stdout, &r.StdoutTail, &r.StdoutBytes, r.StdoutTruncated},
+		{sshexec.Stderr, &r.Stderr, &r.StderrTail, &r.StderrBytes, r.StderrTruncated},
+	} {
+		sm := l.mask.stream(s.stream)
+		if rest := sm.flush(); len(rest) > 0 && l.account.Output == config.OutputFull {
+			l.a.output(s.stream, rest)
+		}
+		*s.head, *s.tail = l.mask.stored(*s.head, *s.tail, s.cut)
+		*s.total = sm.total
+		if !s.cut {
+			*s.total = int64(len(*s.head))
+		}
+	}
+}
+
+// stdinFacts describes the standard input for reviewers and the digest:
+// nothing for a secret, which the digest binds by name.
+func (l *lifecycle) stdinFacts() *approvals.Stdin {
+	if l.secret != "" {
+		return nil
+	}
+	return stdinFacts(l.stdin)
 }
 
 // stdinFacts describes standard input for reviewers and the digest.

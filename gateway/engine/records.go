@@ -61,6 +61,11 @@ type actionRequested struct {
 	StdinSHA256 *[32]byte `audit:"stdin_sha256"`
 	// Reason is what the agent said the action is for.
 	Reason string `audit:"reason,omitempty"`
+	// Secret is the gateway-held secret asked for as standard input, and
+	// SecretGrant the grant of its block that allowed it ("target/account"
+	// or "target"); never its value, nor a hash of it.
+	Secret      string `audit:"secret,omitempty"`
+	SecretGrant string `audit:"secret_grant,omitempty"`
 }
 
 // actionConnecting is action.connecting, the durable intent written
@@ -73,6 +78,9 @@ type actionConnecting struct {
 	Cert *certIssued `audit:"cert"`
 	// Stdin is the standard input about to be sent, in the output store.
 	Stdin *auditchain.Blob `audit:"stdin"`
+	// Secret is the gateway-held secret about to be written to the
+	// command's standard input (its value is not stored anywhere).
+	Secret string `audit:"secret,omitempty"`
 	// Via is the way to a target behind jump hosts, the first dialed
 	// first: "account@target address" each, separated by ", ".
 	Via string `audit:"via,omitempty"`
@@ -112,6 +120,9 @@ type actionFinished struct {
 	// OutputPolicy is the account's output policy when the output was
 	// stored: what the agent may read of it, later too.
 	OutputPolicy config.OutputPolicy `audit:"output_policy,omitempty"`
+	// SecretReplacements counts the occurrences of a delivered secret's
+	// value replaced in the output before it was stored.
+	SecretReplacements *int64 `audit:"secret_replacements"`
 }
 
 // approvalFacts name the approval an action ran under.

@@ -26,6 +26,8 @@ type loaded struct {
 	workloads map[string]*workload
 	// sso is the reviewers' single sign-on, nil without an sso block.
 	sso *SSO
+	// secrets are the secret blocks' values, by name.
+	secrets map[string][]byte
 }
 
 // load makes what cfg needs. What prev made for an unchanged part is kept:
@@ -50,6 +52,14 @@ func (e *Engine) load(cfg *config.Config, prev *loaded) (*loaded, error) {
 			return nil, err
 		}
 		l.signers[c.Name] = signer
+	}
+	l.secrets = make(map[string][]byte, len(cfg.Secrets))
+	for _, sc := range cfg.Secrets {
+		v, err := config.LoadSecretValue(sc)
+		if err != nil {
+			return nil, err
+		}
+		l.secrets[sc.Name] = v
 	}
 	for _, t := range cfg.Targets {
 		if prev != nil {

@@ -272,7 +272,7 @@ func ApprovalView(q approvals.Request) api.Approval {
 		ID: string(q.ID), Kind: api.Mode(q.Kind.String()), RunID: string(q.RunID), Target: q.Target, Account: q.Account,
 		Command: q.Command, TimeoutS: int(q.Timeout / time.Second), Digest: q.Digest.String(),
 		RequestedAt: q.RequestedAt, ExpiresAt: q.ExpiresAt, Requester: q.Requester, State: q.Status.String(),
-		DecidedBy: q.DecidedBy, Reason: q.Reason, AgentReason: q.AgentReason,
+		DecidedBy: q.DecidedBy, Reason: q.Reason, AgentReason: q.AgentReason, Secret: q.Secret,
 	}
 	if in := q.Stdin; in != nil {
 		v.StdinBytes, v.StdinSHA256, v.StdinText = in.Size, hex.EncodeToString(in.SHA256[:]), in.Text

@@ -72,6 +72,7 @@ type ExecInput struct {
 	Command  string `json:"command" jsonschema:"one shell command line run by the account's login shell on the target, as ssh would run it"`
 	Stdin    string `json:"stdin,omitempty" jsonschema:"text sent to the command's standard input, then its end (as a heredoc or a pipe would); omitted: none. The reviewer sees it; the account's max_stdin bounds it (1 MiB by default)"`
 	Reason   string `json:"reason,omitempty" jsonschema:"what this command is for, in a sentence (at most 500 characters): shown to the reviewer as your own claim"`
+	Secret   string `json:"secret,omitempty" jsonschema:"name of a secret the gateway holds (list_targets shows which an account may have): the gateway writes its value to the command's standard input, and you never see it; occurrences in the output come back as [secret NAME]. Cannot be combined with stdin"`
 	Account  string `json:"account,omitempty" jsonschema:"remote account on the target; omit it for the target's default account"`
 	TimeoutS int    `json:"timeout_s,omitempty" jsonschema:"seconds the command may run once connected (default 60, capped by the account's max_timeout_s); time waiting for a reviewer does not count"`
 	WaitS    int    `json:"wait_s,omitempty" jsonschema:"return after this many seconds even if the action has not finished (for example while a reviewer has not decided yet): the result then has state waiting_approval or running and the action goes on; follow it with get_action. Keep it under your host's tool-call timeout. Omitted: wait for the end, and cancelling the call cancels the action"`
@@ -152,6 +153,9 @@ var actionFieldDescriptions = map[string]string{
 	"stdin_bytes":          "bytes of standard input the action sent (absent for none)",
 	"stdin_sha256":         "SHA-256 of the standard input, hex",
 	"reason":               "what the agent said the action is for",
+	"secret":               "the gateway-held secret written to the command's standard input (its value is never returned)",
+	"secret_replacements":  "how many times the secret's value was found in the output and replaced by [secret NAME]",
+	"hop":                  "for a target behind a jump host: where the action failed before its command started (the jump host's target name, or the target's own)",
 	"approval":             "under which approval the action ran or was refused: mode run or call, the approval id, who decided, the decision and its reason",
 	"next_step":            "after an action that did not succeed: retry (no, yes, or after_check: the command may have run, look first), who must act (agent, reviewer or operator) and the same in words",
 	"output_policy":        "the account's output policy that stdout and stderr follow: full, tail (the last 64 KiB) or none",
@@ -303,7 +307,7 @@ func (t *tools) exec(ctx context.Context, req *sdk.CallToolRequest, in ExecInput
 	}
 	rep := newReporter(ctx, req, t.interval)
 	defer rep.stop()
-	ar := api.ActionRequest{Target: in.Target, Account: in.Account, Command: in.Command, TimeoutS: in.TimeoutS, Reason: in.Reason}
+	ar := api.ActionRequest{Target: in.Target, Account: in.Account, Command: in.Command, TimeoutS: in.TimeoutS, Reason: in.Reason, Secret: in.Secret}
 	if in.Stdin != "" {
 		ar.Stdin = base64.StdEncoding.EncodeToString([]byte(in.Stdin))
 	}

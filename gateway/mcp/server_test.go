@@ -214,7 +214,7 @@ func TestToolsAreTypedAndDescribed(t *testing.T) {
 			ReadOnly: tool.Annotations != nil && tool.Annotations.ReadOnlyHint}
 	}
 	want := map[string]shape{
-		"ssh_exec":     {Required: []string{"target", "command"}, Properties: []string{"account", "command", "reason", "stdin", "target", "timeout_s", "wait_s"}, Closed: true, Output: true},
+		"ssh_exec":     {Required: []string{"target", "command"}, Properties: []string{"account", "command", "reason", "secret", "stdin", "target", "timeout_s", "wait_s"}, Closed: true, Output: true},
 		"list_targets": {Closed: true, Output: true, ReadOnly: true},
 		"get_action":   {Required: []string{"action_id"}, Properties: []string{"action_id", "limit", "offset", "stream", "wait_s"}, Closed: true, Output: true, ReadOnly: true},
 	}
@@ -503,7 +503,7 @@ func TestBadArgumentsInWords(t *testing.T) {
 		{"ssh_exec", map[string]any{"target": "box", "command": "true", "timeout_s": 0}, "invalid arguments: timeout_s must be an integer number of seconds ≥ 1"},
 		{"ssh_exec", map[string]any{"target": "box", "command": "true", "timeout_s": "ten"}, "invalid arguments: timeout_s must be an integer number of seconds ≥ 1"},
 		{"ssh_exec", map[string]any{"target": "box"}, "invalid arguments: command is required: command must be one shell command line"},
-		{"ssh_exec", map[string]any{"target": "box", "command": "true", "host": "10.0.0.1"}, "invalid arguments: host is not an argument of ssh_exec; its arguments are: account, command, reason, stdin, target, timeout_s, wait_s"},
+		{"ssh_exec", map[string]any{"target": "box", "command": "true", "host": "10.0.0.1"}, "invalid arguments: host is not an argument of ssh_exec; its arguments are: account, command, reason, secret, stdin, target, timeout_s, wait_s"},
 		{"ssh_exec", map[string]any{"target": "box", "command": "true", "reason": huge}, "invalid arguments: reason must be text of at most 500 characters"},
 		{"ssh_exec", map[string]any{"target": "box", "command": "true", "wait_s": 9999}, "invalid arguments: wait_s must be an integer number of seconds from 1 to 3600"},
 		{"get_action", map[string]any{"action_id": "act_x", "stream": "stdlog"}, `invalid arguments: stream must be "stdout", "stderr" or "stdin"`},

@@ -115,6 +115,9 @@ type Card struct {
 	Timeout    time.Duration
 	// Stdin is the action's standard input, nil for none.
 	Stdin *StdinView
+	// Secret names the gateway-held secret that is the standard input
+	// instead, "" for none.
+	Secret string
 	// AgentReason is what the agent says the action is for.
 	AgentReason string
 	Digest      string

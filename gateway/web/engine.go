@@ -117,6 +117,7 @@ func (b *EngineBackend) card(ctx context.Context, q approvals.Request, mem []api
 		Target: q.Target, Account: q.Account, Command: q.Command, Timeout: q.Timeout,
 		Digest: q.Digest.String(), RequestedAt: q.RequestedAt, ExpiresAt: q.ExpiresAt,
 		Requester: q.Requester, DecidedBy: q.DecidedBy, Reason: q.Reason, AgentReason: q.AgentReason,
+		Secret: q.Secret,
 	}
 	if in := q.Stdin; in != nil {
 		c.Stdin = &StdinView{Size: int(in.Size), SHA256: hex.EncodeToString(in.SHA256[:]), Text: in.Text}

@@ -96,9 +96,13 @@ func TestGoldenCardWithStdin(t *testing.T) {
 	bin := callCard("binary", "tar -x -C /srv")
 	bin.Stdin = &StdinView{Size: 40960, SHA256: "3f39d5c348e5b79d06e842c114e6cc571583bbf44e4b0ebfda1a01ec05745d43"}
 	f.add(bin)
+	sec := callCard("secret", "psql --no-password -h db -c 'select 1'")
+	sec.Secret = "db-password"
+	f.add(sec)
 	login(t, c, srv.URL)
 	_, body := get(t, c, srv.URL+"/ui/pending/cards")
-	for _, want := range []string{"Standard input", "listen 80", "26 bytes", "The agent says", "its own claim", "update the config as the ticket asks", "not shown: binary, or over 4 KiB", "40.0 KiB"} {
+	for _, want := range []string{"Standard input", "listen 80", "26 bytes", "The agent says", "its own claim", "update the config as the ticket asks", "not shown: binary, or over 4 KiB", "40.0 KiB",
+		"stdin: secret <strong>db-password</strong>", "its value is never shown"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the cards lack %q", want)
 		}

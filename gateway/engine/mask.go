@@ -1,0 +1,127 @@
+package engine
+
+import (
+	"bytes"
+
+	"github.com/airlockgw/airlock/sshexec"
+)
+
+// Hiding a delivered secret's value in the command's output: every
+// occurrence is replaced by "[secret NAME]" before any byte of the stream
+// is passed on, stored or returned, and the replacements are counted.
+
+// minPartialMask is the shortest piece of a value that is hidden where a
+// stored part of a stream is cut (the end of a head, the start of a tail):
+// a shorter piece is too likely to be ordinary text.
+const minPartialMask = 3
+
+// secretMask hides one value in both streams of an action.
+type secretMask struct {
+	value []byte // without a trailing line end
+	mark  []byte
+	out   streamMask
+	err   streamMask
+}
+
+func newSecretMask(name string, value []byte) *secretMask {
+	m := &secretMask{value: bytes.TrimRight(value, "\r\n"), mark: []byte("[secret " + name + "]")}
+	m.out.m, m.err.m = m, m
+	return m
+}
+
+// stream returns the mask of one stream.
+func (m *secretMask) stream(s sshexec.Stream) *streamMask {
+	if s == sshexec.Stderr {
+		return &m.err
+	}
+	return &m.out
+}
+
+// replaced is how many occurrences were replaced in both streams.
+func (m *secretMask) replaced() int { return m.out.count + m.err.count }
+
+// streamMask hides the value in one stream as it arrives: it holds back
+// the end of what it was given while that end could be the start of the
+// value.
+type streamMask struct {
+	m       *secretMask
+	pending []byte
+	count   int
+	// total is the length of the stream with every occurrence replaced.
+	total int64
+}
+
+// write takes the next chunk and returns what can be passed on now.
+func (s *streamMask) write(p []byte) []byte {
+	buf := append(s.pending, p...)
+	out, n := replaceValue(buf, s.m.value, s.m.mark)
+	s.count += n
+	// Hold back the longest end of out that the value starts with (it
+	// cannot hold a mark: a mark ends in ']', which is then the last
+	// byte, and is checked like any other).
+	keep := overlapEnd(out, s.m.value)
+	s.pending = append([]byte(nil), out[len(out)-keep:]...)
+	out = out[:len(out)-keep]
+	s.total += int64(len(out))
+	return out
+}
+
+// flush returns what was held back at the end of the stream.
+func (s *streamMask) flush() []byte {
+	p := s.pending
+	s.pending = nil
+	s.total += int64(len(p))
+	return p
+}
+
+// replaceValue returns b with every occurrence of v replaced by mark, and
+// how many there were; b itself when there are none.
+func replaceValue(b, v, mark []byte) ([]byte, int) {
+	n := bytes.Count(b, v)
+	if n == 0 {
+		return b, 0
+	}
+	return bytes.ReplaceAll(b, v, mark), n
+}
+
+// overlapEnd is the length of the longest proper prefix of v that b ends
+// with.
+func overlapEnd(b, v []byte) int {
+	for k := min(len(v)-1, len(b)); k > 0; k-- {
+		if bytes.HasSuffix(b, v[:k]) {
+			return k
+		}
+	}
+	return 0
+}
+
+// overlapStart is the length of the longest proper suffix of v that b
+// starts with.
+func overlapStart(b, v []byte) int {
+	for k := min(len(v)-1, len(b)); k > 0; k-- {
+		if bytes.HasPrefix(b, v[len(v)-k:]) {
+			return k
+		}
+	}
+	return 0
+}
+
+// stored hides the value in the parts of a stream that are stored: the
+// head (which ends where the store's cap cut it, when cut) and the tail
+// (which starts mid-stream). A piece of the value at a cut is hidden too,
+// when it is long enough to be one.
+func (m *secretMask) stored(head, tail []byte, cut bool) ([]byte, []byte) {
+	head, _ = replaceValue(head, m.value, m.mark)
+	if cut {
+		if k := overlapEnd(head, m.value); k >= minPartialMask {
+			head = append(head[:len(head)-k:len(head)-k], m.mark...)
+		}
+	}
+	if tail != nil {
+		tail, _ = replaceValue(tail, m.value, m.mark)
+		if k := overlapStart(tail, m.value); k >= minPartialMask {
+			tail = append(append([]byte(nil), m.mark...), tail[k:]...)
+		}
+	}
+	return head, tail
+}

@@ -1,0 +1,56 @@
+package engine
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/airlockgw/airlock/sshexec"
+)
+
+// TestSecretMaskStreams: however a stream is cut into chunks, what the
+// mask passes on is the stream with every occurrence replaced, and the
+// count is the number of occurrences.
+func TestSecretMaskStreams(t *testing.T) {
+	value := []byte("s3cr3t-v4lue")
+	streams := [][]byte{
+		[]byte("before s3cr3t-v4lue after"),
+		[]byte("s3cr3t-v4lues3cr3t-v4lue"),
+		[]byte("s3cr3t-v4lus3cr3t-v4lue s3cr3t"), // a near miss, then a prefix at the end
+		[]byte("ss3cr3t-v4lue"),
+		[]byte("nothing here"),
+		bytes.Repeat([]byte("xs3cr3t-v4luey"), 500),
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, stream := range streams {
+		want := bytes.ReplaceAll(stream, value, []byte("[secret db]"))
+		wantN := bytes.Count(stream, value)
+		for range 50 {
+			m := newSecretMask("db", append(value, '\n'))
+			s := m.stream(sshexec.Stdout)
+			var got []byte
+			for rest := stream; len(rest) > 0; {
+				n := 1 + rng.IntN(len(rest))
+				got = append(got, s.write(rest[:n])...)
+				rest = rest[n:]
+			}
+			got = append(got, s.flush()...)
+			if !bytes.Equal(got, want) || m.replaced() != wantN || s.total != int64(len(want)) {
+				t.Fatalf("stream %q: got %q (%d replaced, total %d), want %q (%d)", stream, got, m.replaced(), s.total, want, wantN)
+			}
+		}
+	}
+}
+
+func TestSecretMaskStoredCuts(t *testing.T) {
+	m := newSecretMask("db", []byte("s3cr3t-v4lue"))
+	head, tail := m.stored([]byte("out s3cr3t-v4lue and s3cr"), []byte("3t-v4lue end"), true)
+	if string(head) != "out [secret db] and [secret db]" || string(tail) != "[secret db] end" {
+		t.Errorf("head %q tail %q", head, tail)
+	}
+	// A head that holds the whole stream is not cut: its end is text.
+	head, _ = m.stored([]byte("ends in s3cr"), nil, false)
+	if string(head) != "ends in s3cr" {
+		t.Errorf("uncut head %q", head)
+	}
+}
