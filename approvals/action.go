@@ -26,6 +26,20 @@ type Action struct {
 	// AgentReason is what the agent says the action is for: its own
 	// claim, shown to reviewers as such. Not part of the digest.
 	AgentReason string `json:"agent_reason,omitempty"`
+	// Shown, when set, is the command as reviewers and records see it,
+	// with what looked like credentials replaced (Redactions say where);
+	// the digest binds Command, which the store keeps only while the
+	// request is pending.
+	Shown      string      `json:"shown,omitempty"`
+	Redactions []Redaction `json:"redactions,omitempty"`
+}
+
+// Redaction is one part of a command replaced before it was stored: the
+// rule that matched, and where (bytes of the original command).
+type Redaction struct {
+	Rule   string `json:"rule"`
+	Offset int    `json:"offset"`
+	Length int    `json:"length"`
 }
 
 // Stdin describes an action's standard input for reviewers and the

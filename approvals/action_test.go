@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -92,7 +93,7 @@ func FuzzCanonicalActionInjective(f *testing.F) {
 		if d2%2 == 0 {
 			y.Secret = c2 + "s"
 		}
-		same := r1 == r2 && x == y
+		same := r1 == r2 && reflect.DeepEqual(x, y)
 		if eq := bytes.Equal(CanonicalAction(RunID(r1), x), CanonicalAction(RunID(r2), y)); eq != same {
 			t.Errorf("actions equal %v but encodings equal %v", same, eq)
 		}

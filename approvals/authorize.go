@@ -190,6 +190,9 @@ func (s *Store) raise(ctx context.Context, r *Run, kind Kind, a Action) (*waitSe
 		Digest: DigestOf(r.ID, a), Requester: r.Requester,
 		RequestedAt: now, ExpiresAt: now.Add(s.timeout), Status: StatusPending,
 	}
+	if a.Shown != "" && a.Shown != a.Command {
+		q.Command, q.Original, q.Redactions = a.Shown, a.Command, a.Redactions
+	}
 	ev := Event{Kind: EventApprovalRequested, Time: now, Run: *r, Request: q}
 	if err := s.commit(ctx, nil, []*Request{q}, []Event{ev}); err != nil {
 		return nil, err

@@ -359,21 +359,32 @@ func loadRuns(ctx context.Context, q querier, where string, args ...any) ([]*Run
 
 const requestColumns = `id, kind, run_id, target, account, command, timeout_ns, digest, requester,
 	requested_at, expires_at, status, decided_by, decided_at, reason, consumed_at,
-	stdin_size, stdin_sha256, stdin_text, agent_reason, secret`
+	stdin_size, stdin_sha256, stdin_text, agent_reason, secret, redactions`
 
 func upsertRequest(ctx context.Context, q querier, r *Request) error {
-	var stdinSize, stdinSum, stdinText any
+	var stdinSize, stdinSum, stdinText, redactions, original any
 	if in := r.Stdin; in != nil {
 		stdinSize, stdinSum, stdinText = in.Size, in.SHA256[:], nullStr(in.Text)
 	}
-	_, err := q.ExecContext(ctx, `INSERT INTO requests (`+requestColumns+`)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+	if len(r.Redactions) > 0 {
+		b, err := json.Marshal(r.Redactions)
+		if err != nil {
+			return err
+		}
+		redactions = string(b)
+	}
+	if r.Status == StatusPending {
+		original = nullStr(r.Original)
+	}
+	_, err := q.ExecContext(ctx, `INSERT INTO requests (`+requestColumns+`, command_original)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT(id) DO UPDATE SET status=excluded.status, decided_by=excluded.decided_by,
-			decided_at=excluded.decided_at, reason=excluded.reason, consumed_at=excluded.consumed_at`,
+			decided_at=excluded.decided_at, reason=excluded.reason, consumed_at=excluded.consumed_at,
+			command_original=excluded.command_original`,
 		string(r.ID), r.Kind.String(), string(r.RunID), r.Target, r.Account, r.Command,
 		int64(r.Timeout), r.Digest[:], r.Requester, ns(r.RequestedAt), ns(r.ExpiresAt),
 		r.Status.String(), nullStr(r.DecidedBy), ns(r.DecidedAt), nullStr(r.Reason), ns(r.ConsumedAt),
-		stdinSize, stdinSum, stdinText, nullStr(r.AgentReason), nullStr(r.Secret))
+		stdinSize, stdinSum, stdinText, nullStr(r.AgentReason), nullStr(r.Secret), redactions, original)
 	if err != nil {
 		return fmt.Errorf("approvals: write request %s: %w", r.ID, err)
 	}
@@ -387,14 +398,14 @@ func scanRequest(sc scanner) (*Request, error) {
 		timeout                                    int64
 		digest                                     []byte
 		decidedBy, reason, stdinText, agentReason  sql.NullString
-		secret                                     sql.NullString
+		secret, redactions                         sql.NullString
 		requestedAt, expiresAt, decidedAt, consume sql.NullInt64
 		stdinSize                                  sql.NullInt64
 		stdinSum                                   []byte
 	)
 	err := sc.Scan(&id, &kind, &runID, &r.Target, &r.Account, &r.Command, &timeout, &digest,
 		&r.Requester, &requestedAt, &expiresAt, &status, &decidedBy, &decidedAt, &reason, &consume,
-		&stdinSize, &stdinSum, &stdinText, &agentReason, &secret)
+		&stdinSize, &stdinSum, &stdinText, &agentReason, &secret, &redactions)
 	if err != nil {
 		return nil, err
 	}
@@ -407,6 +418,11 @@ func scanRequest(sc scanner) (*Request, error) {
 		r.Stdin = in
 	}
 	r.AgentReason, r.Secret = agentReason.String, secret.String
+	if redactions.Valid {
+		if err := json.Unmarshal([]byte(redactions.String), &r.Redactions); err != nil {
+			return nil, fmt.Errorf("approvals: request %s: redactions: %w", id, err)
+		}
+	}
 	r.ID, r.RunID, r.Timeout = RequestID(id), RunID(runID), time.Duration(timeout)
 	if r.Kind, err = ParseKind(kind); err != nil {
 		return nil, err

@@ -132,3 +132,8 @@ func (e *RevokedError) Error() string { return "approvals: run ended by reviewer
 
 // Is makes a RevokedError an ErrRunEnded.
 func (e *RevokedError) Is(target error) bool { return target == ErrRunEnded }
+
+// ErrNoOriginal: a request has no original command to reveal — it was not
+// redacted, or it is no longer pending (the original is erased when a
+// request ends).
+var ErrNoOriginal = errors.New("approvals: no original command: the request was not redacted, or is no longer pending")

@@ -263,6 +263,9 @@ func (s *Store) commit(ctx context.Context, runs []*Run, reqs []*Request, events
 		}
 	}
 	for _, q := range reqs {
+		if q.Status != StatusPending {
+			q.Original = "" // erased with the row's copy below
+		}
 		if err := upsertRequest(ctx, tx, q); err != nil {
 			return err
 		}
@@ -623,6 +626,28 @@ func (s *Store) Request(ctx context.Context, id RequestID) (Request, error) {
 		return Request{}, err
 	}
 	return *q, nil
+}
+
+// PendingOriginal returns the command of a pending request whose stored
+// command is redacted, for a reviewer who asks to see it (the caller
+// records that). A request that has ended, or was not redacted, has none:
+// ErrNoOriginal.
+func (s *Store) PendingOriginal(ctx context.Context, id RequestID) (string, error) {
+	if err := s.lock(); err != nil {
+		return "", err
+	}
+	defer s.mu.Unlock()
+	var orig sql.NullString
+	err := s.db.QueryRowContext(ctx, `SELECT command_original FROM requests WHERE id = ? AND status = ?`, string(id), StatusPending.String()).Scan(&orig)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return "", ErrNoOriginal
+	case err != nil:
+		return "", fmt.Errorf("approvals: read request %s: %w", id, err)
+	case !orig.Valid:
+		return "", ErrNoOriginal
+	}
+	return orig.String, nil
 }
 
 // Pending returns the requests waiting for a reviewer, oldest first

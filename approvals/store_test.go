@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -1007,4 +1008,49 @@ func TestSSOAccountsAndTheirLinks(t *testing.T) {
 		t.Errorf("sofia decides once unlinked: %v", err)
 	}
 	recv(t, ch)
+}
+
+// A redacted command: reviewers and records get the redacted text, the
+// digest binds the original, and the original is in the state database
+// only while the request is pending.
+func TestRedactedOriginalOnlyWhilePending(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	rv := e.reviewer("alice")
+	run, _ := e.remoteRun()
+	a := act("call-box", "mysql --password=hunter22")
+	a.Shown, a.Redactions = "mysql --password=[redacted:assignment]", []Redaction{{Rule: "assignment", Offset: 17, Length: 8}}
+	q, done := e.authorize(ctx, run.ID, a)
+	if q.Command != a.Shown || q.Digest != DigestOf(run.ID, a) || len(q.Redactions) != 1 || q.Redactions[0] != a.Redactions[0] {
+		t.Fatalf("request %+v", q)
+	}
+	if got, err := e.s.Request(ctx, q.ID); err != nil || got.Command != a.Shown || got.Original != "" || len(got.Redactions) != 1 {
+		t.Fatalf("read back: %+v %v", got, err)
+	}
+	if orig, err := e.s.PendingOriginal(ctx, q.ID); err != nil || orig != a.Command {
+		t.Fatalf("PendingOriginal = %q, %v", orig, err)
+	}
+	e.sink.mu.Lock()
+	events := append([]Event(nil), e.sink.events...)
+	e.sink.mu.Unlock()
+	for _, ev := range events {
+		if r := ev.Request; r != nil && strings.Contains(r.Command, "hunter22") {
+			t.Errorf("an event carries the original: %+v", r)
+		}
+	}
+	if _, err := e.s.Decide(ctx, rv, q.ID, Decision{Verdict: Approve}); err != nil {
+		t.Fatal(err)
+	}
+	if o := recv(t, done); o.err != nil || o.res.Status != StatusApproved {
+		t.Fatalf("outcome %+v", o)
+	}
+	if _, err := e.s.PendingOriginal(ctx, q.ID); !errors.Is(err, ErrNoOriginal) {
+		t.Errorf("after the decision: %v, want ErrNoOriginal", err)
+	}
+	e.s.Close()
+	for _, f := range []string{e.path, e.path + "-wal"} {
+		if b, err := os.ReadFile(f); err == nil && bytes.Contains(b, []byte("hunter22")) {
+			t.Errorf("%s still holds the original", filepath.Base(f))
+		}
+	}
 }

@@ -107,6 +107,13 @@ type Request struct {
 	// Secret names the gateway-held secret the action's standard input
 	// is, "" for none.
 	Secret string `json:"secret,omitempty"`
+	// Redactions say what of the command was replaced before it was
+	// stored (Command is then the redacted text). Original is the command
+	// itself, which the digest binds; it is kept in the state database
+	// only while the request is pending, for a reviewer to reveal, and
+	// erased when the request ends.
+	Redactions []Redaction `json:"redactions,omitempty"`
+	Original   string      `json:"-"`
 	// Digest binds a call approval to its action (see DigestOf).
 	Digest    Digest    `json:"digest"`
 	Status    Status    `json:"status"`

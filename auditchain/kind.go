@@ -42,6 +42,9 @@ const (
 	KindReviewerEnabled
 	KindReviewerRemoved
 	KindReviewerPasswordChanged
+	// KindCommandRevealed records a reviewer's reveal of a pending
+	// request's original command, stored redacted.
+	KindCommandRevealed
 	kindEnd // keep last
 )
 
@@ -71,6 +74,7 @@ var kindNames = [...]string{
 	KindReviewerEnabled:         "reviewer.enabled",
 	KindReviewerRemoved:         "reviewer.removed",
 	KindReviewerPasswordChanged: "reviewer.password_changed",
+	KindCommandRevealed:         "command.revealed",
 }
 
 // Kinds returns every valid kind in declaration order.

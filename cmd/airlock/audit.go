@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/hex"
@@ -20,6 +21,8 @@ import (
 
 	"github.com/airlockgw/airlock/auditchain"
 	"github.com/airlockgw/airlock/gateway/config"
+	"github.com/airlockgw/airlock/gateway/engine"
+	"github.com/airlockgw/airlock/gateway/redact"
 )
 
 // Exit codes of "airlock audit verify" (contract): intact, damage found,
@@ -49,6 +52,10 @@ verbs:
   check-proof --key FILE [--checkpoint FILE] PROOF.json
       check a proof prove --json or consistency --json wrote, offline,
       against a signed checkpoint; exit 0 holds, 1 does not, 2 unchecked
+  check-command [--db FILE] [--command-key FILE] [--command-file FILE] ACTION_ID
+      check an original command (the file, or standard input) against the
+      MAC recorded beside the action's redacted command; exit 0 it is the
+      command that ran, 1 it is not, 2 unchecked
 
 Every verb also takes --config FILE: the database is then the state
 directory's audit.db. Without --db or --config the database is
@@ -62,12 +69,13 @@ kept, stored away from this machine).
 
 func init() {
 	commands["audit"] = (&group{name: "audit", usage: auditUsage, verbs: map[string]verbFunc{
-		"verify":      interruptible(auditVerify),
-		"export":      interruptible(auditExport),
-		"show":        interruptible(auditShow),
-		"prove":       interruptible(auditProve),
-		"consistency": interruptible(auditConsistency),
-		"check-proof": interruptible(auditCheckProof),
+		"verify":        interruptible(auditVerify),
+		"export":        interruptible(auditExport),
+		"show":          interruptible(auditShow),
+		"prove":         interruptible(auditProve),
+		"consistency":   interruptible(auditConsistency),
+		"check-proof":   interruptible(auditCheckProof),
+		"check-command": interruptible(auditCheckCommand),
 	}}).command("verify, export and prove the audit log")
 }
 
@@ -621,4 +629,85 @@ func writeJSON(stdout, stderr io.Writer, v any) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// auditCheckCommand checks a command someone holds against the keyed
+// hash recorded beside an action's redacted command.
+func auditCheckCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	f := newAuditFlags("check-command", "ACTION_ID", stderr, true, false)
+	macKey := f.fs.String("command-key", "", "the gateway's command MAC key `FILE` (default: keys/command-hmac next to the database)")
+	cmdFile := f.fs.String("command-file", "", "read the original command from `FILE` (default: standard input)")
+	pos, code, ok := f.parse(args, 1, stdout, stderr)
+	if !ok {
+		return code
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "airlock audit check-command: "+format+"\n", a...)
+		return exitFailed
+	}
+	keyFile := cmp.Or(*macKey, filepath.Join(filepath.Dir(f.db), filepath.FromSlash(redact.KeyFile)))
+	key, err := redact.LoadKey(keyFile)
+	if err != nil {
+		return fail("%v; pass the key with --command-key FILE", err)
+	}
+	var in io.Reader = os.Stdin
+	if *cmdFile != "" {
+		file, err := os.Open(*cmdFile)
+		if err != nil {
+			return fail("%v", err)
+		}
+		defer file.Close()
+		in = file
+	}
+	original, err := io.ReadAll(io.LimitReader(in, engine.MaxCommandLen+2))
+	if err != nil {
+		return fail("read the command: %v", err)
+	}
+	r, ok := openReader(ctx, f, "check-command", stderr)
+	if !ok {
+		return exitFailed
+	}
+	defer r.Close()
+	firstBad, ok := checkRead(ctx, f, "check-command", stderr)
+	if !ok {
+		return exitFailed
+	}
+	recs, err := r.ActionEntries(ctx, pos[0])
+	if err != nil {
+		return fail("action %q: %v", pos[0], err)
+	}
+	for _, rec := range recs {
+		if rec.Kind != auditchain.KindActionRequested {
+			continue
+		}
+		if rec.Seq >= firstBad {
+			return fail("entry %d (action.requested of %s) is past the first damage in the log: it cannot be vouched for", rec.Seq, pos[0])
+		}
+		var mac []byte
+		var rules []string
+		for _, fl := range rec.Fields {
+			switch fl.Name {
+			case "command_hmac":
+				mac, _ = fl.Value.([]byte)
+			case "redactions":
+				if s, ok := fl.Value.(string); ok {
+					rules = append(rules, s)
+				}
+			}
+		}
+		if mac == nil {
+			return fail("action %s's command was stored as it was sent (nothing was redacted): compare it with `airlock audit show %s`", pos[0], pos[0])
+		}
+		// A command saved to a file usually ends in a newline it did not
+		// have: try the bytes as they are, then without that one newline.
+		for _, cand := range []string{string(original), strings.TrimSuffix(string(original), "\n")} {
+			if redact.CheckMAC(key, cand, mac) {
+				fmt.Fprintf(stdout, "action %s: MATCH: this is the command it ran (entry %d records its MAC; redactions %s)\n", pos[0], rec.Seq, strings.Join(rules, " "))
+				return exitOK
+			}
+		}
+		fmt.Fprintf(stdout, "action %s: NO MATCH: this is not the command entry %d records\n", pos[0], rec.Seq)
+		return exitDamaged
+	}
+	return fail("no action.requested entry for action %q", pos[0])
 }

@@ -190,6 +190,60 @@ func TestEndToEndBinaries(t *testing.T) {
 		}
 	})
 
+	t.Run("a redacted command: revealed, approved, proven", func(t *testing.T) {
+		const key = "AKIAIOSFODNN7EXAMPLE"
+		original := "printf %s " + key + " | wc -c"
+		// In a run of its own, which ends with it (the next tests' actions
+		// ask again).
+		airlock, _ := binaries(t)
+		var out bytes.Buffer
+		a := d.agent(airlock + ` run -- airlock-ssh --json box -- '` + original + `'`)
+		a.Stdout = &out
+		if err := a.Start(); err != nil {
+			t.Fatal(err)
+		}
+		list := d.pending(1)
+		if strings.Contains(list[0].Command, key) {
+			t.Fatalf("the pending list shows the key: %q", list[0].Command)
+		}
+		show, errs, code := d.cli("approvals", "show", list[0].ID)
+		if code != 0 || strings.Contains(show, key) || !strings.Contains(show, "redacted: what looked like credentials (aws-access-key)") {
+			t.Fatalf("approvals show: %d %s %s", code, show, errs)
+		}
+		show, errs, code = d.cli("approvals", "show", list[0].ID, "--reveal")
+		if code != 0 || !strings.Contains(show, original+" (your reading is recorded)") {
+			t.Fatalf("approvals show --reveal: %d %s %s", code, show, errs)
+		}
+		if _, errs, code := d.cli("approvals", "approve", list[0].ID); code != 0 {
+			t.Fatalf("approve: %s", errs)
+		}
+		if err := a.Wait(); err != nil {
+			t.Fatalf("agent: %v %s", err, out.String())
+		}
+		var act api.Action
+		if err := json.Unmarshal(out.Bytes(), &act); err != nil || strings.TrimSpace(act.Stdout) != "20" || strings.Contains(out.String(), key) {
+			t.Fatalf("action: %v %s", err, out.String())
+		}
+		dir := t.TempDir()
+		good, bad := filepath.Join(dir, "good"), filepath.Join(dir, "bad")
+		os.WriteFile(good, []byte(original+"\n"), 0o600)
+		os.WriteFile(bad, []byte(strings.Replace(original, "EXAMPLE", "EXAMPLF", 1)), 0o600)
+		if out, errs, code := d.cli("audit", "check-command", "--config", d.cfgFile, "--command-file", good, act.ID); code != 0 || !strings.Contains(out, "MATCH") {
+			t.Errorf("check-command, the original: %d %s %s", code, out, errs)
+		}
+		if out, errs, code := d.cli("audit", "check-command", "--config", d.cfgFile, "--command-file", bad, act.ID); code != 1 || !strings.Contains(out, "NO MATCH") {
+			t.Errorf("check-command, another command: %d %s %s", code, out, errs)
+		}
+		if shown, _, code := d.cli("audit", "show", "--config", d.cfgFile, act.ID); code != 0 || strings.Contains(shown, key) || !strings.Contains(shown, "command_hmac") {
+			t.Errorf("audit show: %d %s", code, shown)
+		}
+		// Nowhere in the log: not in the action's entries, nor in the
+		// run's anchor (whose arguments held the command too).
+		if export, _, code := d.cli("audit", "export", "--config", d.cfgFile); code != 0 || strings.Contains(export, key) || !strings.Contains(export, "[redacted:aws-access-key]") {
+			t.Errorf("audit export: exit %d, or it holds the key", code)
+		}
+	})
+
 	t.Run("operator CLI: agent tokens", func(t *testing.T) {
 		token, errs, code := d.cli("agent", "add", "--limit", "box", "--ttl", "24h", "ci-bot")
 		token = strings.TrimSpace(token)

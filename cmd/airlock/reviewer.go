@@ -335,6 +335,7 @@ func approvalsList(args []string, stdout, stderr io.Writer) int {
 func approvalsShow(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("airlock approvals show", "airlock approvals show [flags] ID", stderr)
 	rf := addReviewerFlags(fs, true)
+	reveal := fs.Bool("reveal", false, "also show the original of a command stored redacted (recorded in the audit log as command.revealed)")
 	id, code, ok := parseVerb(fs, args, 1, stdout, stderr)
 	if !ok {
 		return code
@@ -356,7 +357,21 @@ func approvalsShow(args []string, stdout, stderr io.Writer) int {
 		return failf(stderr, "no pending approval %s (it may have been decided, withdrawn or expired; see airlock approvals list)", printable(id))
 	}
 	a := list[i]
+	original := ""
+	if *reveal && len(a.Redactions) > 0 {
+		rc, err := c.RevealCommand(ctx, a.ID)
+		if err != nil {
+			return failf(stderr, "%v", rf.explain(err))
+		}
+		original = rc.Command
+	}
 	if *rf.json {
+		if original != "" {
+			return printJSON(stdout, struct {
+				api.Approval
+				Original string `json:"original_command"`
+			}{a, original})
+		}
 		return printJSON(stdout, a)
 	}
 	w := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
@@ -364,6 +379,18 @@ func approvalsShow(args []string, stdout, stderr io.Writer) int {
 	line("approval", a.ID+" ("+string(a.Kind)+")")
 	line("target", visible(a.Target)+" as "+visible(a.Account))
 	line("command", visible(a.Command))
+	if len(a.Redactions) > 0 {
+		var rules []string
+		for _, r := range a.Redactions {
+			rules = append(rules, r.Rule)
+		}
+		line("", "redacted: what looked like credentials ("+strings.Join(rules, ", ")+") is replaced; approving binds the original")
+		if original != "" {
+			line("original", visible(original)+" (your reading is recorded)")
+		} else {
+			line("", "--reveal shows the original (recorded in the audit log)")
+		}
+	}
 	line("timeout", fmt.Sprintf("%ds", a.TimeoutS))
 	if a.StdinBytes > 0 {
 		line("standard input", fmt.Sprintf("%d bytes, sha256 %s", a.StdinBytes, a.StdinSHA256))

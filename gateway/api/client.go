@@ -398,6 +398,16 @@ func (c *Client) Approvals(ctx context.Context, state string) ([]Approval, error
 	return a, err
 }
 
+// RevealCommand reads the original of a pending request's redacted
+// command (reviewer; recorded in the audit log).
+func (c *Client) RevealCommand(ctx context.Context, id string) (*RevealedCommand, error) {
+	var out RevealedCommand
+	if err := c.Do(ctx, http.MethodGet, "/v1/approvals/"+url.PathEscape(id)+"/command", nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // Decide approves or denies an approval request.
 func (c *Client) Decide(ctx context.Context, id string, d DecisionRequest) (*Approval, error) {
 	var a Approval

@@ -80,6 +80,10 @@ type Action struct {
 	StdinSHA256 string `json:"stdin_sha256,omitempty"`
 	// Reason is what the agent said the action is for.
 	Reason string `json:"reason,omitempty"`
+	// Redactions say what of the command looked like a credential and was
+	// replaced ("[redacted:RULE]") in Command before it was stored: the
+	// rule, and where in the command as sent.
+	Redactions []Redaction `json:"redactions,omitempty"`
 	// Secret is the gateway-held secret the action's standard input was;
 	// SecretReplacements counts the occurrences of its value replaced in
 	// the output ("[secret NAME]"), where sizes count the replaced output.
@@ -96,6 +100,20 @@ type Action struct {
 	FinishedAt  *time.Time `json:"finished_at,omitempty"`
 
 	Approval ApprovalInfo `json:"approval"`
+}
+
+// RevealedCommand is the answer of GET /v1/approvals/{id}/command: the
+// original of a pending request's redacted command.
+type RevealedCommand struct {
+	ApprovalID string `json:"approval_id"`
+	Command    string `json:"command"`
+}
+
+// Redaction is one part of a command replaced before it was stored.
+type Redaction struct {
+	Rule   string `json:"rule"`
+	Offset int    `json:"offset"`
+	Length int    `json:"length"`
 }
 
 // State is where an action is in its lifecycle.
@@ -430,17 +448,20 @@ type Approval struct {
 	StdinText   string `json:"stdin_text,omitempty"`
 	// Secret names the gateway-held secret that is the action's
 	// standard input (its value is never shown), "" for none.
-	Secret      string     `json:"secret,omitempty"`
-	AgentReason string     `json:"agent_reason,omitempty"`
-	Digest      string     `json:"digest,omitempty"`
-	RequestedAt time.Time  `json:"requested_at"`
-	ExpiresAt   time.Time  `json:"expires_at"`
-	Requester   string     `json:"requester"`
-	State       string     `json:"state"`
-	Run         *Run       `json:"run,omitempty"`
-	DecidedBy   string     `json:"decided_by,omitempty"`
-	DecidedAt   *time.Time `json:"decided_at,omitempty"`
-	Reason      string     `json:"reason,omitempty"`
+	Secret string `json:"secret,omitempty"`
+	// Redactions say what of Command was replaced; a reviewer may
+	// reveal the original while the request is pending (recorded).
+	Redactions  []Redaction `json:"redactions,omitempty"`
+	AgentReason string      `json:"agent_reason,omitempty"`
+	Digest      string      `json:"digest,omitempty"`
+	RequestedAt time.Time   `json:"requested_at"`
+	ExpiresAt   time.Time   `json:"expires_at"`
+	Requester   string      `json:"requester"`
+	State       string      `json:"state"`
+	Run         *Run        `json:"run,omitempty"`
+	DecidedBy   string      `json:"decided_by,omitempty"`
+	DecidedAt   *time.Time  `json:"decided_at,omitempty"`
+	Reason      string      `json:"reason,omitempty"`
 }
 
 // DecisionRequest is the body of POST /v1/approvals/{id}/decision.

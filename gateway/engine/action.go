@@ -14,6 +14,7 @@ import (
 	"github.com/airlockgw/airlock/auditchain"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/config"
+	"github.com/airlockgw/airlock/gateway/redact"
 	"github.com/airlockgw/airlock/sshexec"
 )
 
@@ -75,6 +76,9 @@ type Action struct {
 	releaseOnce sync.Once
 	// outputs is where out's blobs are.
 	outputs *auditchain.OutputStore
+	// redaction is what of the command was found to be credentials and
+	// replaced in the object (and so everywhere it is stored or shown).
+	redaction redact.Result
 }
 
 func newActionID() string {
@@ -304,11 +308,16 @@ func (e *Engine) Start(ctx context.Context, c Caller, req api.ActionRequest) (*A
 		outputs:  e.outputs,
 	}
 	// What the object (and so the audit log) keeps of a request that may
-	// be refused for its size is bounded: the checks see it whole.
+	// be refused for its size is bounded: the checks see it whole. What
+	// looks like a credential in the command or the reason never enters
+	// it.
+	red := e.conf().redactor
+	a.redaction = red.Redact(req.Command)
 	a.obj = api.Action{
 		ID: a.id, Target: clip(req.Target, maxNameLen), Account: clip(req.Account, maxNameLen),
-		Command: clip(req.Command, MaxCommandLen), Reason: clip(req.Reason, 4*api.MaxReason),
-		TimeoutS: req.TimeoutS, State: api.StateRequested, RequestedAt: e.clock.Now().UTC(),
+		Command: clip(a.redaction.Text, MaxCommandLen), Reason: clip(red.Redact(req.Reason).Text, 4*api.MaxReason),
+		Redactions: apiRedactions(a.redaction.Spans),
+		TimeoutS:   req.TimeoutS, State: api.StateRequested, RequestedAt: e.clock.Now().UTC(),
 	}
 	e.mu.Lock()
 	e.actions[a.id] = a
@@ -412,6 +421,18 @@ func (e *Engine) Recent() []api.Action {
 	out := make([]api.Action, len(held))
 	for i, a := range held {
 		out[i] = a.Snapshot()
+	}
+	return out
+}
+
+// apiRedactions are the redactions of a command as the API shows them.
+func apiRedactions(spans []approvals.Redaction) []api.Redaction {
+	if len(spans) == 0 {
+		return nil
+	}
+	out := make([]api.Redaction, len(spans))
+	for i, sp := range spans {
+		out[i] = api.Redaction(sp)
 	}
 	return out
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/airlockgw/airlock/auditchain"
 	"github.com/airlockgw/airlock/deploy/securefile"
 	"github.com/airlockgw/airlock/gateway/config"
+	"github.com/airlockgw/airlock/gateway/redact"
 	"github.com/airlockgw/airlock/sshexec"
 )
 
@@ -55,14 +56,16 @@ type Engine struct {
 	version string
 	clock   approvals.Clock
 
-	alog    *auditchain.Log
-	audit   Appender
-	outputs *auditchain.OutputStore
-	store   *approvals.Store
-	metrics *metrics
-	limiter *limiter
-	authLog authLog
-	links   loginLinks
+	alog  *auditchain.Log
+	audit Appender
+	// commandKey makes the MACs of redacted commands.
+	commandKey []byte
+	outputs    *auditchain.OutputStore
+	store      *approvals.Store
+	metrics    *metrics
+	limiter    *limiter
+	authLog    authLog
+	links      loginLinks
 	// accountsChanged is closed (and replaced) at each reviewer account
 	// change.
 	accountsMu      sync.Mutex
@@ -131,6 +134,9 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		return nil, err
 	}
 	e.cur.Store(l)
+	if e.commandKey, err = redact.LoadOrCreateKey(filepath.Join(cfg.StateDir, redact.KeyFile)); err != nil {
+		return nil, err
+	}
 
 	ao := auditchain.DefaultOptions(cfg.StateDir)
 	ao.Logger = e.log.Named("audit")
@@ -180,7 +186,7 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		MaxPendingPerRun:       cfg.Approval.MaxPendingPerRun,
 		MaxPendingPerRequester: cfg.Approval.MaxPendingPerRequester,
 		Links:                  cfg.ReviewerLinks,
-		Inspector:              o.ProcessInspector,
+		Inspector:              redactingInspector{Inspector: cmp.Or[approvals.Inspector](o.ProcessInspector, &approvals.ProcFS{}), redactor: func() *redact.Redactor { return e.conf().redactor }},
 		Clock:                  e.clock,
 		Logger:                 e.log.Named("approvals"),
 	})

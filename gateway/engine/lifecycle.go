@@ -21,6 +21,7 @@ import (
 	"github.com/airlockgw/airlock/deploy"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/config"
+	"github.com/airlockgw/airlock/gateway/redact"
 	"github.com/airlockgw/airlock/sshexec"
 )
 
@@ -115,6 +116,14 @@ func (l *lifecycle) resolve(ctx context.Context) bool {
 	if problem == "" && l.req.Secret != "" {
 		problem = l.secretStdin()
 	}
+	if red := l.a.redaction; problem == "" && red.Found() && l.account.OnSecret == config.OnSecretRefuse {
+		var found []string
+		for _, sp := range red.Spans {
+			found = append(found, fmt.Sprintf("%s at byte %d", sp.Rule, sp.Offset))
+		}
+		problem = "the command holds what looks like a credential (" + strings.Join(found, ", ") +
+			"), and this account refuses such commands (on_secret = \"refuse\"): pass the value as a gateway secret (--secret) instead"
+	}
 	if l.target != nil {
 		timeoutS := int(l.timeout / time.Second)
 		if l.req.TimeoutS != 0 {
@@ -152,6 +161,10 @@ func (l *lifecycle) resolve(ctx context.Context) bool {
 	obj := l.a.Snapshot()
 	rq := actionRequested{Target: obj.Target, Account: obj.Account, Command: obj.Command, TimeoutS: int64(obj.TimeoutS), Reason: obj.Reason,
 		Secret: clip(l.req.Secret, 64), SecretGrant: l.grant}
+	if red := l.a.redaction; red.Found() {
+		mac := redact.MAC(e.commandKey, l.req.Command)
+		rq.Redactions, rq.CommandHMAC = red.Spans, &mac
+	}
 	if l.stdin != nil && l.secret == "" {
 		n, sum := int64(len(l.stdin)), sha256.Sum256(l.stdin)
 		rq.StdinBytes, rq.StdinSHA256 = &n, &sum
@@ -185,7 +198,8 @@ func (l *lifecycle) approve(ctx context.Context) bool {
 	waitStart := time.Now()
 	res, err := e.store.Authorize(ctx, l.run.ID, approvals.Action{
 		Target: l.target.Name, Account: l.account.Name, Command: l.req.Command, Timeout: l.timeout,
-		Stdin: l.stdinFacts(), Secret: l.secret, AgentReason: l.req.Reason,
+		Stdin: l.stdinFacts(), Secret: l.secret, AgentReason: l.a.Snapshot().Reason,
+		Shown: l.a.redaction.Text, Redactions: l.a.redaction.Spans,
 	}, func(r approvals.Request) {
 		l.a.update(func(o *api.Action) { o.Approval.ID = string(r.ID) })
 		l.a.setState(api.StateWaitingApproval, api.StateEvent{

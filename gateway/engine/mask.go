@@ -3,6 +3,8 @@ package engine
 import (
 	"bytes"
 
+	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/gateway/redact"
 	"github.com/airlockgw/airlock/sshexec"
 )
 
@@ -124,4 +126,28 @@ func (m *secretMask) stored(head, tail []byte, cut bool) ([]byte, []byte) {
 		}
 	}
 	return head, tail
+}
+
+// redactingInspector reads processes as the store's inspector does, with
+// what looks like a credential in an anchor's arguments replaced: the
+// arguments are shown to reviewers and recorded in run.created, and an
+// agent started as `airlock run -- airlock-ssh box 'mysql -pSECRET'` would
+// otherwise put its command there whole.
+type redactingInspector struct {
+	approvals.Inspector
+	redactor func() *redact.Redactor
+}
+
+func (r redactingInspector) Describe(id approvals.ProcessID) (approvals.Process, error) {
+	p, err := r.Inspector.Describe(id)
+	if err != nil {
+		return p, err
+	}
+	red := r.redactor()
+	argv := make([]string, len(p.Argv))
+	for i, a := range p.Argv {
+		argv[i] = red.Redact(a).Text
+	}
+	p.Argv = argv
+	return p, nil
 }

@@ -66,6 +66,22 @@ type actionRequested struct {
 	// or "target"); never its value, nor a hash of it.
 	Secret      string `audit:"secret,omitempty"`
 	SecretGrant string `audit:"secret_grant,omitempty"`
+	// Redactions say what of Command was replaced as a credential (a JSON
+	// array of rule, offset and length in the original), and CommandHMAC
+	// is HMAC-SHA256 of the original under the gateway's command key: who
+	// holds the original can prove it is the command (`airlock audit
+	// check-command`), the log never holds it.
+	Redactions  redactionList `audit:"redactions,omitempty"`
+	CommandHMAC *[32]byte     `audit:"command_hmac"`
+}
+
+// redactionList is stored as a JSON array.
+type redactionList []approvals.Redaction
+
+func (l redactionList) MarshalText() ([]byte, error) { return json.Marshal([]approvals.Redaction(l)) }
+
+func (l *redactionList) UnmarshalText(b []byte) error {
+	return json.Unmarshal(b, (*[]approvals.Redaction)(l))
 }
 
 // actionConnecting is action.connecting, the durable intent written
@@ -255,6 +271,20 @@ type requestFacts struct {
 	// (digest domain airlock/action/v2+stdin), absent for none.
 	StdinBytes  *int64    `audit:"stdin_bytes"`
 	StdinSHA256 *[32]byte `audit:"stdin_sha256"`
+	// Secret is the gateway-held secret the digest binds by name
+	// (domain airlock/action/v3+secret).
+	Secret string `audit:"secret,omitempty"`
+	// Redacted marks a command stored redacted (its action.requested
+	// entry says what was replaced); the digest binds the original.
+	Redacted bool `audit:"command_redacted,omitempty"`
+}
+
+// commandRevealed is command.revealed: a reviewer read the original of a
+// pending request's redacted command (via names the front end).
+type commandRevealed struct {
+	Reviewer   string              `audit:"reviewer"`
+	Via        string              `audit:"via"`
+	ApprovalID approvals.RequestID `audit:"approval_id"`
 }
 
 // outputRead is output.read: a reviewer read an action's output, through
@@ -294,6 +324,7 @@ func (actionRequested) kind() auditchain.Kind  { return auditchain.KindActionReq
 func (actionConnecting) kind() auditchain.Kind { return auditchain.KindActionConnecting }
 func (actionFinished) kind() auditchain.Kind   { return auditchain.KindActionFinished }
 func (outputRead) kind() auditchain.Kind       { return auditchain.KindOutputRead }
+func (commandRevealed) kind() auditchain.Kind  { return auditchain.KindCommandRevealed }
 func (authFailed) kind() auditchain.Kind       { return auditchain.KindAuthFailed }
 func (tokenRotated) kind() auditchain.Kind     { return auditchain.KindTokenRotated }
 

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/airlockgw/airlock/gateway/config"
+	"github.com/airlockgw/airlock/gateway/redact"
 )
 
 // loaded is a configuration and what the engine made of it: the
@@ -28,6 +29,9 @@ type loaded struct {
 	sso *SSO
 	// secrets are the secret blocks' values, by name.
 	secrets map[string][]byte
+	// redactor finds credentials in commands: the built-in detectors and
+	// the redact blocks.
+	redactor *redact.Redactor
 }
 
 // load makes what cfg needs. What prev made for an unchanged part is kept:
@@ -53,6 +57,11 @@ func (e *Engine) load(cfg *config.Config, prev *loaded) (*loaded, error) {
 		}
 		l.signers[c.Name] = signer
 	}
+	var rules []redact.Rule
+	for _, r := range cfg.Redact {
+		rules = append(rules, redact.Rule{Name: r.Name, Pattern: r.Pattern})
+	}
+	l.redactor = redact.New(rules)
 	l.secrets = make(map[string][]byte, len(cfg.Secrets))
 	for _, sc := range cfg.Secrets {
 		v, err := config.LoadSecretValue(sc)

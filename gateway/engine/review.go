@@ -273,6 +273,7 @@ func ApprovalView(q approvals.Request) api.Approval {
 		Command: q.Command, TimeoutS: int(q.Timeout / time.Second), Digest: q.Digest.String(),
 		RequestedAt: q.RequestedAt, ExpiresAt: q.ExpiresAt, Requester: q.Requester, State: q.Status.String(),
 		DecidedBy: q.DecidedBy, Reason: q.Reason, AgentReason: q.AgentReason, Secret: q.Secret,
+		Redactions: apiRedactions(q.Redactions),
 	}
 	if in := q.Stdin; in != nil {
 		v.StdinBytes, v.StdinSHA256, v.StdinText = in.Size, hex.EncodeToString(in.SHA256[:]), in.Text
@@ -334,6 +335,33 @@ func (e *Engine) ReadOutput(ctx context.Context, rv approvals.Reviewer, id, via 
 		return o, nil
 	}
 	return Output{}, refuse(ErrNotFound, "action "+id+" has not finished")
+}
+
+// RevealCommand returns the original command of a pending request that
+// is stored redacted, to reviewer rv, after recording in the audit log
+// (command.revealed, via names the front end) that rv read it: no record,
+// no command (ErrUnavailable). A request that was not redacted, or is no
+// longer pending (the original is erased then), has none (ErrNotFound).
+func (e *Engine) RevealCommand(ctx context.Context, rv approvals.Reviewer, id approvals.RequestID, via string) (string, error) {
+	if !e.Enabled(ctx, rv) {
+		return "", refuse(ErrForbidden, "the reviewer may not reveal commands")
+	}
+	q, err := e.store.Request(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	orig, err := e.store.PendingOriginal(ctx, id)
+	if errors.Is(err, approvals.ErrNoOriginal) {
+		return "", refuse(ErrNotFound, "approval "+string(id)+" has no original command to reveal: it was not redacted, or it is no longer pending (the original is erased when a request ends)")
+	}
+	if err != nil {
+		return "", err
+	}
+	if _, err := e.recordKind(ctx, auditchain.KindCommandRevealed, "", string(q.RunID), commandRevealed{Reviewer: rv.Name(), Via: via, ApprovalID: id}); err != nil {
+		e.log.Error("command.revealed not recorded; command withheld", "approval", id, "error", err)
+		return "", refuse(ErrUnavailable, "the reveal could not be recorded in the audit log, so the command is withheld")
+	}
+	return orig, nil
 }
 
 // ReviewerResult returns an action's result (as Result) to reviewer rv,

@@ -372,6 +372,23 @@ func (s *server) handleListApprovals(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// handleRevealCommand returns a pending request's original command when
+// it is stored redacted; the reveal is recorded first.
+func (s *server) handleRevealCommand(w http.ResponseWriter, r *http.Request) {
+	p := principalFrom(r.Context())
+	id, err := approvals.ParseRequestID(chi.URLParam(r, "id"))
+	if err != nil {
+		writeError(w, http.StatusNotFound, api.CodeNotFound, "no such approval request")
+		return
+	}
+	cmd, err := s.e.RevealCommand(r.Context(), p.reviewer, id, "api")
+	if err != nil {
+		s.writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.RevealedCommand{ApprovalID: string(id), Command: cmd})
+}
+
 func (s *server) handleDecision(w http.ResponseWriter, r *http.Request) {
 	p := principalFrom(r.Context())
 	id, err := approvals.ParseRequestID(chi.URLParam(r, "id"))

@@ -211,6 +211,7 @@ func New(o Options) http.Handler {
 		r.With(s.agentOrReviewer).Delete("/runs/{id}", s.handleEndRun)
 		r.With(s.reviewerOnly).Get("/approvals", s.handleListApprovals)
 		r.With(s.reviewerOnly).Post("/approvals/{id}/decision", s.handleDecision)
+		r.With(s.reviewerOnly).Get("/approvals/{id}/command", s.handleRevealCommand)
 		r.With(s.agentOrReviewer).Get("/targets", s.handleTargets)
 		r.With(s.reviewerOnly).Get("/audit/entries", s.handleAuditEntries)
 		r.With(s.reviewerOnly).Get("/audit/verify", s.handleAuditVerify)

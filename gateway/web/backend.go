@@ -41,6 +41,10 @@ type Backend interface {
 	// audit log that rv read it; if that record cannot be made, it returns
 	// an error and no output.
 	ReadOutput(ctx context.Context, rv Reviewer, actionID string) (Output, error)
+	// RevealCommand returns the original of a pending request's redacted
+	// command after recording in the audit log that rv read it; ErrNotFound
+	// when there is none (not redacted, or no longer pending).
+	RevealCommand(ctx context.Context, rv Reviewer, approvalID string) (string, error)
 	// AuditStatus summarises the audit log: size, last checkpoint, the
 	// last verification and the latest entries.
 	AuditStatus(ctx context.Context) (AuditStatus, error)
@@ -118,6 +122,9 @@ type Card struct {
 	// Secret names the gateway-held secret that is the standard input
 	// instead, "" for none.
 	Secret string
+	// Redacted names the rules that replaced parts of Command (what
+	// looked like credentials), in order; none when it is as sent.
+	Redacted []string
 	// AgentReason is what the agent says the action is for.
 	AgentReason string
 	Digest      string

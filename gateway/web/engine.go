@@ -119,6 +119,9 @@ func (b *EngineBackend) card(ctx context.Context, q approvals.Request, mem []api
 		Requester: q.Requester, DecidedBy: q.DecidedBy, Reason: q.Reason, AgentReason: q.AgentReason,
 		Secret: q.Secret,
 	}
+	for _, r := range q.Redactions {
+		c.Redacted = append(c.Redacted, r.Rule)
+	}
 	if in := q.Stdin; in != nil {
 		c.Stdin = &StdinView{Size: int(in.Size), SHA256: hex.EncodeToString(in.SHA256[:]), Text: in.Text}
 	}
@@ -331,6 +334,24 @@ func (b *EngineBackend) ReadOutput(ctx context.Context, rv Reviewer, id string) 
 		return Output{}, pageError(err)
 	}
 	return Output{Stdout: o.Stdout, Stderr: o.Stderr, StdoutReceived: o.StdoutReceived, StderrReceived: o.StderrReceived}, nil
+}
+
+// RevealCommand returns a pending request's original command once its
+// reading is recorded.
+func (b *EngineBackend) RevealCommand(ctx context.Context, rv Reviewer, id string) (string, error) {
+	reviewer, ok := reviewerOf(rv)
+	if !ok {
+		return "", ErrForbidden
+	}
+	qid, err := approvals.ParseRequestID(id)
+	if err != nil {
+		return "", ErrNotFound
+	}
+	cmd, err := b.e.RevealCommand(ctx, reviewer, qid, "web")
+	if err != nil {
+		return "", pageError(err)
+	}
+	return cmd, nil
 }
 
 // AuditStatus summarises the audit log.

@@ -42,6 +42,7 @@ type fakeBackend struct {
 	actions   map[string]Action
 	outputs   map[string]Output
 	reads     []string
+	originals map[string]string // approval id → original of a redacted command
 	failures  map[string]int
 	disabled  map[string]bool
 	decideErr error
@@ -49,7 +50,7 @@ type fakeBackend struct {
 }
 
 func newFake(now func() time.Time) *fakeBackend {
-	return &fakeBackend{now: now, decided: map[string]Card{}, actions: map[string]Action{}, outputs: map[string]Output{}, failures: map[string]int{}, disabled: map[string]bool{}}
+	return &fakeBackend{now: now, decided: map[string]Card{}, actions: map[string]Action{}, outputs: map[string]Output{}, originals: map[string]string{}, failures: map[string]int{}, disabled: map[string]bool{}}
 }
 
 // fakeLink is the one login link the fake backend knows; it works once.
@@ -168,6 +169,17 @@ func (f *fakeBackend) ReadOutput(ctx context.Context, rv Reviewer, id string) (O
 	}
 	f.reads = append(f.reads, rv.Name()+" read "+id)
 	return o, nil
+}
+
+func (f *fakeBackend) RevealCommand(ctx context.Context, rv Reviewer, id string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cmd, ok := f.originals[id]
+	if !ok {
+		return "", ErrNotFound
+	}
+	f.reads = append(f.reads, rv.Name()+" revealed "+id)
+	return cmd, nil
 }
 
 func (f *fakeBackend) AuditStatus(ctx context.Context) (AuditStatus, error) {

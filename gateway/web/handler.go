@@ -100,6 +100,7 @@ func New(b Backend, o Options) *Handler {
 	mux.HandleFunc("GET "+Prefix+"/pending", h.page(h.pending))
 	mux.HandleFunc("GET "+Prefix+"/pending/cards", h.fragment(h.pendingCards))
 	mux.HandleFunc("POST "+Prefix+"/approvals/{id}/decision", h.post(h.decide))
+	mux.HandleFunc("POST "+Prefix+"/approvals/{id}/command", h.post(h.revealCommand))
 	mux.HandleFunc("GET "+Prefix+"/runs", h.page(h.runs))
 	mux.HandleFunc("POST "+Prefix+"/runs/{id}/revoke", h.post(h.revoke))
 	mux.HandleFunc("GET "+Prefix+"/actions/{id}", h.page(h.action))
@@ -584,6 +585,35 @@ func (h *Handler) output(w http.ResponseWriter, r *http.Request) {
 	so.StdoutLost = max(0, out.StdoutReceived-int64(len(out.Stdout)))
 	so.StderrLost = max(0, out.StderrReceived-int64(len(out.Stderr)))
 	h.render(w, r, http.StatusOK, "action", h.data(st, "Action "+a.ID, &actionData{Action: a, Output: so}))
+}
+
+// revealData is the page of a revealed command.
+type revealData struct {
+	ApprovalID string
+	Command    string
+}
+
+// revealCommand shows a pending request's original command, stored
+// redacted, once the reading is recorded.
+func (h *Handler) revealCommand(w http.ResponseWriter, r *http.Request) {
+	st := sessionFrom(r.Context())
+	id := r.PathValue("id")
+	cmd, err := h.b.RevealCommand(r.Context(), st.s.reviewer, id)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		h.renderError(w, r, st, http.StatusNotFound, "This request has no original command to show: it was not redacted, or it has been decided (the original is erased then).")
+		return
+	case errors.Is(err, ErrUnavailable):
+		h.renderError(w, r, st, http.StatusServiceUnavailable, "The command is not shown: reading it could not be recorded in the audit log.")
+		return
+	case errors.Is(err, ErrForbidden):
+		h.renderError(w, r, st, http.StatusForbidden, "Your account may not reveal commands.")
+		return
+	case err != nil:
+		h.internal(w, r, st, "revealing a command", err)
+		return
+	}
+	h.render(w, r, http.StatusOK, "reveal", h.data(st, "Command of "+id, &revealData{ApprovalID: id, Command: cmd}))
 }
 
 // cut returns what the page shows of b and how many bytes it leaves out

@@ -15,7 +15,7 @@ var assets embed.FS
 
 // pages are parsed once, at start: each page is the layout plus its own
 // file, so their "content" blocks do not collide.
-var pages = parsePages("login", "pending", "runs", "action", "audit", "error", "continue")
+var pages = parsePages("login", "pending", "runs", "action", "audit", "error", "continue", "reveal")
 
 func parsePages(names ...string) map[string]*template.Template {
 	base := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/parts.html"))
@@ -124,6 +124,7 @@ var funcs = template.FuncMap{
 	},
 	"lines": func(s string) int { return strings.Count(s, "\n") + 1 },
 	"size":  fmtSize,
+	"join":  strings.Join,
 	"secs":  func(d time.Duration) int64 { return int64(d / time.Second) },
 	"eq64":  func(a, b time.Duration) bool { return a == b },
 	"add":   func(a, b int) int { return a + b },

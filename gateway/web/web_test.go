@@ -319,6 +319,7 @@ func TestStateChangesNeedTheCSRFToken(t *testing.T) {
 		"/ui/approvals/" + card.ID + "/decision": {"decision": {"approve"}, "digest": {card.Digest}},
 		"/ui/runs/" + f.runs[0].ID + "/revoke":   {"note": {"x"}},
 		"/ui/actions/act_abc/output":             {},
+		"/ui/approvals/" + card.ID + "/command":  {},
 		"/ui/audit/verify":                       {},
 		"/ui/logout":                             {},
 	}
@@ -597,5 +598,33 @@ func TestLoginLink(t *testing.T) {
 	res, _ = post(t, newClient(t), srv.URL+"/ui/login", url.Values{"link": {fakeLink}})
 	if res.StatusCode != http.StatusForbidden {
 		t.Errorf("link without CSRF token: status %d, want 403", res.StatusCode)
+	}
+}
+
+// A redacted command: the card says so and shows the redacted text; the
+// original is shown only on request, and the request is recorded first.
+func TestRevealRedactedCommand(t *testing.T) {
+	f, _, srv, c := newTestHandler(t)
+	card := callCard("red", "aws s3 ls --access-key [redacted:aws-access-key]")
+	card.Redacted = []string{"aws-access-key"}
+	f.add(card)
+	f.originals[card.ID] = "aws s3 ls --access-key AKIAIOSFODNN7EXAMPLE"
+	login(t, c, srv.URL)
+	_, cards := get(t, c, srv.URL+"/ui/pending/cards")
+	if strings.Contains(cards, "AKIAIOSFODNN7EXAMPLE") || !strings.Contains(cards, "redacted</strong>: what looked like credentials (aws-access-key)") ||
+		!strings.Contains(cards, `action="/ui/approvals/`+card.ID+`/command"`) {
+		t.Fatalf("the card:\n%s", cards)
+	}
+	if len(f.reads) != 0 {
+		t.Fatalf("reads before asking: %v", f.reads)
+	}
+	tok := formToken(t, c, srv.URL+"/ui/pending")
+	res, page := post(t, c, srv.URL+"/ui/approvals/"+card.ID+"/command", url.Values{"csrf": {tok}})
+	if res.StatusCode != 200 || !strings.Contains(page, "AKIAIOSFODNN7EXAMPLE") || len(f.reads) != 1 || f.reads[0] != "alice revealed "+card.ID {
+		t.Fatalf("reveal: status %d, reads %v", res.StatusCode, f.reads)
+	}
+	delete(f.originals, card.ID)
+	if res, page := post(t, c, srv.URL+"/ui/approvals/"+card.ID+"/command", url.Values{"csrf": {tok}}); res.StatusCode != 404 || !strings.Contains(page, "erased") {
+		t.Errorf("no original: status %d", res.StatusCode)
 	}
 }

@@ -1,0 +1,134 @@
+// Package redact finds credentials in command lines before they are stored:
+// private key blocks, cloud and forge tokens, JWTs, password and token
+// assignments, URLs with a password, and patterns an operator configures.
+// Each match is replaced by "[redacted:RULE]" in the text that is stored
+// and shown; where it was is kept (rule, byte offset, length), and a keyed
+// hash of the original (HMAC-SHA256 with a gateway key) lets whoever holds
+// the original prove that it is the command that ran, without the log
+// ever holding it.
+package redact
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/airlockgw/airlock/approvals"
+)
+
+// Rule is one detector: text matching Pattern is a credential; when Group
+// is set, only that submatch is (the value of an assignment, not its
+// name).
+type Rule struct {
+	Name    string
+	Pattern *regexp.Regexp
+	Group   int
+}
+
+// The built-in detectors, in the order they are tried.
+var builtins = []Rule{
+	{Name: "private-key", Pattern: regexp.MustCompile(`-----BEGIN[A-Z0-9 ]{0,40} PRIVATE KEY( BLOCK)?-----(?s:.*?)(-----END[A-Z0-9 ]{0,40} PRIVATE KEY( BLOCK)?-----|\z)`)},
+	{Name: "aws-access-key", Pattern: regexp.MustCompile(`\b(?:AKIA|ASIA|ABIA|ACCA|AROA|AIDA)[0-9A-Z]{16}\b`)},
+	{Name: "github-token", Pattern: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b`)},
+	{Name: "gitlab-token", Pattern: regexp.MustCompile(`\bgl(?:pat|dt|rt|ptt|cbt|oas)-[A-Za-z0-9_-]{20,255}`)},
+	{Name: "slack-token", Pattern: regexp.MustCompile(`\bxox[abposre]-[A-Za-z0-9-]{10,255}`)},
+	{Name: "jwt", Pattern: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{10,}`)},
+	// A literal value given to a name that says it is a secret; a value
+	// that is an expansion ($VAR, $(cat)) holds no literal.
+	{Name: "assignment", Group: 1, Pattern: regexp.MustCompile(`(?i)(?:passw(?:or)?d|pwd|passphrase|secret|token|api[_-]?key|access[_-]?key|auth)["']?\s*[:=]\s*(["'][^"'$\s]{4,}["']|[^\s"'$;&|<>(){}\x60]{4,})`)},
+	{Name: "url-password", Group: 1, Pattern: regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^/\s:@'"]{1,256}:([^/\s@'"]{1,256})@`)},
+}
+
+// Builtins returns the names of the built-in detectors.
+func Builtins() []string {
+	out := make([]string, len(builtins))
+	for i, r := range builtins {
+		out[i] = r.Name
+	}
+	return out
+}
+
+// Redactor applies the built-in detectors and configured rules.
+type Redactor struct {
+	rules []Rule
+}
+
+// New returns a Redactor with the built-in detectors and extra.
+func New(extra []Rule) *Redactor {
+	return &Redactor{rules: append(slices.Clone(builtins), extra...)}
+}
+
+// Result is a text with its credentials replaced.
+type Result struct {
+	// Text is the text to store and show.
+	Text string
+	// Spans say what was replaced, in the original, by offset; none when
+	// Text is the original.
+	Spans []approvals.Redaction
+}
+
+// Found reports whether anything was replaced.
+func (r Result) Found() bool { return len(r.Spans) > 0 }
+
+// Redact finds every credential in s and replaces it by "[redacted:RULE]".
+// Where matches overlap, the earliest (then the longest) wins.
+func (x *Redactor) Redact(s string) Result {
+	var spans []approvals.Redaction
+	for _, r := range x.rules {
+		for _, m := range r.Pattern.FindAllStringSubmatchIndex(s, -1) {
+			lo, hi := m[0], m[1]
+			if r.Group > 0 && 2*r.Group+1 < len(m) {
+				lo, hi = m[2*r.Group], m[2*r.Group+1]
+			}
+			if lo < 0 || hi <= lo {
+				continue
+			}
+			spans = append(spans, approvals.Redaction{Rule: r.Name, Offset: lo, Length: hi - lo})
+		}
+	}
+	if len(spans) == 0 {
+		return Result{Text: s}
+	}
+	slices.SortFunc(spans, func(a, b approvals.Redaction) int {
+		if a.Offset != b.Offset {
+			return a.Offset - b.Offset
+		}
+		return b.Length - a.Length
+	})
+	var kept []approvals.Redaction
+	var b strings.Builder
+	at := 0
+	for _, sp := range spans {
+		if sp.Offset < at {
+			continue // inside one already replaced
+		}
+		b.WriteString(s[at:sp.Offset])
+		b.WriteString("[redacted:" + sp.Rule + "]")
+		at = sp.Offset + sp.Length
+		kept = append(kept, sp)
+	}
+	b.WriteString(s[at:])
+	return Result{Text: b.String(), Spans: kept}
+}
+
+// macDomain separates command MACs from every other use of the key.
+const macDomain = "airlock/command-hmac/v1\x00"
+
+// MAC is the keyed hash of an original command recorded beside its
+// redacted text: HMAC-SHA256(key, "airlock/command-hmac/v1" NUL command).
+func MAC(key []byte, command string) [32]byte {
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte(macDomain))
+	h.Write([]byte(command))
+	var out [32]byte
+	copy(out[:], h.Sum(nil))
+	return out
+}
+
+// CheckMAC reports whether command is the original that mac was made of.
+func CheckMAC(key []byte, command string, mac []byte) bool {
+	want := MAC(key, command)
+	return hmac.Equal(want[:], mac)
+}
