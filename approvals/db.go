@@ -153,6 +153,9 @@ func openDB(ctx context.Context, path string) (*sql.DB, error) {
 	q.Set("_foreign_keys", "on")
 	q.Set("_busy_timeout", "5000")
 	q.Set("_txlock", "immediate")
+	// What is deleted is zeroed, not left in free space: an original
+	// command is erased when its request ends.
+	q.Set("_secure_delete", "on")
 	db, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("approvals: open state database: %w", err)

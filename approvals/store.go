@@ -262,9 +262,11 @@ func (s *Store) commit(ctx context.Context, runs []*Run, reqs []*Request, events
 			return err
 		}
 	}
+	erased := false
 	for _, q := range reqs {
 		if q.Status != StatusPending {
 			q.Original = "" // erased with the row's copy below
+			erased = erased || len(q.Redactions) > 0
 		}
 		if err := upsertRequest(ctx, tx, q); err != nil {
 			return err
@@ -278,7 +280,21 @@ func (s *Store) commit(ctx context.Context, runs []*Run, reqs []*Request, events
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("approvals: commit: %w", err)
 	}
+	if erased {
+		s.scrubWAL(ctx)
+	}
 	return nil
+}
+
+// scrubWAL empties the write-ahead log after an original command was
+// erased: its old page images would hold it until overwritten. (The
+// database file itself zeroes what is deleted: secure_delete.)
+func (s *Store) scrubWAL(ctx context.Context) {
+	var busy, frames, done int
+	err := s.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &frames, &done)
+	if err != nil || busy != 0 {
+		s.log.Warn("the state database's write-ahead log could not be emptied after an original command was erased; it is, at the next checkpoint", "error", err)
+	}
 }
 
 // schedule arranges for f to run (under s.mu) after d, replacing any timer

@@ -1047,10 +1047,15 @@ func TestRedactedOriginalOnlyWhilePending(t *testing.T) {
 	if _, err := e.s.PendingOriginal(ctx, q.ID); !errors.Is(err, ErrNoOriginal) {
 		t.Errorf("after the decision: %v, want ErrNoOriginal", err)
 	}
-	e.s.Close()
-	for _, f := range []string{e.path, e.path + "-wal"} {
-		if b, err := os.ReadFile(f); err == nil && bytes.Contains(b, []byte("hunter22")) {
-			t.Errorf("%s still holds the original", filepath.Base(f))
+	// While the store is open (its write-ahead log in use), and after.
+	for _, when := range []string{"open", "closed"} {
+		if when == "closed" {
+			e.s.Close()
+		}
+		for _, f := range []string{e.path, e.path + "-wal"} {
+			if b, err := os.ReadFile(f); err == nil && bytes.Contains(b, []byte("hunter22")) {
+				t.Errorf("%s: %s still holds the original", when, filepath.Base(f))
+			}
 		}
 	}
 }
