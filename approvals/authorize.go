@@ -34,6 +34,12 @@ func (s *Store) Authorize(ctx context.Context, id RunID, a Action, onPending fun
 		return Result{}, err
 	}
 	mode := s.policy.ModeFor(a.Target, a.Account)
+	if len(a.Redactions) > 0 {
+		// Part of the command is hidden from the record: a reviewer sees
+		// this one on its own (and may reveal it); no run approval covers
+		// it.
+		mode = ModeCall
+	}
 	for {
 		res, w, err := s.admitOrRaise(ctx, id, mode, a)
 		if err != nil || w == nil {

@@ -201,6 +201,11 @@ type CertRequest struct {
 	// comma-separated list of addresses or CIDRs the certificate may be
 	// used from.
 	SourceAddress string
+	// PortForwarding adds the permit-port-forwarding extension, and no
+	// other: the certificate of a jump host's hop, which only opens
+	// direct-tcpip channels (sshd grants forwarding to a certificate only
+	// with it, whatever authorized_keys says).
+	PortForwarding bool
 	// Now is the signing time; zero means time.Now().
 	Now time.Time
 }
@@ -289,6 +294,9 @@ func NewActionCert(ca ssh.Signer, r CertRequest) (*ActionCert, error) {
 		ValidAfter:      uint64(after.Unix()),
 		ValidBefore:     uint64(before.Unix()),
 		Permissions:     ssh.Permissions{CriticalOptions: crit, Extensions: map[string]string{}},
+	}
+	if r.PortForwarding {
+		cert.Permissions.Extensions["permit-port-forwarding"] = ""
 	}
 	if err := cert.SignCert(rand.Reader, ca); err != nil {
 		return nil, fmt.Errorf("deploy: sign certificate: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,6 +12,8 @@ import (
 
 	"github.com/airlockgw/airlock/deploy"
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/config"
+	"github.com/airlockgw/airlock/gateway/gatewaytest"
 	"github.com/airlockgw/airlock/sshexec"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
@@ -112,6 +115,70 @@ target %q {
 	}
 	if strings.Contains(bastion.Log(), "Starting session") {
 		t.Errorf("a session was started on the bastion")
+	}
+	g.verifyAudit()
+}
+
+// TestBastionWithGatewayCA: a jump account that logs in with per-action
+// certificates. sshd grants forwarding to a certificate only when it
+// carries permit-port-forwarding, so the hop's certificate has it (and no
+// other extension); the route in action.connecting names the certificate.
+func TestBastionWithGatewayCA(t *testing.T) {
+	t.Parallel()
+	sshtest.Need(t)
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	caPub, _, err := deploy.InitCA(filepath.Join(state, "keys", "ca"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(t.TempDir(), "ca.pub")
+	if err := os.WriteFile(caFile, []byte(deploy.CAPublicKeyLine(caPub)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ns := sshtest.NewNetNS(t)
+	inner := sshtest.NewSSHD(t, sshtest.Options{NetNS: ns})
+	bastion := sshtest.NewSSHD(t, sshtest.Options{NetNS: ns, Config: []string{"TrustedUserCAKeys " + caFile}})
+	bastionAddr := ns.Expose(t, bastion.Addr)
+	// Only the CA's certificates log in to the bastion.
+	if err := os.WriteFile(bastion.AuthorizedKeysFile(), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	authorized := func(k ssh.PublicKey) string { return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(k))) }
+	cfg, err := config.Load(gatewaytest.Config{StateDir: state, HTTP: "127.0.0.1:0", CA: []string{"ca"},
+		Credentials: map[string]string{"inner-key": inner.ClientKeyFile},
+		Targets: []gatewaytest.Target{{Name: "bastion", Address: bastionAddr, HostKey: bastion.HostKey,
+			Accounts: []gatewaytest.Account{{Name: bastion.User, Credential: "ca", Approval: "run"}}}},
+		Extra: fmt.Sprintf(`target "db" {
+  address   = %q
+  via       = "bastion"
+  host_keys = [%q]
+  account %q {
+    credential = "inner-key"
+    approval   = "run"
+  }
+}
+`, inner.Addr, authorized(inner.HostKey), inner.User),
+	}.Write(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := runGateway(t, cfg, gwOptions{})
+	res := g.runAsync(api.ActionRequest{Target: "db", Command: "echo through a certificate"})
+	g.decideNext("run", "approve", "")
+	r := <-res
+	if r.err != nil || !r.a.Success() || r.a.Stdout != "through a certificate\n" {
+		t.Fatalf("%v %+v", r.err, r.a)
+	}
+	conn := g.auditEntries("action.connecting", r.a.ID)
+	if len(conn) != 1 || !strings.Contains(fmt.Sprint(conn[0].Fields["via"]), "(certificate airlock:"+r.a.ID) {
+		t.Errorf("action.connecting does not name the hop's certificate: %+v", conn)
+	}
+	if !bastion.WaitLog("ID airlock:"+r.a.ID, patience) {
+		t.Errorf("the bastion's log does not name the action's certificate")
 	}
 	g.verifyAudit()
 }

@@ -106,6 +106,14 @@ func (c *watchConn) Close() error {
 	return c.Conn.Close()
 }
 
+// markLocal makes every later I/O error ours, as Close does, without
+// closing: for a connection that closing the one beneath it ends.
+func (c *watchConn) markLocal() {
+	c.mu.Lock()
+	c.local = true
+	c.mu.Unlock()
+}
+
 // closeLocal is Close for use in defer and context.AfterFunc.
 func (c *watchConn) closeLocal() { c.Close() }
 

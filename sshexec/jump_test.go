@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,7 +25,15 @@ func TestJumpHostAgainstSSHD(t *testing.T) {
 	sshtest.Need(t)
 	ns := sshtest.NewNetNS(t)
 	inner := sshtest.NewSSHD(t, sshtest.Options{NetNS: ns})
-	bastion := sshtest.NewSSHD(t, sshtest.Options{NetNS: ns})
+	user, err := sshtest.TestUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The jump account's sshd settings docs/operators.md gives: local
+	// forwarding only (port-forwarding in authorized_keys turns remote
+	// forwarding on too).
+	bastion := sshtest.NewSSHD(t, sshtest.Options{NetNS: ns, Config: []string{"Match User " + user,
+		"  AllowTcpForwarding local", "  PermitListen none", "  AllowStreamLocalForwarding no", "  AllowAgentForwarding no", "  X11Forwarding no", "  PermitTTY no"}})
 	bastionAddr := ns.Expose(t, bastion.Addr)
 	jumpKey := sshtest.NewKey()
 	// Forwarding to the inner sshd and to the bastion itself (for a chain
@@ -156,6 +166,24 @@ func TestJumpHostAgainstSSHD(t *testing.T) {
 		}
 	})
 
+	t.Run("the jump key opens no listener on the jump host", func(t *testing.T) {
+		conn, err := net.Dial("tcp", bastionAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, chans, reqs, err := ssh.NewClientConn(conn, bastionAddr, &ssh.ClientConfig{User: bastion.User,
+			Auth: []ssh.AuthMethod{ssh.PublicKeys(jumpKey)}, HostKeyCallback: ssh.FixedHostKey(bastion.HostKey)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		client := ssh.NewClient(sc, chans, reqs)
+		defer client.Close()
+		if l, err := client.Listen("tcp", "127.0.0.1:0"); err == nil {
+			l.Close()
+			t.Error("the jump key opened a remote listener on the jump host")
+		}
+	})
+
 	t.Run("the jump host never runs a session", func(t *testing.T) {
 		if strings.Contains(bastion.Log(), "Starting session") {
 			t.Errorf("the bastion started a session:\n%s", bastion.Log())
@@ -168,6 +196,35 @@ func TestJumpHostAgainstSSHD(t *testing.T) {
 		res, _ := sshexec.Run(ctx, c, "sleep 60")
 		if res.Outcome != sshexec.TimedOut || res.Termination != sshexec.Confirmed {
 			t.Fatalf("outcome %v %v detail %q", res.Outcome, res.Termination, res.Detail)
+		}
+	})
+
+	t.Run("a jump host that hangs mid-command does not hold the action", func(t *testing.T) {
+		// The bastion's connection processes are stopped (SIGSTOP) once
+		// the command runs: its TCP connection stays open, nothing moves.
+		var stopped []int
+		t.Cleanup(func() {
+			for _, pid := range stopped {
+				syscall.Kill(pid, syscall.SIGCONT)
+			}
+		})
+		c := cfg()
+		c.Timeout, c.KillGrace = 2*time.Second, time.Second
+		c.Started = func() {
+			stopped = sshtest.Descendants(bastion.Pid())
+			for _, pid := range stopped {
+				syscall.Kill(pid, syscall.SIGSTOP)
+			}
+		}
+		done := make(chan *sshexec.Result, 1)
+		go func() { r, _ := sshexec.Run(ctx, c, "sleep 60"); done <- r }()
+		select {
+		case res := <-done:
+			if res.Outcome != sshexec.TimedOut || res.Termination != sshexec.Unconfirmed {
+				t.Errorf("outcome %v %v (%s), want timed_out, unconfirmed", res.Outcome, res.Termination, res.Detail)
+			}
+		case <-time.After(patience):
+			t.Fatal("Run did not return: a hung jump host holds the action past its deadline")
 		}
 	})
 

@@ -96,6 +96,11 @@ type action struct {
 func (a *action) end(o Outcome, t Termination, cause error) error {
 	a.res.Outcome = o
 	a.res.Termination = t
+	if t == NotStarted && len(a.route) > 1 && a.res.Hop == "" {
+		// Behind jump hosts, what failed before the command started and
+		// is not a jump host's failure is the target's.
+		a.res.Hop = a.route[len(a.route)-1].name
+	}
 	if cause != nil {
 		// The outcome is reported beside the detail: don't repeat it.
 		a.res.Detail = strings.TrimPrefix(cause.Error(), "sshexec: ")
@@ -163,15 +168,18 @@ func (l *links) add(c io.Closer) {
 	}
 }
 
-// close closes every connection, the innermost first.
+// close closes every connection, the outermost (the TCP connection to the
+// first hop) first: that ends every connection inside it at once, where
+// closing an inner one first would send its close through hops that may
+// have stopped reading.
 func (l *links) close() {
 	l.mu.Lock()
 	l.closed = true
 	conns := l.conns
 	l.conns = nil
 	l.mu.Unlock()
-	for i := len(conns) - 1; i >= 0; i-- {
-		conns[i].Close()
+	for _, c := range conns {
+		c.Close()
 	}
 }
 
@@ -299,7 +307,11 @@ func (a *action) session(ctx, dctx context.Context, wc *watchConn, conn ssh.Conn
 		conn.Wait()
 	}()
 	defer conn.Close()
-	defer wc.closeLocal()
+	// Every connection of the route at once, the outermost first: behind
+	// a jump host the target's connection is a channel of the hop's, and
+	// closing it alone waits on a hop that may have stopped answering.
+	defer cut.close()
+	defer wc.markLocal()
 	wg.Go(func() {
 		// No forwarding of any kind: refuse every channel the server
 		// opens toward us (forwarded-tcpip, auth-agent@openssh.com, x11).
@@ -412,7 +424,8 @@ wait:
 	// channel close that is every byte of output, which the readers still
 	// drain to EOF.
 	closedCleanly := isClosed(ex.closed) && wc.transportError() == nil
-	wc.closeLocal()
+	wc.markLocal()
+	cut.close()
 	conn.Close()
 	wg.Wait()
 	if execReply != nil {

@@ -136,6 +136,9 @@ func deployAuthorizedKeys(args []string, stdout, stderr io.Writer) int {
 		return failf(stderr, "%v", err)
 	}
 	fmt.Fprintln(stdout, line)
+	if len(jumps) > 0 {
+		fmt.Fprintf(stderr, "airlock: port-forwarding also allows remote forwarding (ssh -R), which permitopen does not limit; on %s, give the account local forwarding only:\n  Match User %s\n      AllowTcpForwarding local\n      PermitListen none\n      AllowStreamLocalForwarding no\n", *target, *account)
+	}
 	return 0
 }
 

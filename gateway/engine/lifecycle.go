@@ -264,7 +264,7 @@ func (l *lifecycle) connect(ctx context.Context) {
 	// The intent, durable before anything is dialed. A per-action
 	// certificate names the action (key ID) and its action.requested
 	// entry (serial), so the target's sshd log points into the chain.
-	signer, cert, err := l.conf.signerFor(l.account, l.a.id, uint64(l.requested.Seq), l.timeout)
+	signer, cert, err := l.conf.signerFor(l.account, l.a.id, uint64(l.requested.Seq), l.timeout, false)
 	if err != nil {
 		l.end(ctx, sshexec.Rejected, err.Error(), 0)
 		return
@@ -276,13 +276,17 @@ func (l *lifecycle) connect(ctx context.Context) {
 	via := make([]sshexec.Hop, len(hops))
 	var route []string
 	for i, h := range hops {
-		hs, _, err := l.conf.signerFor(hopAccounts[i], l.a.id, uint64(l.requested.Seq), l.timeout)
+		hs, hc, err := l.conf.signerFor(hopAccounts[i], l.a.id, uint64(l.requested.Seq), l.timeout, true)
 		if err != nil {
 			l.end(ctx, sshexec.Rejected, "jump host "+h.Name+": "+err.Error(), 0)
 			return
 		}
 		via[i] = sshexec.Hop{Name: h.Name, Addr: h.Address, User: hopAccounts[i].Name, Signers: []ssh.Signer{hs}, HostKeys: hostKeysOf(h)}
-		route = append(route, hopAccounts[i].Name+"@"+h.Name+" "+h.Address)
+		hop := hopAccounts[i].Name + "@" + h.Name + " " + h.Address
+		if hc != nil {
+			hop += fmt.Sprintf(" (certificate %s serial %d valid before %s)", hc.KeyID, hc.Serial, hc.ValidBefore.UTC().Format(time.RFC3339))
+		}
+		route = append(route, hop)
 	}
 	connecting.Via = strings.Join(route, ", ")
 	connecting.Secret = l.secret
@@ -683,6 +687,15 @@ func (l *lifecycle) hideSecret(r *sshexec.Result) {
 		if !s.cut {
 			*s.total = int64(len(*s.head))
 		}
+		// A mark is longer than a short value: what is stored stays
+		// within the store's cap all the same.
+		if h := *s.head; len(h) > sshexec.DefaultOutputLimit {
+			if !s.cut {
+				// It held the whole stream: keep its end, as for a cut one.
+				*s.tail = append([]byte(nil), h[len(h)-tailKeep:]...)
+			}
+			*s.head = h[:sshexec.DefaultOutputLimit]
+		}
 	}
 }
 
@@ -708,13 +721,14 @@ func stdinFacts(b []byte) *approvals.Stdin {
 }
 
 // signerFor returns the credential of an account: its key, or a fresh
-// key with a certificate for this one action, described for the audit log.
-func (l *loaded) signerFor(a *config.Account, actionID string, serial uint64, timeout time.Duration) (ssh.Signer, *certIssued, error) {
+// key with a certificate for this one action, described for the audit log;
+// a jump host's certificate permits port forwarding (and nothing else).
+func (l *loaded) signerFor(a *config.Account, actionID string, serial uint64, timeout time.Duration, jump bool) (ssh.Signer, *certIssued, error) {
 	cred := l.cfg.Credentials[a.Credential]
 	if cred != nil && cred.CA {
 		cert, err := deploy.NewActionCert(l.ca, deploy.CertRequest{
 			ActionID: actionID, Account: a.Name, Serial: serial, Timeout: timeout,
-			ForceCommand: cred.ForceCommand, SourceAddress: cred.SourceAddress,
+			ForceCommand: cred.ForceCommand, SourceAddress: cred.SourceAddress, PortForwarding: jump,
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("the certificate for this action could not be made: %v", err)

@@ -59,7 +59,7 @@ func (e *Engine) load(cfg *config.Config, prev *loaded) (*loaded, error) {
 	}
 	var rules []redact.Rule
 	for _, r := range cfg.Redact {
-		rules = append(rules, redact.Rule{Name: r.Name, Pattern: r.Pattern})
+		rules = append(rules, redact.Rule{Name: r.Name, Pattern: r.Pattern, Spaces: true})
 	}
 	l.redactor = redact.New(rules)
 	l.secrets = make(map[string][]byte, len(cfg.Secrets))

@@ -348,7 +348,7 @@ func (e *Engine) RevealCommand(ctx context.Context, rv approvals.Reviewer, id ap
 	}
 	q, err := e.store.Request(ctx, id)
 	if err != nil {
-		return "", err
+		return "", classify(err)
 	}
 	orig, err := e.store.PendingOriginal(ctx, id)
 	if errors.Is(err, approvals.ErrNoOriginal) {

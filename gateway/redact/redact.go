@@ -25,20 +25,50 @@ type Rule struct {
 	Name    string
 	Pattern *regexp.Regexp
 	Group   int
+	// Spaces lets a match hold spaces and tabs (an operator's pattern of
+	// a header, "X-Api-Key: …"); shell operators, quotes, expansions and
+	// line ends never.
+	Spaces bool
 }
 
 // The built-in detectors, in the order they are tried.
 var builtins = []Rule{
-	{Name: "private-key", Pattern: regexp.MustCompile(`-----BEGIN[A-Z0-9 ]{0,40} PRIVATE KEY( BLOCK)?-----(?s:.*?)(-----END[A-Z0-9 ]{0,40} PRIVATE KEY( BLOCK)?-----|\z)`)},
+	// A whole block, END line included, whose body is base64 lines and
+	// PEM header lines only: nothing else is ever hidden as a "key".
+	{Name: "private-key", Pattern: regexp.MustCompile(`-----BEGIN[A-Z0-9 ]{0,40} PRIVATE KEY( BLOCK)?-----\r?\n(?:[A-Za-z-]{1,40}: [A-Za-z0-9,-]{1,200}\r?\n|\r?\n)*(?:[A-Za-z0-9+/=]{1,100}\r?\n)+-----END[A-Z0-9 ]{0,40} PRIVATE KEY( BLOCK)?-----`)},
 	{Name: "aws-access-key", Pattern: regexp.MustCompile(`\b(?:AKIA|ASIA|ABIA|ACCA|AROA|AIDA)[0-9A-Z]{16}\b`)},
 	{Name: "github-token", Pattern: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b`)},
 	{Name: "gitlab-token", Pattern: regexp.MustCompile(`\bgl(?:pat|dt|rt|ptt|cbt|oas)-[A-Za-z0-9_-]{20,255}`)},
 	{Name: "slack-token", Pattern: regexp.MustCompile(`\bxox[abposre]-[A-Za-z0-9-]{10,255}`)},
 	{Name: "jwt", Pattern: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{10,}`)},
-	// A literal value given to a name that says it is a secret; a value
-	// that is an expansion ($VAR, $(cat)) holds no literal.
-	{Name: "assignment", Group: 1, Pattern: regexp.MustCompile(`(?i)(?:passw(?:or)?d|pwd|passphrase|secret|token|api[_-]?key|access[_-]?key|auth)["']?\s*[:=]\s*(["'][^"'$\s]{4,}["']|[^\s"'$;&|<>(){}\x60]{4,})`)},
-	{Name: "url-password", Group: 1, Pattern: regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^/\s:@'"]{1,256}:([^/\s@'"]{1,256})@`)},
+	{Name: "bearer-token", Group: 1, Pattern: regexp.MustCompile(`(?i)\bBearer\s+([A-Za-z0-9._~+/=-]{16,1000})`)},
+	// A literal value given to a name that says it is a secret: bare, or
+	// quoted (JSON's escaped quotes too). What the value may hold is
+	// checked by inert: an expansion ($VAR, $(cat)) is no literal.
+	{Name: "assignment", Group: 1, Pattern: regexp.MustCompile(`(?i)(?:passw(?:or)?d|pwd|passphrase|secret|token|api[_-]?key|access[_-]?key|auth)(?:\\?["'])?\s*[:=]\s*(\\?"[^"\\\n]{4,1000}\\?"|'[^'\n]{4,1000}'|[^\s"'$;&|<>(){}\x60\\]{4,1000})`)},
+	// The password of a URL's userinfo, up to the last "@" before the
+	// host (a user name may hold one).
+	{Name: "url-password", Group: 1, Pattern: regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^/\s:'"]{0,256}:([^/\s'"]{1,256})@`)},
+}
+
+// inert reports whether hiding s can hide nothing of a command's
+// structure: a value in single quotes holds no quote or line end; one in
+// double quotes no quote, expansion, escape or line end; a bare one no
+// space, quote, expansion, escape or shell operator. A span that is not
+// inert is left as it is, visible: an agent must not be able to hide a
+// command from reviewers and the log by dressing it as a credential.
+func inert(s string, spaces bool) bool {
+	if spaces {
+		s = strings.NewReplacer(" ", "", "\t", "").Replace(s)
+	}
+	switch {
+	case len(s) >= 2 && s[0] == '\'' && s[len(s)-1] == '\'':
+		return !strings.ContainsAny(s[1:len(s)-1], "'\r\n")
+	case len(s) >= 2 && strings.HasSuffix(s, `"`) && (s[0] == '"' || strings.HasPrefix(s, `\"`)):
+		body := strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(s, `\`), `"`), `"`), `\`)
+		return !strings.ContainsAny(body, "\"$`\\\r\n")
+	}
+	return !strings.ContainsAny(s, " \t\r\n\"'$`\\;&|<>(){}*?[]!#~")
 }
 
 // Builtins returns the names of the built-in detectors.
@@ -82,7 +112,7 @@ func (x *Redactor) Redact(s string) Result {
 			if r.Group > 0 && 2*r.Group+1 < len(m) {
 				lo, hi = m[2*r.Group], m[2*r.Group+1]
 			}
-			if lo < 0 || hi <= lo {
+			if lo < 0 || hi <= lo || r.Name != "private-key" && !inert(s[lo:hi], r.Spaces) {
 				continue
 			}
 			spans = append(spans, approvals.Redaction{Rule: r.Name, Offset: lo, Length: hi - lo})
@@ -102,7 +132,13 @@ func (x *Redactor) Redact(s string) Result {
 	at := 0
 	for _, sp := range spans {
 		if sp.Offset < at {
-			continue // inside one already replaced
+			// Overlapping the one replaced last: it covers this one's end
+			// too (the text between was checked as part of this one).
+			if end := sp.Offset + sp.Length; end > at {
+				last := &kept[len(kept)-1]
+				last.Length, at = end-last.Offset, end
+			}
+			continue
 		}
 		b.WriteString(s[at:sp.Offset])
 		b.WriteString("[redacted:" + sp.Rule + "]")
