@@ -126,19 +126,7 @@ target %q {
 func TestBastionWithGatewayCA(t *testing.T) {
 	t.Parallel()
 	sshtest.Need(t)
-	dir := t.TempDir()
-	state := filepath.Join(dir, "state")
-	if err := os.Mkdir(state, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	caPub, _, err := deploy.InitCA(filepath.Join(state, "keys", "ca"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	caFile := filepath.Join(t.TempDir(), "ca.pub")
-	if err := os.WriteFile(caFile, []byte(deploy.CAPublicKeyLine(caPub)+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir, state, caFile := gatewayCA(t)
 	ns := sshtest.NewNetNS(t)
 	inner := sshtest.NewSSHD(t, sshtest.Options{NetNS: ns})
 	bastion := sshtest.NewSSHD(t, sshtest.Options{NetNS: ns, Config: []string{"TrustedUserCAKeys " + caFile}})
@@ -181,4 +169,25 @@ func TestBastionWithGatewayCA(t *testing.T) {
 		t.Errorf("the bastion's log does not name the action's certificate")
 	}
 	g.verifyAudit()
+}
+
+// gatewayCA makes a state directory with a gateway CA in a temporary
+// directory, and a copy of its public key that sshd may read
+// (TrustedUserCAKeys).
+func gatewayCA(t *testing.T) (dir, state, caFile string) {
+	t.Helper()
+	dir = t.TempDir()
+	state = filepath.Join(dir, "state")
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	caPub, _, err := deploy.InitCA(filepath.Join(state, "keys", "ca"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile = filepath.Join(t.TempDir(), "ca.pub")
+	if err := os.WriteFile(caFile, []byte(deploy.CAPublicKeyLine(caPub)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, state, caFile
 }

@@ -25,7 +25,6 @@ import (
 
 	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/auditchain"
-	"github.com/airlockgw/airlock/deploy"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/gateway/engine"
@@ -832,21 +831,7 @@ func TestMaxParallelQueuesWithinTheDeadline(t *testing.T) {
 func TestPerActionCertificate(t *testing.T) {
 	t.Parallel()
 	sshtest.Need(t)
-	dir := t.TempDir()
-	state := filepath.Join(dir, "state")
-	if err := os.Mkdir(state, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	caPub, _, err := deploy.InitCA(filepath.Join(state, "keys", "ca"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// sshd reads TrustedUserCAKeys as root at start; the file may live
-	// anywhere readable.
-	caFile := filepath.Join(t.TempDir(), "ca.pub")
-	if err := os.WriteFile(caFile, []byte(deploy.CAPublicKeyLine(caPub)+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir, state, caFile := gatewayCA(t)
 	s := sshtest.NewSSHD(t, sshtest.Options{Config: []string{"TrustedUserCAKeys " + caFile}})
 	cfg, err := config.Load(gatewaytest.Config{StateDir: state, HTTP: "127.0.0.1:0", CA: []string{"ca"},
 		Targets: []gatewaytest.Target{{Name: "box", Address: s.Addr, HostKey: s.HostKey, Accounts: []gatewaytest.Account{{Name: s.User, Credential: "ca", Approval: "call"}}}},
