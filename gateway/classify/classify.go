@@ -160,7 +160,7 @@ func (c *classifier) line(src string, depth int) {
 		c.add(src, Destructive, "nested too deep to read")
 		return
 	}
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(true)).Parse(strings.NewReader(src), "")
 	if err != nil {
 		c.add(src, Destructive, "the shell cannot parse it: "+err.Error())
 		return
@@ -179,6 +179,14 @@ func (c *classifier) line(src string, depth int) {
 			}
 		case *syntax.FuncDecl:
 			c.add(nodeText(src, n), Destructive, "defines a function: what it runs is called by a name the classifier cannot follow")
+		case *syntax.Comment:
+			// A shell starts a comment only at the start of a word; where
+			// the parser saw one in the middle of a word (it does, after
+			// a quote in a command substitution), the shell reads more
+			// of the word than the parser did.
+			if at := int(n.Pos().Offset()); at > 0 && at <= len(src) && !strings.ContainsRune(" \t\n;&|()<>", rune(src[at-1])) {
+				c.add(nodeText(src, n), Destructive, "a # inside a word, which the shell does not read as a comment")
+			}
 		case *syntax.ArithmCmd, *syntax.TestClause:
 			// Tests and arithmetic change nothing (their words are
 			// walked for substitutions).

@@ -63,7 +63,7 @@ func TestCorpus(t *testing.T) {
 // or after a command, around it or inside it, the line is never lower.
 func TestNeverLowerThanAPart(t *testing.T) {
 	cmds, want := corpus(t)
-	wraps := []string{"%s", "ls; %s", "%s; ls", "true && %s", "false || %s", "echo $(%s)", "(%s)", "{ %s; }", "sh -c %q", "bash -c %q", "%s | cat", "cat | %s", "if true; then %s; fi", "nice %s", "timeout 5 %s", "env A=1 %s"}
+	wraps := []string{"%s", "ls; %s", "%s; ls", "true && %s", "false || %s", "echo $( %s)", "(%s)", "{ %s; }", "sh -c %q", "bash -c %q", "%s | cat", "cat | %s", "if true; then %s; fi", "nice %s", "timeout 5 %s", "env A=1 %s"}
 	for i, cmd := range cmds {
 		for _, w := range wraps {
 			line := strings.Replace(w, "%s", cmd, 1)
@@ -122,7 +122,7 @@ func FuzzClassify(f *testing.F) {
 		if len(r.Parts) > 0 && strings.HasPrefix(r.Parts[0].Rule, "the shell cannot parse it") || strings.HasSuffix(cmd, `\`) {
 			return // not a command, or one the next line continues
 		}
-		for _, line := range []string{"true; " + cmd, "ls && " + cmd, "echo $(" + cmd + "\n)"} {
+		for _, line := range []string{"true; " + cmd, "ls && " + cmd, "echo $( " + cmd + "\n)"} {
 			if got := Classify(line).Class; got < r.Class {
 				t.Fatalf("%q is %s, lower than its part %q (%s)", line, got, cmd, r.Class)
 			}

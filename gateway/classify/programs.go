@@ -50,6 +50,10 @@ var (
 		pwsh tclsh expect groovy java jshell osascript deno bun`)
 )
 
+// systemDirs are where a program named by a path is the program of its
+// name.
+var systemDirs = set(`/bin /usr/bin /sbin /usr/sbin /usr/local/bin /usr/local/sbin`)
+
 func set(words string) map[string]bool {
 	m := map[string]bool{}
 	for _, w := range strings.Fields(words) {
@@ -77,6 +81,11 @@ func (c *classifier) program(text string, args []arg, depth int) {
 		return
 	}
 	name := path.Base(args[0].v)
+	if dir := path.Dir(args[0].v); strings.Contains(args[0].v, "/") && !systemDirs[path.Clean(dir)] {
+		// ./ls or /tmp/ls is whatever was put there, not ls.
+		c.add(text, Destructive, "runs a program by a path outside the system's program directories")
+		return
+	}
 	if strings.HasPrefix(name, "mkfs.") {
 		name = "mkfs"
 	}
@@ -335,7 +344,7 @@ func skipOptions(rest []arg, valueOpts map[string]bool, assigns bool) (int, bool
 		}
 		i++
 	}
-	return i, true
+	return min(i, len(rest)), true
 }
 
 // assignRE is a NAME=value argument.
