@@ -32,6 +32,13 @@ type Action struct {
 	// request is pending.
 	Shown      string      `json:"shown,omitempty"`
 	Redactions []Redaction `json:"redactions,omitempty"`
+	// Class is the command's class (read_only … forbidden) and
+	// ClassReason the parts that decided it, for reviewers. Escalation,
+	// when set, says why no run approval covers this action: it asks a
+	// call approval of its own, inside an approved run too.
+	Class       string `json:"class,omitempty"`
+	ClassReason string `json:"class_reason,omitempty"`
+	Escalation  string `json:"escalation,omitempty"`
 }
 
 // Redaction is one part of a command replaced before it was stored: the

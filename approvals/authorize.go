@@ -34,10 +34,10 @@ func (s *Store) Authorize(ctx context.Context, id RunID, a Action, onPending fun
 		return Result{}, err
 	}
 	mode := s.policy.ModeFor(a.Target, a.Account)
-	if len(a.Redactions) > 0 {
-		// Part of the command is hidden from the record: a reviewer sees
-		// this one on its own (and may reveal it); no run approval covers
-		// it.
+	if len(a.Redactions) > 0 || a.Escalation != "" {
+		// Part of the command is hidden from the record, or policy says
+		// its class needs a reviewer each time: a reviewer sees this one
+		// on its own; no run approval covers it.
 		mode = ModeCall
 	}
 	for {
@@ -193,6 +193,7 @@ func (s *Store) raise(ctx context.Context, r *Run, kind Kind, a Action) (*waitSe
 		ID: RequestID(newID(requestIDPrefix)), Kind: kind, RunID: r.ID,
 		Target: a.Target, Account: a.Account, Command: a.Command, Timeout: a.Timeout,
 		Stdin: a.Stdin, AgentReason: a.AgentReason, Secret: a.Secret,
+		Class: a.Class, ClassReason: a.ClassReason, Escalation: a.Escalation,
 		Digest: DigestOf(r.ID, a), Requester: r.Requester,
 		RequestedAt: now, ExpiresAt: now.Add(s.timeout), Status: StatusPending,
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // schemaVersion is PRAGMA user_version; bump it with a migration.
-const schemaVersion = 5
+const schemaVersion = 6
 
 // migrations bring a database of version i+1 to version i+2; a new
 // database gets schema, which is the latest, at once.
@@ -34,6 +34,9 @@ var migrations = []string{
 	`ALTER TABLE requests ADD COLUMN secret TEXT;
 	 ALTER TABLE requests ADD COLUMN command_original TEXT;
 	 ALTER TABLE requests ADD COLUMN redactions TEXT;`,
+	`ALTER TABLE requests ADD COLUMN class TEXT;
+	 ALTER TABLE requests ADD COLUMN class_reason TEXT;
+	 ALTER TABLE requests ADD COLUMN escalation TEXT;`,
 }
 
 // adminEventsTable holds the reviewer changes made while no gateway ran
@@ -109,7 +112,10 @@ CREATE TABLE IF NOT EXISTS requests (
 	agent_reason TEXT,
 	secret       TEXT,
 	command_original TEXT,
-	redactions   TEXT
+	redactions   TEXT,
+	class        TEXT,
+	class_reason TEXT,
+	escalation   TEXT
 );
 CREATE INDEX IF NOT EXISTS requests_status ON requests(status);
 CREATE TABLE IF NOT EXISTS reviewers (
@@ -362,7 +368,7 @@ func loadRuns(ctx context.Context, q querier, where string, args ...any) ([]*Run
 
 const requestColumns = `id, kind, run_id, target, account, command, timeout_ns, digest, requester,
 	requested_at, expires_at, status, decided_by, decided_at, reason, consumed_at,
-	stdin_size, stdin_sha256, stdin_text, agent_reason, secret, redactions`
+	stdin_size, stdin_sha256, stdin_text, agent_reason, secret, redactions, class, class_reason, escalation`
 
 func upsertRequest(ctx context.Context, q querier, r *Request) error {
 	var stdinSize, stdinSum, stdinText, redactions, original any
@@ -380,14 +386,15 @@ func upsertRequest(ctx context.Context, q querier, r *Request) error {
 		original = nullStr(r.Original)
 	}
 	_, err := q.ExecContext(ctx, `INSERT INTO requests (`+requestColumns+`, command_original)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT(id) DO UPDATE SET status=excluded.status, decided_by=excluded.decided_by,
 			decided_at=excluded.decided_at, reason=excluded.reason, consumed_at=excluded.consumed_at,
 			command_original=excluded.command_original`,
 		string(r.ID), r.Kind.String(), string(r.RunID), r.Target, r.Account, r.Command,
 		int64(r.Timeout), r.Digest[:], r.Requester, ns(r.RequestedAt), ns(r.ExpiresAt),
 		r.Status.String(), nullStr(r.DecidedBy), ns(r.DecidedAt), nullStr(r.Reason), ns(r.ConsumedAt),
-		stdinSize, stdinSum, stdinText, nullStr(r.AgentReason), nullStr(r.Secret), redactions, original)
+		stdinSize, stdinSum, stdinText, nullStr(r.AgentReason), nullStr(r.Secret), redactions,
+		nullStr(r.Class), nullStr(r.ClassReason), nullStr(r.Escalation), original)
 	if err != nil {
 		return fmt.Errorf("approvals: write request %s: %w", r.ID, err)
 	}
@@ -402,13 +409,14 @@ func scanRequest(sc scanner) (*Request, error) {
 		digest                                     []byte
 		decidedBy, reason, stdinText, agentReason  sql.NullString
 		secret, redactions                         sql.NullString
+		class, classReason, escalation             sql.NullString
 		requestedAt, expiresAt, decidedAt, consume sql.NullInt64
 		stdinSize                                  sql.NullInt64
 		stdinSum                                   []byte
 	)
 	err := sc.Scan(&id, &kind, &runID, &r.Target, &r.Account, &r.Command, &timeout, &digest,
 		&r.Requester, &requestedAt, &expiresAt, &status, &decidedBy, &decidedAt, &reason, &consume,
-		&stdinSize, &stdinSum, &stdinText, &agentReason, &secret, &redactions)
+		&stdinSize, &stdinSum, &stdinText, &agentReason, &secret, &redactions, &class, &classReason, &escalation)
 	if err != nil {
 		return nil, err
 	}
@@ -421,6 +429,7 @@ func scanRequest(sc scanner) (*Request, error) {
 		r.Stdin = in
 	}
 	r.AgentReason, r.Secret = agentReason.String, secret.String
+	r.Class, r.ClassReason, r.Escalation = class.String, classReason.String, escalation.String
 	if redactions.Valid {
 		if err := json.Unmarshal([]byte(redactions.String), &r.Redactions); err != nil {
 			return nil, fmt.Errorf("approvals: request %s: redactions: %w", id, err)

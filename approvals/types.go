@@ -114,6 +114,10 @@ type Request struct {
 	// erased when the request ends.
 	Redactions []Redaction `json:"redactions,omitempty"`
 	Original   string      `json:"-"`
+	// Class, ClassReason and Escalation are the action's (see Action).
+	Class       string `json:"class,omitempty"`
+	ClassReason string `json:"class_reason,omitempty"`
+	Escalation  string `json:"escalation,omitempty"`
 	// Digest binds a call approval to its action (see DigestOf).
 	Digest    Digest    `json:"digest"`
 	Status    Status    `json:"status"`

@@ -398,6 +398,12 @@ func approvalsShow(args []string, stdout, stderr io.Writer) int {
 			line("", visible(a.StdinText))
 		}
 	}
+	if a.Class != "" {
+		line("class", a.Class+": "+visible(a.ClassReason))
+	}
+	if a.Escalation != "" {
+		line("escalated", "no run approval covers it: "+visible(a.Escalation))
+	}
 	if a.Secret != "" {
 		line("standard input", "secret "+visible(a.Secret)+" (held by the gateway; its value is never shown)")
 	}

@@ -84,6 +84,9 @@ type Action struct {
 	// replaced ("[redacted:RULE]") in Command before it was stored: the
 	// rule, and where in the command as sent.
 	Redactions []Redaction `json:"redactions,omitempty"`
+	// Class is the command's class: read_only, mutating, destructive,
+	// privileged or forbidden.
+	Class string `json:"class,omitempty"`
 	// Secret is the gateway-held secret the action's standard input was;
 	// SecretReplacements counts the occurrences of its value replaced in
 	// the output ("[secret NAME]"), where sizes count the replaced output.
@@ -451,17 +454,22 @@ type Approval struct {
 	Secret string `json:"secret,omitempty"`
 	// Redactions say what of Command was replaced; a reviewer may
 	// reveal the original while the request is pending (recorded).
-	Redactions  []Redaction `json:"redactions,omitempty"`
-	AgentReason string      `json:"agent_reason,omitempty"`
-	Digest      string      `json:"digest,omitempty"`
-	RequestedAt time.Time   `json:"requested_at"`
-	ExpiresAt   time.Time   `json:"expires_at"`
-	Requester   string      `json:"requester"`
-	State       string      `json:"state"`
-	Run         *Run        `json:"run,omitempty"`
-	DecidedBy   string      `json:"decided_by,omitempty"`
-	DecidedAt   *time.Time  `json:"decided_at,omitempty"`
-	Reason      string      `json:"reason,omitempty"`
+	Redactions []Redaction `json:"redactions,omitempty"`
+	// Class is the command's class, ClassReason the parts that decided
+	// it; Escalation says why no run approval covers this action.
+	Class       string     `json:"class,omitempty"`
+	ClassReason string     `json:"class_reason,omitempty"`
+	Escalation  string     `json:"escalation,omitempty"`
+	AgentReason string     `json:"agent_reason,omitempty"`
+	Digest      string     `json:"digest,omitempty"`
+	RequestedAt time.Time  `json:"requested_at"`
+	ExpiresAt   time.Time  `json:"expires_at"`
+	Requester   string     `json:"requester"`
+	State       string     `json:"state"`
+	Run         *Run       `json:"run,omitempty"`
+	DecidedBy   string     `json:"decided_by,omitempty"`
+	DecidedAt   *time.Time `json:"decided_at,omitempty"`
+	Reason      string     `json:"reason,omitempty"`
 }
 
 // DecisionRequest is the body of POST /v1/approvals/{id}/decision.

@@ -35,7 +35,8 @@ var (
 		cd : zcat bzcat xzcat zless timedatectl loginctl hostnamectl findmnt namei expr factor numfmt fold fmt
 		expand unexpand rev shuf tsort look top htop history htpasswd-check wait read let set shopt
 		unset umask alias unalias times caller help dirs pushd popd hash jobs fg bg export readonly local
-		declare typeset free ulimit nstat lslocks lsns`)
+		declare typeset free ulimit nstat lslocks lsns exit return break continue shift getopts
+		sleep true false basename`)
 	mutating = set(`mkdir touch patch logger ssh-keygen gzip gunzip bzip2 bunzip2 xz unxz zip unzip split csplit
 		mkfifo mktemp htpasswd`)
 	destructive = set(`rm rmdir unlink shred mkfs mke2fs mkswap wipefs fdisk sfdisk cfdisk parted sgdisk gdisk

@@ -29,6 +29,7 @@ import (
 	"github.com/airlockgw/airlock/deploy"
 	"github.com/airlockgw/airlock/deploy/hclcheck"
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/classify"
 	"github.com/airlockgw/airlock/sshexec"
 )
 
@@ -355,6 +356,13 @@ type Account struct {
 	// OnSecret is what happens to a command in which a detector finds a
 	// credential: OnSecretRedact (the default) or OnSecretRefuse.
 	OnSecret string
+	// Escalate are the classes of command (gateway/classify) that a run
+	// approval does not cover on this account: each asks its own call
+	// approval. Refuse are the classes rejected outright, and
+	// DenyPatterns commands rejected whatever their class.
+	Escalate     []classify.Class
+	Refuse       []classify.Class
+	DenyPatterns []*regexp.Regexp
 }
 
 // What an account does with a command that holds a credential.
@@ -618,6 +626,9 @@ type rawAccount struct {
 	Output     *hcl.Attribute `hcl:"output,optional"`
 	MaxStdin   *hcl.Attribute `hcl:"max_stdin,optional"`
 	OnSecret   *hcl.Attribute `hcl:"on_secret,optional"`
+	Escalate   *hcl.Attribute `hcl:"escalate,optional"`
+	Refuse     *hcl.Attribute `hcl:"refuse,optional"`
+	Deny       *hcl.Attribute `hcl:"deny_patterns,optional"`
 	DefRange   hcl.Range      `hcl:",def_range"`
 }
 
@@ -1312,6 +1323,16 @@ func (c *checker) target(cfg *Config, r *rawTarget, base string) {
 		if a.OnSecret != OnSecretRedact && a.OnSecret != OnSecretRefuse {
 			c.Errorf(ra.OnSecret.Range, `target %q account %q: on_secret must be "redact" or "refuse"`, r.Name, ra.Name)
 		}
+		a.Escalate = c.classes(ra.Escalate, r.Name, ra.Name)
+		a.Refuse = c.classes(ra.Refuse, r.Name, ra.Name)
+		for _, p := range c.strList(ra.Deny) {
+			re, err := regexp.Compile(p)
+			if err != nil {
+				c.Errorf(ra.Deny.Range, "target %q account %q: deny_patterns: %v", r.Name, ra.Name, err)
+				continue
+			}
+			a.DenyPatterns = append(a.DenyPatterns, re)
+		}
 		if _, ok := cfg.Credentials[a.Credential]; !ok && ra.Credential != nil {
 			c.Errorf(ra.Credential.Range, "target %q account %q: no credential %q is defined (defined: %s)", r.Name, ra.Name, a.Credential, names(cfg.Credentials))
 		}
@@ -1408,6 +1429,20 @@ func (c *checker) chain(cfg *Config, r *rawTarget) {
 			return
 		}
 	}
+}
+
+// classes reads a list of command classes (escalate, refuse).
+func (c *checker) classes(a *hcl.Attribute, target, account string) []classify.Class {
+	var out []classify.Class
+	for _, s := range c.strList(a) {
+		cl, err := classify.ParseClass(s)
+		if err != nil {
+			c.Errorf(a.Range, "target %q account %q: %s: %v", target, account, a.Name, err)
+			continue
+		}
+		out = append(out, cl)
+	}
+	return out
 }
 
 func names[V any](m map[string]V) string {

@@ -347,6 +347,16 @@ target "t" {
     on_secret = "ignore"
   }
 }`, []int{7}},
+		{"escalate an unknown class", `credential "k" { private_key_file = "/k" }
+target "t" {
+  address   = "10.0.0.1:22"
+  host_keys = ["` + testHostKey + `"]
+  account "a" {
+    credential = "k"
+    escalate   = ["dangerous"]
+    deny_patterns = ["(unclosed"]
+  }
+}`, []int{7, 8}},
 		{"via an unknown target", valid(jumpTarget("j", "nowhere")), []int{9}},
 		{"via itself", valid(jumpTarget("j", "j")), []int{9}},
 		{"via an unknown account", valid(jumpTarget("j", "root@t")), []int{9}},

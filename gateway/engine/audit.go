@@ -76,7 +76,7 @@ func (e *Engine) recordApprovalEvent(ctx context.Context, ev approvals.Event) er
 	if r := ev.Request; r != nil {
 		rec.Request = &requestFacts{ID: r.ID, Kind: r.Kind, Status: r.Status, Target: r.Target, Account: r.Account,
 			Command: r.Command, TimeoutS: int64(r.Timeout / time.Second), Digest: r.Digest,
-			Secret: r.Secret, Redacted: len(r.Redactions) > 0}
+			Secret: r.Secret, Redacted: len(r.Redactions) > 0, Class: r.Class, Escalation: r.Escalation}
 		if r.DecidedBy != "" {
 			rec.Request.DecidedBy, rec.Request.Reason = r.DecidedBy, &r.Reason
 		}
@@ -179,6 +179,7 @@ func (e *Engine) actionFromAudit(ctx context.Context, id string) (api.Action, *h
 			a.Target, a.Account, a.Command, a.TimeoutS = r.Target, r.Account, r.Command, int(r.TimeoutS)
 			a.Reason, a.Secret = r.Reason, r.Secret
 			a.Redactions = apiRedactions(r.Redactions)
+			a.Class = r.Class
 			if r.StdinBytes != nil && r.StdinSHA256 != nil {
 				a.StdinBytes, a.StdinSHA256 = *r.StdinBytes, hex.EncodeToString(r.StdinSHA256[:])
 			}

@@ -20,6 +20,7 @@ import (
 	"github.com/airlockgw/airlock/auditchain"
 	"github.com/airlockgw/airlock/deploy"
 	"github.com/airlockgw/airlock/gateway/api"
+	cmdclass "github.com/airlockgw/airlock/gateway/classify"
 	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/gateway/redact"
 	"github.com/airlockgw/airlock/sshexec"
@@ -65,7 +66,10 @@ type lifecycle struct {
 	// what allowed it; mask hides its value in the output.
 	secret, grant string
 	mask          *secretMask
-	run           approvals.Run
+	// classReason is why the command has its class (redacted);
+	// escalation why no run approval covers it, "" when one may.
+	classReason, escalation string
+	run                     approvals.Run
 	// requested is where action.requested landed: a per-action
 	// certificate's serial.
 	requested auditchain.Ref
@@ -116,6 +120,9 @@ func (l *lifecycle) resolve(ctx context.Context) bool {
 	if problem == "" && l.req.Secret != "" {
 		problem = l.secretStdin()
 	}
+	if problem == "" {
+		problem = l.classify()
+	}
 	if red := l.a.redaction; problem == "" && red.Found() && l.account.OnSecret == config.OnSecretRefuse {
 		var found []string
 		for _, sp := range red.Spans {
@@ -160,7 +167,7 @@ func (l *lifecycle) resolve(ctx context.Context) bool {
 	// action.requested, whatever follows: every request is accounted.
 	obj := l.a.Snapshot()
 	rq := actionRequested{Target: obj.Target, Account: obj.Account, Command: obj.Command, TimeoutS: int64(obj.TimeoutS), Reason: obj.Reason,
-		Secret: clip(l.req.Secret, 64), SecretGrant: l.grant}
+		Secret: clip(l.req.Secret, 64), SecretGrant: l.grant, Class: obj.Class, ClassReason: l.classReason, Escalation: l.escalation}
 	if red := l.a.redaction; red.Found() {
 		mac := redact.MAC(e.commandKey, l.req.Command)
 		rq.Redactions, rq.CommandHMAC = red.Spans, &mac
@@ -200,6 +207,7 @@ func (l *lifecycle) approve(ctx context.Context) bool {
 		Target: l.target.Name, Account: l.account.Name, Command: l.req.Command, Timeout: l.timeout,
 		Stdin: l.stdinFacts(), Secret: l.secret, AgentReason: l.a.Snapshot().Reason,
 		Shown: l.a.redaction.Text, Redactions: l.a.redaction.Spans,
+		Class: l.a.Snapshot().Class, ClassReason: l.classReason, Escalation: l.escalation,
 	}, func(r approvals.Request) {
 		l.a.update(func(o *api.Action) { o.Approval.ID = string(r.ID) })
 		l.a.setState(api.StateWaitingApproval, api.StateEvent{
@@ -640,6 +648,35 @@ func stdinOf(b64 string, acct *config.Account) (stdin []byte, problem string) {
 		return nil, ""
 	}
 	return b, ""
+}
+
+// classify classifies the command (gateway/classify) and applies the
+// account's policy: refuse and deny_patterns reject it (problem says why),
+// escalate takes it out of what a run approval covers. Policy only ever
+// narrows what a reviewer approved.
+func (l *lifecycle) classify() (problem string) {
+	res := cmdclass.Classify(l.req.Command)
+	// The parts quote the command: what looks like a credential in them
+	// is hidden as it is in the command.
+	l.classReason = l.conf.redactor.Redact(res.Reason()).Text
+	l.a.update(func(o *api.Action) { o.Class = res.Class.String() })
+	for _, re := range l.account.DenyPatterns {
+		if re.MatchString(l.req.Command) {
+			return fmt.Sprintf("the command matches the account's deny pattern %q; the policy refuses it", re.String())
+		}
+	}
+	for _, cl := range l.account.Refuse {
+		if res.Class == cl {
+			return "the account's policy refuses " + l.classReason
+		}
+	}
+	for _, cl := range l.account.Escalate {
+		if res.Class >= cl {
+			l.escalation = "the account's policy escalates " + res.Class.String() + " commands: " + l.classReason
+			break
+		}
+	}
+	return ""
 }
 
 // secretStdin makes the secret the request names the action's standard

@@ -73,6 +73,12 @@ type actionRequested struct {
 	// check-command`), the log never holds it.
 	Redactions  redactionList `audit:"redactions,omitempty"`
 	CommandHMAC *[32]byte     `audit:"command_hmac"`
+	// Class is the command's class (gateway/classify), ClassReason the
+	// parts that decided it, and Escalation why no run approval covers it
+	// (the account's policy), when none does.
+	Class       string `audit:"class,omitempty"`
+	ClassReason string `audit:"class_reason,omitempty"`
+	Escalation  string `audit:"escalation,omitempty"`
 }
 
 // redactionList is stored as a JSON array.
@@ -277,6 +283,9 @@ type requestFacts struct {
 	// Redacted marks a command stored redacted (its action.requested
 	// entry says what was replaced); the digest binds the original.
 	Redacted bool `audit:"command_redacted,omitempty"`
+	// Class and Escalation are the action's (see actionRequested).
+	Class      string `audit:"class,omitempty"`
+	Escalation string `audit:"escalation,omitempty"`
 }
 
 // commandRevealed is command.revealed: a reviewer read the original of a

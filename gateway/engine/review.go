@@ -273,7 +273,7 @@ func ApprovalView(q approvals.Request) api.Approval {
 		Command: q.Command, TimeoutS: int(q.Timeout / time.Second), Digest: q.Digest.String(),
 		RequestedAt: q.RequestedAt, ExpiresAt: q.ExpiresAt, Requester: q.Requester, State: q.Status.String(),
 		DecidedBy: q.DecidedBy, Reason: q.Reason, AgentReason: q.AgentReason, Secret: q.Secret,
-		Redactions: apiRedactions(q.Redactions),
+		Redactions: apiRedactions(q.Redactions), Class: q.Class, ClassReason: q.ClassReason, Escalation: q.Escalation,
 	}
 	if in := q.Stdin; in != nil {
 		v.StdinBytes, v.StdinSHA256, v.StdinText = in.Size, hex.EncodeToString(in.SHA256[:]), in.Text

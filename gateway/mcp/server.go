@@ -155,6 +155,8 @@ var actionFieldDescriptions = map[string]string{
 	"reason":               "what the agent said the action is for",
 	"secret":               "the gateway-held secret written to the command's standard input (its value is never returned)",
 	"secret_replacements":  "how many times the secret's value was found in the output and replaced by [secret NAME]",
+	"class":                "the command's class as the gateway read it: read_only, mutating, destructive, privileged or forbidden; an account may reject some classes or ask a reviewer for them even inside an approved session",
+	"redactions":           "what of the command looked like a credential and is stored replaced by [redacted:RULE]: rule, offset and length in the command as sent; pass secrets with secret instead",
 	"hop":                  "for a target behind a jump host: where the action failed before its command started (the jump host's target name, or the target's own)",
 	"approval":             "under which approval the action ran or was refused: mode run or call, the approval id, who decided, the decision and its reason",
 	"next_step":            "after an action that did not succeed: retry (no, yes, or after_check: the command may have run, look first), who must act (agent, reviewer or operator) and the same in words",

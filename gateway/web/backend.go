@@ -125,6 +125,9 @@ type Card struct {
 	// Redacted names the rules that replaced parts of Command (what
 	// looked like credentials), in order; none when it is as sent.
 	Redacted []string
+	// Class is the command's class, ClassReason the parts that decided
+	// it, Escalation why no run approval covers it.
+	Class, ClassReason, Escalation string
 	// AgentReason is what the agent says the action is for.
 	AgentReason string
 	Digest      string

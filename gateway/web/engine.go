@@ -117,7 +117,7 @@ func (b *EngineBackend) card(ctx context.Context, q approvals.Request, mem []api
 		Target: q.Target, Account: q.Account, Command: q.Command, Timeout: q.Timeout,
 		Digest: q.Digest.String(), RequestedAt: q.RequestedAt, ExpiresAt: q.ExpiresAt,
 		Requester: q.Requester, DecidedBy: q.DecidedBy, Reason: q.Reason, AgentReason: q.AgentReason,
-		Secret: q.Secret,
+		Secret: q.Secret, Class: q.Class, ClassReason: q.ClassReason, Escalation: q.Escalation,
 	}
 	for _, r := range q.Redactions {
 		c.Redacted = append(c.Redacted, r.Rule)
