@@ -38,7 +38,7 @@ func TestPolicyEscalatesInsideARun(t *testing.T) {
 	// Destructive: a call approval of its own, which says why.
 	res = g.runAsync(api.ActionRequest{Target: "box-run", Command: "true && rm -f /tmp/airlock-escalation-test"})
 	ap := g.decideNext("call", "approve", "")
-	if ap.Class != "destructive" || !strings.Contains(ap.Escalation, "escalates destructive commands") || !strings.Contains(ap.ClassReason, `"rm -f /tmp/airlock-escalation-test"`) {
+	if ap.Class != "destructive" || !strings.Contains(ap.Escalation, "inside approved run "+ap.RunID+", the account's policy escalates destructive commands") || !strings.Contains(ap.ClassReason, `"rm -f /tmp/airlock-escalation-test"`) {
 		t.Errorf("the reviewer saw class %q, escalation %q, reason %q", ap.Class, ap.Escalation, ap.ClassReason)
 	}
 	r := <-res

@@ -207,7 +207,7 @@ func (l *lifecycle) approve(ctx context.Context) bool {
 		Target: l.target.Name, Account: l.account.Name, Command: l.req.Command, Timeout: l.timeout,
 		Stdin: l.stdinFacts(), Secret: l.secret, AgentReason: l.a.Snapshot().Reason,
 		Shown: l.a.redaction.Text, Redactions: l.a.redaction.Spans,
-		Class: l.a.Snapshot().Class, ClassReason: l.classReason, Escalation: l.escalation,
+		Class: l.a.Snapshot().Class, ClassReason: l.classReason, Escalation: l.escalationText(),
 	}, func(r approvals.Request) {
 		l.a.update(func(o *api.Action) { o.Approval.ID = string(r.ID) })
 		l.a.setState(api.StateWaitingApproval, api.StateEvent{
@@ -677,6 +677,15 @@ func (l *lifecycle) classify() (problem string) {
 		}
 	}
 	return ""
+}
+
+// escalationText is the escalation as reviewers read it: inside which
+// approved run, when the run is one.
+func (l *lifecycle) escalationText() string {
+	if l.escalation != "" && l.run.State == approvals.RunApproved {
+		return "inside approved run " + string(l.run.ID) + ", " + l.escalation
+	}
+	return l.escalation
 }
 
 // secretStdin makes the secret the request names the action's standard
