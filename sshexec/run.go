@@ -186,7 +186,6 @@ func (l *links) close() {
 func (a *action) run(ctx, dctx context.Context) error {
 	res := a.res
 	var cut links
-	defer cut.close()
 	// Until exec is sent, the deadline or a cancel simply cuts the
 	// connections: nothing has started on the server.
 	stopCut := context.AfterFunc(dctx, cut.close)

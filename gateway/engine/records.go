@@ -71,8 +71,8 @@ type actionRequested struct {
 	// is HMAC-SHA256 of the original under the gateway's command key: who
 	// holds the original can prove it is the command (`airlock audit
 	// check-command`), the log never holds it.
-	Redactions  redactionList `audit:"redactions,omitempty"`
-	CommandHMAC *[32]byte     `audit:"command_hmac"`
+	Redactions  jsonList[approvals.Redaction] `audit:"redactions,omitempty"`
+	CommandHMAC *[32]byte                     `audit:"command_hmac"`
 	// Class is the command's class (gateway/classify), ClassReason the
 	// parts that decided it, and Escalation why no run approval covers it
 	// (the account's policy), when none does.
@@ -81,14 +81,13 @@ type actionRequested struct {
 	Escalation  string `audit:"escalation,omitempty"`
 }
 
-// redactionList is stored as a JSON array.
-type redactionList []approvals.Redaction
+// jsonList is a list stored in one field as a JSON array (the audit log
+// has no lists of groups).
+type jsonList[T any] []T
 
-func (l redactionList) MarshalText() ([]byte, error) { return json.Marshal([]approvals.Redaction(l)) }
+func (l jsonList[T]) MarshalText() ([]byte, error) { return json.Marshal([]T(l)) }
 
-func (l *redactionList) UnmarshalText(b []byte) error {
-	return json.Unmarshal(b, (*[]approvals.Redaction)(l))
-}
+func (l *jsonList[T]) UnmarshalText(b []byte) error { return json.Unmarshal(b, (*[]T)(l)) }
 
 // actionConnecting is action.connecting, the durable intent written
 // before anything is dialed.
@@ -171,18 +170,8 @@ type connResult struct {
 	CoreDumped         *bool  `audit:"core_dumped"`
 	// Hop is where an action behind jump hosts failed before its command
 	// started; ViaHops are the facts of each jump host reached.
-	Hop     string  `audit:"hop,omitempty"`
-	ViaHops hopList `audit:"via_hops,omitempty"`
-}
-
-// hopList is each jump host's name, address, host key and version, stored
-// as a JSON array (the audit log has no lists of groups).
-type hopList []sshexec.HopResult
-
-func (l hopList) MarshalText() ([]byte, error) { return json.Marshal([]sshexec.HopResult(l)) }
-
-func (l *hopList) UnmarshalText(b []byte) error {
-	return json.Unmarshal(b, (*[]sshexec.HopResult)(l))
+	Hop     string                      `audit:"hop,omitempty"`
+	ViaHops jsonList[sshexec.HopResult] `audit:"via_hops,omitempty"`
 }
 
 // resultOf turns sshexec's result into its audit facts.
