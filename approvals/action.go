@@ -39,6 +39,11 @@ type Action struct {
 	Class       string `json:"class,omitempty"`
 	ClassReason string `json:"class_reason,omitempty"`
 	Escalation  string `json:"escalation,omitempty"`
+	// Unreviewed asks no reviewer: the account's policy lets the action's
+	// class through unreviewed (allow_unreviewed). The run must still be
+	// one that may act (not denied, ended or expired) and the action
+	// within its limits. Ignored with Redactions or Escalation.
+	Unreviewed bool `json:"-"`
 }
 
 // Redaction is one part of a command replaced before it was stored: the

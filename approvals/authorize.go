@@ -33,12 +33,17 @@ func (s *Store) Authorize(ctx context.Context, id RunID, a Action, onPending fun
 	if err := a.validate(); err != nil {
 		return Result{}, err
 	}
+	s.mu.Lock()
 	mode := s.policy.ModeFor(a.Target, a.Account)
-	if len(a.Redactions) > 0 || a.Escalation != "" {
+	s.mu.Unlock()
+	switch {
+	case len(a.Redactions) > 0 || a.Escalation != "":
 		// Part of the command is hidden from the record, or policy says
 		// its class needs a reviewer each time: a reviewer sees this one
 		// on its own; no run approval covers it.
 		mode = ModeCall
+	case a.Unreviewed:
+		return s.admitUnreviewed(ctx, id, a)
 	}
 	for {
 		res, w, err := s.admitOrRaise(ctx, id, mode, a)
@@ -117,6 +122,13 @@ func (s *Store) admitOrRaise(ctx context.Context, id RunID, mode Mode, a Action)
 	var w *waitSet
 	switch {
 	case mode == ModeCall:
+		if g, err := s.grantFor(ctx, r, a); err != nil || g != nil {
+			if err != nil {
+				return Result{}, nil, err
+			}
+			return Result{Status: StatusApproved, Mode: ModeCall, RequestID: g.ID, Reviewer: g.DecidedBy,
+				Reason: g.Reason, Digest: g.Digest, GrantUntil: g.GrantUntil}, nil, nil
+		}
 		w, err = s.raise(ctx, r, KindCall, a)
 	case r.State == RunPending:
 		if qid, ok := s.runReq[r.ID]; ok {
@@ -132,6 +144,45 @@ func (s *Store) admitOrRaise(ctx context.Context, id RunID, mode Mode, a Action)
 		return Result{}, w, err
 	}
 	return Result{Status: StatusApproved, Mode: ModeRun, RequestID: r.ApprovalID, Reviewer: r.DecidedBy}, nil, nil
+}
+
+// grantFor returns the approved call request of run r whose grant covers
+// a now (the same digest, its grant not yet over), nil for none. Called
+// with s.mu held.
+func (s *Store) grantFor(ctx context.Context, r *Run, a Action) (*Request, error) {
+	d := DigestOf(r.ID, a)
+	reqs, err := loadRequests(ctx, s.db, `run_id = ? AND digest = ? AND grant_until > ? AND status = ?`,
+		string(r.ID), d[:], s.clock.Now().UnixNano(), StatusApproved.String())
+	if err != nil || len(reqs) == 0 {
+		return nil, err
+	}
+	g := reqs[0]
+	for _, q := range reqs[1:] {
+		if q.GrantUntil.After(g.GrantUntil) {
+			g = q
+		}
+	}
+	return g, nil
+}
+
+// admitUnreviewed lets a through without a reviewer, as the account's
+// policy says, when run id may act and a is within the agent's limits.
+func (s *Store) admitUnreviewed(ctx context.Context, id RunID, a Action) (Result, error) {
+	if err := s.lock(); err != nil {
+		return Result{}, err
+	}
+	defer s.mu.Unlock()
+	r, err := loadRun(ctx, s.db, id)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := s.usable(ctx, r); err != nil {
+		return Result{}, err
+	}
+	if !within(r.Limits, a) || r.State == RunApproved && !r.inScope(a) {
+		return Result{}, ErrOutOfScope
+	}
+	return Result{Status: StatusApproved, Mode: s.policy.ModeFor(a.Target, a.Account), Unreviewed: true}, nil
 }
 
 // admit counts a against approved run r's limits. Called with s.mu held.
@@ -356,6 +407,18 @@ func (s *Store) Decide(ctx context.Context, rv Reviewer, id RequestID, d Decisio
 		return Request{}, ErrSelfApproval
 	}
 	var ttl time.Duration
+	if d.Grant != 0 {
+		switch maxGrant := s.policy.MaxGrantFor(q.Target, q.Account); {
+		case q.Kind != KindCall || d.Verdict != Approve:
+			return Request{}, fmt.Errorf("approvals: a grant is given with a call approval only: %w", ErrGrantNotAllowed)
+		case d.Grant < 0:
+			return Request{}, fmt.Errorf("approvals: grant %s: %w", d.Grant, ErrGrantNotAllowed)
+		case maxGrant <= 0:
+			return Request{}, fmt.Errorf("approvals: the policy of %s@%s allows no grants: %w", q.Account, q.Target, ErrGrantNotAllowed)
+		case d.Grant > maxGrant:
+			return Request{}, fmt.Errorf("approvals: grant %s over the policy's %s: %w", d.Grant, maxGrant, ErrGrantNotAllowed)
+		}
+	}
 	if q.Kind == KindCall {
 		if d.TTL != nil {
 			return Request{}, ErrTTLForCall
@@ -381,6 +444,9 @@ func (s *Store) Decide(ctx context.Context, rv Reviewer, id RequestID, d Decisio
 		st = StatusDenied
 	}
 	q.Status, q.DecidedBy, q.DecidedAt, q.Reason = st, rv.name, now, d.Reason
+	if d.Grant > 0 {
+		q.GrantUntil = now.Add(d.Grant)
+	}
 	events := []Event{{Kind: EventApprovalDecided, Time: now, Run: *r, Request: q}}
 	var runs []*Run
 	if q.Kind == KindRun {

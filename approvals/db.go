@@ -15,7 +15,7 @@ import (
 )
 
 // schemaVersion is PRAGMA user_version; bump it with a migration.
-const schemaVersion = 6
+const schemaVersion = 7
 
 // migrations bring a database of version i+1 to version i+2; a new
 // database gets schema, which is the latest, at once.
@@ -37,7 +37,24 @@ var migrations = []string{
 	`ALTER TABLE requests ADD COLUMN class TEXT;
 	 ALTER TABLE requests ADD COLUMN class_reason TEXT;
 	 ALTER TABLE requests ADD COLUMN escalation TEXT;`,
+	`ALTER TABLE requests ADD COLUMN grant_until INTEGER;` + grantIndex + quotaTable,
 }
+
+// grantIndex finds a run's granted approvals of one digest.
+const grantIndex = `
+CREATE INDEX IF NOT EXISTS requests_grant ON requests(run_id, digest) WHERE grant_until IS NOT NULL;`
+
+// quotaTable holds one row per action a quota counted (TakeQuota): the
+// rolling windows are counted from it, across restarts.
+const quotaTable = `
+CREATE TABLE IF NOT EXISTS quota_uses (
+	target  TEXT NOT NULL,
+	account TEXT NOT NULL,
+	run_id  TEXT NOT NULL,
+	at      INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS quota_uses_account ON quota_uses(target, account, at);
+CREATE INDEX IF NOT EXISTS quota_uses_run ON quota_uses(run_id, target, account);`
 
 // adminEventsTable holds the reviewer changes made while no gateway ran
 // (airlock reviewer add before the first start): the next gateway to
@@ -115,9 +132,10 @@ CREATE TABLE IF NOT EXISTS requests (
 	redactions   TEXT,
 	class        TEXT,
 	class_reason TEXT,
-	escalation   TEXT
+	escalation   TEXT,
+	grant_until  INTEGER
 );
-CREATE INDEX IF NOT EXISTS requests_status ON requests(status);
+CREATE INDEX IF NOT EXISTS requests_status ON requests(status);` + grantIndex + quotaTable + `
 CREATE TABLE IF NOT EXISTS reviewers (
 	name       TEXT PRIMARY KEY,
 	hash       TEXT NOT NULL,
@@ -368,7 +386,7 @@ func loadRuns(ctx context.Context, q querier, where string, args ...any) ([]*Run
 
 const requestColumns = `id, kind, run_id, target, account, command, timeout_ns, digest, requester,
 	requested_at, expires_at, status, decided_by, decided_at, reason, consumed_at,
-	stdin_size, stdin_sha256, stdin_text, agent_reason, secret, redactions, class, class_reason, escalation`
+	stdin_size, stdin_sha256, stdin_text, agent_reason, secret, redactions, class, class_reason, escalation, grant_until`
 
 func upsertRequest(ctx context.Context, q querier, r *Request) error {
 	var stdinSize, stdinSum, stdinText, redactions, original any
@@ -386,15 +404,15 @@ func upsertRequest(ctx context.Context, q querier, r *Request) error {
 		original = nullStr(r.Original)
 	}
 	_, err := q.ExecContext(ctx, `INSERT INTO requests (`+requestColumns+`, command_original)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT(id) DO UPDATE SET status=excluded.status, decided_by=excluded.decided_by,
 			decided_at=excluded.decided_at, reason=excluded.reason, consumed_at=excluded.consumed_at,
-			command_original=excluded.command_original`,
+			command_original=excluded.command_original, grant_until=excluded.grant_until`,
 		string(r.ID), r.Kind.String(), string(r.RunID), r.Target, r.Account, r.Command,
 		int64(r.Timeout), r.Digest[:], r.Requester, ns(r.RequestedAt), ns(r.ExpiresAt),
 		r.Status.String(), nullStr(r.DecidedBy), ns(r.DecidedAt), nullStr(r.Reason), ns(r.ConsumedAt),
 		stdinSize, stdinSum, stdinText, nullStr(r.AgentReason), nullStr(r.Secret), redactions,
-		nullStr(r.Class), nullStr(r.ClassReason), nullStr(r.Escalation), original)
+		nullStr(r.Class), nullStr(r.ClassReason), nullStr(r.Escalation), ns(r.GrantUntil), original)
 	if err != nil {
 		return fmt.Errorf("approvals: write request %s: %w", r.ID, err)
 	}
@@ -411,12 +429,13 @@ func scanRequest(sc scanner) (*Request, error) {
 		secret, redactions                         sql.NullString
 		class, classReason, escalation             sql.NullString
 		requestedAt, expiresAt, decidedAt, consume sql.NullInt64
+		grantUntil                                 sql.NullInt64
 		stdinSize                                  sql.NullInt64
 		stdinSum                                   []byte
 	)
 	err := sc.Scan(&id, &kind, &runID, &r.Target, &r.Account, &r.Command, &timeout, &digest,
 		&r.Requester, &requestedAt, &expiresAt, &status, &decidedBy, &decidedAt, &reason, &consume,
-		&stdinSize, &stdinSum, &stdinText, &agentReason, &secret, &redactions, &class, &classReason, &escalation)
+		&stdinSize, &stdinSum, &stdinText, &agentReason, &secret, &redactions, &class, &classReason, &escalation, &grantUntil)
 	if err != nil {
 		return nil, err
 	}
@@ -447,7 +466,7 @@ func scanRequest(sc scanner) (*Request, error) {
 	}
 	copy(r.Digest[:], digest)
 	r.RequestedAt, r.ExpiresAt = fromNS(requestedAt), fromNS(expiresAt)
-	r.DecidedAt, r.ConsumedAt = fromNS(decidedAt), fromNS(consume)
+	r.DecidedAt, r.ConsumedAt, r.GrantUntil = fromNS(decidedAt), fromNS(consume), fromNS(grantUntil)
 	r.DecidedBy, r.Reason = decidedBy.String, reason.String
 	return &r, nil
 }

@@ -52,6 +52,11 @@ var (
 	// ErrBadScope: a run approval's limits are invalid (negative max
 	// actions, empty target in the scope).
 	ErrBadScope = errors.New("approvals: invalid run approval limits")
+	// ErrGrantNotAllowed: a grant on a run approval or a denial, on an
+	// account whose policy allows none, or longer than it allows.
+	ErrGrantNotAllowed = errors.New("approvals: grant not allowed")
+	// ErrQuota: a quota on the account's actions is spent (QuotaError).
+	ErrQuota = errors.New("approvals: quota spent")
 	// ErrBadAction: an action has an empty target, account or command, or a
 	// non-positive timeout.
 	ErrBadAction = errors.New("approvals: invalid action")

@@ -1,6 +1,9 @@
 package approvals
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Rule sets the mode for the target accounts it matches. An empty Target
 // or Account, or "*", matches any.
@@ -8,6 +11,9 @@ type Rule struct {
 	Target  string
 	Account string
 	Mode    Mode
+	// MaxGrant bounds how long a reviewer may let an approved call's
+	// exact action pass again (Decision.Grant); 0 allows no grant.
+	MaxGrant time.Duration
 }
 
 func (r Rule) matches(target, account string) bool {
@@ -32,6 +38,22 @@ func (p Policy) ModeFor(target, account string) Mode {
 	}
 	if m == 0 {
 		return ModeCall
+	}
+	return m
+}
+
+// MaxGrantFor returns the longest grant a reviewer may give on one target
+// account's call approvals: the smallest of the matching rules' (0: none).
+func (p Policy) MaxGrantFor(target, account string) time.Duration {
+	var m time.Duration
+	first := true
+	for _, r := range p.Rules {
+		if r.matches(target, account) {
+			if first || r.MaxGrant < m {
+				m = r.MaxGrant
+			}
+			first = false
+		}
 	}
 	return m
 }

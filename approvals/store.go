@@ -194,6 +194,9 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if err == nil {
 		err = s.accounts.recordQueued(ctx)
 	}
+	if err == nil {
+		err = s.pruneQuota(ctx)
+	}
 	if err != nil {
 		s.Close()
 		return nil, err
@@ -239,6 +242,19 @@ func (s *Store) SetLinks(links map[string][]string) {
 
 // Accounts returns the reviewer accounts kept in the store's database.
 func (s *Store) Accounts() *Accounts { return s.accounts }
+
+// SetPolicy replaces the policy (a configuration reload): the actions
+// that ask from now on get the new modes and grant bounds; a decision
+// already given stays as it was.
+func (s *Store) SetPolicy(p Policy) error {
+	if err := p.validate(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.policy = p
+	s.mu.Unlock()
+	return nil
+}
 
 func (s *Store) lock() error {
 	s.mu.Lock()

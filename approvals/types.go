@@ -126,6 +126,11 @@ type Request struct {
 	Reason    string    `json:"reason,omitempty"`
 	// ConsumedAt is when an approved call request let its action through.
 	ConsumedAt time.Time `json:"consumed_at,omitzero"`
+	// GrantUntil, on an approved call request, is until when the
+	// reviewer let the same action (the same digest: same run, target,
+	// account, command, timeout and input) pass again without asking;
+	// zero for a one-time approval.
+	GrantUntil time.Time `json:"grant_until,omitzero"`
 }
 
 // Decision is a reviewer's answer to a request.
@@ -140,6 +145,11 @@ type Decision struct {
 	MaxActions int
 	// Scope (run approvals only) limits the run to these targets/accounts.
 	Scope []Scope
+	// Grant (call approvals only) lets the same action pass again for
+	// this long without a reviewer (see Request.GrantUntil); 0 approves
+	// it once. Past the policy's bound (Rule.MaxGrant) it is
+	// ErrGrantNotAllowed.
+	Grant time.Duration
 }
 
 // Result is how an action's approval ended.
@@ -154,4 +164,10 @@ type Result struct {
 	Reason    string
 	// Digest is the authorised action's digest (call mode).
 	Digest Digest
+	// GrantUntil is set when an earlier call approval's grant let the
+	// action through (RequestID is that approval); it says until when.
+	GrantUntil time.Time
+	// Unreviewed is set when the account's policy let the action through
+	// without a reviewer (Action.Unreviewed).
+	Unreviewed bool
 }
