@@ -87,6 +87,10 @@ type Config struct {
 	// detectors, of credentials that must not be stored in a command.
 	Redact []Redact
 
+	// OPA is the opa block: an external policy engine asked about every
+	// action the local policy allows, which may only refuse it. nil: none.
+	OPA *OPA
+
 	// Credentials and Targets by name; TargetNames in file order.
 	Credentials map[string]*Credential
 	Targets     map[string]*Target
@@ -151,6 +155,27 @@ type SSO struct {
 	DeviceClientID         string
 	DeviceClientSecretFile string
 }
+
+// OPA is the opa block: Open Policy Agent, asked over its REST API.
+type OPA struct {
+	// URL is the decision's data API URL, for example
+	// http://127.0.0.1:8181/v1/data/airlock/decision.
+	URL     string
+	Timeout time.Duration
+	// FailClosed refuses an action when OPA cannot be asked or answers
+	// nothing usable (the default); false lets it through, recorded.
+	FailClosed bool
+	// TokenFile holds a bearer token for OPA's authentication, CAFile
+	// the CA of its https certificate; "" for none.
+	TokenFile string
+	CAFile    string
+}
+
+// The opa block's defaults and bounds.
+const (
+	DefaultOPATimeout = 2 * time.Second
+	MaxOPATimeout     = 30 * time.Second
+)
 
 // The sso block's defaults.
 const (
@@ -363,7 +388,23 @@ type Account struct {
 	Escalate     []classify.Class
 	Refuse       []classify.Class
 	DenyPatterns []*regexp.Regexp
+	// AllowUnreviewed are the classes that pass with no reviewer at all
+	// (read_only, mutating at most), recorded as unreviewed; none by
+	// default.
+	AllowUnreviewed []classify.Class
+	// MaxGrant bounds how long a reviewer may let an approved call's
+	// exact action pass again; 0 (the default) allows no grants.
+	MaxGrant time.Duration
+	// Quota bounds the account's actions per run and per rolling window.
+	Quota approvals.Quota
 }
+
+// Bounds of the policy fields.
+const (
+	MaxGrantLimit = 24 * time.Hour
+	// DefaultQuotaWindow is quota.window when per_window is set alone.
+	DefaultQuotaWindow = time.Hour
+)
 
 // What an account does with a command that holds a credential.
 const (
@@ -500,6 +541,16 @@ type rawConfig struct {
 	SSO         *rawSSO          `hcl:"sso,block"`
 	Secrets     []*rawSecret     `hcl:"secret,block"`
 	Redact      []*rawRedact     `hcl:"redact,block"`
+	OPA         *rawOPA          `hcl:"opa,block"`
+}
+
+type rawOPA struct {
+	URL        *hcl.Attribute `hcl:"url"`
+	Timeout    *hcl.Attribute `hcl:"timeout,optional"`
+	FailClosed *hcl.Attribute `hcl:"fail_closed,optional"`
+	TokenFile  *hcl.Attribute `hcl:"token_file,optional"`
+	CAFile     *hcl.Attribute `hcl:"ca_file,optional"`
+	DefRange   hcl.Range      `hcl:",def_range"`
 }
 
 type rawSecret struct {
@@ -629,7 +680,17 @@ type rawAccount struct {
 	Escalate   *hcl.Attribute `hcl:"escalate,optional"`
 	Refuse     *hcl.Attribute `hcl:"refuse,optional"`
 	Deny       *hcl.Attribute `hcl:"deny_patterns,optional"`
+	Unreviewed *hcl.Attribute `hcl:"allow_unreviewed,optional"`
+	MaxGrant   *hcl.Attribute `hcl:"max_grant,optional"`
+	Quota      *rawQuota      `hcl:"quota,block"`
 	DefRange   hcl.Range      `hcl:",def_range"`
+}
+
+type rawQuota struct {
+	PerRun    *hcl.Attribute `hcl:"per_run,optional"`
+	PerWindow *hcl.Attribute `hcl:"per_window,optional"`
+	Window    *hcl.Attribute `hcl:"window,optional"`
+	DefRange  hcl.Range      `hcl:",def_range"`
 }
 
 // checker collects problems with their positions.
@@ -1080,6 +1141,8 @@ func (c *checker) build(cfg *Config, raw *rawConfig, base string) {
 		cfg.SSO = s
 	}
 
+	c.opa(cfg, raw.OPA, base)
+
 	// secrets (after targets: their grants name them).
 	cfg.Secrets = map[string]*Secret{}
 	for _, r := range raw.Secrets {
@@ -1333,6 +1396,7 @@ func (c *checker) target(cfg *Config, r *rawTarget, base string) {
 			}
 			a.DenyPatterns = append(a.DenyPatterns, re)
 		}
+		c.policy(a, ra, r.Name)
 		if _, ok := cfg.Credentials[a.Credential]; !ok && ra.Credential != nil {
 			c.Errorf(ra.Credential.Range, "target %q account %q: no credential %q is defined (defined: %s)", r.Name, ra.Name, a.Credential, names(cfg.Credentials))
 		}
@@ -1429,6 +1493,62 @@ func (c *checker) chain(cfg *Config, r *rawTarget) {
 			return
 		}
 	}
+}
+
+// policy reads an account's allow_unreviewed, max_grant and quota.
+func (c *checker) policy(a *Account, ra *rawAccount, target string) {
+	a.AllowUnreviewed = c.classes(ra.Unreviewed, target, ra.Name)
+	for _, cl := range a.AllowUnreviewed {
+		if cl > classify.Mutating {
+			c.Errorf(ra.Unreviewed.Range, "target %q account %q: allow_unreviewed may list read_only and mutating only: %s commands always need a reviewer", target, ra.Name, cl)
+		}
+		for _, esc := range a.Escalate {
+			if cl >= esc {
+				c.Errorf(ra.Unreviewed.Range, "target %q account %q: %s is both allowed unreviewed and escalated", target, ra.Name, cl)
+			}
+		}
+	}
+	if ra.MaxGrant != nil {
+		if s, ok := c.strOK(ra.MaxGrant); ok && s == "0" {
+			a.MaxGrant = 0
+		} else {
+			a.MaxGrant = c.duration(ra.MaxGrant, 0, MaxGrantLimit)
+		}
+	}
+	if q := ra.Quota; q != nil {
+		a.Quota.PerRun = c.integer(q.PerRun, 0, 1, 1<<30)
+		a.Quota.PerWindow = c.integer(q.PerWindow, 0, 1, 1<<30)
+		a.Quota.Window = c.duration(q.Window, DefaultQuotaWindow, approvals.MaxQuotaWindow)
+		if q.PerRun == nil && q.PerWindow == nil {
+			c.Errorf(q.DefRange, "target %q account %q: a quota block sets per_run, per_window or both", target, ra.Name)
+		}
+		if q.Window != nil && q.PerWindow == nil {
+			c.Errorf(q.Window.Range, "target %q account %q: quota.window needs per_window", target, ra.Name)
+		}
+	}
+}
+
+// opa reads the opa block.
+func (c *checker) opa(cfg *Config, r *rawOPA, base string) {
+	if r == nil || !c.require(r.URL, r.DefRange, "opa.url") {
+		return
+	}
+	o := &OPA{
+		URL:        c.str(r.URL, ""),
+		Timeout:    c.duration(r.Timeout, DefaultOPATimeout, MaxOPATimeout),
+		FailClosed: true,
+		TokenFile:  c.path(r.TokenFile, base),
+		CAFile:     c.path(r.CAFile, base),
+	}
+	if r.FailClosed != nil {
+		o.FailClosed = c.boolean(r.FailClosed)
+	}
+	u, err := url.Parse(o.URL)
+	if err != nil || u.Host == "" || u.User != nil || u.Fragment != "" ||
+		!(u.Scheme == "https" || u.Scheme == "http" && IsLoopback(u.Hostname())) {
+		c.Errorf(r.URL.Range, "opa.url %q must be OPA's https:// data API URL, such as https://opa.internal:8181/v1/data/airlock/decision (http:// only on loopback)", o.URL)
+	}
+	cfg.OPA = o
 }
 
 // classes reads a list of command classes (escalate, refuse).

@@ -170,16 +170,10 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		return fail(err)
 	}
 
-	var rules []approvals.Rule
-	for _, t := range cfg.Targets {
-		for _, a := range t.Accounts {
-			rules = append(rules, approvals.Rule{Target: t.Name, Account: a.Name, Mode: a.Approval})
-		}
-	}
 	e.store, err = approvals.Open(ctx, approvals.Options{
 		Path:                   filepath.Join(cfg.StateDir, "state.db"),
 		Sink:                   approvals.EventSinkFunc(e.recordApprovalEvent),
-		Policy:                 approvals.Policy{Rules: rules},
+		Policy:                 approvalPolicy(cfg),
 		ApprovalTimeout:        cfg.Approval.Timeout,
 		RunTTL:                 cfg.Approval.RunTTL,
 		MaxRunTTL:              cfg.Approval.MaxRunTTL,
@@ -308,4 +302,16 @@ func (t timedAppender) Append(ctx context.Context, e auditchain.Entry) (auditcha
 	ref, err := t.l.Append(ctx, e)
 	t.m.auditAppend.Observe(time.Since(start).Seconds())
 	return ref, err
+}
+
+// approvalPolicy is cfg's approval policy: each account's mode and grant
+// bound.
+func approvalPolicy(cfg *config.Config) approvals.Policy {
+	var rules []approvals.Rule
+	for _, t := range cfg.Targets {
+		for _, a := range t.Accounts {
+			rules = append(rules, approvals.Rule{Target: t.Name, Account: a.Name, Mode: a.Approval, MaxGrant: a.MaxGrant})
+		}
+	}
+	return approvals.Policy{Rules: rules}
 }

@@ -127,6 +127,9 @@ func (e *Engine) Reload(ctx context.Context, cfg *config.Config) error {
 		return refuse(ErrUnavailable, "the new configuration could not be recorded in the audit log, so it is not in force: "+err.Error())
 	}
 	e.store.SetLinks(cfg.ReviewerLinks)
+	if err := e.store.SetPolicy(approvalPolicy(cfg)); err != nil {
+		return err // the configuration's modes were checked: a bug
+	}
 	e.cur.Store(l)
 	e.log.Info("configuration reloaded", "path", cfg.Path, "sha256", cfg.Digest, "targets", len(cfg.Targets))
 	return nil
