@@ -186,8 +186,15 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// approveNext waits for one pending approval and decides it.
+// decideNext waits for one pending approval and decides it.
 func (g *testGateway) decideNext(kind, decision, reason string) api.Approval {
+	g.t.Helper()
+	return g.decideNextWith(kind, api.DecisionRequest{Decision: api.Decision(decision), Reason: reason})
+}
+
+// decideNextWith waits for one pending approval and decides it with d
+// (bound to the digest it read).
+func (g *testGateway) decideNextWith(kind string, d api.DecisionRequest) api.Approval {
 	g.t.Helper()
 	deadline := time.Now().Add(patience)
 	for time.Now().Before(deadline) {
@@ -200,7 +207,8 @@ func (g *testGateway) decideNext(kind, decision, reason string) api.Approval {
 			if string(a.Kind) != kind {
 				g.t.Fatalf("pending approval is a %s, want a %s", a.Kind, kind)
 			}
-			if _, err := g.reviewer.Decide(context.Background(), a.ID, api.DecisionRequest{Decision: api.Decision(decision), Reason: reason, Digest: a.Digest}); err != nil {
+			d.Digest = a.Digest
+			if _, err := g.reviewer.Decide(context.Background(), a.ID, d); err != nil {
 				g.t.Fatalf("decide: %v", err)
 			}
 			return a

@@ -5,10 +5,13 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/classify"
 	"github.com/airlockgw/airlock/gateway/config"
+	"github.com/airlockgw/airlock/gateway/opa/opatest"
 	"github.com/airlockgw/airlock/sshexec"
 )
 
@@ -65,6 +68,207 @@ func TestPolicyEscalatesInsideARun(t *testing.T) {
 	// Nothing is pending: read-only and refused commands asked no one.
 	if pending, _ := g.reviewer.Approvals(ctx, "pending"); len(pending) != 0 {
 		t.Errorf("pending approvals: %+v", pending)
+	}
+	g.verifyAudit()
+}
+
+// TestPolicyGrantCoversARepeatNotAVariant: a reviewer approves a call
+// with a grant; the same action again passes, recorded as covered by that
+// approval's grant, and a variant asks again.
+func TestPolicyGrantCoversARepeatNotAVariant(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	g := startGateway(t, s, gwOptions{mutate: func(c *config.Config) {
+		c.Targets["box-call"].Accounts[s.User].MaxGrant = 10 * time.Minute
+	}})
+	ctx := context.Background()
+	req := api.ActionRequest{Target: "box-call", Command: "uname -s", TimeoutS: 30}
+
+	// Over the account's bound: refused, nothing decided.
+	res := g.runAsync(req)
+	var first api.Approval
+	deadline := time.Now().Add(patience)
+	for first.ID == "" && time.Now().Before(deadline) {
+		if p, _ := g.reviewer.Approvals(ctx, "pending"); len(p) > 0 {
+			first = p[0]
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if first.MaxGrantS != 600 {
+		t.Errorf("the pending call offers a grant of %ds, want 600", first.MaxGrantS)
+	}
+	if _, err := g.reviewer.Decide(ctx, first.ID, api.DecisionRequest{Decision: "approve", Digest: first.Digest, GrantS: 601}); err == nil || !strings.Contains(err.Error(), "max_grant") {
+		t.Fatalf("a grant over max_grant: %v", err)
+	}
+	decided, err := g.reviewer.Decide(ctx, first.ID, api.DecisionRequest{Decision: "approve", Digest: first.Digest, GrantS: 300})
+	if err != nil || decided.GrantUntil == nil {
+		t.Fatalf("approve with a grant: %v %+v", err, decided)
+	}
+	if r := <-res; r.err != nil || !r.a.Success() || r.a.Approval.GrantUntil != nil {
+		t.Fatalf("the approved action: %v %+v", r.err, r.a)
+	}
+
+	// The repeat: no one is asked, and it says which grant let it pass.
+	a, err := g.agent.RunAction(ctx, req, api.Events{State: func(e api.StateEvent) {
+		if e.State == api.StateWaitingApproval {
+			t.Error("the repeat waited for a reviewer")
+		}
+	}})
+	if err != nil || !a.Success() || a.Approval.ID != first.ID || a.Approval.GrantUntil == nil || !a.Approval.GrantUntil.Equal(*decided.GrantUntil) {
+		t.Fatalf("repeat: %v %+v", err, a)
+	}
+	fin := g.auditEntries("action.finished", a.ID)
+	if len(fin) != 1 || fin[0].Fields["approval_id"] != first.ID || fin[0].Fields["grant_until"] == nil {
+		t.Errorf("the repeat's action.finished: %+v", fin)
+	}
+	if d := g.auditEntries("approval.decided", ""); !hasField(d, "grant_until") {
+		t.Errorf("approval.decided does not record the grant: %+v", d)
+	}
+
+	// A variant (another timeout) asks again.
+	variant := req
+	variant.TimeoutS = 31
+	res = g.runAsync(variant)
+	g.decideNext("call", "deny", "not this one")
+	if r := <-res; r.err != nil || r.a.Outcome != sshexec.Denied {
+		t.Fatalf("variant: %v %+v", r.err, r.a)
+	}
+	g.verifyAudit()
+}
+
+// hasField reports whether one of the entries has field name.
+func hasField(entries []auditEntry, name string) bool {
+	for _, e := range entries {
+		if e.Fields[name] != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// TestPolicyQuotaStopsALoop: an agent looping inside an approved run is
+// stopped by the account's per-run quota, with nothing dialed past it.
+func TestPolicyQuotaStopsALoop(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	g := startGateway(t, s, gwOptions{mutate: func(c *config.Config) {
+		c.Targets["box-run"].Accounts[s.User].Quota = approvals.Quota{PerRun: 3}
+	}})
+	ctx := context.Background()
+	res := g.runAsync(api.ActionRequest{Target: "box-run", Command: "true"})
+	g.decideNext("run", "approve", "")
+	if r := <-res; r.err != nil || !r.a.Success() {
+		t.Fatalf("first: %v %+v", r.err, r.a)
+	}
+	var stopped *api.Action
+	for i := 2; i <= 6 && stopped == nil; i++ {
+		a, err := g.agent.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: "true"}, api.Events{})
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case a.Outcome == sshexec.Rejected:
+			if i != 4 {
+				t.Fatalf("action %d was the first refused, want the 4th", i)
+			}
+			stopped = a
+		case !a.Success():
+			t.Fatalf("action %d: %+v", i, a)
+		}
+	}
+	if stopped == nil || !strings.Contains(stopped.Detail, "quota of 3 actions") || !strings.Contains(stopped.Detail, "quota.per_run") {
+		t.Fatalf("the loop was not stopped by its quota: %+v", stopped)
+	}
+	if c := g.auditEntries("action.connecting", stopped.ID); len(c) != 0 {
+		t.Error("the action past the quota was dialed")
+	}
+	g.verifyAudit()
+}
+
+// TestPolicyUnreviewedReadOnly: an account that lets read_only commands
+// through unreviewed runs them with no reviewer, recorded as such; a
+// mutating command still asks.
+func TestPolicyUnreviewedReadOnly(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	g := startGateway(t, s, gwOptions{mutate: func(c *config.Config) {
+		c.Targets["box-call"].Accounts[s.User].AllowUnreviewed = []classify.Class{classify.ReadOnly}
+	}})
+	ctx := context.Background()
+	a, err := g.agent.RunAction(ctx, api.ActionRequest{Target: "box-call", Command: "uptime"}, api.Events{})
+	if err != nil || !a.Success() || a.Approval.Mode != api.ModeUnreviewed || a.Approval.DecidedBy != "" {
+		t.Fatalf("read-only: %v %+v", err, a)
+	}
+	if rq := g.auditEntries("action.requested", a.ID); len(rq) != 1 || rq[0].Fields["unreviewed"] != true {
+		t.Errorf("action.requested: %+v", rq)
+	}
+	if fin := g.auditEntries("action.finished", a.ID); len(fin) != 1 || fin[0].Fields["approval_mode"] != "unreviewed" {
+		t.Errorf("action.finished: %+v", fin)
+	}
+	res := g.runAsync(api.ActionRequest{Target: "box-call", Command: "touch /tmp/airlock-unreviewed-test"})
+	g.decideNext("call", "deny", "")
+	if r := <-res; r.err != nil || r.a.Outcome != sshexec.Denied {
+		t.Fatalf("mutating: %v %+v", r.err, r.a)
+	}
+	g.verifyAudit()
+}
+
+// opaPolicy refuses destructive and stronger commands on box-run only.
+const opaPolicy = `package airlock
+
+default decision := {"allow": true, "rule": "default-allow"}
+
+decision := {"allow": false, "rule": "box-run-no-destructive", "reason": "box-run takes no destructive commands"} if {
+	input.resource.properties.target == "box-run"
+	input.action.name in {"destructive", "privileged", "forbidden"}
+	input.subject.type == "agent"
+}
+`
+
+// TestPolicyOPADeniesAClassOnOneTarget: a real OPA server refuses
+// destructive commands on one target; elsewhere its allow changes
+// nothing a reviewer decides; when it is gone the gateway fails closed.
+func TestPolicyOPADeniesAClassOnOneTarget(t *testing.T) {
+	t.Parallel()
+	srv := opatest.Start(t, map[string]string{"airlock.rego": opaPolicy})
+	s := sharedSSHD(t)
+	g := startGateway(t, s, gwOptions{mutate: func(c *config.Config) {
+		c.OPA = &config.OPA{URL: srv.URL + "/v1/data/airlock/decision", Timeout: 10 * time.Second, FailClosed: true}
+	}})
+	ctx := context.Background()
+	res := g.runAsync(api.ActionRequest{Target: "box-run", Command: "ls /"})
+	g.decideNext("run", "approve", "")
+	r := <-res
+	if r.err != nil || !r.a.Success() {
+		t.Fatalf("read-only on box-run: %v %+v", r.err, r.a)
+	}
+	if rq := g.auditEntries("action.requested", r.a.ID); len(rq) != 1 || rq[0].Fields["opa_decision"] != "allow" || rq[0].Fields["opa_rule"] != "default-allow" {
+		t.Errorf("the allow is not recorded: %+v", rq)
+	}
+	// Refused on box-run, inside the approved run, with nothing dialed.
+	a, err := g.agent.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: "rm -f /tmp/airlock-opa-test"}, api.Events{})
+	if err != nil || a.Outcome != sshexec.Rejected || !strings.Contains(a.Detail, "rule box-run-no-destructive") || !strings.Contains(a.Detail, "takes no destructive") {
+		t.Fatalf("destructive on box-run: %v %+v", err, a)
+	}
+	if c := g.auditEntries("action.connecting", a.ID); len(c) != 0 {
+		t.Error("the refused action was dialed")
+	}
+	if rq := g.auditEntries("action.requested", a.ID); len(rq) != 1 || rq[0].Fields["opa_decision"] != "deny" || rq[0].Fields["opa_rule"] != "box-run-no-destructive" {
+		t.Errorf("the deny is not recorded: %+v", rq)
+	}
+	// Allowed on box-call: it still waits for its reviewer, who denies.
+	res = g.runAsync(api.ActionRequest{Target: "box-call", Command: "rm -f /tmp/airlock-opa-test"})
+	g.decideNext("call", "deny", "")
+	if r := <-res; r.err != nil || r.a.Outcome != sshexec.Denied {
+		t.Fatalf("destructive on box-call: %v %+v", r.err, r.a)
+	}
+	// OPA gone: refused, said so.
+	srv.Kill()
+	a, err = g.agent.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: "ls /"}, api.Events{})
+	if err != nil || a.Outcome != sshexec.Rejected || !strings.Contains(a.Detail, "fail_closed") {
+		t.Fatalf("OPA gone: %v %+v", err, a)
+	}
+	if rq := g.auditEntries("action.requested", a.ID); len(rq) != 1 || rq[0].Fields["opa_decision"] != "error" || rq[0].Fields["opa_fail_closed"] != true {
+		t.Errorf("the error is not recorded: %+v", rq)
 	}
 	g.verifyAudit()
 }

@@ -404,6 +404,12 @@ func approvalsShow(args []string, stdout, stderr io.Writer) int {
 	if a.Escalation != "" {
 		line("escalated", "no run approval covers it: "+visible(a.Escalation))
 	}
+	if a.MaxGrantS > 0 {
+		line("grant", fmt.Sprintf("approve --grant DURATION (at most %s) lets this exact action repeat in this run without asking", time.Duration(a.MaxGrantS)*time.Second))
+	}
+	if g := a.GrantUntil; g != nil {
+		line("grant", "this exact action may repeat in this run until "+g.UTC().Format(time.RFC3339))
+	}
 	if a.Secret != "" {
 		line("standard input", "secret "+visible(a.Secret)+" (held by the gateway; its value is never shown)")
 	}
@@ -442,8 +448,9 @@ func approvalsDecide(verb string, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("airlock approvals "+verb, "airlock approvals "+verb+" [flags] ID", stderr)
 	rf := addReviewerFlags(fs, false)
 	var d api.DecisionRequest
-	var ttl time.Duration
+	var ttl, grant time.Duration
 	if verb == "approve" {
+		fs.DurationVar(&grant, "grant", 0, "call approvals: also let this exact action (same run, command, timeout and input) repeat without asking for this long, up to the account's max_grant (default: once)")
 		fs.DurationVar(&ttl, "ttl", 0, "run approvals: how long the approval lasts (default: the policy's run_ttl)")
 		fs.IntVar(&d.MaxActions, "max-actions", 0, "run approvals: at most this many actions (default: no limit)")
 		fs.Func("scope", "run approvals: only these `TARGET[/ACCOUNT],…` (default: every run-mode account of every target)", func(v string) error {
@@ -474,6 +481,10 @@ func approvalsDecide(verb string, args []string, stdout, stderr io.Writer) int {
 	if ttl > 0 {
 		d.TTLS = int(ttl.Seconds())
 	}
+	if grant < 0 || grant%time.Second != 0 {
+		return failf(stderr, "--grant %s: give a positive whole number of seconds, such as 15m", grant)
+	}
+	d.GrantS = int(grant / time.Second)
 	a, err := c.Decide(ctx, id, d)
 	if err != nil {
 		return failf(stderr, "%v", rf.explain(err))

@@ -138,6 +138,9 @@ type ApprovalInfo struct {
 	DecidedBy string   `json:"decided_by,omitempty"`
 	Decision  Decision `json:"decision,omitempty"`
 	Reason    string   `json:"reason,omitempty"`
+	// GrantUntil is set when the approval ID's grant let this repeat of
+	// the action it approved through: until when it does.
+	GrantUntil *time.Time `json:"grant_until,omitempty"`
 }
 
 // The closed sets of the wire below are strings, as JSON carries them. A
@@ -151,10 +154,14 @@ type Mode string
 const (
 	ModeRun  Mode = "run"  // once, for a whole run
 	ModeCall Mode = "call" // for every action
+	// ModeUnreviewed is how an action ran that no reviewer was asked
+	// about: the account's policy lets its class through
+	// (allow_unreviewed).
+	ModeUnreviewed Mode = "unreviewed"
 )
 
 // Valid reports whether m is one of the modes.
-func (m Mode) Valid() bool { return m == ModeRun || m == ModeCall }
+func (m Mode) Valid() bool { return m == ModeRun || m == ModeCall || m == ModeUnreviewed }
 
 // Decision is what became of an approval request.
 type Decision string
@@ -457,9 +464,14 @@ type Approval struct {
 	Redactions []Redaction `json:"redactions,omitempty"`
 	// Class is the command's class, ClassReason the parts that decided
 	// it; Escalation says why no run approval covers this action.
-	Class       string     `json:"class,omitempty"`
-	ClassReason string     `json:"class_reason,omitempty"`
-	Escalation  string     `json:"escalation,omitempty"`
+	Class       string `json:"class,omitempty"`
+	ClassReason string `json:"class_reason,omitempty"`
+	Escalation  string `json:"escalation,omitempty"`
+	// MaxGrantS is the longest grant a reviewer may give on this call
+	// request (the account's max_grant), 0 for none; GrantUntil is the
+	// grant given, once approved with one.
+	MaxGrantS   int        `json:"max_grant_s,omitempty"`
+	GrantUntil  *time.Time `json:"grant_until,omitempty"`
 	AgentReason string     `json:"agent_reason,omitempty"`
 	Digest      string     `json:"digest,omitempty"`
 	RequestedAt time.Time  `json:"requested_at"`
@@ -482,6 +494,11 @@ type DecisionRequest struct {
 	// Digest, if set, must match the request's digest: the decision is
 	// bound to what the reviewer saw.
 	Digest string `json:"digest,omitempty"`
+	// GrantS (call approvals only) lets the same action (same run,
+	// target, account, command, timeout and input) pass again for this
+	// many seconds without asking, up to the account's max_grant; 0
+	// approves it once.
+	GrantS int `json:"grant_s,omitempty"`
 	// Scope limits an approved run to these targets ("target") or
 	// accounts ("target/account"); empty: every run-mode account.
 	Scope []string `json:"scope,omitempty"`

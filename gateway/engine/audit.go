@@ -76,7 +76,7 @@ func (e *Engine) recordApprovalEvent(ctx context.Context, ev approvals.Event) er
 	if r := ev.Request; r != nil {
 		rec.Request = &requestFacts{ID: r.ID, Kind: r.Kind, Status: r.Status, Target: r.Target, Account: r.Account,
 			Command: r.Command, TimeoutS: int64(r.Timeout / time.Second), Digest: r.Digest,
-			Secret: r.Secret, Redacted: len(r.Redactions) > 0, Class: r.Class, Escalation: r.Escalation}
+			Secret: r.Secret, Redacted: len(r.Redactions) > 0, Class: r.Class, Escalation: r.Escalation, GrantUntil: r.GrantUntil}
 		if r.DecidedBy != "" {
 			rec.Request.DecidedBy, rec.Request.Reason = r.DecidedBy, &r.Reason
 		}

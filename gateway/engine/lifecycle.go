@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"github.com/airlockgw/airlock/gateway/api"
 	cmdclass "github.com/airlockgw/airlock/gateway/classify"
 	"github.com/airlockgw/airlock/gateway/config"
+	"github.com/airlockgw/airlock/gateway/opa"
 	"github.com/airlockgw/airlock/gateway/redact"
 	"github.com/airlockgw/airlock/sshexec"
 )
@@ -69,7 +71,14 @@ type lifecycle struct {
 	// classReason is why the command has its class (redacted);
 	// escalation why no run approval covers it, "" when one may.
 	classReason, escalation string
-	run                     approvals.Run
+	// parts are the parts that decided the class; unreviewed is set when
+	// the account's policy lets the class pass with no reviewer.
+	parts      []cmdclass.Part
+	unreviewed bool
+	// opa is what the external policy engine answered, nil when it was
+	// not asked.
+	opa *opaFacts
+	run approvals.Run
 	// requested is where action.requested landed: a per-action
 	// certificate's serial.
 	requested auditchain.Ref
@@ -161,13 +170,21 @@ func (l *lifecycle) resolve(ctx context.Context) bool {
 	} else {
 		l.run, _ = e.FindRun(ctx, l.c) // nothing is created or changed
 	}
+	if problem == "" && runErr == nil {
+		// Narrowing that needs the run: the external policy engine, then
+		// the quotas (which count only what every other rule let pass).
+		if problem = l.askOPA(ctx); problem == "" {
+			problem = l.takeQuota(ctx)
+		}
+	}
 	l.a.update(func(o *api.Action) { o.RunID = string(l.run.ID) }) // its agent may follow it while it runs
 	l.a.markResolved()
 
 	// action.requested, whatever follows: every request is accounted.
 	obj := l.a.Snapshot()
 	rq := actionRequested{Target: obj.Target, Account: obj.Account, Command: obj.Command, TimeoutS: int64(obj.TimeoutS), Reason: obj.Reason,
-		Secret: clip(l.req.Secret, 64), SecretGrant: l.grant, Class: obj.Class, ClassReason: l.classReason, Escalation: l.escalation}
+		Secret: clip(l.req.Secret, 64), SecretGrant: l.grant, Class: obj.Class, ClassReason: l.classReason, Escalation: l.escalation,
+		Unreviewed: l.unreviewed, OPA: l.opa}
 	if red := l.a.redaction; red.Found() {
 		mac := redact.MAC(e.commandKey, l.req.Command)
 		rq.Redactions, rq.CommandHMAC = red.Spans, &mac
@@ -208,6 +225,7 @@ func (l *lifecycle) approve(ctx context.Context) bool {
 		Stdin: l.stdinFacts(), Secret: l.secret, AgentReason: l.a.Snapshot().Reason,
 		Shown: l.a.redaction.Text, Redactions: l.a.redaction.Spans,
 		Class: l.a.Snapshot().Class, ClassReason: l.classReason, Escalation: l.escalationText(),
+		Unreviewed: l.unreviewed,
 	}, func(r approvals.Request) {
 		l.a.update(func(o *api.Action) { o.Approval.ID = string(r.ID) })
 		l.a.setState(api.StateWaitingApproval, api.StateEvent{
@@ -227,10 +245,17 @@ func (l *lifecycle) approve(ctx context.Context) bool {
 	case approvals.StatusDenied:
 		decision = api.DecisionDeny
 	}
-	l.a.update(func(o *api.Action) {
-		o.Approval = api.ApprovalInfo{Mode: api.Mode(res.Mode.String()), ID: string(res.RequestID),
-			DecidedBy: res.Reviewer, Reason: res.Reason, Decision: decision}
-	})
+	info := api.ApprovalInfo{Mode: api.Mode(res.Mode.String()), ID: string(res.RequestID),
+		DecidedBy: res.Reviewer, Reason: res.Reason, Decision: decision}
+	switch {
+	case res.Unreviewed:
+		info = api.ApprovalInfo{Mode: api.ModeUnreviewed, Decision: decision,
+			Reason: "the account's policy lets " + l.a.Snapshot().Class + " commands run unreviewed (allow_unreviewed)"}
+	case !res.GrantUntil.IsZero():
+		until := res.GrantUntil.UTC()
+		info.GrantUntil = &until
+	}
+	l.a.update(func(o *api.Action) { o.Approval = info })
 	switch decision {
 	case api.DecisionApprove:
 		return true
@@ -469,8 +494,11 @@ func (l *lifecycle) recordFinishedLate(fin actionFinished) {
 func (l *lifecycle) recordFinished(ctx context.Context, fin actionFinished) error {
 	obj := l.a.Snapshot()
 	fin.Outcome, fin.Detail, fin.Termination = l.res.outcome, l.res.detail, l.res.termination
-	if obj.Approval.ID != "" {
+	if obj.Approval.ID != "" || obj.Approval.Mode == api.ModeUnreviewed {
 		fin.Approval = &approvalFacts{ID: obj.Approval.ID, Mode: obj.Approval.Mode}
+		if g := obj.Approval.GrantUntil; g != nil {
+			fin.Approval.GrantUntil = *g
+		}
 	}
 	fin.DecidedBy, fin.ApprovalReason = obj.Approval.DecidedBy, obj.Approval.Reason
 	// The outcome is recorded even when the caller has gone: use a context
@@ -659,6 +687,7 @@ func (l *lifecycle) classify() (problem string) {
 	// The parts quote the command: what looks like a credential in them
 	// is hidden as it is in the command.
 	l.classReason = l.conf.redactor.Redact(res.Reason()).Text
+	l.parts = res.Parts
 	l.a.update(func(o *api.Action) { o.Class = res.Class.String() })
 	for _, re := range l.account.DenyPatterns {
 		if re.MatchString(l.req.Command) {
@@ -676,7 +705,82 @@ func (l *lifecycle) classify() (problem string) {
 			break
 		}
 	}
+	// What looks like a credential always goes to a reviewer.
+	l.unreviewed = l.escalation == "" && !l.a.redaction.Found() && slices.Contains(l.account.AllowUnreviewed, res.Class)
 	return ""
+}
+
+// askOPA asks the opa block's policy engine about the action, which the
+// local policy allows, and records what it answered; problem says why it
+// refused. Without an answer, fail_closed decides.
+func (l *lifecycle) askOPA(ctx context.Context) (problem string) {
+	client, o := l.conf.opa, l.conf.cfg.OPA
+	if client == nil {
+		return ""
+	}
+	obj := l.a.Snapshot()
+	in := opa.Input{
+		Subject: opa.Subject{Type: "agent", ID: l.run.Requester, Properties: opa.SubjectProperties{
+			Run: string(l.run.ID), RunState: l.run.State.String(), Transport: "http", Agent: string(l.run.AgentID)}},
+		Action: opa.Action{Name: obj.Class, Properties: opa.ActionProperties{
+			Mode: l.account.Approval.String(), Escalated: l.escalation != "", Unreviewed: l.unreviewed}},
+		Resource: opa.Resource{Type: "ssh_account", ID: l.target.Name + "/" + l.account.Name, Properties: opa.ResourceProperties{
+			Target: l.target.Name, Account: l.account.Name, Command: obj.Command, Secret: l.secret,
+			TimeoutS: int(l.timeout / time.Second), StdinSize: int64(len(l.stdin))}},
+		Context: opa.Context{Time: l.e.clock.Now().UTC(), Gateway: l.e.alog.Origin(), Action: l.a.id},
+	}
+	if l.c.Local {
+		in.Subject.Properties.Transport = "socket"
+	}
+	if l.secret != "" {
+		in.Resource.Properties.StdinSize = 0 // the secret's size is its own
+	}
+	for _, p := range l.parts {
+		in.Resource.Properties.Parts = append(in.Resource.Properties.Parts,
+			opa.Part{Text: l.conf.redactor.Redact(p.Text).Text, Class: p.Class.String(), Rule: p.Rule})
+	}
+	d, err := client.Decide(ctx, in)
+	switch {
+	case err != nil:
+		l.opa = &opaFacts{Decision: "error", Error: err.Error(), FailClosed: o.FailClosed, DecisionID: d.DecisionID}
+		l.e.log.Warn("the policy engine gave no decision", "action", l.a.id, "error", err, "fail_closed", o.FailClosed)
+		if o.FailClosed {
+			return "the external policy engine (OPA) could not be asked, and the gateway fails closed (opa.fail_closed): " + err.Error()
+		}
+		return ""
+	case !d.Allow:
+		l.opa = &opaFacts{Decision: "deny", Rule: d.Rule, Reason: d.Reason, DecisionID: d.DecisionID}
+		detail := "the external policy engine (OPA) refused it"
+		if d.Rule != "" {
+			detail += " (rule " + d.Rule + ")"
+		}
+		if d.Reason != "" {
+			detail += ": " + d.Reason
+		}
+		return detail
+	}
+	l.opa = &opaFacts{Decision: "allow", Rule: d.Rule, Reason: d.Reason, DecisionID: d.DecisionID}
+	return ""
+}
+
+// takeQuota counts the action against the account's quotas; problem says
+// which one is spent.
+func (l *lifecycle) takeQuota(ctx context.Context) (problem string) {
+	q := l.account.Quota
+	err := l.e.store.TakeQuota(ctx, l.run.ID, l.target.Name, l.account.Name, q)
+	var qe *approvals.QuotaError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &qe) && qe.Of == "run":
+		return fmt.Sprintf("this run has used its quota of %d actions on %s@%s (quota.per_run); a looping agent is stopped here: ask a human before going on, or start a new run",
+			qe.Limit, l.account.Name, l.target.Name)
+	case errors.As(err, &qe):
+		return fmt.Sprintf("%s@%s has had its quota of %d actions in the last %s (quota.per_window); the next may start at %s",
+			l.account.Name, l.target.Name, qe.Limit, qe.Window, qe.Next.UTC().Format(time.RFC3339))
+	}
+	l.e.log.Error("quota could not be counted", "action", l.a.id, "error", err)
+	return "the account's quota could not be counted, so nothing was run: " + err.Error()
 }
 
 // escalationText is the escalation as reviewers read it: inside which

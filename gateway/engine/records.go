@@ -79,6 +79,23 @@ type actionRequested struct {
 	Class       string `audit:"class,omitempty"`
 	ClassReason string `audit:"class_reason,omitempty"`
 	Escalation  string `audit:"escalation,omitempty"`
+	// Unreviewed is set when the account's policy lets the command's
+	// class pass with no reviewer (allow_unreviewed).
+	Unreviewed bool `audit:"unreviewed,omitempty"`
+	// OPA is what the external policy engine answered, when it was asked.
+	OPA *opaFacts `audit:"opa"`
+}
+
+// opaFacts are an OPA decision: "allow", "deny" or "error" (no usable
+// answer; Error says why, FailClosed whether that refused the action),
+// with the policy's rule, reason and decision id.
+type opaFacts struct {
+	Decision   string `audit:"decision"`
+	Rule       string `audit:"rule,omitempty"`
+	Reason     string `audit:"reason,omitempty"`
+	DecisionID string `audit:"decision_id,omitempty"`
+	Error      string `audit:"error,omitempty"`
+	FailClosed bool   `audit:"fail_closed,omitempty"`
 }
 
 // jsonList is a list stored in one field as a JSON array (the audit log
@@ -150,6 +167,9 @@ type actionFinished struct {
 type approvalFacts struct {
 	ID   string   `audit:"approval_id"`
 	Mode api.Mode `audit:"approval_mode"`
+	// GrantUntil is set when the approval's grant covered a repeat of
+	// the action it approved: until when it does.
+	GrantUntil time.Time `audit:"grant_until,omitempty"`
 }
 
 // connResult is what sshexec reported, outputs aside.
@@ -275,6 +295,9 @@ type requestFacts struct {
 	// Class and Escalation are the action's (see actionRequested).
 	Class      string `audit:"class,omitempty"`
 	Escalation string `audit:"escalation,omitempty"`
+	// GrantUntil is until when an approved call's exact action may pass
+	// again (a reviewer's grant).
+	GrantUntil time.Time `audit:"grant_until,omitempty"`
 }
 
 // commandRevealed is command.revealed: a reviewer read the original of a

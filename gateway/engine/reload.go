@@ -10,6 +10,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/airlockgw/airlock/gateway/config"
+	"github.com/airlockgw/airlock/gateway/opa"
 	"github.com/airlockgw/airlock/gateway/redact"
 )
 
@@ -32,6 +33,8 @@ type loaded struct {
 	// redactor finds credentials in commands: the built-in detectors and
 	// the redact blocks.
 	redactor *redact.Redactor
+	// opa asks the opa block's policy engine; nil without one.
+	opa *opa.Client
 }
 
 // load makes what cfg needs. What prev made for an unchanged part is kept:
@@ -62,6 +65,13 @@ func (e *Engine) load(cfg *config.Config, prev *loaded) (*loaded, error) {
 		rules = append(rules, redact.Rule{Name: r.Name, Pattern: r.Pattern, Spaces: true})
 	}
 	l.redactor = redact.New(rules)
+	if o := cfg.OPA; o != nil {
+		c, err := opa.New(opa.Options{URL: o.URL, Timeout: o.Timeout, TokenFile: o.TokenFile, CAFile: o.CAFile})
+		if err != nil {
+			return nil, err
+		}
+		l.opa = c
+	}
 	l.secrets = make(map[string][]byte, len(cfg.Secrets))
 	for _, sc := range cfg.Secrets {
 		v, err := config.LoadSecretValue(sc)

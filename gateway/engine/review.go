@@ -224,6 +224,12 @@ func (e *Engine) Decide(ctx context.Context, rv approvals.Reviewer, id approvals
 		return approvals.Request{}, refuse(ErrInvalid, fmt.Sprintf("the approval's time is over the policy's maximum of %s", maxTTL))
 	case errors.Is(err, approvals.ErrBadTTL):
 		return approvals.Request{}, refuse(ErrInvalid, "the approval's time must be positive")
+	case errors.Is(err, approvals.ErrGrantNotAllowed):
+		q, _ := e.store.Request(ctx, id)
+		if limit := e.MaxGrant(q.Target, q.Account); limit > 0 && q.Kind == approvals.KindCall {
+			return approvals.Request{}, refuse(ErrInvalid, fmt.Sprintf("a grant lasts more than 0 and at most %s on %s@%s (max_grant), and goes with an approval", limit, q.Account, q.Target))
+		}
+		return approvals.Request{}, refuse(ErrInvalid, "a grant goes with the approval of a call request on an account whose policy allows grants (max_grant); this one allows none")
 	case errors.Is(err, approvals.ErrTTLForCall), errors.Is(err, approvals.ErrBadScope):
 		return approvals.Request{}, refuse(ErrInvalid, "a call approval takes no time or action limits, and a run approval's action limit must be 0 or more")
 	}
@@ -266,6 +272,35 @@ func (e *Engine) TTLChoices() ([]time.Duration, time.Duration) {
 	return slices.Compact(out), def
 }
 
+// MaxGrant is the longest grant a reviewer may give on a call approval of
+// target/account (its max_grant), 0 for none.
+func (e *Engine) MaxGrant(target, account string) time.Duration {
+	if t, ok := e.Config().Targets[target]; ok {
+		if a, ok := t.Accounts[account]; ok {
+			return a.MaxGrant
+		}
+	}
+	return 0
+}
+
+// GrantChoices are the grants a reviewer is offered on a call approval of
+// target/account: common lengths up to its max_grant, and that; none when
+// it allows none.
+func (e *Engine) GrantChoices(target, account string) []time.Duration {
+	limit := e.MaxGrant(target, account)
+	if limit <= 0 {
+		return nil
+	}
+	out := []time.Duration{limit}
+	for _, d := range []time.Duration{5 * time.Minute, 15 * time.Minute, 30 * time.Minute, time.Hour, 4 * time.Hour} {
+		if d < limit {
+			out = append(out, d)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // ApprovalView is an approval request as the API shows it.
 func ApprovalView(q approvals.Request) api.Approval {
 	v := api.Approval{
@@ -281,6 +316,20 @@ func ApprovalView(q approvals.Request) api.Approval {
 	if !q.DecidedAt.IsZero() {
 		t := q.DecidedAt
 		v.DecidedAt = &t
+	}
+	if !q.GrantUntil.IsZero() {
+		t := q.GrantUntil.UTC()
+		v.GrantUntil = &t
+	}
+	return v
+}
+
+// ApprovalView is an approval request as the API shows it, with the
+// grant its account allows.
+func (e *Engine) ApprovalView(q approvals.Request) api.Approval {
+	v := ApprovalView(q)
+	if q.Kind == approvals.KindCall && q.Status == approvals.StatusPending {
+		v.MaxGrantS = int(e.MaxGrant(q.Target, q.Account) / time.Second)
 	}
 	return v
 }

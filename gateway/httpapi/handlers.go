@@ -362,7 +362,7 @@ func (s *server) handleListApprovals(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]api.Approval, 0, len(reqs))
 	for i := len(reqs) - 1; i >= 0; i-- { // newest first
-		v := engine.ApprovalView(reqs[i])
+		v := s.e.ApprovalView(reqs[i])
 		if run, err := s.e.Run(r.Context(), reqs[i].RunID); err == nil {
 			rv := engine.RunView(run)
 			v.Run = &rv
@@ -423,12 +423,17 @@ func (s *server) handleDecision(w http.ResponseWriter, r *http.Request) {
 		ttl := time.Duration(d.TTLS) * time.Second
 		dec.TTL = &ttl
 	}
+	if d.GrantS < 0 || d.GrantS > int(config.MaxGrantLimit/time.Second) {
+		writeError(w, http.StatusBadRequest, api.CodeBadRequest, fmt.Sprintf("grant_s must be from 0 to %d seconds", int(config.MaxGrantLimit/time.Second)))
+		return
+	}
+	dec.Grant = time.Duration(d.GrantS) * time.Second
 	q, err := s.e.Decide(r.Context(), p.reviewer, id, dec, d.Digest)
 	if err != nil {
 		s.writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, engine.ApprovalView(q))
+	writeJSON(w, http.StatusOK, s.e.ApprovalView(q))
 }
 
 // Targets.

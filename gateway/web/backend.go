@@ -101,6 +101,9 @@ type Decision struct {
 	TTL             time.Duration
 	MaxActions      int
 	OnlyThisAccount bool
+	// Grant (call approvals) lets the exact action pass again this long;
+	// zero approves it once.
+	Grant time.Duration
 }
 
 // Card is one approval request as a reviewer judges it.
@@ -142,6 +145,10 @@ type Card struct {
 	// policy; DefaultTTL is preselected.
 	TTLs       []time.Duration
 	DefaultTTL time.Duration
+	// Grants are the grants a reviewer may give with a call approval
+	// (none: the account allows none); GrantUntil the one given.
+	Grants     []time.Duration
+	GrantUntil time.Time
 	// Waiting lists the actions waiting for this decision.
 	Waiting []string
 }

@@ -141,7 +141,10 @@ func (b *EngineBackend) card(ctx context.Context, q approvals.Request, mem []api
 	}
 	if q.Kind == approvals.KindRun {
 		c.TTLs, c.DefaultTTL = b.e.TTLChoices()
+	} else if q.Status == approvals.StatusPending {
+		c.Grants = b.e.GrantChoices(q.Target, q.Account)
 	}
+	c.GrantUntil = q.GrantUntil
 	return c
 }
 
@@ -205,6 +208,9 @@ func (b *EngineBackend) Decide(ctx context.Context, rv Reviewer, d Decision) (Ca
 	dec := approvals.Decision{Verdict: approvals.Deny, Reason: d.Reason}
 	if d.Approve {
 		dec.Verdict = approvals.Approve
+		if q.Kind == approvals.KindCall {
+			dec.Grant = d.Grant
+		}
 		if q.Kind == approvals.KindRun {
 			if d.TTL > 0 {
 				ttl := d.TTL

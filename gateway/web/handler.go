@@ -410,6 +410,14 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 			d.MaxActions = n
 		}
 		d.OnlyThisAccount = f.Get("scope") == "account"
+		if v := f.Get("grant_s"); v != "" && v != "0" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				h.renderError(w, r, st, http.StatusBadRequest, "The grant must be a positive number of seconds; nothing was decided.")
+				return
+			}
+			d.Grant = time.Duration(n) * time.Second
+		}
 	}
 	card, err := h.b.Decide(r.Context(), st.s.reviewer, d)
 	if err != nil {
@@ -460,6 +468,8 @@ func decidedMessage(c Card) string {
 	switch {
 	case c.Status == "approved" && c.Kind == "run":
 		return fmt.Sprintf("Approved run %s. Its actions on run-mode accounts now pass until the approval ends; its first action was:", c.RunID)
+	case c.Status == "approved" && !c.GrantUntil.IsZero():
+		return fmt.Sprintf("Approved call %s: this exact command may now run on %s as %s, and again in this run until %s:", c.ID, c.Target, c.Account, c.GrantUntil.UTC().Format("15:04:05 UTC"))
 	case c.Status == "approved":
 		return fmt.Sprintf("Approved call %s: this one command may now run once on %s as %s:", c.ID, c.Target, c.Account)
 	case c.Kind == "run":

@@ -403,6 +403,22 @@ func TestDecisions(t *testing.T) {
 			t.Errorf("decision %+v", d)
 		}
 	})
+	t.Run("call approval with a grant", func(t *testing.T) {
+		g := callCard("grant", "systemctl status web")
+		g.Grants = []time.Duration{5 * time.Minute, 15 * time.Minute}
+		f.add(g)
+		_, page := get(t, c, srv.URL+"/ui/pending")
+		if !strings.Contains(page, `<select name="grant_s"><option value="0" selected>no repeats (once)</option><option value="300">`) {
+			t.Errorf("the call card offers no grant:\n%s", page)
+		}
+		if strings.Count(page, `name="grant_s"`) != 1 {
+			t.Errorf("a grant is offered on a card that allows none")
+		}
+		decide(g.ID, url.Values{"decision": {"approve"}, "digest": {g.Digest}, "grant_s": {"900"}})
+		if d := f.decisions[len(f.decisions)-1]; !d.Approve || d.Grant != 15*time.Minute {
+			t.Errorf("decision %+v", d)
+		}
+	})
 	t.Run("twice", func(t *testing.T) {
 		msg := decide(run.ID, url.Values{"decision": {"approve"}, "digest": {run.Digest}})
 		if !strings.Contains(msg, "already approved or denied") {
@@ -453,6 +469,7 @@ func TestDecisions(t *testing.T) {
 			"bad verdict":    {"decision": {"maybe"}, "digest": {call.Digest}},
 			"bad ttl":        {"decision": {"approve"}, "digest": {call.Digest}, "ttl_s": {"-5"}},
 			"bad max":        {"decision": {"approve"}, "digest": {call.Digest}, "max_actions": {"many"}},
+			"bad grant":      {"decision": {"approve"}, "digest": {call.Digest}, "grant_s": {"-1"}},
 			"long reason":    {"decision": {"deny"}, "digest": {call.Digest}, "reason": {strings.Repeat("x", 1001)}},
 			"invalid reason": {"decision": {"deny"}, "digest": {call.Digest}, "reason": {"\xff"}},
 		} {
