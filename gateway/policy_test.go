@@ -2,17 +2,23 @@ package gateway
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/deploy"
+	"github.com/airlockgw/airlock/deploy/policy"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/classify"
 	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/gateway/opa/opatest"
 	"github.com/airlockgw/airlock/sshexec"
+	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
 
 // TestPolicyEscalatesInsideARun: inside an approved run, read-only
@@ -269,6 +275,107 @@ func TestPolicyOPADeniesAClassOnOneTarget(t *testing.T) {
 	}
 	if rq := g.auditEntries("action.requested", a.ID); len(rq) != 1 || rq[0].Fields["opa_decision"] != "error" || rq[0].Fields["opa_fail_closed"] != true {
 		t.Errorf("the error is not recorded: %+v", rq)
+	}
+	g.verifyAudit()
+}
+
+// actionPolicy is the airlock-action policy of TestPolicyJudgesAirlockActionVerbs,
+// on the target and in the gateway's copy alike. DIR is a directory of
+// the test's.
+const actionPolicy = `
+verb "status" {
+  argv  = ["/bin/echo", "status of", "{service}"]
+  param "service" { enum = ["web", "worker"] }
+  class = "read_only"
+}
+verb "wipe" {
+  argv = ["/bin/rm", "-f", "{file}"]
+  param "file" { path_under = "DIR/data" }
+}
+`
+
+// TestPolicyJudgesAirlockActionVerbs: an account whose forced command is
+// airlock-action is judged by the verbs of its policy (the gateway holds
+// a copy): a declared read_only verb passes inside an approved run, a
+// verb that runs rm escalates, and a request naming no verb, or a shell
+// line, is refused before anything is dialed. Through a real sshd and a
+// real airlock-action.
+func TestPolicyJudgesAirlockActionVerbs(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	dir := sshtest.SafeDir(t)
+	if err := os.Mkdir(filepath.Join(dir, "data"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Join(dir, "data"), 0o777)
+	victim := filepath.Join(dir, "data", "lock")
+	if err := os.WriteFile(victim, nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	polFile := filepath.Join(dir, "action.hcl")
+	if err := os.WriteFile(polFile, []byte(strings.ReplaceAll(actionPolicy, "DIR", dir)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "airlock-action")
+	build := exec.Command("go", "build", "-o", bin, "../cmd/airlock-action")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	keyFile := filepath.Join(t.TempDir(), "action_ed25519")
+	pub, err := sshtest.GenerateKeyFile(keyFile, "ed25519", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := deploy.AuthorizedKeysLine(pub, deploy.LineOptions{Target: "box-action", Account: s.User, Command: bin + " --policy " + polFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Authorize(line); err != nil {
+		t.Fatal(err)
+	}
+	g := startGateway(t, s, gwOptions{clientKey: keyFile, mutate: func(c *config.Config) {
+		p, err := policy.Load(polFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := c.Targets["box-run"].Accounts[s.User]
+		a.ActionPolicy, a.ActionPolicyFile = p, polFile
+		a.Escalate = []classify.Class{classify.Destructive}
+	}})
+	ctx := context.Background()
+	res := g.runAsync(api.ActionRequest{Target: "box-run", Command: "status web"})
+	g.decideNext("run", "approve", "")
+	r := <-res
+	if r.err != nil || !r.a.Success() || r.a.Stdout != "status of web\n" || r.a.Class != "read_only" {
+		t.Fatalf("status web: %v %+v", r.err, r.a)
+	}
+	a, err := g.agent.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: "status worker"}, api.Events{})
+	if err != nil || !a.Success() || a.Approval.Mode != "run" {
+		t.Fatalf("status worker inside the run: %v %+v", err, a)
+	}
+	// wipe runs rm: destructive, so a call approval of its own.
+	res = g.runAsync(api.ActionRequest{Target: "box-run", Command: "wipe " + victim})
+	ap := g.decideNext("call", "approve", "")
+	if ap.Class != "destructive" || !strings.Contains(ap.ClassReason, "verb wipe of the action policy runs /bin/rm -f") || !strings.Contains(ap.Escalation, "inside approved run") {
+		t.Errorf("the reviewer saw %q: %q / %q", ap.Class, ap.ClassReason, ap.Escalation)
+	}
+	if r := <-res; r.err != nil || !r.a.Success() {
+		t.Fatalf("wipe: %v %+v", r.err, r.a)
+	}
+	if _, err := os.Stat(victim); !os.IsNotExist(err) {
+		t.Errorf("the approved wipe did not run: %v", err)
+	}
+	// No verb, or a shell line: refused with nothing dialed.
+	for _, cmd := range []string{"reboot", "status web; rm -rf /", "wipe /etc/passwd", "status db"} {
+		a, err := g.agent.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: cmd}, api.Events{})
+		if err != nil || a.Outcome != sshexec.Rejected || !strings.Contains(a.Detail, "airlock-action policy") {
+			t.Errorf("%q: %v %s %q", cmd, err, a.Outcome, a.Detail)
+			continue
+		}
+		if c := g.auditEntries("action.connecting", a.ID); len(c) != 0 {
+			t.Errorf("%q was dialed", cmd)
+		}
 	}
 	g.verifyAudit()
 }

@@ -20,6 +20,7 @@
 //	  run_as  = "app"                # optional: /usr/bin/sudo -n -u app -- /usr/local/bin/airlock-action --reap -- argv…
 //	  dir     = "/srv/app"           # optional working directory
 //	  env     = ["LANG"]             # optional: variables passed through
+//	  class   = "mutating"           # optional: for a gateway judging requests by this file
 //	}
 //
 // A parameter has exactly one type: enum = [values], regex = "RE" (RE2,

@@ -107,6 +107,19 @@ type Plan struct {
 // is not seen. Keep the directories under the prefix writable only by
 // accounts trusted not to race the check.
 func (p *Policy) Match(command string) (*Plan, error) {
+	return p.match(command, true)
+}
+
+// MatchText is Match without the file system: a path_under argument is
+// checked as text only (absolute, clean, beneath its prefix), since the
+// host that asks is not the one whose files the path names. A gateway
+// uses it to judge a request before sending it; the target's
+// airlock-action checks again, with its files.
+func (p *Policy) MatchText(command string) (*Plan, error) {
+	return p.match(command, false)
+}
+
+func (p *Policy) match(command string, files bool) (*Plan, error) {
 	words, err := Tokenize(command)
 	if err != nil {
 		return nil, err
@@ -121,7 +134,7 @@ func (p *Policy) Match(command string) (*Plan, error) {
 	}
 	values := make(map[string]string, len(args))
 	for i, prm := range v.Params {
-		if err := prm.check(args[i]); err != nil {
+		if err := prm.check(args[i], files); err != nil {
 			return nil, &ArgError{Verb: v.Name, Param: prm.Name, Value: args[i], Err: err}
 		}
 		values[prm.Name] = args[i]
@@ -145,7 +158,7 @@ func SudoPrefix(user, reaper string) []string {
 var intRE = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
 
 // check validates one argument.
-func (p *Param) check(arg string) error {
+func (p *Param) check(arg string, files bool) error {
 	switch p.Kind {
 	case Enum:
 		for _, v := range p.Values {
@@ -172,6 +185,9 @@ func (p *Param) check(arg string) error {
 		}
 		return nil
 	case PathUnder:
+		if !files {
+			return checkPathText(arg, p.Under)
+		}
 		return checkPathUnder(arg, p.Under)
 	}
 	return fmt.Errorf("policy: param %s has no type", p.Name)
@@ -182,16 +198,8 @@ func (p *Param) check(arg string) error {
 // under's own resolved location. The part of the path that does not exist
 // yet cannot hold a link.
 func checkPathUnder(path, under string) error {
-	for _, el := range strings.Split(path, "/") {
-		if el == ".." {
-			return ErrPathTraversal
-		}
-	}
-	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
-		return ErrPathNotClean
-	}
-	if !strings.HasPrefix(path, under+"/") {
-		return ErrPathOutside
+	if err := checkPathText(path, under); err != nil {
+		return err
 	}
 	root, err := filepath.EvalSymlinks(under)
 	if err != nil {
@@ -217,6 +225,23 @@ func checkPathUnder(path, under string) error {
 	}
 	if real != root && !strings.HasPrefix(real, root+"/") {
 		return ErrSymlinkEscape
+	}
+	return nil
+}
+
+// checkPathText accepts an absolute, clean path strictly beneath under,
+// as text.
+func checkPathText(path, under string) error {
+	for _, el := range strings.Split(path, "/") {
+		if el == ".." {
+			return ErrPathTraversal
+		}
+	}
+	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
+		return ErrPathNotClean
+	}
+	if !strings.HasPrefix(path, under+"/") {
+		return ErrPathOutside
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -70,6 +71,12 @@ type Verb struct {
 	// Env lists the variables passed through from airlock-action's own
 	// environment, besides the fixed PATH.
 	Env []string
+	// Class, when set, is how much the verb can change, as the gateway's
+	// command classes name it (read_only, mutating, destructive,
+	// privileged, forbidden): a gateway that holds a copy of this policy
+	// judges the account's requests by it. airlock-action itself only
+	// checks the name.
+	Class string
 	// Line is where the verb block starts in File.
 	Line int
 
@@ -163,6 +170,7 @@ type verbBody struct {
 	RunAs    *hcl.Attribute `hcl:"run_as,optional"`
 	Dir      *hcl.Attribute `hcl:"dir,optional"`
 	Env      *hcl.Attribute `hcl:"env,optional"`
+	Class    *hcl.Attribute `hcl:"class,optional"`
 	Params   []paramBody    `hcl:"param,block"`
 	DefRange hcl.Range      `hcl:",def_range"`
 }
@@ -192,6 +200,9 @@ var deniedEnv = map[string]bool{
 	"BASHOPTS": true, "PS4": true, "GCONV_PATH": true, "LOCPATH": true, "NLSPATH": true,
 	"HOSTALIASES": true, "RESOLV_HOST_CONF": true, "MALLOC_CHECK_": true,
 }
+
+// ClassNames are the classes a verb may declare, least to most severe.
+var ClassNames = []string{"read_only", "mutating", "destructive", "privileged", "forbidden"}
 
 // Parse parses and validates a policy. name is used in problems and as
 // Policy.File. Every problem found is reported at once in an *Error.
@@ -319,6 +330,12 @@ func (c *collector) verb(b *verbBody) *Verb {
 		v.Dir = c.str(b.Dir)
 		if !isCleanAbs(v.Dir) {
 			c.Errorf(b.Dir.Range, "verb %q: dir %q must be an absolute, clean path", b.Name, v.Dir)
+		}
+	}
+	if b.Class != nil {
+		v.Class = c.str(b.Class)
+		if !slices.Contains(ClassNames, v.Class) {
+			c.Errorf(b.Class.Range, "verb %q: class %q is not one of %s", b.Name, v.Class, strings.Join(ClassNames, ", "))
 		}
 	}
 	if b.Env != nil {

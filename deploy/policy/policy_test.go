@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -323,6 +324,11 @@ func FuzzMatch(f *testing.F) {
 			}
 			return
 		}
+		// Judged as text (the gateway's MatchText), what the target
+		// accepts is accepted too: the text check is part of the full one.
+		if tp, err := p.MatchText(command); err != nil || !slices.Equal(tp.Argv, plan.Argv) {
+			t.Fatalf("MatchText(%q) = %v, %v; Match accepted it as %q", command, tp, err, plan.Argv)
+		}
 		v := plan.Verb
 		argv := plan.Argv
 		if v.RunAs != "" {
@@ -344,7 +350,7 @@ func FuzzMatch(f *testing.F) {
 			t.Fatalf("%d args for %d params", len(plan.Args), len(v.Params))
 		}
 		for i, prm := range v.Params {
-			if err := prm.check(plan.Args[i]); err != nil {
+			if err := prm.check(plan.Args[i], true); err != nil {
 				t.Fatalf("accepted arg %q for %s: %v", plan.Args[i], prm.Name, err)
 			}
 			if prm.Kind == Regex && !prm.LeadingDash && strings.HasPrefix(plan.Args[i], "-") {
@@ -355,4 +361,43 @@ func FuzzMatch(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestVerbClassAndMatchText(t *testing.T) {
+	p, err := Parse([]byte(`
+verb "status" {
+  argv  = ["/usr/bin/systemctl", "status", "web"]
+  class = "read_only"
+}
+verb "fetch" {
+  argv = ["/usr/bin/cat", "{file}"]
+  param "file" { path_under = "/nonexistent-on-this-host/logs" }
+}
+`), "action.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := p.Verb("status").Class; c != "read_only" {
+		t.Errorf("class %q", c)
+	}
+	// The prefix does not exist here: Match refuses, MatchText judges the
+	// path as text.
+	if _, err := p.Match("fetch /nonexistent-on-this-host/logs/app.log"); !errors.Is(err, ErrPathOutside) {
+		t.Errorf("Match: %v", err)
+	}
+	if _, err := p.MatchText("fetch /nonexistent-on-this-host/logs/app.log"); err != nil {
+		t.Errorf("MatchText: %v", err)
+	}
+	for _, bad := range []string{"fetch /nonexistent-on-this-host/logs/../../etc/passwd", "fetch /etc/passwd", "fetch /nonexistent-on-this-host/logs//x"} {
+		if _, err := p.MatchText(bad); err == nil {
+			t.Errorf("MatchText(%q) accepted", bad)
+		}
+	}
+	_, err = Parse([]byte(`verb "x" {
+  argv  = ["/bin/true"]
+  class = "harmless"
+}`), "bad.hcl")
+	if err == nil || !strings.Contains(err.Error(), `class "harmless" is not one of read_only`) {
+		t.Errorf("an unknown class: %v", err)
+	}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/deploy"
 	"github.com/airlockgw/airlock/deploy/hclcheck"
+	"github.com/airlockgw/airlock/deploy/policy"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/classify"
 	"github.com/airlockgw/airlock/sshexec"
@@ -397,6 +398,13 @@ type Account struct {
 	MaxGrant time.Duration
 	// Quota bounds the account's actions per run and per rolling window.
 	Quota approvals.Quota
+	// ActionPolicy is a copy of the airlock-action policy the account's
+	// forced command enforces on the target (action_policy, read from
+	// ActionPolicyFile): a request is judged by the verb it names, and
+	// one that names none is refused before anything is dialed. nil for
+	// a shell account.
+	ActionPolicy     *policy.Policy
+	ActionPolicyFile string
 }
 
 // Bounds of the policy fields.
@@ -681,6 +689,7 @@ type rawAccount struct {
 	Refuse     *hcl.Attribute `hcl:"refuse,optional"`
 	Deny       *hcl.Attribute `hcl:"deny_patterns,optional"`
 	Unreviewed *hcl.Attribute `hcl:"allow_unreviewed,optional"`
+	ActionPol  *hcl.Attribute `hcl:"action_policy,optional"`
 	MaxGrant   *hcl.Attribute `hcl:"max_grant,optional"`
 	Quota      *rawQuota      `hcl:"quota,block"`
 	DefRange   hcl.Range      `hcl:",def_range"`
@@ -1397,6 +1406,16 @@ func (c *checker) target(cfg *Config, r *rawTarget, base string) {
 			a.DenyPatterns = append(a.DenyPatterns, re)
 		}
 		c.policy(a, ra, r.Name)
+		if ra.ActionPol != nil {
+			a.ActionPolicyFile = c.path(ra.ActionPol, base)
+			if a.ActionPolicyFile != "" {
+				p, err := policy.Load(a.ActionPolicyFile)
+				if err != nil {
+					c.Errorf(ra.ActionPol.Range, "target %q account %q: action_policy: %v", r.Name, ra.Name, err)
+				}
+				a.ActionPolicy = p
+			}
+		}
 		if _, ok := cfg.Credentials[a.Credential]; !ok && ra.Credential != nil {
 			c.Errorf(ra.Credential.Range, "target %q account %q: no credential %q is defined (defined: %s)", r.Name, ra.Name, a.Credential, names(cfg.Credentials))
 		}

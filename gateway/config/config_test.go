@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/gateway/classify"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -133,6 +134,43 @@ target "t" {
 	}
 	if cfg.Credentials["k"].PrivateKeyFile != "/etc/airlock/k" {
 		t.Errorf("relative paths resolve against the config's directory: %q", cfg.Credentials["k"].PrivateKeyFile)
+	}
+}
+
+func TestParseConfigPolicyFields(t *testing.T) {
+	cfg, err := Parse([]byte(`
+credential "k" { private_key_file = "k" }
+target "t" {
+  address   = "127.0.0.1:2222"
+  host_keys = ["`+testHostKey+`"]
+  account "a" {
+    credential       = "k"
+    allow_unreviewed = ["read_only"]
+    max_grant        = "30m"
+    quota {
+      per_run    = 50
+      per_window = 200
+    }
+  }
+  account "b" { credential = "k" }
+}
+opa {
+  url         = "http://127.0.0.1:8181/v1/data/airlock/decision"
+  fail_closed = false
+}`), "/etc/airlock/airlock.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := cfg.Targets["t"].Accounts["a"], cfg.Targets["t"].Accounts["b"]
+	if len(a.AllowUnreviewed) != 1 || a.AllowUnreviewed[0] != classify.ReadOnly || a.MaxGrant != 30*time.Minute ||
+		a.Quota != (approvals.Quota{PerRun: 50, PerWindow: 200, Window: DefaultQuotaWindow}) {
+		t.Errorf("account a: %+v", a)
+	}
+	if len(b.AllowUnreviewed) != 0 || b.MaxGrant != 0 || b.Quota != (approvals.Quota{}) || b.ActionPolicy != nil {
+		t.Errorf("defaults narrow nothing and widen nothing: %+v", b)
+	}
+	if o := cfg.OPA; o == nil || o.FailClosed || o.Timeout != DefaultOPATimeout {
+		t.Errorf("opa: %+v", o)
 	}
 }
 
@@ -357,6 +395,25 @@ target "t" {
     deny_patterns = ["(unclosed"]
   }
 }`, []int{7, 8}},
+		{"policy fields out of bounds", `credential "k" { private_key_file = "/k" }
+target "t" {
+  address   = "10.0.0.1:22"
+  host_keys = ["` + testHostKey + `"]
+  account "a" {
+    credential = "k"
+    escalate   = ["mutating"]
+    allow_unreviewed = ["read_only", "mutating", "destructive"]
+    max_grant  = "48h"
+    action_policy = "/nonexistent/action.hcl"
+    quota {
+      window = "1h"
+    }
+  }
+}
+opa {
+  url = "http://opa.example:8181/v1/data/airlock/decision"
+  timeout = "1m"
+}`, []int{8, 8, 8, 9, 11, 12, 10, 18, 17}},
 		{"via an unknown target", valid(jumpTarget("j", "nowhere")), []int{9}},
 		{"via itself", valid(jumpTarget("j", "j")), []int{9}},
 		{"via an unknown account", valid(jumpTarget("j", "root@t")), []int{9}},

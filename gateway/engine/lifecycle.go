@@ -20,6 +20,7 @@ import (
 	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/auditchain"
 	"github.com/airlockgw/airlock/deploy"
+	"github.com/airlockgw/airlock/deploy/policy"
 	"github.com/airlockgw/airlock/gateway/api"
 	cmdclass "github.com/airlockgw/airlock/gateway/classify"
 	"github.com/airlockgw/airlock/gateway/config"
@@ -683,7 +684,14 @@ func stdinOf(b64 string, acct *config.Account) (stdin []byte, problem string) {
 // escalate takes it out of what a run approval covers. Policy only ever
 // narrows what a reviewer approved.
 func (l *lifecycle) classify() (problem string) {
-	res := cmdclass.Classify(l.req.Command)
+	var res cmdclass.Result
+	if p := l.account.ActionPolicy; p != nil {
+		if res, problem = judgeVerb(p, l.req.Command); problem != "" {
+			return "the account's airlock-action policy (" + l.account.ActionPolicyFile + ") refuses it, so nothing was sent: " + problem
+		}
+	} else {
+		res = cmdclass.Classify(l.req.Command)
+	}
 	// The parts quote the command: what looks like a credential in them
 	// is hidden as it is in the command.
 	l.classReason = l.conf.redactor.Redact(res.Reason()).Text
@@ -781,6 +789,44 @@ func (l *lifecycle) takeQuota(ctx context.Context) (problem string) {
 	}
 	l.e.log.Error("quota could not be counted", "action", l.a.id, "error", err)
 	return "the account's quota could not be counted, so nothing was run: " + err.Error()
+}
+
+// judgeVerb classifies a request to an airlock-action account by the
+// verb it names in p: the class the verb declares, or else the class of
+// the program it runs (root's, through run_as = "root", is privileged);
+// problem says why p refuses the request.
+func judgeVerb(p *policy.Policy, command string) (cmdclass.Result, string) {
+	plan, err := p.MatchText(command)
+	if err != nil {
+		return cmdclass.Result{}, err.Error()
+	}
+	v := plan.Verb
+	if v.Class != "" {
+		cl, err := cmdclass.ParseClass(v.Class)
+		if err != nil {
+			return cmdclass.Result{}, err.Error()
+		}
+		return cmdclass.Result{Class: cl, Parts: []cmdclass.Part{{Text: command, Class: cl,
+			Rule: fmt.Sprintf("verb %s of the action policy, declared %s", v.Name, cl)}}}, ""
+	}
+	argv := plan.Argv
+	if v.RunAs != "" {
+		argv = argv[len(policy.SudoPrefix(v.RunAs, p.Reaper)):]
+	}
+	words := make([]string, len(argv))
+	for i, a := range argv {
+		words[i] = policy.Quote(a)
+	}
+	inner := cmdclass.Classify(strings.Join(words, " "))
+	cl := inner.Class
+	if v.RunAs == "root" {
+		cl = max(cl, cmdclass.Privileged)
+	}
+	rule := fmt.Sprintf("verb %s of the action policy runs %s: %s", v.Name, strings.Join(words, " "), inner.Reason())
+	if v.RunAs != "" {
+		rule += " (as " + v.RunAs + ")"
+	}
+	return cmdclass.Result{Class: cl, Parts: []cmdclass.Part{{Text: command, Class: cl, Rule: rule}}}, ""
 }
 
 // escalationText is the escalation as reviewers read it: inside which
