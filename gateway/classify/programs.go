@@ -542,6 +542,24 @@ func (c *classifier) systemctl(text, name string, rest []arg) {
 }
 
 func (c *classifier) git(text string, rest []arg) {
+	// git's own options come before the subcommand: -C PATH and the
+	// like are skipped; one that sets configuration can name a program
+	// to run (core.pager, core.sshCommand, an alias).
+skip:
+	for len(rest) > 0 && rest[0].lit && strings.HasPrefix(rest[0].v, "-") {
+		switch o := rest[0].v; {
+		case strings.HasPrefix(o, "-c") || strings.HasPrefix(o, "--config-env") || strings.HasPrefix(o, "--exec-path"):
+			c.add(text, Destructive, "git "+o+" sets configuration that can run any program")
+			return
+		case o == "-C" || o == "--git-dir" || o == "--work-tree" || o == "--namespace":
+			if len(rest) < 2 {
+				break skip
+			}
+			rest = rest[2:]
+		default: // --no-pager, -P, --git-dir=DIR, --bare, …
+			rest = rest[1:]
+		}
+	}
 	verb := firstOperand(rest)
 	switch verb {
 	case "status", "log", "diff", "show", "rev-parse", "describe", "ls-files", "ls-tree", "blame", "grep", "shortlog", "reflog", "cat-file", "version", "help":
