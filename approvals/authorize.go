@@ -149,16 +149,28 @@ func (s *Store) admitOrRaise(ctx context.Context, id RunID, mode Mode, a Action)
 // grantFor returns the approved call request of run r whose grant covers
 // a now (the same digest, its grant not yet over), nil for none. Called
 // with s.mu held.
+//
+// The policy in force bounds a grant too: a reload that lowers max_grant
+// shortens the grants given before (GrantUntil of the result is the
+// bounded end), and one that sets it to 0 ends them.
 func (s *Store) grantFor(ctx context.Context, r *Run, a Action) (*Request, error) {
+	maxGrant := s.policy.MaxGrantFor(a.Target, a.Account)
+	if maxGrant <= 0 {
+		return nil, nil
+	}
+	now := s.clock.Now()
 	d := DigestOf(r.ID, a)
 	reqs, err := loadRequests(ctx, s.db, `run_id = ? AND digest = ? AND grant_until > ? AND status = ?`,
-		string(r.ID), d[:], s.clock.Now().UnixNano(), StatusApproved.String())
-	if err != nil || len(reqs) == 0 {
+		string(r.ID), d[:], now.UnixNano(), StatusApproved.String())
+	if err != nil {
 		return nil, err
 	}
-	g := reqs[0]
-	for _, q := range reqs[1:] {
-		if q.GrantUntil.After(g.GrantUntil) {
+	var g *Request
+	for _, q := range reqs {
+		if end := q.DecidedAt.Add(maxGrant); end.Before(q.GrantUntil) {
+			q.GrantUntil = end
+		}
+		if q.GrantUntil.After(now) && (g == nil || q.GrantUntil.After(g.GrantUntil)) {
 			g = q
 		}
 	}

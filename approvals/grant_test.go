@@ -204,3 +204,38 @@ func TestUnreviewedNeedsAUsableRunAndStaysInItsLimits(t *testing.T) {
 		t.Fatal("an ended run's unreviewed action passed")
 	}
 }
+
+func TestGrantShrinksWithThePolicy(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, grantPolicy)
+	ctx := context.Background()
+	rv := e.reviewer("alice")
+	run, _ := e.remoteRun()
+	a := act("call-box", "uptime")
+	q, done := e.authorize(ctx, run.ID, a)
+	if _, err := e.s.Decide(ctx, rv, q.ID, Decision{Verdict: Approve, Grant: 10 * time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	recv(t, done)
+	e.clock.Advance(3 * time.Minute)
+	// max_grant lowered to 5m: the grant ends 5m after the decision.
+	e.s.SetPolicy(Policy{Rules: []Rule{{Target: "call-box", Mode: ModeCall, MaxGrant: 5 * time.Minute}}})
+	_, done = e.authorize(ctx, run.ID, a)
+	if o := recv(t, done); o.err != nil || !o.res.GrantUntil.Equal(q.RequestedAt.Add(5*time.Minute)) {
+		t.Fatalf("covered until %v (%v), want the lowered bound", o.res.GrantUntil, o.err)
+	}
+	e.clock.Advance(2*time.Minute + time.Second)
+	cctx, cancel := context.WithCancel(ctx)
+	if q2, _ := e.authorize(cctx, run.ID, a); q2.ID == "" {
+		t.Error("covered past the lowered bound")
+	}
+	cancel()
+	// Grants switched off: nothing is covered.
+	e.s.SetPolicy(Policy{Rules: []Rule{{Target: "call-box", Mode: ModeCall}}})
+	cctx, cancel = context.WithCancel(ctx)
+	defer cancel()
+	if q3, _ := e.authorize(cctx, run.ID, a); q3.ID == "" {
+		t.Error("covered with grants switched off")
+	}
+}
+
