@@ -269,6 +269,46 @@ secret "from-systemd" {
 	}
 }
 
+// config check reads the opa block's files and the accounts' action
+// policies as the gateway would.
+func TestConfigCheckPolicyFiles(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "key")
+	if _, err := sshtest.GenerateKeyFile(key, "ed25519", ""); err != nil {
+		t.Skip(err)
+	}
+	token, actionPolicy := filepath.Join(dir, "opa.token"), filepath.Join(dir, "action.hcl")
+	cfgFile := filepath.Join(dir, "airlock.hcl")
+	os.WriteFile(cfgFile, []byte(fmt.Sprintf(`state_dir = %q
+credential "k" { private_key_file = %q }
+target "t" {
+  address   = "127.0.0.1:22"
+  host_keys = ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKnQ7cBmrfILU8y0HCfFXb5n5bd2OoB25Bhz9wGtK6Ko"]
+  account "a" {
+    credential    = "k"
+    action_policy = %q
+  }
+}
+opa {
+  url        = "http://127.0.0.1:8181/v1/data/airlock/decision"
+  token_file = %q
+}
+`, filepath.Join(dir, "state"), key, actionPolicy, token)), 0o600)
+	code, _, stderr := runCLI(t, "config", "check", "--config", cfgFile)
+	if code == 0 || !strings.Contains(stderr, "action_policy") {
+		t.Errorf("a missing action policy: exit %d: %s", code, stderr)
+	}
+	os.WriteFile(actionPolicy, []byte("verb \"up\" {\n  argv  = [\"/usr/bin/uptime\"]\n  class = \"read_only\"\n}\n"), 0o644)
+	code, _, stderr = runCLI(t, "config", "check", "--config", cfgFile)
+	if code == 0 || !strings.Contains(stderr, "token_file") {
+		t.Errorf("a missing OPA token: exit %d: %s", code, stderr)
+	}
+	os.WriteFile(token, []byte("s3cr3t-token\n"), 0o600)
+	if code, _, stderr = runCLI(t, "config", "check", "--config", cfgFile); code != 0 || strings.Contains(stderr, "s3cr3t") {
+		t.Errorf("good files: exit %d: %s", code, stderr)
+	}
+}
+
 // config check counts what it found in words that agree with the number.
 func TestConfigCheckCounts(t *testing.T) {
 	dir := t.TempDir()

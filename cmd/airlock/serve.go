@@ -22,6 +22,7 @@ import (
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/gateway/engine"
+	"github.com/airlockgw/airlock/gateway/opa"
 )
 
 func init() {
@@ -274,6 +275,13 @@ func configCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	for _, name := range sortedKeys(cfg.Secrets) {
 		if _, err := config.LoadSecretValue(cfg.Secrets[name]); err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", cfg.Path, err)
+			problems++
+		}
+	}
+	if o := cfg.OPA; o != nil {
+		// Its files, as the gateway reads them; OPA itself is not asked.
+		if _, err := opa.New(opa.Options{URL: o.URL, Timeout: o.Timeout, TokenFile: o.TokenFile, CAFile: o.CAFile}); err != nil {
 			fmt.Fprintf(stderr, "%s: %v\n", cfg.Path, err)
 			problems++
 		}
