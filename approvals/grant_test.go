@@ -238,4 +238,3 @@ func TestGrantShrinksWithThePolicy(t *testing.T) {
 		t.Error("covered with grants switched off")
 	}
 }
-
