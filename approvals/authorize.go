@@ -11,9 +11,13 @@ import (
 // Authorize decides whether run id may perform action a, asking a
 // reviewer when the policy says so, and blocks until it knows:
 //
-//   - call mode (the policy's ModeFor(a.Target, a.Account)): a new request
-//     bound to DigestOf(id, a) is raised every time, also in an approved
-//     run; its approval lets exactly this action through once.
+//   - call mode (the policy's ModeFor(a.Target, a.Account), or an action
+//     with Redactions or an Escalation): a new request bound to
+//     DigestOf(id, a) is raised, also in an approved run; its approval
+//     lets exactly this action through once, and, with a grant, the same
+//     digest again until the grant ends (no request is raised then).
+//   - a.Unreviewed (and neither of those): no reviewer; the run must be
+//     one that may act and a within its agent's limits.
 //   - run mode, run approved: the action passes at once if it is within
 //     the approval's scope, TTL and action budget.
 //   - run mode, run pending: the run's one pending run request is raised
@@ -170,11 +174,47 @@ func (s *Store) grantFor(ctx context.Context, r *Run, a Action) (*Request, error
 		if end := q.DecidedAt.Add(maxGrant); end.Before(q.GrantUntil) {
 			q.GrantUntil = end
 		}
-		if q.GrantUntil.After(now) && (g == nil || q.GrantUntil.After(g.GrantUntil)) {
+		if s.grantLive(q, now) && (g == nil || q.GrantUntil.After(g.GrantUntil)) {
 			g = q
 		}
 	}
 	return g, nil
+}
+
+func grantKey(id RequestID) string { return "grant:" + string(id) }
+
+// armGrants starts the elapsed-time bound of every grant still running,
+// at Open: from here, a grant lasts no longer than what remains of it on
+// the wall clock, nor than its whole length.
+func (s *Store) armGrants(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	reqs, err := loadRequests(ctx, s.db, `grant_until > ? AND status = ?`, now.UnixNano(), StatusApproved.String())
+	for _, q := range reqs {
+		s.grantLive(q, now)
+	}
+	return err
+}
+
+// grantLive reports whether granting request q's grant still runs at now:
+// before its wall-clock end, and within its length in elapsed time, so
+// that setting the system clock back does not lengthen it. After a
+// restart only the wall-clock end is known; the elapsed-time bound is
+// then what remains of it, at most the grant's whole length. Called with
+// s.mu held.
+func (s *Store) grantLive(q *Request, now time.Time) bool {
+	key, el := grantKey(q.ID), s.clock.Elapsed()
+	at, ok := s.deadlines[key]
+	if !ok {
+		at = el + min(max(q.GrantUntil.Sub(now), 0), q.GrantUntil.Sub(q.DecidedAt))
+		s.deadlines[key] = at
+	}
+	if !now.Before(q.GrantUntil) || el >= at {
+		delete(s.deadlines, key)
+		return false
+	}
+	return true
 }
 
 // admitUnreviewed lets a through without a reviewer, as the account's
@@ -477,6 +517,9 @@ func (s *Store) Decide(ctx context.Context, rv Reviewer, id RequestID, d Decisio
 		return Request{}, err
 	}
 	s.finish(q, st)
+	if d.Grant > 0 {
+		s.deadlines[grantKey(q.ID)] = s.clock.Elapsed() + d.Grant
+	}
 	if q.Kind == KindRun {
 		if r.State.Terminal() { // denied: nothing left to expire
 			s.unschedule(runKey(r.ID))

@@ -60,8 +60,11 @@ func TestGrantCoversTheSameActionAndNothingElse(t *testing.T) {
 		recv(t, done)
 	}
 
-	// Past the grant, a reviewer is asked again; a restart keeps it.
+	// A restart keeps it; past it, a reviewer is asked again.
 	e.reopen()
+	if q5, done := e.authorize(ctx, run.ID, a); q5.ID != "" || recv(t, done).res.RequestID != q.ID {
+		t.Fatal("the grant did not cover a repeat after a restart")
+	}
 	e.clock.Advance(5*time.Minute + time.Second)
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -118,15 +121,11 @@ func TestGrantDoesNotOutliveItsRun(t *testing.T) {
 	rv := e.reviewer("alice")
 	run, _ := e.remoteRun()
 	a := act("call-box", "uptime")
-	q, done := e.authorize(ctx, run.ID, a)
-	if _, err := e.s.Decide(ctx, rv, q.ID, Decision{Verdict: Approve, Grant: 10 * time.Minute}); err != nil {
-		t.Fatal(err)
-	}
-	recv(t, done)
+	e.grant(rv, run.ID, a, 10*time.Minute)
 	if err := e.s.Revoke(ctx, rv, run.ID, "stop"); err != nil {
 		t.Fatal(err)
 	}
-	_, done = e.authorize(ctx, run.ID, a)
+	_, done := e.authorize(ctx, run.ID, a)
 	if o := recv(t, done); o.err == nil {
 		t.Fatalf("a grant let an action of an ended run through: %+v", o.res)
 	}
@@ -203,6 +202,33 @@ func TestUnreviewedNeedsAUsableRunAndStaysInItsLimits(t *testing.T) {
 	if _, err := e.s.Authorize(ctx, run.ID, a, nil); err == nil {
 		t.Fatal("an ended run's unreviewed action passed")
 	}
+	// An agent limited to run-box gets nothing unreviewed on call-box,
+	// and an approved run's scope holds as well.
+	ag, tok, err := e.s.AddAgent(ctx, "ci-bot", []Scope{{Target: "run-box"}}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ag, err = e.s.VerifyAgent(ctx, tok); err != nil {
+		t.Fatal(err)
+	}
+	limited, _, err := e.s.CreateRemote(ctx, RemoteRun{Requester: ag.Subject(), Agent: &ag})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s.Authorize(ctx, limited.ID, a, nil); !errors.Is(err, ErrOutOfScope) {
+		t.Errorf("unreviewed outside the agent's limits: %v", err)
+	}
+	scoped, _ := e.remoteRun()
+	q, done := e.authorize(ctx, scoped.ID, act("run-box", "ls"))
+	if _, err := e.s.Decide(ctx, rv, q.ID, Decision{Verdict: Approve, Scope: []Scope{{Target: "run-box"}}}); err != nil {
+		t.Fatal(err)
+	}
+	recv(t, done)
+	other := act("other-box", "uptime")
+	other.Unreviewed = true
+	if _, err := e.s.Authorize(ctx, scoped.ID, other, nil); !errors.Is(err, ErrOutOfScope) {
+		t.Errorf("unreviewed outside the approved run's scope: %v", err)
+	}
 }
 
 func TestGrantShrinksWithThePolicy(t *testing.T) {
@@ -212,15 +238,11 @@ func TestGrantShrinksWithThePolicy(t *testing.T) {
 	rv := e.reviewer("alice")
 	run, _ := e.remoteRun()
 	a := act("call-box", "uptime")
-	q, done := e.authorize(ctx, run.ID, a)
-	if _, err := e.s.Decide(ctx, rv, q.ID, Decision{Verdict: Approve, Grant: 10 * time.Minute}); err != nil {
-		t.Fatal(err)
-	}
-	recv(t, done)
+	q := e.grant(rv, run.ID, a, 10*time.Minute)
 	e.clock.Advance(3 * time.Minute)
 	// max_grant lowered to 5m: the grant ends 5m after the decision.
 	e.s.SetPolicy(Policy{Rules: []Rule{{Target: "call-box", Mode: ModeCall, MaxGrant: 5 * time.Minute}}})
-	_, done = e.authorize(ctx, run.ID, a)
+	_, done := e.authorize(ctx, run.ID, a)
 	if o := recv(t, done); o.err != nil || !o.res.GrantUntil.Equal(q.RequestedAt.Add(5*time.Minute)) {
 		t.Fatalf("covered until %v (%v), want the lowered bound", o.res.GrantUntil, o.err)
 	}
@@ -237,4 +259,54 @@ func TestGrantShrinksWithThePolicy(t *testing.T) {
 	if q3, _ := e.authorize(cctx, run.ID, a); q3.ID == "" {
 		t.Error("covered with grants switched off")
 	}
+}
+
+// Setting the system clock back does not lengthen a grant, before or
+// after a restart.
+func TestClockSetBackDoesNotLengthenGrant(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, grantPolicy)
+	ctx := context.Background()
+	rv := e.reviewer("alice")
+	run, _ := e.remoteRun()
+	a := act("call-box", "uptime")
+	e.grant(rv, run.ID, a, 5*time.Minute)
+	e.clock.Jump(-3 * time.Hour)
+	e.clock.Advance(5*time.Minute - time.Second)
+	if _, done := e.authorize(ctx, run.ID, a); recv(t, done).res.GrantUntil.IsZero() {
+		t.Fatal("not covered within the grant")
+	}
+	e.clock.Advance(time.Second)
+	cctx, cancel := context.WithCancel(ctx)
+	if q2, _ := e.authorize(cctx, run.ID, a); q2.ID == "" {
+		t.Error("covered past the grant's length after the clock was set back")
+	}
+	cancel()
+
+	// After a restart: a second grant, the clock set back, then a
+	// restart; what remains is bounded by the grant's length.
+	run2, _ := e.remoteRun()
+	e.grant(rv, run2.ID, a, 5*time.Minute)
+	e.clock.Jump(-time.Hour)
+	e.reopen()
+	e.clock.Advance(5 * time.Minute)
+	cctx, cancel = context.WithCancel(ctx)
+	defer cancel()
+	if q3, _ := e.authorize(cctx, run2.ID, a); q3.ID == "" {
+		t.Error("covered for more than the grant's length after a restart")
+	}
+}
+
+// grant raises a call request for a in run, approves it with a grant of
+// d, and lets the approved action through; it returns the decided
+// request.
+func (e *env) grant(rv Reviewer, run RunID, a Action, d time.Duration) Request {
+	e.t.Helper()
+	q, done := e.authorize(context.Background(), run, a)
+	decided, err := e.s.Decide(context.Background(), rv, q.ID, Decision{Verdict: Approve, Grant: d})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	recv(e.t, done)
+	return decided
 }

@@ -82,6 +82,11 @@ func (s *Store) TakeQuota(ctx context.Context, run RunID, target, account string
 		target, account, string(run), now.UnixNano()); err != nil {
 		return fmt.Errorf("approvals: quota: %w", err)
 	}
+	// What no window reads any more goes, a little at a time.
+	if _, err := tx.ExecContext(ctx, `DELETE FROM quota_uses WHERE target = ? AND account = ? AND at < ?`,
+		target, account, now.Add(-MaxQuotaWindow).UnixNano()); err != nil {
+		return fmt.Errorf("approvals: quota: %w", err)
+	}
 	return tx.Commit()
 }
 

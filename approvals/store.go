@@ -197,6 +197,9 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if err == nil {
 		err = s.pruneQuota(ctx)
 	}
+	if err == nil {
+		err = s.armGrants(ctx)
+	}
 	if err != nil {
 		s.Close()
 		return nil, err

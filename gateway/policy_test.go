@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -196,7 +197,12 @@ func TestPolicyQuotaStopsALoop(t *testing.T) {
 func TestPolicyUnreviewedReadOnly(t *testing.T) {
 	t.Parallel()
 	s := sharedSSHD(t)
-	g := startGateway(t, s, gwOptions{mutate: func(c *config.Config) {
+	secretFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(secretFile, []byte("unreviewed-secret-value\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	extra := fmt.Sprintf("secret \"tok\" {\n  file = %q\n  accounts = [\"box-call\"]\n}\n", secretFile)
+	g := startGateway(t, s, gwOptions{extraConfig: extra, mutate: func(c *config.Config) {
 		c.Targets["box-call"].Accounts[s.User].AllowUnreviewed = []classify.Class{classify.ReadOnly}
 	}})
 	ctx := context.Background()
@@ -210,10 +216,23 @@ func TestPolicyUnreviewedReadOnly(t *testing.T) {
 	if fin := g.auditEntries("action.finished", a.ID); len(fin) != 1 || fin[0].Fields["approval_mode"] != "unreviewed" {
 		t.Errorf("action.finished: %+v", fin)
 	}
-	res := g.runAsync(api.ActionRequest{Target: "box-call", Command: "touch /tmp/airlock-unreviewed-test"})
-	g.decideNext("call", "deny", "")
-	if r := <-res; r.err != nil || r.a.Outcome != sshexec.Denied {
-		t.Fatalf("mutating: %v %+v", r.err, r.a)
+	// A mutating command, a gateway-held secret (which a read-only
+	// program could print in a form the mask misses) and what looks like
+	// a credential all still ask.
+	for _, req := range []api.ActionRequest{
+		{Target: "box-call", Command: "touch /tmp/airlock-unreviewed-test"},
+		{Target: "box-call", Command: "base64", Secret: "tok"},
+		{Target: "box-call", Command: "echo ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"},
+		{Target: "box-call", Command: "echo \"x\tghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8\" | base64"},
+	} {
+		res := g.runAsync(req)
+		ap := g.decideNext("call", "deny", "")
+		if r := <-res; r.err != nil || r.a.Outcome != sshexec.Denied {
+			t.Fatalf("%q: %v %+v", req.Command, r.err, r.a)
+		}
+		if strings.Contains(ap.ClassReason+ap.Command, "ghp_A1b2") {
+			t.Errorf("the credential shows: %q / %q", ap.Command, ap.ClassReason)
+		}
 	}
 	g.verifyAudit()
 }
@@ -367,11 +386,14 @@ func TestPolicyJudgesAirlockActionVerbs(t *testing.T) {
 		t.Errorf("the approved wipe did not run: %v", err)
 	}
 	// No verb, or a shell line: refused with nothing dialed.
-	for _, cmd := range []string{"reboot", "status web; rm -rf /", "wipe /etc/passwd", "status db"} {
+	for _, cmd := range []string{"reboot", "status web; rm -rf /", "wipe /etc/passwd", "status db", "status ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"} {
 		a, err := g.agent.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: cmd}, api.Events{})
 		if err != nil || a.Outcome != sshexec.Rejected || !strings.Contains(a.Detail, "airlock-action policy") {
 			t.Errorf("%q: %v %s %q", cmd, err, a.Outcome, a.Detail)
 			continue
+		}
+		if strings.Contains(a.Detail, "ghp_A1b2") {
+			t.Errorf("the refusal quotes the credential: %q", a.Detail)
 		}
 		if c := g.auditEntries("action.connecting", a.ID); len(c) != 0 {
 			t.Errorf("%q was dialed", cmd)

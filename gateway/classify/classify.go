@@ -115,7 +115,15 @@ const (
 // Classify classifies one command line, as the account's login shell
 // (a POSIX shell or bash) would run it.
 func Classify(command string) Result {
-	c := &classifier{src: command}
+	return ClassifyHiding(command, nil)
+}
+
+// ClassifyHiding is Classify with hide applied to each part's text and
+// rule before they are shortened: the parts quote the command, and what
+// hide replaces (a credential) must not survive in them, not even its
+// first bytes where a part is cut. nil hides nothing.
+func ClassifyHiding(command string, hide func(string) string) Result {
+	c := &classifier{src: command, hide: hide}
 	c.line(command, 0)
 	if c.res.Class == 0 {
 		// Nothing but assignments, comments or empty: reads nothing,
@@ -126,12 +134,16 @@ func Classify(command string) Result {
 }
 
 type classifier struct {
-	src string
-	res Result
+	src  string
+	res  Result
+	hide func(string) string
 }
 
 // add records a part of class cl.
 func (c *classifier) add(text string, cl Class, rule string) {
+	if c.hide != nil {
+		text, rule = c.hide(text), c.hide(rule)
+	}
 	text = clip(text)
 	switch {
 	case cl > c.res.Class:
@@ -318,9 +330,27 @@ func (c *classifier) write(text, target, rule string) {
 		c.add(text, ReadOnly, "writes to "+target)
 	case forbiddenPath(target):
 		c.add(text, Forbidden, rule+": a path that grants access or runs programs later")
+	case runsProgramsPath(target):
+		c.add(text, Destructive, rule+": a file that names programs a later command or login runs")
 	default:
 		c.add(text, Mutating, rule)
 	}
+}
+
+// runsProgramsPath reports whether p is a file that makes an ordinary
+// later command run programs it names: git's configuration and hooks, a
+// shell's start-up files.
+func runsProgramsPath(p string) bool {
+	clean := path.Clean(p)
+	base := path.Base(clean)
+	switch {
+	case base == ".gitconfig" || strings.HasSuffix(clean, "/.git/config") || clean == ".git/config" ||
+		strings.Contains(clean, ".git/hooks/") || strings.HasSuffix(clean, "/.config/git/config"),
+		base == ".bashrc" || base == ".bash_profile" || base == ".bash_login" || base == ".profile" ||
+			base == ".zshrc" || base == ".zshenv" || base == ".zprofile" || base == ".bash_logout":
+		return true
+	}
+	return false
 }
 
 // forbiddenPath reports whether writing p installs access or scheduled

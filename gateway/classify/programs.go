@@ -542,31 +542,43 @@ func (c *classifier) systemctl(text, name string, rest []arg) {
 }
 
 func (c *classifier) git(text string, rest []arg) {
-	// git's own options come before the subcommand: -C PATH and the
-	// like are skipped; one that sets configuration can name a program
-	// to run (core.pager, core.sshCommand, an alias).
-skip:
-	for len(rest) > 0 && rest[0].lit && strings.HasPrefix(rest[0].v, "-") {
-		switch o := rest[0].v; {
+	// git's own options come before the subcommand. Those known to take
+	// a value have it skipped (-C PATH); one that sets configuration can
+	// name a program to run (core.pager, core.sshCommand, an alias); any
+	// other, or a word the classifier cannot read, may hide the
+	// subcommand.
+	for len(rest) > 0 && (!rest[0].lit || strings.HasPrefix(rest[0].v, "-")) {
+		o := rest[0].v
+		switch {
+		case !rest[0].lit:
+			c.add(text, Destructive, "git with an option the classifier cannot read")
+			return
 		case strings.HasPrefix(o, "-c") || strings.HasPrefix(o, "--config-env") || strings.HasPrefix(o, "--exec-path"):
 			c.add(text, Destructive, "git "+o+" sets configuration that can run any program")
 			return
-		case o == "-C" || o == "--git-dir" || o == "--work-tree" || o == "--namespace":
+		case gitValueOptions[o]:
 			if len(rest) < 2 {
-				break skip
+				c.add(text, Destructive, "git "+o+" without its value")
+				return
 			}
 			rest = rest[2:]
-		default: // --no-pager, -P, --git-dir=DIR, --bare, …
+		case gitFlagOptions[o] || gitValueOptions[strings.SplitN(o, "=", 2)[0]] && strings.Contains(o, "="):
 			rest = rest[1:]
+		default:
+			c.add(text, Destructive, "git option "+o+" is not one the classifier knows")
+			return
 		}
 	}
 	verb := firstOperand(rest)
 	switch verb {
-	case "status", "log", "diff", "show", "rev-parse", "describe", "ls-files", "ls-tree", "blame", "grep", "shortlog", "reflog", "cat-file", "version", "help":
+	case "":
+		c.add(text, ReadOnly, "git without a command prints its help")
+		return
+	case "status", "log", "diff", "show", "rev-parse", "describe", "ls-files", "ls-tree", "blame", "grep", "shortlog", "reflog", "cat-file", "version", "help", "ls-remote", "rev-list", "whatchanged", "for-each-ref", "show-ref", "count-objects", "verify-commit", "verify-tag", "name-rev", "merge-base", "var", "check-ignore", "check-attr":
 		c.add(text, ReadOnly, "git "+verb+" reads")
 		return
-	case "clean":
-		c.add(text, Destructive, "git clean removes files")
+	case "clean", "rm", "filter-branch", "filter-repo", "prune", "update-ref", "replace":
+		c.add(text, Destructive, "git "+verb+" removes or rewrites")
 		return
 	case "reset":
 		if anyArg(rest, "--hard", "--merge", "--keep") {
@@ -592,14 +604,40 @@ skip:
 			c.add(text, Destructive, "git "+verb+" discards changes")
 			return
 		}
-	case "remote", "config":
-		if len(operands(rest)) <= 1 || anyArg(rest, "-v", "--get", "--list", "-l", "--get-all") {
-			c.add(text, ReadOnly, "git "+verb+" reads")
+	case "remote":
+		if len(operands(rest)) <= 1 || anyArg(rest, "-v") {
+			c.add(text, ReadOnly, "git remote reads")
 			return
 		}
+	case "config":
+		if len(operands(rest)) <= 1 || anyArg(rest, "--get", "--list", "-l", "--get-all", "--get-regexp") {
+			c.add(text, ReadOnly, "git config reads")
+			return
+		}
+		// An alias, core.pager, core.fsmonitor, core.hooksPath, a
+		// textconv driver: configuration names programs git runs later.
+		c.add(text, Destructive, "git config writes configuration that can make git run any program")
+		return
+	case "pull", "fetch", "commit", "add", "merge", "rebase", "cherry-pick", "revert", "mv", "init", "clone", "am", "apply",
+		"submodule", "worktree", "gc", "switch", "bisect", "notes", "sparse-checkout", "maintenance", "repack", "fsck", "archive", "bundle", "format-patch", "lfs":
+	default:
+		// Not a git command this classifier knows: an alias can run
+		// any program.
+		c.add(text, Destructive, "git "+verb+" is not a git command the classifier knows (an alias can run any program)")
+		return
 	}
 	c.add(text, Mutating, "git "+verb+" changes a repository")
 }
+
+// gitValueOptions are git's own options that take the next word as their
+// value (or "=VALUE").
+var gitValueOptions = map[string]bool{"-C": true, "--git-dir": true, "--work-tree": true, "--namespace": true, "--attr-source": true, "--super-prefix": true, "--list-cmds": true}
+
+// gitFlagOptions are git's own options without a value.
+var gitFlagOptions = map[string]bool{"-p": true, "-P": true, "--paginate": true, "--no-pager": true, "--bare": true, "--no-replace-objects": true,
+	"--no-lazy-fetch": true, "--no-optional-locks": true, "--no-advice": true, "--literal-pathspecs": true, "--glob-pathspecs": true,
+	"--noglob-pathspecs": true, "--icase-pathspecs": true, "--version": true, "--help": true, "-h": true,
+	"--html-path": true, "--man-path": true, "--info-path": true}
 
 func (c *classifier) container(text, name string, rest []arg) {
 	verb := firstOperand(rest)

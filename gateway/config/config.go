@@ -390,8 +390,7 @@ type Account struct {
 	Refuse       []classify.Class
 	DenyPatterns []*regexp.Regexp
 	// AllowUnreviewed are the classes that pass with no reviewer at all
-	// (read_only, mutating at most), recorded as unreviewed; none by
-	// default.
+	// (read_only at most), recorded as unreviewed; none by default.
 	AllowUnreviewed []classify.Class
 	// MaxGrant bounds how long a reviewer may let an approved call's
 	// exact action pass again; 0 (the default) allows no grants.
@@ -1518,8 +1517,11 @@ func (c *checker) chain(cfg *Config, r *rawTarget) {
 func (c *checker) policy(a *Account, ra *rawAccount, target string) {
 	a.AllowUnreviewed = c.classes(ra.Unreviewed, target, ra.Name)
 	for _, cl := range a.AllowUnreviewed {
-		if cl > classify.Mutating {
-			c.Errorf(ra.Unreviewed.Range, "target %q account %q: allow_unreviewed may list read_only and mutating only: %s commands always need a reviewer", target, ra.Name, cl)
+		if cl > classify.ReadOnly {
+			// A mutating command can already make later ones run
+			// programs (a configuration file, a start-up file, a
+			// symbolic link); only reading passes with no one.
+			c.Errorf(ra.Unreviewed.Range, "target %q account %q: allow_unreviewed may list read_only only: %s commands always need a reviewer", target, ra.Name, cl)
 		}
 		for _, esc := range a.Escalate {
 			if cl >= esc {
@@ -1563,7 +1565,7 @@ func (c *checker) opa(cfg *Config, r *rawOPA, base string) {
 		o.FailClosed = c.boolean(r.FailClosed)
 	}
 	u, err := url.Parse(o.URL)
-	if err != nil || u.Host == "" || u.User != nil || u.Fragment != "" ||
+	if err != nil || u.Host == "" || u.User != nil || u.Fragment != "" || u.RawQuery != "" ||
 		!(u.Scheme == "https" || u.Scheme == "http" && IsLoopback(u.Hostname())) {
 		c.Errorf(r.URL.Range, "opa.url %q must be OPA's https:// data API URL, such as https://opa.internal:8181/v1/data/airlock/decision (http:// only on loopback)", o.URL)
 	}

@@ -402,7 +402,7 @@ target "t" {
   account "a" {
     credential = "k"
     escalate   = ["mutating"]
-    allow_unreviewed = ["read_only", "mutating", "destructive"]
+    allow_unreviewed = ["read_only", "mutating"]
     max_grant  = "48h"
     action_policy = "/nonexistent/action.hcl"
     quota {
@@ -413,7 +413,7 @@ target "t" {
 opa {
   url = "http://opa.example:8181/v1/data/airlock/decision"
   timeout = "1m"
-}`, []int{8, 8, 8, 9, 11, 12, 10, 18, 17}},
+}`, []int{8, 8, 9, 11, 12, 10, 18, 17}},
 		{"via an unknown target", valid(jumpTarget("j", "nowhere")), []int{9}},
 		{"via itself", valid(jumpTarget("j", "j")), []int{9}},
 		{"via an unknown account", valid(jumpTarget("j", "root@t")), []int{9}},

@@ -686,15 +686,17 @@ func stdinOf(b64 string, acct *config.Account) (stdin []byte, problem string) {
 func (l *lifecycle) classify() (problem string) {
 	var res cmdclass.Result
 	if p := l.account.ActionPolicy; p != nil {
-		if res, problem = judgeVerb(p, l.req.Command); problem != "" {
-			return "the account's airlock-action policy (" + l.account.ActionPolicyFile + ") refuses it, so nothing was sent: " + problem
+		if res, problem = judgeVerb(p, l.req.Command, l.hide); problem != "" {
+			// The refusal may quote an argument: hidden like the command.
+			return "the account's airlock-action policy (" + l.account.ActionPolicyFile + ") refuses it, so nothing was sent: " + l.hide(problem)
 		}
 	} else {
-		res = cmdclass.Classify(l.req.Command)
+		res = cmdclass.ClassifyHiding(l.req.Command, l.hide)
 	}
 	// The parts quote the command: what looks like a credential in them
-	// is hidden as it is in the command.
-	l.classReason = l.conf.redactor.Redact(res.Reason()).Text
+	// is hidden as it is in the command (part by part, before they are
+	// cut or quoted; and once more in the reason as a whole).
+	l.classReason = l.hide(res.Reason())
 	l.parts = res.Parts
 	l.a.update(func(o *api.Action) { o.Class = res.Class.String() })
 	for _, re := range l.account.DenyPatterns {
@@ -713,8 +715,11 @@ func (l *lifecycle) classify() (problem string) {
 			break
 		}
 	}
-	// What looks like a credential always goes to a reviewer.
-	l.unreviewed = l.escalation == "" && !l.a.redaction.Found() && slices.Contains(l.account.AllowUnreviewed, res.Class)
+	// What looks like a credential, and a gateway-held secret (which a
+	// read-only program can print in a form the output mask does not
+	// catch), always go to a reviewer.
+	l.unreviewed = l.escalation == "" && !l.a.redaction.Found() && l.req.Secret == "" &&
+		slices.Contains(l.account.AllowUnreviewed, res.Class)
 	return ""
 }
 
@@ -744,8 +749,7 @@ func (l *lifecycle) askOPA(ctx context.Context) (problem string) {
 		in.Resource.Properties.StdinSize = 0 // the secret's size is its own
 	}
 	for _, p := range l.parts {
-		in.Resource.Properties.Parts = append(in.Resource.Properties.Parts,
-			opa.Part{Text: l.conf.redactor.Redact(p.Text).Text, Class: p.Class.String(), Rule: p.Rule})
+		in.Resource.Properties.Parts = append(in.Resource.Properties.Parts, opa.Part{Text: p.Text, Class: p.Class.String(), Rule: p.Rule})
 	}
 	d, err := client.Decide(ctx, in)
 	switch {
@@ -795,7 +799,7 @@ func (l *lifecycle) takeQuota(ctx context.Context) (problem string) {
 // verb it names in p: the class the verb declares, or else the class of
 // the program it runs (root's, through run_as = "root", is privileged);
 // problem says why p refuses the request.
-func judgeVerb(p *policy.Policy, command string) (cmdclass.Result, string) {
+func judgeVerb(p *policy.Policy, command string, hide func(string) string) (cmdclass.Result, string) {
 	plan, err := p.MatchText(command)
 	if err != nil {
 		return cmdclass.Result{}, err.Error()
@@ -806,8 +810,11 @@ func judgeVerb(p *policy.Policy, command string) (cmdclass.Result, string) {
 		if err != nil {
 			return cmdclass.Result{}, err.Error()
 		}
-		return cmdclass.Result{Class: cl, Parts: []cmdclass.Part{{Text: command, Class: cl,
-			Rule: fmt.Sprintf("verb %s of the action policy, declared %s", v.Name, cl)}}}, ""
+		rule := fmt.Sprintf("verb %s of the action policy, declared %s", v.Name, cl)
+		if v.RunAs == "root" && cl < cmdclass.Privileged {
+			cl, rule = cmdclass.Privileged, rule+", runs as root"
+		}
+		return cmdclass.Result{Class: cl, Parts: []cmdclass.Part{{Text: hide(command), Class: cl, Rule: rule}}}, ""
 	}
 	argv := plan.Argv
 	if v.RunAs != "" {
@@ -817,7 +824,7 @@ func judgeVerb(p *policy.Policy, command string) (cmdclass.Result, string) {
 	for i, a := range argv {
 		words[i] = policy.Quote(a)
 	}
-	inner := cmdclass.Classify(strings.Join(words, " "))
+	inner := cmdclass.ClassifyHiding(strings.Join(words, " "), hide)
 	cl := inner.Class
 	if v.RunAs == "root" {
 		cl = max(cl, cmdclass.Privileged)
@@ -826,8 +833,11 @@ func judgeVerb(p *policy.Policy, command string) (cmdclass.Result, string) {
 	if v.RunAs != "" {
 		rule += " (as " + v.RunAs + ")"
 	}
-	return cmdclass.Result{Class: cl, Parts: []cmdclass.Part{{Text: command, Class: cl, Rule: rule}}}, ""
+	return cmdclass.Result{Class: cl, Parts: []cmdclass.Part{{Text: hide(command), Class: cl, Rule: hide(rule)}}}, ""
 }
+
+// hide replaces what looks like a credential in s, as in the command.
+func (l *lifecycle) hide(s string) string { return l.conf.redactor.Redact(s).Text }
 
 // escalationText is the escalation as reviewers read it: inside which
 // approved run, when the run is one.

@@ -23,6 +23,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/airlockgw/airlock/deploy/securefile"
 )
 
 // Input is the document OPA evaluates: input.subject, input.action,
@@ -138,7 +140,8 @@ const maxAnswer = 64 << 10
 func New(o Options) (*Client, error) {
 	c := &Client{url: o.URL}
 	if o.TokenFile != "" {
-		b, err := os.ReadFile(o.TokenFile)
+		// A credential: owned by the gateway's user, read by it alone.
+		b, err := securefile.ReadSecret(o.TokenFile, maxAnswer)
 		if err != nil {
 			return nil, fmt.Errorf("opa: token_file: %w", err)
 		}
@@ -206,41 +209,74 @@ func (c *Client) Decide(ctx context.Context, in Input) (Decision, error) {
 // parse reads {"result": true|false} or {"result": {"allow"|"decision":
 // bool, "rule": "…", "reason": "…"}}, with OPA's "decision_id".
 func parse(raw []byte) (Decision, error) {
-	var ans struct {
-		Result     json.RawMessage `json:"result"`
-		DecisionID string          `json:"decision_id"`
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil || top == nil {
+		return Decision{}, errors.New("opa: the answer is not a JSON object")
 	}
-	if err := json.Unmarshal(raw, &ans); err != nil {
-		return Decision{}, fmt.Errorf("opa: the answer is not JSON: %w", err)
+	var d Decision
+	if id, ok := top["decision_id"]; ok {
+		_ = json.Unmarshal(id, &d.DecisionID) // an id of another type is left out
+		d.DecisionID = clip(d.DecisionID)
 	}
-	d := Decision{DecisionID: ans.DecisionID}
-	if len(ans.Result) == 0 || string(ans.Result) == "null" {
+	result := bytes.TrimSpace(top["result"])
+	if len(result) == 0 || string(result) == "null" {
 		return d, errors.New("opa: no decision at that path (is the policy loaded, and the URL its package and rule?)")
 	}
-	if err := json.Unmarshal(ans.Result, &d.Allow); err == nil {
+	switch string(result) {
+	case "true":
+		d.Allow = true
+		return d, nil
+	case "false":
 		return d, nil
 	}
-	var obj struct {
-		Allow    *bool  `json:"allow"`
-		Decision *bool  `json:"decision"`
-		Rule     string `json:"rule"`
-		Reason   string `json:"reason"`
-	}
-	if err := json.Unmarshal(ans.Result, &obj); err != nil {
+	ans := struct{ Result json.RawMessage }{result}
+	// Keys are matched exactly (encoding/json would take "ALLOW" for
+	// "allow"), and a value must be of its type: anything else is no
+	// decision.
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(ans.Result, &obj); err != nil || obj == nil {
 		return d, errors.New(`opa: the decision is neither true/false nor an object with "allow" or "decision"`)
 	}
+	allow, hasAllow, err := boolField(obj, "allow")
+	if err != nil {
+		return d, err
+	}
+	dec, hasDec, err := boolField(obj, "decision")
 	switch {
-	case obj.Allow != nil && obj.Decision != nil && *obj.Allow != *obj.Decision:
+	case err != nil:
+		return d, err
+	case hasAllow && hasDec && allow != dec:
 		return d, errors.New(`opa: the decision's "allow" and "decision" disagree`)
-	case obj.Allow != nil:
-		d.Allow = *obj.Allow
-	case obj.Decision != nil:
-		d.Allow = *obj.Decision
-	default:
+	case !hasAllow && !hasDec:
 		return d, errors.New(`opa: the decision has no boolean "allow" or "decision"`)
 	}
-	d.Rule, d.Reason = clip(obj.Rule), clip(obj.Reason)
+	for key, to := range map[string]*string{"rule": &d.Rule, "reason": &d.Reason} {
+		if raw, ok := obj[key]; ok {
+			var v string
+			if err := json.Unmarshal(raw, &v); err != nil || string(raw) == "null" {
+				return Decision{DecisionID: d.DecisionID}, fmt.Errorf("opa: the decision's %q is not a string", key)
+			}
+			*to = clip(v)
+		}
+	}
+	d.Allow = allow || dec
 	return d, nil
+}
+
+// boolField reads obj[key] as a boolean: present says whether it is
+// there; a value that is not true or false is an error.
+func boolField(obj map[string]json.RawMessage, key string) (v, present bool, err error) {
+	raw, ok := obj[key]
+	if !ok {
+		return false, false, nil
+	}
+	switch string(bytes.TrimSpace(raw)) {
+	case "true":
+		return true, true, nil
+	case "false":
+		return false, true, nil
+	}
+	return false, true, fmt.Errorf("opa: the decision's %q is not true or false", key)
 }
 
 // maxText bounds the rule and reason kept.

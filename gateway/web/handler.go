@@ -412,8 +412,8 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 		d.OnlyThisAccount = f.Get("scope") == "account"
 		if v := f.Get("grant_s"); v != "" && v != "0" {
 			n, err := strconv.Atoi(v)
-			if err != nil || n <= 0 {
-				h.renderError(w, r, st, http.StatusBadRequest, "The grant must be a positive number of seconds; nothing was decided.")
+			if err != nil || n <= 0 || n > maxGrantS {
+				h.renderError(w, r, st, http.StatusBadRequest, "The grant must be a positive number of seconds, at most a day; nothing was decided.")
 				return
 			}
 			d.Grant = time.Duration(n) * time.Second
@@ -436,6 +436,10 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 	h.sessions.setFlash(st.s, &flash{OK: true, Message: decidedMessage(card), Detail: card.Command})
 	http.Redirect(w, r, Prefix+"/pending", http.StatusSeeOther)
 }
+
+// maxGrantS bounds a grant as the form sends it (the account's max_grant
+// bounds it further).
+const maxGrantS = 24 * 60 * 60
 
 // decisionProblem says, in a reviewer's terms, why a decision did not
 // count.

@@ -470,6 +470,7 @@ func TestDecisions(t *testing.T) {
 			"bad ttl":        {"decision": {"approve"}, "digest": {call.Digest}, "ttl_s": {"-5"}},
 			"bad max":        {"decision": {"approve"}, "digest": {call.Digest}, "max_actions": {"many"}},
 			"bad grant":      {"decision": {"approve"}, "digest": {call.Digest}, "grant_s": {"-1"}},
+			"huge grant":     {"decision": {"approve"}, "digest": {call.Digest}, "grant_s": {"99999999999999999"}},
 			"long reason":    {"decision": {"deny"}, "digest": {call.Digest}, "reason": {strings.Repeat("x", 1001)}},
 			"invalid reason": {"decision": {"deny"}, "digest": {call.Digest}, "reason": {"\xff"}},
 		} {

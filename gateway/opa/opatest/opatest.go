@@ -8,12 +8,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -164,11 +166,14 @@ func start(tb testing.TB, bin string, files []string, logPath string) (*Server, 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"/health?bundles", nil)
+		// Ready when it serves this test's policy files: a port another
+		// test's OPA took in the meantime serves other files.
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"/v1/policies", nil)
 		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			if resp.StatusCode == http.StatusOK && servesAll(body, files) {
 				tb.Cleanup(stop)
 				return s, nil
 			}
@@ -184,6 +189,17 @@ func start(tb testing.TB, bin string, files []string, logPath string) (*Server, 
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// servesAll reports whether the policy list body names every file.
+func servesAll(body []byte, files []string) bool {
+	for _, f := range files {
+		// OPA names a policy by its path without the leading slash.
+		if !bytes.Contains(body, []byte(`"id":"`+strings.TrimPrefix(f, "/")+`"`)) {
+			return false
+		}
+	}
+	return true
 }
 
 func freePort() (int, error) {
