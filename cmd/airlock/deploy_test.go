@@ -269,7 +269,7 @@ secret "from-systemd" {
 	}
 }
 
-// config check reads the opa block's files and the accounts' action
+// config check reads the policy block's OPA files and the accounts' action
 // policies as the gateway would.
 func TestConfigCheckPolicyFiles(t *testing.T) {
 	dir := t.TempDir()
@@ -289,9 +289,9 @@ target "t" {
     action_policy = %q
   }
 }
-opa {
-  url        = "http://127.0.0.1:8181/v1/data/airlock/decision"
-  token_file = %q
+policy {
+  opa_url        = "http://127.0.0.1:8181/v1/data/airlock/decision"
+  opa_token_file = %q
 }
 `, filepath.Join(dir, "state"), key, actionPolicy, token)), 0o600)
 	code, _, stderr := runCLI(t, "config", "check", "--config", cfgFile)

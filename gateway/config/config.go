@@ -3,6 +3,7 @@ package config
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -88,7 +89,7 @@ type Config struct {
 	// detectors, of credentials that must not be stored in a command.
 	Redact []Redact
 
-	// OPA is the opa block: an external policy engine asked about every
+	// OPA is the policy block's external policy engine, asked about every
 	// action the local policy allows, which may only refuse it. nil: none.
 	OPA *OPA
 
@@ -157,7 +158,7 @@ type SSO struct {
 	DeviceClientSecretFile string
 }
 
-// OPA is the opa block: Open Policy Agent, asked over its REST API.
+// OPA is the policy block's Open Policy Agent, asked over its REST API.
 type OPA struct {
 	// URL is the decision's data API URL, for example
 	// http://127.0.0.1:8181/v1/data/airlock/decision.
@@ -172,7 +173,7 @@ type OPA struct {
 	CAFile    string
 }
 
-// The opa block's defaults and bounds.
+// The policy block's defaults and bounds.
 const (
 	DefaultOPATimeout = 2 * time.Second
 	MaxOPATimeout     = 30 * time.Second
@@ -548,15 +549,15 @@ type rawConfig struct {
 	SSO         *rawSSO          `hcl:"sso,block"`
 	Secrets     []*rawSecret     `hcl:"secret,block"`
 	Redact      []*rawRedact     `hcl:"redact,block"`
-	OPA         *rawOPA          `hcl:"opa,block"`
+	Policy      *rawPolicy       `hcl:"policy,block"`
 }
 
-type rawOPA struct {
-	URL        *hcl.Attribute `hcl:"url"`
-	Timeout    *hcl.Attribute `hcl:"timeout,optional"`
+type rawPolicy struct {
+	URL        *hcl.Attribute `hcl:"opa_url"`
+	Timeout    *hcl.Attribute `hcl:"opa_timeout,optional"`
 	FailClosed *hcl.Attribute `hcl:"fail_closed,optional"`
-	TokenFile  *hcl.Attribute `hcl:"token_file,optional"`
-	CAFile     *hcl.Attribute `hcl:"ca_file,optional"`
+	TokenFile  *hcl.Attribute `hcl:"opa_token_file,optional"`
+	CAFile     *hcl.Attribute `hcl:"opa_ca_file,optional"`
 	DefRange   hcl.Range      `hcl:",def_range"`
 }
 
@@ -690,16 +691,11 @@ type rawAccount struct {
 	Unreviewed *hcl.Attribute `hcl:"allow_unreviewed,optional"`
 	ActionPol  *hcl.Attribute `hcl:"action_policy,optional"`
 	MaxGrant   *hcl.Attribute `hcl:"max_grant,optional"`
-	Quota      *rawQuota      `hcl:"quota,block"`
+	Quota      *hcl.Attribute `hcl:"quota,optional"`
 	DefRange   hcl.Range      `hcl:",def_range"`
 }
 
-type rawQuota struct {
-	PerRun    *hcl.Attribute `hcl:"per_run,optional"`
-	PerWindow *hcl.Attribute `hcl:"per_window,optional"`
-	Window    *hcl.Attribute `hcl:"window,optional"`
-	DefRange  hcl.Range      `hcl:",def_range"`
-}
+
 
 // checker collects problems with their positions.
 type checker struct {
@@ -1149,7 +1145,7 @@ func (c *checker) build(cfg *Config, raw *rawConfig, base string) {
 		cfg.SSO = s
 	}
 
-	c.opa(cfg, raw.OPA, base)
+	c.opa(cfg, raw.Policy, base)
 
 	// secrets (after targets: their grants name them).
 	cfg.Secrets = map[string]*Secret{}
@@ -1536,22 +1532,93 @@ func (c *checker) policy(a *Account, ra *rawAccount, target string) {
 			a.MaxGrant = c.duration(ra.MaxGrant, 0, MaxGrantLimit)
 		}
 	}
-	if q := ra.Quota; q != nil {
-		a.Quota.PerRun = c.integer(q.PerRun, 0, 1, 1<<30)
-		a.Quota.PerWindow = c.integer(q.PerWindow, 0, 1, 1<<30)
-		a.Quota.Window = c.duration(q.Window, DefaultQuotaWindow, approvals.MaxQuotaWindow)
-		if q.PerRun == nil && q.PerWindow == nil {
-			c.Errorf(q.DefRange, "target %q account %q: a quota block sets per_run, per_window or both", target, ra.Name)
+	if ra.Quota != nil {
+		q, err := parseQuota(ra.Quota)
+		if err != nil {
+			c.Errorf(ra.Quota.Range, "target %q account %q: quota: %v", target, ra.Name, err)
 		}
-		if q.Window != nil && q.PerWindow == nil {
-			c.Errorf(q.Window.Range, "target %q account %q: quota.window needs per_window", target, ra.Name)
-		}
+		a.Quota = q
 	}
 }
 
-// opa reads the opa block.
-func (c *checker) opa(cfg *Config, r *rawOPA, base string) {
-	if r == nil || !c.require(r.URL, r.DefRange, "opa.url") {
+// quotaRE is the short form of a quota: actions per rolling window.
+var quotaRE = regexp.MustCompile(`^([0-9]+)/([0-9a-z.]+)$`)
+
+// parseQuota reads an account's quota: "500/24h" (actions per rolling
+// window), or { per_run = 50, per_window = 500, window = "24h" }.
+func parseQuota(a *hcl.Attribute) (approvals.Quota, error) {
+	var q approvals.Quota
+	v, diags := a.Expr.Value(nil)
+	if diags.HasErrors() {
+		return q, diags
+	}
+	count := func(v cty.Value, what string) (int, error) {
+		if v.Type() != cty.Number || !v.AsBigFloat().IsInt() {
+			return 0, fmt.Errorf("%s must be a whole number", what)
+		}
+		n, _ := v.AsBigFloat().Int64()
+		if n < 1 || n > 1<<30 {
+			return 0, fmt.Errorf("%s must be from 1 to %d", what, 1<<30)
+		}
+		return int(n), nil
+	}
+	window := func(s string) (time.Duration, error) {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 || d > approvals.MaxQuotaWindow {
+			return 0, fmt.Errorf("the window %q must be a duration such as \"1h\" or \"24h\", at most %s", s, approvals.MaxQuotaWindow)
+		}
+		return d, nil
+	}
+	switch {
+	case v.Type() == cty.String:
+		m := quotaRE.FindStringSubmatch(v.AsString())
+		if m == nil {
+			return q, fmt.Errorf("%q is not ACTIONS/WINDOW, such as \"500/24h\"", v.AsString())
+		}
+		n, err := strconv.Atoi(m[1])
+		if err != nil || n < 1 || n > 1<<30 {
+			return q, fmt.Errorf("%q: the number of actions must be from 1 to %d", v.AsString(), 1<<30)
+		}
+		d, err := window(m[2])
+		q.PerWindow, q.Window = n, d
+		return q, err
+	case v.Type().IsObjectType():
+		for name := range v.Type().AttributeTypes() {
+			var err error
+			switch f := v.GetAttr(name); name {
+			case "per_run":
+				q.PerRun, err = count(f, "per_run")
+			case "per_window":
+				q.PerWindow, err = count(f, "per_window")
+			case "window":
+				if f.Type() != cty.String {
+					err = errors.New("window must be a duration string")
+				} else {
+					q.Window, err = window(f.AsString())
+				}
+			default:
+				err = fmt.Errorf("unknown field %q (per_run, per_window, window)", name)
+			}
+			if err != nil {
+				return q, err
+			}
+		}
+		switch {
+		case q.PerRun == 0 && q.PerWindow == 0:
+			return q, errors.New("set per_run, per_window or both")
+		case q.Window != 0 && q.PerWindow == 0:
+			return q, errors.New("window needs per_window")
+		case q.PerWindow != 0 && q.Window == 0:
+			q.Window = DefaultQuotaWindow
+		}
+		return q, nil
+	}
+	return q, errors.New(`write "ACTIONS/WINDOW" (such as "500/24h") or { per_run = N, per_window = N, window = "24h" }`)
+}
+
+// opa reads the policy block: the external policy engine.
+func (c *checker) opa(cfg *Config, r *rawPolicy, base string) {
+	if r == nil || !c.require(r.URL, r.DefRange, "policy.opa_url") {
 		return
 	}
 	o := &OPA{
@@ -1567,7 +1634,7 @@ func (c *checker) opa(cfg *Config, r *rawOPA, base string) {
 	u, err := url.Parse(o.URL)
 	if err != nil || u.Host == "" || u.User != nil || u.Fragment != "" || u.RawQuery != "" ||
 		!(u.Scheme == "https" || u.Scheme == "http" && IsLoopback(u.Hostname())) {
-		c.Errorf(r.URL.Range, "opa.url %q must be OPA's https:// data API URL, such as https://opa.internal:8181/v1/data/airlock/decision (http:// only on loopback)", o.URL)
+		c.Errorf(r.URL.Range, "policy.opa_url %q must be OPA's https:// data API URL, such as https://opa.internal:8181/v1/data/airlock/decision (http:// only on loopback)", o.URL)
 	}
 	cfg.OPA = o
 }

@@ -147,15 +147,16 @@ target "t" {
     credential       = "k"
     allow_unreviewed = ["read_only"]
     max_grant        = "30m"
-    quota {
-      per_run    = 50
-      per_window = 200
-    }
+    quota            = { per_run = 50, per_window = 200 }
   }
   account "b" { credential = "k" }
+  account "c" {
+    credential = "k"
+    quota      = "500/24h"
+  }
 }
-opa {
-  url         = "http://127.0.0.1:8181/v1/data/airlock/decision"
+policy {
+  opa_url     = "http://127.0.0.1:8181/v1/data/airlock/decision"
   fail_closed = false
 }`), "/etc/airlock/airlock.hcl")
 	if err != nil {
@@ -165,6 +166,9 @@ opa {
 	if len(a.AllowUnreviewed) != 1 || a.AllowUnreviewed[0] != classify.ReadOnly || a.MaxGrant != 30*time.Minute ||
 		a.Quota != (approvals.Quota{PerRun: 50, PerWindow: 200, Window: DefaultQuotaWindow}) {
 		t.Errorf("account a: %+v", a)
+	}
+	if q := cfg.Targets["t"].Accounts["c"].Quota; q != (approvals.Quota{PerWindow: 500, Window: 24 * time.Hour}) {
+		t.Errorf("quota \"500/24h\": %+v", q)
 	}
 	if len(b.AllowUnreviewed) != 0 || b.MaxGrant != 0 || b.Quota != (approvals.Quota{}) || b.ActionPolicy != nil {
 		t.Errorf("defaults narrow nothing and widen nothing: %+v", b)
@@ -405,15 +409,21 @@ target "t" {
     allow_unreviewed = ["read_only", "mutating"]
     max_grant  = "48h"
     action_policy = "/nonexistent/action.hcl"
-    quota {
-      window = "1h"
-    }
+    quota = { window = "1h" }
+  }
+  account "b" {
+    credential = "k"
+    quota      = "500 per day"
+  }
+  account "c" {
+    credential = "k"
+    quota      = { per_run = 0, burst = 3 }
   }
 }
-opa {
-  url = "http://opa.example:8181/v1/data/airlock/decision"
-  timeout = "1m"
-}`, []int{8, 8, 9, 11, 12, 10, 18, 17}},
+policy {
+  opa_url     = "http://opa.example:8181/v1/data/airlock/decision"
+  opa_timeout = "1m"
+}`, []int{8, 8, 9, 11, 10, 15, 19, 24, 23}},
 		{"via an unknown target", valid(jumpTarget("j", "nowhere")), []int{9}},
 		{"via itself", valid(jumpTarget("j", "j")), []int{9}},
 		{"via an unknown account", valid(jumpTarget("j", "root@t")), []int{9}},

@@ -723,7 +723,7 @@ func (l *lifecycle) classify() (problem string) {
 	return ""
 }
 
-// askOPA asks the opa block's policy engine about the action, which the
+// askOPA asks the policy block's engine (OPA) about the action, which the
 // local policy allows, and records what it answered; problem says why it
 // refused. Without an answer, fail_closed decides.
 func (l *lifecycle) askOPA(ctx context.Context) (problem string) {
@@ -757,7 +757,7 @@ func (l *lifecycle) askOPA(ctx context.Context) (problem string) {
 		l.opa = &opaFacts{Decision: "error", Error: err.Error(), FailClosed: o.FailClosed, DecisionID: d.DecisionID}
 		l.e.log.Warn("the policy engine gave no decision", "action", l.a.id, "error", err, "fail_closed", o.FailClosed)
 		if o.FailClosed {
-			return "the external policy engine (OPA) could not be asked, and the gateway fails closed (opa.fail_closed): " + err.Error()
+			return "the external policy engine (OPA) could not be asked, and the gateway fails closed (policy.fail_closed): " + err.Error()
 		}
 		return ""
 	case !d.Allow:

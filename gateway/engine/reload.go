@@ -33,7 +33,7 @@ type loaded struct {
 	// redactor finds credentials in commands: the built-in detectors and
 	// the redact blocks.
 	redactor *redact.Redactor
-	// opa asks the opa block's policy engine; nil without one.
+	// opa asks the policy block's engine (OPA); nil without one.
 	opa *opa.Client
 }
 
