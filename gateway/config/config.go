@@ -695,8 +695,6 @@ type rawAccount struct {
 	DefRange   hcl.Range      `hcl:",def_range"`
 }
 
-
-
 // checker collects problems with their positions.
 type checker struct {
 	hclcheck.Collector
