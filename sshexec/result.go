@@ -58,6 +58,9 @@ type Result struct {
 	// head holds it all (or TailLimit is not set).
 	StdoutTail, StderrTail []byte
 
+	// Transfer is what a Put or Get moved; nil for a command.
+	Transfer *Transfer
+
 	// Timings of each phase.
 	Timings Timings
 }

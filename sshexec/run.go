@@ -28,6 +28,16 @@ import (
 // account's shell with -c). Nothing is sent on the command's stdin, which is
 // closed at once.
 func Run(ctx context.Context, cfg *Config, command string) (*Result, error) {
+	return start(ctx, cfg, command, nil)
+}
+
+// onTarget is what an action does on the target's authenticated
+// connection: run a command (action.session), or transfer a file.
+type onTarget func(a *action, ctx, dctx context.Context, wc *watchConn, conn ssh.Conn, chans <-chan ssh.NewChannel, reqs <-chan *ssh.Request, stopCut func() bool, cut *links) error
+
+// start runs one action: the route dialed, then do (nil: command) on the
+// target.
+func start(ctx context.Context, cfg *Config, command string, do onTarget) (*Result, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -45,7 +55,10 @@ func Run(ctx context.Context, cfg *Config, command string) (*Result, error) {
 	}
 	route = append(route, target)
 
-	a := &action{cfg: cfg, command: command, start: time.Now(), res: &Result{}, route: route}
+	a := &action{cfg: cfg, command: command, start: time.Now(), res: &Result{}, route: route, do: do}
+	if a.do == nil {
+		a.do = (*action).session
+	}
 	dctx, cancel := context.WithDeadline(ctx, a.start.Add(cfg.timeout()))
 	defer cancel()
 	err = a.run(ctx, dctx)
@@ -90,6 +103,7 @@ type action struct {
 	start   time.Time
 	res     *Result
 	route   []*hop
+	do      onTarget
 }
 
 // end sets the outcome and returns the error Run reports for it.
@@ -221,7 +235,7 @@ func (a *action) run(ctx, dctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			return a.session(ctx, dctx, wc, conn, chans, reqs, stopCut, &cut)
+			return a.do(a, ctx, dctx, wc, conn, chans, reqs, stopCut, &cut)
 		}
 		conn, chans, reqs, err := a.handshake(ctx, dctx, h, wc)
 		if err != nil {
@@ -298,34 +312,10 @@ func (a *action) handshake(ctx, dctx context.Context, h *hop, wc *watchConn) (ss
 // session runs the command on the target's authenticated connection.
 func (a *action) session(ctx, dctx context.Context, wc *watchConn, conn ssh.Conn, chans <-chan ssh.NewChannel, reqs <-chan *ssh.Request, stopCut func() bool, cut *links) error {
 	res := a.res
-	// Every goroutine below ends when the connection is closed; the
-	// deferred calls run in reverse order: close, then wait.
-	var wg sync.WaitGroup
-	defer func() {
-		wg.Wait()
-		conn.Wait()
-	}()
-	defer conn.Close()
-	// Every connection of the route at once, the outermost first: behind
-	// a jump host the target's connection is a channel of the hop's, and
-	// closing it alone waits on a hop that may have stopped answering.
-	defer cut.close()
-	defer wc.markLocal()
-	wg.Go(func() {
-		// No forwarding of any kind: refuse every channel the server
-		// opens toward us (forwarded-tcpip, auth-agent@openssh.com, x11).
-		for nc := range chans {
-			nc.Reject(ssh.Prohibited, "airlock opens no channels toward the client")
-		}
-	})
-	wg.Go(func() { ssh.DiscardRequests(reqs) })
-
-	// One session channel.
-	sessStart := time.Now()
-	ch, chReqs, err := conn.OpenChannel("session", nil)
-	res.Timings.Session = time.Since(sessStart)
+	ch, chReqs, wg, done, err := a.openSession(ctx, dctx, wc, conn, chans, reqs, cut)
+	defer done()
 	if err != nil {
-		return a.notStarted(ctx, dctx, fmt.Errorf("open session: %w", err))
+		return err
 	}
 	ex := newExitWatcher()
 	wc.watchChannel(ex.closed)
@@ -466,6 +456,33 @@ wait:
 		return a.end(SessionFailed, NotStarted, errors.New("the server closed the session without answering the exec request"))
 	}
 	return a.end(ExitMissing, 0, errors.New("the server closed the session without an exit status or signal"))
+}
+
+// openSession opens the one session channel on the target's connection,
+// with every channel and request the server sends toward us refused (no
+// forwarding of any kind: forwarded-tcpip, auth-agent@openssh.com,
+// x11). The caller defers done, which closes every connection of the
+// route, the outermost first (behind a jump host the target's connection
+// is a channel of the hop's, and closing it alone waits on a hop that
+// may have stopped answering), then waits for the goroutines in wg. err
+// is the action's end when no channel opened.
+func (a *action) openSession(ctx, dctx context.Context, wc *watchConn, conn ssh.Conn, chans <-chan ssh.NewChannel, reqs <-chan *ssh.Request, cut *links) (ssh.Channel, <-chan *ssh.Request, *sync.WaitGroup, func(), error) {
+	wg := &sync.WaitGroup{}
+	done := func() {
+		wc.markLocal()
+		cut.close()
+		conn.Close()
+		wg.Wait()
+		conn.Wait()
+	}
+	refuseAll(wg, chans, reqs)
+	sessStart := time.Now()
+	ch, chReqs, err := conn.OpenChannel("session", nil)
+	a.res.Timings.Session = time.Since(sessStart)
+	if err != nil {
+		return nil, nil, wg, done, a.notStarted(ctx, dctx, fmt.Errorf("open session: %w", err))
+	}
+	return ch, chReqs, wg, done, nil
 }
 
 var errExecRefused = errors.New("the server refused the exec request")

@@ -385,6 +385,7 @@ PrintLastLog no
 LogLevel VERBOSE
 MaxStartups %s
 MaxSessions 10
+Subsystem sftp internal-sftp
 `, port, filepath.Join(s.Dir, "host_ed25519"), filepath.Join(s.Dir, "sshd.pid"), keysFiles, strict, cmp.Or(s.opts.MaxStartups, "200:30:400"))
 	if len(s.opts.HostCertPrincipals) > 0 {
 		cfg += "HostCertificate " + filepath.Join(s.Dir, "host_ed25519-cert.pub") + "\n"
