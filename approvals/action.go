@@ -39,6 +39,11 @@ type Action struct {
 	Class       string `json:"class,omitempty"`
 	ClassReason string `json:"class_reason,omitempty"`
 	Escalation  string `json:"escalation,omitempty"`
+	// Transfer, when set, makes the action a file transfer instead of a
+	// command (Command then says it in words for people): the digest
+	// binds its direction, remote path, mode and overwrite, and, through
+	// Stdin, the exact bytes of a put.
+	Transfer *Transfer `json:"transfer,omitempty"`
 	// Unreviewed asks no reviewer: the account's policy lets the action's
 	// class through unreviewed (allow_unreviewed). The run must still be
 	// one that may act (not denied, ended or expired) and the action
@@ -68,9 +73,28 @@ type Stdin struct {
 // MaxStdinText bounds the standard input a request shows as text.
 const MaxStdinText = 4 << 10
 
+// Transfer is a file transfer: "put" writes Stdin's bytes to Path on the
+// target with Mode, replacing a file there only with Overwrite; "get"
+// reads Path.
+type Transfer struct {
+	Direction string `json:"direction"`
+	Path      string `json:"path"`
+	Mode      uint32 `json:"mode,omitempty"`
+	Overwrite bool   `json:"overwrite,omitempty"`
+}
+
 func (a Action) validate() error {
 	if a.Target == "" || a.Account == "" || a.Command == "" || a.Timeout <= 0 {
 		return ErrBadAction
+	}
+	if t := a.Transfer; t != nil {
+		switch {
+		case a.Secret != "", t.Path == "",
+			t.Direction == "put" && a.Stdin == nil,
+			t.Direction == "get" && (a.Stdin != nil || t.Mode != 0 || t.Overwrite),
+			t.Direction != "put" && t.Direction != "get":
+			return ErrBadAction
+		}
 	}
 	return nil
 }
@@ -121,6 +145,7 @@ const (
 	canonicalDomain       = "airlock/action/v1"
 	canonicalDomainStdin  = "airlock/action/v2+stdin"
 	canonicalDomainSecret = "airlock/action/v3+secret"
+	canonicalDomainFile   = "airlock/action/v4+transfer"
 )
 
 // CanonicalAction is the byte string a call approval's digest covers:
@@ -134,19 +159,27 @@ const (
 // 32 bytes of its SHA-256. An action with a secret on its standard input
 // is encoded under "airlock/action/v3+secret", followed by one byte (1
 // when a Stdin follows as in v2, 0 when not), that Stdin, and
-// field(secret name).
+// field(secret name). A file transfer is encoded under
+// "airlock/action/v4+transfer", followed by the same byte and Stdin (a
+// put's bytes), field(direction), field(path), uint32be(mode) and one
+// byte (1 to overwrite, 0 not).
 // Length prefixes make the encoding injective: no two different actions
 // (say target "a b" + account "c" and target "a" + account "b c") share an
 // encoding, which plain concatenation with a separator cannot promise.
 func CanonicalAction(run RunID, a Action) []byte {
 	domain := canonicalDomain
 	switch {
+	case a.Transfer != nil:
+		domain = canonicalDomainFile
 	case a.Secret != "":
 		domain = canonicalDomainSecret
 	case a.Stdin != nil:
 		domain = canonicalDomainStdin
 	}
-	n := 4*6 + len(domain) + len(run) + len(a.Target) + len(a.Account) + len(a.Command) + 8 + 1 + 8 + 32 + len(a.Secret)
+	n := 4*8 + len(domain) + len(run) + len(a.Target) + len(a.Account) + len(a.Command) + 8 + 1 + 8 + 32 + len(a.Secret) + 4 + 1
+	if t := a.Transfer; t != nil {
+		n += len(t.Direction) + len(t.Path)
+	}
 	b := make([]byte, 0, n)
 	field := func(s string) {
 		b = binary.BigEndian.AppendUint32(b, uint32(len(s)))
@@ -156,7 +189,7 @@ func CanonicalAction(run RunID, a Action) []byte {
 		field(s)
 	}
 	b = binary.BigEndian.AppendUint64(b, uint64(a.Timeout))
-	if a.Secret != "" {
+	if a.Secret != "" || a.Transfer != nil {
 		if a.Stdin != nil {
 			b = append(b, 1)
 		} else {
@@ -169,6 +202,16 @@ func CanonicalAction(run RunID, a Action) []byte {
 	}
 	if a.Secret != "" {
 		field(a.Secret)
+	}
+	if t := a.Transfer; t != nil {
+		field(t.Direction)
+		field(t.Path)
+		b = binary.BigEndian.AppendUint32(b, t.Mode)
+		if t.Overwrite {
+			b = append(b, 1)
+		} else {
+			b = append(b, 0)
+		}
 	}
 	return b
 }

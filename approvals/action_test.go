@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -31,6 +32,7 @@ func TestDigestBindsEveryField(t *testing.T) {
 		}},
 		{"a secret on stdin", run, func(a *Action) { a.Secret = "db-password" }},
 		{"stdin", run, func(a *Action) { a.Stdin = &Stdin{Size: 1} }},
+		{"a get", run, func(a *Action) { a.Transfer = &Transfer{Direction: "get", Path: "/x"} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := base
@@ -78,6 +80,52 @@ func TestCanonicalActionSecretGolden(t *testing.T) {
 	}
 }
 
+// TestCanonicalActionTransferGolden pins the encoding of a file transfer,
+// and that it binds every part of it and the bytes.
+func TestCanonicalActionTransferGolden(t *testing.T) {
+	put := Action{Target: "t", Account: "a", Command: "put /x", Timeout: time.Second,
+		Stdin: &Stdin{Size: 2}, Transfer: &Transfer{Direction: "put", Path: "/x", Mode: 0o640, Overwrite: true}}
+	got := CanonicalAction("run_x", put)
+	want := "0000001a" + hex.EncodeToString([]byte("airlock/action/v4+transfer")) +
+		"00000005" + hex.EncodeToString([]byte("run_x")) +
+		"00000001" + "74" + "00000001" + "61" +
+		"00000006" + hex.EncodeToString([]byte("put /x")) +
+		"000000003b9aca00" + "01" + "0000000000000002" + strings.Repeat("00", 32) +
+		"00000003" + hex.EncodeToString([]byte("put")) + "00000002" + hex.EncodeToString([]byte("/x")) +
+		"000001a0" + "01"
+	if hex.EncodeToString(got) != want {
+		t.Errorf("CanonicalAction =\n%x\nwant\n%s", got, want)
+	}
+	d := DigestOf("run_x", put)
+	for name, edit := range map[string]func(*Action){
+		"bytes":     func(a *Action) { a.Stdin = &Stdin{Size: 2, SHA256: [32]byte{1}} },
+		"path":      func(a *Action) { a.Transfer.Path = "/y" },
+		"mode":      func(a *Action) { a.Transfer.Mode = 0o644 },
+		"overwrite": func(a *Action) { a.Transfer.Overwrite = false },
+		"direction": func(a *Action) { a.Transfer.Direction = "get" },
+		"a command": func(a *Action) { a.Transfer = nil },
+	} {
+		a := put
+		tr := *put.Transfer
+		a.Transfer = &tr
+		edit(&a)
+		if DigestOf("run_x", a) == d {
+			t.Errorf("the digest does not bind the %s", name)
+		}
+	}
+	for name, a := range map[string]Action{
+		"put without bytes":  {Target: "t", Account: "a", Command: "put", Timeout: 1, Transfer: &Transfer{Direction: "put", Path: "/x"}},
+		"get with bytes":     {Target: "t", Account: "a", Command: "get", Timeout: 1, Stdin: &Stdin{}, Transfer: &Transfer{Direction: "get", Path: "/x"}},
+		"get with overwrite": {Target: "t", Account: "a", Command: "get", Timeout: 1, Transfer: &Transfer{Direction: "get", Path: "/x", Overwrite: true}},
+		"a secret":           {Target: "t", Account: "a", Command: "put", Timeout: 1, Secret: "s", Stdin: &Stdin{}, Transfer: &Transfer{Direction: "put", Path: "/x"}},
+		"another direction":  {Target: "t", Account: "a", Command: "move", Timeout: 1, Transfer: &Transfer{Direction: "move", Path: "/x"}},
+	} {
+		if a.validate() == nil {
+			t.Errorf("%s: valid", name)
+		}
+	}
+}
+
 // FuzzCanonicalActionInjective: two different actions never share an
 // encoding.
 func FuzzCanonicalActionInjective(f *testing.F) {
@@ -87,11 +135,18 @@ func FuzzCanonicalActionInjective(f *testing.F) {
 		// A secret name rides in the command's place half the time.
 		x := Action{Target: t1, Account: a1, Command: c1, Timeout: time.Duration(d1)}
 		y := Action{Target: t2, Account: a2, Command: c2, Timeout: time.Duration(d2)}
+		// … and a transfer of the command's path a third of the time.
 		if d1%2 == 0 {
 			x.Secret = c1 + "s"
 		}
 		if d2%2 == 0 {
 			y.Secret = c2 + "s"
+		}
+		if d1%3 == 0 {
+			x.Secret, x.Transfer = "", &Transfer{Direction: "get", Path: c1, Mode: uint32(d1)}
+		}
+		if d2%3 == 0 {
+			y.Secret, y.Transfer = "", &Transfer{Direction: "get", Path: c2, Mode: uint32(d2)}
 		}
 		same := r1 == r2 && reflect.DeepEqual(x, y)
 		if eq := bytes.Equal(CanonicalAction(RunID(r1), x), CanonicalAction(RunID(r2), y)); eq != same {

@@ -296,7 +296,7 @@ func (s *Store) raise(ctx context.Context, r *Run, kind Kind, a Action) (*waitSe
 		ID: RequestID(newID(requestIDPrefix)), Kind: kind, RunID: r.ID,
 		Target: a.Target, Account: a.Account, Command: a.Command, Timeout: a.Timeout,
 		Stdin: a.Stdin, AgentReason: a.AgentReason, Secret: a.Secret,
-		Class: a.Class, ClassReason: a.ClassReason, Escalation: a.Escalation,
+		Class: a.Class, ClassReason: a.ClassReason, Escalation: a.Escalation, Transfer: a.Transfer,
 		Digest: DigestOf(r.ID, a), Requester: r.Requester,
 		RequestedAt: now, ExpiresAt: now.Add(s.timeout), Status: StatusPending,
 	}

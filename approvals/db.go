@@ -15,7 +15,7 @@ import (
 )
 
 // schemaVersion is PRAGMA user_version; bump it with a migration.
-const schemaVersion = 7
+const schemaVersion = 8
 
 // migrations bring a database of version i+1 to version i+2; a new
 // database gets schema, which is the latest, at once.
@@ -38,6 +38,7 @@ var migrations = []string{
 	 ALTER TABLE requests ADD COLUMN class_reason TEXT;
 	 ALTER TABLE requests ADD COLUMN escalation TEXT;`,
 	`ALTER TABLE requests ADD COLUMN grant_until INTEGER;` + grantIndex + quotaTable,
+	`ALTER TABLE requests ADD COLUMN transfer TEXT;`,
 }
 
 // grantIndex finds a run's granted approvals of one digest.
@@ -133,7 +134,8 @@ CREATE TABLE IF NOT EXISTS requests (
 	class        TEXT,
 	class_reason TEXT,
 	escalation   TEXT,
-	grant_until  INTEGER
+	grant_until  INTEGER,
+	transfer     TEXT
 );
 CREATE INDEX IF NOT EXISTS requests_status ON requests(status);` + grantIndex + quotaTable + `
 CREATE TABLE IF NOT EXISTS reviewers (
@@ -386,10 +388,17 @@ func loadRuns(ctx context.Context, q querier, where string, args ...any) ([]*Run
 
 const requestColumns = `id, kind, run_id, target, account, command, timeout_ns, digest, requester,
 	requested_at, expires_at, status, decided_by, decided_at, reason, consumed_at,
-	stdin_size, stdin_sha256, stdin_text, agent_reason, secret, redactions, class, class_reason, escalation, grant_until`
+	stdin_size, stdin_sha256, stdin_text, agent_reason, secret, redactions, class, class_reason, escalation, grant_until, transfer`
 
 func upsertRequest(ctx context.Context, q querier, r *Request) error {
-	var stdinSize, stdinSum, stdinText, redactions, original any
+	var stdinSize, stdinSum, stdinText, redactions, original, transfer any
+	if r.Transfer != nil {
+		b, err := json.Marshal(r.Transfer)
+		if err != nil {
+			return err
+		}
+		transfer = string(b)
+	}
 	if in := r.Stdin; in != nil {
 		stdinSize, stdinSum, stdinText = in.Size, in.SHA256[:], nullStr(in.Text)
 	}
@@ -404,7 +413,7 @@ func upsertRequest(ctx context.Context, q querier, r *Request) error {
 		original = nullStr(r.Original)
 	}
 	_, err := q.ExecContext(ctx, `INSERT INTO requests (`+requestColumns+`, command_original)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT(id) DO UPDATE SET status=excluded.status, decided_by=excluded.decided_by,
 			decided_at=excluded.decided_at, reason=excluded.reason, consumed_at=excluded.consumed_at,
 			command_original=excluded.command_original, grant_until=excluded.grant_until`,
@@ -412,7 +421,7 @@ func upsertRequest(ctx context.Context, q querier, r *Request) error {
 		int64(r.Timeout), r.Digest[:], r.Requester, ns(r.RequestedAt), ns(r.ExpiresAt),
 		r.Status.String(), nullStr(r.DecidedBy), ns(r.DecidedAt), nullStr(r.Reason), ns(r.ConsumedAt),
 		stdinSize, stdinSum, stdinText, nullStr(r.AgentReason), nullStr(r.Secret), redactions,
-		nullStr(r.Class), nullStr(r.ClassReason), nullStr(r.Escalation), ns(r.GrantUntil), original)
+		nullStr(r.Class), nullStr(r.ClassReason), nullStr(r.Escalation), ns(r.GrantUntil), transfer, original)
 	if err != nil {
 		return fmt.Errorf("approvals: write request %s: %w", r.ID, err)
 	}
@@ -426,7 +435,7 @@ func scanRequest(sc scanner) (*Request, error) {
 		timeout                                    int64
 		digest                                     []byte
 		decidedBy, reason, stdinText, agentReason  sql.NullString
-		secret, redactions                         sql.NullString
+		secret, redactions, transfer               sql.NullString
 		class, classReason, escalation             sql.NullString
 		requestedAt, expiresAt, decidedAt, consume sql.NullInt64
 		grantUntil                                 sql.NullInt64
@@ -435,7 +444,7 @@ func scanRequest(sc scanner) (*Request, error) {
 	)
 	err := sc.Scan(&id, &kind, &runID, &r.Target, &r.Account, &r.Command, &timeout, &digest,
 		&r.Requester, &requestedAt, &expiresAt, &status, &decidedBy, &decidedAt, &reason, &consume,
-		&stdinSize, &stdinSum, &stdinText, &agentReason, &secret, &redactions, &class, &classReason, &escalation, &grantUntil)
+		&stdinSize, &stdinSum, &stdinText, &agentReason, &secret, &redactions, &class, &classReason, &escalation, &grantUntil, &transfer)
 	if err != nil {
 		return nil, err
 	}
@@ -449,6 +458,12 @@ func scanRequest(sc scanner) (*Request, error) {
 	}
 	r.AgentReason, r.Secret = agentReason.String, secret.String
 	r.Class, r.ClassReason, r.Escalation = class.String, classReason.String, escalation.String
+	if transfer.Valid {
+		r.Transfer = &Transfer{}
+		if err := json.Unmarshal([]byte(transfer.String), r.Transfer); err != nil {
+			return nil, fmt.Errorf("approvals: request %s: transfer: %w", id, err)
+		}
+	}
 	if redactions.Valid {
 		if err := json.Unmarshal([]byte(redactions.String), &r.Redactions); err != nil {
 			return nil, fmt.Errorf("approvals: request %s: redactions: %w", id, err)

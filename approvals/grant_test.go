@@ -2,6 +2,7 @@ package approvals
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"testing"
 	"time"
@@ -309,4 +310,29 @@ func (e *env) grant(rv Reviewer, run RunID, a Action, d time.Duration) Request {
 	}
 	recv(e.t, done)
 	return decided
+}
+
+// A put's request keeps its transfer for reviewers across a restart, and
+// its approval covers those bytes only.
+func TestTransferRequestRoundTrip(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	run, _ := e.remoteRun()
+	sum := sha256.Sum256([]byte("port: 8080\n"))
+	a := Action{Target: "call-box", Account: "deploy", Command: "put /srv/app/config.yml", Timeout: time.Minute,
+		Stdin: &Stdin{Size: 11, SHA256: sum}, Transfer: &Transfer{Direction: "put", Path: "/srv/app/config.yml", Mode: 0o640}}
+	q, done := e.authorize(ctx, run.ID, a)
+	e.reopen()
+	got, err := e.s.Request(ctx, q.ID)
+	if err != nil || got.Transfer == nil || *got.Transfer != *a.Transfer || got.Stdin == nil || got.Stdin.SHA256 != sum || got.Digest != DigestOf(run.ID, a) {
+		t.Fatalf("the request after a restart: %+v %v", got, err)
+	}
+	recv(t, done) // the restart ended the wait
+	// Other bytes are another digest: that approval does not cover them.
+	b := a
+	b.Stdin = &Stdin{Size: 11, SHA256: sha256.Sum256([]byte("port: 9090\n"))}
+	if DigestOf(run.ID, b) == got.Digest {
+		t.Fatal("a swapped payload has the approved digest")
+	}
 }

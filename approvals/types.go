@@ -114,6 +114,8 @@ type Request struct {
 	// erased when the request ends.
 	Redactions []Redaction `json:"redactions,omitempty"`
 	Original   string      `json:"-"`
+	// Transfer is the file transfer the action is, nil for a command.
+	Transfer *Transfer `json:"transfer,omitempty"`
 	// Class, ClassReason and Escalation are the action's (see Action).
 	Class       string `json:"class,omitempty"`
 	ClassReason string `json:"class_reason,omitempty"`
