@@ -17,20 +17,6 @@ import (
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
 
-// transferDir is a directory the sshd's login user may write, with
-// nothing else in it.
-func transferDir(t *testing.T) string {
-	t.Helper()
-	dir := filepath.Join(sshtest.SafeDir(t), "files")
-	if err := os.Mkdir(dir, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(dir, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 func putSpec(path string, data []byte, mode os.FileMode, overwrite bool) sshexec.PutFile {
 	return sshexec.PutFile{Path: path, Mode: mode, Overwrite: overwrite, Data: bytes.NewReader(data), Size: int64(len(data)), SHA256: sha256.Sum256(data)}
 }
@@ -47,7 +33,7 @@ func parts(t *testing.T, dir string) []string {
 func TestPutGetRoundTrip(t *testing.T) {
 	t.Parallel()
 	s := sharedSSHD(t)
-	dir := transferDir(t)
+	dir := sshtest.WritableDir(t)
 	ctx := context.Background()
 	binary := make([]byte, 3<<20+17)
 	rand.Read(binary)
@@ -87,7 +73,7 @@ func TestPutGetRoundTrip(t *testing.T) {
 func TestPutRefusals(t *testing.T) {
 	t.Parallel()
 	s := sharedSSHD(t)
-	dir := transferDir(t)
+	dir := sshtest.WritableDir(t)
 	ctx := context.Background()
 	remote := filepath.Join(dir, "config.yml")
 	if err := os.WriteFile(remote, []byte("old\n"), 0o666); err != nil {
@@ -171,7 +157,7 @@ func TestPutRefusals(t *testing.T) {
 func TestGetRefusals(t *testing.T) {
 	t.Parallel()
 	s := sharedSSHD(t)
-	dir := transferDir(t)
+	dir := sshtest.WritableDir(t)
 	ctx := context.Background()
 	big := filepath.Join(dir, "big")
 	os.WriteFile(big, make([]byte, 4096), 0o644)
@@ -208,7 +194,7 @@ func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("no space
 func TestPutCutMidway(t *testing.T) {
 	t.Parallel()
 	s := sshtest.NewSSHD(t, sshtest.Options{}) // its sessions are killed
-	dir := transferDir(t)
+	dir := sshtest.WritableDir(t)
 	data := make([]byte, 8<<20)
 	rand.Read(data)
 	remote := filepath.Join(dir, "cut")

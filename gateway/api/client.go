@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -508,4 +510,66 @@ func DenialCause(path string) string {
 		return fmt.Sprintf("this user may not %s %s (mode %04o, owner %s, group %s, of which this user is %s)", what, cur, st.Mode&0o7777, owner, group, member)
 	}
 	return ""
+}
+
+// Upload sends a file's size bytes from r to the gateway for a put of
+// this caller's run (POST /v1/uploads), and returns what it kept.
+func (c *Client) Upload(ctx context.Context, r io.Reader, size int64) (*Upload, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/v1/uploads", r)
+	if err != nil {
+		return nil, err
+	}
+	req.ContentLength = size
+	req.Header.Set("Content-Type", "application/octet-stream")
+	if c.auth != "" {
+		req.Header.Set("Authorization", c.auth)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return nil, readError(resp)
+	}
+	var up Upload
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxResponse)).Decode(&up); err != nil {
+		return nil, err
+	}
+	return &up, nil
+}
+
+// ErrFileDigest: a got file's bytes do not have the SHA-256 its action
+// recorded.
+var ErrFileDigest = errors.New("the file's bytes do not match the SHA-256 the gateway recorded")
+
+// Fetch writes the bytes of a successful get (action a) to w, checking
+// their size and SHA-256 against the action's: on ErrFileDigest, or any
+// error, what w received must not be used.
+func (c *Client) Fetch(ctx context.Context, a *Action, w io.Writer) (int64, error) {
+	t := a.Transfer
+	if t == nil || t.File == "" {
+		return 0, errors.New("the action has no file to fetch")
+	}
+	req, err := c.newRequest(ctx, http.MethodGet, t.File, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return 0, readError(resp)
+	}
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(w, h), io.LimitReader(resp.Body, t.Size+1))
+	switch {
+	case err != nil:
+		return n, err
+	case n != t.Size || hex.EncodeToString(h.Sum(nil)) != t.SHA256:
+		return n, ErrFileDigest
+	}
+	return n, nil
 }

@@ -26,6 +26,59 @@ type ActionRequest struct {
 	// Reason is what the agent says the action is for (at most
 	// MaxReason characters): shown to reviewers as the agent's claim.
 	Reason string `json:"reason,omitempty"`
+	// Put or Get makes the action a file transfer instead of a command
+	// (Command is then left empty: the gateway describes the transfer).
+	Put *PutRequest `json:"put,omitempty"`
+	Get *GetRequest `json:"get,omitempty"`
+}
+
+// PutRequest writes an uploaded file (POST /v1/uploads) to Path on the
+// target: to a temporary name first, published only once every byte
+// arrived with the approved digest.
+type PutRequest struct {
+	Upload string `json:"upload"`
+	Path   string `json:"path"`
+	// Mode is the file's permission bits in octal ("0644", the default);
+	// setuid, setgid and sticky are refused.
+	Mode string `json:"mode,omitempty"`
+	// Overwrite allows replacing an existing file.
+	Overwrite bool `json:"overwrite,omitempty"`
+}
+
+// GetRequest reads the file at Path on the target; once the action
+// succeeded, GET /v1/actions/{id}/file gives its bytes.
+type GetRequest struct {
+	Path string `json:"path"`
+}
+
+// Upload is the answer to POST /v1/uploads: the bytes, held by the
+// gateway for a put of the same run until ExpiresAt.
+type Upload struct {
+	ID        string    `json:"upload"`
+	Size      int64     `json:"size"`
+	SHA256    string    `json:"sha256"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// Transfer is what a put or get did, in the action object.
+type Transfer struct {
+	Direction string `json:"direction"` // put or get
+	Path      string `json:"path"`
+	Mode      string `json:"mode,omitempty"`
+	Overwrite bool   `json:"overwrite,omitempty"`
+	// Size and SHA256 are the file's: for a put the approved bytes, for
+	// a get the bytes read (all of them when the action succeeded).
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256,omitempty"`
+	// Published (put) says the file is at Path, Replaced that it
+	// replaced one; Leftover names a temporary file a failed put could
+	// not remove (never published).
+	Published bool   `json:"published,omitempty"`
+	Replaced  bool   `json:"replaced,omitempty"`
+	Leftover  string `json:"leftover,omitempty"`
+	// File (get) is where the agent fetches the bytes, until FileExpires.
+	File        string     `json:"file,omitempty"`
+	FileExpires *time.Time `json:"file_expires_at,omitempty"`
 }
 
 // MaxReason bounds an action's reason, in characters.
@@ -58,6 +111,9 @@ type Action struct {
 	// before its command started: the jump host (a target name) or the
 	// target itself. Absent for direct targets and once the command ran.
 	Hop string `json:"hop,omitempty"`
+	// Transfer is set for a file transfer (put or get) instead of a
+	// command.
+	Transfer *Transfer `json:"transfer,omitempty"`
 
 	// Stdout and Stderr are what the account's output policy returns.
 	// They hold the bytes as text when those are valid UTF-8; otherwise

@@ -369,3 +369,25 @@ func forbiddenPath(p string) bool {
 	}
 	return false
 }
+
+// Transfer classifies a file transfer: a get reads; a put writes path —
+// forbidden where a write grants access or runs programs later, at least
+// destructive where it makes later commands run programs or (overwrite)
+// replaces a file, mutating otherwise.
+func Transfer(direction, path string, overwrite bool) Result {
+	text := direction + " " + path
+	c := &classifier{}
+	switch {
+	case direction == "get":
+		c.add(text, ReadOnly, "reads a file")
+	case forbiddenPath(path):
+		c.add(text, Forbidden, "writes "+path+": a path that grants access or runs programs later")
+	case runsProgramsPath(path):
+		c.add(text, Destructive, "writes "+path+": a file that names programs a later command or login runs")
+	case overwrite:
+		c.add(text, Destructive, "replaces "+path+" if it exists")
+	default:
+		c.add(text, Mutating, "creates "+path)
+	}
+	return c.res
+}

@@ -129,3 +129,23 @@ func FuzzClassify(f *testing.F) {
 		}
 	})
 }
+
+func TestTransferClasses(t *testing.T) {
+	for _, c := range []struct {
+		dir, path string
+		overwrite bool
+		want      Class
+	}{
+		{"get", "/etc/shadow", false, ReadOnly},
+		{"put", "/srv/app/config.yml", false, Mutating},
+		{"put", "/srv/app/config.yml", true, Destructive},
+		{"put", "/home/deploy/.ssh/authorized_keys", false, Forbidden},
+		{"put", "/etc/cron.d/job", true, Forbidden},
+		{"put", "/home/deploy/.bashrc", false, Destructive},
+		{"put", "/srv/app/.git/hooks/post-merge", false, Destructive},
+	} {
+		if got := Transfer(c.dir, c.path, c.overwrite); got.Class != c.want || len(got.Parts) != 1 {
+			t.Errorf("%s %s (overwrite %v): %s, want %s", c.dir, c.path, c.overwrite, got.Reason(), c.want)
+		}
+	}
+}

@@ -380,6 +380,9 @@ type Account struct {
 	Output     OutputPolicy
 	// MaxStdin bounds the standard input an action may send.
 	MaxStdin int64
+	// MaxTransfer bounds a file put to or got from the account; 0
+	// refuses transfers.
+	MaxTransfer int64
 	// OnSecret is what happens to a command in which a detector finds a
 	// credential: OnSecretRedact (the default) or OnSecretRefuse.
 	OnSecret string
@@ -423,7 +426,10 @@ const (
 // The bounds of an account's max_stdin.
 const (
 	DefaultMaxStdin = 1 << 20
-	MaxStdinLimit   = api.MaxStdin
+	// DefaultMaxTransfer and MaxTransferLimit bound a file transfer.
+	DefaultMaxTransfer = 64 << 20
+	MaxTransferLimit   = 16 << 30
+	MaxStdinLimit      = api.MaxStdin
 )
 
 // OutputPolicy is how much of an action's output the agent gets back; the
@@ -689,6 +695,7 @@ type rawAccount struct {
 	Refuse     *hcl.Attribute `hcl:"refuse,optional"`
 	Deny       *hcl.Attribute `hcl:"deny_patterns,optional"`
 	Unreviewed *hcl.Attribute `hcl:"allow_unreviewed,optional"`
+	MaxXfer    *hcl.Attribute `hcl:"max_transfer,optional"`
 	ActionPol  *hcl.Attribute `hcl:"action_policy,optional"`
 	MaxGrant   *hcl.Attribute `hcl:"max_grant,optional"`
 	Quota      *hcl.Attribute `hcl:"quota,optional"`
@@ -1377,13 +1384,14 @@ func (c *checker) target(cfg *Config, r *rawTarget, base string) {
 		}
 		c.require(ra.Credential, ra.DefRange, fmt.Sprintf("target %q account %q: credential", r.Name, ra.Name))
 		a := &Account{
-			Name:       ra.Name,
-			Credential: c.str(ra.Credential, ""),
-			Approval:   approvals.ModeCall,
-			MaxTimeout: c.duration(ra.MaxTimeout, DefaultMaxTimeout, 24*time.Hour),
-			Output:     OutputPolicy(c.str(ra.Output, string(OutputFull))),
-			MaxStdin:   c.size(ra.MaxStdin, DefaultMaxStdin, 0, MaxStdinLimit),
-			OnSecret:   c.str(ra.OnSecret, OnSecretRedact),
+			Name:        ra.Name,
+			Credential:  c.str(ra.Credential, ""),
+			Approval:    approvals.ModeCall,
+			MaxTimeout:  c.duration(ra.MaxTimeout, DefaultMaxTimeout, 24*time.Hour),
+			Output:      OutputPolicy(c.str(ra.Output, string(OutputFull))),
+			MaxStdin:    c.size(ra.MaxStdin, DefaultMaxStdin, 0, MaxStdinLimit),
+			MaxTransfer: c.size(ra.MaxXfer, DefaultMaxTransfer, 0, MaxTransferLimit),
+			OnSecret:    c.str(ra.OnSecret, OnSecretRedact),
 		}
 		if a.OnSecret != OnSecretRedact && a.OnSecret != OnSecretRefuse {
 			c.Errorf(ra.OnSecret.Range, `target %q account %q: on_secret must be "redact" or "refuse"`, r.Name, ra.Name)

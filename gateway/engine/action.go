@@ -312,6 +312,10 @@ func (e *Engine) Start(ctx context.Context, c Caller, req api.ActionRequest) (*A
 	// looks like a credential in the command or the reason never enters
 	// it.
 	red := e.conf().redactor
+	if req.Command == "" {
+		// A transfer is described for people; the digest binds that too.
+		req.Command = describeTransfer(req)
+	}
 	a.redaction = red.Redact(req.Command)
 	a.obj = api.Action{
 		ID: a.id, Target: clip(req.Target, maxNameLen), Account: clip(req.Account, maxNameLen),

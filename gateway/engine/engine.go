@@ -61,11 +61,13 @@ type Engine struct {
 	// commandKey makes the MACs of redacted commands.
 	commandKey []byte
 	outputs    *auditchain.OutputStore
-	store      *approvals.Store
-	metrics    *metrics
-	limiter    *limiter
-	authLog    authLog
-	links      loginLinks
+	// spool holds transfer files: uploads, got files.
+	spool   *spool
+	store   *approvals.Store
+	metrics *metrics
+	limiter *limiter
+	authLog authLog
+	links   loginLinks
 	// accountsChanged is closed (and replaced) at each reviewer account
 	// change.
 	accountsMu      sync.Mutex
@@ -167,6 +169,9 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 	}
 
 	if e.outputs, err = auditchain.OpenOutputs(ctx, auditchain.OutputOptions{Path: filepath.Join(cfg.StateDir, "outputs.db")}); err != nil {
+		return fail(err)
+	}
+	if e.spool, err = openSpool(cfg.StateDir); err != nil {
 		return fail(err)
 	}
 

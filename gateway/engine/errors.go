@@ -47,6 +47,10 @@ var (
 	ErrNotFinished = errors.New("engine: action not finished")
 	// ErrDraining: the engine is stopping and takes no new actions.
 	ErrDraining = errors.New("engine: shutting down")
+	// ErrTooLarge: a file is over the size limit.
+	ErrTooLarge = errors.New("engine: too large")
+	// ErrTooMany: a run holds as many of something as it may.
+	ErrTooMany = errors.New("engine: too many")
 )
 
 // wireCodes are the API's error codes of the refusals, for every front
@@ -68,6 +72,8 @@ var wireCodes = []struct {
 	{ErrRateLimited, api.CodeRateLimited},
 	{ErrUnavailable, api.CodeUnavailable},
 	{ErrDraining, api.CodeUnavailable},
+	{ErrTooLarge, api.CodeTooLarge},
+	{ErrTooMany, api.CodeRateLimited},
 }
 
 // WireError is a refusal as the API answers it: its code, its message

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"strconv"
 	"strings"
@@ -79,7 +80,14 @@ type lifecycle struct {
 	// opa is what the external policy engine answered, nil when it was
 	// not asked.
 	opa *opaFacts
-	run approvals.Run
+	// xfer is the file transfer the action is, nil for a command; mode a
+	// put's file mode; upload a put's bytes (facts: uploaded), taken from
+	// the spool for this action alone.
+	xfer     *approvals.Transfer
+	mode     fs.FileMode
+	upload   *spoolFile
+	uploaded *approvals.Stdin
+	run      approvals.Run
 	// requested is where action.requested landed: a per-action
 	// certificate's serial.
 	requested auditchain.Ref
@@ -104,6 +112,15 @@ type result struct {
 // execute runs the lifecycle of a.
 func (e *Engine) execute(ctx context.Context, a *Action, c Caller, req api.ActionRequest) {
 	l := &lifecycle{e: e, a: a, c: c, req: req, conf: e.conf()}
+	if l.req.Command == "" {
+		l.req.Command = describeTransfer(req)
+	}
+	defer func() {
+		if l.upload != nil {
+			// A put's upload serves that put alone, whatever became of it.
+			e.spool.remove(l.upload.id)
+		}
+	}()
 	if !l.resolve(ctx) || !l.approve(ctx) {
 		return
 	}
@@ -124,7 +141,11 @@ func (l *lifecycle) resolve(ctx context.Context) bool {
 	e := l.e
 	var problem string
 	l.target, l.account, l.timeout, problem = resolveRequest(l.conf.cfg, l.req)
-	if problem == "" {
+	switch {
+	case problem != "":
+	case l.req.Put != nil || l.req.Get != nil:
+		problem = l.checkTransfer()
+	default:
 		l.stdin, problem = stdinOf(l.req.Stdin, l.account)
 	}
 	if problem == "" && l.req.Secret != "" {
@@ -174,7 +195,16 @@ func (l *lifecycle) resolve(ctx context.Context) bool {
 	if problem == "" && runErr == nil {
 		// Narrowing that needs the run: the external policy engine, then
 		// the quotas (which count only what every other rule let pass).
-		if problem = l.askOPA(ctx); problem == "" {
+		switch {
+		case l.req.Put != nil:
+			problem = l.takeUpload()
+		case l.req.Get != nil:
+			problem = l.roomForGet()
+		}
+		if problem == "" {
+			problem = l.askOPA(ctx)
+		}
+		if problem == "" {
 			problem = l.takeQuota(ctx)
 		}
 	}
@@ -185,7 +215,7 @@ func (l *lifecycle) resolve(ctx context.Context) bool {
 	obj := l.a.Snapshot()
 	rq := actionRequested{Target: obj.Target, Account: obj.Account, Command: obj.Command, TimeoutS: int64(obj.TimeoutS), Reason: obj.Reason,
 		Secret: clip(l.req.Secret, 64), SecretGrant: l.grant, Class: obj.Class, ClassReason: l.classReason, Escalation: l.escalation,
-		Unreviewed: l.unreviewed, OPA: l.opa}
+		Unreviewed: l.unreviewed, OPA: l.opa, Transfer: l.transferFacts()}
 	if red := l.a.redaction; red.Found() {
 		mac := redact.MAC(e.commandKey, l.req.Command)
 		rq.Redactions, rq.CommandHMAC = red.Spans, &mac
@@ -226,7 +256,7 @@ func (l *lifecycle) approve(ctx context.Context) bool {
 		Stdin: l.stdinFacts(), Secret: l.secret, AgentReason: l.a.Snapshot().Reason,
 		Shown: l.a.redaction.Text, Redactions: l.a.redaction.Spans,
 		Class: l.a.Snapshot().Class, ClassReason: l.classReason, Escalation: l.escalationText(),
-		Unreviewed: l.unreviewed,
+		Unreviewed: l.unreviewed, Transfer: l.xfer,
 	}, func(r approvals.Request) {
 		l.a.update(func(o *api.Action) { o.Approval.ID = string(r.ID) })
 		l.a.setState(api.StateWaitingApproval, api.StateEvent{
@@ -370,7 +400,7 @@ func (l *lifecycle) connect(ctx context.Context) {
 			l.a.output(stream, p)
 		}
 	}
-	r, err := sshexec.Run(ctx, cfg, l.req.Command)
+	r, err := l.exec(ctx, cfg)
 	if r == nil {
 		// The configuration was validated at start; this is a bug or a
 		// known_hosts file that vanished. Nothing was dialed.
@@ -382,13 +412,22 @@ func (l *lifecycle) connect(ctx context.Context) {
 	}
 	e.observePhases(r)
 	l.res = result{outcome: r.Outcome, detail: r.Detail, termination: r.Termination, conn: r}
-	if r.Outcome == sshexec.Exited {
+	switch t := r.Transfer; {
+	case r.Outcome == sshexec.Exited && t == nil:
 		l.res.detail = fmt.Sprintf("exit status %d", r.ExitCode)
+	case r.Success() && t.Direction == "put":
+		l.res.detail = fmt.Sprintf("put %d bytes to %s", t.Bytes, t.Path)
+	case r.Success():
+		l.res.detail = fmt.Sprintf("got %d bytes of %s", t.Bytes, t.Path)
 	}
 
 	// Outputs to the store, the result to the chain — also when the
 	// caller has gone (cancelled): what ran is recorded in full.
 	fin := actionFinished{Result: resultOf(r)}
+	if t := r.Transfer; t != nil {
+		fin.Transfer = &transferDone{Bytes: t.Bytes, SHA256: t.SHA256, Complete: t.Complete,
+			Published: t.Published, Replaced: t.Replaced, Leftover: t.Leftover}
+	}
 	if l.mask != nil {
 		n := int64(l.mask.replaced())
 		fin.SecretReplacements = &n
@@ -518,6 +557,7 @@ func (l *lifecycle) answer() {
 	if l.mask != nil && l.res.conn != nil {
 		obj.SecretReplacements = l.mask.replaced()
 	}
+	obj.Transfer = l.transferView()
 	var out *heldOutput
 	if r := l.res.conn; r != nil {
 		obj.HostKeyFingerprint, obj.Signal, obj.Hop = r.HostKeyFingerprint, r.Signal, r.Hop
@@ -685,7 +725,9 @@ func stdinOf(b64 string, acct *config.Account) (stdin []byte, problem string) {
 // narrows what a reviewer approved.
 func (l *lifecycle) classify() (problem string) {
 	var res cmdclass.Result
-	if p := l.account.ActionPolicy; p != nil {
+	if t := l.xfer; t != nil {
+		res = cmdclass.Transfer(t.Direction, t.Path, t.Overwrite)
+	} else if p := l.account.ActionPolicy; p != nil {
 		if res, problem = judgeVerb(p, l.req.Command, l.hide); problem != "" {
 			// The refusal may quote an argument: hidden like the command.
 			return "the account's airlock-action policy (" + l.account.ActionPolicyFile + ") refuses it, so nothing was sent: " + l.hide(problem)
@@ -908,7 +950,10 @@ func (l *lifecycle) hideSecret(r *sshexec.Result) {
 // stdinFacts describes the standard input for reviewers and the digest:
 // nothing for a secret, which the digest binds by name.
 func (l *lifecycle) stdinFacts() *approvals.Stdin {
-	if l.secret != "" {
+	switch {
+	case l.xfer != nil:
+		return l.uploaded // a put's bytes; nil for a get
+	case l.secret != "":
 		return nil
 	}
 	return stdinFacts(l.stdin)

@@ -84,6 +84,35 @@ type actionRequested struct {
 	Unreviewed bool `audit:"unreviewed,omitempty"`
 	// OPA is what the external policy engine answered, when it was asked.
 	OPA *opaFacts `audit:"opa"`
+	// Transfer is the file transfer the action asks for, instead of a
+	// command.
+	Transfer *transferFacts `audit:"transfer"`
+}
+
+// transferFacts describe a file transfer: direction (put, get), remote
+// path, and for a put its mode, whether it may replace a file, and the
+// size and SHA-256 of the bytes (the digest binds them: domain
+// airlock/action/v4+transfer).
+type transferFacts struct {
+	Direction string    `audit:"direction"`
+	Path      string    `audit:"path"`
+	Mode      string    `audit:"mode,omitempty"`
+	Overwrite bool      `audit:"overwrite,omitempty"`
+	Size      *int64    `audit:"size"`
+	SHA256    *[32]byte `audit:"sha256"`
+}
+
+// transferDone is what a transfer moved, in action.finished: the bytes
+// and their SHA-256 (all of the file when complete), whether a put
+// published the file (or replaced one), and the temporary file a failed
+// put left.
+type transferDone struct {
+	Bytes     int64    `audit:"bytes"`
+	SHA256    [32]byte `audit:"sha256"`
+	Complete  bool     `audit:"complete"`
+	Published bool     `audit:"published,omitempty"`
+	Replaced  bool     `audit:"replaced,omitempty"`
+	Leftover  string   `audit:"leftover,omitempty"`
 }
 
 // opaFacts are an OPA decision: "allow", "deny" or "error" (no usable
@@ -155,6 +184,8 @@ type actionFinished struct {
 	Result *connResult `audit:",inline"`
 	// RecordedLate marks an outcome the audit log first refused.
 	RecordedLate bool `audit:"recorded_late,omitempty"`
+	// Transfer is what a file transfer moved.
+	Transfer *transferDone `audit:"transfer"`
 	// OutputPolicy is the account's output policy when the output was
 	// stored: what the agent may read of it, later too.
 	OutputPolicy config.OutputPolicy `audit:"output_policy,omitempty"`

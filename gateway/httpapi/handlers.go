@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/user"
@@ -180,6 +181,48 @@ func (s *server) handleActionEvents(w http.ResponseWriter, r *http.Request) {
 // output: ?stream=stdout|stderr&offset=N&limit=N (limit by default 64
 // KiB), under the read rules of the account's output policy. A
 // reviewer's read is recorded as any other.
+// uploadReadTimeout bounds how long an upload's body may take.
+const uploadReadTimeout = 30 * time.Minute
+
+// handleUpload keeps a file's bytes (the raw body, application/
+// octet-stream, its length declared) for a put of the caller's run.
+func (s *server) handleUpload(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength < 0 {
+		writeError(w, http.StatusLengthRequired, api.CodeBadRequest, "send the file with its Content-Length")
+		return
+	}
+	// A large file over a slow link takes longer than the server's read
+	// timeout for requests; the size is bounded by max_transfer.
+	http.NewResponseController(w).SetReadDeadline(time.Now().Add(uploadReadTimeout))
+	up, err := s.e.Upload(r.Context(), principalFrom(r.Context()).caller(), r.Body, r.ContentLength)
+	if err != nil {
+		s.writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, up)
+}
+
+// handleActionFile gives a successful get's bytes to its run's agent, as
+// application/octet-stream with their SHA-256 in X-Airlock-SHA256; once
+// all were sent, the gateway forgets them.
+func (s *server) handleActionFile(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	f, size, sum, err := s.e.File(r.Context(), principalFrom(r.Context()).caller(), id)
+	if err != nil {
+		s.writeErr(w, err)
+		return
+	}
+	defer f.Close()
+	h := w.Header()
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("Content-Length", strconv.FormatInt(size, 10))
+	h.Set("X-Airlock-SHA256", sum)
+	w.WriteHeader(http.StatusOK)
+	if n, err := io.Copy(w, f); err == nil && n == size {
+		s.e.FileDelivered(principalFrom(r.Context()).caller(), id)
+	}
+}
+
 func (s *server) handleActionOutput(w http.ResponseWriter, r *http.Request) {
 	a, ok := s.actionFor(w, r)
 	if !ok {

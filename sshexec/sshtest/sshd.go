@@ -217,6 +217,20 @@ func safeTempDir(prefix string) (string, error) {
 	return dir, os.Chmod(dir, 0o755)
 }
 
+// WritableDir is a new, empty directory under SafeDir that the sshd's
+// login user (another account) may write: for files a test moves there.
+func WritableDir(tb testing.TB) string {
+	tb.Helper()
+	dir := filepath.Join(SafeDir(tb), "files")
+	if err := os.Mkdir(dir, 0o777); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		tb.Fatal(err)
+	}
+	return dir
+}
+
 // SafeDir is a new directory, removed when the test ends, where sshd's
 // StrictModes accepts an authorized_keys file (and so where airlock's
 // deploy install does): not under the world-writable temporary directory.

@@ -1,0 +1,275 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/deploy/securefile"
+	"github.com/airlockgw/airlock/gateway/api"
+)
+
+// The spool holds the files of transfers on the gateway's disk: an
+// upload waiting for its put, a got file waiting for its agent. Each
+// belongs to one run and lives at most spoolTTL; none survives a
+// restart (the directory is emptied at start).
+const (
+	spoolDir = "spool"
+	spoolTTL = time.Hour
+	// maxSpoolPerRun bounds the files one run holds at once.
+	maxSpoolPerRun = 4
+)
+
+// spool is the gateway's transfer files.
+type spool struct {
+	dir   string
+	mu    sync.Mutex
+	files map[string]*spoolFile
+}
+
+// spoolFile is one file of the spool.
+type spoolFile struct {
+	id      string
+	run     approvals.RunID
+	path    string
+	size    int64
+	sum     [32]byte
+	expires time.Time
+	// used: an upload taken by a put (it is removed when the put ends).
+	used  bool
+	timer *time.Timer
+}
+
+// openSpool empties and returns the spool under stateDir.
+func openSpool(stateDir string) (*spool, error) {
+	dir := filepath.Join(stateDir, spoolDir)
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, fmt.Errorf("engine: emptying the transfer spool: %w", err)
+	}
+	if err := securefile.PrivateDir(dir, -1); err != nil {
+		return nil, err
+	}
+	return &spool{dir: dir, files: map[string]*spoolFile{}}, nil
+}
+
+// Errors of the spool, each a refusal the agent can act on.
+var (
+	errSpoolFull   = errors.New("this run holds as many transfer files as it may; use or let them expire first")
+	errNoUpload    = errors.New("no such upload for this run (it expired, was used, or belongs to another run)")
+	errTooLarge    = errors.New("the file is over the size limit")
+	errUploadShort = errors.New("the upload ended before its declared length")
+)
+
+// add makes a new file of run, filled by fill (which writes to w and
+// returns what it wrote), at most max bytes.
+func (s *spool) add(run approvals.RunID, id string, max int64, fill func(w io.Writer) error) (*spoolFile, error) {
+	s.mu.Lock()
+	n := 0
+	for _, f := range s.files {
+		if f.run == run {
+			n++
+		}
+	}
+	if n >= maxSpoolPerRun {
+		s.mu.Unlock()
+		return nil, errSpoolFull
+	}
+	if _, dup := s.files[id]; dup {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("engine: spool file %s exists", id)
+	}
+	f := &spoolFile{id: id, run: run, path: filepath.Join(s.dir, id), expires: time.Now().Add(spoolTTL)}
+	s.files[id] = f // holds its place while it fills
+	s.mu.Unlock()
+
+	err := func() error {
+		out, err := os.OpenFile(f.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return err
+		}
+		h := sha256.New()
+		lw := &spoolWriter{w: io.MultiWriter(out, h), left: max}
+		err = fill(lw)
+		if err == nil {
+			err = out.Sync()
+		}
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		f.size = max - lw.left
+		copy(f.sum[:], h.Sum(nil))
+		return err
+	}()
+	if err != nil {
+		s.remove(id)
+		return nil, err
+	}
+	s.mu.Lock()
+	f.timer = time.AfterFunc(spoolTTL, func() { s.remove(id) })
+	s.mu.Unlock()
+	return f, nil
+}
+
+// spoolWriter refuses bytes past its limit.
+type spoolWriter struct {
+	w    io.Writer
+	left int64
+}
+
+func (s *spoolWriter) Write(p []byte) (int, error) {
+	if int64(len(p)) > s.left {
+		return 0, errTooLarge
+	}
+	n, err := s.w.Write(p)
+	s.left -= int64(n)
+	return n, err
+}
+
+// take gives run's upload id to one put: no other can take it.
+func (s *spool) take(run approvals.RunID, id string) (*spoolFile, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.files[id]
+	if !ok || f.run != run || f.used || f.timer == nil || strings.HasSuffix(id, getSuffix) {
+		return nil, errNoUpload
+	}
+	f.used = true
+	return f, nil
+}
+
+// count is how many files run holds.
+func (s *spool) count(run approvals.RunID) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, f := range s.files {
+		if f.run == run {
+			n++
+		}
+	}
+	return n
+}
+
+// lookup returns run's file id.
+func (s *spool) lookup(run approvals.RunID, id string) (*spoolFile, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.files[id]
+	if !ok || f.run != run || f.timer == nil {
+		return nil, false
+	}
+	return f, true
+}
+
+// remove deletes file id.
+func (s *spool) remove(id string) {
+	s.mu.Lock()
+	f, ok := s.files[id]
+	delete(s.files, id)
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	if f.timer != nil {
+		f.timer.Stop()
+	}
+	os.Remove(f.path)
+}
+
+// getSuffix marks the spool file of a get (named by its action).
+const getSuffix = ".get"
+
+// newUploadID returns a fresh upload id.
+func newUploadID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return "upl_" + hex.EncodeToString(b[:])
+}
+
+// maxTransfer is the largest max_transfer of any account: no upload can be
+// put anywhere past it.
+func (l *loaded) maxTransfer() int64 {
+	var m int64
+	for _, t := range l.cfg.Targets {
+		for _, a := range t.Accounts {
+			m = max(m, a.MaxTransfer)
+		}
+	}
+	return m
+}
+
+// Upload keeps the bytes of body (declared length size, -1 for unknown)
+// for a put of the caller's run: they are hashed as they arrive and kept
+// in the spool until a put takes them or spoolTTL passes.
+func (e *Engine) Upload(ctx context.Context, c Caller, body io.Reader, size int64) (api.Upload, error) {
+	limit := e.conf().maxTransfer()
+	switch {
+	case limit == 0:
+		return api.Upload{}, refuse(ErrInvalid, "no account of this gateway takes file transfers (max_transfer is 0 everywhere)")
+	case size > limit:
+		return api.Upload{}, refuse(ErrTooLarge, fmt.Sprintf("the file is %d bytes, over the largest max_transfer of %d bytes", size, limit))
+	}
+	run, err := e.resolveRun(ctx, c)
+	if err != nil {
+		return api.Upload{}, refuse(ErrForbidden, "the calling process has no run that may act: "+err.Error())
+	}
+	f, err := e.spool.add(run.ID, newUploadID(), limit, func(w io.Writer) error {
+		n, err := io.Copy(w, body)
+		if err == nil && size >= 0 && n != size {
+			return errUploadShort
+		}
+		return err
+	})
+	switch {
+	case errors.Is(err, errTooLarge):
+		return api.Upload{}, refuse(ErrTooLarge, fmt.Sprintf("the file is over the largest max_transfer of %d bytes", limit))
+	case errors.Is(err, errSpoolFull):
+		return api.Upload{}, refuse(ErrTooMany, err.Error())
+	case errors.Is(err, errUploadShort):
+		return api.Upload{}, refuse(ErrInvalid, err.Error())
+	case err != nil:
+		e.log.Error("transfer spool", "error", err)
+		return api.Upload{}, refuse(ErrUnavailable, "the upload could not be kept on the gateway's disk: "+err.Error())
+	}
+	return api.Upload{ID: f.id, Size: f.size, SHA256: hex.EncodeToString(f.sum[:]), ExpiresAt: f.expires.UTC()}, nil
+}
+
+// File opens the got file of action id for its own run's agent, with its
+// size and SHA-256 (hex). The caller closes it.
+func (e *Engine) File(ctx context.Context, c Caller, id string) (*os.File, int64, string, error) {
+	run, err := e.FindRun(ctx, c)
+	if err != nil {
+		return nil, 0, "", refuse(ErrNotFound, "no such file")
+	}
+	f, ok := e.spool.lookup(run.ID, id+getSuffix)
+	if !ok {
+		return nil, 0, "", refuse(ErrNotFound, "no file for this action: it was not a successful get of this run, it was fetched already, or it expired")
+	}
+	r, err := os.Open(f.path)
+	if err != nil {
+		return nil, 0, "", refuse(ErrNotFound, "the file is gone: "+err.Error())
+	}
+	return r, f.size, hex.EncodeToString(f.sum[:]), nil
+}
+
+// FileDelivered forgets the got file of action id once its agent has all
+// of it.
+func (e *Engine) FileDelivered(c Caller, id string) {
+	run, err := e.FindRun(context.Background(), c)
+	if err != nil {
+		return
+	}
+	if _, ok := e.spool.lookup(run.ID, id+getSuffix); ok {
+		e.spool.remove(id + getSuffix)
+	}
+}

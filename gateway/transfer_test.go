@@ -1,0 +1,122 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/sshexec"
+	"github.com/airlockgw/airlock/sshexec/sshtest"
+)
+
+// TestTransferPutAndGet: a put is approved with its exact bytes shown,
+// lands whole with its mode, is refused over an existing file without
+// overwrite, and its upload serves it alone; a get's bytes are fetched
+// once, checked against the recorded digest. Against a real sshd.
+func TestTransferPutAndGet(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	dir := sshtest.WritableDir(t)
+	g := startGateway(t, s, gwOptions{})
+	ctx := context.Background()
+	content := []byte("port: 8080\ndebug: false\n")
+	remote := filepath.Join(dir, "config.yml")
+
+	up, err := g.agent.Upload(ctx, bytes.NewReader(content), int64(len(content)))
+	sum := sha256.Sum256(content)
+	if err != nil || up.Size != int64(len(content)) || up.SHA256 != hex.EncodeToString(sum[:]) {
+		t.Fatalf("upload: %v %+v", err, up)
+	}
+	put := api.ActionRequest{Target: "box-call", Put: &api.PutRequest{Upload: up.ID, Path: remote, Mode: "0640"}}
+	res := g.runAsync(put)
+	ap := g.decideNext("call", "approve", "")
+	if ap.Command != "put "+remote+" mode 0640" || ap.StdinBytes != int64(len(content)) || ap.StdinText != string(content) || ap.Class != "mutating" {
+		t.Errorf("the reviewer saw %q, %d bytes %q, class %s", ap.Command, ap.StdinBytes, ap.StdinText, ap.Class)
+	}
+	r := <-res
+	if r.err != nil || !r.a.Success() || r.a.Transfer == nil || !r.a.Transfer.Published || r.a.Transfer.SHA256 != up.SHA256 {
+		t.Fatalf("put: %v %+v %+v", r.err, r.a, r.a.Transfer)
+	}
+	if b, err := os.ReadFile(remote); err != nil || !bytes.Equal(b, content) {
+		t.Fatalf("the file on the target: %q %v", b, err)
+	}
+	if st, _ := os.Stat(remote); st.Mode().Perm() != 0o640 {
+		t.Errorf("mode %v", st.Mode().Perm())
+	}
+	rq := g.auditEntries("action.requested", r.a.ID)
+	fin := g.auditEntries("action.finished", r.a.ID)
+	if len(rq) != 1 || rq[0].Fields["transfer_direction"] != "put" || rq[0].Fields["transfer_path"] != remote || rq[0].Fields["transfer_sha256"] != up.SHA256 ||
+		len(fin) != 1 || fin[0].Fields["transfer_published"] != true || fin[0].Fields["transfer_bytes"] != float64(len(content)) {
+		t.Errorf("audit: %+v / %+v", rq, fin)
+	}
+
+	// The upload served that put alone.
+	a, err := g.agent.RunAction(ctx, put, api.Events{})
+	if err != nil || a.Outcome != sshexec.Rejected || !strings.Contains(a.Detail, "no such upload") {
+		t.Fatalf("the upload used twice: %v %+v", err, a)
+	}
+
+	// Over the existing file: refused without overwrite, then replaced.
+	other := []byte("port: 9090\n")
+	for _, overwrite := range []bool{false, true} {
+		up, err := g.agent.Upload(ctx, bytes.NewReader(other), int64(len(other)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := g.runAsync(api.ActionRequest{Target: "box-call", Put: &api.PutRequest{Upload: up.ID, Path: remote, Overwrite: overwrite}})
+		ap := g.decideNext("call", "approve", "")
+		r := <-res
+		switch {
+		case !overwrite && (r.a.Outcome != sshexec.Exited || *r.a.ExitCode != 1 || r.a.Transfer.Published || !strings.Contains(r.a.Detail, "exists")):
+			t.Errorf("without overwrite: %+v", r.a)
+		case overwrite && (!r.a.Success() || !r.a.Transfer.Replaced || ap.Class != "destructive"):
+			t.Errorf("with overwrite: %+v (class %s)", r.a, ap.Class)
+		}
+	}
+	if b, _ := os.ReadFile(remote); !bytes.Equal(b, other) {
+		t.Errorf("after overwrite: %q", b)
+	}
+
+	// Get: the bytes come once, checked against the recorded digest.
+	res = g.runAsync(api.ActionRequest{Target: "box-call", Get: &api.GetRequest{Path: remote}})
+	g.decideNext("call", "approve", "")
+	r = <-res
+	if r.err != nil || !r.a.Success() || r.a.Transfer == nil || r.a.Transfer.File == "" || r.a.Transfer.Size != int64(len(other)) || r.a.Stdout != "" {
+		t.Fatalf("get: %v %+v %+v", r.err, r.a, r.a.Transfer)
+	}
+	var got bytes.Buffer
+	if n, err := g.agent.Fetch(ctx, r.a, &got); err != nil || n != int64(len(other)) || !bytes.Equal(got.Bytes(), other) {
+		t.Fatalf("fetch: %d %v %q", n, err, got.Bytes())
+	}
+	if _, err := g.agent.Fetch(ctx, r.a, &got); err == nil {
+		t.Error("a delivered file was fetched twice")
+	}
+
+	// Refused before anything is dialed.
+	for _, req := range []api.ActionRequest{
+		{Target: "box-call", Get: &api.GetRequest{Path: dir + "/../etc/passwd"}},
+		{Target: "box-call", Get: &api.GetRequest{Path: "files/config.yml"}},
+		{Target: "box-call", Put: &api.PutRequest{Upload: "upl_x", Path: remote, Mode: "4755"}},
+		{Target: "box-call", Command: "cat x", Get: &api.GetRequest{Path: remote}},
+		{Target: "box-call", Put: &api.PutRequest{Path: remote}, Get: &api.GetRequest{Path: remote}},
+	} {
+		a, err := g.agent.RunAction(ctx, req, api.Events{})
+		if err != nil || a.Outcome != sshexec.Rejected {
+			t.Errorf("%+v: %v %+v", req, err, a)
+			continue
+		}
+		if c := g.auditEntries("action.connecting", a.ID); len(c) != 0 {
+			t.Errorf("%q was dialed", a.Command)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".airlock-*")); len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+	g.verifyAudit()
+}
