@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/signal"
@@ -36,6 +37,8 @@ import (
 )
 
 const usage = `usage: airlock-ssh [flags] [account@]target [--] command [args...]
+       airlock-ssh [flags] --put LOCAL [account@]target:REMOTE
+       airlock-ssh [flags] --get [account@]target:REMOTE LOCAL
        airlock-ssh [--json] [--accept-truncation] --action ID
 
 Runs one command on a target configured in the airlock gateway, after the
@@ -61,6 +64,19 @@ flags:
                   not sent (any that arrives is an error; -n to ignore it)
   --timeout DUR   action timeout, e.g. 30s or 5m (default 60s, or the account's
                   max_timeout if lower; longer than max_timeout is rejected)
+  --put LOCAL [account@]target:REMOTE
+                  copy the file LOCAL to REMOTE (an absolute path) on the
+                  target: one action, approved with the file's size and
+                  SHA-256; it lands under a temporary name and is renamed
+                  to REMOTE only once all of it arrived, and never replaces
+                  a file there without --overwrite
+  --get [account@]target:REMOTE LOCAL
+                  copy the file REMOTE from the target to LOCAL: written to a
+                  temporary file next to LOCAL, checked against the SHA-256
+                  the gateway recorded, then renamed; an existing LOCAL is
+                  replaced only with --overwrite
+  --mode MODE     --put: the file's mode in octal (default 0644)
+  --overwrite     --put, --get: replace an existing file
   --action ID     print the recorded result of an earlier action of this agent
                   (its output as the object holds it, its exit status), waiting
                   for it if it is still in flight: after a broken connection
@@ -131,10 +147,16 @@ type options struct {
 	reason    string
 	secret    string
 	// action is an earlier action to report (--action).
-	action  string
-	socket  string
-	target  string
-	command string
+	action string
+	// put and get are a file transfer: local is the agent's file,
+	// remote the target's path.
+	put, get      bool
+	local, remote string
+	mode          string
+	overwrite     bool
+	socket        string
+	target        string
+	command       string
 }
 
 // fail prints a message and returns exit status 255.
@@ -204,6 +226,37 @@ func parse(args []string) (options, error) {
 				return o, errors.New("--secret needs the name of a secret the gateway holds")
 			}
 			o.secret = v
+		case a == "--put" || a == "--get":
+			if i+2 >= len(args) {
+				return o, fmt.Errorf("%s needs two paths: see airlock-ssh --help", a)
+			}
+			if o.put || o.get {
+				return o, errors.New("one transfer per action: --put or --get, once")
+			}
+			src, dst := args[i+1], args[i+2]
+			i += 2
+			o.put, o.get = a == "--put", a == "--get"
+			dest := dst
+			o.local = src
+			if o.get {
+				dest, o.local = src, dst
+			}
+			target, remote, ok := strings.Cut(dest, ":")
+			if !ok || remote == "" {
+				return o, fmt.Errorf("%s: %q is not [account@]target:REMOTE", a, dest)
+			}
+			if o.local == "" {
+				return o, fmt.Errorf("%s: the local path is empty", a)
+			}
+			o.target, o.remote = target, remote
+		case a == "--mode" || strings.HasPrefix(a, "--mode="):
+			v, err := value(&i, "--mode")
+			if err != nil {
+				return o, err
+			}
+			o.mode = v
+		case a == "--overwrite":
+			o.overwrite = true
 		case a == "-T":
 		case a == "-l" || strings.HasPrefix(a, "-l") && len(a) > 2 && !strings.HasPrefix(a, "--"):
 			v, err := value(&i, "-l")
@@ -239,8 +292,32 @@ func parse(args []string) (options, error) {
 		}
 	}
 	if o.action != "" {
+		if i < len(args) || o.put || o.get {
+			return o, errors.New("--action takes no target, command or transfer: it reports an action that was already requested")
+		}
+		return o, nil
+	}
+	if o.mode != "" && !o.put {
+		return o, errors.New("--mode goes with --put")
+	}
+	if o.overwrite && !o.put && !o.get {
+		return o, errors.New("--overwrite goes with --put or --get")
+	}
+	if o.put || o.get {
 		if i < len(args) {
-			return o, errors.New("--action takes no target or command: it reports an action that was already requested")
+			return o, errors.New("a transfer takes no command")
+		}
+		if user, host, ok := strings.Cut(o.target, "@"); ok {
+			if o.account != "" && o.account != user {
+				return o, fmt.Errorf("account given twice: -l %s and %s@", o.account, user)
+			}
+			o.account, o.target = user, host
+		}
+		if o.target == "" {
+			return o, errors.New("empty target")
+		}
+		if o.secret != "" {
+			return o, errors.New("--secret goes with a command, not a transfer")
 		}
 		return o, nil
 	}
@@ -325,7 +402,22 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	req := api.ActionRequest{Target: o.target, Account: o.account, Command: o.command, Reason: o.reason, Secret: o.secret}
 	var late *lateInput
-	if !o.noStdin {
+	var getTo *localFile
+	switch {
+	case o.put:
+		up, err := upload(ctx, client, o.local)
+		if err != nil {
+			return fail(stderr, "%v; nothing was sent", err)
+		}
+		req.Put = &api.PutRequest{Upload: up.ID, Path: o.remote, Mode: o.mode, Overwrite: o.overwrite}
+	case o.get:
+		if getTo, err = newLocalFile(o.local, o.overwrite); err != nil {
+			return fail(stderr, "%v; nothing was asked", err)
+		}
+		defer getTo.discard()
+		req.Get = &api.GetRequest{Path: o.remote}
+	}
+	if !o.noStdin && !o.put && !o.get {
 		in, l, err := readStdin(stdin)
 		if err != nil {
 			return fail(stderr, "%v", err)
@@ -385,6 +477,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return fail(stderr, "%v", err)
 	}
 	code := report(o, a, delivered, true, stdout, stderr)
+	if a.Transfer != nil {
+		return finishTransfer(ctx, client, o, a, getTo, code, stderr)
+	}
 	switch n, open := late.arrived(); {
 	case n > 0:
 		fmt.Fprintf(stderr, "airlock-ssh: standard input had nothing for %s, so none was sent; %d bytes came later and were not sent (action %s); send all input before, or pass -n\n", stdinGrace, n, a.ID)
@@ -620,4 +715,119 @@ func (l *lateInput) arrived() (n int, open bool) {
 			return n, true
 		}
 	}
+}
+
+// upload sends the local file for a put.
+func upload(ctx context.Context, c *api.Client, name string) (*api.Upload, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", name)
+	}
+	up, err := c.Upload(ctx, f, st.Size())
+	var apiErr *api.Error
+	if errors.As(err, &apiErr) {
+		return nil, fmt.Errorf("the gateway refused the file: %s", apiErr.Err.Message)
+	}
+	return up, err
+}
+
+// localFile is where a get's bytes go: a temporary file next to the
+// destination, renamed to it only once every byte arrived and matched.
+type localFile struct {
+	dest      string
+	tmp       *os.File
+	overwrite bool
+}
+
+// newLocalFile prepares a get into dest: an existing dest is refused
+// unless overwrite (and is then replaced, never written through).
+func newLocalFile(dest string, overwrite bool) (*localFile, error) {
+	if st, err := os.Lstat(dest); err == nil {
+		switch {
+		case !overwrite:
+			return nil, fmt.Errorf("%s exists; pass --overwrite to replace it", dest)
+		case st.IsDir():
+			return nil, fmt.Errorf("%s is a directory; name the file to write", dest)
+		}
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".airlock-*.part")
+	if err != nil {
+		return nil, err
+	}
+	return &localFile{dest: dest, tmp: tmp, overwrite: overwrite}, nil
+}
+
+// publish gives the temporary file its name: with overwrite by a rename
+// (which replaces a file or a link there, never follows it), without by a
+// hard link, which fails if something took the name meanwhile.
+func (l *localFile) publish() error {
+	if err := l.tmp.Sync(); err != nil {
+		return err
+	}
+	if err := l.tmp.Chmod(0o644 &^ fs.FileMode(umask())); err != nil {
+		return err
+	}
+	if err := l.tmp.Close(); err != nil {
+		return err
+	}
+	var err error
+	if l.overwrite {
+		err = os.Rename(l.tmp.Name(), l.dest)
+	} else if err = os.Link(l.tmp.Name(), l.dest); err == nil {
+		os.Remove(l.tmp.Name())
+	}
+	if err == nil {
+		l.tmp = nil
+	}
+	return err
+}
+
+// discard removes the temporary file unless it was published.
+func (l *localFile) discard() {
+	if l != nil && l.tmp != nil {
+		l.tmp.Close()
+		os.Remove(l.tmp.Name())
+	}
+}
+
+// umask reads the process's umask.
+func umask() int {
+	m := syscall.Umask(0)
+	syscall.Umask(m)
+	return m
+}
+
+// finishTransfer ends a put or get: after a successful get, the file is
+// fetched, checked and published. code is report's exit status.
+func finishTransfer(ctx context.Context, c *api.Client, o options, a *api.Action, to *localFile, code int, stderr io.Writer) int {
+	t := a.Transfer
+	if !a.Success() {
+		if a.Outcome == sshexec.Exited {
+			// The target refused the transfer: report's status is its
+			// exit code; say why.
+			fmt.Fprintf(stderr, "airlock-ssh: %s %s: %s (action %s)\n", t.Direction, t.Path, a.Detail, a.ID)
+		}
+		if t.Leftover != "" {
+			fmt.Fprintf(stderr, "airlock-ssh: a temporary file %s is left on the target (never published)\n", t.Leftover)
+		}
+		return max(code, 1)
+	}
+	if o.put {
+		return code
+	}
+	if _, err := c.Fetch(ctx, a, to.tmp); err != nil {
+		return fail(stderr, "fetching the file of action %s: %v; %s was not written", a.ID, err, to.dest)
+	}
+	if err := to.publish(); err != nil {
+		return fail(stderr, "writing %s: %v (the file of action %s was fetched whole and is gone from the gateway)", to.dest, err, a.ID)
+	}
+	return code
 }

@@ -32,6 +32,8 @@ func TestParse(t *testing.T) {
 		{"-n and a reason", []string{"-n", "--reason", "check the disk", "t", "df"}, options{noStdin: true, reason: "check the disk", target: "t", command: "df"}},
 		{"a secret", []string{"--secret=db", "t", "psql"}, options{secret: "db", target: "t", command: "psql"}},
 		{"--accept-truncation", []string{"--accept-truncation", "t", "seq 9"}, options{acceptCut: true, target: "t", command: "seq 9"}},
+		{"a put", []string{"--put", "conf.yml", "deploy@web:/srv/app/conf.yml", "--mode", "0640"}, options{put: true, local: "conf.yml", account: "deploy", target: "web", remote: "/srv/app/conf.yml", mode: "0640"}},
+		{"a get", []string{"--overwrite", "--get", "web:/var/log/app.log", "app.log"}, options{get: true, overwrite: true, local: "app.log", target: "web", remote: "/var/log/app.log"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,5 +76,22 @@ func TestRunWithoutGateway(t *testing.T) {
 	stderr.Reset()
 	if code := run(context.Background(), []string{"--socket", sock, "t", "true"}, strings.NewReader(""), &stdout, &stderr); code != 255 {
 		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+func TestParseTransferMistakes(t *testing.T) {
+	for _, args := range [][]string{
+		{"--put", "a", "web:/x", "ls"},                   // a command too
+		{"--put", "a", "web"},                            // no remote path
+		{"--get", "web:/x"},                              // no local path
+		{"--put", "a", "web:/x", "--get", "web:/y", "b"}, // two transfers
+		{"--mode", "0644", "web", "ls"},                  // mode without a put
+		{"--overwrite", "web", "ls"},                     // overwrite without a transfer
+		{"--secret", "s", "--put", "a", "web:/x"},        // a secret with a transfer
+		{"-l", "root", "--put", "a", "deploy@web:/x"},
+	} {
+		if _, err := parse(args); err == nil {
+			t.Errorf("parse(%q) accepted", args)
+		}
 	}
 }

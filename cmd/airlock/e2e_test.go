@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -187,6 +188,42 @@ func TestEndToEndBinaries(t *testing.T) {
 		// and nothing to report about it.
 		if strings.Contains(out2.String(), "ending run") {
 			t.Errorf("airlock run reported ending a run the denial had ended: %q", out2.String())
+		}
+	})
+
+	t.Run("airlock-ssh --put and --get move a file byte for byte", func(t *testing.T) {
+		airlock, _ := binaries(t)
+		local := filepath.Join(t.TempDir(), "payload.bin")
+		data := make([]byte, 1<<20+3)
+		rand.Read(data)
+		if err := os.WriteFile(local, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		remote := filepath.Join(sshtest.WritableDir(t), "payload.bin")
+		back := filepath.Join(t.TempDir(), "back.bin")
+		var out bytes.Buffer
+		a := d.agent(airlock + " run -- sh -c 'airlock-ssh --put " + local + " box:" + remote + " && airlock-ssh --get box:" + remote + " " + back +
+			" && cmp " + local + " " + back + " && echo same; airlock-ssh --put " + local + " box:" + remote + "; echo again=$?; airlock-ssh --get box:" + remote + " " + back + "; echo back=$?'")
+		a.Stdout, a.Stderr = &out, &out
+		if err := a.Start(); err != nil {
+			t.Fatal(err)
+		}
+		list := d.pending(1)
+		if list[0].Kind != "run" || list[0].Command != "put "+remote+" mode 0644" || list[0].StdinBytes != int64(len(data)) {
+			t.Fatalf("pending %+v", list[0])
+		}
+		if _, errs, code := d.cli("approvals", "approve", list[0].ID, "--ttl", "10m"); code != 0 {
+			t.Fatalf("approve: %s", errs)
+		}
+		a.Wait()
+		got := out.String()
+		for _, want := range []string{"same\n", "again=1", "exists", "back=255", "pass --overwrite"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("agent output %q lacks %q", got, want)
+			}
+		}
+		if b, err := os.ReadFile(remote); err != nil || !bytes.Equal(b, data) {
+			t.Errorf("the target's file: %d bytes, %v", len(b), err)
 		}
 	})
 
