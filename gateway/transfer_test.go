@@ -36,7 +36,8 @@ func TestTransferPutAndGet(t *testing.T) {
 	put := api.ActionRequest{Target: "box-call", Put: &api.PutRequest{Upload: up.ID, Path: remote, Mode: "0640"}}
 	res := g.runAsync(put)
 	ap := g.decideNext("call", "approve", "")
-	if ap.Command != "put "+remote+" mode 0640" || ap.StdinBytes != int64(len(content)) || ap.StdinText != string(content) || ap.Class != "mutating" {
+	if ap.Command != "put "+remote+" mode 0640" || ap.StdinBytes != int64(len(content)) || ap.StdinText != string(content) || ap.Class != "mutating" ||
+		ap.Transfer == nil || ap.Transfer.Path != remote || ap.Transfer.Mode != "0640" || ap.Transfer.SHA256 != up.SHA256 {
 		t.Errorf("the reviewer saw %q, %d bytes %q, class %s", ap.Command, ap.StdinBytes, ap.StdinText, ap.Class)
 	}
 	r := <-res

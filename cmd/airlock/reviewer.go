@@ -393,7 +393,11 @@ func approvalsShow(args []string, stdout, stderr io.Writer) int {
 	}
 	line("timeout", fmt.Sprintf("%ds", a.TimeoutS))
 	if a.StdinBytes > 0 {
-		line("standard input", fmt.Sprintf("%d bytes, sha256 %s", a.StdinBytes, a.StdinSHA256))
+		what := "standard input"
+		if a.Transfer != nil && a.Transfer.Direction == "put" {
+			what = "file to write"
+		}
+		line(what, fmt.Sprintf("%d bytes, sha256 %s", a.StdinBytes, a.StdinSHA256))
 		if a.StdinText != "" {
 			line("", visible(a.StdinText))
 		}

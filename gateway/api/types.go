@@ -526,7 +526,11 @@ type Approval struct {
 	// MaxGrantS is the longest grant a reviewer may give on this call
 	// request (the account's max_grant), 0 for none; GrantUntil is the
 	// grant given, once approved with one.
-	MaxGrantS   int        `json:"max_grant_s,omitempty"`
+	MaxGrantS int `json:"max_grant_s,omitempty"`
+	// Transfer is the file transfer the request is for (its direction,
+	// path, mode and overwrite; a put's bytes are StdinBytes and
+	// StdinSHA256), nil for a command.
+	Transfer    *Transfer  `json:"transfer,omitempty"`
 	GrantUntil  *time.Time `json:"grant_until,omitempty"`
 	AgentReason string     `json:"agent_reason,omitempty"`
 	Digest      string     `json:"digest,omitempty"`

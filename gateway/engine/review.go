@@ -321,6 +321,13 @@ func ApprovalView(q approvals.Request) api.Approval {
 		t := q.GrantUntil.UTC()
 		v.GrantUntil = &t
 	}
+	if t := q.Transfer; t != nil {
+		v.Transfer = &api.Transfer{Direction: t.Direction, Path: t.Path, Overwrite: t.Overwrite}
+		if t.Direction == "put" {
+			v.Transfer.Mode = fmt.Sprintf("%04o", t.Mode)
+			v.Transfer.Size, v.Transfer.SHA256 = v.StdinBytes, v.StdinSHA256
+		}
+	}
 	return v
 }
 

@@ -128,6 +128,9 @@ type Card struct {
 	// Redacted names the rules that replaced parts of Command (what
 	// looked like credentials), in order; none when it is as sent.
 	Redacted []string
+	// Transfer is "put" or "get" for a file transfer (Command describes
+	// it; a put's file is Stdin), "" for a command.
+	Transfer string
 	// Class is the command's class, ClassReason the parts that decided
 	// it, Escalation why no run approval covers it.
 	Class, ClassReason, Escalation string

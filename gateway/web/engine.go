@@ -122,6 +122,9 @@ func (b *EngineBackend) card(ctx context.Context, q approvals.Request, mem []api
 	for _, r := range q.Redactions {
 		c.Redacted = append(c.Redacted, r.Rule)
 	}
+	if t := q.Transfer; t != nil {
+		c.Transfer = t.Direction
+	}
 	if in := q.Stdin; in != nil {
 		c.Stdin = &StdinView{Size: int(in.Size), SHA256: hex.EncodeToString(in.SHA256[:]), Text: in.Text}
 	}
