@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/airlockgw/airlock/deploy/securefile"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/mcp"
 )
@@ -30,8 +32,9 @@ func init() {
 // the gateway is not running it keeps serving: every tool call says so and
 // the next one tries again.
 func runMCP(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("airlock mcp", "airlock mcp [--config FILE]", stderr)
+	fs := newFlagSet("airlock mcp", "airlock mcp [--config FILE] [--files DIR]", stderr)
 	cfgPath := configFlag(fs)
+	files := fs.String("files", "", "the session's transfer directory, where ssh_put reads and ssh_get saves files (created 0700; default: $XDG_DATA_HOME/airlock/files, or ~/.local/share/airlock/files)")
 	if code, ok := parseFlags(fs, args, stdout); !ok {
 		return code
 	}
@@ -48,6 +51,11 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 	}
 	defer b.endRun()
 	opts := mcp.Options{Version: version(), Logger: log}
+	if dir, err := transferDir(*files); err != nil {
+		log.Warn("no file tools (ssh_put, ssh_get): the transfer directory cannot be used", "error", err)
+	} else {
+		opts.FileRoot = dir
+	}
 	if cfg, ok := localConfig(*cfgPath); ok {
 		// What the tools say of waits and output sizes, as the gateway
 		// is configured.
@@ -187,6 +195,24 @@ func (b *bridge) Output(ctx context.Context, id, stream string, offset, limit in
 	return p, err
 }
 
+// Upload sends a file for ssh_put. Not retried: the reader is consumed.
+func (b *bridge) Upload(ctx context.Context, r io.Reader, size int64) (*api.Upload, error) {
+	c, err := b.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.Upload(ctx, r, size)
+}
+
+// Fetch writes ssh_get's bytes to w. Not retried: w has them in part.
+func (b *bridge) Fetch(ctx context.Context, a *api.Action, w io.Writer) (int64, error) {
+	c, err := b.client(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return c.Fetch(ctx, a, w)
+}
+
 // endRun ends the run when the host is done with this session. If this
 // fails the run still ends: the gateway watches its anchor process.
 func (b *bridge) endRun() {
@@ -224,3 +250,31 @@ func isUnauthorized(err error) bool {
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
+
+// transferDir is the MCP session's transfer directory: dir, or the
+// user's data directory's airlock/files; created 0700, and refused when
+// it is a link or another user's, or group or others may write it.
+func transferDir(dir string) (string, error) {
+	if dir == "" {
+		base := os.Getenv("XDG_DATA_HOME")
+		if base == "" {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return "", err
+			}
+			base = filepath.Join(home, ".local", "share")
+		}
+		dir = filepath.Join(base, "airlock", "files")
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return "", err
+	}
+	if err := securefile.PrivateDir(dir, -1); err != nil {
+		return "", err
+	}
+	return dir, nil
+}

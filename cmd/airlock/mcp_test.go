@@ -69,7 +69,8 @@ func startMCP(t *testing.T, socket string) (*sdk.ClientSession, *mcptest.Events,
 	t.Helper()
 	airlock, _ := binaries(t)
 	cmd := exec.Command(airlock, "mcp")
-	cmd.Env = append(os.Environ(), "AIRLOCK_SOCKET="+socket)
+	// The transfer directory in the test's own data directory.
+	cmd.Env = append(os.Environ(), "AIRLOCK_SOCKET="+socket, "XDG_DATA_HOME="+t.TempDir())
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
 	ev := &mcptest.Events{}
@@ -165,7 +166,7 @@ func TestMCPStdioAgainstTheGateway(t *testing.T) {
 	for _, tool := range tools.Tools {
 		names = append(names, tool.Name)
 	}
-	if diff := cmp.Diff([]string{"get_action", "list_targets", "ssh_exec"}, slices.Sorted(slices.Values(names))); diff != "" {
+	if diff := cmp.Diff([]string{"get_action", "list_targets", "ssh_exec", "ssh_get", "ssh_put"}, slices.Sorted(slices.Values(names))); diff != "" {
 		t.Errorf("tools (-want +got):\n%s", diff)
 	}
 
@@ -408,5 +409,96 @@ func TestMCPStdioWithoutAGateway(t *testing.T) {
 	// above would have broken).
 	if !strings.Contains(stderr.String(), "no gateway yet") {
 		t.Errorf("stderr: %q", stderr.String())
+	}
+}
+
+// TestMCPFileTools: ssh_put sends a file of the session's transfer
+// directory and ssh_get saves one there, each one approved action whose
+// bytes never enter the result; paths outside the directory, links and
+// existing files are refused.
+func TestMCPFileTools(t *testing.T) {
+	t.Parallel()
+	d := startMCPDaemon(t, mcpApprovalTimeout)
+	data := t.TempDir()
+	airlock, _ := binaries(t)
+	cmd := exec.Command(airlock, "mcp")
+	cmd.Env = append(os.Environ(), "AIRLOCK_SOCKET="+d.socket, "XDG_DATA_HOME="+data)
+	c := sdk.NewClient(&sdk.Implementation{Name: "airlock-test", Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	ctx := context.Background()
+	root := filepath.Join(data, "airlock", "files")
+	if st, err := os.Stat(root); err != nil || st.Mode().Perm() != 0o700 {
+		t.Fatalf("the transfer directory: %v %v", st, err)
+	}
+	secret := "do not leak me " + strings.Repeat("x", 40) + "\n"
+	os.WriteFile(filepath.Join(root, "app.yml"), []byte(secret), 0o600)
+	os.Symlink("/etc/passwd", filepath.Join(root, "link"))
+	remote := filepath.Join(sshtest.WritableDir(t), "app.yml")
+
+	call := func(name string, args map[string]any) *sdk.CallToolResult {
+		t.Helper()
+		done := make(chan *sdk.CallToolResult, 1)
+		go func() {
+			res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+			done <- res
+		}()
+		// Approve what asks (box-call: every call), until the call ends.
+		for {
+			select {
+			case res := <-done:
+				return res
+			case <-time.After(100 * time.Millisecond):
+			}
+			out, _, _ := d.cli("approvals", "list", "--json")
+			var list []api.Approval
+			json.Unmarshal([]byte(out), &list)
+			for _, a := range list {
+				d.cli("approvals", "approve", a.ID)
+			}
+		}
+	}
+	res := call("ssh_put", map[string]any{"target": "box-call", "local_path": "app.yml", "path": remote, "mode": "0640"})
+	if res == nil || res.IsError {
+		t.Fatalf("ssh_put: %s", mcptest.Text(res))
+	}
+	if b, _ := os.ReadFile(remote); string(b) != secret {
+		t.Fatalf("the target's file: %q", b)
+	}
+	if strings.Contains(mcptest.Text(res), "do not leak me") {
+		t.Errorf("the put's result holds the file: %s", mcptest.Text(res))
+	}
+	res = call("ssh_get", map[string]any{"target": "box-call", "path": remote, "local_path": "back/app.yml"})
+	if res == nil || res.IsError || !strings.Contains(mcptest.Text(res), "local_path back/app.yml") || strings.Contains(mcptest.Text(res), "do not leak me") {
+		t.Fatalf("ssh_get: %s", mcptest.Text(res))
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "back", "app.yml")); string(b) != secret {
+		t.Fatalf("the saved file: %q", b)
+	}
+	// Refused before anything is asked: outside the directory, through a
+	// link, over an existing file.
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"ssh_put", map[string]any{"target": "box-call", "local_path": "../app.yml", "path": remote}},
+		{"ssh_put", map[string]any{"target": "box-call", "local_path": "/etc/passwd", "path": remote}},
+		{"ssh_put", map[string]any{"target": "box-call", "local_path": "link", "path": remote}},
+		{"ssh_get", map[string]any{"target": "box-call", "path": remote, "local_path": "app.yml"}},
+		{"ssh_get", map[string]any{"target": "box-call", "path": remote, "local_path": "link/x"}},
+	} {
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: c.tool, Arguments: c.args})
+		if err != nil || !res.IsError {
+			t.Errorf("%s %v: %v %s", c.tool, c.args, err, mcptest.Text(res))
+		}
+	}
+	if b, _ := os.ReadFile("/etc/passwd"); len(b) == 0 {
+		t.Fatal("cannot check /etc/passwd")
 	}
 }

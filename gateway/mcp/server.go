@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
 	"time"
 
@@ -57,6 +58,10 @@ type Options struct {
 	// ApprovalTimeout is the gateway's approval.timeout, which the tool
 	// descriptions state; zero: they name the setting instead.
 	ApprovalTimeout time.Duration
+	// FileRoot is the agent's transfer directory, where ssh_put reads
+	// and ssh_get writes files; the file tools are served only with it
+	// and a Backend that is also Files (the stdio bridge). "": none.
+	FileRoot string
 }
 
 // The tool names of the contract.
@@ -206,7 +211,37 @@ var (
 		return s
 	}()
 	targetListSchema = mustSchema[TargetList]()
-	schemaCache      = sdk.NewSchemaCache()
+	putInputSchema   = func() *jsonschema.Schema {
+		s := mustSchema[PutInput]()
+		one := 1
+		for _, f := range []string{"target", "local_path", "path"} {
+			s.Properties[f].MinLength = &one
+		}
+		s.Properties["timeout_s"].Minimum = new(1.0)
+		s.Properties["reason"].MaxLength = new(api.MaxReason)
+		s.Properties["mode"].Pattern = "^0?[0-7]{3}$"
+		return s
+	}()
+	getInputSchema = func() *jsonschema.Schema {
+		s := mustSchema[GetInput]()
+		one := 1
+		for _, f := range []string{"target", "local_path", "path"} {
+			s.Properties[f].MinLength = &one
+		}
+		s.Properties["timeout_s"].Minimum = new(1.0)
+		s.Properties["reason"].MaxLength = new(api.MaxReason)
+		return s
+	}()
+	fileResultSchema = func() *jsonschema.Schema {
+		s := mustSchema[FileResult]()
+		for name, d := range actionFieldDescriptions {
+			if p, ok := s.Properties[name]; ok {
+				p.Description = d
+			}
+		}
+		return s
+	}()
+	schemaCache = sdk.NewSchemaCache()
 )
 
 // closedSets are the schemas of the closed sets the action object holds:
@@ -281,6 +316,30 @@ func NewServer(b Backend, o Options) *sdk.Server {
 		OutputSchema: actionSchema,
 		Annotations:  &sdk.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &no},
 	}, t.getAction)
+	if f, ok := b.(Files); ok && o.FileRoot != "" {
+		root, err := os.OpenRoot(o.FileRoot)
+		if err != nil {
+			o.Logger.Warn("no file tools: the transfer directory cannot be opened", "dir", o.FileRoot, "error", err)
+			return srv
+		}
+		ft := &fileTools{t: t, f: f, root: root}
+		sdk.AddTool(srv, &sdk.Tool{
+			Name:         ToolPut,
+			Title:        "Copy a file to an SSH target (may need human approval)",
+			Description:  putDescription(o.FileRoot),
+			InputSchema:  putInputSchema,
+			OutputSchema: fileResultSchema,
+			Annotations:  &sdk.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: &yes},
+		}, ft.put)
+		sdk.AddTool(srv, &sdk.Tool{
+			Name:         ToolGet,
+			Title:        "Copy a file from an SSH target (may need human approval)",
+			Description:  getDescription(o.FileRoot),
+			InputSchema:  getInputSchema,
+			OutputSchema: fileResultSchema,
+			Annotations:  &sdk.ToolAnnotations{OpenWorldHint: &yes},
+		}, ft.get)
+	}
 	return srv
 }
 
