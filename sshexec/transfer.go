@@ -245,8 +245,39 @@ func statusErr(err error) (string, bool) {
 	return "", false
 }
 
+// noLinksOnTheWay refuses a path whose directories include a symbolic
+// link (checked with lstat, component by component): a transfer goes
+// where its path says, never where a link planted on the way points.
+// why is "" when the path is clear.
+func noLinksOnTheWay(c *sftp.Client, p string) (string, error) {
+	dir := "/"
+	for _, el := range strings.Split(strings.TrimPrefix(path.Dir(p), "/"), "/") {
+		if el == "" {
+			continue
+		}
+		dir = path.Join(dir, el)
+		st, err := c.Lstat(dir)
+		if err != nil {
+			if why, ok := statusErr(err); ok {
+				return "cannot check " + dir + ": " + why, nil
+			}
+			return "", err
+		}
+		switch {
+		case st.Mode()&fs.ModeSymlink != 0:
+			return dir + " is a symbolic link; a transfer never follows a link on its way", nil
+		case !st.IsDir():
+			return dir + " is not a directory", nil
+		}
+	}
+	return "", nil
+}
+
 // put writes f through c (see Put).
 func put(c *sftp.Client, f PutFile, t *Transfer) (string, error) {
+	if why, err := noLinksOnTheWay(c, f.Path); why != "" || err != nil {
+		return why, err
+	}
 	dir := path.Dir(f.Path)
 	if st, err := c.Lstat(f.Path); err == nil {
 		switch {
@@ -362,6 +393,12 @@ func put(c *sftp.Client, f PutFile, t *Transfer) (string, error) {
 
 // get reads g through c (see Get).
 func get(c *sftp.Client, g GetFile, t *Transfer) (string, error) {
+	if why, err := noLinksOnTheWay(c, g.Path); why != "" || err != nil {
+		return why, err
+	}
+	if st, err := c.Lstat(g.Path); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+		return g.Path + " is a symbolic link; a transfer never follows one", nil
+	}
 	r, err := c.Open(g.Path)
 	if err != nil {
 		if why, ok := statusErr(err); ok {

@@ -128,6 +128,13 @@ func TestPutRefusals(t *testing.T) {
 		t.Errorf("the link's target changed: %q", b)
 	}
 
+	// A link on the way: refused, whatever it points to.
+	linkDir := filepath.Join(dir, "linkdir")
+	os.Symlink(t.TempDir(), linkDir)
+	if res, err := sshexec.Put(ctx, configFor(s), putSpec(filepath.Join(linkDir, "f"), []byte("x"), 0o644, true)); err != nil || res.Transfer.Published || !strings.Contains(res.Detail, "symbolic link") {
+		t.Errorf("put through a link: %v %+v", err, res)
+	}
+
 	// No such directory, and a directory at the name.
 	if res, err := sshexec.Put(ctx, configFor(s), putSpec(filepath.Join(dir, "nowhere", "f"), []byte("x"), 0o644, false)); err != nil || res.ExitCode != 1 || !strings.Contains(res.Detail, "no such") {
 		t.Errorf("no such directory: %v %+v", err, res)
@@ -161,6 +168,8 @@ func TestGetRefusals(t *testing.T) {
 	ctx := context.Background()
 	big := filepath.Join(dir, "big")
 	os.WriteFile(big, make([]byte, 4096), 0o644)
+	os.Symlink(big, filepath.Join(dir, "to-big"))
+	os.Symlink(dir, filepath.Join(dir, "via"))
 	for _, c := range []struct {
 		path string
 		max  int64
@@ -170,6 +179,8 @@ func TestGetRefusals(t *testing.T) {
 		{dir, 1 << 20, "not a regular file"},
 		{"/dev/zero", 1 << 20, "not a regular file"},
 		{filepath.Join(dir, "missing"), 1 << 20, "no such file"},
+		{filepath.Join(dir, "to-big"), 1 << 20, "symbolic link"},
+		{filepath.Join(dir, "via", "big"), 1 << 20, "symbolic link"},
 	} {
 		var out bytes.Buffer
 		res, err := sshexec.Get(ctx, configFor(s), sshexec.GetFile{Path: c.path, MaxSize: c.max, Out: &out})
