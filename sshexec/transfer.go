@@ -318,7 +318,10 @@ func put(c *sftp.Client, f PutFile, t *Transfer) (string, error) {
 	}
 	h := sha256.New()
 	src := io.TeeReader(io.LimitReader(f.Data, f.Size+1), h)
-	n, err := w.ReadFrom(src)
+	// Several writes in flight, as sftp and scp keep them: one at a
+	// time waits a round trip per 32 KiB. A failure leaves gaps in the
+	// temporary file, which is then removed.
+	n, err := w.ReadFromWithConcurrency(src, 0)
 	t.Bytes = n
 	if err != nil {
 		if why, ok := statusErr(err); ok {
