@@ -322,35 +322,9 @@ verb "wipe" {
 func TestPolicyJudgesAirlockActionVerbs(t *testing.T) {
 	t.Parallel()
 	s := sharedSSHD(t)
-	dir := sshtest.SafeDir(t)
-	if err := os.Mkdir(filepath.Join(dir, "data"), 0o777); err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(filepath.Join(dir, "data"), 0o777)
+	keyFile, polFile, dir := airlockActionAccount(t, s, actionPolicy)
 	victim := filepath.Join(dir, "data", "lock")
 	if err := os.WriteFile(victim, nil, 0o666); err != nil {
-		t.Fatal(err)
-	}
-	polFile := filepath.Join(dir, "action.hcl")
-	if err := os.WriteFile(polFile, []byte(strings.ReplaceAll(actionPolicy, "DIR", dir)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "airlock-action")
-	build := exec.Command("go", "build", "-o", bin, "../cmd/airlock-action")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	keyFile := filepath.Join(t.TempDir(), "action_ed25519")
-	pub, err := sshtest.GenerateKeyFile(keyFile, "ed25519", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	line, err := deploy.AuthorizedKeysLine(pub, deploy.LineOptions{Target: "box-action", Account: s.User, Command: bin + " --policy " + polFile})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Authorize(line); err != nil {
 		t.Fatal(err)
 	}
 	g := startGateway(t, s, gwOptions{clientKey: keyFile, mutate: func(c *config.Config) {
@@ -400,4 +374,40 @@ func TestPolicyJudgesAirlockActionVerbs(t *testing.T) {
 		}
 	}
 	g.verifyAudit()
+}
+
+// airlockActionAccount gives the shared sshd's account a key forced to a
+// freshly built airlock-action with policySrc (DIR in it is a directory
+// of the test's, with a data directory the login user may write), and
+// returns the key file, the policy file and DIR.
+func airlockActionAccount(t *testing.T, s *sshtest.SSHD, policySrc string) (keyFile, polFile, dir string) {
+	t.Helper()
+	dir = sshtest.SafeDir(t)
+	if err := os.Mkdir(filepath.Join(dir, "data"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Join(dir, "data"), 0o777)
+	polFile = filepath.Join(dir, "action.hcl")
+	if err := os.WriteFile(polFile, []byte(strings.ReplaceAll(policySrc, "DIR", dir)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "airlock-action")
+	build := exec.Command("go", "build", "-o", bin, "../cmd/airlock-action")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	keyFile = filepath.Join(t.TempDir(), "action_ed25519")
+	pub, err := sshtest.GenerateKeyFile(keyFile, "ed25519", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := deploy.AuthorizedKeysLine(pub, deploy.LineOptions{Target: "box-action", Account: s.User, Command: bin + " --policy " + polFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Authorize(line); err != nil {
+		t.Fatal(err)
+	}
+	return keyFile, polFile, dir
 }

@@ -10,7 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlockgw/airlock/deploy/policy"
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/sshexec"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
@@ -118,6 +120,100 @@ func TestTransferPutAndGet(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, ".airlock-*")); len(left) != 0 {
 		t.Errorf("temporary files left: %v", left)
+	}
+	g.verifyAudit()
+}
+
+// transferPolicy lets airlock-action put under DIR/data/in and get under
+// DIR/data, with no verb besides.
+const transferPolicy = `
+transfer {
+  put_under = ["DIR/data/in"]
+  get_under = ["DIR/data"]
+  max_size  = "1MiB"
+}
+`
+
+// TestTransferThroughAirlockAction: an account forced to airlock-action
+// takes puts and gets through its built-in verbs (the bytes on standard
+// input and output), confined to its transfer block, checked on both
+// sides. Through a real sshd and a real airlock-action.
+func TestTransferThroughAirlockAction(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	keyFile, polFile, dir := airlockActionAccount(t, s, transferPolicy)
+	in := filepath.Join(dir, "data", "in")
+	os.Mkdir(in, 0o777)
+	os.Chmod(in, 0o777)
+	g := startGateway(t, s, gwOptions{clientKey: keyFile, mutate: func(c *config.Config) {
+		p, err := policy.Load(polFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := c.Targets["box-call"].Accounts[s.User]
+		a.ActionPolicy, a.ActionPolicyFile = p, polFile
+	}})
+	ctx := context.Background()
+	content := []byte("through the forced command\n")
+	remote := filepath.Join(in, "note.txt")
+	// put asks for a put; asked says whether a reviewer is asked (else it
+	// is refused before).
+	put := func(path string, overwrite, asked bool) *api.Action {
+		t.Helper()
+		up, err := g.agent.Upload(ctx, bytes.NewReader(content), int64(len(content)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := g.runAsync(api.ActionRequest{Target: "box-call", Put: &api.PutRequest{Upload: up.ID, Path: path, Mode: "0600", Overwrite: overwrite}})
+		if asked {
+			g.decideNext("call", "approve", "")
+		}
+		r := <-res
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		return r.a
+	}
+	if a := put(remote, false, true); !a.Success() || !a.Transfer.Published {
+		t.Fatalf("put: %+v %+v", a, a.Transfer)
+	}
+	if b, err := os.ReadFile(remote); err != nil || !bytes.Equal(b, content) {
+		t.Fatalf("the file: %q %v", b, err)
+	}
+	if st, _ := os.Stat(remote); st.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v", st.Mode().Perm())
+	}
+	// Again without overwrite: airlock-action refuses, says why.
+	if a := put(remote, false, true); a.Outcome != sshexec.Exited || *a.ExitCode == 0 || !strings.Contains(a.Detail, "exists") || a.Transfer.Published {
+		t.Errorf("a second put: %+v", a)
+	}
+	// Outside put_under: refused by the gateway, nothing dialed.
+	a := put(filepath.Join(dir, "data", "note.txt"), false, false)
+	if a.Outcome != sshexec.Rejected || !strings.Contains(a.Detail, "allowed under") {
+		t.Errorf("a put outside put_under: %+v", a)
+	}
+	if c := g.auditEntries("action.connecting", a.ID); len(c) != 0 {
+		t.Error("the refused put was dialed")
+	}
+
+	// Get through the forced command; the bytes are checked and fetched.
+	res := g.runAsync(api.ActionRequest{Target: "box-call", Get: &api.GetRequest{Path: remote}})
+	g.decideNext("call", "approve", "")
+	r := <-res
+	if r.err != nil || !r.a.Success() || r.a.Transfer.Size != int64(len(content)) {
+		t.Fatalf("get: %v %+v %+v", r.err, r.a, r.a.Transfer)
+	}
+	var got bytes.Buffer
+	if _, err := g.agent.Fetch(ctx, r.a, &got); err != nil || !bytes.Equal(got.Bytes(), content) {
+		t.Fatalf("fetch: %v %q", err, got.Bytes())
+	}
+	// A link inside get_under that leads out of it: airlock-action
+	// refuses it on the target.
+	os.Symlink("/etc/hostname", filepath.Join(dir, "data", "out"))
+	res = g.runAsync(api.ActionRequest{Target: "box-call", Get: &api.GetRequest{Path: filepath.Join(dir, "data", "out")}})
+	g.decideNext("call", "approve", "")
+	if r := <-res; r.err != nil || r.a.Success() || r.a.Transfer.File != "" {
+		t.Errorf("a get through a link: %v %+v", r.err, r.a)
 	}
 	g.verifyAudit()
 }

@@ -3,6 +3,7 @@ package sshexec
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"slices"
 	"time"
@@ -83,6 +84,11 @@ type Config struct {
 	// accepted the exec request, followed by its end (EOF); nil sends
 	// only the end. A command that does not read it is not held up by it.
 	Stdin []byte
+	// StdinFrom, when set, is streamed to the command's standard input
+	// instead of Stdin (a file transfer through a forced command). It is
+	// read as the command reads; a read from it is not cut by the
+	// deadline.
+	StdinFrom io.Reader
 
 	// TailLimit, when positive, also keeps the last TailLimit bytes of
 	// each stream (Result.StdoutTail, StderrTail) when the stream is

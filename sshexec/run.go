@@ -368,7 +368,12 @@ wait:
 				// goroutine: a command that does not read its input, or a
 				// stalled transport, must not hold the deadline off.
 				wg.Go(func() {
-					if len(a.cfg.Stdin) > 0 {
+					switch {
+					case a.cfg.StdinFrom != nil:
+						if _, err := io.Copy(ch, a.cfg.StdinFrom); err != nil {
+							return
+						}
+					case len(a.cfg.Stdin) > 0:
 						if _, err := ch.Write(a.cfg.Stdin); err != nil {
 							return
 						}

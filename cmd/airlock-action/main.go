@@ -101,6 +101,8 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 		Env:        env,
 		Stdout:     stdout,
 		Stderr:     stderr,
-		Reaper:     self(),
+		// A built-in put reads its file here; verbs never do.
+		Stdin:  os.Stdin,
+		Reaper: self(),
 	})
 }

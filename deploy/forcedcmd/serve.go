@@ -63,6 +63,9 @@ type Options struct {
 	// When Stdout is an *os.File (sshd's pipe or socket), the program's
 	// process group is killed as soon as its other end closes.
 	Stdout, Stderr io.Writer
+	// Stdin is where a built-in put reads the file (os.Stdin); nil reads
+	// nothing. Verbs never get it: their programs read /dev/null.
+	Stdin io.Reader
 	// Log receives the request's Record. When nil, Serve logs to
 	// syslog (facility auth, tag airlock-action) when a syslog socket can
 	// be reached, and to the policy's log_file when it sets one. A
@@ -181,6 +184,14 @@ func Serve(ctx context.Context, o Options) int {
 	}
 	if o.Reaper != "" {
 		pol.Reaper = o.Reaper
+	}
+	if tr, err := pol.MatchTransfer(rec.Command, true); tr != nil || err != nil {
+		if err != nil {
+			rec.Reason = oneLine(err)
+			return finish()
+		}
+		serveTransfer(tr, pol.Transfer, o, rec)
+		return finish()
 	}
 	plan, err := pol.Match(rec.Command)
 	if err == nil && plan.Verb.RunAs != "" && !o.ownPolicy {
@@ -421,6 +432,18 @@ func signalName(s syscall.Signal) string {
 // it would be refused. It returns 0 when the command would run and
 // ExitRefused otherwise. Nothing is run and nothing is logged.
 func Explain(pol *policy.Policy, command string, w io.Writer) int {
+	if tr, err := pol.MatchTransfer(command, true); tr != nil || err != nil {
+		if err != nil {
+			fmt.Fprintf(w, "refused (exit %d): %s\n", ExitRefused, oneLine(err))
+			return ExitRefused
+		}
+		if tr.Put {
+			fmt.Fprintf(w, "built-in put: %d bytes with SHA-256 %x from standard input to %s, mode %04o, overwrite %v\n", tr.Size, tr.SHA256, tr.Path, tr.Mode, tr.Overwrite)
+		} else {
+			fmt.Fprintf(w, "built-in get: %s to standard output\n", tr.Path)
+		}
+		return 0
+	}
 	plan, err := pol.Match(command)
 	if err != nil {
 		fmt.Fprintf(w, "refused (exit %d): %s\n", ExitRefused, oneLine(err))

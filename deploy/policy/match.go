@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -244,4 +245,101 @@ func checkPathText(path, under string) error {
 		return ErrPathOutside
 	}
 	return nil
+}
+
+// TransferRequest is a request of a built-in transfer verb:
+//
+//	put PATH MODE SIZE SHA256 [overwrite]   (the file's bytes on standard input)
+//	get PATH                                (the file's bytes to standard output)
+//
+// MODE is octal permission bits (at most 0777), SIZE the exact number of
+// bytes, SHA256 their digest in hex.
+type TransferRequest struct {
+	Put       bool
+	Path      string
+	Mode      uint32
+	Size      int64
+	SHA256    [32]byte
+	Overwrite bool
+}
+
+// ErrNoTransfer: put or get asked of a policy without a transfer block,
+// or a direction it does not allow.
+var ErrNoTransfer = errors.New("policy: this policy takes no such transfer")
+
+// MatchTransfer reads command as a built-in transfer verb. It returns nil
+// and no error when command names another verb (Match decides those). A
+// put's path must be strictly beneath one of put_under, a get's of
+// get_under, as path_under checks it: with files, against the file system
+// as it is now; without, as text (see MatchText).
+func (p *Policy) MatchTransfer(command string, files bool) (*TransferRequest, error) {
+	words, err := Tokenize(command)
+	if err != nil || (words[0] != "put" && words[0] != "get") || p.byName[words[0]] != nil {
+		return nil, nil
+	}
+	t := p.Transfer
+	if t == nil {
+		return nil, fmt.Errorf("%w: it has no transfer block", ErrNoTransfer)
+	}
+	tr := &TransferRequest{Put: words[0] == "put"}
+	unders := t.GetUnder
+	switch {
+	case tr.Put && (len(words) < 5 || len(words) > 6 || len(words) == 6 && words[5] != "overwrite"):
+		return nil, errors.New("policy: put takes PATH MODE SIZE SHA256 [overwrite]")
+	case !tr.Put && len(words) != 2:
+		return nil, errors.New("policy: get takes PATH")
+	case tr.Put:
+		unders = t.PutUnder
+		mode, err := strconv.ParseUint(words[2], 8, 32)
+		if err != nil || mode > 0o777 {
+			return nil, fmt.Errorf("policy: put: mode %q: only permission bits in octal (at most 0777)", words[2])
+		}
+		size, err := strconv.ParseInt(words[3], 10, 64)
+		if err != nil || size < 0 || size > t.MaxSize {
+			return nil, fmt.Errorf("policy: put: size %q: a number of bytes from 0 to the transfer's max_size of %d", words[3], t.MaxSize)
+		}
+		sum, err := hex.DecodeString(words[4])
+		if err != nil || len(sum) != 32 {
+			return nil, errors.New("policy: put: the SHA-256 must be 64 hex digits")
+		}
+		tr.Mode, tr.Size, tr.Overwrite = uint32(mode), size, len(words) == 6
+		copy(tr.SHA256[:], sum)
+	}
+	tr.Path = words[1]
+	if err := t.allows(tr.Put, tr.Path, unders, files); err != nil {
+		return nil, err
+	}
+	return tr, nil
+}
+
+// Allows says whether a put (or a get) of path is within the transfer
+// block, as text (the gateway's check before it sends the request; the
+// target checks again with its files).
+func (t *Transfer) Allows(put bool, path string) error {
+	unders := t.GetUnder
+	if put {
+		unders = t.PutUnder
+	}
+	return t.allows(put, path, unders, false)
+}
+
+func (t *Transfer) allows(put bool, path string, unders []string, files bool) error {
+	verb := "get"
+	if put {
+		verb = "put"
+	}
+	if len(unders) == 0 {
+		return fmt.Errorf("%w: %s is not allowed (no %s_under)", ErrNoTransfer, verb, verb)
+	}
+	var last error
+	for _, under := range unders {
+		check := checkPathText
+		if files {
+			check = checkPathUnder
+		}
+		if last = check(path, under); last == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("policy: %s %s: %w (allowed under: %s)", verb, path, last, strings.Join(unders, ", "))
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,6 +46,8 @@ type Policy struct {
 	LogFile string
 	// Verbs in file order.
 	Verbs []*Verb
+	// Transfer is the transfer block, nil without one.
+	Transfer *Transfer
 	// Reaper is the airlock-action that sudo runs for a run_as verb, as
 	// "REAPER --reap -- argv…" (DefaultReaper unless the caller sets it
 	// to the running airlock-action).
@@ -159,9 +162,31 @@ func Load(path string) (*Policy, error) {
 // The policy file's schema, decoded with gohcl. Attributes are kept as
 // *hcl.Attribute so that every problem can name its line.
 type fileBody struct {
-	LogFile *hcl.Attribute `hcl:"log_file,optional"`
-	Verbs   []verbBody     `hcl:"verb,block"`
+	LogFile  *hcl.Attribute `hcl:"log_file,optional"`
+	Verbs    []verbBody     `hcl:"verb,block"`
+	Transfer *transferBody  `hcl:"transfer,block"`
 }
+
+type transferBody struct {
+	PutUnder *hcl.Attribute `hcl:"put_under,optional"`
+	GetUnder *hcl.Attribute `hcl:"get_under,optional"`
+	MaxSize  *hcl.Attribute `hcl:"max_size,optional"`
+	DefRange hcl.Range      `hcl:",def_range"`
+}
+
+// Transfer is the transfer block: the built-in put and get verbs, which
+// move one file through standard input or output.
+type Transfer struct {
+	// PutUnder and GetUnder are the directories a put may write and a get
+	// may read strictly beneath (as path_under: no "..", no link leading
+	// out); none: that verb is refused.
+	PutUnder, GetUnder []string
+	// MaxSize bounds a file, in bytes.
+	MaxSize int64
+}
+
+// DefaultTransferMax is transfer.max_size when it is not set.
+const DefaultTransferMax = 64 << 20
 
 type verbBody struct {
 	Name     string         `hcl:"name,label"`
@@ -237,7 +262,15 @@ func Parse(src []byte, name string) (*Policy, error) {
 		p.byName[v.Name] = v
 		p.Verbs = append(p.Verbs, v)
 	}
-	if len(body.Verbs) == 0 {
+	if t := body.Transfer; t != nil {
+		p.Transfer = c.transfer(t)
+		for _, name := range []string{"put", "get"} {
+			if _, dup := p.byName[name]; dup {
+				c.Errorf(t.DefRange, "verb %q is built in with a transfer block; rename the verb block", name)
+			}
+		}
+	}
+	if len(body.Verbs) == 0 && body.Transfer == nil {
 		c.Problems = append(c.Problems, Problem{File: name, Line: 1, Message: "no verb blocks: every request would be refused"})
 	}
 	if err := c.err(); err != nil {
@@ -353,6 +386,51 @@ func (c *collector) verb(b *verbBody) *Verb {
 		return nil
 	}
 	return v
+}
+
+// sizeRE is a size: bytes, or with a unit.
+var sizeRE = regexp.MustCompile(`^([0-9]+)(B|KiB|MiB|GiB)?$`)
+
+// transfer reads the transfer block.
+func (c *collector) transfer(b *transferBody) *Transfer {
+	t := &Transfer{MaxSize: DefaultTransferMax}
+	for _, d := range []struct {
+		a   *hcl.Attribute
+		dst *[]string
+	}{{b.PutUnder, &t.PutUnder}, {b.GetUnder, &t.GetUnder}} {
+		if d.a == nil {
+			continue
+		}
+		for _, p := range c.strList(d.a) {
+			if !isCleanAbs(p) || p == "/" {
+				c.Errorf(d.a.Range, "transfer: %q must be an absolute, clean directory other than /", p)
+				continue
+			}
+			*d.dst = append(*d.dst, p)
+		}
+	}
+	if len(t.PutUnder) == 0 && len(t.GetUnder) == 0 {
+		c.Errorf(b.DefRange, "transfer: set put_under, get_under or both")
+	}
+	if b.MaxSize != nil {
+		s := c.str(b.MaxSize)
+		m := sizeRE.FindStringSubmatch(s)
+		n, err := int64(0), error(nil)
+		if m != nil {
+			n, err = strconv.ParseInt(m[1], 10, 64)
+			shift := map[string]uint{"": 0, "B": 0, "KiB": 10, "MiB": 20, "GiB": 30}[m[2]]
+			if err == nil && n > (1<<40)>>shift {
+				err = errors.New("too large")
+			}
+			n <<= shift
+		}
+		if m == nil || err != nil || n <= 0 {
+			c.Errorf(b.MaxSize.Range, "transfer: max_size %q must be a size such as \"64MiB\" (at most 1 TiB)", s)
+		} else {
+			t.MaxSize = n
+		}
+	}
+	return t
 }
 
 func (c *collector) param(b *paramBody) *Param {

@@ -401,3 +401,57 @@ verb "fetch" {
 		t.Errorf("an unknown class: %v", err)
 	}
 }
+
+func TestTransferBlock(t *testing.T) {
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "in"), 0o755)
+	os.Symlink("/etc", filepath.Join(dir, "in", "out"))
+	p, err := Parse([]byte(`transfer {
+  put_under = ["`+dir+`/in"]
+  get_under = ["/var/log/app"]
+  max_size  = "1MiB"
+}`), "t.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Transfer.MaxSize != 1<<20 {
+		t.Errorf("max_size %d", p.Transfer.MaxSize)
+	}
+	sum := strings.Repeat("ab", 32)
+	tr, err := p.MatchTransfer("put "+dir+"/in/a.yml 0640 12 "+sum+" overwrite", true)
+	if err != nil || !tr.Put || tr.Mode != 0o640 || tr.Size != 12 || !tr.Overwrite || tr.Path != dir+"/in/a.yml" {
+		t.Fatalf("put: %+v %v", tr, err)
+	}
+	if tr, err := p.MatchTransfer("get /var/log/app/error.log", false); err != nil || tr.Put {
+		t.Fatalf("get as text: %+v %v", tr, err)
+	}
+	for _, bad := range []string{
+		"put " + dir + "/in/a 0640 12 " + sum + " force", // not overwrite
+		"put " + dir + "/in/a 4755 12 " + sum,            // setuid
+		"put " + dir + "/in/a 0640 2000000 " + sum,       // over max_size
+		"put " + dir + "/in/a 0640 12 abc",               // not a digest
+		"put " + dir + "/in/out/passwd 0640 12 " + sum,   // a link leading out
+		"put " + dir + "/a 0640 12 " + sum,               // outside put_under
+		"put " + dir + "/in/../a 0640 12 " + sum,         // traversal
+		"get /var/log/app",                               // the prefix itself
+		"get /var/log/app/a /var/log/app/b",              // two paths
+		"get " + dir + "/in/a",                           // outside get_under
+	} {
+		if tr, err := p.MatchTransfer(bad, true); err == nil {
+			t.Errorf("%q accepted: %+v", bad, tr)
+		}
+	}
+	if tr, err := p.MatchTransfer("restart web", true); tr != nil || err != nil {
+		t.Errorf("another verb: %+v %v", tr, err)
+	}
+	noBlock, _ := Parse([]byte(`verb "x" { argv = ["/bin/true"] }`), "n.hcl")
+	if _, err := noBlock.MatchTransfer("get /x/y", true); !errors.Is(err, ErrNoTransfer) {
+		t.Errorf("without a transfer block: %v", err)
+	}
+	if _, err := Parse([]byte(`transfer {}`), "e.hcl"); err == nil {
+		t.Error("an empty transfer block was accepted")
+	}
+	if _, err := Parse([]byte("transfer {\n  get_under = [\"/x\"]\n}\nverb \"get\" { argv = [\"/bin/true\"] }"), "d.hcl"); err == nil {
+		t.Error("a verb named like a built-in was accepted")
+	}
+}

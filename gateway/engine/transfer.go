@@ -59,8 +59,8 @@ func (l *lifecycle) checkTransfer() (problem string) {
 		return "a file transfer takes no command: leave command empty"
 	case l.account.MaxTransfer == 0:
 		return fmt.Sprintf("account %q of target %q takes no file transfers (max_transfer = 0)", l.account.Name, l.target.Name)
-	case l.account.ActionPolicy != nil:
-		return fmt.Sprintf("account %q of target %q runs airlock-action as a forced command, which has no sftp subsystem: it takes no file transfers", l.account.Name, l.target.Name)
+	case l.account.ActionPolicy != nil && l.account.ActionPolicy.Transfer == nil:
+		return fmt.Sprintf("account %q of target %q runs airlock-action, whose policy (%s) has no transfer block: it takes no file transfers", l.account.Name, l.target.Name, l.account.ActionPolicyFile)
 	case req.Put != nil:
 		p = req.Put.Path
 	default:
@@ -71,6 +71,12 @@ func (l *lifecycle) checkTransfer() (problem string) {
 		return fmt.Sprintf("the remote path is %d bytes, over the %d-byte limit", len(p), maxRemotePath)
 	case p == "" || !path.IsAbs(p) || path.Clean(p) != p || p == "/":
 		return fmt.Sprintf("the remote path %q must be absolute and clean (no \"..\", no \"//\", no trailing slash)", clip(p, 256))
+	}
+	if ap := l.account.ActionPolicy; ap != nil {
+		// The target's airlock-action would refuse it: nothing is sent.
+		if err := ap.Transfer.Allows(req.Put != nil, p); err != nil {
+			return "the account's airlock-action policy (" + l.account.ActionPolicyFile + ") refuses it, so nothing was sent: " + err.Error()
+		}
 	}
 	if req.Get != nil {
 		l.xfer = &approvals.Transfer{Direction: "get", Path: p}
@@ -112,8 +118,8 @@ func (l *lifecycle) takeUpload() (problem string) {
 		return err.Error()
 	}
 	l.upload = f
-	if f.size > l.account.MaxTransfer {
-		return fmt.Sprintf("the file is %d bytes, over the account's max_transfer of %d bytes", f.size, l.account.MaxTransfer)
+	if f.size > l.maxTransfer() {
+		return fmt.Sprintf("the file is %d bytes, over the account's limit of %d bytes (max_transfer, and its airlock-action policy's max_size)", f.size, l.maxTransfer())
 	}
 	l.uploaded = &approvals.Stdin{Size: f.size, SHA256: f.sum}
 	if f.size <= approvals.MaxStdinText {
@@ -144,6 +150,16 @@ func (l *lifecycle) transferFacts() *transferFacts {
 	return tf
 }
 
+// maxTransfer bounds a file of this action: the account's max_transfer,
+// and its airlock-action policy's max_size.
+func (l *lifecycle) maxTransfer() int64 {
+	m := l.account.MaxTransfer
+	if ap := l.account.ActionPolicy; ap != nil && ap.Transfer != nil {
+		m = min(m, ap.Transfer.MaxSize)
+	}
+	return m
+}
+
 // errGetFailed: a get ended without the whole file; its spool file goes.
 var errGetFailed = errors.New("the get did not succeed")
 
@@ -160,12 +176,12 @@ func (l *lifecycle) exec(ctx context.Context, cfg *sshexec.Config) (*sshexec.Res
 		}
 		defer f.Close()
 		return sshexec.Put(ctx, cfg, sshexec.PutFile{Path: t.Path, Mode: l.mode, Overwrite: t.Overwrite,
-			Data: f, Size: l.upload.size, SHA256: l.upload.sum})
+			Data: f, Size: l.upload.size, SHA256: l.upload.sum, Exec: l.account.ActionPolicy != nil})
 	}
 	var r *sshexec.Result
 	var runErr error
-	_, err := l.e.spool.add(l.run.ID, l.a.id+getSuffix, l.account.MaxTransfer, func(w io.Writer) error {
-		r, runErr = sshexec.Get(ctx, cfg, sshexec.GetFile{Path: t.Path, MaxSize: l.account.MaxTransfer, Out: w})
+	_, err := l.e.spool.add(l.run.ID, l.a.id+getSuffix, l.maxTransfer(), func(w io.Writer) error {
+		r, runErr = sshexec.Get(ctx, cfg, sshexec.GetFile{Path: t.Path, MaxSize: l.maxTransfer(), Out: w, Exec: l.account.ActionPolicy != nil})
 		if r == nil || !r.Success() {
 			return errGetFailed
 		}
