@@ -225,6 +225,33 @@ func TestEndToEndBinaries(t *testing.T) {
 		if b, err := os.ReadFile(remote); err != nil || !bytes.Equal(b, data) {
 			t.Errorf("the target's file: %d bytes, %v", len(b), err)
 		}
+
+		// A link at LOCAL: refused without --overwrite; with it, the link
+		// is replaced, its target never written.
+		victim := filepath.Join(t.TempDir(), "victim")
+		os.WriteFile(victim, []byte("keep\n"), 0o600)
+		link := filepath.Join(t.TempDir(), "link")
+		os.Symlink(victim, link)
+		out.Reset()
+		a = d.agent(airlock + " run -- sh -c 'airlock-ssh --get box:" + remote + " " + link + "; echo plain=$?; airlock-ssh --overwrite --get box:" + remote + " " + link + "; echo over=$?'")
+		a.Stdout, a.Stderr = &out, &out
+		if err := a.Start(); err != nil {
+			t.Fatal(err)
+		}
+		list = d.pending(1)
+		if _, errs, code := d.cli("approvals", "approve", list[0].ID, "--ttl", "10m"); code != 0 {
+			t.Fatalf("approve: %s", errs)
+		}
+		a.Wait()
+		if got := out.String(); !strings.Contains(got, "plain=255") || !strings.Contains(got, "over=0") {
+			t.Errorf("agent output %q", got)
+		}
+		if b, _ := os.ReadFile(victim); string(b) != "keep\n" {
+			t.Errorf("the link's target was written: %q", b)
+		}
+		if st, err := os.Lstat(link); err != nil || !st.Mode().IsRegular() {
+			t.Errorf("the link was not replaced by the file: %v %v", st, err)
+		}
 	})
 
 	t.Run("a redacted command: revealed, approved, proven", func(t *testing.T) {
