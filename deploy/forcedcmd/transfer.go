@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -28,6 +29,12 @@ func serveTransfer(tr *policy.TransferRequest, t *policy.Transfer, o Options, re
 	rec.Decision, rec.Command = Allow, ""
 	var err error
 	if tr.Put {
+		// A session that ends mid-put makes sshd signal us: keep going,
+		// so that the read from standard input ends (its pipe closes)
+		// and the temporary file is removed, never published.
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
+		defer signal.Stop(sigs)
 		rec.Verb, rec.Args = "put", []string{tr.Path, fmt.Sprintf("%04o", tr.Mode), strconv.FormatInt(tr.Size, 10), hex.EncodeToString(tr.SHA256[:])}
 		if tr.Overwrite {
 			rec.Args = append(rec.Args, "overwrite")
