@@ -5,10 +5,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
 
 	"github.com/airlockgw/airlock/deploy/policy"
 	"github.com/airlockgw/airlock/gateway/api"
@@ -216,4 +220,63 @@ func TestTransferThroughAirlockAction(t *testing.T) {
 		t.Errorf("a get through a link: %v %+v", r.err, r.a)
 	}
 	g.verifyAudit()
+}
+
+// TestCutPutThroughAirlockAction: a put through airlock-action whose
+// session is killed halfway publishes nothing, and airlock-action removes
+// its temporary file once its input ends.
+func TestCutPutThroughAirlockAction(t *testing.T) {
+	t.Parallel()
+	s := sshtest.NewSSHD(t, sshtest.Options{}) // its sessions are killed
+	keyFile, _, dir := airlockActionAccount(t, s, transferPolicy)
+	in := filepath.Join(dir, "data", "in")
+	os.Mkdir(in, 0o777)
+	os.Chmod(in, 0o777)
+	signer, err := config.LoadSigner(&config.Credential{Name: "k", PrivateKeyFile: keyFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("0123456789abcdef"), 64<<10) // 1 MiB
+	remote := filepath.Join(in, "cut")
+	cfg := &sshexec.Config{Addr: s.Addr, User: s.User, Signers: []ssh.Signer{signer}, HostKeys: sshexec.HostKeys{Pinned: []ssh.PublicKey{s.HostKey}}}
+	res, _ := sshexec.Put(context.Background(), cfg, sshexec.PutFile{Path: remote, Mode: 0o644, Exec: true,
+		Data: &cutHalfway{data: data, cut: func() { s.KillSessions() }}, Size: int64(len(data)), SHA256: sha256.Sum256(data)})
+	if res == nil || res.Success() {
+		t.Fatalf("a cut put: %+v", res)
+	}
+	if _, err := os.Stat(remote); err == nil {
+		t.Fatal("a cut put was published")
+	}
+	deadline := time.Now().Add(patience)
+	for {
+		left, _ := filepath.Glob(filepath.Join(in, ".airlock-*"))
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("airlock-action left %v", left)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// cutHalfway gives data, and calls cut when half of it was read.
+type cutHalfway struct {
+	data []byte
+	off  int
+	cut  func()
+	done bool
+}
+
+func (c *cutHalfway) Read(p []byte) (int, error) {
+	if c.off >= len(c.data) {
+		return 0, io.EOF
+	}
+	if !c.done && c.off >= len(c.data)/2 {
+		c.done = true
+		c.cut()
+	}
+	n := copy(p, c.data[c.off:min(len(c.data), c.off+32<<10)])
+	c.off += n
+	return n, nil
 }
