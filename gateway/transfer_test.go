@@ -109,6 +109,7 @@ func TestTransferPutAndGet(t *testing.T) {
 	for _, req := range []api.ActionRequest{
 		{Target: "box-call", Get: &api.GetRequest{Path: dir + "/../etc/passwd"}},
 		{Target: "box-call", Get: &api.GetRequest{Path: "files/config.yml"}},
+		{Target: "box-call", Get: &api.GetRequest{Path: dir + "/a\nb"}},
 		{Target: "box-call", Put: &api.PutRequest{Upload: "upl_x", Path: remote, Mode: "4755"}},
 		{Target: "box-call", Command: "cat x", Get: &api.GetRequest{Path: remote}},
 		{Target: "box-call", Put: &api.PutRequest{Path: remote}, Get: &api.GetRequest{Path: remote}},

@@ -11,6 +11,9 @@ import (
 	"os"
 	"path"
 	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/gateway/api"
@@ -71,6 +74,8 @@ func (l *lifecycle) checkTransfer() (problem string) {
 		return fmt.Sprintf("the remote path is %d bytes, over the %d-byte limit", len(p), maxRemotePath)
 	case p == "" || !path.IsAbs(p) || path.Clean(p) != p || p == "/":
 		return fmt.Sprintf("the remote path %q must be absolute and clean (no \"..\", no \"//\", no trailing slash)", clip(p, 256))
+	case !utf8.ValidString(p) || strings.IndexFunc(p, unicode.IsControl) >= 0:
+		return fmt.Sprintf("the remote path %q holds control characters or is not UTF-8", clip(p, 256))
 	}
 	if ap := l.account.ActionPolicy; ap != nil {
 		// The target's airlock-action would refuse it: nothing is sent.
