@@ -281,3 +281,78 @@ func (c *cutHalfway) Read(p []byte) (int, error) {
 	c.off += n
 	return n, nil
 }
+
+// TestTransferAtTheCap: a file of exactly the account's max_transfer moves
+// byte for byte both ways; one byte more is refused before anything is
+// dialed (put) or before a byte is read (get). And the bytes a reviewer
+// approved are the ones that land, whatever else the agent uploads
+// meanwhile.
+func TestTransferAtTheCap(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	dir := sshtest.WritableDir(t)
+	const limit = 64 << 10
+	g := startGateway(t, s, gwOptions{mutate: func(c *config.Config) {
+		c.Targets["box-call"].Accounts[s.User].MaxTransfer = limit
+	}})
+	ctx := context.Background()
+	atCap := make([]byte, limit)
+	for i := range atCap {
+		atCap[i] = byte(i * 7)
+	}
+	upload := func(b []byte) string {
+		t.Helper()
+		up, err := g.agent.Upload(ctx, bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return up.ID
+	}
+	remote := filepath.Join(dir, "at-cap.bin")
+	res := g.runAsync(api.ActionRequest{Target: "box-call", Put: &api.PutRequest{Upload: upload(atCap), Path: remote}})
+	ap := g.decideNext("call", "approve", "")
+	// Meanwhile the agent uploads other bytes: nothing ties them to the
+	// approved put.
+	upload([]byte("other bytes"))
+	if r := <-res; r.err != nil || !r.a.Success() {
+		t.Fatalf("a put at the cap: %v %+v", r.err, r.a)
+	}
+	if b, _ := os.ReadFile(remote); !bytes.Equal(b, atCap) {
+		t.Fatal("the bytes on the target are not the approved ones")
+	}
+	if sum := sha256.Sum256(atCap); ap.StdinSHA256 != hex.EncodeToString(sum[:]) {
+		t.Errorf("the reviewer saw digest %s", ap.StdinSHA256)
+	}
+	// An empty file, the other end.
+	empty := filepath.Join(dir, "empty")
+	res = g.runAsync(api.ActionRequest{Target: "box-call", Put: &api.PutRequest{Upload: upload(nil), Path: empty}})
+	g.decideNext("call", "approve", "")
+	if r := <-res; r.err != nil || !r.a.Success() || r.a.Transfer.Size != 0 {
+		t.Fatalf("an empty put: %v %+v", r.err, r.a)
+	}
+	if st, err := os.Stat(empty); err != nil || st.Size() != 0 {
+		t.Fatalf("the empty file: %v %v", st, err)
+	}
+	a, err := g.agent.RunAction(ctx, api.ActionRequest{Target: "box-call", Put: &api.PutRequest{Upload: upload(append(atCap, 0)), Path: filepath.Join(dir, "over.bin")}}, api.Events{})
+	if err != nil || a.Outcome != sshexec.Rejected || !strings.Contains(a.Detail, "over the account's limit") {
+		t.Errorf("a put over the cap: %v %+v", err, a)
+	}
+
+	res = g.runAsync(api.ActionRequest{Target: "box-call", Get: &api.GetRequest{Path: remote}})
+	g.decideNext("call", "approve", "")
+	r := <-res
+	var got bytes.Buffer
+	if r.err != nil || !r.a.Success() {
+		t.Fatalf("a get at the cap: %v %+v", r.err, r.a)
+	}
+	if _, err := g.agent.Fetch(ctx, r.a, &got); err != nil || !bytes.Equal(got.Bytes(), atCap) {
+		t.Fatalf("fetch: %v, %d bytes", err, got.Len())
+	}
+	over := filepath.Join(dir, "over-local.bin")
+	os.WriteFile(over, append(atCap, 0), 0o644)
+	res = g.runAsync(api.ActionRequest{Target: "box-call", Get: &api.GetRequest{Path: over}})
+	g.decideNext("call", "approve", "")
+	if r := <-res; r.err != nil || r.a.Success() || !strings.Contains(r.a.Detail, "over the limit") || r.a.Transfer.File != "" {
+		t.Errorf("a get over the cap: %v %+v", r.err, r.a)
+	}
+}
