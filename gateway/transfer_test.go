@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -241,7 +240,7 @@ func TestCutPutThroughAirlockAction(t *testing.T) {
 	remote := filepath.Join(in, "cut")
 	cfg := &sshexec.Config{Addr: s.Addr, User: s.User, Signers: []ssh.Signer{signer}, HostKeys: sshexec.HostKeys{Pinned: []ssh.PublicKey{s.HostKey}}}
 	res, _ := sshexec.Put(context.Background(), cfg, sshexec.PutFile{Path: remote, Mode: 0o644, Exec: true,
-		Data: &cutHalfway{data: data, cut: func() { s.KillSessions() }}, Size: int64(len(data)), SHA256: sha256.Sum256(data)})
+		Data: sshtest.CutReader(data, func() { s.KillSessions() }), Size: int64(len(data)), SHA256: sha256.Sum256(data)})
 	if res == nil || res.Success() {
 		t.Fatalf("a cut put: %+v", res)
 	}
@@ -259,27 +258,6 @@ func TestCutPutThroughAirlockAction(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// cutHalfway gives data, and calls cut when half of it was read.
-type cutHalfway struct {
-	data []byte
-	off  int
-	cut  func()
-	done bool
-}
-
-func (c *cutHalfway) Read(p []byte) (int, error) {
-	if c.off >= len(c.data) {
-		return 0, io.EOF
-	}
-	if !c.done && c.off >= len(c.data)/2 {
-		c.done = true
-		c.cut()
-	}
-	n := copy(p, c.data[c.off:min(len(c.data), c.off+32<<10)])
-	c.off += n
-	return n, nil
 }
 
 // TestTransferAtTheCap: a file of exactly the account's max_transfer moves

@@ -6,12 +6,12 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"golang.org/x/crypto/ssh"
 
 	"github.com/airlockgw/airlock/sshexec"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
@@ -157,6 +157,18 @@ func TestPutRefusals(t *testing.T) {
 	if p := parts(t, dir); len(p) != 0 {
 		t.Errorf("temporary files left: %v", p)
 	}
+
+	// A transfer checks the host key as strictly as a command: another
+	// key pinned, nothing is written.
+	cfg := configFor(s)
+	cfg.HostKeys = sshexec.HostKeys{Pinned: []ssh.PublicKey{sshtest.NewKey().PublicKey()}}
+	strange := filepath.Join(dir, "strange")
+	if res, err := sshexec.Put(ctx, cfg, putSpec(strange, []byte("x"), 0o644, false)); err == nil || res.Outcome != sshexec.HostKeyMismatch {
+		t.Errorf("put with another host key pinned: %v %+v", err, res)
+	}
+	if _, err := os.Stat(strange); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a put to an unverified host wrote the file: %v", err)
+	}
 }
 
 // TestGetRefusals: a file over the cap is refused before it is read;
@@ -210,7 +222,7 @@ func TestPutCutMidway(t *testing.T) {
 	rand.Read(data)
 	remote := filepath.Join(dir, "cut")
 	spec := putSpec(remote, data, 0o644, false)
-	spec.Data = &killHalfway{data: data, kill: func() { s.KillSessions() }}
+	spec.Data = sshtest.CutReader(data, func() { s.KillSessions() })
 	res, err := sshexec.Put(context.Background(), configFor(s), spec)
 	if err == nil || res.Outcome != sshexec.ConnectionLost || res.Transfer.Published || res.Termination != sshexec.Confirmed || !strings.Contains(res.Detail, "not published") {
 		t.Fatalf("cut put: %v %+v", err, res)
@@ -222,27 +234,4 @@ func TestPutCutMidway(t *testing.T) {
 	if len(left) != 1 || res.Transfer.Leftover != left[0] || !strings.Contains(res.Detail, left[0]) {
 		t.Errorf("temporary files %v, result names %q: %s", left, res.Transfer.Leftover, res.Detail)
 	}
-}
-
-// killHalfway gives data, and kills the server's sessions when half of
-// it was read.
-type killHalfway struct {
-	data   []byte
-	off    int
-	kill   func()
-	killed bool
-}
-
-func (k *killHalfway) Read(p []byte) (int, error) {
-	if k.off >= len(k.data) {
-		return 0, io.EOF
-	}
-	if !k.killed && k.off >= len(k.data)/2 {
-		k.killed = true
-		k.kill()
-		time.Sleep(100 * time.Millisecond) // let the close reach us
-	}
-	n := copy(p, k.data[k.off:min(len(k.data), k.off+32<<10)])
-	k.off += n
-	return n, nil
 }

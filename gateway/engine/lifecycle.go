@@ -112,9 +112,6 @@ type result struct {
 // execute runs the lifecycle of a.
 func (e *Engine) execute(ctx context.Context, a *Action, c Caller, req api.ActionRequest) {
 	l := &lifecycle{e: e, a: a, c: c, req: req, conf: e.conf()}
-	if l.req.Command == "" {
-		l.req.Command = describeTransfer(req)
-	}
 	defer func() {
 		if l.upload != nil {
 			// A put's upload serves that put alone, whatever became of it.

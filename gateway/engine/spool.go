@@ -74,13 +74,7 @@ var (
 // returns what it wrote), at most max bytes.
 func (s *spool) add(run approvals.RunID, id string, max int64, fill func(w io.Writer) error) (*spoolFile, error) {
 	s.mu.Lock()
-	n := 0
-	for _, f := range s.files {
-		if f.run == run {
-			n++
-		}
-	}
-	if n >= maxSpoolPerRun {
+	if s.countLocked(run) >= maxSpoolPerRun {
 		s.mu.Unlock()
 		return nil, errSpoolFull
 	}
@@ -151,6 +145,11 @@ func (s *spool) take(run approvals.RunID, id string) (*spoolFile, error) {
 func (s *spool) count(run approvals.RunID) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.countLocked(run)
+}
+
+// countLocked is count with s.mu held.
+func (s *spool) countLocked(run approvals.RunID) int {
 	n := 0
 	for _, f := range s.files {
 		if f.run == run {
