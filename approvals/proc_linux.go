@@ -51,21 +51,14 @@ func (p *ProcFS) file(pid int, name string) string {
 
 // Stat reads /proc/PID/stat and /proc/PID/status, and the exe link.
 func (p *ProcFS) Stat(pid int) (ProcStat, error) {
-	if pid <= 0 {
-		return ProcStat{}, fmt.Errorf("approvals: pid %d: %w", pid, ErrNoProcess)
-	}
-	b, err := os.ReadFile(p.file(pid, "stat"))
-	if err != nil {
-		return ProcStat{}, procErr(pid, err)
-	}
-	st, err := parseStat(b)
+	var buf [procBuf]byte
+	st, err := p.stat(pid, buf[:])
 	if err != nil {
 		return ProcStat{}, err
 	}
-	if st.ID.PID != pid {
-		return ProcStat{}, fmt.Errorf("approvals: /proc/%d/stat names pid %d", pid, st.ID.PID)
-	}
-	status, err := os.ReadFile(p.file(pid, "status"))
+	// The Uid line is near the start of status: the part that fits the
+	// buffer holds it (a long Groups line further down may be cut).
+	status, err := readProc(p.file(pid, "status"), buf[:], false)
 	if err != nil {
 		return ProcStat{}, procErr(pid, err)
 	}
@@ -75,10 +68,68 @@ func (p *ProcFS) Stat(pid int) (ProcStat, error) {
 	}
 	st.UID = uid
 	st.Exe, _ = os.Readlink(p.file(pid, "exe")) // EACCES for other users without CAP_SYS_PTRACE
-	if st.zombie {
-		return ProcStat{}, fmt.Errorf("approvals: pid %d has exited: %w", pid, ErrNoProcess)
-	}
 	return st.ProcStat, nil
+}
+
+// ID reads only /proc/PID/stat: which process pid is now, for checking
+// that a known one still runs.
+func (p *ProcFS) ID(pid int) (ProcessID, error) {
+	var buf [procBuf]byte
+	st, err := p.stat(pid, buf[:])
+	return st.ID, err
+}
+
+// stat reads and parses /proc/PID/stat; an exited process (a zombie) is
+// ErrNoProcess.
+func (p *ProcFS) stat(pid int, buf []byte) (statLine, error) {
+	if pid <= 0 {
+		return statLine{}, fmt.Errorf("approvals: pid %d: %w", pid, ErrNoProcess)
+	}
+	b, err := readProc(p.file(pid, "stat"), buf, true)
+	if err != nil {
+		return statLine{}, procErr(pid, err)
+	}
+	st, err := parseStat(b)
+	if err != nil {
+		return statLine{}, err
+	}
+	if st.ID.PID != pid {
+		return statLine{}, fmt.Errorf("approvals: /proc/%d/stat names pid %d", pid, st.ID.PID)
+	}
+	if st.zombie {
+		return statLine{}, fmt.Errorf("approvals: pid %d has exited: %w", pid, ErrNoProcess)
+	}
+	return st, nil
+}
+
+// procBuf holds a whole /proc/PID/stat (52 numbers and a comm of at most
+// 64 escaped bytes) and the start of /proc/PID/status.
+const procBuf = 4096
+
+// readProc reads a /proc file into buf with one open, one read and one
+// close: the walk up a caller's parents reads a few of these per request,
+// and os.ReadFile would add a stat, a second read and a poller
+// registration each time. whole: a file that fills buf is an error rather
+// than cut.
+func readProc(name string, buf []byte, whole bool) ([]byte, error) {
+	fd, err := unix.Open(name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+	}
+	defer unix.Close(fd)
+	for {
+		n, err := unix.Read(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: name, Err: err}
+		}
+		if whole && n == len(buf) {
+			return nil, fmt.Errorf("approvals: %s is longer than %d bytes", name, len(buf))
+		}
+		return buf[:n], nil
+	}
 }
 
 // Describe reads what a reviewer sees of id.

@@ -435,8 +435,18 @@ func (s *Store) recover(ctx context.Context) error {
 
 // alive reports whether id is still running (same pid, same start time).
 func (s *Store) alive(id ProcessID) bool {
+	if r, ok := s.insp.(idReader); ok {
+		now, err := r.ID(id.PID)
+		return err == nil && now == id
+	}
 	st, err := s.insp.Stat(id.PID)
 	return err == nil && st.ID == id
+}
+
+// idReader is an Inspector that can tell which process a pid is now more
+// cheaply than Stat (ProcFS reads one file instead of three).
+type idReader interface {
+	ID(pid int) (ProcessID, error)
 }
 
 // watch starts the goroutine that ends id's run when id exits. Called with

@@ -52,6 +52,8 @@ type Server struct {
 	// handler serves the API, MCP and the pages on both listeners.
 	handler http.Handler
 	local   *localListener
+	// tracing sends the engine's spans; nil when off.
+	tracing *tracing
 
 	// ready is closed once Serve listens; httpAddr is its HTTP address.
 	ready     chan struct{}
@@ -72,14 +74,19 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	eng, err := engine.Open(ctx, engine.Options{
-		Config: o.Config, Logger: log, Version: Version, ProcessInspector: o.ProcessInspector,
-		Clock: o.clock, WrapAudit: o.auditWrap,
-	})
+	tr, err := newTracing(o.Config.Telemetry, log)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: o.Config, log: log, grace: o.ShutdownGrace, eng: eng, ready: make(chan struct{})}
+	eng, err := engine.Open(ctx, engine.Options{
+		Config: o.Config, Logger: log, Version: Version, ProcessInspector: o.ProcessInspector,
+		Clock: o.clock, WrapAudit: o.auditWrap, Tracer: tr.tracer(),
+	})
+	if err != nil {
+		tr.shutdown(ctx)
+		return nil, err
+	}
+	s := &Server{cfg: o.Config, log: log, grace: o.ShutdownGrace, eng: eng, tracing: tr, ready: make(chan struct{})}
 	if s.grace == 0 {
 		s.grace = 30 * time.Second
 	}
@@ -99,7 +106,17 @@ func New(ctx context.Context, o Options) (*Server, error) {
 // Serve calls it on the way out, also when it fails to start listening;
 // call it directly only when Serve was never called. Calling it again does
 // nothing.
-func (s *Server) Close(ctx context.Context) error { return s.eng.Close(ctx) }
+func (s *Server) Close(ctx context.Context) error {
+	err := s.eng.Close(ctx)
+	// The last actions' spans, within a bound: a collector that is down
+	// must not hold the gateway's stop.
+	tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if terr := s.tracing.shutdown(tctx); terr != nil {
+		s.log.Warn("sending the last traces", "error", terr)
+	}
+	return err
+}
 
 // Reload reads the configuration file again and puts it in force (what
 // SIGHUP does): see engine.Reload. On any error the configuration in

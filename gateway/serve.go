@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/airlockgw/airlock/deploy/securefile"
 	"github.com/airlockgw/airlock/gateway/api"
@@ -131,7 +134,7 @@ func (s *Server) Serve(ctx context.Context) error {
 
 	var servers []*http.Server
 	var wg sync.WaitGroup
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	servers = append(servers, l.srv)
 	wg.Go(func() {
 		if err := l.srv.Serve(uln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -157,6 +160,24 @@ func (s *Server) Serve(ctx context.Context) error {
 		})
 		s.httpAddr = ln.Addr().String()
 		s.log.Info("listening", "http", s.httpAddr, "tls", useTLS)
+	}
+	if t := s.cfg.Telemetry; t != nil && t.PprofListen != "" {
+		ps, ln, err := pprofServer(t.PprofListen, s.log)
+		if err != nil {
+			for _, hs := range servers {
+				hs.Close()
+			}
+			wg.Wait()
+			os.Remove(filepath.Join(dir, ControlFileName))
+			return fail(err)
+		}
+		servers = append(servers, ps)
+		wg.Go(func() {
+			if err := ps.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- err
+			}
+		})
+		s.log.Warn("serving Go profiles to this host", "pprof", ln.Addr().String())
 	}
 	s.log.Info("gateway ready")
 	s.readyOnce.Do(func() { close(s.ready) })
@@ -242,6 +263,30 @@ func (s *Server) httpServer(h http.Handler) (*http.Server, net.Listener, error) 
 		return nil, nil, fmt.Errorf("gateway: listen.http %s is not loopback and has no TLS", s.cfg.Listen.HTTP)
 	}
 	return hs, ln, nil
+}
+
+// pprofServer serves Go's profiles (/debug/pprof/) on a loopback address,
+// for the host's operator: stacks and timings, never the API.
+func pprofServer(addr string, log hclog.Logger) (*http.Server, net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("gateway: telemetry.pprof_listen: %w", err)
+	}
+	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !config.IsLoopback(host) {
+		ln.Close()
+		return nil, nil, fmt.Errorf("gateway: telemetry.pprof_listen %s is not loopback", addr)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          log.Named("pprof").StandardLogger(nil),
+	}, ln, nil
 }
 
 // uiBase is the pages' base URL as the HTTP listener serves them, "" when

@@ -8,6 +8,7 @@ import (
 	"image/color"
 	"image/draw"
 	"image/png"
+	"io"
 	"math"
 	"net/http"
 	"os"
@@ -26,6 +27,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/airlockgw/airlock/auditchain"
+	"github.com/airlockgw/airlock/gateway/gatewaytest"
 	"github.com/airlockgw/airlock/sshexec"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
@@ -67,7 +69,14 @@ func TestBenchReport(t *testing.T) {
 	src, _ := os.ReadFile(cfgFile)
 	// Room for 16 at once: the comparison is of paths, not of the default
 	// max_parallel, which would queue the rest.
-	os.WriteFile(cfgFile, []byte(strings.Replace(string(src), `target "box" {`, "target \"box\" {\n  max_parallel = 32", 1)), 0o600)
+	cfgText := strings.Replace(string(src), `target "box" {`, "target \"box\" {\n  max_parallel = 128", 1)
+	profileOut := os.Getenv("AIRLOCK_BENCH_REPORT_PROFILE")
+	pprofAddr := ""
+	if profileOut != "" {
+		pprofAddr = gatewaytest.FreeAddr(t)
+		cfgText += fmt.Sprintf("telemetry {\n  pprof_listen = %q\n}\n", pprofAddr)
+	}
+	os.WriteFile(cfgFile, []byte(cfgText), 0o600)
 	pw := filepath.Join(filepath.Dir(cfgFile), "pw")
 	os.WriteFile(pw, []byte("correct horse battery staple\n"), 0o600)
 	if _, errs, code := runCLIEnv(t, map[string]string{"AIRLOCK_PASSWORD_FILE": pw}, "reviewer", "add", "alice", "--config", cfgFile); code != 0 {
@@ -180,6 +189,9 @@ func TestBenchReport(t *testing.T) {
 		t.Logf("%s done", m.name)
 	}
 	peakRSS, rss := gw.memory(t)
+	if profileOut != "" {
+		profileGateway(t, pprofAddr, profileOut, viaGateway, 16)
+	}
 
 	// Verification of the resulting log, once the gateway has stopped.
 	d.signal(syscall.SIGTERM)
@@ -202,6 +214,56 @@ func TestBenchReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("wrote %s and benchmarks-latency.png:\n%s", filepath.Join(outDir, "benchmarks-report.md"), md)
+}
+
+// profileGateway writes a CPU profile of airlock serve to out while
+// airlock-ssh actions run, conc at a time (AIRLOCK_BENCH_REPORT_PROFILE):
+// `go tool pprof -top out` then shows where the gateway's time goes.
+func profileGateway(t *testing.T, addr, out string, run func() error, conc int) {
+	type result struct {
+		b   []byte
+		err error
+	}
+	done := make(chan struct{})
+	got := make(chan result, 1)
+	go func() {
+		defer close(done)
+		// The profile runs for its seconds and is written once they end;
+		// the load below is sized to outlast them.
+		resp, err := http.Get("http://" + addr + "/debug/pprof/profile?seconds=20")
+		if err != nil {
+			got <- result{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		got <- result{b, err}
+	}()
+	var wg sync.WaitGroup
+	for range conc {
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if err := run(); err != nil {
+					t.Errorf("profiling load: %v", err)
+					return
+				}
+			}
+		})
+	}
+	r := <-got
+	wg.Wait()
+	if r.err != nil {
+		t.Fatalf("profile: %v", r.err)
+	}
+	if err := os.WriteFile(out, r.b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote a CPU profile of airlock serve to %s", out)
 }
 
 // reportPath is one way of running an action.

@@ -93,6 +93,10 @@ type Config struct {
 	// action the local policy allows, which may only refuse it. nil: none.
 	OPA *OPA
 
+	// Telemetry is the telemetry block: traces sent over OTLP/HTTP and the
+	// profiler. nil: neither.
+	Telemetry *Telemetry
+
 	// Credentials and Targets by name; TargetNames in file order.
 	Credentials map[string]*Credential
 	Targets     map[string]*Target
@@ -172,6 +176,28 @@ type OPA struct {
 	TokenFile string
 	CAFile    string
 }
+
+// Telemetry is the telemetry block. Both parts are off unless set.
+type Telemetry struct {
+	// OTLPEndpoint is the base URL of an OpenTelemetry collector's
+	// OTLP/HTTP receiver (traces go to its /v1/traces), such as
+	// http://127.0.0.1:4318; "" sends no traces.
+	OTLPEndpoint string
+	// OTLPTokenFile holds a bearer token for the collector, OTLPCAFile the
+	// CA of its https certificate; "" for none.
+	OTLPTokenFile string
+	OTLPCAFile    string
+	// ServiceName is the service.name resource attribute ("airlock").
+	ServiceName string
+	// SampleRatio is the fraction of actions traced, 0 to 1 (1).
+	SampleRatio float64
+	// PprofListen is a loopback address serving Go's /debug/pprof; ""
+	// serves none.
+	PprofListen string
+}
+
+// DefaultServiceName is telemetry.service_name when it is not set.
+const DefaultServiceName = "airlock"
 
 // The policy block's defaults and bounds.
 const (
@@ -556,6 +582,17 @@ type rawConfig struct {
 	Secrets     []*rawSecret     `hcl:"secret,block"`
 	Redact      []*rawRedact     `hcl:"redact,block"`
 	Policy      *rawPolicy       `hcl:"policy,block"`
+	Telemetry   *rawTelemetry    `hcl:"telemetry,block"`
+}
+
+type rawTelemetry struct {
+	OTLPEndpoint  *hcl.Attribute `hcl:"otlp_endpoint,optional"`
+	OTLPTokenFile *hcl.Attribute `hcl:"otlp_token_file,optional"`
+	OTLPCAFile    *hcl.Attribute `hcl:"otlp_ca_file,optional"`
+	ServiceName   *hcl.Attribute `hcl:"service_name,optional"`
+	SampleRatio   *hcl.Attribute `hcl:"sample_ratio,optional"`
+	PprofListen   *hcl.Attribute `hcl:"pprof_listen,optional"`
+	DefRange      hcl.Range      `hcl:",def_range"`
 }
 
 type rawPolicy struct {
@@ -1151,6 +1188,7 @@ func (c *checker) build(cfg *Config, raw *rawConfig, base string) {
 	}
 
 	c.opa(cfg, raw.Policy, base)
+	c.telemetry(cfg, raw.Telemetry, base)
 
 	// secrets (after targets: their grants name them).
 	cfg.Secrets = map[string]*Secret{}
@@ -1643,6 +1681,45 @@ func (c *checker) opa(cfg *Config, r *rawPolicy, base string) {
 		c.Errorf(r.URL.Range, "policy.opa_url %q must be OPA's https:// data API URL, such as https://opa.internal:8181/v1/data/airlock/decision (http:// only on loopback)", o.URL)
 	}
 	cfg.OPA = o
+}
+
+// telemetry reads the telemetry block.
+func (c *checker) telemetry(cfg *Config, r *rawTelemetry, base string) {
+	if r == nil {
+		return
+	}
+	t := &Telemetry{
+		OTLPEndpoint:  c.str(r.OTLPEndpoint, ""),
+		OTLPTokenFile: c.path(r.OTLPTokenFile, base),
+		OTLPCAFile:    c.path(r.OTLPCAFile, base),
+		ServiceName:   c.str(r.ServiceName, DefaultServiceName),
+		SampleRatio:   1,
+		PprofListen:   c.str(r.PprofListen, ""),
+	}
+	if t.OTLPEndpoint != "" {
+		u, err := url.Parse(t.OTLPEndpoint)
+		if err != nil || u.Host == "" || u.User != nil || u.Fragment != "" || u.RawQuery != "" ||
+			!(u.Scheme == "https" || u.Scheme == "http" && IsLoopback(u.Hostname())) {
+			c.Errorf(r.OTLPEndpoint.Range, "telemetry.otlp_endpoint %q must be an OTLP/HTTP receiver's base https:// URL, such as https://otel.internal:4318 (http:// only on loopback)", t.OTLPEndpoint)
+		}
+	} else if r.OTLPTokenFile != nil || r.OTLPCAFile != nil || r.SampleRatio != nil {
+		c.Errorf(r.DefRange, "telemetry: otlp_token_file, otlp_ca_file and sample_ratio need otlp_endpoint")
+	}
+	if r.SampleRatio != nil {
+		if c.Decode(r.SampleRatio, &t.SampleRatio) && !(t.SampleRatio >= 0 && t.SampleRatio <= 1) {
+			c.Errorf(r.SampleRatio.Range, "telemetry.sample_ratio must be a number from 0 to 1")
+		}
+	}
+	if r.ServiceName != nil && (t.ServiceName == "" || len(t.ServiceName) > 255) {
+		c.Errorf(r.ServiceName.Range, "telemetry.service_name must be 1 to 255 characters")
+	}
+	if t.PprofListen != "" {
+		host, port, err := net.SplitHostPort(t.PprofListen)
+		if err != nil || !IsLoopback(host) || port == "" {
+			c.Errorf(r.PprofListen.Range, "telemetry.pprof_listen %q must be a loopback address with a port, such as 127.0.0.1:7423: profiles are for the host's operator", t.PprofListen)
+		}
+	}
+	cfg.Telemetry = t
 }
 
 // classes reads a list of command classes (escalate, refuse).

@@ -178,6 +178,43 @@ policy {
 	}
 }
 
+func TestParseConfigTelemetry(t *testing.T) {
+	cfg, err := Parse([]byte(contractExample+`
+telemetry {
+  otlp_endpoint   = "https://otel.example:4318"
+  otlp_token_file = "otel-token"
+  sample_ratio    = 0.25
+  pprof_listen    = "127.0.0.1:7423"
+}`), "/etc/airlock/airlock.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Telemetry{OTLPEndpoint: "https://otel.example:4318", OTLPTokenFile: "/etc/airlock/otel-token",
+		ServiceName: DefaultServiceName, SampleRatio: 0.25, PprofListen: "127.0.0.1:7423"}
+	if cfg.Telemetry == nil || *cfg.Telemetry != want {
+		t.Errorf("telemetry: %+v, want %+v", cfg.Telemetry, want)
+	}
+	if cfg, err := Parse([]byte(contractExample), "/etc/airlock/airlock.hcl"); err != nil || cfg.Telemetry != nil {
+		t.Errorf("without a telemetry block: %+v %v (tracing and profiles must be off)", cfg.Telemetry, err)
+	}
+	for name, block := range map[string]string{
+		"plain http off loopback": `otlp_endpoint = "http://otel.example:4318"`,
+		"a query":                 `otlp_endpoint = "https://otel.example:4318/?k=v"`,
+		"credentials in the URL":  `otlp_endpoint = "https://u:p@otel.example:4318"`,
+		"ratio above 1":           "otlp_endpoint = \"https://otel.example:4318\"\n  sample_ratio = 1.5",
+		"ratio without endpoint":  `sample_ratio = 0.5`,
+		"pprof on every address":  `pprof_listen = "0.0.0.0:7423"`,
+		"pprof without a port":    `pprof_listen = "127.0.0.1"`,
+		"empty service name":      "otlp_endpoint = \"https://otel.example:4318\"\n  service_name = \"\"",
+	} {
+		_, err := Parse([]byte(contractExample+"\ntelemetry {\n  "+block+"\n}\n"), "/etc/airlock/airlock.hcl")
+		var ce *Error
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "telemetry") {
+			t.Errorf("%s: err = %v, want a telemetry problem", name, err)
+		}
+	}
+}
+
 func TestParseConfigPendingCaps(t *testing.T) {
 	src := strings.Replace(contractExample, "max_run_ttl = \"8h\"\n", "max_run_ttl = \"8h\"\n  max_pending_per_run = 3\n  max_pending_per_requester = 7\n", 1)
 	cfg, err := Parse([]byte(src), "/etc/airlock/airlock.hcl")

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/airlockgw/airlock/approvals"
@@ -44,6 +46,9 @@ type Options struct {
 	// WrapAudit, when set, wraps the audit log the engine appends to (tests
 	// make appends fail, as a full disk does).
 	WrapAudit func(Appender) Appender
+	// Tracer, when set, receives one span per action with a child span
+	// per phase (see phases); nil traces nothing.
+	Tracer trace.Tracer
 }
 
 // Engine is the gateway's core: its stores are open, recovery is done, and
@@ -65,6 +70,7 @@ type Engine struct {
 	spool   *spool
 	store   *approvals.Store
 	metrics *metrics
+	tracer  trace.Tracer // nil: tracing off
 	limiter *limiter
 	authLog authLog
 	links   loginLinks
@@ -110,6 +116,7 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		clock:   cmp.Or[approvals.Clock](o.Clock, approvals.SystemClock{}),
 		actions: map[string]*Action{},
 		metrics: newMetrics(),
+		tracer:  o.Tracer,
 		limiter: newLimiter(),
 
 		accountsChanged: make(chan struct{}),

@@ -91,6 +91,8 @@ type lifecycle struct {
 	// requested is where action.requested landed: a per-action
 	// certificate's serial.
 	requested auditchain.Ref
+	// ph times the steps (see phases).
+	ph phases
 	// deadline is the action's, from the slot wait on.
 	deadline time.Time
 
@@ -111,8 +113,9 @@ type result struct {
 
 // execute runs the lifecycle of a.
 func (e *Engine) execute(ctx context.Context, a *Action, c Caller, req api.ActionRequest) {
-	l := &lifecycle{e: e, a: a, c: c, req: req, conf: e.conf()}
+	l := &lifecycle{e: e, a: a, c: c, req: req, conf: e.conf(), ph: phases{begun: time.Now()}}
 	defer func() {
+		e.observe(&l.ph, l.a.Snapshot())
 		if l.upload != nil {
 			// A put's upload serves that put alone, whatever became of it.
 			e.spool.remove(l.upload.id)
@@ -180,6 +183,8 @@ func (l *lifecycle) resolve(ctx context.Context) bool {
 		l.a.update(func(o *api.Action) { o.StdinBytes, o.StdinSHA256 = int64(len(l.stdin)), hex.EncodeToString(sum[:]) })
 	}
 
+	l.ph.mark(phaseCheck)
+
 	// The run. A refused request still names the run it came from, when
 	// there is one, so that the agent can read it back and an
 	// investigator can place it: a refusal returns its run for that.
@@ -189,6 +194,7 @@ func (l *lifecycle) resolve(ctx context.Context) bool {
 	} else {
 		l.run, _ = e.FindRun(ctx, l.c) // nothing is created or changed
 	}
+	l.ph.mark(phaseRun)
 	if problem == "" && runErr == nil {
 		// Narrowing that needs the run: the external policy engine, then
 		// the quotas (which count only what every other rule let pass).
@@ -205,6 +211,7 @@ func (l *lifecycle) resolve(ctx context.Context) bool {
 			problem = l.takeQuota(ctx)
 		}
 	}
+	l.ph.mark(phasePolicy)
 	l.a.update(func(o *api.Action) { o.RunID = string(l.run.ID) }) // its agent may follow it while it runs
 	l.a.markResolved()
 
@@ -233,6 +240,7 @@ func (l *lifecycle) resolve(ctx context.Context) bool {
 		l.answerUnrecorded("the request could not be recorded in the audit log, so nothing was run")
 		return false
 	}
+	l.ph.mark(phaseRequested)
 	switch {
 	case problem != "":
 		l.end(ctx, sshexec.Rejected, problem, 0)
@@ -262,6 +270,7 @@ func (l *lifecycle) approve(ctx context.Context) bool {
 		})
 	})
 	e.metrics.approvalWait.Observe(time.Since(waitStart).Seconds())
+	l.ph.mark(phaseApproval)
 	if err != nil {
 		l.endRunError(ctx, err)
 		return false
@@ -308,6 +317,7 @@ func (l *lifecycle) slot(ctx context.Context) (release func(), ok bool) {
 	slots := l.conf.slots[l.target.Name]
 	select {
 	case slots <- struct{}{}:
+		l.ph.mark(phaseSlot)
 		return func() { <-slots }, true
 	case <-dctx.Done():
 		if errors.Is(ctx.Err(), context.Canceled) {
@@ -367,6 +377,7 @@ func (l *lifecycle) connect(ctx context.Context) {
 		l.answerUnrecorded("the intent could not be recorded in the audit log, so nothing was dialed")
 		return
 	}
+	l.ph.mark(phaseIntent)
 
 	// One fresh connection, one command.
 	started := e.clock.Now().UTC()
@@ -397,6 +408,7 @@ func (l *lifecycle) connect(ctx context.Context) {
 			l.a.output(stream, p)
 		}
 	}
+	execStart := time.Now()
 	r, err := l.exec(ctx, cfg)
 	if r == nil {
 		// The configuration was validated at start; this is a bug or a
@@ -407,7 +419,7 @@ func (l *lifecycle) connect(ctx context.Context) {
 	if l.mask != nil {
 		l.hideSecret(r)
 	}
-	e.observePhases(r)
+	l.ph.connection(execStart, r.Timings)
 	l.res = result{outcome: r.Outcome, detail: r.Detail, termination: r.Termination, conn: r}
 	switch t := r.Transfer; {
 	case r.Outcome == sshexec.Exited && t == nil:
@@ -439,6 +451,7 @@ func (l *lifecycle) connect(ctx context.Context) {
 		l.mayHaveRun(ctx, "the output could not be stored", fin)
 		return
 	}
+	l.ph.mark(phaseOutput)
 	fin.Stdout, fin.Stderr, fin.OutputPolicy = &blobs[0], &blobs[1], l.account.Output
 	if r.StdoutTail != nil {
 		fin.StdoutTail = &blobs[2]
@@ -451,6 +464,7 @@ func (l *lifecycle) connect(ctx context.Context) {
 		l.mayHaveRun(ctx, "the result could not be recorded in the audit log", fin)
 		return
 	}
+	l.ph.mark(phaseResult)
 	l.res.stored = &fin
 	l.answer()
 }
@@ -463,6 +477,8 @@ func (l *lifecycle) end(ctx context.Context, outcome sshexec.Outcome, detail str
 		l.e.log.Error("audit append failed", "action", l.a.id, "error", err)
 		l.res = result{outcome: sshexec.AuditUnavailable,
 			detail: "the outcome (" + outcome.String() + ") could not be recorded in the audit log; nothing was run"}
+	} else {
+		l.ph.mark(phaseResult)
 	}
 	l.answer()
 }
@@ -997,17 +1013,6 @@ func hostKeysOf(t *config.Target) sshexec.HostKeys {
 		hk.KnownHostsFiles = []string{t.KnownHostsFile}
 	}
 	return hk
-}
-
-func (e *Engine) observePhases(r *sshexec.Result) {
-	for phase, d := range map[string]time.Duration{
-		"dial": r.Timings.Dial, "handshake": r.Timings.Handshake, "auth": r.Timings.Auth,
-		"session": r.Timings.Session, "command": r.Timings.Command, "total": r.Timings.Total,
-	} {
-		if d > 0 {
-			e.metrics.phase.WithLabelValues(phase).Observe(d.Seconds())
-		}
-	}
 }
 
 // quoteArgv renders argv for the audit log, each argument quoted.
