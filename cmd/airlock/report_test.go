@@ -111,28 +111,48 @@ func TestBenchReport(t *testing.T) {
 	kh := filepath.Join(t.TempDir(), "known_hosts")
 	os.WriteFile(kh, []byte(s.KnownHostsLine()+"\n"), 0o600)
 	host, sshPort, _ := strings.Cut(s.Addr, ":")
+	// Where the time goes, measured in the sequential rounds.
+	var timing atomic.Bool
+	phaseTimes := &phaseAcc{}
 	paths := []reportPath{
 		{name: "airlock-ssh", what: "`airlock-ssh box true` through `airlock serve` (process start, local socket, run resolution, approval check, durable audit entries, one fresh SSH connection)", run: viaGateway},
 		{name: "sshexec", what: "bare `sshexec.Run` in the benchmark process (pinned host key)", run: func() error {
+			t0 := time.Now()
 			r, err := sshexec.Run(ctx, cfg, "true")
 			if err == nil && !r.Success() {
 				err = fmt.Errorf("%v: %s", r.Outcome, r.Detail)
 			}
+			if err == nil && timing.Load() {
+				tm := r.Timings
+				phaseTimes.add("sshexec", []string{"dial", "handshake", "auth", "session", "command"},
+					tm.Dial, tm.Handshake, tm.Auth, tm.Session, tm.Command)
+				phaseTimes.add("sshexec", []string{"close"}, time.Since(t0)-(tm.Dial+tm.Handshake+tm.Auth+tm.Session+tm.Command))
+			}
 			return err
 		}},
 		{name: "xcrypto", what: "bare `x/crypto/ssh`: `Dial` with a fixed host key, `NewSession`, `Run`, `Close`", run: func() error {
+			t0 := time.Now()
 			c, err := ssh.Dial("tcp", s.Addr, &ssh.ClientConfig{User: s.User, Auth: []ssh.AuthMethod{ssh.PublicKeys(s.ClientSigner)},
 				HostKeyCallback: ssh.FixedHostKey(s.HostKey), HostKeyAlgorithms: []string{s.HostKey.Type()}, Timeout: 30 * time.Second})
 			if err != nil {
 				return err
 			}
-			defer c.Close()
+			t1 := time.Now()
 			sess, err := c.NewSession()
 			if err != nil {
+				c.Close()
 				return err
 			}
-			defer sess.Close()
-			return sess.Run("true")
+			t2 := time.Now()
+			err = sess.Run("true")
+			t3 := time.Now()
+			sess.Close()
+			c.Close()
+			if err == nil && timing.Load() {
+				phaseTimes.add("xcrypto", []string{"dial, handshake, auth", "session", "command", "close"},
+					t1.Sub(t0), t2.Sub(t1), t3.Sub(t2), time.Since(t3))
+			}
+			return err
 		}},
 		{name: "openssh", what: "`ssh -o ControlMaster=no -o ControlPath=none -o BatchMode=yes -o StrictHostKeyChecking=yes` with the same key and known_hosts line", run: func() error {
 			out, err := exec.Command("ssh", "-F", "/dev/null", "-i", s.ClientKeyFile, "-p", sshPort,
@@ -156,6 +176,8 @@ func TestBenchReport(t *testing.T) {
 	modes := []reportMode{
 		{name: "sequential", conc: 1, actions: int(250 * scale)},
 		{name: "16 parallel", conc: 16, actions: int(800 * scale)},
+		{name: "32 parallel", conc: 32, actions: int(400 * scale)},
+		{name: "64 parallel", conc: 64, actions: int(400 * scale)},
 	}
 	const rounds = 5
 	gw := gatewayProbe{pid: d.PID(), metricsURL: d.httpURL + "/metrics"}
@@ -170,10 +192,14 @@ func TestBenchReport(t *testing.T) {
 				i := (k + r) % len(paths)
 				n := m.actions / rounds
 				var cpu0 time.Duration
+				var phases0 map[string]float64
 				if paths[i].name == "airlock-ssh" {
 					cpu0 = gw.cpu(t)
+					phases0 = gw.phaseSums(t)
 				}
+				timing.Store(m.conc == 1)
 				lat, wall, err := runBatch(paths[i].run, n, m.conc)
+				timing.Store(false)
 				if err != nil {
 					t.Fatalf("%s, %s: %v", paths[i].name, m.name, err)
 				}
@@ -181,6 +207,11 @@ func TestBenchReport(t *testing.T) {
 				res.lat = append(res.lat, lat...)
 				res.wall += wall
 				if paths[i].name == "airlock-ssh" {
+					if m.conc == 1 {
+						for ph, v := range gw.phaseSums(t) {
+							phaseTimes.addGateway(ph, time.Duration((v-phases0[ph])*float64(time.Second)))
+						}
+					}
 					res.gatewayCPU += gw.cpu(t) - cpu0
 				}
 			}
@@ -188,7 +219,34 @@ func TestBenchReport(t *testing.T) {
 		m.appendLat = gw.appendHistogram(t).minus(appendBefore)
 		t.Logf("%s done", m.name)
 	}
+	// 100 actions in flight at once, each holding its connection for two
+	// seconds: the gateway's memory with that many.
+	slow := func() error {
+		cmd := exec.Command(sshBin, "box", "sleep 2")
+		cmd.Env = append(os.Environ(), "AIRLOCK_SOCKET="+d.socket)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("airlock-ssh: %v: %s", err, out)
+		}
+		return nil
+	}
+	mcpPaths := measureMCP(t, d, s, rounds, max(2, int(30*scale/rounds)))
+	peakBefore, _ := gw.memory(t)
+	if _, _, err := runBatch(slow, 100, 100); err != nil {
+		t.Fatalf("100 concurrent actions: %v", err)
+	}
 	peakRSS, rss := gw.memory(t)
+	t.Logf("peak RSS before the 100 concurrent actions %d KiB, after %d KiB", peakBefore, peakRSS)
+
+	// The helper's own start: airlock-ssh --version, 50 times.
+	var helper time.Duration
+	for range 50 {
+		t0 := time.Now()
+		if out, err := exec.Command(sshBin, "--version").CombinedOutput(); err != nil {
+			t.Fatalf("airlock-ssh --version: %v: %s", err, out)
+		}
+		helper += time.Since(t0)
+	}
+	helper /= 50
 	if profileOut != "" {
 		profileGateway(t, pprofAddr, profileOut, viaGateway, 16)
 	}
@@ -197,8 +255,10 @@ func TestBenchReport(t *testing.T) {
 	d.signal(syscall.SIGTERM)
 	ver := measureVerify(t, state, cfgFile)
 
-	rep := report{machine: machine, paths: paths, modes: modes, peakRSSKiB: peakRSS, rssKiB: rss, verify: ver,
+	rep := report{machine: machine, paths: paths, modes: modes, peakRSSKiB: peakRSS, peakBeforeKiB: peakBefore, rssKiB: rss, verify: ver,
 		when: time.Now().UTC()}
+	rep.bars = phaseTimes.bars(modes[0], paths, helper)
+	rep.mcp = mcpPaths
 	md := rep.markdown()
 	if err := os.WriteFile(filepath.Join(outDir, "benchmarks-report.md"), []byte(md), 0o644); err != nil {
 		t.Fatal(err)
@@ -208,6 +268,15 @@ func TestBenchReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := png.Encode(f, rep.plot()); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if f, err = os.Create(filepath.Join(outDir, "benchmarks-phases.png")); err != nil {
+		t.Fatal(err)
+	}
+	if err := png.Encode(f, rep.plotPhases()); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Close(); err != nil {
@@ -529,13 +598,16 @@ func describeMachine() machine {
 }
 
 type report struct {
-	machine    machine
-	paths      []reportPath
-	modes      []reportMode
-	peakRSSKiB int
-	rssKiB     int
-	verify     verifyResult
-	when       time.Time
+	machine       machine
+	paths         []reportPath
+	modes         []reportMode
+	bars          []phaseBar
+	mcp           []mcpPath
+	peakRSSKiB    int
+	peakBeforeKiB int
+	rssKiB        int
+	verify        verifyResult
+	when          time.Time
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)) }
@@ -599,8 +671,12 @@ func (r *report) markdown() string {
 			float64(res.gatewayCPU)/float64(time.Millisecond)/float64(len(res.lat)), h.total(),
 			msf(h.quantile(.5)), msf(h.quantile(.95)), msf(h.quantile(.99)))
 	}
-	fmt.Fprintf(&b, "\nMemory of `airlock serve` at the end of the run: peak resident set (VmHWM) %.1f MiB, resident (VmRSS) %.1f MiB.\n",
-		float64(r.peakRSSKiB)/1024, float64(r.rssKiB)/1024)
+	fmt.Fprintf(&b, "\nMemory of `airlock serve`: peak resident set (VmHWM) %.1f MiB before, and %.1f MiB after, 100 actions\n",
+		float64(r.peakBeforeKiB)/1024, float64(r.peakRSSKiB)/1024)
+	fmt.Fprintf(&b, "in flight at once (`airlock-ssh box 'sleep 2'`, 100 started together); resident at the end (VmRSS) %.1f MiB.\n",
+		float64(r.rssKiB)/1024)
+	r.phasesMarkdown(&b)
+	r.mcpMarkdown(&b)
 
 	v := r.verify
 	fmt.Fprintf(&b, "\n## Verifying the resulting audit log\n\n")
@@ -612,8 +688,9 @@ func (r *report) markdown() string {
 	fmt.Fprintf(&b, "the per-entry rate; `BenchmarkVerify` in [benchmarks.md](benchmarks.md) measures the rate on 10,000 entries.\n")
 
 	fmt.Fprintf(&b, "\n## Latency distributions\n\n")
-	fmt.Fprintf(&b, "![Latency CDFs: sequential on the left, 16 parallel on the right](benchmarks-latency.png)\n\n")
-	fmt.Fprintf(&b, "Cumulative distribution of per-action latency: sequential on the left, 16 parallel on the right;\n")
+	fmt.Fprintf(&b, "![Latency CDFs: sequential and 16 parallel above, 32 and 64 parallel below](benchmarks-latency.png)\n\n")
+	fmt.Fprintf(&b, "Cumulative distribution of per-action latency, one panel per load (the number above it is how many in flight:\n")
+	fmt.Fprintf(&b, "sequential and 16 above, 32 and 64 below);\n")
 	fmt.Fprintf(&b, "x is latency in ms (the tick labels), y the fraction of actions at most that slow (grid lines at\n")
 	fmt.Fprintf(&b, "0.25, 0.5, 0.75, 0.95). ")
 	for i, p := range r.paths {
@@ -646,13 +723,14 @@ var (
 // with the standard library only (digits from a built-in 3×5 font).
 func (r *report) plot() image.Image {
 	const pw, ph, margin, gap = 560, 360, 48, 24
+	rows := (len(r.modes) + 1) / 2
 	w := 2*pw + gap + 2*margin
-	h := ph + 2*margin
+	h := rows*(ph+margin) + margin
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
 	draw.Draw(img, img.Bounds(), image.White, image.Point{}, draw.Src)
 	for mi, mode := range r.modes {
-		x0 := margin + mi*(pw+gap)
-		y0 := margin
+		x0 := margin + (mi%2)*(pw+gap)
+		y0 := margin + (mi/2)*(ph+margin)
 		var xmax time.Duration
 		sorted := make([][]time.Duration, len(mode.results))
 		for i, res := range mode.results {
