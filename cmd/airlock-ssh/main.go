@@ -30,7 +30,7 @@ import (
 
 	"github.com/airlockgw/airlock/deploy/buildinfo"
 
-	"github.com/airlockgw/airlock/sshexec"
+	"github.com/airlockgw/airlock/sshexec/outcome"
 	"golang.org/x/sys/unix"
 
 	"github.com/airlockgw/airlock/gateway/api"
@@ -134,8 +134,13 @@ func main() {
 
 // outcomeWait bounds how long airlock-ssh, stopped by a signal, waits for
 // the gateway to record the cancelled action's outcome: the gateway waits
-// up to sshexec.DefaultKillGrace for a started command to report its end.
-const outcomeWait = sshexec.DefaultKillGrace + 2*time.Second
+// up to sshexec.DefaultKillGrace (killGrace) for a started command to
+// report its end.
+const outcomeWait = killGrace + 2*time.Second
+
+// killGrace is sshexec.DefaultKillGrace (a test holds them equal: this
+// program, started once per action, does not link the SSH client).
+const killGrace = 2 * time.Second
 
 type options struct {
 	account string
@@ -549,7 +554,7 @@ func report(o options, a *api.Action, delivered [2]int64, live bool, stdout, std
 		}
 	}
 
-	if a.Outcome == sshexec.Exited && a.ExitCode != nil {
+	if a.Outcome == outcome.Exited && a.ExitCode != nil {
 		if cut && !o.acceptCut {
 			fmt.Fprintf(stderr, "airlock-ssh: the command exited %d, but its output did not reach you whole; exiting 255 (--accept-truncation keeps the exit status)\n", *a.ExitCode)
 			return 255
@@ -810,7 +815,7 @@ func umask() int {
 func finishTransfer(ctx context.Context, c *api.Client, o options, a *api.Action, to *localFile, code int, stderr io.Writer) int {
 	t := a.Transfer
 	if !a.Success() {
-		if a.Outcome == sshexec.Exited {
+		if a.Outcome == outcome.Exited {
 			// The target refused the transfer: report's status is its
 			// exit code; say why.
 			fmt.Fprintf(stderr, "airlock-ssh: %s %s: %s (action %s)\n", t.Direction, t.Path, a.Detail, a.ID)

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlockgw/airlock/sshexec"
 )
 
 func TestParse(t *testing.T) {
@@ -92,6 +95,31 @@ func TestParseTransferMistakes(t *testing.T) {
 	} {
 		if _, err := parse(args); err == nil {
 			t.Errorf("parse(%q) accepted", args)
+		}
+	}
+}
+
+// TestKillGraceIsSshexecs: the outcome wait allows for the kill grace the
+// gateway's SSH client keeps.
+func TestKillGraceIsSshexecs(t *testing.T) {
+	if killGrace != sshexec.DefaultKillGrace {
+		t.Fatalf("killGrace = %v, sshexec.DefaultKillGrace = %v", killGrace, sshexec.DefaultKillGrace)
+	}
+}
+
+// TestLinksNoSSHClient: airlock-ssh starts once per action, and what it
+// links it pays for at every start (page faults, package init): the SSH
+// client, SFTP and SQLite stay out of it.
+func TestLinksNoSSHClient(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v: %s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		for _, heavy := range []string{"golang.org/x/crypto/ssh", "github.com/pkg/sftp", "github.com/mattn/go-sqlite3", "github.com/airlockgw/airlock/sshexec"} {
+			if dep == heavy || strings.HasPrefix(dep, heavy+"/") && dep != "github.com/airlockgw/airlock/sshexec/outcome" {
+				t.Errorf("airlock-ssh links %s", dep)
+			}
 		}
 	}
 }

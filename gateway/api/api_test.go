@@ -56,3 +56,12 @@ func TestNextStepCoversEveryFailure(t *testing.T) {
 		t.Errorf("success has a next step: %q", s)
 	}
 }
+
+// TestOutputCapIsTheGateways: the API's output cap (MaxStdin, the bound on
+// an action object) is the one sshexec keeps, though this package does not
+// import sshexec.
+func TestOutputCapIsTheGateways(t *testing.T) {
+	if outputCap != sshexec.DefaultOutputLimit {
+		t.Fatalf("outputCap = %d, sshexec.DefaultOutputLimit = %d", outputCap, sshexec.DefaultOutputLimit)
+	}
+}

@@ -20,17 +20,16 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/airlockgw/airlock/sshexec"
 	"golang.org/x/sys/unix"
 )
 
 // maxActionObject bounds one action object as JSON: two streams of at most
-// sshexec.DefaultOutputLimit bytes each (the gateway's output cap), each
+// outputCap bytes each (the gateway's output cap), each
 // byte at most six when escaped ("\u001b"), and a megabyte for the rest.
 // maxResponse bounds a JSON response body and maxEventLine one SSE line:
 // both carry whole action objects.
 const (
-	maxActionObject = 2*6*sshexec.DefaultOutputLimit + 1<<20
+	maxActionObject = 2*6*outputCap + 1<<20
 	maxResponse     = maxActionObject
 	maxEventLine    = maxActionObject
 )

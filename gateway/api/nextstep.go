@@ -3,7 +3,7 @@ package api
 import (
 	"fmt"
 
-	"github.com/airlockgw/airlock/sshexec"
+	"github.com/airlockgw/airlock/sshexec/outcome"
 )
 
 // NextStepInfo is what an agent should do after a finished action that did
@@ -36,56 +36,56 @@ const (
 func NextStepOf(a *Action) *NextStepInfo {
 	step := func(retry, who, text string) *NextStepInfo { return &NextStepInfo{retry, who, text} }
 	switch a.Outcome {
-	case sshexec.Exited:
+	case outcome.Exited:
 		if a.Success() {
 			return nil
 		}
 		return step(RetryAfterCheck, WhoAgent, "the command ran and failed; read its output before retrying")
-	case sshexec.Rejected:
+	case outcome.Rejected:
 		return step(RetryNo, WhoAgent, "fix the request; the same request will be rejected again")
-	case sshexec.Denied:
+	case outcome.Denied:
 		if a.Approval.Reason != "" {
 			return step(RetryNo, WhoReviewer, fmt.Sprintf("the reviewer's reason: %q; do not retry without asking a human", a.Approval.Reason))
 		}
 		return step(RetryNo, WhoReviewer, "do not retry without asking a human")
-	case sshexec.Expired:
+	case outcome.Expired:
 		return step(RetryYes, WhoReviewer, "ask a reviewer to watch for the request, then retry")
-	case sshexec.AuditUnavailable:
+	case outcome.AuditUnavailable:
 		if a.StartedAt != nil {
 			return step(RetryAfterCheck, WhoOperator, "check the target before retrying; an operator must fix the audit log")
 		}
 		return step(RetryYes, WhoOperator, "an operator must fix the audit log; retry later")
-	case sshexec.DialFailed:
+	case outcome.DialFailed:
 		return step(RetryYes, WhoOperator, "the target did not accept a connection; check that it is up; a retry may work")
-	case sshexec.HandshakeFailed:
+	case outcome.HandshakeFailed:
 		return step(RetryYes, WhoOperator, "the SSH handshake with the target failed; an operator should check its sshd; a retry may work if it was transient")
-	case sshexec.HostKeyUnknown:
+	case outcome.HostKeyUnknown:
 		return step(RetryNo, WhoOperator, "the target's host key is not pinned; an operator must confirm and pin it (airlock hosts pin); do not retry")
-	case sshexec.HostKeyMismatch:
+	case outcome.HostKeyMismatch:
 		return step(RetryNo, WhoOperator, "the target presented a different host key; an operator must verify and re-pin the host key; do not retry")
-	case sshexec.HostKeyRevoked:
+	case outcome.HostKeyRevoked:
 		return step(RetryNo, WhoOperator, "the target's host key is revoked; an operator must act; do not retry")
-	case sshexec.AuthFailed:
+	case outcome.AuthFailed:
 		return step(RetryNo, WhoOperator, "the target refused the gateway's credential; an operator must install its authorized_keys line or CA; do not retry")
-	case sshexec.SessionFailed:
+	case outcome.SessionFailed:
 		return step(RetryNo, WhoOperator, "the target refused the session or the command; nothing ran; an operator should check its sshd or forced-command policy")
-	case sshexec.Signaled:
+	case outcome.Signaled:
 		return step(RetryAfterCheck, WhoAgent, "check its effects before retrying")
-	case sshexec.ExitMissing:
+	case outcome.ExitMissing:
 		return step(RetryAfterCheck, WhoAgent, "the command ended without an exit status; check its effects before retrying")
-	case sshexec.TimedOut:
-		if a.Termination == sshexec.Confirmed {
+	case outcome.TimedOut:
+		if a.Termination == outcome.Confirmed {
 			return step(RetryYes, WhoAgent, "retry with a longer timeout (airlock-ssh --timeout, timeout_s) only if it needs more time")
 		}
 		return step(RetryAfterCheck, WhoAgent, "check the target before retrying")
-	case sshexec.Cancelled:
-		if a.Termination == sshexec.NotStarted {
+	case outcome.Cancelled:
+		if a.Termination == outcome.NotStarted {
 			return step(RetryYes, WhoAgent, "nothing ran; a retry may work")
 		}
 		return step(RetryAfterCheck, WhoAgent, "the command may have run in part; check before retrying")
-	case sshexec.ConnectionLost:
+	case outcome.ConnectionLost:
 		return step(RetryAfterCheck, WhoAgent, "check the target before retrying")
-	case sshexec.Interrupted:
+	case outcome.Interrupted:
 		return step(RetryAfterCheck, WhoAgent, "check the target before retrying")
 	}
 	return nil

@@ -6,7 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/airlockgw/airlock/sshexec"
+	"github.com/airlockgw/airlock/sshexec/outcome"
 )
 
 // ActionRequest is the body of POST /v1/actions.
@@ -86,7 +86,12 @@ const MaxReason = 500
 
 // MaxStdin is the most standard input an action can send (the output
 // store keeps it whole); an account's max_stdin is at most this.
-const MaxStdin = sshexec.DefaultOutputLimit
+const MaxStdin = outputCap
+
+// outputCap is sshexec.DefaultOutputLimit, the gateway's cap on each output
+// stream (a test holds the two equal: this package does not link the SSH
+// client, for airlock-ssh's sake).
+const outputCap = 8 << 20
 
 // Action is the action object of the contract. Outcome is empty while the
 // action is in flight; State says where it is.
@@ -101,11 +106,11 @@ type Action struct {
 
 	// Outcome and Termination are zero (and not sent) while the action
 	// is in flight.
-	Outcome            sshexec.Outcome     `json:"outcome,omitempty"`
+	Outcome            outcome.Outcome     `json:"outcome,omitempty"`
 	Detail             string              `json:"detail,omitempty"`
 	ExitCode           *int                `json:"exit_code,omitempty"`
 	Signal             string              `json:"signal,omitempty"`
-	Termination        sshexec.Termination `json:"termination,omitempty"`
+	Termination        outcome.Termination `json:"termination,omitempty"`
 	HostKeyFingerprint string              `json:"host_key_fingerprint,omitempty"`
 	// Hop names where an action to a target behind a jump host failed
 	// before its command started: the jump host (a target name) or the
@@ -303,7 +308,7 @@ func DecodeBytes(s, encoding string) ([]byte, error) {
 // Success reports whether the action exited with status 0, the only
 // success.
 func (a *Action) Success() bool {
-	return a.Outcome == sshexec.Exited && a.ExitCode != nil && *a.ExitCode == 0
+	return a.Outcome == outcome.Exited && a.ExitCode != nil && *a.ExitCode == 0
 }
 
 // StateEvent is the data of an SSE "state" event.
