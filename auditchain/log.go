@@ -72,6 +72,12 @@ type Options struct {
 	// Logger receives operational messages. Nil: no logging.
 	Logger hclog.Logger
 
+	// OnCommit, when set, is called by the writer after each committed
+	// batch with how many entries it held and how long its transaction
+	// took (from begin to the durable commit): what an append costs apart
+	// from waiting for the writer. It must return quickly.
+	OnCommit func(entries int, took time.Duration)
+
 	// Now is the clock for entry times. Nil: time.Now. The checkpoint
 	// interval is measured in elapsed time (Go's monotonic clock), not on
 	// this clock, so setting the system clock back does not hold

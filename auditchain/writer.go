@@ -90,7 +90,11 @@ func (l *Log) commit(ctx context.Context, batch []*appendReq) {
 	if len(batch) == 0 {
 		return
 	}
+	start := time.Now()
 	refs, err := l.write(ctx, batch)
+	if err == nil && l.opts.OnCommit != nil {
+		l.opts.OnCommit(len(batch), time.Since(start))
+	}
 	for i, r := range batch {
 		if err != nil {
 			r.done <- appendResult{err: err}

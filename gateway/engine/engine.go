@@ -161,6 +161,10 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		ao.WitnessCommand = []string{cfg.Audit.WitnessCommand}
 	}
 	ao.Now = e.clock.Now
+	ao.OnCommit = func(n int, took time.Duration) {
+		e.metrics.auditCommit.Observe(took.Seconds())
+		e.metrics.auditBatch.Observe(float64(n))
+	}
 	alog, err := auditchain.Open(ctx, ao)
 	if err != nil {
 		return nil, err

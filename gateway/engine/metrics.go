@@ -13,6 +13,8 @@ type metrics struct {
 	approvalWait prometheus.Histogram
 	phase        *prometheus.HistogramVec
 	auditAppend  prometheus.Histogram
+	auditCommit  prometheus.Histogram
+	auditBatch   prometheus.Histogram
 	authFailures *prometheus.CounterVec
 }
 
@@ -42,12 +44,22 @@ func newMetrics() *metrics {
 			Help:    "Latency of one durable audit append.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 		}),
+		auditCommit: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "airlock_audit_commit_seconds",
+			Help:    "Time of one group commit of the audit log (transaction to durable), whatever its size; an append's latency beyond this is waiting for the writer.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+		}),
+		auditBatch: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "airlock_audit_commit_entries",
+			Help:    "Entries per group commit of the audit log.",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024},
+		}),
 	}
 	m.authFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "airlock_auth_failures_total",
 		Help: "Failed credentials by kind (reviewer_password, run_token, local_token, …): every one, also those the audit log's bound holds back and guesses at one reviewer spread over many addresses.",
 	}, []string{"credential"})
-	m.reg.MustRegister(m.actions, m.inFlight, m.approvalWait, m.phase, m.auditAppend, m.authFailures,
+	m.reg.MustRegister(m.actions, m.inFlight, m.approvalWait, m.phase, m.auditAppend, m.auditCommit, m.auditBatch, m.authFailures,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
