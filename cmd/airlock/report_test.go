@@ -250,6 +250,7 @@ func TestBenchReport(t *testing.T) {
 		helper += time.Since(t0)
 	}
 	helper /= 50
+	floor := processFloor(t)
 	if profileOut != "" {
 		profileGateway(t, pprofAddr, profileOut, viaGateway, 16)
 	}
@@ -261,6 +262,7 @@ func TestBenchReport(t *testing.T) {
 	rep := report{machine: machine, paths: paths, modes: modes, peakRSSKiB: peakRSS, peakBeforeKiB: peakBefore, rssKiB: rss, verify: ver,
 		when: time.Now().UTC()}
 	rep.bars = phaseTimes.bars(modes[0], paths, helper)
+	rep.helper, rep.floor = helper, floor
 	rep.mcp = mcpPaths
 	md := rep.markdown()
 	if err := os.WriteFile(filepath.Join(outDir, "benchmarks-report.md"), []byte(md), 0o644); err != nil {
@@ -616,6 +618,7 @@ type report struct {
 	paths         []reportPath
 	modes         []reportMode
 	bars          []phaseBar
+	helper, floor time.Duration // airlock-ssh --version; a static Go hello world
 	mcp           []mcpPath
 	peakRSSKiB    int
 	peakBeforeKiB int

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -186,6 +187,11 @@ func newLogger(cfg *config.Config, stderr io.Writer) hclog.Logger {
 	})
 }
 
+// defaultMemoryLimit is airlock serve's soft memory limit when GOMEMLIMIT
+// is not set: well above what it lives on (tens of MiB with a hundred
+// actions in flight), so that it only bounds bursts.
+const defaultMemoryLimit = 64 << 20
+
 func runServe(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("airlock serve", "airlock serve [--config FILE]", stderr)
 	cfgPath := configFlag(fs)
@@ -201,6 +207,12 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	gateway.Version = version()
 	log := newLogger(cfg, stderr)
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// A soft limit on the Go runtime's memory: the collector works
+		// harder near it instead of letting a burst of actions double the
+		// heap. It refuses nothing; GOMEMLIMIT overrides it.
+		debug.SetMemoryLimit(defaultMemoryLimit)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	srv, err := gateway.New(ctx, gateway.Options{Config: cfg, Logger: log})
