@@ -35,7 +35,7 @@ type phaseAcc struct {
 	mu      sync.Mutex
 	sums    map[string]map[string]time.Duration // path → phase → total
 	order   map[string][]string
-	gateway map[string]time.Duration
+	gateway map[string]map[string]time.Duration // path → gateway phase → total
 }
 
 func (a *phaseAcc) add(path string, names []string, ds ...time.Duration) {
@@ -55,13 +55,16 @@ func (a *phaseAcc) add(path string, names []string, ds ...time.Duration) {
 	}
 }
 
-func (a *phaseAcc) addGateway(phase string, d time.Duration) {
+func (a *phaseAcc) addGateway(path, phase string, d time.Duration) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.gateway == nil {
-		a.gateway = map[string]time.Duration{}
+		a.gateway = map[string]map[string]time.Duration{}
 	}
-	a.gateway[phase] += d
+	if a.gateway[path] == nil {
+		a.gateway[path] = map[string]time.Duration{}
+	}
+	a.gateway[path][phase] += d
 }
 
 // phaseBar is one path's mean action, cut into its phases.
@@ -93,12 +96,14 @@ func (a *phaseAcc) bars(seq reportMode, paths []reportPath, helper time.Duration
 		bar := phaseBar{path: p.name, total: total / n}
 		var known time.Duration
 		switch {
-		case p.name == "airlock-ssh":
-			bar.segs = append(bar.segs, phaseSeg{"helper start", helper})
-			known = helper
+		case a.gateway[p.name] != nil:
+			if p.name == "airlock-ssh" {
+				bar.segs = append(bar.segs, phaseSeg{"helper start", helper})
+				known = helper
+			}
 			var gw []phaseSeg
 			for _, ph := range gatewayPhases {
-				d := a.gateway[ph] / n
+				d := a.gateway[p.name][ph] / n
 				gw = append(gw, phaseSeg{ph, d})
 				known += d
 			}
@@ -284,7 +289,8 @@ func (r *report) phasesMarkdown(b *strings.Builder) {
 	fmt.Fprintf(b, "gateway's phases come from its own `airlock_action_phase_seconds` histogram (the same\n")
 	fmt.Fprintf(b, "phases its OpenTelemetry spans carry); *helper start* is `airlock-ssh --version` timed apart;\n")
 	fmt.Fprintf(b, "*socket, HTTP, answer* is the rest of the agent's wait (the local socket, the request,\n")
-	fmt.Fprintf(b, "the answer's way back). *dial* to *command* are the SSH connection: that share is sshd's.\n")
+	fmt.Fprintf(b, "the answer's way back, and for airlock-ssh the rest of its process). **api client** is the same request\n")
+	fmt.Fprintf(b, "without a helper process. *dial* to *command* are the SSH connection: that share is sshd's.\n")
 	fmt.Fprintf(b, "**sshexec** splits by `sshexec.Result.Timings`, **xcrypto** by its calls; **openssh** is not split.\n\n")
 	fmt.Fprintf(b, "A process costs something on its own here: a static Go program that prints one line and exits takes\n")
 	fmt.Fprintf(b, "%.1f ms to start and end (mean of 50, timed like the helper, whose own start was %.1f ms). No helper that\n", msf(r.floor), msf(r.helper))

@@ -27,6 +27,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/airlockgw/airlock/auditchain"
+	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/gatewaytest"
 	"github.com/airlockgw/airlock/sshexec"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
@@ -93,19 +94,36 @@ func TestBenchReport(t *testing.T) {
 		}
 		return nil
 	}
-	// Every airlock-ssh this process starts belongs to one run (its
-	// anchor is this process): approve it once.
-	first := make(chan error, 1)
-	go func() { first <- viaGateway() }()
-	list := d.pending(1)
-	if _, errs, code := d.cli("approvals", "approve", list[0].ID, "--ttl", "8h"); code != 0 {
-		t.Fatalf("approve: %s", errs)
-	}
-	if err := <-first; err != nil {
+	ctx := context.Background()
+	// The same request from this process, with no helper process: what
+	// the socket, HTTP and the event stream cost apart from a process.
+	ctl, err := api.ReadControl(d.socket)
+	if err != nil {
 		t.Fatal(err)
 	}
+	client := api.NewLocalClient(ctl.Socket, ctl.Token)
+	viaClient := func() error {
+		a, err := client.RunAction(ctx, api.ActionRequest{Target: "box", Command: "true"}, api.Events{})
+		if err == nil && !a.Success() {
+			err = fmt.Errorf("api client: %v: %s", a.Outcome, a.Detail)
+		}
+		return err
+	}
+	// Every airlock-ssh this process starts belongs to one run (its
+	// anchor is this process), and this process's own requests to another
+	// (its anchor is its parent): approve each once.
+	for _, run := range []func() error{viaGateway, viaClient} {
+		first := make(chan error, 1)
+		go func() { first <- run() }()
+		list := d.pending(1)
+		if _, errs, code := d.cli("approvals", "approve", list[0].ID, "--ttl", "8h"); code != 0 {
+			t.Fatalf("approve: %s", errs)
+		}
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
+	}
 
-	ctx := context.Background()
 	cfg := &sshexec.Config{Addr: s.Addr, User: s.User, Signers: []ssh.Signer{s.ClientSigner},
 		HostKeys: sshexec.HostKeys{Pinned: []ssh.PublicKey{s.HostKey}}, Timeout: 30 * time.Second}
 	kh := filepath.Join(t.TempDir(), "known_hosts")
@@ -116,6 +134,7 @@ func TestBenchReport(t *testing.T) {
 	phaseTimes := &phaseAcc{}
 	paths := []reportPath{
 		{name: "airlock-ssh", what: "`airlock-ssh box true` through `airlock serve` (process start, local socket, run resolution, approval check, durable audit entries, one fresh SSH connection)", run: viaGateway},
+		{name: "api client", what: "the same request from the benchmark process with `api.Client` over the local socket: airlock-ssh's path without its process", run: viaClient},
 		{name: "sshexec", what: "bare `sshexec.Run` in the benchmark process (pinned host key)", run: func() error {
 			t0 := time.Now()
 			r, err := sshexec.Run(ctx, cfg, "true")
@@ -194,8 +213,11 @@ func TestBenchReport(t *testing.T) {
 				n := m.actions / rounds
 				var cpu0 time.Duration
 				var phases0 map[string]float64
+				throughGateway := paths[i].name == "airlock-ssh" || paths[i].name == "api client"
 				if paths[i].name == "airlock-ssh" {
 					cpu0 = gw.cpu(t)
+				}
+				if throughGateway {
 					phases0 = gw.phaseSums(t)
 				}
 				timing.Store(m.conc == 1)
@@ -207,12 +229,12 @@ func TestBenchReport(t *testing.T) {
 				res := &m.results[i]
 				res.lat = append(res.lat, lat...)
 				res.wall += wall
-				if paths[i].name == "airlock-ssh" {
-					if m.conc == 1 {
-						for ph, v := range gw.phaseSums(t) {
-							phaseTimes.addGateway(ph, time.Duration((v-phases0[ph])*float64(time.Second)))
-						}
+				if throughGateway && m.conc == 1 {
+					for ph, v := range gw.phaseSums(t) {
+						phaseTimes.addGateway(paths[i].name, ph, time.Duration((v-phases0[ph])*float64(time.Second)))
 					}
+				}
+				if paths[i].name == "airlock-ssh" {
 					res.gatewayCPU += gw.cpu(t) - cpu0
 				}
 			}
@@ -754,8 +776,9 @@ var (
 		{0xff, 0x7f, 0x0e, 0xff}, // orange
 		{0x2c, 0xa0, 0x2c, 0xff}, // green
 		{0xd6, 0x27, 0x28, 0xff}, // red
+		{0x94, 0x67, 0xbd, 0xff}, // purple
 	}
-	plotColorNames = []string{"blue", "orange", "green", "red"}
+	plotColorNames = []string{"blue", "orange", "green", "red", "purple"}
 )
 
 // plot draws one panel per mode with the CDF of every path's latencies,
