@@ -340,6 +340,7 @@ func profileGateway(t *testing.T, addr, out string, run func() error, conc int) 
 		got <- result{b, err}
 	}()
 	var wg sync.WaitGroup
+	var actions atomic.Int64
 	for range conc {
 		wg.Go(func() {
 			for {
@@ -352,11 +353,15 @@ func profileGateway(t *testing.T, addr, out string, run func() error, conc int) 
 					t.Errorf("profiling load: %v", err)
 					return
 				}
+				actions.Add(1)
 			}
 		})
 	}
 	r := <-got
 	wg.Wait()
+	// Divide the profile's total by this for CPU per action (the last few
+	// finished just after the profile ended).
+	t.Logf("actions finished while profiling: %d", actions.Load())
 	if r.err != nil {
 		t.Fatalf("profile: %v", r.err)
 	}
