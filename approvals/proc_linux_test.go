@@ -388,3 +388,29 @@ func TestAnchorWarningRules(t *testing.T) {
 		}
 	}
 }
+
+// TestProcFSIDIsStatsID: the liveness read (stat alone) names the same
+// process as Stat, and a pid with no process is ErrNoProcess.
+func TestProcFSIDIsStatsID(t *testing.T) {
+	var p ProcFS
+	st, err := p.Stat(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := p.ID(os.Getpid())
+	if err != nil || id != st.ID {
+		t.Fatalf("ID = %v, %v; Stat's ID %v", id, err, st.ID)
+	}
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.ID(cmd.Process.Pid); !errors.Is(err, ErrNoProcess) {
+		t.Fatalf("ID of an exited, reaped process: %v, want ErrNoProcess", err)
+	}
+	var store Store
+	store.insp = &p
+	if !store.alive(st.ID) || store.alive(ProcessID{PID: st.ID.PID, StartTime: st.ID.StartTime + 1}) {
+		t.Fatal("alive does not tell this process from another at its pid")
+	}
+}

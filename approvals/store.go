@@ -435,7 +435,7 @@ func (s *Store) recover(ctx context.Context) error {
 
 // alive reports whether id is still running (same pid, same start time).
 func (s *Store) alive(id ProcessID) bool {
-	if r, ok := s.insp.(idReader); ok {
+	if r, ok := s.insp.(IDReader); ok {
 		now, err := r.ID(id.PID)
 		return err == nil && now == id
 	}
@@ -443,9 +443,11 @@ func (s *Store) alive(id ProcessID) bool {
 	return err == nil && st.ID == id
 }
 
-// idReader is an Inspector that can tell which process a pid is now more
-// cheaply than Stat (ProcFS reads one file instead of three).
-type idReader interface {
+// IDReader is an Inspector that can tell which process a pid is now more
+// cheaply than Stat (ProcFS reads one file instead of three): the store
+// checks that a run's anchor still runs with it. An Inspector that wraps
+// another should pass it on.
+type IDReader interface {
 	ID(pid int) (ProcessID, error)
 }
 

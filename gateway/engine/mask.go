@@ -138,6 +138,17 @@ type redactingInspector struct {
 	redactor func() *redact.Redactor
 }
 
+// ID passes on the cheaper liveness read of an inspector that has one.
+func (r redactingInspector) ID(pid int) (approvals.ProcessID, error) {
+	if ir, ok := r.Inspector.(approvals.IDReader); ok {
+		return ir.ID(pid)
+	}
+	st, err := r.Inspector.Stat(pid)
+	return st.ID, err
+}
+
+var _ approvals.IDReader = redactingInspector{}
+
 func (r redactingInspector) Describe(id approvals.ProcessID) (approvals.Process, error) {
 	p, err := r.Inspector.Describe(id)
 	if err != nil {

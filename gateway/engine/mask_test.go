@@ -3,8 +3,10 @@ package engine
 import (
 	"bytes"
 	"math/rand/v2"
+	"os"
 	"testing"
 
+	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/sshexec"
 )
 
@@ -52,5 +54,38 @@ func TestSecretMaskStoredCuts(t *testing.T) {
 	head, _ = m.stored([]byte("ends in s3cr"), nil, false)
 	if string(head) != "ends in s3cr" {
 		t.Errorf("uncut head %q", head)
+	}
+}
+
+// countingInspector counts Stat and ID calls of an inspector with both.
+type countingInspector struct {
+	approvals.Inspector
+	stats, ids int
+}
+
+func (c *countingInspector) Stat(pid int) (approvals.ProcStat, error) {
+	c.stats++
+	return c.Inspector.Stat(pid)
+}
+
+func (c *countingInspector) ID(pid int) (approvals.ProcessID, error) {
+	c.ids++
+	return c.Inspector.(approvals.IDReader).ID(pid)
+}
+
+// TestRedactingInspectorPassesTheLivenessRead: the engine's wrapper keeps
+// the store's cheap liveness read (one /proc file, not three).
+func TestRedactingInspectorPassesTheLivenessRead(t *testing.T) {
+	inner := &countingInspector{Inspector: &approvals.ProcFS{}}
+	var insp approvals.Inspector = redactingInspector{Inspector: inner}
+	ir, ok := insp.(approvals.IDReader)
+	if !ok {
+		t.Fatal("the wrapper hides the liveness read")
+	}
+	if _, err := ir.ID(os.Getpid()); err != nil {
+		t.Fatal(err)
+	}
+	if inner.ids != 1 || inner.stats != 0 {
+		t.Fatalf("ID went to Stat %d times and ID %d times, want ID once", inner.stats, inner.ids)
 	}
 }
