@@ -435,12 +435,18 @@ func (s *Store) recover(ctx context.Context) error {
 
 // alive reports whether id is still running (same pid, same start time).
 func (s *Store) alive(id ProcessID) bool {
-	if r, ok := s.insp.(IDReader); ok {
-		now, err := r.ID(id.PID)
-		return err == nil && now == id
+	now, err := CurrentID(s.insp, id.PID)
+	return err == nil && now == id
+}
+
+// CurrentID is which process pid is now: insp's IDReader when it has one,
+// else its Stat.
+func CurrentID(insp Inspector, pid int) (ProcessID, error) {
+	if r, ok := insp.(IDReader); ok {
+		return r.ID(pid)
 	}
-	st, err := s.insp.Stat(id.PID)
-	return err == nil && st.ID == id
+	st, err := insp.Stat(pid)
+	return st.ID, err
 }
 
 // IDReader is an Inspector that can tell which process a pid is now more

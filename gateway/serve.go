@@ -143,13 +143,19 @@ func (s *Server) Serve(ctx context.Context) error {
 	})
 	s.log.Info("listening", "socket", l.path)
 
+	// A listener that cannot start stops those already serving.
+	abort := func(err error) error {
+		for _, hs := range servers {
+			hs.Close()
+		}
+		wg.Wait()
+		os.Remove(filepath.Join(dir, ControlFileName))
+		return fail(err)
+	}
 	if s.cfg.Listen.HTTP != "" {
 		hs, ln, err := s.httpServer(handler)
 		if err != nil {
-			l.srv.Close()
-			wg.Wait()
-			os.Remove(filepath.Join(dir, ControlFileName))
-			return fail(err)
+			return abort(err)
 		}
 		servers = append(servers, hs)
 		useTLS := hs.TLSConfig != nil
@@ -164,12 +170,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	if t := s.cfg.Telemetry; t != nil && t.PprofListen != "" {
 		ps, ln, err := pprofServer(t.PprofListen, s.log)
 		if err != nil {
-			for _, hs := range servers {
-				hs.Close()
-			}
-			wg.Wait()
-			os.Remove(filepath.Join(dir, ControlFileName))
-			return fail(err)
+			return abort(err)
 		}
 		servers = append(servers, ps)
 		wg.Go(func() {

@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -44,13 +43,9 @@ func newTracing(t *config.Telemetry, log hclog.Logger) (*tracing, error) {
 	}
 	if t.OTLPTokenFile != "" {
 		// A credential: owned by the gateway's user, read by it alone.
-		b, err := securefile.ReadSecret(t.OTLPTokenFile, maxTokenFile)
+		tok, err := securefile.ReadToken(t.OTLPTokenFile, maxTokenFile)
 		if err != nil {
 			return nil, fmt.Errorf("gateway: telemetry.otlp_token_file: %w", err)
-		}
-		tok := strings.TrimSpace(string(b))
-		if tok == "" || strings.ContainsAny(tok, "\r\n") {
-			return nil, errors.New("gateway: telemetry.otlp_token_file must hold one token on one line")
 		}
 		opts = append(opts, otlptracehttp.WithHeaders(map[string]string{"Authorization": "Bearer " + tok}))
 	}

@@ -20,8 +20,10 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/gateway/gatewaytest"
 	"github.com/airlockgw/airlock/sshexec"
+	"github.com/hashicorp/go-hclog"
 )
 
 // otlpReceiver is an OTLP/HTTP trace receiver: it decodes each export as
@@ -227,5 +229,24 @@ func TestPprofOnlyWhereConfigured(t *testing.T) {
 	}}}
 	if code := get(sock, "http://airlock/debug/pprof/"); code == http.StatusOK {
 		t.Error("the agents' socket serves /debug/pprof/")
+	}
+}
+
+// TestTracingChecksItsTokenFile: an OTLP token file others may read, or
+// one that is not one token on one line, stops the gateway from starting
+// instead of being sent.
+func TestTracingChecksItsTokenFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	loose := filepath.Join(dir, "loose")
+	os.WriteFile(loose, []byte("otlp-bearer\n"), 0o600)
+	os.Chmod(loose, 0o644)
+	two := filepath.Join(dir, "two")
+	os.WriteFile(two, []byte("a\nb\n"), 0o600)
+	for name, file := range map[string]string{"world-readable": loose, "two lines": two} {
+		if _, err := newTracing(&config.Telemetry{OTLPEndpoint: "http://127.0.0.1:4318", OTLPTokenFile: file, ServiceName: "airlock", SampleRatio: 1},
+			hclog.NewNullLogger()); err == nil {
+			t.Errorf("%s token file: accepted", name)
+		}
 	}
 }

@@ -111,9 +111,7 @@ func (a *phaseAcc) bars(seq reportMode, paths []reportPath, helper time.Duration
 			bar.segs = append(bar.segs, gw...)
 		case a.sums[p.name] != nil:
 			for _, ph := range a.order[p.name] {
-				d := a.sums[p.name][ph] / n
-				bar.segs = append(bar.segs, phaseSeg{ph, d})
-				known += d
+				bar.segs = append(bar.segs, phaseSeg{ph, a.sums[p.name][ph] / n})
 			}
 		default:
 			bar.segs = []phaseSeg{{"whole (not split)", bar.total}}

@@ -25,6 +25,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -166,6 +167,20 @@ func checkFile(path string, fi fs.FileInfo, wantUID int, secret bool) error {
 		return nil
 	}
 	return e
+}
+
+// ReadToken reads a secret file (ReadSecret) that holds one bearer token
+// on one line, and returns the token without its surrounding space.
+func ReadToken(path string, max int64) (string, error) {
+	b, err := ReadSecret(path, max)
+	if err != nil {
+		return "", err
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" || strings.ContainsAny(tok, "\r\n") {
+		return "", fmt.Errorf("securefile: %s must hold one token on one line", path)
+	}
+	return tok, nil
 }
 
 // ReadSecret checks a secret file (CheckSecret, owned by the current

@@ -246,3 +246,35 @@ func assertOnly(t *testing.T, dir string, names ...string) {
 		t.Errorf("directory holds %q, want %q", got, names)
 	}
 }
+
+// TestReadToken: one token on one line, its surrounding space dropped;
+// anything else, and a file others may read, is refused.
+func TestReadToken(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if tok, err := ReadToken(write("ok", "  s3cret-token\n", 0o600), 1024); err != nil || tok != "s3cret-token" {
+		t.Fatalf("ReadToken = %q, %v", tok, err)
+	}
+	for name, p := range map[string]string{
+		"two lines":      write("two", "a\nb\n", 0o600),
+		"empty":          write("empty", "\n", 0o600),
+		"group-readable": write("loose", "s3cret-token\n", 0o640),
+		"too large":      write("large", strings.Repeat("x", 2048), 0o600),
+		"missing":        filepath.Join(dir, "none"),
+	} {
+		if tok, err := ReadToken(p, 1024); err == nil {
+			t.Errorf("%s: accepted, token %q", name, tok)
+		} else if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%s: the error quotes the token: %v", name, err)
+		}
+	}
+}

@@ -140,11 +140,7 @@ type redactingInspector struct {
 
 // ID passes on the cheaper liveness read of an inspector that has one.
 func (r redactingInspector) ID(pid int) (approvals.ProcessID, error) {
-	if ir, ok := r.Inspector.(approvals.IDReader); ok {
-		return ir.ID(pid)
-	}
-	st, err := r.Inspector.Stat(pid)
-	return st.ID, err
+	return approvals.CurrentID(r.Inspector, pid)
 }
 
 var _ approvals.IDReader = redactingInspector{}

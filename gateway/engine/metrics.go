@@ -36,7 +36,7 @@ func newMetrics() *metrics {
 		}),
 		phase: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "airlock_action_phase_seconds",
-			Help:    "Duration of each phase of an action's SSH connection.",
+			Help:    "Duration of each phase of an action: check, run, policy, requested, approval, slot, intent, dial, handshake, auth, session, command, output, result.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14),
 		}, []string{"phase"}),
 		auditAppend: prometheus.NewHistogram(prometheus.HistogramOpts{

@@ -141,14 +141,11 @@ func New(o Options) (*Client, error) {
 	c := &Client{url: o.URL}
 	if o.TokenFile != "" {
 		// A credential: owned by the gateway's user, read by it alone.
-		b, err := securefile.ReadSecret(o.TokenFile, maxAnswer)
+		tok, err := securefile.ReadToken(o.TokenFile, maxAnswer)
 		if err != nil {
 			return nil, fmt.Errorf("opa: token_file: %w", err)
 		}
-		c.token = strings.TrimSpace(string(b))
-		if c.token == "" || strings.ContainsAny(c.token, "\r\n") {
-			return nil, errors.New("opa: token_file must hold one token on one line")
-		}
+		c.token = tok
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.Proxy = nil // OPA is asked directly, never through an environment's proxy
