@@ -189,6 +189,45 @@ func (c *Cluster) CreateDatabase(name string) (string, error) {
 	return c.DSN(name), nil
 }
 
+// AddPasswordRole creates a login role that must give password over
+// TCP (SCRAM; everyone else is trusted) and owns a new database of its
+// name, and returns that database's DSN, without the password.
+func (c *Cluster) AddPasswordRole(role, password string) (string, error) {
+	if strings.ContainsAny(role+password, "'\"\\\n") {
+		return "", errors.New("pgtest: role and password must not need quoting")
+	}
+	sql := fmt.Sprintf("SET password_encryption = 'scram-sha-256'; CREATE ROLE %s LOGIN PASSWORD '%s';", role, password)
+	if out, err := c.run("psql", "-h", c.Dir, "-p", strconv.Itoa(c.Port), "-U", c.User, "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-c", sql); err != nil {
+		return "", fmt.Errorf("pgtest: create role: %v: %s", err, out)
+	}
+	if out, err := c.run("createdb", "-h", c.Dir, "-p", strconv.Itoa(c.Port), "-U", c.User, "-O", role, role); err != nil {
+		return "", fmt.Errorf("pgtest: createdb %s: %v: %s", role, err, out)
+	}
+	hba := filepath.Join(c.Dir, "data", "pg_hba.conf")
+	old, err := os.ReadFile(hba)
+	if err != nil {
+		return "", err
+	}
+	line := fmt.Sprintf("host all %s 127.0.0.1/32 scram-sha-256\n", role)
+	if err := os.WriteFile(hba, append([]byte(line), old...), 0o600); err != nil {
+		return "", err
+	}
+	if out, err := c.run("pg_ctl", "-D", filepath.Join(c.Dir, "data"), "reload"); err != nil {
+		return "", fmt.Errorf("pgtest: reload: %v: %s", err, out)
+	}
+	// The server reloads on a signal: wait until it asks for the password.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		out, err := c.run("psql", "-w", "-h", c.Host, "-p", strconv.Itoa(c.Port), "-U", role, "-d", role, "-c", "SELECT 1")
+		if err != nil && strings.Contains(string(out), "password") {
+			break
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("pgtest: the server does not ask %s for a password after reload: %s", role, out)
+		}
+	}
+	return fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable", role, net.JoinHostPort(c.Host, strconv.Itoa(c.Port)), role), nil
+}
+
 func (c *Cluster) run(tool string, args ...string) ([]byte, error) {
 	cmd := exec.Command(filepath.Join(c.bin, tool), args...)
 	cmd.Dir = c.Dir
