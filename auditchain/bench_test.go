@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/airlockgw/airlock/deploy/pgtest"
 )
 
 // benchEntry is a typical action.finished entry; its leaf is about 300 bytes.
@@ -197,6 +199,7 @@ func BenchmarkExport(b *testing.B) {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	pgtest.StopShared()
 	if benchLog.dir != "" {
 		os.RemoveAll(benchLog.dir)
 	}

@@ -2,7 +2,6 @@ package auditchain
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/airlockgw/airlock/deploy/sqldb"
 	"github.com/hashicorp/go-hclog"
 	_ "github.com/mattn/go-sqlite3" // the database/sql driver "sqlite3"
 	"golang.org/x/mod/sumdb/note"
@@ -32,6 +32,13 @@ type Options struct {
 	// Path is the SQLite database file (audit.db). It is created with
 	// mode 0600 when missing.
 	Path string
+
+	// DB, when set, is a PostgreSQL database that holds the log instead
+	// of Path, shared by every gateway replica: their appends fall into
+	// one order. The caller closes it after the Log. The first replica to
+	// open it creates the tables and records its verifier key; the others
+	// must have the same signing key at KeyPath.
+	DB *sqldb.DB
 
 	// KeyPath is the checkpoint signing key (keys/checkpoint.key). It is
 	// generated on first use, mode 0600, in a directory created 0700.
@@ -106,15 +113,19 @@ type Ref struct {
 
 // A Log is an open audit log. Its methods are safe for concurrent use.
 type Log struct {
-	opts   Options
-	log    hclog.Logger
-	now    func() time.Time
-	db     *sql.DB
-	w      *sql.Conn // the writer's connection, used only by run
-	lock   *os.File
-	key    *signingKey
-	vfy    note.Verifier
-	reader *Reader
+	opts Options
+	log  hclog.Logger
+	now  func() time.Time
+	db   *sqldb.DB
+	w    *sqldb.Conn // the writer's connection on SQLite, used only by run
+	lock *os.File
+	// lease holds the checkpoint signer lease on PostgreSQL (a session
+	// lock); used only by run.
+	lease     *sqldb.Conn
+	leaseHeld bool
+	key       *signingKey
+	vfy       note.Verifier
+	reader    *Reader
 
 	reqs    chan *appendReq
 	closing chan struct{}
@@ -142,7 +153,6 @@ type appendReq struct {
 	fields []Field
 	state  atomic.Int32 // reqPending, reqTaken or reqCancelled
 	done   chan appendResult
-	extra  func(context.Context, *sql.Tx) error // internal entries only
 }
 
 const (
@@ -162,8 +172,8 @@ type appendResult struct {
 // and refuses a database that lost or changed entries its last checkpoint
 // (in the database or in the checkpoint file) vouches for (ErrInconsistent).
 func Open(ctx context.Context, opts Options) (*Log, error) {
-	if opts.Path == "" || opts.KeyPath == "" {
-		return nil, errors.New("auditchain: Options.Path and Options.KeyPath are required")
+	if (opts.Path == "" && opts.DB == nil) || opts.KeyPath == "" {
+		return nil, errors.New("auditchain: Options.Path (or DB) and Options.KeyPath are required")
 	}
 	if opts.VerifierKeyPath == "" {
 		opts.VerifierKeyPath = strings.TrimSuffix(opts.KeyPath, ".key") + ".vkey"
@@ -292,12 +302,47 @@ func (l *Log) release() {
 	if l.w != nil {
 		l.w.Close()
 	}
-	if l.db != nil {
+	l.dropLease()
+	if l.db != nil && l.db != l.opts.DB {
 		l.db.Close()
 	}
 	if l.lock != nil {
 		l.lock.Close()
 	}
+}
+
+// shared reports whether the log is on PostgreSQL, shared with other
+// replicas.
+func (l *Log) shared() bool { return l.db.Engine == sqldb.Postgres }
+
+// q is what the writer reads through: its own connection on SQLite, the
+// pool on PostgreSQL.
+func (l *Log) q() querier {
+	if l.w != nil {
+		return l.w
+	}
+	return l.db
+}
+
+// begin starts a write transaction. On PostgreSQL it holds the chain lock
+// and the writer's view is brought up to the head first.
+func (l *Log) begin(ctx context.Context) (*sqldb.Tx, error) {
+	if !l.shared() {
+		return l.w.BeginTx(ctx, nil)
+	}
+	tx, err := l.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, chainLockKey); err != nil {
+		tx.Rollback()
+		return nil, err
+	}
+	if err := l.refresh(ctx, tx); err != nil {
+		tx.Rollback()
+		return nil, err
+	}
+	return tx, nil
 }
 
 // Dangling returns the action ids that have an action.connecting entry and

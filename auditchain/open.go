@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/airlockgw/airlock/deploy/securefile"
+	"github.com/airlockgw/airlock/deploy/sqldb"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -20,6 +21,9 @@ import (
 // checked against the last signed checkpoint) at start.
 
 func (l *Log) open(ctx context.Context) error {
+	if l.opts.DB != nil {
+		return l.openShared(ctx)
+	}
 	dir := filepath.Dir(l.opts.Path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("auditchain: create state directory: %w", err)
@@ -35,10 +39,11 @@ func (l *Log) open(ctx context.Context) error {
 	if err := securefile.Create(l.opts.Path, 0o600); err != nil {
 		return err
 	}
-	db, err := sql.Open("sqlite3", rwDSN(l.opts.Path))
+	raw, err := sql.Open("sqlite3", rwDSN(l.opts.Path))
 	if err != nil {
 		return fmt.Errorf("auditchain: open %s: %w", l.opts.Path, err)
 	}
+	db := sqldb.Wrap(raw, sqldb.SQLite)
 	l.db = db
 	db.SetMaxOpenConns(8)
 	if l.w, err = db.Conn(ctx); err != nil {
@@ -58,6 +63,58 @@ func (l *Log) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := l.openKey(origin, true); err != nil {
+		return err
+	}
+	l.reader = &Reader{db: db}
+	return l.loadState(ctx, l.w)
+}
+
+// openShared opens the log in a PostgreSQL database that other replicas
+// share: no lock (the database serializes appends), the schema created by
+// the first replica, and one signing key for all, recorded by the first.
+func (l *Log) openShared(ctx context.Context) error {
+	if l.opts.DB.Engine != sqldb.Postgres {
+		return errors.New("auditchain: Options.DB must be a PostgreSQL database (SQLite logs open by Path)")
+	}
+	l.db = l.opts.DB
+	origin, vkey, err := l.initSchemaPG(ctx)
+	if err != nil {
+		return err
+	}
+	if vkey != "" {
+		// Another replica started the log: its key must be here already.
+		if _, err := os.Stat(l.opts.KeyPath); errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("auditchain: the shared log's checkpoint key is not here (%s): copy keys/checkpoint.key and keys/checkpoint.vkey from the replica that started the log", l.opts.KeyPath)
+		}
+	}
+	if err := l.openKey(origin, vkey == ""); err != nil {
+		return err
+	}
+	switch {
+	case vkey == "":
+		err = l.recordVerifierKey(ctx, l.key.vkey)
+	case vkey != l.key.vkey:
+		err = errKeyMismatch(vkey, l.key.vkey)
+	}
+	if err != nil {
+		return err
+	}
+	l.reader = &Reader{db: l.db}
+	// Read the state while no replica appends.
+	tx, err := l.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("auditchain: read the log: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, chainLockKey); err != nil {
+		return fmt.Errorf("auditchain: read the log: %w", err)
+	}
+	return l.loadState(ctx, tx)
+}
+
+// openKey loads the signing key (creating it when create and missing).
+func (l *Log) openKey(origin string, create bool) error {
 	l.opts.Origin = origin
 	key, created, err := loadOrCreateKey(l.opts.KeyPath, l.opts.VerifierKeyPath, origin)
 	if err != nil {
@@ -70,8 +127,28 @@ func (l *Log) open(ctx context.Context) error {
 	if l.vfy, err = note.NewVerifier(key.vkey); err != nil {
 		return fmt.Errorf("auditchain: verifier key: %w", err)
 	}
-	l.reader = &Reader{db: db}
-	return l.loadState(ctx)
+	return nil
+}
+
+// newOrigin is the origin of a new log.
+func (l *Log) newOrigin() (string, error) {
+	origin := l.opts.Origin
+	if origin == "" {
+		// The host name and a random part: two gateways on one host
+		// (or two hosts of one name) never share an origin, whose
+		// checkpoints would then pass for each other's.
+		host, _ := os.Hostname()
+		origin = "airlock/" + strings.Map(func(r rune) rune {
+			if r <= ' ' || r == '+' || r > 0x7e {
+				return -1
+			}
+			return r
+		}, host) + "/" + rand.Text()[:10]
+	}
+	if !validOrigin(origin) {
+		return "", fmt.Errorf("auditchain: origin %q: want non-empty UTF-8 without spaces or '+'", origin)
+	}
+	return origin, nil
 }
 
 // initSchema creates the tables in a new database or checks them in an
@@ -82,21 +159,9 @@ func (l *Log) initSchema(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if len(got) == 0 {
-		origin := l.opts.Origin
-		if origin == "" {
-			// The host name and a random part: two gateways on one host
-			// (or two hosts of one name) never share an origin, whose
-			// checkpoints would then pass for each other's.
-			host, _ := os.Hostname()
-			origin = "airlock/" + strings.Map(func(r rune) rune {
-				if r <= ' ' || r == '+' || r > 0x7e {
-					return -1
-				}
-				return r
-			}, host) + "/" + rand.Text()[:10]
-		}
-		if !validOrigin(origin) {
-			return "", fmt.Errorf("auditchain: origin %q: want non-empty UTF-8 without spaces or '+'", origin)
+		origin, err := l.newOrigin()
+		if err != nil {
+			return "", err
 		}
 		tx, err := l.w.BeginTx(ctx, nil)
 		if err != nil {
@@ -143,9 +208,9 @@ func (l *Log) initSchema(ctx context.Context) (string, error) {
 
 // loadState reads the size, the chain head and the tree frontier, and
 // checks them against the last checkpoints.
-func (l *Log) loadState(ctx context.Context) error {
+func (l *Log) loadState(ctx context.Context, q querier) error {
 	var n, maxSeq sql.NullInt64
-	if err := l.w.QueryRowContext(ctx, `SELECT count(*), max(seq) FROM entries`).Scan(&n, &maxSeq); err != nil {
+	if err := q.QueryRowContext(ctx, `SELECT count(*), max(seq) FROM entries`).Scan(&n, &maxSeq); err != nil {
 		return fmt.Errorf("auditchain: read size: %w", err)
 	}
 	l.size = n.Int64
@@ -155,12 +220,12 @@ func (l *Log) loadState(ctx context.Context) error {
 	l.chain = chainGenesis
 	if l.size > 0 {
 		var leaf, chain, prev []byte
-		if err := l.w.QueryRowContext(ctx, `SELECT leaf, chain FROM entries WHERE seq = ?`, l.size-1).Scan(&leaf, &chain); err != nil {
+		if err := q.QueryRowContext(ctx, `SELECT leaf, chain FROM entries WHERE seq = ?`, l.size-1).Scan(&leaf, &chain); err != nil {
 			return fmt.Errorf("auditchain: read last entry: %w", err)
 		}
 		prevChain := chainGenesis
 		if l.size > 1 {
-			if err := l.w.QueryRowContext(ctx, `SELECT chain FROM entries WHERE seq = ?`, l.size-2).Scan(&prev); err != nil {
+			if err := q.QueryRowContext(ctx, `SELECT chain FROM entries WHERE seq = ?`, l.size-2).Scan(&prev); err != nil {
 				return fmt.Errorf("auditchain: read last entry: %w", err)
 			}
 			copy(prevChain[:], prev)
@@ -175,20 +240,12 @@ func (l *Log) loadState(ctx context.Context) error {
 		}
 		l.ckptEntry = e.Kind == KindCheckpoint
 	}
-	// The frontier comes from the stored hashes of the complete subtrees.
-	l.front = frontier{n: l.size}
-	hr := dbHashReader{ctx, l.w}
-	for lv := 0; lv < 63; lv++ {
-		if l.size>>uint(lv)&1 == 1 {
-			hs, err := hr.ReadHashes([]int64{tlog.StoredHashIndex(lv, l.size>>uint(lv)-1)})
-			if err != nil {
-				return err
-			}
-			l.front.nodes[lv] = hs[0]
-		}
+	var err error
+	if l.front, err = loadFrontier(ctx, q, l.size); err != nil {
+		return err
 	}
 	var count int64
-	if err := l.w.QueryRowContext(ctx, `SELECT count(*) FROM tree_hashes`).Scan(&count); err != nil {
+	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM tree_hashes`).Scan(&count); err != nil {
 		return fmt.Errorf("auditchain: read tree size: %w", err)
 	}
 	if count != tlog.StoredHashCount(l.size) {
@@ -197,7 +254,7 @@ func (l *Log) loadState(ctx context.Context) error {
 	root := l.front.root()
 	// The last checkpoint in the database.
 	var msg []byte
-	err := l.w.QueryRowContext(ctx, `SELECT note FROM checkpoints ORDER BY id DESC LIMIT 1`).Scan(&msg)
+	err = q.QueryRowContext(ctx, `SELECT note FROM checkpoints ORDER BY id DESC LIMIT 1`).Scan(&msg)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
@@ -207,7 +264,7 @@ func (l *Log) loadState(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("auditchain: last checkpoint in the database: %w: %w", err, ErrInconsistent)
 		}
-		if err := l.consistentWith(ctx, c, root); err != nil {
+		if err := l.consistentWith(ctx, q, c, root); err != nil {
 			return err
 		}
 		l.ckpt = c
@@ -228,7 +285,7 @@ func (l *Log) loadState(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("auditchain: last checkpoint in %s: %w: %w", l.opts.CheckpointLogPath, err, ErrInconsistent)
 			}
-			if err := l.consistentWith(ctx, c, root); err != nil {
+			if err := l.consistentWith(ctx, q, c, root); err != nil {
 				return err
 			}
 			if c.Size > l.ckpt.Size {
@@ -239,13 +296,30 @@ func (l *Log) loadState(ctx context.Context) error {
 	return nil
 }
 
+// loadFrontier reads the frontier of a tree of size entries from the
+// stored hashes of its complete subtrees.
+func loadFrontier(ctx context.Context, q querier, size int64) (frontier, error) {
+	f := frontier{n: size}
+	hr := dbHashReader{ctx, q}
+	for lv := 0; lv < 63; lv++ {
+		if size>>uint(lv)&1 == 1 {
+			hs, err := hr.ReadHashes([]int64{tlog.StoredHashIndex(lv, size>>uint(lv)-1)})
+			if err != nil {
+				return f, err
+			}
+			f.nodes[lv] = hs[0]
+		}
+	}
+	return f, nil
+}
+
 // consistentWith checks that checkpoint c describes a prefix of the tree
 // held in the database, whose root at the current size is root.
-func (l *Log) consistentWith(ctx context.Context, c Checkpoint, root tlog.Hash) error {
+func (l *Log) consistentWith(ctx context.Context, q querier, c Checkpoint, root tlog.Hash) error {
 	if c.Size > l.size {
 		return fmt.Errorf("auditchain: a checkpoint covers %d entries, the database holds %d: %w", c.Size, l.size, ErrInconsistent)
 	}
-	hr := dbHashReader{ctx, l.w}
+	hr := dbHashReader{ctx, q}
 	if c.Size == l.size {
 		if c.Root != root {
 			return fmt.Errorf("auditchain: checkpoint root at size %d differs from the database: %w", c.Size, ErrInconsistent)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/airlockgw/airlock/deploy/securefile"
+	"github.com/airlockgw/airlock/deploy/sqldb"
 )
 
 // DefaultMaxBlob is the output store's default per-blob cap (8 MiB, the
@@ -22,7 +23,8 @@ const DefaultMaxBlob = 8 << 20
 // records only a Blob's digest, size and truncation flag, so output can be
 // withheld from readers of the log and still be checked against it.
 type OutputStore struct {
-	db      *sql.DB
+	db      *sqldb.DB
+	owned   bool
 	maxBlob int
 }
 
@@ -32,9 +34,18 @@ type OutputOptions struct {
 	// a file that group or others can access, or another user owns
 	// (*securefile.Error, as output can hold secrets).
 	Path string
+	// DB, instead of Path, is a PostgreSQL database that holds the
+	// outputs, shared by the gateway's replicas; the caller closes it.
+	DB *sqldb.DB
 	// MaxBlob caps one blob; longer data is cut and flagged. Zero:
 	// DefaultMaxBlob.
 	MaxBlob int
+}
+
+// pgOutputMigrations are the output store's schema versions on
+// PostgreSQL (sqldb.Migrate).
+var pgOutputMigrations = []string{
+	`CREATE TABLE blobs (digest BYTEA PRIMARY KEY, data BYTEA NOT NULL)`,
 }
 
 // A Blob describes stored output.
@@ -49,11 +60,17 @@ type Blob struct {
 
 // OpenOutputs opens (creating when missing) the output store.
 func OpenOutputs(ctx context.Context, opts OutputOptions) (*OutputStore, error) {
-	if opts.Path == "" {
-		return nil, errors.New("auditchain: OutputOptions.Path is required")
-	}
 	if opts.MaxBlob <= 0 {
 		opts.MaxBlob = DefaultMaxBlob
+	}
+	if opts.DB != nil {
+		if err := opts.DB.Migrate(ctx, "outputs", pgOutputMigrations); err != nil {
+			return nil, fmt.Errorf("auditchain: output store: %w", err)
+		}
+		return &OutputStore{db: opts.DB, maxBlob: opts.MaxBlob}, nil
+	}
+	if opts.Path == "" {
+		return nil, errors.New("auditchain: OutputOptions.Path (or DB) is required")
 	}
 	if err := os.MkdirAll(filepath.Dir(opts.Path), 0o700); err != nil {
 		return nil, fmt.Errorf("auditchain: output store: %w", err)
@@ -63,10 +80,11 @@ func OpenOutputs(ctx context.Context, opts OutputOptions) (*OutputStore, error) 
 	if err := securefile.CreatePrivate(opts.Path); err != nil {
 		return nil, err
 	}
-	db, err := sql.Open("sqlite3", rwDSN(opts.Path))
+	raw, err := sql.Open("sqlite3", rwDSN(opts.Path))
 	if err != nil {
 		return nil, fmt.Errorf("auditchain: output store: %w", err)
 	}
+	db := sqldb.Wrap(raw, sqldb.SQLite)
 	// SQLite takes one writer at a time anyway: one connection keeps many
 	// parallel actions from opening a connection (and a page cache) each.
 	db.SetMaxOpenConns(1)
@@ -74,11 +92,16 @@ func OpenOutputs(ctx context.Context, opts OutputOptions) (*OutputStore, error) 
 		db.Close()
 		return nil, fmt.Errorf("auditchain: output store: %w", err)
 	}
-	return &OutputStore{db: db, maxBlob: opts.MaxBlob}, nil
+	return &OutputStore{db: db, owned: true, maxBlob: opts.MaxBlob}, nil
 }
 
-// Close closes the store.
-func (s *OutputStore) Close() error { return s.db.Close() }
+// Close closes the store (and its database, unless the caller gave it).
+func (s *OutputStore) Close() error {
+	if !s.owned {
+		return nil
+	}
+	return s.db.Close()
+}
 
 // Put stores data (cut to the cap) durably and returns its Blob. Storing
 // the same bytes twice keeps one copy.

@@ -9,6 +9,7 @@ import (
 	"iter"
 	"time"
 
+	"github.com/airlockgw/airlock/deploy/sqldb"
 	"github.com/mattn/go-sqlite3"
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -18,7 +19,7 @@ import (
 // the file holds; only Verify (and the Check methods of proofs against a
 // signed checkpoint) say whether that can be trusted.
 type Reader struct {
-	db    *sql.DB
+	db    *sqldb.DB
 	owned bool
 }
 
@@ -30,6 +31,10 @@ func OpenReader(ctx context.Context, path string) (*Reader, error) {
 	}
 	return &Reader{db: db, owned: true}, nil
 }
+
+// NewReader reads the log in a PostgreSQL database (Options.DB); the
+// caller closes db.
+func NewReader(db *sqldb.DB) *Reader { return &Reader{db: db} }
 
 // readOnlyDriver opens database files that may come from anywhere (an
 // investigator's copy): queries only, and functions in the file's schema
@@ -45,11 +50,12 @@ func init() {
 	})
 }
 
-func openReadOnly(ctx context.Context, path string) (*sql.DB, error) {
-	db, err := sql.Open(readOnlyDriver, roDSN(path))
+func openReadOnly(ctx context.Context, path string) (*sqldb.DB, error) {
+	raw, err := sql.Open(readOnlyDriver, roDSN(path))
 	if err != nil {
 		return nil, fmt.Errorf("auditchain: open %s: %w", path, err)
 	}
+	db := sqldb.Wrap(raw, sqldb.SQLite)
 	db.SetMaxOpenConns(4)
 	var n int
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&n); err != nil {

@@ -3,7 +3,6 @@ package auditchain
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"fmt"
 	"os"
 	"time"
@@ -34,19 +33,20 @@ func (l *Log) maybeCheckpoint(ctx context.Context, final bool) error {
 		}
 		return nil
 	}
-	if l.size == l.ckpt.Size {
-		return nil
-	}
-	// A checkpoint's own entry alone does not call for another checkpoint,
-	// or an idle log would sign forever.
-	if !final && l.ckptEntry && l.size == l.ckpt.Size+1 {
-		return nil
-	}
 	now := time.Now()
-	if !final {
-		byCount := l.opts.CheckpointEvery > 0 && l.size-l.ckpt.Size >= int64(l.opts.CheckpointEvery)
-		byTime := l.opts.CheckpointInterval > 0 && now.Sub(l.ckptAt) >= l.opts.CheckpointInterval
-		if !byCount && !byTime || now.Before(l.retryAt) {
+	if l.shared() && !final {
+		// Other replicas append too: this replica's size may be behind,
+		// so only the interval (or its own appends) can say a checkpoint
+		// may be due; checkpoint re-reads the head and decides. Only the
+		// holder of the signer lease signs.
+		if !l.due(now) || !l.signerLease(ctx) {
+			return nil
+		}
+	} else {
+		if l.size == l.ckpt.Size || !final && l.idle() {
+			return nil
+		}
+		if !final && !l.due(now) {
 			return nil
 		}
 	}
@@ -58,24 +58,59 @@ func (l *Log) maybeCheckpoint(ctx context.Context, final bool) error {
 	return err
 }
 
+// idle reports whether nothing but the last checkpoint's own entry came
+// after it: that entry alone does not call for another checkpoint, or an
+// idle log would sign forever.
+func (l *Log) idle() bool {
+	return l.size == l.ckpt.Size || l.ckptEntry && l.size == l.ckpt.Size+1
+}
+
+// due reports whether a periodic checkpoint is due at now, by count or by
+// time, and not held off after a failure.
+func (l *Log) due(now time.Time) bool {
+	byCount := l.opts.CheckpointEvery > 0 && l.size-l.ckpt.Size >= int64(l.opts.CheckpointEvery)
+	byTime := l.opts.CheckpointInterval > 0 && now.Sub(l.ckptAt) >= l.opts.CheckpointInterval
+	return (byCount || byTime) && !now.Before(l.retryAt)
+}
+
 // checkpoint signs the current tree. With entry, it also appends a
 // checkpoint entry recording it (in the same transaction as the stored
 // note); the final checkpoint at Close has no entry, so that it covers
 // everything.
 func (l *Log) checkpoint(ctx context.Context, entry bool) error {
-	// Move every committed frame into the main database file and sync it:
-	// losing the WAL after a crash must not lose an entry a signed
-	// checkpoint vouches for. PASSIVE never waits for readers; when a
-	// reader holds frames back, signing waits for a later attempt.
-	var busy, walFrames, moved int
-	if err := l.w.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &walFrames, &moved); err != nil {
-		return fmt.Errorf("auditchain: wal checkpoint: %w", err)
+	if !l.shared() {
+		// Move every committed frame into the main database file and sync
+		// it: losing the WAL after a crash must not lose an entry a signed
+		// checkpoint vouches for. PASSIVE never waits for readers; when a
+		// reader holds frames back, signing waits for a later attempt.
+		var busy, walFrames, moved int
+		if err := l.w.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &walFrames, &moved); err != nil {
+			return fmt.Errorf("auditchain: wal checkpoint: %w", err)
+		}
+		if busy != 0 || walFrames != moved {
+			return fmt.Errorf("auditchain: wal checkpoint moved %d of %d frames; readers hold the rest", moved, walFrames)
+		}
 	}
-	if busy != 0 || walFrames != moved {
-		return fmt.Errorf("auditchain: wal checkpoint moved %d of %d frames; readers hold the rest", moved, walFrames)
+	// On PostgreSQL the transaction holds the chain lock from here to the
+	// commit: the tree signed is the whole log, and no replica appends
+	// until the checkpoint is stored.
+	tx, err := l.begin(ctx)
+	if err != nil {
+		return l.recover(ctx, fmt.Errorf("auditchain: begin: %w", err))
+	}
+	defer tx.Rollback()
+	if l.shared() {
+		if err := l.refreshCheckpoint(ctx, tx); err != nil {
+			return err
+		}
+	}
+	if l.shared() && l.idle() {
+		// Nothing new (another replica signed, or nothing was appended).
+		l.ckptAt = time.Now()
+		return nil
 	}
 	size := l.size
-	root, err := tlog.TreeHash(size, dbHashReader{ctx, l.w})
+	root, err := tlog.TreeHash(size, dbHashReader{ctx, tx})
 	if err != nil {
 		return fmt.Errorf("auditchain: tree hash: %w", err)
 	}
@@ -83,7 +118,7 @@ func (l *Log) checkpoint(ctx context.Context, entry bool) error {
 		return l.fail(fmt.Errorf("auditchain: stored tree hashes disagree with the appended entries: %w", ErrInconsistent))
 	}
 	if l.ckpt.Size > 0 {
-		p, err := tlog.ProveTree(size, l.ckpt.Size, dbHashReader{ctx, l.w})
+		p, err := tlog.ProveTree(size, l.ckpt.Size, dbHashReader{ctx, tx})
 		if err == nil {
 			err = tlog.CheckTree(p, size, root, l.ckpt.Size, l.ckpt.Root)
 		}
@@ -100,39 +135,28 @@ func (l *Log) checkpoint(ctx context.Context, entry bool) error {
 		// The outside copy is evidence, not a condition for appending.
 		l.log.Error("could not append checkpoint to file", "path", l.opts.CheckpointLogPath, "error", err)
 	}
-	insert := func(ctx context.Context, tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO checkpoints (size, note) VALUES (?, ?)`, size, msg); err != nil {
-			return fmt.Errorf("auditchain: store checkpoint: %w", err)
-		}
-		return nil
+	if _, err := tx.ExecContext(ctx, `INSERT INTO checkpoints (size, note) VALUES (?, ?)`, size, msg); err != nil {
+		return l.recover(ctx, fmt.Errorf("auditchain: store checkpoint: %w", err))
 	}
+	st := headState{size: l.size, chain: l.chain, front: l.front, ckptEntry: l.ckptEntry}
+	var refs []Ref
 	if entry {
 		fields, err := FieldsOf(checkpointRecord{NoteSHA256: sha256.Sum256(msg), Root: [tlog.HashSize]byte(root), Size: size})
 		if err != nil {
 			return err
 		}
-		r := &appendReq{
-			e:      Entry{Kind: KindCheckpoint},
-			fields: fields,
-			done:   make(chan appendResult, 1),
-			extra:  insert,
-		}
+		r := &appendReq{e: Entry{Kind: KindCheckpoint}, fields: fields, done: make(chan appendResult, 1)}
 		r.state.Store(reqTaken)
-		if _, err := l.write(ctx, []*appendReq{r}); err != nil {
+		if refs, st, err = l.stage(ctx, tx, []*appendReq{r}); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		if err := l.commitFailed(ctx, refs, st, err); err != nil {
 			return err
 		}
 	} else {
-		tx, err := l.w.BeginTx(ctx, nil)
-		if err != nil {
-			return fmt.Errorf("auditchain: store checkpoint: %w", err)
-		}
-		if err := insert(ctx, tx); err != nil {
-			tx.Rollback()
-			return err
-		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("auditchain: store checkpoint: %w", err)
-		}
+		l.apply(st)
 	}
 	l.ckpt, l.ckptAt = c, time.Now()
 	l.log.Debug("signed checkpoint", "size", size, "root", root.String())

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlockgw/airlock/deploy/sqldb"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -23,6 +24,11 @@ import (
 type VerifyOptions struct {
 	// Path is the database file. It is opened read-only.
 	Path string
+
+	// DB, instead of Path, is a PostgreSQL database that holds the log
+	// (Options.DB). It is read in one repeatable-read, read-only
+	// transaction: replicas may go on appending meanwhile.
+	DB *sqldb.DB
 
 	// Key verifies checkpoint signatures; its name is the expected origin.
 	// Required: the key in the database's own directory proves nothing
@@ -179,25 +185,44 @@ func Verify(ctx context.Context, opts VerifyOptions) (*Report, error) {
 	if opts.Key == nil {
 		return nil, errors.New("auditchain: verify: a verifier key is required")
 	}
-	db, err := openReadOnly(ctx, opts.Path)
-	if err != nil {
-		return nil, err
+	txo := &sql.TxOptions{ReadOnly: true}
+	db, name := opts.DB, opts.Path
+	if db != nil {
+		txo.Isolation, name = sql.LevelRepeatableRead, "the log on PostgreSQL"
+	} else {
+		var err error
+		if db, err = openReadOnly(ctx, opts.Path); err != nil {
+			return nil, err
+		}
+		defer db.Close()
+		db.SetMaxOpenConns(1)
+		// Reading the file through a memory map saves a copy per page on a
+		// full scan; the page cache is sized for the scan, not kept after.
+		if _, err := db.ExecContext(ctx, `PRAGMA mmap_size = 1073741824`); err != nil {
+			return nil, fmt.Errorf("auditchain: verify: %w", err)
+		}
 	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	// Reading the file through a memory map saves a copy per page on a
-	// full scan; the page cache is sized for the scan, not kept after.
-	if _, err := db.ExecContext(ctx, `PRAGMA mmap_size = 1073741824`); err != nil {
-		return nil, fmt.Errorf("auditchain: verify: %w", err)
-	}
-	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := db.BeginTx(ctx, txo)
 	if err != nil {
 		return nil, fmt.Errorf("auditchain: verify: %w", err)
 	}
 	defer tx.Rollback()
 	v := &verifier{ctx: ctx, tx: tx, key: opts.Key, rep: &Report{Damage: []Damage{}}, lastTrusted: map[string]int64{}}
+	if db.Engine == sqldb.Postgres {
+		// A PostgreSQL connection streams one result at a time: each
+		// cursor gets a transaction of its own on the same snapshot.
+		if err := tx.QueryRowContext(ctx, `SELECT pg_export_snapshot()`).Scan(&v.snapshot); err != nil {
+			return nil, fmt.Errorf("auditchain: verify: %w", err)
+		}
+		v.db, v.txo = db, txo
+		defer func() {
+			for _, s := range v.streams {
+				s.Rollback()
+			}
+		}()
+	}
 	if err := v.run(opts.Trusted); err != nil {
-		return nil, fmt.Errorf("auditchain: verify %s: %w", opts.Path, err)
+		return nil, fmt.Errorf("auditchain: verify %s: %w", name, err)
 	}
 	return v.rep, nil
 }
@@ -211,9 +236,15 @@ type trustedCheckpoint struct {
 
 type verifier struct {
 	ctx context.Context
-	tx  *sql.Tx
-	key note.Verifier
-	rep *Report
+	tx  *sqldb.Tx
+	// On PostgreSQL: the snapshot tx exported, and the transactions that
+	// read it for the cursors (stream).
+	db       *sqldb.DB
+	txo      *sql.TxOptions
+	snapshot string
+	streams  []*sqldb.Tx
+	key      note.Verifier
+	rep      *Report
 
 	next     int64 // the seq expected next (= entries verified)
 	prev     [32]byte
@@ -245,15 +276,11 @@ func (v *verifier) entryDamage(seq int64, kind DamageKind, format string, args .
 
 func (v *verifier) run(trusted []TrustedNote) error {
 	ctx := v.ctx
-	want, err := expectedSchema(ctx)
+	d, err := v.schemaDiff()
 	if err != nil {
 		return err
 	}
-	got, err := readSchema(ctx, v.tx)
-	if err != nil {
-		return err
-	}
-	if d := schemaDiff(want, got); d != "" {
+	if d != "" {
 		v.damage(-1, DamageSchema, "database", "schema differs from the log's: %s", d)
 	}
 	for _, t := range trusted {
@@ -267,18 +294,18 @@ func (v *verifier) run(trusted []TrustedNote) error {
 	}
 	slices.SortStableFunc(v.trusted, func(a, b trustedCheckpoint) int { return cmp.Compare(a.Size, b.Size) })
 
-	if v.tree, err = v.tx.QueryContext(ctx, `SELECT idx, hash FROM tree_hashes ORDER BY idx`); err != nil {
+	if v.tree, err = v.stream(`SELECT idx, hash FROM tree_hashes ORDER BY idx`); err != nil {
 		return err
 	}
 	defer v.tree.Close()
-	if v.ckpts, err = v.tx.QueryContext(ctx, `SELECT id, size, note, typeof(size) || typeof(note) FROM checkpoints ORDER BY id`); err != nil {
+	if v.ckpts, err = v.stream(`SELECT id, size, note, ` + v.types("typeof(size) || typeof(note)", "integerblob") + ` FROM checkpoints ORDER BY id`); err != nil {
 		return err
 	}
 	defer v.ckpts.Close()
 	// Column types are checked only when a row fails (see bad): a value
 	// of the wrong type but with the right bytes changes nothing that is
 	// hashed, and checking every row would cost a third of the scan.
-	rows, err := v.tx.QueryContext(ctx, `SELECT seq, time_ns, kind, action_id, run_id, leaf, leaf_hash, chain FROM entries ORDER BY seq`)
+	rows, err := v.stream(`SELECT seq, time_ns, kind, action_id, run_id, leaf, leaf_hash, chain FROM entries ORDER BY seq`)
 	if err != nil {
 		return err
 	}
@@ -329,6 +356,54 @@ func (v *verifier) run(trusted []TrustedNote) error {
 		}
 	}
 	return nil
+}
+
+// stream runs a query whose rows are read while other queries run: on
+// SQLite in the verifier's transaction, on PostgreSQL in one of its own
+// that sees the same snapshot.
+func (v *verifier) stream(query string, args ...any) (*sql.Rows, error) {
+	if v.db == nil {
+		return v.tx.QueryContext(v.ctx, query, args...)
+	}
+	if strings.Trim(v.snapshot, "0123456789ABCDEF-") != "" {
+		return nil, fmt.Errorf("auditchain: verify: odd snapshot id %q", v.snapshot)
+	}
+	tx, err := v.db.BeginTx(v.ctx, v.txo)
+	if err != nil {
+		return nil, err
+	}
+	v.streams = append(v.streams, tx)
+	if _, err := tx.ExecContext(v.ctx, `SET TRANSACTION SNAPSHOT '`+v.snapshot+`'`); err != nil {
+		return nil, err
+	}
+	return tx.QueryContext(v.ctx, query, args...)
+}
+
+// schemaDiff describes how the log's tables differ from what the
+// gateway creates, or "".
+func (v *verifier) schemaDiff() (string, error) {
+	if v.tx.Engine == sqldb.Postgres {
+		return pgSchemaDiff(v.ctx, v.tx)
+	}
+	want, err := expectedSchema(v.ctx)
+	if err != nil {
+		return "", err
+	}
+	got, err := readSchema(v.ctx, v.tx)
+	if err != nil {
+		return "", err
+	}
+	return schemaDiff(want, got), nil
+}
+
+// types is the SQL that gives a row's column types: on SQLite, expr (a
+// column may hold any type there); on PostgreSQL, where the schema check
+// fixed the columns' types, the expected answer.
+func (v *verifier) types(expr, want string) string {
+	if v.tx.Engine == sqldb.Postgres {
+		return "'" + want + "'"
+	}
+	return expr
 }
 
 // row is one scanned entries row; RawBytes keep the scan allocation-free.
@@ -438,8 +513,8 @@ func (v *verifier) treeHashes(hs []tlog.Hash) (bool, string, error) {
 func (v *verifier) bad(r *row, format string, args ...any) error {
 	s := v.next
 	var types string
-	if err := v.tx.QueryRowContext(v.ctx, `SELECT typeof(seq) || typeof(time_ns) || typeof(kind) || typeof(action_id) ||
-		typeof(run_id) || typeof(leaf) || typeof(leaf_hash) || typeof(chain) FROM entries WHERE seq = ?`, s).Scan(&types); err == nil && types != entryTypes {
+	if err := v.tx.QueryRowContext(v.ctx, `SELECT `+v.types(`typeof(seq) || typeof(time_ns) || typeof(kind) || typeof(action_id) ||
+		typeof(run_id) || typeof(leaf) || typeof(leaf_hash) || typeof(chain)`, entryTypes)+` FROM entries WHERE seq = ?`, s).Scan(&types); err == nil && types != entryTypes {
 		v.entryDamage(s, DamageMalformed, "row has column types %q, want %q", types, entryTypes)
 		return nil
 	}
@@ -519,7 +594,7 @@ func (v *verifier) misplaced(r *row, t int64) error {
 		return nil
 	}
 	// Does entry s appear later?
-	rows, err := v.tx.QueryContext(v.ctx, `SELECT seq, leaf FROM entries WHERE seq > ? ORDER BY seq`, s)
+	rows, err := v.stream(`SELECT seq, leaf FROM entries WHERE seq > ? ORDER BY seq`, s)
 	if err != nil {
 		return err
 	}

@@ -3,11 +3,11 @@ package auditchain
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/airlockgw/airlock/deploy/sqldb"
 	"golang.org/x/mod/sumdb/tlog"
 )
 
@@ -108,65 +108,105 @@ func (l *Log) write(ctx context.Context, batch []*appendReq) ([]Ref, error) {
 	if p := l.failed.Load(); p != nil {
 		return nil, *p
 	}
-	tx, err := l.w.BeginTx(ctx, nil)
+	tx, err := l.begin(ctx)
 	if err != nil {
 		return nil, l.recover(ctx, fmt.Errorf("auditchain: begin: %w", err))
 	}
-	size, chain, front := l.size, l.chain, l.front
+	refs, st, err := l.stage(ctx, tx, batch)
+	if err != nil {
+		tx.Rollback()
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		if err := l.commitFailed(ctx, refs, st, err); err != nil {
+			return nil, err
+		}
+		return refs, nil // it committed after all
+	}
+	l.apply(st)
+	return refs, nil
+}
+
+// headState is the writer's view of the log's end.
+type headState struct {
+	size      int64
+	chain     [32]byte
+	front     frontier
+	ckptEntry bool
+}
+
+func (l *Log) apply(st headState) {
+	l.size, l.chain, l.front, l.ckptEntry = st.size, st.chain, st.front, st.ckptEntry
+}
+
+// stage inserts batch after the writer's view of the head in tx, and
+// returns the refs and the head once tx commits. Its errors are final
+// (recover has run where it applies); tx must then be rolled back.
+func (l *Log) stage(ctx context.Context, tx *sqldb.Tx, batch []*appendReq) ([]Ref, headState, error) {
+	st := headState{size: l.size, chain: l.chain, front: l.front}
 	refs := make([]Ref, len(batch))
 	entryArgs := make([]any, 0, 8*len(batch))
 	hashArgs := make([]any, 0, 4*len(batch))
-	isCkpt := false
 	for i, r := range batch {
 		e := r.e
-		e.Seq = size
+		e.Seq = st.size
 		e.Time = time.Unix(0, l.now().UnixNano()).UTC()
 		leaf, err := appendLeaf(nil, e, r.fields)
 		if err != nil {
-			tx.Rollback()
-			return nil, err
+			return nil, st, err
 		}
 		lh := tlog.RecordHash(leaf)
-		chain = ChainHash(chain, leaf)
-		hs, err := front.add(lh)
+		st.chain = ChainHash(st.chain, leaf)
+		hs, err := st.front.add(lh)
 		if err != nil {
-			tx.Rollback()
-			return nil, l.fail(err)
+			return nil, st, l.fail(err)
 		}
-		entryArgs = append(entryArgs, e.Seq, e.Time.UnixNano(), e.Kind.String(), e.ActionID, e.RunID, leaf, bytes.Clone(lh[:]), bytes.Clone(chain[:]))
+		entryArgs = append(entryArgs, e.Seq, e.Time.UnixNano(), e.Kind.String(), e.ActionID, e.RunID, leaf, bytes.Clone(lh[:]), bytes.Clone(st.chain[:]))
 		base := tlog.StoredHashIndex(0, e.Seq)
 		for j, h := range hs {
 			hashArgs = append(hashArgs, base+int64(j), bytes.Clone(h[:]))
 		}
-		if r.extra != nil {
-			if err := r.extra(ctx, tx); err != nil {
-				tx.Rollback()
-				return nil, l.recover(ctx, err)
-			}
-		}
-		isCkpt = e.Kind == KindCheckpoint
-		refs[i] = Ref{Seq: e.Seq, Time: e.Time, LeafHash: lh, Chain: chain}
-		size++
+		st.ckptEntry = e.Kind == KindCheckpoint
+		refs[i] = Ref{Seq: e.Seq, Time: e.Time, LeafHash: lh, Chain: st.chain}
+		st.size++
 	}
 	// Multi-row inserts: a batch costs a few statements, not three per entry.
 	if err := insertRows(ctx, tx, `INSERT INTO entries (seq, time_ns, kind, action_id, run_id, leaf, leaf_hash, chain) VALUES `, 8, entryArgs); err != nil {
-		tx.Rollback()
-		return nil, l.recover(ctx, fmt.Errorf("auditchain: insert entries from %d: %w", l.size, err))
+		return nil, st, l.recover(ctx, fmt.Errorf("auditchain: insert entries from %d: %w", l.size, err))
 	}
 	if err := insertRows(ctx, tx, `INSERT INTO tree_hashes (idx, hash) VALUES `, 2, hashArgs); err != nil {
-		tx.Rollback()
-		return nil, l.recover(ctx, fmt.Errorf("auditchain: insert tree hashes: %w", err))
+		return nil, st, l.recover(ctx, fmt.Errorf("auditchain: insert tree hashes: %w", err))
 	}
-	if err := tx.Commit(); err != nil {
-		return nil, l.recover(ctx, fmt.Errorf("auditchain: commit: %w", err))
+	return refs, st, nil
+}
+
+// commitFailed handles a commit that returned err. On SQLite the commit
+// did not happen (recover checks). On PostgreSQL the answer may have been
+// lost with the connection: the batch is looked for, and when it cannot
+// be, the caller hears ErrOutcomeUnknown.
+func (l *Log) commitFailed(ctx context.Context, refs []Ref, st headState, err error) error {
+	cause := fmt.Errorf("auditchain: commit: %w", err)
+	if !l.shared() || len(refs) == 0 {
+		return l.recover(ctx, cause)
 	}
-	l.size, l.chain, l.front, l.ckptEntry = size, chain, front, isCkpt
-	return refs, nil
+	last := refs[len(refs)-1]
+	in, cerr := l.confirm(last.Seq, last.LeafHash[:])
+	switch {
+	case cerr != nil:
+		l.log.Warn("append batch: commit answer lost; whether it committed is unknown", "error", err, "check_error", cerr)
+		return fmt.Errorf("auditchain: %w: %w", ErrOutcomeUnknown, cause)
+	case in:
+		l.log.Warn("append batch: commit answer lost, and the batch is in the log", "error", err)
+		l.apply(st)
+		return nil
+	}
+	l.log.Warn("append batch failed and was rolled back", "error", cause)
+	return cause
 }
 
 // insertRows runs prefix with as many "(?, …)" tuples of width columns as
 // args holds, in chunks that stay under SQLite's parameter limit.
-func insertRows(ctx context.Context, tx *sql.Tx, prefix string, width int, args []any) error {
+func insertRows(ctx context.Context, tx *sqldb.Tx, prefix string, width int, args []any) error {
 	const maxRows = 256
 	for len(args) > 0 {
 		n := min(len(args)/width, maxRows)
@@ -184,6 +224,13 @@ func insertRows(ctx context.Context, tx *sql.Tx, prefix string, width int, args 
 // where the writer's state says, the failure cost only this batch;
 // otherwise the log fails closed.
 func (l *Log) recover(ctx context.Context, cause error) error {
+	if l.shared() {
+		// PostgreSQL rolled the batch back; the next batch re-reads the
+		// head under the chain lock. A lost connection or a restarted
+		// server is no reason to refuse appends once it is back.
+		l.log.Warn("append batch failed and was rolled back", "error", cause)
+		return cause
+	}
 	var n int64
 	var chain []byte
 	err := l.w.QueryRowContext(ctx, `SELECT count(*), coalesce((SELECT chain FROM entries ORDER BY seq DESC LIMIT 1), x'') FROM entries`).Scan(&n, &chain)

@@ -21,6 +21,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -256,4 +258,57 @@ func freePort() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+var shared struct {
+	once sync.Once
+	c    *Cluster
+	err  error
+	dir  string
+	n    atomic.Int64
+}
+
+// Shared returns the package's one cluster, started on first use (tests
+// create a database each: NewDatabase). Call StopShared from TestMain
+// after m.Run. Under CI=true a missing server fails the test; elsewhere
+// it skips it.
+func Shared(t testing.TB) *Cluster {
+	t.Helper()
+	shared.once.Do(func() {
+		shared.dir, shared.err = os.MkdirTemp("", "airlock-pg-")
+		if shared.err == nil {
+			shared.c, shared.err = start(shared.dir)
+		}
+	})
+	if errors.Is(shared.err, errNoServer) {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("pgtest: %v; install it with: %s", shared.err, InstallCommand)
+		}
+		t.Skipf("pgtest: %v; install it with: %s", shared.err, InstallCommand)
+	}
+	if shared.err != nil {
+		t.Fatal(shared.err)
+	}
+	return shared.c
+}
+
+// StopShared stops the shared cluster, if one was started, and removes
+// its directory.
+func StopShared() {
+	if shared.c != nil {
+		shared.c.Stop()
+	}
+	if shared.dir != "" {
+		os.RemoveAll(shared.dir)
+	}
+}
+
+// NewDatabase creates a database of its own for t and returns its DSN.
+func (c *Cluster) NewDatabase(t testing.TB) string {
+	t.Helper()
+	dsn, err := c.CreateDatabase(fmt.Sprintf("t%d_%d", os.Getpid(), shared.n.Add(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dsn
 }
