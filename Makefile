@@ -36,8 +36,11 @@ vet:
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
 
+# The state store's tests run a second time on PostgreSQL (a throwaway
+# cluster they start themselves), so both engines keep one behaviour.
 test: test-deps vet
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
+	AIRLOCK_TEST_STORAGE=postgres $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./approvals/
 	@bash .ci/fuzz $(FUZZ_SHORT)
 
 # bench runs every benchmark BENCH_COUNT times into .bench/bench.txt and

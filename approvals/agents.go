@@ -127,7 +127,7 @@ func (s *Store) AddAgent(ctx context.Context, name string, limits []Scope, ttl t
 	if err := s.lock(); err != nil {
 		return Agent{}, Secret{}, err
 	}
-	defer s.mu.Unlock()
+	defer s.unlock()
 	now := s.clock.Now()
 	id := AgentID(newID(agentIDPrefix))
 	tok, hash := newToken(agentTokenPrefix, strings.TrimPrefix(string(id), agentIDPrefix))
@@ -167,7 +167,7 @@ func (s *Store) RevokeAgent(ctx context.Context, idOrName, by string) ([]Agent, 
 	if err := s.lock(); err != nil {
 		return nil, err
 	}
-	defer s.mu.Unlock()
+	defer s.unlock()
 	all, err := s.Agents(ctx)
 	if err != nil {
 		return nil, err

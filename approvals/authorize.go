@@ -74,11 +74,11 @@ func (s *Store) Authorize(ctx context.Context, id RunID, a Action, onPending fun
 		q, st := w.req, w.status
 		if mode == ModeCall {
 			res, err := s.consume(ctx, q, st, a)
-			s.mu.Unlock()
+			s.unlock()
 			return res, err
 		}
 		err = s.runGone(ctx, id, st)
-		s.mu.Unlock()
+		s.unlock()
 		if st != StatusApproved {
 			res := Result{Status: st, Mode: ModeRun, RequestID: q.ID, Reviewer: q.DecidedBy, Reason: q.Reason}
 			if err != nil {
@@ -111,7 +111,7 @@ func (s *Store) admitOrRaise(ctx context.Context, id RunID, mode Mode, a Action)
 	if err := s.lock(); err != nil {
 		return Result{}, nil, err
 	}
-	defer s.mu.Unlock()
+	defer s.unlock()
 	r, err := loadRun(ctx, s.db, id)
 	if err != nil {
 		return Result{}, nil, err
@@ -187,8 +187,10 @@ func grantKey(id RequestID) string { return "grant:" + string(id) }
 // at Open: from here, a grant lasts no longer than what remains of it on
 // the wall clock, nor than its whole length.
 func (s *Store) armGrants(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	if err := s.lock(); err != nil {
+		return err
+	}
+	defer s.unlock()
 	now := s.clock.Now()
 	reqs, err := loadRequests(ctx, s.db, `grant_until > ? AND status = ?`, now.UnixNano(), StatusApproved.String())
 	for _, q := range reqs {
@@ -223,7 +225,7 @@ func (s *Store) admitUnreviewed(ctx context.Context, id RunID, a Action) (Result
 	if err := s.lock(); err != nil {
 		return Result{}, err
 	}
-	defer s.mu.Unlock()
+	defer s.unlock()
 	r, err := loadRun(ctx, s.db, id)
 	if err != nil {
 		return Result{}, err
@@ -327,7 +329,7 @@ func (s *Store) leave(w *waitSet) {
 	if err := s.lock(); err != nil {
 		return
 	}
-	defer s.mu.Unlock()
+	defer s.unlock()
 	if w.waiters--; w.waiters > 0 || s.waits[w.req.ID] != w {
 		return // others still wait, or it was decided meanwhile
 	}
@@ -421,7 +423,7 @@ func (s *Store) Decide(ctx context.Context, rv Reviewer, id RequestID, d Decisio
 	if err := s.lock(); err != nil {
 		return Request{}, err
 	}
-	defer s.mu.Unlock()
+	defer s.unlock()
 	if err := s.checkReviewer(ctx, rv); err != nil {
 		return Request{}, err
 	}

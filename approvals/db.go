@@ -7,14 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
 	"github.com/airlockgw/airlock/deploy/securefile"
+	"github.com/airlockgw/airlock/deploy/sqldb"
 	_ "github.com/mattn/go-sqlite3" // registers "sqlite3"
 )
 
-// schemaVersion is PRAGMA user_version; bump it with a migration.
+// schemaVersion is PRAGMA user_version; bump it with a migration, and
+// add the same change to pgMigrations.
 const schemaVersion = 8
 
 // migrations bring a database of version i+1 to version i+2; a new
@@ -157,11 +160,31 @@ CREATE TABLE IF NOT EXISTS reviewer_tokens (
 );
 `
 
+// pgMigrations are the state tables' versions on PostgreSQL
+// (sqldb.Migrate): the first is the SQLite schema at version 8 in
+// PostgreSQL's types; a change after it is a step here and a migration
+// above.
+var pgMigrations = []string{
+	pgDDL(schema + agentsTable + adminEventsTable),
+}
+
+// pgDDL is SQLite DDL in PostgreSQL's types.
+func pgDDL(ddl string) string {
+	ddl = strings.ReplaceAll(ddl, "INTEGER PRIMARY KEY AUTOINCREMENT", "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY")
+	ddl = regexp.MustCompile(`\bINTEGER\b`).ReplaceAllString(ddl, "BIGINT")
+	return regexp.MustCompile(`\bBLOB\b`).ReplaceAllString(ddl, "BYTEA")
+}
+
+// migratePG brings the state tables on PostgreSQL to this build's schema.
+func migratePG(ctx context.Context, db *sqldb.DB) error {
+	return db.Migrate(ctx, "state", pgMigrations)
+}
+
 // openDB opens (creating if needed) the state database: owner-only file
 // mode, WAL, synchronous=FULL (a consumed call approval or a decision must
 // survive power loss), foreign keys, one connection (the store serialises
 // its writes anyway, and one connection makes transactions simple).
-func openDB(ctx context.Context, path string) (*sql.DB, error) {
+func openDB(ctx context.Context, path string) (*sqldb.DB, error) {
 	if path == "" {
 		return nil, errors.New("approvals: no state database path")
 	}
@@ -182,10 +205,11 @@ func openDB(ctx context.Context, path string) (*sql.DB, error) {
 	// What is deleted is zeroed, not left in free space: an original
 	// command is erased when its request ends.
 	q.Set("_secure_delete", "on")
-	db, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
+	raw, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("approvals: open state database: %w", err)
 	}
+	db := sqldb.Wrap(raw, sqldb.SQLite)
 	db.SetMaxOpenConns(1)
 	if err := migrate(ctx, db); err != nil {
 		db.Close()
@@ -194,7 +218,7 @@ func openDB(ctx context.Context, path string) (*sql.DB, error) {
 	return db, nil
 }
 
-func migrate(ctx context.Context, db *sql.DB) error {
+func migrate(ctx context.Context, db *sqldb.DB) error {
 	var v int
 	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
 		return fmt.Errorf("approvals: state database: %w", err)
@@ -232,6 +256,21 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// handle is a database or a connection of it that starts transactions.
+type handle interface {
+	querier
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sqldb.Tx, error)
+}
+
+// flag stores a bool as 0 or 1: an INTEGER on SQLite, a BIGINT on
+// PostgreSQL (which does not take a bool for one).
+func flag(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Times are stored as Unix nanoseconds; NULL is the zero time.
@@ -296,8 +335,8 @@ func upsertRun(ctx context.Context, q querier, r *Run) error {
 			max_actions=excluded.max_actions, scope=excluded.scope, actions=excluded.actions,
 			ended_at=excluded.ended_at, end_reason=excluded.end_reason,
 			ended_by=excluded.ended_by, end_note=excluded.end_note`,
-		string(r.ID), r.State.String(), r.Requester, ns(r.CreatedAt), pid, start, anchor, r.Explicit,
-		r.anchorGone, r.tokenHash, ns(r.TokenExpiresAt), nullStr(string(r.ApprovalID)),
+		string(r.ID), r.State.String(), r.Requester, ns(r.CreatedAt), pid, start, anchor, flag(r.Explicit),
+		flag(r.anchorGone), r.tokenHash, ns(r.TokenExpiresAt), nullStr(string(r.ApprovalID)),
 		nullStr(r.DecidedBy), ns(r.DecidedAt), nullStr(r.Reason), ns(r.ExpiresAt), r.MaxActions,
 		scope, r.Actions, ns(r.EndedAt), endReason, nullStr(r.EndedBy), nullStr(r.EndNote),
 		nullStr(string(r.AgentID)), limits)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/airlockgw/airlock/approvals/clocktest"
+	"github.com/airlockgw/airlock/deploy/pgtest"
+	"github.com/airlockgw/airlock/deploy/sqldb"
 )
 
 // patience bounds a test's wait for something that must happen. It only
@@ -169,11 +172,44 @@ func newEnv(t *testing.T, edit ...func(*Options)) *env {
 		Path: e.path, Sink: e.sink, Clock: e.clock, Inspector: e.procs, Argon2: cheapArgon,
 		Policy: Policy{Rules: []Rule{{Target: "run-box", Mode: ModeRun}, {Target: "call-box", Mode: ModeCall}}},
 	}
+	if onPostgres() {
+		e.opts.DB = pgDB(t)
+	}
 	for _, f := range edit {
 		f(&e.opts)
 	}
 	e.open()
 	return e
+}
+
+// onPostgres reports whether the store tests run on PostgreSQL
+// (AIRLOCK_TEST_STORAGE=postgres; make test runs this package on both
+// engines): each env then has a database of its own on a throwaway
+// cluster.
+func onPostgres() bool { return os.Getenv("AIRLOCK_TEST_STORAGE") == "postgres" }
+
+func pgDB(t testing.TB) *sqldb.DB {
+	t.Helper()
+	db, err := sqldb.OpenPostgres(context.Background(), sqldb.PostgresOptions{URL: pgtest.Shared(t).NewDatabase(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// sqliteOnly skips a test of what only the SQLite files do.
+func sqliteOnly(t testing.TB) {
+	t.Helper()
+	if onPostgres() {
+		t.Skip("about the SQLite state file")
+	}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	pgtest.StopShared()
+	os.Exit(code)
 }
 
 func (e *env) open() {

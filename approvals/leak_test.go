@@ -29,6 +29,9 @@ func TestNoGoroutineLeftBehind(t *testing.T) {
 	if err := e.s.Close(); err != nil {
 		t.Fatal(err)
 	}
+	if e.opts.DB != nil {
+		e.opts.DB.Close() // the caller's pool, as the engine closes it
+	}
 	deadline := time.Now().Add(patience)
 	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)

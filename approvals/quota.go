@@ -46,7 +46,7 @@ func (s *Store) TakeQuota(ctx context.Context, run RunID, target, account string
 	if err := s.lock(); err != nil {
 		return err
 	}
-	defer s.mu.Unlock()
+	defer s.unlock()
 	now := s.clock.Now()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlockgw/airlock/deploy/sqldb"
 	"golang.org/x/crypto/argon2"
 )
 
@@ -100,11 +101,11 @@ func (a *Accounts) SSOLogin(ctx context.Context, name, subject, by string, links
 		var source, found string
 		var sub sql.NullString
 		// Names are people: "Bob" is "bob" (an account of either case).
-		err := a.db.QueryRowContext(ctx, `SELECT name, enabled, epoch, source, sso_subject FROM reviewers WHERE name = ? COLLATE NOCASE`, name).
+		err := a.db.QueryRowContext(ctx, `SELECT name, enabled, epoch, source, sso_subject FROM reviewers WHERE lower(name) = lower(?)`, name).
 			Scan(&found, &on, &epoch, &source, &sub)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			err := a.change(ctx, EventReviewerAdded, name, by, func(tx *sql.Tx) (sql.Result, error) {
+			err := a.change(ctx, EventReviewerAdded, name, by, func(tx *sqldb.Tx) (sql.Result, error) {
 				return tx.ExecContext(ctx, `INSERT INTO reviewers (name, hash, enabled, created_at, source, epoch, sso_subject)
 					VALUES (?, ?, 1, ?, ?, ?, ?) ON CONFLICT(name) DO NOTHING`, name, ssoHash, a.clock.Now().UnixNano(), SourceSSO, firstEpoch(), subject)
 			})
@@ -140,7 +141,7 @@ func (a *Accounts) SSOLogin(ctx context.Context, name, subject, by string, links
 // password hash with a per-user salt (PHC string format), enabled flag, and
 // hashed API tokens. Passwords are never stored or logged.
 type Accounts struct {
-	db     *sql.DB
+	db     *sqldb.DB
 	params Argon2Params
 	clock  Clock
 	owned  bool   // Close closes db
@@ -168,7 +169,7 @@ func OpenAccounts(ctx context.Context, path string, params Argon2Params) (*Accou
 	return newAccounts(db, params, SystemClock{}, true), nil
 }
 
-func newAccounts(db *sql.DB, p Argon2Params, clock Clock, owned bool) *Accounts {
+func newAccounts(db *sqldb.DB, p Argon2Params, clock Clock, owned bool) *Accounts {
 	if p == (Argon2Params{}) {
 		p = DefaultArgon2
 	}
@@ -224,7 +225,7 @@ func (a *Accounts) Add(ctx context.Context, name string, password Secret, by str
 		return err
 	}
 	h := hashPassword([]byte(password.s), a.params)
-	err := a.change(ctx, EventReviewerAdded, name, by, func(tx *sql.Tx) (sql.Result, error) {
+	err := a.change(ctx, EventReviewerAdded, name, by, func(tx *sqldb.Tx) (sql.Result, error) {
 		// A random first epoch: a name removed and made again never
 		// revives the sessions of the one before.
 		return tx.ExecContext(ctx, `INSERT INTO reviewers (name, hash, enabled, created_at, epoch)
@@ -248,7 +249,7 @@ func (a *Accounts) SetPassword(ctx context.Context, name string, password Secret
 		return ErrSSOAccount
 	}
 	h := hashPassword([]byte(password.s), a.params)
-	return a.change(ctx, EventReviewerPassword, name, by, func(tx *sql.Tx) (sql.Result, error) {
+	return a.change(ctx, EventReviewerPassword, name, by, func(tx *sqldb.Tx) (sql.Result, error) {
 		return a.endSessions(ctx, tx, name, `UPDATE reviewers SET hash = ?, epoch = epoch + 1 WHERE name = ? AND source = 'password'`, h, name)
 	})
 }
@@ -262,7 +263,7 @@ func (a *Accounts) SetEnabled(ctx context.Context, name string, enabled bool, by
 	if !enabled {
 		kind = EventReviewerDisabled
 	}
-	return a.change(ctx, kind, name, by, func(tx *sql.Tx) (sql.Result, error) {
+	return a.change(ctx, kind, name, by, func(tx *sqldb.Tx) (sql.Result, error) {
 		if enabled {
 			return tx.ExecContext(ctx, `UPDATE reviewers SET enabled = 1 WHERE name = ?`, name)
 		}
@@ -273,7 +274,7 @@ func (a *Accounts) SetEnabled(ctx context.Context, name string, enabled bool, by
 // Remove deletes a reviewer account and its tokens; its sessions end at
 // once. What it decided stays in the audit log under its name.
 func (a *Accounts) Remove(ctx context.Context, name string, by string) error {
-	return a.change(ctx, EventReviewerRemoved, name, by, func(tx *sql.Tx) (sql.Result, error) {
+	return a.change(ctx, EventReviewerRemoved, name, by, func(tx *sqldb.Tx) (sql.Result, error) {
 		return a.endSessions(ctx, tx, name, `DELETE FROM reviewers WHERE name = ?`, name)
 	})
 }
@@ -281,7 +282,7 @@ func (a *Accounts) Remove(ctx context.Context, name string, by string) error {
 // endSessions deletes a reviewer's API tokens, then runs the account's
 // update q (which bumps its epoch, or deletes it: sessions of the pages
 // hold the epoch they logged in with).
-func (a *Accounts) endSessions(ctx context.Context, tx *sql.Tx, name, q string, args ...any) (sql.Result, error) {
+func (a *Accounts) endSessions(ctx context.Context, tx *sqldb.Tx, name, q string, args ...any) (sql.Result, error) {
 	if _, err := tx.ExecContext(ctx, `DELETE FROM reviewer_tokens WHERE name = ?`, name); err != nil {
 		return nil, err
 	}
@@ -292,7 +293,7 @@ func (a *Accounts) endSessions(ctx context.Context, tx *sql.Tx, name, q string, 
 // once the change is recorded: through the sink when a gateway holds the
 // database (the audit log), else queued in admin_events for the next
 // gateway to record. A change that touches no row is ErrUnknownReviewer.
-func (a *Accounts) change(ctx context.Context, kind EventKind, name, by string, apply func(*sql.Tx) (sql.Result, error)) error {
+func (a *Accounts) change(ctx context.Context, kind EventKind, name, by string, apply func(*sqldb.Tx) (sql.Result, error)) error {
 	if !ValidName(name) {
 		return ErrUnknownReviewer
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockgw/airlock/deploy/sqldb"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -111,14 +112,18 @@ func TestNoPlaintextStored(t *testing.T) {
 	e.s.Accounts().Add(ctx, "a", NewSecret(pw), "test")
 	e.s.Accounts().Add(ctx, "b", NewSecret(pw), "test")
 	e.s.Close()
-	db, err := sql.Open("sqlite3", e.path)
-	if err != nil {
-		t.Fatal(err)
+	db := e.opts.DB
+	if db == nil {
+		raw, err := sql.Open("sqlite3", e.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer raw.Close()
+		db = sqldb.Wrap(raw, sqldb.SQLite)
 	}
-	defer db.Close()
 	var ha, hb string
-	db.QueryRow(`SELECT hash FROM reviewers WHERE name = 'a'`).Scan(&ha)
-	db.QueryRow(`SELECT hash FROM reviewers WHERE name = 'b'`).Scan(&hb)
+	db.QueryRowContext(ctx, `SELECT hash FROM reviewers WHERE name = 'a'`).Scan(&ha)
+	db.QueryRowContext(ctx, `SELECT hash FROM reviewers WHERE name = 'b'`).Scan(&hb)
 	if strings.Contains(ha, pw) || !strings.HasPrefix(ha, "$argon2id$v=19$m=64,t=1,p=1$") {
 		t.Errorf("stored hash %q", ha)
 	}

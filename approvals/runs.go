@@ -37,7 +37,7 @@ func (s *Store) CreateRemote(ctx context.Context, rr RemoteRun) (Run, Secret, er
 	if err := s.lock(); err != nil {
 		return Run{}, Secret{}, err
 	}
-	defer s.mu.Unlock()
+	defer s.unlock()
 	now := s.clock.Now()
 	id := RunID(newID(runIDPrefix))
 	tok, hash := newToken(runTokenPrefix, strings.TrimPrefix(string(id), runIDPrefix))
@@ -76,7 +76,7 @@ func (s *Store) ResolveRemote(ctx context.Context, token Secret) (Run, error) {
 	if err := s.lock(); err != nil {
 		return Run{}, err
 	}
-	defer s.mu.Unlock()
+	defer s.unlock()
 	r, err := s.tokenRun(ctx, token)
 	if err != nil {
 		return Run{}, err
@@ -108,7 +108,7 @@ func (s *Store) Revoke(ctx context.Context, rv Reviewer, id RunID, note string) 
 		return err
 	}
 	err := s.checkReviewer(ctx, rv)
-	s.mu.Unlock()
+	s.unlock()
 	if err != nil {
 		return err
 	}
@@ -119,7 +119,7 @@ func (s *Store) end(ctx context.Context, id RunID, reason EndReason, by, note st
 	if err := s.lock(); err != nil {
 		return err
 	}
-	defer s.mu.Unlock()
+	defer s.unlock()
 	r, err := loadRun(ctx, s.db, id)
 	if err != nil {
 		return err
@@ -184,7 +184,7 @@ func (s *Store) FindRemote(ctx context.Context, token Secret) (Run, error) {
 	if err := s.lock(); err != nil {
 		return Run{}, err
 	}
-	defer s.mu.Unlock()
+	defer s.unlock()
 	r, err := s.tokenRun(ctx, token)
 	if err != nil {
 		return Run{}, err
@@ -253,7 +253,7 @@ func (s *Store) RegisterAnchor(ctx context.Context, peer Peer) (Run, error) {
 		return Run{}, err
 	}
 	e, ok := s.anchors[c[0].ID]
-	s.mu.Unlock()
+	s.unlock()
 	if ok {
 		return s.usableLocal(ctx, e.run)
 	}
@@ -283,7 +283,7 @@ func (s *Store) findLocal(ctx context.Context, c []ProcStat, anchor int, explici
 			id = e.run
 		}
 	}
-	s.mu.Unlock()
+	s.unlock()
 	if id == "" {
 		return Run{}, false, nil
 	}
@@ -311,7 +311,7 @@ func (s *Store) usableLocal(ctx context.Context, id RunID) (Run, error) {
 	if err := s.lock(); err != nil {
 		return Run{}, err
 	}
-	defer s.mu.Unlock()
+	defer s.unlock()
 	r, err := loadRun(ctx, s.db, id)
 	if err != nil {
 		return Run{}, err
@@ -357,7 +357,7 @@ func (s *Store) createLocal(ctx context.Context, c []ProcStat, anchor int, p Pro
 	if err := s.lock(); err != nil {
 		return Run{}, err
 	}
-	defer s.mu.Unlock()
+	defer s.unlock()
 	// Someone may have created it while we were describing the process.
 	if e, ok := s.anchors[c[anchor].ID]; ok {
 		r, err := loadRun(ctx, s.db, e.run)

@@ -4,12 +4,14 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/airlockgw/airlock/deploy/sqldb"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -31,6 +33,9 @@ const (
 type Options struct {
 	// Path is the state database file (state.db in the state directory).
 	Path string
+	// DB, instead of Path, is a PostgreSQL database shared by the
+	// gateway's replicas; the caller closes it after the Store.
+	DB *sqldb.DB
 	// Sink receives every state change; see EventSink for the failure rule.
 	Sink EventSink
 	// Policy gives the mode of each target account.
@@ -73,7 +78,12 @@ type Options struct {
 // Store holds runs, approval requests and decisions, and reviewer accounts.
 // All methods are safe for concurrent use.
 type Store struct {
-	db          *sql.DB
+	opts Options
+	// pool is the state database; db is what the store reads and writes
+	// through: pool, or on PostgreSQL, under lock, the connection that
+	// holds the state lock.
+	pool        *sqldb.DB
+	db          handle
 	accounts    *Accounts
 	sink        EventSink
 	policy      Policy
@@ -132,6 +142,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{
+		opts: o,
 		sink: o.Sink, policy: o.Policy, timeout: o.ApprovalTimeout, runTTL: o.RunTTL,
 		maxRunTTL: o.MaxRunTTL, insp: o.Inspector, clock: o.Clock, log: o.Logger,
 		transparent: make(map[string]bool),
@@ -176,21 +187,30 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		s.log = hclog.NewNullLogger()
 	}
 	s.log = s.log.Named("approvals")
-	db, err := openDB(ctx, o.Path)
+	var db *sqldb.DB
+	var err error
+	if o.DB != nil {
+		db, err = o.DB, migratePG(ctx, o.DB)
+	} else {
+		db, err = openDB(ctx, o.Path)
+	}
 	if err != nil {
 		return nil, err
 	}
-	s.db = db
+	s.pool, s.db = db, db
 	s.accounts = newAccounts(db, o.Argon2, s.clock, false)
 	s.accounts.sink = o.Sink
 	if err := s.accounts.armTokens(ctx); err != nil {
-		db.Close()
+		if o.DB == nil {
+			db.Close()
+		}
 		return nil, err
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.mu.Lock()
-	err = s.recover(ctx)
-	s.mu.Unlock()
+	if err = s.lock(); err == nil {
+		err = s.recover(ctx)
+		s.unlock()
+	}
 	if err == nil {
 		err = s.accounts.recordQueued(ctx)
 	}
@@ -227,7 +247,10 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	s.cancel()
 	s.wg.Wait()
-	return s.db.Close()
+	if s.pool == s.opts.DB {
+		return nil // the caller's
+	}
+	return s.pool.Close()
 }
 
 // SetLinks replaces the identities linked to each reviewer (Options.Links),
@@ -259,13 +282,77 @@ func (s *Store) SetPolicy(p Policy) error {
 	return nil
 }
 
+// lock takes the store's lock: s.mu, and on PostgreSQL the state lock
+// that every replica's store takes, with s.db pinned to the connection
+// that holds it. Store methods that read and then write hold it
+// throughout, so no replica acts on state another is changing.
 func (s *Store) lock() error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return ErrClosed
 	}
+	if err := s.pin(); err != nil {
+		s.mu.Unlock()
+		return err
+	}
 	return nil
+}
+
+// unlock releases what lock took.
+func (s *Store) unlock() {
+	s.unpin()
+	s.mu.Unlock()
+}
+
+// stateLockKey is the advisory lock every replica's store takes.
+var stateLockKey = sqldb.LockKey("state")
+
+// lockWait bounds the wait for the state lock.
+const lockWait = 30 * time.Second
+
+// pin, on PostgreSQL, takes the state lock on a connection of its own
+// and points s.db at it. Called with s.mu held.
+func (s *Store) pin() error {
+	if s.pool.Engine != sqldb.Postgres {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), lockWait)
+	defer cancel()
+	c, err := s.pool.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("approvals: state database: %w", err)
+	}
+	if _, err := c.ExecContext(ctx, `SELECT pg_advisory_lock(?)`, stateLockKey); err != nil {
+		discard(c)
+		return fmt.Errorf("approvals: state lock: %w", err)
+	}
+	s.db = c
+	return nil
+}
+
+// unpin releases the state lock and its connection. Called with s.mu held.
+func (s *Store) unpin() {
+	c, ok := s.db.(*sqldb.Conn)
+	if !ok {
+		return
+	}
+	s.db = s.pool
+	ctx, cancel := context.WithTimeout(context.Background(), lockWait)
+	defer cancel()
+	var released bool
+	if err := c.QueryRowContext(ctx, `SELECT pg_advisory_unlock(?)`, stateLockKey).Scan(&released); err != nil || !released {
+		// The session is gone or unsure: ending it releases the lock.
+		discard(c)
+		return
+	}
+	c.Close()
+}
+
+// discard closes c's session rather than returning it to the pool.
+func discard(c *sqldb.Conn) {
+	c.Raw(func(any) error { return driver.ErrBadConn })
+	c.Close()
 }
 
 // commit writes runs and requests in one transaction, records events in
@@ -299,7 +386,8 @@ func (s *Store) commit(ctx context.Context, runs []*Run, reqs []*Request, events
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("approvals: commit: %w", err)
 	}
-	if erased {
+	if erased && s.pool.Engine == sqldb.SQLite {
+		// (PostgreSQL keeps old row versions until VACUUM: docs/high-availability.md.)
 		s.scrubWAL(ctx)
 	}
 	return nil
@@ -330,6 +418,12 @@ func (s *Store) schedule(key string, d time.Duration, f func(ctx context.Context
 			return
 		}
 		delete(s.timers, key)
+		if err := s.pin(); err != nil {
+			s.log.Error("state change not recorded; will retry", "change", key, "error", err, "retry_in", retryInterval)
+			s.schedule(key, retryInterval, f)
+			return
+		}
+		defer s.unpin()
 		ctx, cancel := context.WithTimeout(s.ctx, eventTimeout)
 		defer cancel()
 		if err := f(ctx); err != nil {
@@ -489,6 +583,12 @@ func (s *Store) watch(id ProcessID) {
 			}
 			return s.anchorExited(ctx, r)
 		}
+		if err := s.pin(); err != nil {
+			s.log.Error("run end not recorded; will retry", "run", e.run, "error", err)
+			s.schedule("anchor:"+string(e.run), retryInterval, f)
+			return
+		}
+		defer s.unpin()
 		ctx, cancel := context.WithTimeout(s.ctx, eventTimeout)
 		defer cancel()
 		if err := f(ctx); err != nil {
@@ -632,7 +732,7 @@ func (s *Store) Run(ctx context.Context, id RunID) (Run, error) {
 	if err := s.lock(); err != nil {
 		return Run{}, err
 	}
-	defer s.mu.Unlock()
+	defer s.unlock()
 	r, err := loadRun(ctx, s.db, id)
 	if err != nil {
 		return Run{}, err
@@ -656,7 +756,7 @@ func (s *Store) runsWhere(ctx context.Context, where string, args ...any) ([]Run
 	if err := s.lock(); err != nil {
 		return nil, err
 	}
-	defer s.mu.Unlock()
+	defer s.unlock()
 	rs, err := loadRuns(ctx, s.db, where, args...)
 	if err != nil {
 		return nil, err
@@ -673,7 +773,7 @@ func (s *Store) Request(ctx context.Context, id RequestID) (Request, error) {
 	if err := s.lock(); err != nil {
 		return Request{}, err
 	}
-	defer s.mu.Unlock()
+	defer s.unlock()
 	q, err := loadRequest(ctx, s.db, id)
 	if err != nil {
 		return Request{}, err
@@ -689,7 +789,7 @@ func (s *Store) PendingOriginal(ctx context.Context, id RequestID) (string, erro
 	if err := s.lock(); err != nil {
 		return "", err
 	}
-	defer s.mu.Unlock()
+	defer s.unlock()
 	var orig sql.NullString
 	err := s.db.QueryRowContext(ctx, `SELECT command_original FROM requests WHERE id = ? AND status = ?`, string(id), StatusPending.String()).Scan(&orig)
 	switch {
@@ -709,7 +809,7 @@ func (s *Store) Pending(ctx context.Context) ([]Request, error) {
 	if err := s.lock(); err != nil {
 		return nil, err
 	}
-	defer s.mu.Unlock()
+	defer s.unlock()
 	out := make([]Request, 0, len(s.waits))
 	qs, err := loadRequests(ctx, s.db, "status = ?", StatusPending.String())
 	if err != nil {

@@ -468,7 +468,7 @@ func snapshot(t *testing.T, e *env) stateSnapshot {
 	}
 	var n int
 	e.s.mu.Lock()
-	e.s.db.QueryRow("SELECT count(*) FROM requests").Scan(&n)
+	e.s.db.QueryRowContext(context.Background(), "SELECT count(*) FROM requests").Scan(&n)
 	e.s.mu.Unlock()
 	return stateSnapshot{Runs: runs, Pending: pending, Events: e.sink.count(), Requests: n}
 }
@@ -827,6 +827,7 @@ func TestStdinIsBoundIntoTheDigest(t *testing.T) {
 // A state database of schema 1 (before standard input) opens, keeps what
 // it held, and takes requests with standard input from then on.
 func TestMigrationFromSchema1(t *testing.T) {
+	sqliteOnly(t)
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "state.db")
 	ddl, err := os.ReadFile("testdata/schema-v1.sql")
