@@ -169,6 +169,15 @@ func OpenAccounts(ctx context.Context, path string, params Argon2Params) (*Accou
 	return newAccounts(db, params, SystemClock{}, true), nil
 }
 
+// OpenAccountsDB is OpenAccounts for a PostgreSQL database (the storage
+// block), which the caller closes after the Accounts.
+func OpenAccountsDB(ctx context.Context, db *sqldb.DB, params Argon2Params) (*Accounts, error) {
+	if err := migratePG(ctx, db); err != nil {
+		return nil, err
+	}
+	return newAccounts(db, params, SystemClock{}, false), nil
+}
+
 func newAccounts(db *sqldb.DB, p Argon2Params, clock Clock, owned bool) *Accounts {
 	if p == (Argon2Params{}) {
 		p = DefaultArgon2

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"strings"
@@ -324,7 +323,7 @@ func (s *Store) pin() error {
 		return fmt.Errorf("approvals: state database: %w", err)
 	}
 	if _, err := c.ExecContext(ctx, `SELECT pg_advisory_lock(?)`, stateLockKey); err != nil {
-		discard(c)
+		c.Discard()
 		return fmt.Errorf("approvals: state lock: %w", err)
 	}
 	s.db = c
@@ -343,15 +342,9 @@ func (s *Store) unpin() {
 	var released bool
 	if err := c.QueryRowContext(ctx, `SELECT pg_advisory_unlock(?)`, stateLockKey).Scan(&released); err != nil || !released {
 		// The session is gone or unsure: ending it releases the lock.
-		discard(c)
+		c.Discard()
 		return
 	}
-	c.Close()
-}
-
-// discard closes c's session rather than returning it to the pool.
-func discard(c *sqldb.Conn) {
-	c.Raw(func(any) error { return driver.ErrBadConn })
 	c.Close()
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"strings"
@@ -325,7 +324,6 @@ func (l *Log) dropLease() {
 	if l.lease == nil {
 		return
 	}
-	l.lease.Raw(func(any) error { return driver.ErrBadConn })
-	l.lease.Close()
+	l.lease.Discard()
 	l.lease, l.leaseHeld = nil, false
 }

@@ -116,7 +116,14 @@ func addReviewer(t testing.TB, cfg *config.Config, name, password string) {
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	acc, err := approvals.OpenAccounts(context.Background(), filepath.Join(cfg.StateDir, "state.db"), approvals.DefaultArgon2)
+	var acc *approvals.Accounts
+	db, err := engine.OpenStorage(context.Background(), cfg)
+	if err == nil && db != nil {
+		defer db.Close()
+		acc, err = approvals.OpenAccountsDB(context.Background(), db, approvals.DefaultArgon2)
+	} else if err == nil {
+		acc, err = approvals.OpenAccounts(context.Background(), filepath.Join(cfg.StateDir, "state.db"), approvals.DefaultArgon2)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

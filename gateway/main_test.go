@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockgw/airlock/deploy/pgtest"
 	"github.com/airlockgw/airlock/gateway/gatewaytest"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
@@ -30,6 +31,7 @@ func TestMain(m *testing.M) {
 		shared.Close()
 	}
 	gatewaytest.RemoveBinaries()
+	pgtest.StopShared()
 	os.Exit(code)
 }
 

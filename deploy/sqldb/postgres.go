@@ -98,6 +98,25 @@ func OpenPostgres(ctx context.Context, o PostgresOptions) (*DB, error) {
 	return Wrap(db, Postgres), nil
 }
 
+// CheckURL checks a connection string without dialing: no password in
+// it, and verified TLS to a server over the network (as OpenPostgres).
+func CheckURL(raw string) error {
+	if strings.TrimSpace(raw) == "" {
+		return errors.New("no PostgreSQL URL")
+	}
+	if hasPassword(raw) {
+		return errors.New("the PostgreSQL URL holds a password; put it in password_file instead (a configuration file is not a secret)")
+	}
+	cfg, err := pgconn.ParseConfig(raw)
+	if err != nil {
+		return err
+	}
+	if err := checkTLS(cfg); err != nil {
+		return errors.New(strings.TrimPrefix(err.Error(), "storage: "))
+	}
+	return nil
+}
+
 // Describe names a PostgreSQL URL for messages: user, host, port and
 // database, never a password or other parameters.
 func Describe(raw string) string {

@@ -13,6 +13,7 @@ package sqldb
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"strconv"
 	"strings"
 	"sync"
@@ -78,6 +79,13 @@ func (d *DB) Conn(ctx context.Context) (*Conn, error) {
 		return nil, err
 	}
 	return &Conn{Conn: c, Engine: d.Engine}, nil
+}
+
+// Discard closes c's session instead of returning it to the pool: a
+// session-level lock (or anything else the session holds) goes with it.
+func (c *Conn) Discard() {
+	c.Raw(func(any) error { return driver.ErrBadConn })
+	c.Close()
 }
 
 // Tx is a transaction that speaks its engine's placeholders.

@@ -30,6 +30,7 @@ import (
 	"github.com/airlockgw/airlock/deploy"
 	"github.com/airlockgw/airlock/deploy/hclcheck"
 	"github.com/airlockgw/airlock/deploy/policy"
+	"github.com/airlockgw/airlock/deploy/sqldb"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/classify"
 	"github.com/airlockgw/airlock/sshexec"
@@ -96,6 +97,11 @@ type Config struct {
 	// Telemetry is the telemetry block: traces sent over OTLP/HTTP and the
 	// profiler. nil: neither.
 	Telemetry *Telemetry
+
+	// Storage is the storage block: the gateway's state and audit log in
+	// a PostgreSQL database that several replicas share. nil: SQLite
+	// files in StateDir.
+	Storage *Storage
 
 	// Credentials and Targets by name; TargetNames in file order.
 	Credentials map[string]*Credential
@@ -195,6 +201,21 @@ type Telemetry struct {
 	// serves none.
 	PprofListen string
 }
+
+// Storage is the storage block.
+type Storage struct {
+	// Postgres is the database's libpq URL (no password in it).
+	Postgres string
+	// PasswordFile holds the password; "" for none.
+	PasswordFile string
+	// Lease is how long a replica's lease lasts without a heartbeat:
+	// after it, survivors finish the replica's in-flight actions as
+	// interrupted (DefaultLease).
+	Lease time.Duration
+}
+
+// DefaultLease is storage.lease when it is not set.
+const DefaultLease = 15 * time.Second
 
 // DefaultServiceName is telemetry.service_name when it is not set.
 const DefaultServiceName = "airlock"
@@ -583,6 +604,14 @@ type rawConfig struct {
 	Redact      []*rawRedact     `hcl:"redact,block"`
 	Policy      *rawPolicy       `hcl:"policy,block"`
 	Telemetry   *rawTelemetry    `hcl:"telemetry,block"`
+	Storage     *rawStorage      `hcl:"storage,block"`
+}
+
+type rawStorage struct {
+	Postgres     *hcl.Attribute `hcl:"postgres,optional"`
+	PasswordFile *hcl.Attribute `hcl:"password_file,optional"`
+	Lease        *hcl.Attribute `hcl:"lease,optional"`
+	DefRange     hcl.Range      `hcl:",def_range"`
 }
 
 type rawTelemetry struct {
@@ -1189,6 +1218,7 @@ func (c *checker) build(cfg *Config, raw *rawConfig, base string) {
 
 	c.opa(cfg, raw.Policy, base)
 	c.telemetry(cfg, raw.Telemetry, base)
+	c.storage(cfg, raw.Storage, base)
 
 	// secrets (after targets: their grants name them).
 	cfg.Secrets = map[string]*Secret{}
@@ -1720,6 +1750,27 @@ func (c *checker) telemetry(cfg *Config, r *rawTelemetry, base string) {
 		}
 	}
 	cfg.Telemetry = t
+}
+
+// storage reads the storage block.
+func (c *checker) storage(cfg *Config, r *rawStorage, base string) {
+	if r == nil {
+		return
+	}
+	s := &Storage{
+		Postgres:     c.str(r.Postgres, ""),
+		PasswordFile: c.path(r.PasswordFile, base),
+		Lease:        c.duration(r.Lease, DefaultLease, 10*time.Minute),
+	}
+	if r.Postgres == nil {
+		c.Errorf(r.DefRange, "storage: postgres is required (without a storage block, the state stays in SQLite files in state_dir)")
+	} else if err := sqldb.CheckURL(s.Postgres); err != nil {
+		c.Errorf(r.Postgres.Range, "storage.postgres: %v", err)
+	}
+	if s.Lease < 3*time.Second {
+		c.Errorf(r.Lease.Range, "storage.lease = %s is less than the minimum 3s: heartbeats must fit in it several times", s.Lease)
+	}
+	cfg.Storage = s
 }
 
 // classes reads a list of command classes (escalate, refuse).

@@ -215,6 +215,46 @@ telemetry {
 	}
 }
 
+func TestParseConfigStorage(t *testing.T) {
+	cfg, err := Parse([]byte(contractExample+`
+storage {
+  postgres      = "postgres://airlock@db.internal/airlock?sslmode=verify-full"
+  password_file = "pg-password"
+}`), "/etc/airlock/airlock.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Storage{Postgres: "postgres://airlock@db.internal/airlock?sslmode=verify-full", PasswordFile: "/etc/airlock/pg-password", Lease: DefaultLease}
+	if cfg.Storage == nil || *cfg.Storage != want {
+		t.Errorf("storage: %+v, want %+v", cfg.Storage, want)
+	}
+	if cfg, err := Parse([]byte(contractExample), "/etc/airlock/airlock.hcl"); err != nil || cfg.Storage != nil {
+		t.Errorf("without a storage block: %+v %v (SQLite files in state_dir)", cfg.Storage, err)
+	}
+	cfg, err = Parse([]byte(contractExample+"\nstorage {\n  postgres = \"postgres://airlock@127.0.0.1/airlock\"\n  lease = \"30s\"\n}\n"), "/etc/airlock/airlock.hcl")
+	if err != nil || cfg.Storage.Lease != 30*time.Second {
+		t.Errorf("loopback without TLS, a 30s lease: %+v %v", cfg.Storage, err)
+	}
+	for name, block := range map[string]string{
+		"a password in the URL":       `postgres = "postgres://airlock:hunter2@db.internal/airlock?sslmode=verify-full"`,
+		"no TLS over a network":       `postgres = "postgres://airlock@db.internal/airlock"`,
+		"unverified TLS":              `postgres = "postgres://airlock@db.internal/airlock?sslmode=require"`,
+		"no URL":                      `password_file = "pg-password"`,
+		"an empty URL":                `postgres = ""`,
+		"a lease too short":           "postgres = \"postgres://airlock@127.0.0.1/airlock\"\n  lease = \"1s\"",
+		"a lease that is no duration": "postgres = \"postgres://airlock@127.0.0.1/airlock\"\n  lease = \"soon\"",
+	} {
+		_, err := Parse([]byte(contractExample+"\nstorage {\n  "+block+"\n}\n"), "/etc/airlock/airlock.hcl")
+		var ce *Error
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "storage") && !strings.Contains(err.Error(), "lease") && !strings.Contains(err.Error(), "postgres") {
+			t.Errorf("%s: err = %v, want a storage problem", name, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%s: the error quotes the password: %v", name, err)
+		}
+	}
+}
+
 func TestParseConfigPendingCaps(t *testing.T) {
 	src := strings.Replace(contractExample, "max_run_ttl = \"8h\"\n", "max_run_ttl = \"8h\"\n  max_pending_per_run = 3\n  max_pending_per_requester = 7\n", 1)
 	cfg, err := Parse([]byte(src), "/etc/airlock/airlock.hcl")

@@ -337,6 +337,7 @@ func (e *Engine) Start(ctx context.Context, c Caller, req api.ActionRequest) (*A
 
 	actx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(e.base, cancel)
+	stopLost := context.AfterFunc(e.inflightCtx.Load().ctx, cancel)
 	context.AfterFunc(actx, a.releaseNow) // a cancelled action waits for no reader
 	e.actionsWG.Add(1)
 	e.metrics.inFlight.Inc()
@@ -344,6 +345,7 @@ func (e *Engine) Start(ctx context.Context, c Caller, req api.ActionRequest) (*A
 		defer e.actionsWG.Done()
 		defer e.metrics.inFlight.Dec()
 		defer stop()
+		defer stopLost()
 		defer cancel()
 		e.execute(actx, a, c, req)
 	}()

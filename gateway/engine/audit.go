@@ -114,7 +114,8 @@ func (e *Engine) VerifyAudit(ctx context.Context) (*auditchain.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	vo := auditchain.VerifyOptions{Path: filepath.Join(e.Config().StateDir, "audit.db"), Key: key}
+	vo := e.verifyOptions()
+	vo.Key = key
 	if notes, err := auditchain.ReadTrustedNotes(filepath.Join(e.Config().StateDir, "checkpoints.log")); err == nil {
 		vo.Trusted = notes
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/auditchain"
 	"github.com/airlockgw/airlock/deploy/securefile"
+	"github.com/airlockgw/airlock/deploy/sqldb"
 	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/gateway/redact"
 	"github.com/airlockgw/airlock/sshexec"
@@ -61,8 +62,15 @@ type Engine struct {
 	version string
 	clock   approvals.Clock
 
-	alog  *auditchain.Log
-	audit Appender
+	// pg is the PostgreSQL database of the storage block (nil: SQLite
+	// files in the state directory); hold keeps it this gateway's.
+	pg   *sqldb.DB
+	hold *holder
+	// inflightCtx is cancelled when the gateway loses its database: the
+	// actions in flight then end (a new one replaces it).
+	inflightCtx atomic.Pointer[cancelCtx]
+	alog        *auditchain.Log
+	audit       Appender
 	// commandKey makes the MACs of redacted commands.
 	commandKey []byte
 	outputs    *auditchain.OutputStore
@@ -122,6 +130,7 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		accountsChanged: make(chan struct{}),
 	}
 	e.base, e.cancelBase = context.WithCancel(context.Background())
+	e.inflightCtx.Store(newCancelCtx())
 
 	// The state directory is the gateway's alone; when the socket its
 	// group uses is inside it (the default layout), that group may pass
@@ -147,7 +156,17 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		return nil, err
 	}
 
+	if e.pg, err = OpenStorage(ctx, cfg); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	if e.pg != nil {
+		if e.hold, err = holdDatabase(ctx, e.pg, e.log.Named("storage"), e.storageLost); err != nil {
+			e.pg.Close()
+			return nil, err
+		}
+	}
 	ao := auditchain.DefaultOptions(cfg.StateDir)
+	ao.DB = e.pg
 	ao.Logger = e.log.Named("audit")
 	ao.CheckpointEvery = cfg.Audit.CheckpointEntries
 	if ao.CheckpointEvery == 0 {
@@ -167,6 +186,10 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 	}
 	alog, err := auditchain.Open(ctx, ao)
 	if err != nil {
+		e.hold.close()
+		if e.pg != nil {
+			e.pg.Close()
+		}
 		return nil, err
 	}
 	e.alog = alog
@@ -179,7 +202,7 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		return nil, err
 	}
 
-	if e.outputs, err = auditchain.OpenOutputs(ctx, auditchain.OutputOptions{Path: filepath.Join(cfg.StateDir, "outputs.db")}); err != nil {
+	if e.outputs, err = auditchain.OpenOutputs(ctx, auditchain.OutputOptions{Path: filepath.Join(cfg.StateDir, "outputs.db"), DB: e.pg}); err != nil {
 		return fail(err)
 	}
 	if e.spool, err = openSpool(cfg.StateDir); err != nil {
@@ -188,6 +211,7 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 
 	e.store, err = approvals.Open(ctx, approvals.Options{
 		Path:                   filepath.Join(cfg.StateDir, "state.db"),
+		DB:                     e.pg,
 		Sink:                   approvals.EventSinkFunc(e.recordApprovalEvent),
 		Policy:                 approvalPolicy(cfg),
 		ApprovalTimeout:        cfg.Approval.Timeout,
@@ -304,6 +328,10 @@ func (e *Engine) closeStores(ctx context.Context) {
 		if err := e.alog.Close(ctx); err != nil {
 			e.log.Error("closing the audit log", "error", err)
 		}
+	}
+	e.hold.close()
+	if e.pg != nil {
+		e.pg.Close()
 	}
 }
 

@@ -372,6 +372,10 @@ func (l *lifecycle) connect(ctx context.Context) {
 		}
 		connecting.Stdin = &blobs[0]
 	}
+	if !e.hold.healthy() {
+		l.answerUnrecorded("the gateway has lost its database (storage), so nothing was dialed")
+		return
+	}
 	if _, err := e.record(ctx, l.a.id, string(l.run.ID), connecting); err != nil {
 		e.log.Error("audit append failed; nothing dialed", "action", l.a.id, "error", err)
 		l.answerUnrecorded("the intent could not be recorded in the audit log, so nothing was dialed")

@@ -161,6 +161,7 @@ func restartOnly(a, b *config.Config) []string {
 		{"audit", a.Audit, b.Audit},
 		{"mcp", a.MCP, b.MCP},
 		{"notify", a.Notify, b.Notify},
+		{"storage", a.Storage, b.Storage},
 	} {
 		if !reflect.DeepEqual(f.a, f.b) {
 			out = append(out, f.name)
