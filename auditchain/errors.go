@@ -36,6 +36,11 @@ var (
 	// or signed checkpoint note.
 	ErrMalformedCheckpoint = errors.New("malformed checkpoint")
 
+	// ErrAlreadyFinished means an action.finished entry was refused
+	// because the action already has one (on PostgreSQL, where another
+	// replica may have finished it as interrupted). Nothing was written.
+	ErrAlreadyFinished = errors.New("the action already has its outcome")
+
 	// ErrNotFound means the requested entry, action or blob does not exist.
 	ErrNotFound = errors.New("not found")
 )

@@ -2,6 +2,7 @@ package auditchain
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -287,5 +288,66 @@ func TestPostgresRestart(t *testing.T) {
 	rep, err := Verify(ctx, VerifyOptions{DB: db, Key: key})
 	if err != nil || !rep.Intact() {
 		t.Fatalf("after the restart: %v %+v", err, rep)
+	}
+}
+
+// Two replicas finishing one action (its own replica, and a survivor that
+// takes it for dead) leave exactly one action.finished entry: the second
+// is refused, whichever comes second, even in one batch.
+func TestPostgresOneOutcomePerAction(t *testing.T) {
+	t.Parallel()
+	db := pgDB(t)
+	ctx := context.Background()
+	a := openLog(t, replicaOptions(t, db, ""))
+	defer closeLog(t, a)
+	b := openLog(t, replicaOptions(t, db, a.opts.KeyPath))
+	defer closeLog(t, b)
+	finished := func(id, outcome string) Entry {
+		return Entry{Kind: KindActionFinished, ActionID: id, Fields: []Field{Str("outcome", outcome)}}
+	}
+	if _, err := a.Append(ctx, Entry{Kind: KindActionConnecting, ActionID: "act-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Append(ctx, finished("act-1", "exited")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Append(ctx, finished("act-1", "interrupted")); !errors.Is(err, ErrAlreadyFinished) {
+		t.Errorf("a second outcome from another replica: %v, want ErrAlreadyFinished", err)
+	}
+	// Many at once, from both replicas, for the same actions.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	won := map[string]int{}
+	for i := range 40 {
+		l := a
+		if i%2 == 1 {
+			l = b
+		}
+		wg.Go(func() {
+			id := fmt.Sprintf("act-many-%d", i/4)
+			_, err := l.Append(ctx, finished(id, "interrupted"))
+			if err != nil && !errors.Is(err, ErrAlreadyFinished) {
+				t.Error(err)
+			}
+			if err == nil {
+				mu.Lock()
+				won[id]++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	for i := range 10 {
+		id := fmt.Sprintf("act-many-%d", i)
+		recs, err := a.Reader().ActionEntries(ctx, id)
+		if err != nil || len(recs) != 1 || won[id] != 1 {
+			t.Errorf("%s: %d entries, %d appends succeeded (%v); want one", id, len(recs), won[id], err)
+		}
+	}
+	// Other kinds are not limited.
+	for range 2 {
+		if _, err := b.Append(ctx, Entry{Kind: KindActionConnecting, ActionID: "act-1"}); err != nil {
+			t.Error(err)
+		}
 	}
 }

@@ -3,6 +3,8 @@ package auditchain
 import (
 	"bytes"
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -91,7 +93,7 @@ func (l *Log) commit(ctx context.Context, batch []*appendReq) {
 		return
 	}
 	start := time.Now()
-	refs, err := l.write(ctx, batch)
+	batch, refs, err := l.write(ctx, batch)
 	if err == nil && l.opts.OnCommit != nil {
 		l.opts.OnCommit(len(batch), time.Since(start))
 	}
@@ -104,27 +106,76 @@ func (l *Log) commit(ctx context.Context, batch []*appendReq) {
 	}
 }
 
-func (l *Log) write(ctx context.Context, batch []*appendReq) ([]Ref, error) {
+// write commits batch and returns what it wrote: on PostgreSQL, a
+// second outcome of an action is answered ErrAlreadyFinished here and
+// left out.
+func (l *Log) write(ctx context.Context, batch []*appendReq) ([]*appendReq, []Ref, error) {
 	if p := l.failed.Load(); p != nil {
-		return nil, *p
+		return batch, nil, *p
 	}
 	tx, err := l.begin(ctx)
 	if err != nil {
-		return nil, l.recover(ctx, fmt.Errorf("auditchain: begin: %w", err))
+		return batch, nil, l.recover(ctx, fmt.Errorf("auditchain: begin: %w", err))
+	}
+	if l.shared() {
+		if batch, err = l.oneOutcome(ctx, tx, batch); err != nil {
+			tx.Rollback()
+			return batch, nil, l.recover(ctx, err)
+		}
+		if len(batch) == 0 {
+			tx.Rollback()
+			return nil, nil, nil
+		}
 	}
 	refs, st, err := l.stage(ctx, tx, batch)
 	if err != nil {
 		tx.Rollback()
-		return nil, err
+		return batch, nil, err
 	}
 	if err := tx.Commit(); err != nil {
 		if err := l.commitFailed(ctx, refs, st, err); err != nil {
-			return nil, err
+			return batch, nil, err
 		}
-		return refs, nil // it committed after all
+		return batch, refs, nil // it committed after all
 	}
 	l.apply(st)
-	return refs, nil
+	return batch, refs, nil
+}
+
+// oneOutcome keeps every action at one action.finished entry across
+// replicas: under the chain lock, a finished entry for an action that
+// already has one (in the log, or earlier in the batch) is answered
+// ErrAlreadyFinished and dropped from the batch, which it returns.
+func (l *Log) oneOutcome(ctx context.Context, tx *sqldb.Tx, batch []*appendReq) ([]*appendReq, error) {
+	seen := map[string]bool{}
+	var kept, dups []*appendReq
+	for _, r := range batch {
+		if r.e.Kind != KindActionFinished || r.e.ActionID == "" {
+			kept = append(kept, r)
+			continue
+		}
+		dup := seen[r.e.ActionID]
+		if !dup {
+			var one int
+			err := tx.QueryRowContext(ctx, `SELECT 1 FROM entries WHERE action_id = ? AND kind = 'action.finished' LIMIT 1`, r.e.ActionID).Scan(&one)
+			switch {
+			case err == nil:
+				dup = true
+			case !errors.Is(err, sql.ErrNoRows):
+				return batch, fmt.Errorf("auditchain: look for the outcome of %s: %w", r.e.ActionID, err)
+			}
+		}
+		if dup {
+			dups = append(dups, r)
+			continue
+		}
+		seen[r.e.ActionID] = true
+		kept = append(kept, r)
+	}
+	for _, r := range dups {
+		r.done <- appendResult{err: fmt.Errorf("auditchain: append: action %s: %w", r.e.ActionID, ErrAlreadyFinished)}
+	}
+	return kept, nil
 }
 
 // headState is the writer's view of the log's end.
