@@ -3,11 +3,11 @@ package approvals
 import (
 	"context"
 	"database/sql"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
-	"regexp"
 	"strings"
 	"time"
 
@@ -18,7 +18,7 @@ import (
 
 // schemaVersion is PRAGMA user_version; bump it with a migration, and
 // add the same change to pgMigrations.
-const schemaVersion = 8
+const schemaVersion = 9
 
 // migrations bring a database of version i+1 to version i+2; a new
 // database gets schema, which is the latest, at once.
@@ -42,6 +42,7 @@ var migrations = []string{
 	 ALTER TABLE requests ADD COLUMN escalation TEXT;`,
 	`ALTER TABLE requests ADD COLUMN grant_until INTEGER;` + grantIndex + quotaTable,
 	`ALTER TABLE requests ADD COLUMN transfer TEXT;`,
+	`ALTER TABLE requests ADD COLUMN replica TEXT;`,
 }
 
 // grantIndex finds a run's granted approvals of one digest.
@@ -138,7 +139,8 @@ CREATE TABLE IF NOT EXISTS requests (
 	class_reason TEXT,
 	escalation   TEXT,
 	grant_until  INTEGER,
-	transfer     TEXT
+	transfer     TEXT,
+	replica      TEXT
 );
 CREATE INDEX IF NOT EXISTS requests_status ON requests(status);` + grantIndex + quotaTable + `
 CREATE TABLE IF NOT EXISTS reviewers (
@@ -161,19 +163,16 @@ CREATE TABLE IF NOT EXISTS reviewer_tokens (
 `
 
 // pgMigrations are the state tables' versions on PostgreSQL
-// (sqldb.Migrate): the first is the SQLite schema at version 8 in
-// PostgreSQL's types; a change after it is a step here and a migration
-// above.
+// (sqldb.Migrate): the first is the SQLite schema at version 9 in
+// PostgreSQL's types (BIGINT, BYTEA, an identity column); each SQLite
+// migration after it has its step here (TestSchemasMatch holds them
+// together).
 var pgMigrations = []string{
-	pgDDL(schema + agentsTable + adminEventsTable),
+	pgSchemaV1,
 }
 
-// pgDDL is SQLite DDL in PostgreSQL's types.
-func pgDDL(ddl string) string {
-	ddl = strings.ReplaceAll(ddl, "INTEGER PRIMARY KEY AUTOINCREMENT", "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY")
-	ddl = regexp.MustCompile(`\bINTEGER\b`).ReplaceAllString(ddl, "BIGINT")
-	return regexp.MustCompile(`\bBLOB\b`).ReplaceAllString(ddl, "BYTEA")
-}
+//go:embed pgschema_v1.sql
+var pgSchemaV1 string
 
 // migratePG brings the state tables on PostgreSQL to this build's schema.
 func migratePG(ctx context.Context, db *sqldb.DB) error {
@@ -429,7 +428,9 @@ const requestColumns = `id, kind, run_id, target, account, command, timeout_ns, 
 	requested_at, expires_at, status, decided_by, decided_at, reason, consumed_at,
 	stdin_size, stdin_sha256, stdin_text, agent_reason, secret, redactions, class, class_reason, escalation, grant_until, transfer`
 
-func upsertRequest(ctx context.Context, q querier, r *Request) error {
+// upsertRequest writes r; replica (the gateway replica whose agent waits
+// for it) is written when the row is made, never changed.
+func upsertRequest(ctx context.Context, q querier, r *Request, replica string) error {
 	var stdinSize, stdinSum, stdinText, redactions, original, transfer any
 	if r.Transfer != nil {
 		b, err := json.Marshal(r.Transfer)
@@ -451,8 +452,8 @@ func upsertRequest(ctx context.Context, q querier, r *Request) error {
 	if r.Status == StatusPending {
 		original = nullStr(r.Original)
 	}
-	_, err := q.ExecContext(ctx, `INSERT INTO requests (`+requestColumns+`, command_original)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+	_, err := q.ExecContext(ctx, `INSERT INTO requests (`+requestColumns+`, command_original, replica)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT(id) DO UPDATE SET status=excluded.status, decided_by=excluded.decided_by,
 			decided_at=excluded.decided_at, reason=excluded.reason, consumed_at=excluded.consumed_at,
 			command_original=excluded.command_original, grant_until=excluded.grant_until`,
@@ -460,7 +461,7 @@ func upsertRequest(ctx context.Context, q querier, r *Request) error {
 		int64(r.Timeout), r.Digest[:], r.Requester, ns(r.RequestedAt), ns(r.ExpiresAt),
 		r.Status.String(), nullStr(r.DecidedBy), ns(r.DecidedAt), nullStr(r.Reason), ns(r.ConsumedAt),
 		stdinSize, stdinSum, stdinText, nullStr(r.AgentReason), nullStr(r.Secret), redactions,
-		nullStr(r.Class), nullStr(r.ClassReason), nullStr(r.Escalation), ns(r.GrantUntil), transfer, original)
+		nullStr(r.Class), nullStr(r.ClassReason), nullStr(r.Escalation), ns(r.GrantUntil), transfer, original, nullStr(replica))
 	if err != nil {
 		return fmt.Errorf("approvals: write request %s: %w", r.ID, err)
 	}

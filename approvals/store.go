@@ -35,6 +35,12 @@ type Options struct {
 	// DB, instead of Path, is a PostgreSQL database shared by the
 	// gateway's replicas; the caller closes it after the Store.
 	DB *sqldb.DB
+	// Replica names this gateway among the replicas sharing DB (it may
+	// change: a replica taken for dead joins again). The requests an
+	// agent of this replica waits for carry it: when the replica dies, a
+	// survivor expires them (ExpireRequestsOf). nil: they carry none, and
+	// the next Open expires them, as on SQLite.
+	Replica func() string
 	// Sink receives every state change; see EventSink for the failure rule.
 	Sink EventSink
 	// Policy gives the mode of each target account.
@@ -223,6 +229,9 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	if db.Engine == sqldb.Postgres {
+		s.watchDecisions()
+	}
 	return s, nil
 }
 
@@ -367,8 +376,13 @@ func (s *Store) commit(ctx context.Context, runs []*Run, reqs []*Request, events
 			q.Original = "" // erased with the row's copy below
 			erased = erased || len(q.Redactions) > 0
 		}
-		if err := upsertRequest(ctx, tx, q); err != nil {
+		if err := upsertRequest(ctx, tx, q, s.replica()); err != nil {
 			return err
+		}
+		if q.Status != StatusPending && s.pool.Engine == sqldb.Postgres {
+			if err := notifyDecided(ctx, tx, q); err != nil {
+				return fmt.Errorf("approvals: notify: %w", err)
+			}
 		}
 	}
 	for _, e := range events {
@@ -473,20 +487,16 @@ func (s *Store) due(key string, wall, now time.Time) bool {
 // recover runs at Open, with s.mu held.
 func (s *Store) recover(ctx context.Context) error {
 	now := s.clock.Now()
-	pending, err := loadRequests(ctx, s.db, "status = ?", StatusPending.String())
-	if err != nil {
-		return err
+	// Nobody waits for a request a previous gateway raised. Replicas
+	// sharing PostgreSQL expire only what no replica raised (older rows):
+	// the requests of a replica that stopped are a survivor's to expire,
+	// once its lease runs out.
+	where := "status = ?"
+	if s.pool.Engine == sqldb.Postgres {
+		where += " AND replica IS NULL"
 	}
-	for _, q := range pending {
-		r, err := loadRun(ctx, s.db, q.RunID)
-		if err != nil {
-			return err
-		}
-		q.Status, q.DecidedAt, q.Reason = StatusExpired, now, "gateway restarted"
-		ev := Event{Kind: EventApprovalDecided, Time: now, Run: *r, Request: q}
-		if err := s.commit(ctx, nil, []*Request{q}, []Event{ev}); err != nil {
-			return fmt.Errorf("approvals: expire request %s at start-up: %w", q.ID, err)
-		}
+	if err := s.expirePending(ctx, "gateway restarted", where, StatusPending.String()); err != nil {
+		return fmt.Errorf("approvals: at start-up: %w", err)
 	}
 	runs, err := loadRuns(ctx, s.db, "state IN (?, ?) OR (anchor_pid IS NOT NULL AND anchor_gone = 0)",
 		RunPending.String(), RunApproved.String())
@@ -516,6 +526,47 @@ func (s *Store) recover(ctx context.Context) error {
 			return fmt.Errorf("approvals: expire run %s at start-up: %w", r.ID, err)
 		}
 		s.scheduleRun(r)
+	}
+	return nil
+}
+
+// replica is this gateway's replica id ("" on SQLite).
+func (s *Store) replica() string {
+	if s.opts.Replica == nil {
+		return ""
+	}
+	return s.opts.Replica()
+}
+
+// ExpireRequestsOf ends, as expired, the pending requests that agents of
+// replica (a gateway replica taken for dead) waited for: nobody waits
+// for them any more.
+func (s *Store) ExpireRequestsOf(ctx context.Context, replica string) error {
+	if err := s.lock(); err != nil {
+		return err
+	}
+	defer s.unlock()
+	return s.expirePending(ctx, "the gateway replica the agent waited through stopped", "status = ? AND replica = ?", StatusPending.String(), replica)
+}
+
+// expirePending ends the pending requests where says as expired, for
+// reason. Called with the lock held.
+func (s *Store) expirePending(ctx context.Context, reason, where string, args ...any) error {
+	pending, err := loadRequests(ctx, s.db, where, args...)
+	if err != nil {
+		return err
+	}
+	now := s.clock.Now()
+	for _, q := range pending {
+		r, err := loadRun(ctx, s.db, q.RunID)
+		if err != nil {
+			return err
+		}
+		q.Status, q.DecidedAt, q.Reason = StatusExpired, now, reason
+		ev := Event{Kind: EventApprovalDecided, Time: now, Run: *r, Request: q}
+		if err := s.commit(ctx, nil, []*Request{q}, []Event{ev}); err != nil {
+			return fmt.Errorf("approvals: expire request %s: %w", q.ID, err)
+		}
 	}
 	return nil
 }

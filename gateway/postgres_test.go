@@ -10,6 +10,7 @@ import (
 
 	"github.com/airlockgw/airlock/deploy/pgtest"
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/sshexec"
 )
 
@@ -45,14 +46,92 @@ func TestPostgresStorage(t *testing.T) {
 		}
 	}
 
-	// A second gateway on the same database is refused, saying why.
-	cfg := *g.cfg
-	cfg.StateDir = filepath.Join(t.TempDir(), "state")
-	cfg.Listen.Socket = filepath.Join(t.TempDir(), "agent.sock")
-	_, err = New(context.Background(), Options{Config: &cfg})
-	if err == nil || !strings.Contains(err.Error(), "in use by") {
-		t.Errorf("a second gateway on one database: %v", err)
+	// Another replica without the replicas' keys is refused, saying what
+	// to copy.
+	cfg := replicaConfig(t, g.cfg)
+	_, err = New(context.Background(), Options{Config: cfg})
+	if err == nil || !strings.Contains(err.Error(), "copy") {
+		t.Errorf("a replica without the shared keys: %v", err)
 	}
+}
+
+// replicaConfig is another replica's configuration beside g's: its own
+// state directory, socket and HTTP port, the same storage.
+func replicaConfig(t testing.TB, of *config.Config) *config.Config {
+	t.Helper()
+	cfg := *of
+	dir := t.TempDir()
+	cfg.StateDir = filepath.Join(dir, "state")
+	cfg.Listen.Socket = filepath.Join(dir, "agent.sock")
+	cfg.Listen.HTTP = "127.0.0.1:0"
+	return &cfg
+}
+
+// addReplica starts another replica of g, with g's keys copied as an
+// operator does (docs/high-availability.md).
+func addReplica(t testing.TB, g *testGateway) *testGateway {
+	t.Helper()
+	cfg := replicaConfig(t, g.cfg)
+	from, to := filepath.Join(g.cfg.StateDir, "keys"), filepath.Join(cfg.StateDir, "keys")
+	if err := os.MkdirAll(to, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	files, err := os.ReadDir(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(from, f.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, f.Name()), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return runGateway(t, cfg, gwOptions{})
+}
+
+// Three replicas on one database: an action raised through A is on B's
+// and C's pending lists, approved through B, and run by A; its outcome
+// is readable through C; each action gets one outcome, and the one chain
+// verifies from any replica.
+func TestPostgresReplicas(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.Shared(t).NewDatabase(t)
+	a := startGateway(t, sharedSSHD(t), gwOptions{extraConfig: storageBlock(dsn)})
+	b, c := addReplica(t, a), addReplica(t, a)
+	ctx := context.Background()
+
+	res := a.runAsync(api.ActionRequest{Target: "box-call", Command: "echo from-a"})
+	var pending []api.Approval
+	deadline := time.Now().Add(patience)
+	for len(pending) == 0 && time.Now().Before(deadline) {
+		var err error
+		if pending, err = c.reviewer.Approvals(ctx, "pending"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(pending) != 1 || pending[0].Command != "echo from-a" {
+		t.Fatalf("C's pending list: %+v", pending)
+	}
+	if _, err := b.reviewer.Decide(ctx, pending[0].ID, api.DecisionRequest{Decision: "approve", Digest: pending[0].Digest}); err != nil {
+		t.Fatal(err)
+	}
+	r := <-res
+	if r.err != nil || !r.a.Success() || r.a.Stdout != "from-a\n" || r.a.Approval.DecidedBy != testReviewer {
+		t.Fatalf("A's action after B's approval: %+v %v", r.a, r.err)
+	}
+	got, err := c.reviewer.Action(ctx, r.a.ID)
+	if err != nil || got.Outcome != sshexec.Exited || got.Stdout != "from-a\n" {
+		t.Errorf("the action through C: %+v %v", got, err)
+	}
+	if n := len(c.auditEntries("action.finished", r.a.ID)); n != 1 {
+		t.Errorf("%d outcomes of %s, want 1", n, r.a.ID)
+	}
+	c.verifyAudit()
+	b.verifyAudit()
 }
 
 // PostgreSQL stopping under a gateway: actions fail closed (audit

@@ -197,3 +197,37 @@ func LockKey(name string) int64 {
 	h.Write([]byte("airlock/" + name))
 	return int64(h.Sum64())
 }
+
+// Listen LISTENs on channel on a connection of its own and calls got with
+// each notification's payload, until ctx ends or the connection fails
+// (its error is returned; the caller listens again). ready is called once
+// listening, before the first wait: what was notified before then was
+// missed, so ready is where a caller catches up.
+func (d *DB) Listen(ctx context.Context, channel string, ready func(), got func(payload string)) error {
+	if d.Engine != Postgres {
+		return errors.New("sqldb: Listen is for PostgreSQL")
+	}
+	c, err := d.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Discard() // a listening session must not go back to the pool
+	return c.Raw(func(dc any) error {
+		sc, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("sqldb: Listen: a %T is not a pgx connection", dc)
+		}
+		pc := sc.Conn()
+		if _, err := pc.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+			return err
+		}
+		ready()
+		for {
+			n, err := pc.WaitForNotification(ctx)
+			if err != nil {
+				return err
+			}
+			got(n.Payload)
+		}
+	})
+}

@@ -63,9 +63,10 @@ type Engine struct {
 	clock   approvals.Clock
 
 	// pg is the PostgreSQL database of the storage block (nil: SQLite
-	// files in the state directory); hold keeps it this gateway's.
-	pg   *sqldb.DB
-	hold *holder
+	// files in the state directory), which this gateway shares with other
+	// replicas as replica.
+	pg      *sqldb.DB
+	replica *replica
 	// inflightCtx is cancelled when the gateway loses its database: the
 	// actions in flight then end (a new one replaces it).
 	inflightCtx atomic.Pointer[cancelCtx]
@@ -152,15 +153,30 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		return nil, err
 	}
 	e.cur.Store(l)
-	if e.commandKey, err = redact.LoadOrCreateKey(filepath.Join(cfg.StateDir, redact.KeyFile)); err != nil {
-		return nil, err
-	}
-
 	if e.pg, err = OpenStorage(ctx, cfg); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	if e.pg != nil {
-		if e.hold, err = holdDatabase(ctx, e.pg, e.log.Named("storage"), e.storageLost); err != nil {
+		e.replica, err = joinReplicas(ctx, e, e.pg, cfg.Storage.Lease)
+		if err == nil {
+			err = sharedKey(ctx, e.pg, "command-hmac", filepath.Join(cfg.StateDir, redact.KeyFile))
+		}
+		if err != nil {
+			e.replica.leave()
+			e.pg.Close()
+			return nil, err
+		}
+	}
+	if e.commandKey, err = redact.LoadOrCreateKey(filepath.Join(cfg.StateDir, redact.KeyFile)); err != nil {
+		e.replica.leave()
+		if e.pg != nil {
+			e.pg.Close()
+		}
+		return nil, err
+	}
+	if e.pg != nil {
+		if err := recordSharedKey(ctx, e.pg, "command-hmac", e.commandKey); err != nil {
+			e.replica.leave()
 			e.pg.Close()
 			return nil, err
 		}
@@ -186,7 +202,7 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 	}
 	alog, err := auditchain.Open(ctx, ao)
 	if err != nil {
-		e.hold.close()
+		e.replica.leave()
 		if e.pg != nil {
 			e.pg.Close()
 		}
@@ -212,6 +228,7 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 	e.store, err = approvals.Open(ctx, approvals.Options{
 		Path:                   filepath.Join(cfg.StateDir, "state.db"),
 		DB:                     e.pg,
+		Replica:                e.replicaID,
 		Sink:                   approvals.EventSinkFunc(e.recordApprovalEvent),
 		Policy:                 approvalPolicy(cfg),
 		ApprovalTimeout:        cfg.Approval.Timeout,
@@ -238,6 +255,9 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 	if _, err := e.record(ctx, "", "", configLoaded{Path: cfg.Path, SHA256: cfg.Digest, Targets: int64(len(cfg.Targets))}); err != nil {
 		return fail(fmt.Errorf("engine: audit log: %w", err))
 	}
+	if e.replica != nil {
+		e.replica.run()
+	}
 	e.log.Info("state opened", "state_dir", cfg.StateDir, "targets", len(cfg.Targets), "audit_origin", alog.Origin())
 	return e, nil
 }
@@ -253,13 +273,20 @@ func (e *Engine) Now() time.Time { return e.clock.Now() }
 
 // recover finishes every action a previous gateway left between
 // action.connecting and action.finished as interrupted: the gateway died
-// and the remote state is unknown.
+// and the remote state is unknown. On PostgreSQL only those no replica
+// holds are: a live replica's are its own, a dead one's a survivor's
+// once its lease runs out.
 func (e *Engine) recover(ctx context.Context) error {
 	ids, err := e.alog.Dangling(ctx)
 	if err != nil {
 		return fmt.Errorf("engine: recovery: %w", err)
 	}
 	for _, id := range ids {
+		if held, err := e.replica.holds(ctx, id); err != nil {
+			return fmt.Errorf("engine: recovery: %w", err)
+		} else if held {
+			continue
+		}
 		runID := ""
 		if recs, err := e.alog.Reader().ActionEntries(ctx, id); err == nil && len(recs) > 0 {
 			runID = recs[0].RunID
@@ -268,7 +295,9 @@ func (e *Engine) recover(ctx context.Context) error {
 			Outcome:     sshexec.Interrupted,
 			Detail:      "the gateway stopped while the action was in flight; the remote state is unknown",
 			Termination: sshexec.Unconfirmed,
-		}); err != nil {
+		}); errors.Is(err, auditchain.ErrAlreadyFinished) {
+			continue // finished meanwhile
+		} else if err != nil {
 			return fmt.Errorf("engine: recovery of action %s: %w", id, err)
 		}
 		e.metrics.actions.WithLabelValues(sshexec.Interrupted.String()).Inc()
@@ -318,6 +347,8 @@ func (e *Engine) Close(ctx context.Context) error {
 // closeStores closes what Open opened, the audit log last (it signs a
 // final checkpoint).
 func (e *Engine) closeStores(ctx context.Context) {
+	// First, as its sweeps use the stores.
+	e.replica.leave()
 	if e.store != nil {
 		e.store.Close()
 	}
@@ -329,7 +360,6 @@ func (e *Engine) closeStores(ctx context.Context) {
 			e.log.Error("closing the audit log", "error", err)
 		}
 	}
-	e.hold.close()
 	if e.pg != nil {
 		e.pg.Close()
 	}

@@ -64,6 +64,10 @@ type lifecycle struct {
 	target  *config.Target
 	account *config.Account
 	timeout time.Duration
+	// intentRecorded is set once action.connecting is in the audit log:
+	// from then on only the recorded outcome frees the action's row in
+	// flight (replicas).
+	intentRecorded bool
 	// stdin is the standard input to send, nil for none.
 	stdin []byte
 	// secret is the gateway-held secret stdin is, "" for none; grant
@@ -317,15 +321,41 @@ func (l *lifecycle) slot(ctx context.Context) (release func(), ok bool) {
 	slots := l.conf.slots[l.target.Name]
 	select {
 	case slots <- struct{}{}:
-		l.ph.mark(phaseSlot)
-		return func() { <-slots }, true
-	case <-dctx.Done():
-		if errors.Is(ctx.Err(), context.Canceled) {
-			l.end(ctx, sshexec.Cancelled, "cancelled while waiting for a free connection slot on the target", sshexec.NotStarted)
-		} else {
-			l.end(ctx, sshexec.TimedOut, fmt.Sprintf("the action deadline passed while %d other actions held every connection slot of the target", l.target.MaxParallel), sshexec.NotStarted)
+		if r := l.e.replica; r != nil {
+			// The target's slots across every replica, and this action's
+			// row until its outcome is recorded (recordFinished).
+			got, err := r.claim(dctx, l.a.id, string(l.run.ID), l.target.Name, l.target.MaxParallel)
+			if err != nil || !got {
+				<-slots
+				if err != nil {
+					l.e.log.Error("storage failed; nothing dialed", "action", l.a.id, "error", err)
+					l.answerUnrecorded("the gateway could not record the action in flight in its database, so nothing was dialed")
+					return nil, false
+				}
+				l.slotTimedOut(ctx)
+				return nil, false
+			}
 		}
+		l.ph.mark(phaseSlot)
+		return func() {
+			<-slots
+			if !l.intentRecorded {
+				l.e.replica.release(l.a.id)
+			}
+		}, true
+	case <-dctx.Done():
+		l.slotTimedOut(ctx)
 		return nil, false
+	}
+}
+
+// slotTimedOut ends an action that found no free slot before its deadline
+// or its cancellation.
+func (l *lifecycle) slotTimedOut(ctx context.Context) {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		l.end(ctx, sshexec.Cancelled, "cancelled while waiting for a free connection slot on the target", sshexec.NotStarted)
+	} else {
+		l.end(ctx, sshexec.TimedOut, fmt.Sprintf("the action deadline passed while %d other actions held every connection slot of the target", l.target.MaxParallel), sshexec.NotStarted)
 	}
 }
 
@@ -372,7 +402,7 @@ func (l *lifecycle) connect(ctx context.Context) {
 		}
 		connecting.Stdin = &blobs[0]
 	}
-	if !e.hold.healthy() {
+	if !e.replica.healthy() {
 		l.answerUnrecorded("the gateway has lost its database (storage), so nothing was dialed")
 		return
 	}
@@ -381,6 +411,7 @@ func (l *lifecycle) connect(ctx context.Context) {
 		l.answerUnrecorded("the intent could not be recorded in the audit log, so nothing was dialed")
 		return
 	}
+	l.intentRecorded = true
 	l.ph.mark(phaseIntent)
 
 	// One fresh connection, one command.
@@ -537,7 +568,10 @@ func (l *lifecycle) recordFinishedLate(fin actionFinished) {
 			return
 		case <-time.After(delay):
 		}
-		if err := l.recordFinished(e.base, fin); err != nil {
+		if err := l.recordFinished(e.base, fin); errors.Is(err, auditchain.ErrAlreadyFinished) {
+			e.log.Error("another gateway replica recorded this action's outcome (interrupted) after this one lost its lease", "action", l.a.id, "outcome_here", l.res.outcome)
+			return
+		} else if err != nil {
 			e.log.Warn("outcome still not recorded; retrying", "action", l.a.id, "error", err, "retry_in", min(2*delay, lateRecordMax))
 			continue
 		}
@@ -561,6 +595,10 @@ func (l *lifecycle) recordFinished(ctx context.Context, fin actionFinished) erro
 	// The outcome is recorded even when the caller has gone: use a context
 	// that is not cancelled with it.
 	_, err := l.e.record(context.WithoutCancel(ctx), l.a.id, obj.RunID, fin)
+	if err == nil || errors.Is(err, auditchain.ErrAlreadyFinished) {
+		// The action holds no slot across replicas any more.
+		l.e.replica.release(l.a.id)
+	}
 	return err
 }
 

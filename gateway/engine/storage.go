@@ -2,6 +2,11 @@ package engine
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,10 +18,22 @@ import (
 	"github.com/airlockgw/airlock/auditchain"
 	"github.com/airlockgw/airlock/deploy/sqldb"
 	"github.com/airlockgw/airlock/gateway/config"
+	"github.com/airlockgw/airlock/sshexec"
 )
 
 // Where the engine keeps its state: SQLite files in the state directory
-// (no storage block), or a PostgreSQL database (storage { postgres }).
+// (no storage block), or a PostgreSQL database (storage { postgres })
+// that several gateway replicas share.
+//
+// On PostgreSQL each replica holds a lease: a row in replicas whose
+// lease_until (on the database's clock) its heartbeat moves on. Each
+// action a replica runs is a row in inflight from its connection slot to
+// its recorded outcome; the rows of one target are its connection slots
+// across replicas. When a lease runs out, any survivor records the dead
+// replica's in-flight actions as interrupted, expires the approval
+// requests its agents waited for, and removes it. A replica that cannot
+// renew its lease for half of it cancels its in-flight actions and dials
+// nothing until it can: it stops before anyone may take its actions over.
 
 // OpenStorage opens the PostgreSQL database a storage block names (nil,
 // nil without one). The CLI's offline commands use it too.
@@ -32,110 +49,354 @@ func OpenStorage(ctx context.Context, cfg *config.Config) (*sqldb.DB, error) {
 	})
 }
 
-// exclusiveLockKey is held by the one gateway that uses a database.
-var exclusiveLockKey = sqldb.LockKey("gateway")
+// replicaMigrations are the replica tables' versions (sqldb.Migrate).
+var replicaMigrations = []string{
+	`CREATE TABLE replicas (
+		id          TEXT PRIMARY KEY,
+		host        TEXT NOT NULL,
+		pid         BIGINT NOT NULL,
+		started_at  BIGINT NOT NULL,
+		lease_until TIMESTAMPTZ NOT NULL
+	);
+	CREATE TABLE inflight (
+		action_id TEXT PRIMARY KEY,
+		replica   TEXT NOT NULL,
+		run_id    TEXT NOT NULL,
+		target    TEXT NOT NULL,
+		since     BIGINT NOT NULL
+	);
+	CREATE INDEX inflight_replica ON inflight (replica);
+	CREATE INDEX inflight_target ON inflight (target);
+	CREATE TABLE shared_keys (
+		name        TEXT PRIMARY KEY,
+		fingerprint TEXT NOT NULL
+	);`,
+}
 
-// holder holds the database for this gateway alone: a session advisory
-// lock on a connection of its own, checked every few seconds. Until the
-// replica protocol (leases, ownership of in-flight actions) lands, a
-// second gateway on the same database is refused, and a gateway that
-// loses its lock (the database restarted or the connection was cut)
-// refuses actions until it has it again.
-type holder struct {
-	db  *sqldb.DB
-	log hclog.Logger
-	// lost is called when the lock is lost: the engine cancels its
-	// in-flight actions.
-	lost func()
-	conn *sqldb.Conn
-	ok   atomic.Bool
+// sharedKey refuses to start a replica that lacks a key file the
+// replicas share (the first replica made it): generating another would
+// split what the key binds.
+func sharedKey(ctx context.Context, db *sqldb.DB, name, path string) error {
+	var fp string
+	err := db.QueryRowContext(ctx, `SELECT fingerprint FROM shared_keys WHERE name = ?`, name).Scan(&fp)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("engine: storage: %w", err)
+	}
+	if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("engine: the replicas share the key %s, which is not here (%s): copy the keys directory from the replica that started", name, path)
+	}
+	return nil
+}
+
+// recordSharedKey records key's fingerprint as name's, or checks it
+// against the one recorded.
+func recordSharedKey(ctx context.Context, db *sqldb.DB, name string, key []byte) error {
+	sum := sha256.Sum256(append([]byte("airlock shared key fingerprint\x00"+name+"\x00"), key...))
+	fp := hex.EncodeToString(sum[:16])
+	if _, err := db.ExecContext(ctx, `INSERT INTO shared_keys (name, fingerprint) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`, name, fp); err != nil {
+		return fmt.Errorf("engine: storage: %w", err)
+	}
+	var got string
+	if err := db.QueryRowContext(ctx, `SELECT fingerprint FROM shared_keys WHERE name = ?`, name).Scan(&got); err != nil {
+		return fmt.Errorf("engine: storage: %w", err)
+	}
+	if got != fp {
+		return fmt.Errorf("engine: this replica's key %s differs from the one the other replicas share: copy the keys directory from the replica that started", name)
+	}
+	return nil
+}
+
+// replica is this gateway's membership among those sharing the database.
+type replica struct {
+	e     *Engine
+	db    *sqldb.DB
+	log   hclog.Logger
+	lease time.Duration
+	host  string
+
+	id     atomic.Pointer[string]
+	start  time.Time    // monotonic origin of lastOK
+	lastOK atomic.Int64 // when a renewal last succeeded, since start
+	down   atomic.Bool  // past half the lease without a renewal
+
 	stop context.CancelFunc
 	done chan struct{}
 }
 
-// holdDatabase takes the exclusive lock, or says which gateway has it.
-func holdDatabase(ctx context.Context, db *sqldb.DB, log hclog.Logger, lost func()) (*holder, error) {
-	h := &holder{db: db, log: log, lost: lost}
-	got, err := h.acquire(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("engine: storage: %w", err)
+// joinReplicas registers this gateway as a replica and starts its lease.
+func joinReplicas(ctx context.Context, e *Engine, db *sqldb.DB, lease time.Duration) (*replica, error) {
+	if err := db.Migrate(ctx, "replicas", replicaMigrations); err != nil {
+		return nil, err
 	}
-	if !got {
-		var who string
-		db.QueryRowContext(ctx, `SELECT coalesce(string_agg(a.application_name || ' (pid ' || a.pid || ')', ', '), 'another gateway')
-			FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-			WHERE l.locktype = 'advisory' AND l.granted AND (l.classid::bigint << 32 | l.objid::bigint) = ?`, exclusiveLockKey).Scan(&who)
-		return nil, fmt.Errorf("engine: storage: the PostgreSQL database is in use by %s; this version runs one gateway per database (several replicas come with their leases)", who)
+	host, _ := os.Hostname()
+	r := &replica{e: e, db: db, log: e.log.Named("replica"), lease: lease, host: host, start: time.Now()}
+	if err := r.register(ctx); err != nil {
+		return nil, err
 	}
-	h.ok.Store(true)
-	hctx, cancel := context.WithCancel(context.Background())
-	h.stop, h.done = cancel, make(chan struct{})
-	go h.watch(hctx)
-	return h, nil
+	return r, nil
 }
 
-func (h *holder) acquire(ctx context.Context) (bool, error) {
-	c, err := h.db.Conn(ctx)
-	if err != nil {
-		return false, err
+// register adds a row with a new id and a fresh lease.
+func (r *replica) register(ctx context.Context) error {
+	id := fmt.Sprintf("%s/%d/%s", r.host, os.Getpid(), rand.Text()[:8])
+	if _, err := r.db.ExecContext(ctx, `INSERT INTO replicas (id, host, pid, started_at, lease_until)
+		VALUES (?, ?, ?, ?, clock_timestamp() + make_interval(secs => ?))`,
+		id, r.host, os.Getpid(), time.Now().UnixNano(), r.lease.Seconds()); err != nil {
+		return fmt.Errorf("engine: storage: register this replica: %w", err)
 	}
-	var got bool
-	if err := c.QueryRowContext(ctx, `SELECT pg_try_advisory_lock(?)`, exclusiveLockKey).Scan(&got); err != nil {
-		c.Discard()
-		return false, err
+	r.id.Store(&id)
+	r.lastOK.Store(int64(time.Since(r.start)))
+	r.log.Info("joined the replicas", "replica", id, "lease", r.lease)
+	return nil
+}
+
+// ID is this replica's id.
+func (r *replica) ID() string { return *r.id.Load() }
+
+// replicaID is this gateway's replica id ("" on SQLite).
+func (e *Engine) replicaID() string {
+	if e.replica == nil {
+		return ""
 	}
-	if !got {
-		c.Close()
+	return e.replica.ID()
+}
+
+// holds reports whether some replica holds action id in flight (false on
+// SQLite).
+func (r *replica) holds(ctx context.Context, id string) (bool, error) {
+	if r == nil {
 		return false, nil
 	}
-	h.conn = c
-	return true, nil
+	var n int
+	err := r.db.QueryRowContext(ctx, `SELECT count(*) FROM inflight WHERE action_id = ?`, id).Scan(&n)
+	return n > 0, err
 }
 
-// watch checks the lock's session every two seconds and takes the lock
-// again after losing it.
-func (h *holder) watch(ctx context.Context) {
-	defer close(h.done)
-	t := time.NewTicker(2 * time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		if h.conn != nil {
-			if _, err := h.conn.ExecContext(cctx, `SELECT 1`); err != nil {
-				h.conn.Discard()
-				h.conn = nil
-				if h.ok.Swap(false) {
-					h.log.Error("lost the database: cancelling the actions in flight and refusing new ones until it is back", "error", err)
-					h.lost()
-				}
+// run keeps the lease, watches it, and takes dead replicas' work over.
+func (r *replica) run() {
+	ctx, cancel := context.WithCancel(context.Background())
+	r.stop, r.done = cancel, make(chan struct{})
+	go func() {
+		defer close(r.done)
+		beat := time.NewTicker(max(r.lease/6, 250*time.Millisecond))
+		defer beat.Stop()
+		watch := time.NewTicker(max(r.lease/20, 100*time.Millisecond))
+		defer watch.Stop()
+		sweep := time.NewTicker(max(r.lease/3, time.Second))
+		defer sweep.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-beat.C:
+				r.renew(ctx)
+			case <-watch.C:
+				r.check()
+			case <-sweep.C:
+				r.takeOver(ctx)
 			}
 		}
-		if h.conn == nil {
-			if got, err := h.acquire(cctx); err == nil && got {
-				h.ok.Store(true)
-				h.log.Info("the database is back")
-			}
-		}
-		cancel()
-	}
+	}()
 }
 
-// Healthy reports whether the gateway holds its database.
-func (h *holder) healthy() bool { return h == nil || h.ok.Load() }
-
-func (h *holder) close() {
-	if h == nil {
+// renew moves the lease on. A replica whose row is gone was taken for
+// dead: its in-flight actions were (or are being) finished by others, so
+// it cancels its own and joins again under a new id.
+func (r *replica) renew(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(ctx, r.lease/4)
+	defer cancel()
+	res, err := r.db.ExecContext(cctx, `UPDATE replicas SET lease_until = clock_timestamp() + make_interval(secs => ?) WHERE id = ?`,
+		r.lease.Seconds(), r.ID())
+	if err != nil {
+		r.log.Warn("lease not renewed", "error", err)
 		return
 	}
-	h.stop()
-	<-h.done
-	if h.conn != nil {
-		h.conn.Discard()
+	if n, _ := res.RowsAffected(); n == 0 {
+		r.log.Error("this replica was taken for dead (its lease ran out); cancelling its actions and joining again", "replica", r.ID())
+		r.setDown(true)
+		if err := r.register(cctx); err != nil {
+			r.log.Warn("could not join again", "error", err)
+			return
+		}
+	}
+	r.lastOK.Store(int64(time.Since(r.start)))
+	r.check()
+}
+
+// check fails closed when the lease has gone unrenewed for half of it.
+func (r *replica) check() {
+	since := time.Since(r.start) - time.Duration(r.lastOK.Load())
+	r.setDown(since > r.lease/2)
+}
+
+func (r *replica) setDown(down bool) {
+	if r.down.Swap(down) == down {
+		return
+	}
+	if down {
+		r.log.Error("lost the database: cancelling the actions in flight and dialing nothing until it is back")
+		r.e.storageLost()
+	} else {
+		r.log.Info("the database is back: taking actions again")
+	}
+}
+
+// healthy reports whether this replica may start an action (true on
+// SQLite, where there is no replica).
+func (r *replica) healthy() bool { return r == nil || !r.down.Load() }
+
+// takeOver finishes the work of replicas whose lease ran out.
+func (r *replica) takeOver(ctx context.Context) {
+	if !r.healthy() {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, r.lease)
+	defer cancel()
+	rows, err := r.db.QueryContext(cctx, `SELECT id FROM replicas WHERE lease_until < clock_timestamp() ORDER BY id`)
+	if err != nil {
+		r.log.Warn("looking for dead replicas", "error", err)
+		return
+	}
+	var dead []string
+	for rows.Next() {
+		var id string
+		if rows.Scan(&id) == nil {
+			dead = append(dead, id)
+		}
+	}
+	rows.Close()
+	for _, id := range dead {
+		if err := r.finishReplica(cctx, id); err != nil {
+			r.log.Warn("taking over a dead replica's work; will try again", "replica", id, "error", err)
+		}
+	}
+}
+
+// finishReplica records dead replica id's in-flight actions as
+// interrupted, expires the requests its agents waited for, and removes
+// it. Several survivors may do this at once: each action still gets one
+// outcome (the audit log refuses a second).
+func (r *replica) finishReplica(ctx context.Context, id string) error {
+	rows, err := r.db.QueryContext(ctx, `SELECT action_id, run_id FROM inflight WHERE replica = ? ORDER BY since`, id)
+	if err != nil {
+		return err
+	}
+	type act struct{ id, run string }
+	var acts []act
+	for rows.Next() {
+		var a act
+		if err := rows.Scan(&a.id, &a.run); err != nil {
+			rows.Close()
+			return err
+		}
+		acts = append(acts, a)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, a := range acts {
+		_, err := r.e.record(ctx, a.id, a.run, actionFinished{
+			Outcome:     sshexec.Interrupted,
+			Detail:      "the gateway replica " + id + " that ran it stopped renewing its lease; the remote state is unknown",
+			Termination: sshexec.Unconfirmed,
+		})
+		switch {
+		case err == nil:
+			r.e.metrics.actions.WithLabelValues(sshexec.Interrupted.String()).Inc()
+			r.log.Warn("action of a dead replica recorded as interrupted", "action", a.id, "replica", id)
+		case errors.Is(err, auditchain.ErrAlreadyFinished):
+		default:
+			return fmt.Errorf("action %s: %w", a.id, err)
+		}
+		if _, err := r.db.ExecContext(ctx, `DELETE FROM inflight WHERE action_id = ? AND replica = ?`, a.id, id); err != nil {
+			return err
+		}
+	}
+	if err := r.e.store.ExpireRequestsOf(ctx, id); err != nil {
+		return err
+	}
+	_, err = r.db.ExecContext(ctx, `DELETE FROM replicas WHERE id = ? AND lease_until < clock_timestamp()
+		AND NOT EXISTS (SELECT 1 FROM inflight WHERE replica = ?)`, id, id)
+	return err
+}
+
+// claim takes one of target's max connection slots across every replica
+// for action actionID (a row in inflight), waiting until ctx ends for one
+// to be free. It returns false, nil when ctx ended first.
+func (r *replica) claim(ctx context.Context, actionID, runID, target string, max int) (bool, error) {
+	key := sqldb.LockKey("target/" + target)
+	for wait := 20 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
+		got, err := r.tryClaim(ctx, key, actionID, runID, target, max)
+		if err != nil || got {
+			return got, err
+		}
+		select {
+		case <-ctx.Done():
+			return false, nil
+		case <-time.After(wait):
+		}
+	}
+}
+
+func (r *replica) tryClaim(ctx context.Context, key int64, actionID, runID, target string, max int) (bool, error) {
+	tx, err := r.db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, key); err != nil {
+		return false, err
+	}
+	if max > 0 {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM inflight WHERE target = ?`, target).Scan(&n); err != nil {
+			return false, err
+		}
+		if n >= max {
+			return false, nil
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO inflight (action_id, replica, run_id, target, since) VALUES (?, ?, ?, ?, ?)`,
+		actionID, r.ID(), runID, target, time.Now().UnixNano()); err != nil {
+		return false, err
+	}
+	return true, tx.Commit()
+}
+
+// release gives up action actionID's row: its outcome is recorded, or it
+// never reached its intent.
+func (r *replica) release(actionID string) {
+	if r == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.lease/2)
+	defer cancel()
+	if _, err := r.db.ExecContext(ctx, `DELETE FROM inflight WHERE action_id = ?`, actionID); err != nil {
+		// The row stays: if this replica dies, a survivor finds the
+		// outcome already recorded and only removes it.
+		r.log.Warn("in-flight row not removed", "action", actionID, "error", err)
+	}
+}
+
+// leave stops the lease; a replica with nothing in flight removes its row
+// (one with actions left stays, for a survivor to finish them).
+func (r *replica) leave() {
+	if r == nil {
+		return
+	}
+	if r.stop != nil {
+		r.stop()
+		<-r.done
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	id := r.ID()
+	if _, err := r.db.ExecContext(ctx, `DELETE FROM replicas WHERE id = ? AND NOT EXISTS (SELECT 1 FROM inflight WHERE replica = ?)`, id, id); err != nil && !errors.Is(err, sql.ErrConnDone) {
+		r.log.Warn("leaving the replicas", "error", err)
 	}
 }
 
