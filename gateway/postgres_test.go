@@ -2,9 +2,11 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -180,4 +182,40 @@ func TestPostgresRestartFailsClosed(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	g.verifyAudit()
+}
+
+// A target's max_parallel holds across replicas: with one slot, actions
+// through two replicas never overlap on the target (each takes a lock
+// directory there and would fail, exit 99, finding it taken).
+func TestPostgresMaxParallelAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.Shared(t).NewDatabase(t)
+	one := func(cfg *config.Config) { cfg.Targets["box-run"].MaxParallel = 1 }
+	a := startGateway(t, sharedSSHD(t), gwOptions{extraConfig: storageBlock(dsn), mutate: one})
+	b := addReplica(t, a)
+	dir := fmt.Sprintf("/tmp/airlock-slot-%d", time.Now().UnixNano())
+	cmd := "mkdir " + dir + " || exit 99; sleep 0.3; rmdir " + dir
+	// Approve each replica's run once (its agent is this process, through
+	// that replica's socket).
+	for _, g := range []*testGateway{a, b} {
+		res := g.runAsync(api.ActionRequest{Target: "box-run", Command: "true"})
+		g.decideNext("run", "approve", "")
+		if r := <-res; r.err != nil || !r.a.Success() {
+			t.Fatalf("first action: %+v %v", r.a, r.err)
+		}
+	}
+	var wg sync.WaitGroup
+	for i := range 6 {
+		g := a
+		if i%2 == 1 {
+			g = b
+		}
+		wg.Go(func() {
+			ac, err := g.agent.RunAction(context.Background(), api.ActionRequest{Target: "box-run", Command: cmd}, api.Events{})
+			if err != nil || !ac.Success() {
+				t.Errorf("action %d: %+v %v (exit 99: two actions ran at once on a one-slot target)", i, ac, err)
+			}
+		})
+	}
+	wg.Wait()
 }
