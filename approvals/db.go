@@ -174,6 +174,10 @@ var pgMigrations = []string{
 //go:embed pgschema_v1.sql
 var pgSchemaV1 string
 
+// MigratePostgres brings the state tables on PostgreSQL to this build's
+// schema (Open does it too).
+func MigratePostgres(ctx context.Context, db *sqldb.DB) error { return migratePG(ctx, db) }
+
 // migratePG brings the state tables on PostgreSQL to this build's schema.
 func migratePG(ctx context.Context, db *sqldb.DB) error {
 	return db.Migrate(ctx, "state", pgMigrations)

@@ -217,7 +217,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		s.unlock()
 	}
 	if err == nil {
-		err = s.accounts.recordQueued(ctx)
+		err = s.RecordQueued(ctx)
 	}
 	if err == nil {
 		err = s.pruneQuota(ctx)
@@ -528,6 +528,19 @@ func (s *Store) recover(ctx context.Context) error {
 		s.scheduleRun(r)
 	}
 	return nil
+}
+
+// RecordQueued records the reviewer changes made offline (airlock
+// reviewer add while no gateway ran here), in order. Open does it; on
+// PostgreSQL each replica also does it from time to time, since another
+// replica may be running all along. The state lock keeps two replicas
+// from recording one change twice.
+func (s *Store) RecordQueued(ctx context.Context) error {
+	if err := s.lock(); err != nil {
+		return err
+	}
+	defer s.unlock()
+	return s.accounts.recordQueued(ctx)
 }
 
 // replica is this gateway's replica id ("" on SQLite).

@@ -42,6 +42,12 @@ type OutputOptions struct {
 	MaxBlob int
 }
 
+// MigrateOutputs brings the output store's table on PostgreSQL to this
+// build's schema (OpenOutputs does it too).
+func MigrateOutputs(ctx context.Context, db *sqldb.DB) error {
+	return db.Migrate(ctx, "outputs", pgOutputMigrations)
+}
+
 // pgOutputMigrations are the output store's schema versions on
 // PostgreSQL (sqldb.Migrate).
 var pgOutputMigrations = []string{

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/airlockgw/airlock/deploy/sqldb"
+	"golang.org/x/mod/sumdb/note"
 )
 
 // The log on PostgreSQL: several gateway replicas append to one chain.
@@ -188,6 +189,18 @@ func (l *Log) initSchemaPG(ctx context.Context) (origin, vkey string, err error)
 		return "", "", fmt.Errorf("auditchain: create schema: %w", err)
 	}
 	return origin, meta["vkey"], nil
+}
+
+// RecordedVerifierKey is the verifier key the first replica recorded
+// with the log on PostgreSQL. Like a key file beside a SQLite log, it
+// proves nothing to someone who distrusts the database: keep a copy.
+func RecordedVerifierKey(ctx context.Context, db *sqldb.DB) (note.Verifier, error) {
+	var vkey string
+	err := db.QueryRowContext(ctx, `SELECT value FROM meta WHERE name = 'vkey'`).Scan(&vkey)
+	if err != nil {
+		return nil, fmt.Errorf("auditchain: no verifier key recorded in the database (%v); pass it with --key FILE", err)
+	}
+	return ParseVerifierKey(vkey)
 }
 
 // recordVerifierKey records the log's verifier key in meta, once: every

@@ -20,9 +20,11 @@ import (
 	"strings"
 
 	"github.com/airlockgw/airlock/auditchain"
+	"github.com/airlockgw/airlock/deploy/sqldb"
 	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/gateway/engine"
 	"github.com/airlockgw/airlock/gateway/redact"
+	"golang.org/x/mod/sumdb/note"
 )
 
 // Exit codes of "airlock audit verify" (contract): intact, damage found,
@@ -100,13 +102,64 @@ type auditFlags struct {
 	// whose state directory holds it, "$AIRLOCK_STATE_DIR", or "" for
 	// the last resort, ./audit.db.
 	dbFrom string
+
+	// pg is set when the log is on PostgreSQL: --db postgres://…, or a
+	// configuration with a storage block; pgPassword is the password
+	// file for it. dir is the state directory whose keys and
+	// checkpoints.log go with the log ("" for a --db URL).
+	pg, pgPassword string
+	dir            string
+	pgdb           *sqldb.DB
+}
+
+// isPostgresURL reports whether --db names a PostgreSQL database.
+func isPostgresURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// logDir is the directory whose keys/ and checkpoints.log go with the
+// log: the SQLite file's, or a configuration's state directory.
+func (f *auditFlags) logDir() string {
+	if f.pg != "" {
+		return f.dir
+	}
+	return filepath.Dir(f.db)
+}
+
+// open connects to the PostgreSQL database of the log (once).
+func (f *auditFlags) open(ctx context.Context) (*sqldb.DB, error) {
+	if f.pgdb == nil {
+		db, err := sqldb.OpenPostgres(ctx, sqldb.PostgresOptions{URL: f.pg, PasswordFile: f.pgPassword, MaxConns: 4})
+		if err != nil {
+			return nil, err
+		}
+		f.pgdb = db
+	}
+	return f.pgdb, nil
+}
+
+// close closes what open opened.
+func (f *auditFlags) close() {
+	if f.pgdb != nil {
+		f.pgdb.Close()
+	}
+}
+
+// verifyOptions say where Verify reads the log.
+func (f *auditFlags) verifyOptions(ctx context.Context) (auditchain.VerifyOptions, error) {
+	if f.pg == "" {
+		return auditchain.VerifyOptions{Path: f.db}, nil
+	}
+	db, err := f.open(ctx)
+	return auditchain.VerifyOptions{DB: db}, err
 }
 
 // newAuditFlags makes the flags of verb name, whose positional arguments
 // are args ("ACTION_ID").
 func newAuditFlags(name, args string, stderr io.Writer, withKey, withJSON bool) *auditFlags {
 	f := &auditFlags{fs: newFlagSet("airlock audit "+name, strings.TrimSpace("airlock audit "+name+" [flags] "+args), stderr)}
-	f.fs.StringVar(&f.db, "db", "", "audit database `FILE` (default: the audit.db of --config's state directory, else $AIRLOCK_STATE_DIR/audit.db, else that of $AIRLOCK_CONFIG or ./airlock.hcl when it exists, else ./audit.db)")
+	f.fs.StringVar(&f.db, "db", "", "audit database `FILE`, or a postgres:// URL (default: the audit.db of --config's state directory, or its storage block's database, else $AIRLOCK_STATE_DIR/audit.db, else that of $AIRLOCK_CONFIG or ./airlock.hcl when it exists, else ./audit.db)")
+	f.fs.StringVar(&f.pgPassword, "db-password-file", "", "`FILE` holding the password for a postgres:// --db (else libpq's own password file)")
 	f.fs.StringVar(&f.config, "config", "", "gateway configuration `FILE`: use its state directory's audit.db")
 	if withKey {
 		f.fs.StringVar(&f.key, "key", "", "checkpoint verifier key `FILE` (default: keys/checkpoint.vkey next to the database)")
@@ -145,6 +198,10 @@ func (f *auditFlags) parse(args []string, positional int, stdout, stderr io.Writ
 func (f *auditFlags) resolveDB() error {
 	if f.db != "" {
 		f.dbFrom = "--db"
+		if isPostgresURL(f.db) {
+			f.pg = f.db
+			return sqldb.CheckURL(f.pg)
+		}
 		return nil
 	}
 	path := f.config
@@ -164,12 +221,18 @@ func (f *auditFlags) resolveDB() error {
 		return explainConfig(err, f.config)
 	}
 	f.db, f.dbFrom = filepath.Join(cfg.StateDir, "audit.db"), cfg.Path
+	if cfg.Storage != nil {
+		f.pg, f.pgPassword, f.dir = cfg.Storage.Postgres, cfg.Storage.PasswordFile, cfg.StateDir
+	}
 	return nil
 }
 
 // checkDB reports a database that does not exist with where its path came
 // from and what to pass instead.
 func (f *auditFlags) checkDB() error {
+	if f.pg != "" {
+		return nil // the connection says
+	}
 	_, err := os.Stat(f.db)
 	switch {
 	case err == nil || !errors.Is(err, fs.ErrNotExist) || f.dbFrom == "--db":
@@ -188,7 +251,25 @@ func (f *auditFlags) keyPath() string {
 	if f.key != "" {
 		return f.key
 	}
-	return filepath.Join(filepath.Dir(f.db), "keys", "checkpoint.vkey")
+	if f.pg != "" && f.dir == "" {
+		return ""
+	}
+	return filepath.Join(f.logDir(), "keys", "checkpoint.vkey")
+}
+
+// verifierKey reads the checkpoint verifier key: --key, else the one
+// beside the log, else (a postgres:// --db) the one the log's first
+// replica recorded in the database, which proves as little as a key
+// beside a file does.
+func (f *auditFlags) verifierKey(ctx context.Context) (note.Verifier, error) {
+	if p := f.keyPath(); p != "" {
+		return auditchain.ReadVerifierKey(p)
+	}
+	db, err := f.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return auditchain.RecordedVerifierKey(ctx, db)
 }
 
 // stringList is a repeatable string flag.
@@ -208,15 +289,16 @@ func auditVerify(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "airlock audit verify: could not verify: %v\n", err)
 		return exitFailed
 	}
-	key, err := auditchain.ReadVerifierKey(f.keyPath())
+	defer f.close()
+	key, err := f.verifierKey(ctx)
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock audit verify: could not verify: %v; pass the verifier key with --key FILE\n", err)
 		return exitFailed
 	}
 	var trusted []auditchain.TrustedNote
 	outside := len(trustedFiles) > 0 // given, so perhaps kept elsewhere
-	local := filepath.Join(filepath.Dir(f.db), "checkpoints.log")
-	if _, err := os.Stat(local); err == nil {
+	local := filepath.Join(f.logDir(), "checkpoints.log")
+	if _, err := os.Stat(local); err == nil && f.logDir() != "" {
 		trustedFiles = append(stringList{local}, trustedFiles...)
 	}
 	for _, path := range trustedFiles {
@@ -227,7 +309,13 @@ func auditVerify(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		}
 		trusted = append(trusted, ns...)
 	}
-	rep, err := auditchain.Verify(ctx, auditchain.VerifyOptions{Path: f.db, Key: key, Trusted: trusted})
+	vo, err := f.verifyOptions(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock audit verify: could not verify: %v\n", err)
+		return exitFailed
+	}
+	vo.Key, vo.Trusted = key, trusted
+	rep, err := auditchain.Verify(ctx, vo)
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock audit verify: could not verify: %v\n", err)
 		return exitFailed
@@ -262,7 +350,10 @@ func auditVerify(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		case !outside:
 			fmt.Fprintln(stdout, "note: the only checkpoints kept outside the database were read next to it (checkpoints.log); they come from the same machine, so a rollback or a rewrite there would not show: pass --trusted-checkpoint with a copy kept elsewhere")
 		}
-		if f.key == "" {
+		switch {
+		case f.key == "" && f.keyPath() == "":
+			fmt.Fprintln(stdout, "note: the verifier key was read from the database itself; pass --key with a copy you kept to rule out a replaced key")
+		case f.key == "":
 			fmt.Fprintln(stdout, "note: the verifier key was read next to the database; pass --key with a copy you kept to rule out a replaced key")
 		}
 		printTimeSetBack(stdout, rep.TimeSetBack)
@@ -329,6 +420,14 @@ func openReader(ctx context.Context, f *auditFlags, verb string, stderr io.Write
 		fmt.Fprintf(stderr, "airlock audit %s: %v\n", verb, err)
 		return nil, false
 	}
+	if f.pg != "" {
+		db, err := f.open(ctx)
+		if err != nil {
+			fmt.Fprintf(stderr, "airlock audit %s: %v\n", verb, err)
+			return nil, false
+		}
+		return auditchain.NewReader(db), true
+	}
 	r, err := auditchain.OpenReader(ctx, f.db)
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock audit %s: %v\n", verb, err)
@@ -343,12 +442,18 @@ func openReader(ctx context.Context, f *auditFlags, verb string, stderr io.Write
 // What is damaged is said on stderr; the verb still prints everything and
 // exits non-zero.
 func checkRead(ctx context.Context, f *auditFlags, verb string, stderr io.Writer) (firstBad int64, ok bool) {
-	key, err := auditchain.ReadVerifierKey(f.keyPath())
+	key, err := f.verifierKey(ctx)
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock audit %s: could not verify what it reads: %v; pass the verifier key with --key FILE\n", verb, err)
 		return 0, false
 	}
-	rep, err := auditchain.Verify(ctx, auditchain.VerifyOptions{Path: f.db, Key: key})
+	vo, err := f.verifyOptions(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "airlock audit %s: could not verify what it reads: %v\n", verb, err)
+		return 0, false
+	}
+	vo.Key = key
+	rep, err := auditchain.Verify(ctx, vo)
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock audit %s: could not verify what it reads: %v\n", verb, err)
 		return 0, false
@@ -380,6 +485,7 @@ func auditExport(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return exitFailed
 	}
 	defer r.Close()
+	defer f.close()
 	firstBad, ok := checkRead(ctx, f, "export", stderr)
 	if !ok {
 		return exitFailed
@@ -420,6 +526,7 @@ func auditShow(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitFailed
 	}
 	defer r.Close()
+	defer f.close()
 	firstBad, ok := checkRead(ctx, f, "show", stderr)
 	if !ok {
 		return exitFailed
@@ -499,6 +606,7 @@ func auditProve(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return exitFailed
 	}
 	defer r.Close()
+	defer f.close()
 	// The first checkpoint that covers seq and verifies with the key.
 	var signed []byte
 	var size int64
@@ -587,6 +695,7 @@ func auditConsistency(ctx context.Context, args []string, stdout, stderr io.Writ
 		return exitFailed
 	}
 	defer r.Close()
+	defer f.close()
 	p, err := r.ProveConsistency(ctx, sizes[0], sizes[1])
 	if errors.Is(err, auditchain.ErrNotFound) {
 		fmt.Fprintf(stderr, "airlock audit consistency: %v\n", err)
@@ -645,7 +754,7 @@ func auditCheckCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 		fmt.Fprintf(stderr, "airlock audit check-command: "+format+"\n", a...)
 		return exitFailed
 	}
-	keyFile := cmp.Or(*macKey, filepath.Join(filepath.Dir(f.db), filepath.FromSlash(redact.KeyFile)))
+	keyFile := cmp.Or(*macKey, filepath.Join(f.logDir(), filepath.FromSlash(redact.KeyFile)))
 	key, err := redact.LoadKey(keyFile)
 	if err != nil {
 		return fail("%v; pass the key with --command-key FILE", err)
@@ -668,6 +777,7 @@ func auditCheckCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 		return exitFailed
 	}
 	defer r.Close()
+	defer f.close()
 	firstBad, ok := checkRead(ctx, f, "check-command", stderr)
 	if !ok {
 		return exitFailed

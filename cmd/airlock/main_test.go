@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockgw/airlock/deploy/pgtest"
 	"github.com/airlockgw/airlock/gateway/gatewaytest"
 )
 
@@ -20,6 +21,7 @@ const patience = time.Minute
 func TestMain(m *testing.M) {
 	code := m.Run()
 	gatewaytest.RemoveBinaries()
+	pgtest.StopShared()
 	os.Exit(code)
 }
 

@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/deploy/sqldb"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/gateway/engine"
@@ -197,8 +198,23 @@ func reviewerAdmin(cfg *config.Config, stderr io.Writer, online func(*api.Client
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return "", fail("%v", err)
 	}
+	ctx := context.Background()
 	db := filepath.Join(cfg.StateDir, "state.db")
-	acc, err := approvals.OpenAccounts(context.Background(), db, approvals.DefaultArgon2)
+	where := "changed in " + db + "; the next gateway to start records it in the audit log"
+	var acc *approvals.Accounts
+	pg, err := engine.OpenStorage(ctx, cfg)
+	switch {
+	case err != nil:
+		return "", fail("%v", err)
+	case pg != nil:
+		// Replicas elsewhere may run: the shared database is theirs too,
+		// and the first of them to sweep records the change.
+		defer pg.Close()
+		where = "changed in the shared database (" + sqldb.Describe(cfg.Storage.Postgres) + "); a running replica records it in the audit log within its lease, or the next to start"
+		acc, err = approvals.OpenAccountsDB(ctx, pg, approvals.DefaultArgon2)
+	default:
+		acc, err = approvals.OpenAccounts(ctx, db, approvals.DefaultArgon2)
+	}
 	if err != nil {
 		return "", fail("%v", err)
 	}
@@ -210,7 +226,7 @@ func reviewerAdmin(cfg *config.Config, stderr io.Writer, online func(*api.Client
 	if err := offline(acc, by); err != nil {
 		return "", fail("%v", err)
 	}
-	return "no gateway runs: changed in " + db + "; the next gateway to start records it in the audit log", true
+	return "no gateway runs here: " + where, true
 }
 
 // gatewayDown reports whether a request failed because no gateway

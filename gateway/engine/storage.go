@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/auditchain"
 	"github.com/airlockgw/airlock/deploy/sqldb"
 	"github.com/airlockgw/airlock/gateway/config"
@@ -47,6 +48,19 @@ func OpenStorage(ctx context.Context, cfg *config.Config) (*sqldb.DB, error) {
 		PasswordFile: cfg.Storage.PasswordFile,
 		AppName:      "airlock " + host,
 	})
+}
+
+// MigrateStorage brings every table of the gateway's state on PostgreSQL
+// to this build's schema, as a replica does when it starts (the audit
+// log's tables come with its first replica, which records its key).
+func MigrateStorage(ctx context.Context, db *sqldb.DB) error {
+	if err := approvals.MigratePostgres(ctx, db); err != nil {
+		return err
+	}
+	if err := auditchain.MigrateOutputs(ctx, db); err != nil {
+		return err
+	}
+	return db.Migrate(ctx, "replicas", replicaMigrations)
 }
 
 // replicaMigrations are the replica tables' versions (sqldb.Migrate).
@@ -272,6 +286,10 @@ func (r *replica) takeOver(ctx context.Context) {
 		if err := r.finishReplica(cctx, id); err != nil {
 			r.log.Warn("taking over a dead replica's work; will try again", "replica", id, "error", err)
 		}
+	}
+	// Reviewer changes made offline on some host while this replica ran.
+	if err := r.e.store.RecordQueued(cctx); err != nil {
+		r.log.Warn("recording offline reviewer changes; will try again", "error", err)
 	}
 }
 
