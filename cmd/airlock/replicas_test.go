@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/airlockgw/airlock/deploy/pgtest"
+	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/sshexec/sshtest"
+)
+
+// replicas starts n airlock serve processes on one PostgreSQL database
+// (call mode on "box"), the first one's keys copied to the others as an
+// operator does. The reviewer account is made offline in the database.
+func replicas(t *testing.T, s *sshtest.SSHD, dsn string, n int) []*daemon {
+	t.Helper()
+	var ds []*daemon
+	for i := range n {
+		cfgFile, state, port := writeConfig(t, s, "call")
+		cfg, err := os.ReadFile(cfgFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(cfgFile, append(cfg, []byte("\nstorage {\n  postgres = \""+dsn+"\"\n  lease = \"3s\"\n}\n")...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			if _, errs, code := runCLIEnv(t, map[string]string{"AIRLOCK_PASSWORD_FILE": writePW(t)}, "reviewer", "add", "alice", "--config", cfgFile); code != 0 {
+				t.Fatalf("reviewer add: %s", errs)
+			}
+		} else {
+			copyKeys(t, ds[0].state, state)
+		}
+		ds = append(ds, startDaemon(t, cfgFile, state, port))
+	}
+	return ds
+}
+
+// copyKeys copies a replica's keys directory into another state directory.
+func copyKeys(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(to, "keys"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	files, err := os.ReadDir(filepath.Join(from, "keys"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(from, "keys", f.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, "keys", f.Name()), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// kill -9 of a replica with actions in flight and an agent waiting for
+// a reviewer: the survivors record its actions as interrupted once its
+// lease ran out and expire the request nobody waits for any more; every
+// action has exactly one outcome, and the one chain verifies.
+func TestReplicaKilledMidAction(t *testing.T) {
+	s := sshtest.NewSSHD(t, sshtest.Options{})
+	dsn := pgtest.Shared(t).NewDatabase(t)
+	ds := replicas(t, s, dsn, 3)
+	a, b, c := ds[0], ds[1], ds[2]
+
+	// Three actions through A, approved through B, running on the target.
+	var agentOut bytes.Buffer
+	agents := a.agent("airlock-ssh box sleep 120 & airlock-ssh box sleep 121 & airlock-ssh box sleep 122 & wait")
+	agents.Stdout, agents.Stderr = &agentOut, &agentOut
+	if err := agents.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(-agents.Process.Pid, syscall.SIGKILL)
+	for _, ap := range b.pending(3) {
+		if _, errs, code := b.cli("approvals", "approve", ap.ID); code != 0 {
+			t.Fatalf("approve through B: %s", errs)
+		}
+	}
+	deadline := time.Now().Add(patience)
+	var connecting []map[string]any
+	for len(connecting) < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d actions connected, want 3; agents: %s", len(connecting), agentOut.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+		connecting = c.auditEntries(t, "action.connecting", "", "")
+	}
+	// And one agent of A waiting for a reviewer.
+	waiter := a.agent("airlock-ssh box echo never")
+	if err := waiter.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(-waiter.Process.Pid, syscall.SIGKILL)
+	c.pending(1)
+
+	a.signal(syscall.SIGKILL)
+
+	// The survivors finish A's work once its lease (3s) ran out.
+	deadline = time.Now().Add(patience)
+	for {
+		finished := c.auditEntries(t, "action.finished", "", "")
+		pending := b.pendingNow(t)
+		if len(finished) >= 3 && len(pending) == 0 {
+			for _, f := range finished {
+				if f["outcome"] != "interrupted" || !strings.Contains(f["detail"].(string), "lease") {
+					t.Errorf("outcome %v %q, want interrupted after the lease", f["outcome"], f["detail"])
+				}
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after A was killed: %d outcomes, %d still pending", len(finished), len(pending))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	expired := false
+	for _, e := range c.auditEntries(t, "approval.decided", "", "") {
+		expired = expired || e["status"] == "expired" && e["command"] == "echo never"
+	}
+	if !expired {
+		t.Errorf("the request A's agent waited for was not expired for A's stop: %v", c.auditEntries(t, "approval.decided", "", ""))
+	}
+	// Exactly one outcome per action, even with two survivors sweeping.
+	time.Sleep(4 * time.Second) // another sweep round of each survivor
+	out, errs, code := b.cli("audit", "export")
+	if code != 0 {
+		t.Fatalf("export: %s", errs)
+	}
+	outcomes := map[string]int{}
+	for line := range strings.Lines(out) {
+		if strings.Contains(line, `"kind":"action.finished"`) {
+			id := line[strings.Index(line, `"action_id":"`)+13:]
+			outcomes[id[:strings.Index(id, `"`)]]++
+		}
+	}
+	for id, n := range outcomes {
+		if n != 1 {
+			t.Errorf("action %s has %d outcomes", id, n)
+		}
+	}
+	if len(outcomes) != 3 {
+		t.Errorf("%d actions have an outcome, want 3", len(outcomes))
+	}
+	for _, d := range []*daemon{b, c} {
+		if out, errs, code := d.cli("audit", "verify"); code != 0 || !strings.HasPrefix(out, "intact") {
+			t.Errorf("verify: %d %s %s", code, out, errs)
+		}
+	}
+	// The survivors still take actions.
+	runApproved(t, c, "echo after")
+}
+
+// pendingNow lists the pending approvals without waiting for any.
+func (d *daemon) pendingNow(t *testing.T) []api.Approval {
+	t.Helper()
+	out, errs, code := d.cli("approvals", "list", "--json")
+	if code != 0 {
+		t.Fatalf("approvals list: %s", errs)
+	}
+	var list []api.Approval
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("approvals list --json: %v: %s", err, out)
+	}
+	return list
+}
