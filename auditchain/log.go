@@ -23,6 +23,7 @@ const (
 	DefaultCheckpointEvery    = 1000
 	DefaultCheckpointInterval = 30 * time.Second
 	DefaultWitnessTimeout     = 10 * time.Second
+	DefaultWriteTimeout       = 10 * time.Second
 	maxBatch                  = 1024
 )
 
@@ -84,6 +85,11 @@ type Options struct {
 	// took (from begin to the durable commit): what an append costs apart
 	// from waiting for the writer. It must return quickly.
 	OnCommit func(entries int, took time.Duration)
+
+	// WriteTimeout bounds each write transaction on PostgreSQL (DB): a
+	// database that stops answering (a network cut) fails appends after
+	// it instead of holding them. Zero: DefaultWriteTimeout.
+	WriteTimeout time.Duration
 
 	// Now is the clock for entry times. Nil: time.Now. The checkpoint
 	// interval is measured in elapsed time (Go's monotonic clock), not on
@@ -186,6 +192,9 @@ func Open(ctx context.Context, opts Options) (*Log, error) {
 	}
 	if opts.WitnessTimeout <= 0 {
 		opts.WitnessTimeout = DefaultWitnessTimeout
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
 	}
 	l := &Log{
 		opts:    opts,

@@ -305,6 +305,8 @@ func (l *Log) confirm(lastSeq int64, lh []byte) (bool, error) {
 // signerLease reports whether this replica holds the signer lease,
 // taking it when free. Only its holder signs periodic checkpoints.
 func (l *Log) signerLease(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, l.opts.WriteTimeout)
+	defer cancel()
 	if l.lease == nil {
 		c, err := l.db.Conn(ctx)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -73,7 +74,12 @@ func replicaConfig(t testing.TB, of *config.Config) *config.Config {
 // operator does (docs/high-availability.md).
 func addReplica(t testing.TB, g *testGateway) *testGateway {
 	t.Helper()
-	cfg := replicaConfig(t, g.cfg)
+	return runReplica(t, g, replicaConfig(t, g.cfg))
+}
+
+// runReplica starts a replica of g with cfg, g's keys copied.
+func runReplica(t testing.TB, g *testGateway, cfg *config.Config) *testGateway {
+	t.Helper()
 	from, to := filepath.Join(g.cfg.StateDir, "keys"), filepath.Join(cfg.StateDir, "keys")
 	if err := os.MkdirAll(to, 0o700); err != nil {
 		t.Fatal(err)
@@ -218,4 +224,141 @@ func TestPostgresMaxParallelAcrossReplicas(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// cutOff drops every packet to the PostgreSQL server at addr (host:port)
+// with nftables until the returned func heals it (and at the end of the
+// test). It needs root; elsewhere the test is skipped (CI runs as root).
+func cutOff(t *testing.T, host string, port int) (heal func()) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("cutting a network path with nftables needs root")
+	}
+	nft, err := exec.LookPath("nft")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("nft is missing: %v (.ci/test-deps installs nftables)", err)
+		}
+		t.Skipf("nft is missing: %v", err)
+	}
+	table := fmt.Sprintf("airlock_test_%d", os.Getpid())
+	run := func(args ...string) error {
+		out, err := exec.Command(nft, args...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("nft %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	rules := fmt.Sprintf(`table ip %s {
+	chain out {
+		type filter hook output priority 0; policy accept;
+		ip daddr %s tcp dport %d drop
+		ip saddr %s tcp sport %d drop
+	}
+}`, table, host, port, host, port)
+	f := filepath.Join(t.TempDir(), "cut.nft")
+	if err := os.WriteFile(f, []byte(rules), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := run("-f", f); err != nil {
+		t.Fatal(err)
+	}
+	healed := false
+	heal = func() {
+		if !healed {
+			healed = true
+			if err := run("delete", "table", "ip", table); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	t.Cleanup(heal)
+	return heal
+}
+
+// One replica cut off from PostgreSQL (nftables drops its packets): it
+// cancels its in-flight action and takes no new one; the other replica
+// records that action as interrupted once the lease ran out, and nothing
+// has two outcomes. Healed, the cut replica joins again and works.
+func TestPostgresReplicaCutOff(t *testing.T) {
+	t.Parallel()
+	c := pgtest.Start(t)
+	if _, err := c.CreateDatabase("airlock"); err != nil {
+		t.Fatal(err)
+	}
+	// B reaches the server at its usual address, A at the second one:
+	// the cut is A's alone.
+	b := startGateway(t, sharedSSHD(t), gwOptions{extraConfig: storageBlock(c.DSN("airlock"))})
+	cfg := replicaConfig(t, b.cfg)
+	st := *cfg.Storage
+	st.Postgres = c.DSNVia(pgtest.AltHost, "airlock")
+	cfg.Storage = &st
+	a := runReplica(t, b, cfg)
+	ctx := context.Background()
+	for _, g := range []*testGateway{a, b} {
+		res := g.runAsync(api.ActionRequest{Target: "box-run", Command: "true"})
+		g.decideNext("run", "approve", "")
+		if r := <-res; r.err != nil || !r.a.Success() {
+			t.Fatalf("first action: %+v %v", r.a, r.err)
+		}
+	}
+	long := a.runAsync(api.ActionRequest{Target: "box-run", Command: "sleep 60"})
+	var inflight string
+	deadline := time.Now().Add(patience)
+	for inflight == "" {
+		if time.Now().After(deadline) {
+			t.Fatal("the long action did not connect")
+		}
+		time.Sleep(50 * time.Millisecond)
+		for _, e := range b.auditEntries("action.connecting", "") {
+			if len(b.auditEntries("action.finished", e.ActionID)) == 0 {
+				inflight = e.ActionID
+			}
+		}
+	}
+	heal := cutOff(t, pgtest.AltHost, c.Port)
+
+	// A cancels its action and refuses new ones without dialing.
+	r := <-long
+	if r.err == nil && r.a.Success() {
+		t.Fatalf("the action of the cut replica went on: %+v", r.a)
+	}
+	if a2, err := a.agent.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: "echo cut"}, api.Events{}); err == nil && (a2.Success() || a2.Outcome != sshexec.AuditUnavailable) {
+		t.Errorf("the cut replica took an action: %+v", a2)
+	}
+	// B finishes A's action once A's lease ran out.
+	deadline = time.Now().Add(patience)
+	for {
+		fin := b.auditEntries("action.finished", inflight)
+		if len(fin) == 1 && fin[0].Fields["outcome"] == "interrupted" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("B did not finish the cut replica's action: %+v", fin)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	heal()
+	// A comes back by itself; nothing has two outcomes.
+	deadline = time.Now().Add(patience)
+	for {
+		a3, err := a.agent.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: "echo back"}, api.Events{})
+		if err == nil && a3.Success() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the replica did not take actions again after the cut healed: %+v %v", a3, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	seen := map[string]int{}
+	for _, e := range b.auditEntries("action.finished", "") {
+		seen[e.ActionID]++
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("action %s has %d outcomes", id, n)
+		}
+	}
+	b.verifyAudit()
 }

@@ -139,7 +139,9 @@ func start(tmp string) (*Cluster, error) {
 		return nil, err
 	}
 	c.Port = port
-	conf := fmt.Sprintf("listen_addresses = '127.0.0.1'\nport = %d\nunix_socket_directories = '%s'\nfsync = on\nmax_connections = 200\n", port, c.Dir)
+	// 127.0.0.2 too: a test can cut one client off by its address
+	// (loopback holds all of 127/8 on Linux).
+	conf := fmt.Sprintf("listen_addresses = '127.0.0.1,127.0.0.2'\nport = %d\nunix_socket_directories = '%s'\nfsync = on\nmax_connections = 200\n", port, c.Dir)
 	f, err := os.OpenFile(filepath.Join(data, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		return nil, err
@@ -180,7 +182,16 @@ func (c *Cluster) Log() string {
 
 // DSN is a connection URL for database db over loopback TCP.
 func (c *Cluster) DSN(db string) string {
-	return fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable", c.User, net.JoinHostPort(c.Host, strconv.Itoa(c.Port)), db)
+	return c.DSNVia(c.Host, db)
+}
+
+// AltHost is the server's second loopback address.
+const AltHost = "127.0.0.2"
+
+// DSNVia is DSN through host, one of the server's loopback addresses
+// (Host or AltHost): a test cuts off the clients of one.
+func (c *Cluster) DSNVia(host, db string) string {
+	return fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable", c.User, net.JoinHostPort(host, strconv.Itoa(c.Port)), db)
 }
 
 // CreateDatabase creates a database and returns its DSN.

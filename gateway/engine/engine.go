@@ -183,6 +183,10 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 	}
 	ao := auditchain.DefaultOptions(cfg.StateDir)
 	ao.DB = e.pg
+	if cfg.Storage != nil {
+		// A replica that cannot write for half its lease stops anyway.
+		ao.WriteTimeout = max(cfg.Storage.Lease/2, time.Second)
+	}
 	ao.Logger = e.log.Named("audit")
 	ao.CheckpointEvery = cfg.Audit.CheckpointEntries
 	if ao.CheckpointEvery == 0 {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -189,30 +190,34 @@ func (r *replica) holds(ctx context.Context, id string) (bool, error) {
 	return n > 0, err
 }
 
-// run keeps the lease, watches it, and takes dead replicas' work over.
+// run keeps the lease, watches it, and takes dead replicas' work over,
+// each in a goroutine of its own: a renewal or a sweep that hangs on the
+// database must never hold the watch back, which has to stop this
+// replica before its lease can run out.
 func (r *replica) run() {
 	ctx, cancel := context.WithCancel(context.Background())
 	r.stop, r.done = cancel, make(chan struct{})
-	go func() {
-		defer close(r.done)
-		beat := time.NewTicker(max(r.lease/6, 250*time.Millisecond))
-		defer beat.Stop()
-		watch := time.NewTicker(max(r.lease/20, 100*time.Millisecond))
-		defer watch.Stop()
-		sweep := time.NewTicker(max(r.lease/3, time.Second))
-		defer sweep.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-beat.C:
-				r.renew(ctx)
-			case <-watch.C:
-				r.check()
-			case <-sweep.C:
-				r.takeOver(ctx)
+	every := func(d time.Duration, f func(context.Context)) func() {
+		return func() {
+			t := time.NewTicker(d)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					f(ctx)
+				}
 			}
 		}
+	}
+	var wg sync.WaitGroup
+	wg.Go(every(max(r.lease/6, 250*time.Millisecond), r.renew))
+	wg.Go(every(max(r.lease/20, 100*time.Millisecond), func(context.Context) { r.check() }))
+	wg.Go(every(max(r.lease/3, time.Second), r.takeOver))
+	go func() {
+		wg.Wait()
+		close(r.done)
 	}()
 }
 
