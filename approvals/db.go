@@ -42,7 +42,8 @@ var migrations = []string{
 	 ALTER TABLE requests ADD COLUMN escalation TEXT;`,
 	`ALTER TABLE requests ADD COLUMN grant_until INTEGER;` + grantIndex + quotaTable,
 	`ALTER TABLE requests ADD COLUMN transfer TEXT;`,
-	`ALTER TABLE requests ADD COLUMN replica TEXT;`,
+	`ALTER TABLE requests ADD COLUMN replica TEXT;
+	 ALTER TABLE runs ADD COLUMN host TEXT;`,
 }
 
 // grantIndex finds a run's granted approvals of one digest.
@@ -107,7 +108,8 @@ CREATE TABLE IF NOT EXISTS runs (
 	ended_by         TEXT,
 	end_note         TEXT,
 	agent_id         TEXT,
-	limits           TEXT
+	limits           TEXT,
+	host             TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_live_anchor ON runs(anchor_gone, anchor_pid);
 CREATE INDEX IF NOT EXISTS runs_state ON runs(state);
@@ -301,7 +303,7 @@ func nullStr(s string) any {
 const runColumns = `id, state, requester, created_at, anchor_pid, anchor_start, anchor, explicit,
 	anchor_gone, token_hash, token_expires_at, approval_id, decided_by, decided_at, reason,
 	expires_at, max_actions, scope, actions, ended_at, end_reason, ended_by, end_note,
-	agent_id, limits`
+	agent_id, limits, host`
 
 func upsertRun(ctx context.Context, q querier, r *Run) error {
 	var pid, start, anchor, scope any
@@ -331,7 +333,7 @@ func upsertRun(ctx context.Context, q querier, r *Run) error {
 		limits = string(b)
 	}
 	_, err := q.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT(id) DO UPDATE SET state=excluded.state, anchor_gone=excluded.anchor_gone,
 			approval_id=excluded.approval_id, decided_by=excluded.decided_by,
 			decided_at=excluded.decided_at, reason=excluded.reason, expires_at=excluded.expires_at,
@@ -342,7 +344,7 @@ func upsertRun(ctx context.Context, q querier, r *Run) error {
 		flag(r.anchorGone), r.tokenHash, ns(r.TokenExpiresAt), nullStr(string(r.ApprovalID)),
 		nullStr(r.DecidedBy), ns(r.DecidedAt), nullStr(r.Reason), ns(r.ExpiresAt), r.MaxActions,
 		scope, r.Actions, ns(r.EndedAt), endReason, nullStr(r.EndedBy), nullStr(r.EndNote),
-		nullStr(string(r.AgentID)), limits)
+		nullStr(string(r.AgentID)), limits, nullStr(r.host))
 	if err != nil {
 		return fmt.Errorf("approvals: write run %s: %w", r.ID, err)
 	}
@@ -357,13 +359,13 @@ func scanRun(sc scanner) (*Run, error) {
 		id, state                                          string
 		pid, start                                         sql.NullInt64
 		anchor, approvalID, decidedBy, reason, scope       sql.NullString
-		endReason, endedBy, endNote, agentID, limits       sql.NullString
+		endReason, endedBy, endNote, agentID, limits, host sql.NullString
 		createdAt, tokenExp, decidedAt, expiresAt, endedAt sql.NullInt64
 	)
 	err := sc.Scan(&id, &state, &r.Requester, &createdAt, &pid, &start, &anchor, &r.Explicit,
 		&r.anchorGone, &r.tokenHash, &tokenExp, &approvalID, &decidedBy, &decidedAt, &reason,
 		&expiresAt, &r.MaxActions, &scope, &r.Actions, &endedAt, &endReason, &endedBy, &endNote,
-		&agentID, &limits)
+		&agentID, &limits, &host)
 	if err != nil {
 		return nil, err
 	}
@@ -387,7 +389,7 @@ func scanRun(sc scanner) (*Run, error) {
 			return nil, fmt.Errorf("approvals: decode limits of %s: %w", id, err)
 		}
 	}
-	r.AgentID = AgentID(agentID.String)
+	r.AgentID, r.host = AgentID(agentID.String), host.String
 	if endReason.Valid {
 		if r.EndReason, err = ParseEndReason(endReason.String); err != nil {
 			return nil, err

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestSchemasMatch: the state tables have the same columns, of matching
@@ -113,5 +114,55 @@ func TestReplicasShareDecisions(t *testing.T) {
 	}
 	if got, _ := b.s.Request(ctx, q.ID); got.Status != StatusExpired || !strings.Contains(got.Reason, "replica") {
 		t.Errorf("after B expired A's requests: %v %q", got.Status, got.Reason)
+	}
+}
+
+// A local run's anchor is looked for only where it lives: a replica on
+// another host (a pid space where that pid means nothing, or is another
+// process) neither ends the run at its start nor when it decides the
+// run's request; the run's own host still does when the anchor exits.
+func TestLocalRunsStayWithTheirHost(t *testing.T) {
+	db := pgDB(t)
+	on := func(name, host string) func(*Options) {
+		return func(o *Options) {
+			o.DB, o.Host = db, host
+			o.Replica = func() string { return name }
+		}
+	}
+	a := newEnv(t, on("replica-a", "host-a"))
+	a.procs.add(100, 1, 100, "airlock", 1000)
+	ctx := context.Background()
+	run, err := a.s.RegisterAnchor(ctx, Peer{PID: 100, UID: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, ch := a.authorize(ctx, run.ID, act("run-box", "uptime"))
+	// B's process table has no pid 100: the anchor is not B's to check.
+	b := newEnv(t, on("replica-b", "host-b"))
+	if got, _ := b.s.Run(ctx, run.ID); got.State.Terminal() {
+		t.Fatalf("a replica on another host ended the run at its start: %+v", got)
+	}
+	if _, err := b.s.Decide(ctx, b.reviewer("rita"), q.ID, Decision{Verdict: Approve}); err != nil {
+		t.Fatalf("deciding through another host: %v", err)
+	}
+	if o := recv(t, ch); o.err != nil || o.res.Status != StatusApproved {
+		t.Fatalf("the agent on A: %+v %v", o.res, o.err)
+	}
+	b.reopen()
+	if got, _ := b.s.Run(ctx, run.ID); got.State != RunApproved {
+		t.Errorf("after B restarted, the run is %v", got.State)
+	}
+	// On its own host, the anchor's exit still ends it.
+	a.procs.kill(100)
+	deadline := time.Now().Add(patience)
+	for {
+		got, _ := a.s.Run(ctx, run.ID)
+		if got.State == RunEnded && got.EndReason == EndAnchorExited {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the anchor's exit did not end the run on its host: %+v", got)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

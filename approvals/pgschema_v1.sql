@@ -27,7 +27,8 @@ CREATE TABLE IF NOT EXISTS runs (
 	ended_by         TEXT,
 	end_note         TEXT,
 	agent_id         TEXT,
-	limits           TEXT
+	limits           TEXT,
+	host             TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_live_anchor ON runs(anchor_gone, anchor_pid);
 CREATE INDEX IF NOT EXISTS runs_state ON runs(state);

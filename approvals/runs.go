@@ -343,7 +343,7 @@ func (s *Store) usable(ctx context.Context, r *Run) error {
 	if r.State.Terminal() {
 		return stateErr(r)
 	}
-	if r.Local() && !s.alive(r.Anchor.ID) {
+	if r.Local() && s.mine(r) && !s.alive(r.Anchor.ID) {
 		// The watcher will record it too; whoever is first wins.
 		if err := s.endRun(ctx, r, EndAnchorExited, "", ""); err != nil {
 			return err
@@ -379,7 +379,7 @@ func (s *Store) createLocal(ctx context.Context, c []ProcStat, anchor int, p Pro
 	}
 	now := s.clock.Now()
 	r := &Run{ID: RunID(newID(runIDPrefix)), State: RunPending, Requester: p.User, CreatedAt: now,
-		Anchor: &p, Explicit: explicit}
+		Anchor: &p, Explicit: explicit, host: s.opts.Host}
 	if err := s.commit(ctx, []*Run{r}, nil, []Event{{Kind: EventRunCreated, Time: now, Run: *r}}); err != nil {
 		return Run{}, err
 	}

@@ -35,6 +35,11 @@ type Options struct {
 	// DB, instead of Path, is a PostgreSQL database shared by the
 	// gateway's replicas; the caller closes it after the Store.
 	DB *sqldb.DB
+	// Host names the process space this store's Inspector sees (a host,
+	// or a container's pid namespace on it), with DB: the anchors of
+	// local runs made by a replica elsewhere are not looked for here,
+	// where their pids mean nothing.
+	Host string
 	// Replica names this gateway among the replicas sharing DB (it may
 	// change: a replica taken for dead joins again). The requests an
 	// agent of this replica waits for carry it: when the replica dies, a
@@ -504,7 +509,7 @@ func (s *Store) recover(ctx context.Context) error {
 		return err
 	}
 	for _, r := range runs {
-		if r.Local() && !r.anchorGone {
+		if r.Local() && !r.anchorGone && s.mine(r) {
 			if !s.alive(r.Anchor.ID) {
 				if err := s.anchorExited(ctx, r); err != nil {
 					return fmt.Errorf("approvals: end run %s at start-up: %w", r.ID, err)
@@ -541,6 +546,14 @@ func (s *Store) RecordQueued(ctx context.Context) error {
 	}
 	defer s.unlock()
 	return s.accounts.recordQueued(ctx)
+}
+
+// mine reports whether local run r's anchor lives where this store can
+// see it: always on SQLite (one gateway); on PostgreSQL when r was made
+// in this store's process space (older rows, of no known host, are left
+// to their TTL).
+func (s *Store) mine(r *Run) bool {
+	return s.pool.Engine != sqldb.Postgres || r.host != "" && r.host == s.opts.Host
 }
 
 // replica is this gateway's replica id ("" on SQLite).

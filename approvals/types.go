@@ -50,6 +50,9 @@ type Run struct {
 
 	tokenHash  []byte
 	anchorGone bool
+	// host is the process space the anchor lives in (Options.Host of the
+	// replica that made a local run); "" on SQLite and for older rows.
+	host string
 }
 
 // Local reports whether the run is bound to an anchor process.

@@ -233,6 +233,7 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		Path:                   filepath.Join(cfg.StateDir, "state.db"),
 		DB:                     e.pg,
 		Replica:                e.replicaID,
+		Host:                   processSpace(),
 		Sink:                   approvals.EventSinkFunc(e.recordApprovalEvent),
 		Policy:                 approvalPolicy(cfg),
 		ApprovalTimeout:        cfg.Approval.Timeout,

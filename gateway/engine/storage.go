@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -170,6 +171,22 @@ func (r *replica) register(ctx context.Context) error {
 
 // ID is this replica's id.
 func (r *replica) ID() string { return *r.id.Load() }
+
+// processSpace names where this gateway sees processes: the machine
+// (its machine id, else its host name) and the pid namespace it runs in.
+// Local runs made here are anchored in it; replicas elsewhere leave
+// their anchors alone.
+func processSpace() string {
+	host := ""
+	if b, err := os.ReadFile("/etc/machine-id"); err == nil {
+		host = strings.TrimSpace(string(b))
+	}
+	if host == "" {
+		host, _ = os.Hostname()
+	}
+	ns, _ := os.Readlink("/proc/self/ns/pid")
+	return host + "/" + ns
+}
 
 // replicaID is this gateway's replica id ("" on SQLite).
 func (e *Engine) replicaID() string {
