@@ -333,6 +333,15 @@ func (l *Log) q() querier {
 	return l.db
 }
 
+// writeCtx bounds a write transaction on PostgreSQL (WriteTimeout); on
+// SQLite, where the writer owns the file, it is ctx.
+func (l *Log) writeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if !l.shared() {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, l.opts.WriteTimeout)
+}
+
 // begin starts a write transaction. On PostgreSQL it holds the chain lock
 // and the writer's view is brought up to the head first.
 func (l *Log) begin(ctx context.Context) (*sqldb.Tx, error) {

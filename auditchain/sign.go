@@ -94,11 +94,8 @@ func (l *Log) checkpoint(ctx context.Context, entry bool) error {
 	// On PostgreSQL the transaction holds the chain lock from here to the
 	// commit: the tree signed is the whole log, and no replica appends
 	// until the checkpoint is stored.
-	if l.shared() {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, l.opts.WriteTimeout)
-		defer cancel()
-	}
+	ctx, cancel := l.writeCtx(ctx)
+	defer cancel()
 	tx, err := l.begin(ctx)
 	if err != nil {
 		return l.recover(ctx, fmt.Errorf("auditchain: begin: %w", err))

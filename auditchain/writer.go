@@ -113,11 +113,8 @@ func (l *Log) write(ctx context.Context, batch []*appendReq) ([]*appendReq, []Re
 	if p := l.failed.Load(); p != nil {
 		return batch, nil, *p
 	}
-	if l.shared() {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, l.opts.WriteTimeout)
-		defer cancel()
-	}
+	ctx, cancel := l.writeCtx(ctx)
+	defer cancel()
 	tx, err := l.begin(ctx)
 	if err != nil {
 		return batch, nil, l.recover(ctx, fmt.Errorf("auditchain: begin: %w", err))

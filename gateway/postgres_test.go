@@ -14,6 +14,7 @@ import (
 	"github.com/airlockgw/airlock/deploy/pgtest"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/config"
+	"github.com/airlockgw/airlock/gateway/gatewaytest"
 	"github.com/airlockgw/airlock/sshexec"
 )
 
@@ -80,23 +81,7 @@ func addReplica(t testing.TB, g *testGateway) *testGateway {
 // runReplica starts a replica of g with cfg, g's keys copied.
 func runReplica(t testing.TB, g *testGateway, cfg *config.Config) *testGateway {
 	t.Helper()
-	from, to := filepath.Join(g.cfg.StateDir, "keys"), filepath.Join(cfg.StateDir, "keys")
-	if err := os.MkdirAll(to, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	files, err := os.ReadDir(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		b, err := os.ReadFile(filepath.Join(from, f.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(to, f.Name()), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	gatewaytest.CopyKeys(t, g.cfg.StateDir, cfg.StateDir)
 	return runGateway(t, cfg, gwOptions{})
 }
 
@@ -361,4 +346,111 @@ func TestPostgresReplicaCutOff(t *testing.T) {
 		}
 	}
 	b.verifyAudit()
+}
+
+// PostgreSQL restarted under load with two replicas: while it is down
+// actions fail closed (an outcome that says so, never a success that did
+// not happen), both replicas take actions again by themselves once it is
+// back, and in the log every action that connected has one outcome.
+func TestPostgresRestartUnderLoad(t *testing.T) {
+	t.Parallel()
+	c := pgtest.Start(t)
+	dsn, err := c.CreateDatabase("airlock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := startGateway(t, sharedSSHD(t), gwOptions{extraConfig: storageBlock(dsn)})
+	b := addReplica(t, a)
+	for _, g := range []*testGateway{a, b} {
+		res := g.runAsync(api.ActionRequest{Target: "box-run", Command: "true"})
+		g.decideNext("run", "approve", "")
+		if r := <-res; r.err != nil || !r.a.Success() {
+			t.Fatalf("first action: %+v %v", r.a, r.err)
+		}
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	outcomes := map[sshexec.Outcome]int{}
+	for i := range 4 {
+		g := []*testGateway{a, b}[i%2]
+		wg.Go(func() {
+			for n := 0; ctx.Err() == nil; n++ {
+				want := fmt.Sprintf("w%d-%d", i, n)
+				ac, err := g.agent.RunAction(context.Background(), api.ActionRequest{Target: "box-run", Command: "echo " + want}, api.Events{})
+				if err != nil {
+					time.Sleep(50 * time.Millisecond)
+					continue
+				}
+				if ac.Success() && ac.Stdout != want+"\n" {
+					t.Errorf("a success with the wrong output: %+v", ac)
+				}
+				mu.Lock()
+				outcomes[ac.Outcome]++
+				mu.Unlock()
+			}
+		})
+	}
+	time.Sleep(500 * time.Millisecond) // some load before the fault
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // the fault lasts a while
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Both replicas take actions again by themselves.
+	for _, g := range []*testGateway{a, b} {
+		deadline := time.Now().Add(patience)
+		for {
+			ac, err := g.agent.RunAction(context.Background(), api.ActionRequest{Target: "box-run", Command: "echo back"}, api.Events{})
+			if err == nil && ac.Success() {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("a replica did not take actions again: %+v %v", ac, err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	stop()
+	wg.Wait()
+	for o := range outcomes {
+		switch o {
+		case sshexec.Exited, sshexec.AuditUnavailable, sshexec.Cancelled, sshexec.Interrupted:
+		default:
+			t.Errorf("%d actions ended %s under the restart", outcomes[o], o)
+		}
+	}
+	if outcomes[sshexec.AuditUnavailable] == 0 {
+		t.Logf("no action met the restart (outcomes %v)", outcomes)
+	}
+	// Outcomes recorded late land once the database is back: wait until
+	// every action that connected has one, then check there is one each.
+	deadline := time.Now().Add(patience)
+	for {
+		fin := map[string]int{}
+		for _, e := range a.auditEntries("action.finished", "") {
+			fin[e.ActionID]++
+		}
+		missing := 0
+		for _, e := range a.auditEntries("action.connecting", "") {
+			if fin[e.ActionID] == 0 {
+				missing++
+			}
+		}
+		for id, n := range fin {
+			if n != 1 {
+				t.Fatalf("action %s has %d outcomes", id, n)
+			}
+		}
+		if missing == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d actions that connected have no outcome", missing)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	a.verifyAudit()
 }

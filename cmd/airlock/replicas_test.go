@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/airlockgw/airlock/deploy/pgtest"
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/gatewaytest"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
 
@@ -35,32 +35,11 @@ func replicas(t *testing.T, s *sshtest.SSHD, dsn string, n int) []*daemon {
 				t.Fatalf("reviewer add: %s", errs)
 			}
 		} else {
-			copyKeys(t, ds[0].state, state)
+			gatewaytest.CopyKeys(t, ds[0].state, state)
 		}
 		ds = append(ds, startDaemon(t, cfgFile, state, port))
 	}
 	return ds
-}
-
-// copyKeys copies a replica's keys directory into another state directory.
-func copyKeys(t *testing.T, from, to string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Join(to, "keys"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	files, err := os.ReadDir(filepath.Join(from, "keys"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		b, err := os.ReadFile(filepath.Join(from, "keys", f.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(to, "keys", f.Name()), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // kill -9 of a replica with actions in flight and an agent waiting for

@@ -412,6 +412,29 @@ func (d *Daemon) CLI(args ...string) (stdout, stderr string, code int) {
 	return out.String(), errb.String(), code
 }
 
+// CopyKeys copies a gateway's keys directory (stateDir/keys) into another
+// state directory, owner-only, as an operator does for a second replica.
+func CopyKeys(tb testing.TB, fromStateDir, toStateDir string) {
+	tb.Helper()
+	from, to := filepath.Join(fromStateDir, "keys"), filepath.Join(toStateDir, "keys")
+	if err := os.MkdirAll(to, 0o700); err != nil {
+		tb.Fatal(err)
+	}
+	files, err := os.ReadDir(from)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(from, f.Name()))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, f.Name()), b, 0o600); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
 // Tail is the last n bytes of s, marked as cut when they are not all.
 func Tail(s string, n int) string {
 	if len(s) > n {
