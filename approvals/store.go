@@ -550,10 +550,10 @@ func (s *Store) RecordQueued(ctx context.Context) error {
 
 // mine reports whether local run r's anchor lives where this store can
 // see it: always on SQLite (one gateway); on PostgreSQL when r was made
-// in this store's process space (older rows, of no known host, are left
-// to their TTL).
+// in this store's process space (rows moved from SQLite, of no known
+// host, are left to their TTL by a store that names its own).
 func (s *Store) mine(r *Run) bool {
-	return s.pool.Engine != sqldb.Postgres || r.host != "" && r.host == s.opts.Host
+	return s.pool.Engine != sqldb.Postgres || r.host == s.opts.Host
 }
 
 // replica is this gateway's replica id ("" on SQLite).

@@ -454,3 +454,40 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 	}
 	a.verifyAudit()
 }
+
+// A remote run works through any replica: created through A with an agent
+// token issued on A, its first action through B waits for a reviewer on
+// A's page, later actions pass through either, and ending it through B
+// ends it for A too.
+func TestPostgresRemoteRunThroughAnyReplica(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.Shared(t).NewDatabase(t)
+	a := startGateway(t, sharedSSHD(t), gwOptions{extraConfig: storageBlock(dsn)})
+	b := addReplica(t, a)
+	ctx := context.Background()
+	run, err := a.agentClient(t, "ci-agent").CreateRun(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaA, viaB := api.NewHTTPClient(a.base, run.Token), api.NewHTTPClient(b.base, run.Token)
+	ch := make(chan actionResult, 1)
+	go func() {
+		ac, err := viaB.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: "echo via-b"}, api.Events{})
+		ch <- actionResult{a: ac, err: err}
+	}()
+	a.decideNext("run", "approve", "")
+	if r := <-ch; r.err != nil || r.a.Stdout != "via-b\n" || r.a.RunID != run.ID {
+		t.Fatalf("first action through B: %+v %v", r.a, r.err)
+	}
+	for _, c := range []*api.Client{viaA, viaB} {
+		if ac, err := c.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: "echo again"}, api.Events{}); err != nil || !ac.Success() {
+			t.Fatalf("a later action: %+v %v", ac, err)
+		}
+	}
+	if err := viaB.EndRun(ctx, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	if ac, err := viaA.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: "true"}, api.Events{}); err != nil || ac.Outcome != sshexec.Rejected {
+		t.Errorf("an action through A of the run ended through B: %+v %v", ac, err)
+	}
+}

@@ -3,6 +3,8 @@ package sqldb
 import (
 	"context"
 	"crypto/tls"
+	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -230,4 +232,26 @@ func (d *DB) Listen(ctx context.Context, channel string, ready func(), got func(
 			got(n.Payload)
 		}
 	})
+}
+
+// Unavailable reports whether err says the database could not be
+// reached or is not serving (a connection refused, cut or timed out; a
+// server starting, stopping or out of connections), rather than that a
+// statement was wrong: what a caller tells as "storage unavailable".
+func Unavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var ce *pgconn.ConnectError
+	var pe *pgconn.PgError
+	var ne net.Error
+	switch {
+	case errors.Is(err, driver.ErrBadConn), errors.Is(err, sql.ErrConnDone), errors.As(err, &ce), errors.As(err, &ne):
+		return true
+	case errors.As(err, &pe):
+		// 08: connection exception; 53: insufficient resources; 57:
+		// operator intervention (shutdown, restart).
+		return strings.HasPrefix(pe.Code, "08") || strings.HasPrefix(pe.Code, "53") || strings.HasPrefix(pe.Code, "57")
+	}
+	return pgconn.SafeToRetry(err) || pgconn.Timeout(err)
 }

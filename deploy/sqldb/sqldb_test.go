@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/airlockgw/airlock/deploy/pgtest"
 )
@@ -165,6 +166,29 @@ func TestPostgres(t *testing.T) {
 		var none sql.NullInt64
 		if err := db.QueryRowContext(ctx, `SELECT max(n) FROM kv WHERE k = ?`, "zz").Scan(&none); err != nil || none.Valid {
 			t.Errorf("max of nothing: %v %v", none, err)
+		}
+	})
+
+	// Last: it stops the server.
+	t.Run("unavailable", func(t *testing.T) {
+		db, err := OpenPostgres(ctx, PostgresOptions{URL: dsn, PasswordFile: pwFile, ConnectTimeout: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.ExecContext(ctx, `SELEC 1`); err == nil || Unavailable(err) {
+			t.Errorf("a statement error: %v, Unavailable %v", err, Unavailable(err))
+		}
+		if _, err := db.ExecContext(ctx, `INSERT INTO kv (k, v) VALUES ('a', '')`); err == nil || Unavailable(err) {
+			t.Errorf("a constraint error: %v, Unavailable %v", err, Unavailable(err))
+		}
+		if err := c.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 { // a pooled connection cut, then a refused dial
+			if _, err := db.ExecContext(ctx, `SELECT 1`); !Unavailable(err) {
+				t.Errorf("with the server stopped: %v, Unavailable false", err)
+			}
 		}
 	})
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/airlockgw/airlock/auditchain"
 	"github.com/airlockgw/airlock/deploy"
 	"github.com/airlockgw/airlock/deploy/policy"
+	"github.com/airlockgw/airlock/deploy/sqldb"
 	"github.com/airlockgw/airlock/gateway/api"
 	cmdclass "github.com/airlockgw/airlock/gateway/classify"
 	"github.com/airlockgw/airlock/gateway/config"
@@ -673,6 +674,12 @@ func (l *lifecycle) endRunError(ctx context.Context, err error) {
 		l.end(ctx, sshexec.Rejected, "the run token is not valid", 0)
 	case errors.Is(err, approvals.ErrTooManyPending):
 		l.end(ctx, sshexec.Rejected, pendingLimitDetail(err), 0)
+	case sqldb.Unavailable(err):
+		// The database is not answering (replicas on PostgreSQL): nothing
+		// was decided, nothing is run, and the agent is not told about
+		// the database.
+		l.e.log.Error("storage unavailable; nothing run", "action", l.a.id, "error", err)
+		l.answerUnrecorded("the gateway's state could not be read or written, so nothing was run; retry later")
 	default:
 		l.e.log.Error("approval failed", "action", l.a.id, "error", err)
 		l.end(ctx, sshexec.Rejected, "the approval could not be obtained: "+err.Error(), 0)
