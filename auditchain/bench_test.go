@@ -205,3 +205,62 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// BenchmarkAppendReplicas compares the log on SQLite with the log on
+// PostgreSQL behind 1, 2 and 3 replicas (Logs on one database): each op
+// is 16 appenders, spread over the replicas, appending 4 entries each at
+// once. It reports entries/s and the p99 latency of one append.
+func BenchmarkAppendReplicas(b *testing.B) {
+	const appenders, each = 16, 4
+	for _, impl := range []string{"sqlite", "pg-1", "pg-2", "pg-3"} {
+		b.Run("impl="+impl, func(b *testing.B) {
+			var logs []*Log
+			if impl == "sqlite" {
+				logs = []*Log{openLog(b, benchOptions(b))}
+			} else {
+				db := pgDB(b)
+				n, _ := strconv.Atoi(impl[len("pg-"):])
+				first := replicaOptions(b, db, "")
+				logs = append(logs, openLog(b, first))
+				for range n - 1 {
+					logs = append(logs, openLog(b, replicaOptions(b, db, first.KeyPath)))
+				}
+			}
+			defer func() {
+				for _, l := range logs {
+					closeLog(b, l)
+				}
+			}()
+			ctx := context.Background()
+			var mu sync.Mutex
+			lat := make([]time.Duration, 0, b.N*appenders*each)
+			b.ResetTimer()
+			start := time.Now()
+			for i := 0; i < b.N; i++ {
+				var wg sync.WaitGroup
+				for g := range appenders {
+					l := logs[g%len(logs)]
+					wg.Go(func() {
+						for j := range each {
+							t0 := time.Now()
+							if _, err := l.Append(ctx, benchEntry(i*appenders*each+g*each+j)); err != nil {
+								b.Error(err)
+								return
+							}
+							d := time.Since(t0)
+							mu.Lock()
+							lat = append(lat, d)
+							mu.Unlock()
+						}
+					})
+				}
+				wg.Wait()
+			}
+			b.StopTimer()
+			elapsed := time.Since(start)
+			slices.Sort(lat)
+			b.ReportMetric(float64(b.N*appenders*each)/elapsed.Seconds(), "entries/s")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+		})
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/airlockgw/airlock/deploy/sqldb"
 	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 // The log on PostgreSQL: several gateway replicas append to one chain.
@@ -255,13 +256,54 @@ func (l *Log) refresh(ctx context.Context, tx *sqldb.Tx) error {
 	if err != nil || e.Seq != seq || len(chain) != 32 {
 		return l.fail(fmt.Errorf("auditchain: the last entry %d is malformed: %w", seq, ErrInconsistent))
 	}
-	front, err := loadFrontier(ctx, tx, size)
+	front, err := loadFrontierPG(ctx, tx, size)
 	if err != nil {
 		return err
 	}
 	l.size, l.front, l.ckptEntry = size, front, e.Kind == KindCheckpoint
 	copy(l.chain[:], chain)
 	return l.refreshCheckpoint(ctx, tx)
+}
+
+// loadFrontierPG is loadFrontier in one query.
+func loadFrontierPG(ctx context.Context, tx *sqldb.Tx, size int64) (frontier, error) {
+	f := frontier{n: size}
+	var idx []int64
+	for lv := 0; lv < 63; lv++ {
+		if size>>uint(lv)&1 == 1 {
+			idx = append(idx, tlog.StoredHashIndex(lv, size>>uint(lv)-1))
+		}
+	}
+	if len(idx) == 0 {
+		return f, nil
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT idx, hash FROM tree_hashes WHERE idx = ANY(?)`, idx)
+	if err != nil {
+		return f, fmt.Errorf("auditchain: read the frontier: %w", err)
+	}
+	defer rows.Close()
+	got := map[int64][]byte{}
+	for rows.Next() {
+		var i int64
+		var h []byte
+		if err := rows.Scan(&i, &h); err != nil {
+			return f, fmt.Errorf("auditchain: read the frontier: %w", err)
+		}
+		got[i] = h
+	}
+	if err := rows.Err(); err != nil {
+		return f, fmt.Errorf("auditchain: read the frontier: %w", err)
+	}
+	for lv := 0; lv < 63; lv++ {
+		if size>>uint(lv)&1 == 1 {
+			h := got[tlog.StoredHashIndex(lv, size>>uint(lv)-1)]
+			if len(h) != tlog.HashSize {
+				return f, fmt.Errorf("auditchain: tree hash of level %d at size %d is missing: %w", lv, size, ErrInconsistent)
+			}
+			copy(f.nodes[lv][:], h)
+		}
+	}
+	return f, nil
 }
 
 // refreshCheckpoint brings the writer's last checkpoint up to the

@@ -3,8 +3,6 @@ package auditchain
 import (
 	"bytes"
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -149,25 +147,40 @@ func (l *Log) write(ctx context.Context, batch []*appendReq) ([]*appendReq, []Re
 // already has one (in the log, or earlier in the batch) is answered
 // ErrAlreadyFinished and dropped from the batch, which it returns.
 func (l *Log) oneOutcome(ctx context.Context, tx *sqldb.Tx, batch []*appendReq) ([]*appendReq, error) {
+	// One query for the batch: which of its actions have an outcome.
+	var ids []string
+	for _, r := range batch {
+		if r.e.Kind == KindActionFinished && r.e.ActionID != "" {
+			ids = append(ids, r.e.ActionID)
+		}
+	}
+	if len(ids) == 0 {
+		return batch, nil
+	}
 	seen := map[string]bool{}
+	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT action_id FROM entries WHERE kind = 'action.finished' AND action_id = ANY(?)`, ids)
+	if err != nil {
+		return batch, fmt.Errorf("auditchain: look for outcomes: %w", err)
+	}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return batch, fmt.Errorf("auditchain: look for outcomes: %w", err)
+		}
+		seen[id] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return batch, fmt.Errorf("auditchain: look for outcomes: %w", err)
+	}
 	var kept, dups []*appendReq
 	for _, r := range batch {
 		if r.e.Kind != KindActionFinished || r.e.ActionID == "" {
 			kept = append(kept, r)
 			continue
 		}
-		dup := seen[r.e.ActionID]
-		if !dup {
-			var one int
-			err := tx.QueryRowContext(ctx, `SELECT 1 FROM entries WHERE action_id = ? AND kind = 'action.finished' LIMIT 1`, r.e.ActionID).Scan(&one)
-			switch {
-			case err == nil:
-				dup = true
-			case !errors.Is(err, sql.ErrNoRows):
-				return batch, fmt.Errorf("auditchain: look for the outcome of %s: %w", r.e.ActionID, err)
-			}
-		}
-		if dup {
+		if seen[r.e.ActionID] {
 			dups = append(dups, r)
 			continue
 		}
