@@ -16,17 +16,19 @@ import (
 )
 
 // replicas starts n airlock serve processes on one PostgreSQL database
-// (call mode on "box"), the first one's keys copied to the others as an
-// operator does. The reviewer account is made offline in the database.
-func replicas(t *testing.T, s *sshtest.SSHD, dsn string, n int) []*daemon {
+// (mode on "box", with targetExtra in its block), the first one's keys
+// copied to the others as an operator does. The reviewer account is made
+// offline in the database.
+func replicas(t *testing.T, s *sshtest.SSHD, dsn string, n int, mode, targetExtra string) []*daemon {
 	t.Helper()
 	var ds []*daemon
 	for i := range n {
-		cfgFile, state, port := writeConfig(t, s, "call")
+		cfgFile, state, port := writeConfig(t, s, mode)
 		cfg, err := os.ReadFile(cfgFile)
 		if err != nil {
 			t.Fatal(err)
 		}
+		cfg = []byte(strings.Replace(string(cfg), `target "box" {`, "target \"box\" {\n"+targetExtra, 1))
 		if err := os.WriteFile(cfgFile, append(cfg, []byte("\nstorage {\n  postgres = \""+dsn+"\"\n  lease = \"3s\"\n}\n")...), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +51,7 @@ func replicas(t *testing.T, s *sshtest.SSHD, dsn string, n int) []*daemon {
 func TestReplicaKilledMidAction(t *testing.T) {
 	s := sshtest.NewSSHD(t, sshtest.Options{})
 	dsn := pgtest.Shared(t).NewDatabase(t)
-	ds := replicas(t, s, dsn, 3)
+	ds := replicas(t, s, dsn, 3, "call", "")
 	a, b, c := ds[0], ds[1], ds[2]
 
 	// Three actions through A, approved through B, running on the target.

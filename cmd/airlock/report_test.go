@@ -27,6 +27,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/airlockgw/airlock/auditchain"
+	"github.com/airlockgw/airlock/deploy/pgtest"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/gatewaytest"
 	"github.com/airlockgw/airlock/sshexec"
@@ -255,6 +256,7 @@ func TestBenchReport(t *testing.T) {
 		return nil
 	}
 	mcpPaths := measureMCP(t, d, s, rounds, max(2, int(30*scale/rounds)))
+	replicaResults := measureReplicas(t, s, viaClient, gw, rounds, max(16, int(400*scale/rounds)))
 	peakBefore, _ := gw.memory(t)
 	// The peak so far holds the reviewer logins' password hashing (19 MiB
 	// of argon2id each) and the bursts above: start it again, so that the
@@ -290,6 +292,7 @@ func TestBenchReport(t *testing.T) {
 	rep.bars = phaseTimes.bars(modes[0], paths, helper)
 	rep.helper, rep.floor = helper, floor
 	rep.mcp = mcpPaths
+	rep.replicas, rep.pgVersion = replicaResults, pgtest.Version()
 	md := rep.markdown()
 	if err := os.WriteFile(filepath.Join(outDir, "benchmarks-report.md"), []byte(md), 0o644); err != nil {
 		t.Fatal(err)
@@ -659,6 +662,8 @@ type report struct {
 	bars          []phaseBar
 	helper, floor time.Duration // airlock-ssh --version; a static Go hello world
 	mcp           []mcpPath
+	replicas      []replicaResult
+	pgVersion     string
 	peakRSSKiB    int
 	peakBeforeKiB int
 	rssKiB        int
@@ -743,6 +748,7 @@ func (r *report) markdown() string {
 		float64(r.rssKiB)/1024)
 	r.phasesMarkdown(&b)
 	r.mcpMarkdown(&b)
+	r.replicasMarkdown(&b)
 
 	v := r.verify
 	fmt.Fprintf(&b, "\n## Verifying the resulting audit log\n\n")

@@ -28,6 +28,15 @@ import (
 	"time"
 )
 
+// Version is the PostgreSQL major version the clusters run ("" when
+// none is installed).
+func Version() string {
+	if b := Bin(); b != "" {
+		return filepath.Base(filepath.Dir(b))
+	}
+	return ""
+}
+
 // InstallCommand is what installs the server when it is missing.
 const InstallCommand = "apt-get install -y postgresql (or run .ci/test-deps as root)"
 
