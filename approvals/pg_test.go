@@ -166,3 +166,24 @@ func TestLocalRunsStayWithTheirHost(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A decision whose notification never came (it was committed while the
+// waiting replica was not listening, here: written without one) still
+// wakes the waiting agent: each replica polls its waiters' requests.
+func TestPollingWakesWithoutNotification(t *testing.T) {
+	db := pgDB(t)
+	a := newEnv(t, func(o *Options) {
+		o.DB = db
+		o.Replica = func() string { return "replica-a" }
+	})
+	ctx := context.Background()
+	run, _ := a.remoteRun()
+	q, ch := a.authorize(ctx, run.ID, act("call-box", "uptime"))
+	if _, err := db.ExecContext(ctx, `UPDATE requests SET status = ?, decided_by = ?, decided_at = ? WHERE id = ?`,
+		StatusApproved.String(), "rita", a.clock.Now().UnixNano(), string(q.ID)); err != nil {
+		t.Fatal(err)
+	}
+	if o := recv(t, ch); o.err != nil || o.res.Status != StatusApproved || o.res.Reviewer != "rita" {
+		t.Fatalf("the waiting agent: %+v %v", o.res, o.err)
+	}
+}

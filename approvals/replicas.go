@@ -61,16 +61,34 @@ func (s *Store) watchDecisions() {
 	}()
 }
 
-// pollWaits reads every request this replica's agents wait for and wakes
-// those that were decided elsewhere.
+// pollWaits reads, in one query, which of the requests this replica's
+// agents wait for have left pending, and wakes those.
 func (s *Store) pollWaits() {
 	s.mu.Lock()
-	ids := make([]RequestID, 0, len(s.waits))
+	ids := make([]string, 0, len(s.waits))
 	for id := range s.waits {
-		ids = append(ids, id)
+		ids = append(ids, string(id))
 	}
 	s.mu.Unlock()
-	for _, id := range ids {
+	if len(ids) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, eventTimeout)
+	defer cancel()
+	rows, err := s.pool.QueryContext(ctx, `SELECT id FROM requests WHERE status <> ? AND id = ANY(?)`, StatusPending.String(), ids)
+	if err != nil {
+		s.log.Warn("polling the requests agents wait for", "error", err)
+		return
+	}
+	var decided []RequestID
+	for rows.Next() {
+		var id string
+		if rows.Scan(&id) == nil {
+			decided = append(decided, RequestID(id))
+		}
+	}
+	rows.Close()
+	for _, id := range decided {
 		s.wake(id)
 	}
 }
