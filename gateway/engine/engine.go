@@ -153,32 +153,28 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		return nil, err
 	}
 	e.cur.Store(l)
+	// fail closes whatever of the stores Open opened so far.
+	fail := func(err error) (*Engine, error) {
+		e.closeStores(context.Background())
+		return nil, err
+	}
 	if e.pg, err = OpenStorage(ctx, cfg); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	if e.pg != nil {
-		e.replica, err = joinReplicas(ctx, e, e.pg, cfg.Storage.Lease)
-		if err == nil {
-			err = sharedKey(ctx, e.pg, "command-hmac", filepath.Join(cfg.StateDir, redact.KeyFile))
+		if e.replica, err = joinReplicas(ctx, e, e.pg, cfg.Storage.Lease); err != nil {
+			return fail(err)
 		}
-		if err != nil {
-			e.replica.leave()
-			e.pg.Close()
-			return nil, err
+		if err := sharedKey(ctx, e.pg, "command-hmac", filepath.Join(cfg.StateDir, redact.KeyFile)); err != nil {
+			return fail(err)
 		}
 	}
 	if e.commandKey, err = redact.LoadOrCreateKey(filepath.Join(cfg.StateDir, redact.KeyFile)); err != nil {
-		e.replica.leave()
-		if e.pg != nil {
-			e.pg.Close()
-		}
-		return nil, err
+		return fail(err)
 	}
 	if e.pg != nil {
 		if err := recordSharedKey(ctx, e.pg, "command-hmac", e.commandKey); err != nil {
-			e.replica.leave()
-			e.pg.Close()
-			return nil, err
+			return fail(err)
 		}
 	}
 	ao := auditchain.DefaultOptions(cfg.StateDir)
@@ -206,20 +202,12 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 	}
 	alog, err := auditchain.Open(ctx, ao)
 	if err != nil {
-		e.replica.leave()
-		if e.pg != nil {
-			e.pg.Close()
-		}
-		return nil, err
+		return fail(err)
 	}
 	e.alog = alog
 	e.audit = timedAppender{alog, e.metrics}
 	if o.WrapAudit != nil {
 		e.audit = o.WrapAudit(e.audit)
-	}
-	fail := func(err error) (*Engine, error) {
-		e.closeStores(context.Background())
-		return nil, err
 	}
 
 	if e.outputs, err = auditchain.OpenOutputs(ctx, auditchain.OutputOptions{Path: filepath.Join(cfg.StateDir, "outputs.db"), DB: e.pg}); err != nil {
