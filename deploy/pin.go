@@ -108,9 +108,9 @@ type PinResult struct {
 
 // Pin scans the target's address, selects the offered key matching the
 // operator's fingerprint (Select), and pins it: in the config's host_keys
-// (AddHostKey), or in a managed known_hosts file (AddKnownHost), as a
-// host CA when the fingerprint is a certificate's CA (AddHostCA). Nothing
-// is pinned unless the fingerprint matches exactly.
+// (AddHostKey), or in a managed known_hosts file, as a host CA when the
+// fingerprint is a certificate's CA (addHostCA). Nothing is pinned unless
+// the fingerprint matches exactly.
 func Pin(ctx context.Context, o PinOptions) (*PinResult, error) {
 	addr, err := TargetAddress(o.ConfigFile, o.Target)
 	if err != nil {
@@ -385,25 +385,12 @@ func splice(src []byte, at int, ins string) []byte {
 	return append(out, src[at:]...)
 }
 
-// AddKnownHost appends "HOST KEY" for addr to a managed known_hosts file
-// (created with mode 0644 if missing), unless a line for that host name
-// already holds the key. The host name is written as OpenSSH writes it:
-// "[host]:port" unless the port is 22. The file is rewritten as
-// InstallLine rewrites authorized_keys; other lines stay byte for byte.
-func AddKnownHost(file, addr string, key ssh.PublicKey) (Change, error) {
-	return appendKnownHosts(file, "", addr, key, false)
-}
-
-// AddHostCA checks that cert — a host certificate the server at addr
+// addHostCA checks that cert — a host certificate the server at addr
 // presented — is signed by its CA, valid now and names addr's host among
-// its principals, and then appends "@cert-authority HOST CAKEY" for addr
-// to a managed known_hosts file, so that this host's certificates signed
-// by that CA are trusted (and, as OpenSSH does, checked for the host name
-// at every connection).
-func AddHostCA(file, addr string, cert *ssh.Certificate) (Change, error) {
-	return addHostCA(file, addr, cert, false)
-}
-
+// its principals, and then adds "@cert-authority HOST CAKEY" for addr to
+// a managed known_hosts file, so that this host's certificates signed by
+// that CA are trusted (and, as OpenSSH does, checked for the host name at
+// every connection).
 func addHostCA(file, addr string, cert *ssh.Certificate, replace bool) (Change, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {

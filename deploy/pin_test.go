@@ -184,18 +184,18 @@ func TestTargetAddress(t *testing.T) {
 	}
 }
 
-func TestAddKnownHost(t *testing.T) {
+func TestAppendKnownHosts(t *testing.T) {
 	t.Parallel()
 	key := fixedKey(t, 9)
 	file := filepath.Join(keysDir(t), "known_hosts")
 	writeFile(t, file, "# managed by airlock\nexample.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl", 0o644)
 	for i, want := range []Change{Added, Unchanged} {
-		got, err := AddKnownHost(file, "10.0.0.1:2222", key)
+		got, err := appendKnownHosts(file, "", "10.0.0.1:2222", key, false)
 		if err != nil || got != want {
 			t.Fatalf("call %d: %v, %v; want %v", i, got, err, want)
 		}
 	}
-	if got, err := AddKnownHost(file, "10.0.0.1:22", key); err != nil || got != Added {
+	if got, err := appendKnownHosts(file, "", "10.0.0.1:22", key, false); err != nil || got != Added {
 		t.Fatalf("port 22: %v, %v", got, err)
 	}
 	k := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(key)))

@@ -114,9 +114,6 @@ func (c *watchConn) markLocal() {
 	c.mu.Unlock()
 }
 
-// closeLocal is Close for use in defer and context.AfterFunc.
-func (c *watchConn) closeLocal() { c.Close() }
-
 // preambleLimit bounds what preamble returns.
 const preambleLimit = 120
 

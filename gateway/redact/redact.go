@@ -71,15 +71,6 @@ func inert(s string, spaces bool) bool {
 	return !strings.ContainsAny(s, " \t\r\n\"'$`\\;&|<>(){}*?[]!#~")
 }
 
-// Builtins returns the names of the built-in detectors.
-func Builtins() []string {
-	out := make([]string, len(builtins))
-	for i, r := range builtins {
-		out[i] = r.Name
-	}
-	return out
-}
-
 // Redactor applies the built-in detectors and configured rules.
 type Redactor struct {
 	rules []Rule
