@@ -362,24 +362,9 @@ wait:
 			if acked {
 				// Stdin, then its end, after the exec reply: sshd drops an
 				// EOF that comes before it, and a command reading stdin
-				// would wait for the deadline. An error here means the
-				// connection broke (or the command ended without reading
-				// it all), which the channel's close reports. In its own
-				// goroutine: a command that does not read its input, or a
+				// would wait for the deadline. In its own goroutine: a command that does not read its input, or a
 				// stalled transport, must not hold the deadline off.
-				wg.Go(func() {
-					switch {
-					case a.cfg.StdinFrom != nil:
-						if _, err := io.Copy(ch, a.cfg.StdinFrom); err != nil {
-							return
-						}
-					case len(a.cfg.Stdin) > 0:
-						if _, err := ch.Write(a.cfg.Stdin); err != nil {
-							return
-						}
-					}
-					ch.CloseWrite()
-				})
+				wg.Go(func() { a.sendStdin(ch) })
 				if a.cfg.Started != nil {
 					a.cfg.Started()
 				}
@@ -437,7 +422,31 @@ wait:
 	stdout.fill(&res.Stdout, &res.StdoutBytes, &res.StdoutTruncated, &res.StdoutTail)
 	stderr.fill(&res.Stderr, &res.StderrBytes, &res.StderrTruncated, &res.StderrTail)
 
-	st := ex.result()
+	return a.ended(ctx, wc, ex.result(), killed, closedCleanly, acked)
+}
+
+// sendStdin writes the action's input to the command, then its end. An
+// error means the connection broke (or the command ended without reading
+// it all), which the channel's close reports.
+func (a *action) sendStdin(ch ssh.Channel) {
+	switch {
+	case a.cfg.StdinFrom != nil:
+		if _, err := io.Copy(ch, a.cfg.StdinFrom); err != nil {
+			return
+		}
+	case len(a.cfg.Stdin) > 0:
+		if _, err := ch.Write(a.cfg.Stdin); err != nil {
+			return
+		}
+	}
+	ch.CloseWrite()
+}
+
+// ended names the outcome of a command that was sent: what the server
+// reported (st), whether we sent KILL, whether the channel closed cleanly
+// and whether the server answered the exec request.
+func (a *action) ended(ctx context.Context, wc *watchConn, st exitState, killed, closedCleanly, acked bool) error {
+	res := a.res
 	res.ExitCode, res.HasExitCode = st.code, st.hasCode
 	res.Signal, res.CoreDumped = st.signal, st.coreDumped
 	switch {
