@@ -109,32 +109,47 @@ func startDemo(ctx context.Context, keep string, stderr io.Writer) (*demoEnv, er
 		return nil, err
 	}
 	env := &demoEnv{dir: dir, cfgFile: filepath.Join(dir, "airlock.hcl"), pwFile: filepath.Join(dir, "reviewer-password")}
+	if err := env.writeConfig(); err != nil {
+		return nil, err
+	}
+	if err := env.addReviewer(ctx); err != nil {
+		return nil, err
+	}
+	if err := env.startGateway(ctx); err != nil {
+		return nil, err
+	}
+	return env, nil
+}
 
+// writeConfig makes the gateway's credential, starts the demo target that
+// trusts it, and writes and loads the demo's configuration.
+func (e *demoEnv) writeConfig() error {
+	dir := e.dir
 	// The gateway's credential, trusted by the demo target.
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	block, err := ssh.MarshalPrivateKey(priv, "airlock demo")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	keyFile := filepath.Join(dir, "demo_ed25519")
 	if err := os.WriteFile(keyFile, pem.EncodeToMemory(block), 0o600); err != nil {
-		return nil, err
+		return err
 	}
 	signer, err := ssh.NewSignerFromKey(priv)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	scratch := filepath.Join(dir, "target")
 	if err := os.MkdirAll(scratch, 0o700); err != nil {
-		return nil, err
+		return err
 	}
-	if env.target, err = demo.Start(scratch, signer.PublicKey()); err != nil {
-		return nil, err
+	if e.target, err = demo.Start(scratch, signer.PublicKey()); err != nil {
+		return err
 	}
-	hostKey := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(env.target.HostKey())))
+	hostKey := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(e.target.HostKey())))
 	src := fmt.Sprintf(`# The configuration of this demo: a real airlock configuration.
 state_dir = %q
 
@@ -169,65 +184,70 @@ target "demo" {
     approval   = "call"
   }
 }
-`, filepath.Join(dir, "state"), keyFile, scratch, env.target.Addr, hostKey)
-	if err := os.WriteFile(env.cfgFile, []byte(src), 0o600); err != nil {
-		return nil, err
+`, filepath.Join(dir, "state"), keyFile, scratch, e.target.Addr, hostKey)
+	if err := os.WriteFile(e.cfgFile, []byte(src), 0o600); err != nil {
+		return err
 	}
-	env.cfg, err = config.Load(env.cfgFile)
-	if err != nil {
-		return nil, err
-	}
+	e.cfg, err = config.Load(e.cfgFile)
+	return err
+}
+
+// addReviewer makes the demo reviewer with a random password (a kept demo
+// directory's reviewer gets a new one).
+func (e *demoEnv) addReviewer(ctx context.Context) error {
 
 	// A reviewer with a random password.
 	pw := make([]byte, 12)
 	rand.Read(pw)
-	env.password = hex.EncodeToString(pw)
-	if err := os.WriteFile(env.pwFile, []byte(env.password+"\n"), 0o600); err != nil {
-		return nil, err
+	e.password = hex.EncodeToString(pw)
+	if err := os.WriteFile(e.pwFile, []byte(e.password+"\n"), 0o600); err != nil {
+		return err
 	}
-	if err := os.MkdirAll(env.cfg.StateDir, 0o700); err != nil {
-		return nil, err
+	if err := os.MkdirAll(e.cfg.StateDir, 0o700); err != nil {
+		return err
 	}
-	acc, err := approvals.OpenAccounts(ctx, filepath.Join(env.cfg.StateDir, "state.db"), approvals.DefaultArgon2)
+	acc, err := approvals.OpenAccounts(ctx, filepath.Join(e.cfg.StateDir, "state.db"), approvals.DefaultArgon2)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	err = acc.Add(ctx, demoReviewer, approvals.NewSecret(env.password), "demo")
+	err = acc.Add(ctx, demoReviewer, approvals.NewSecret(e.password), "demo")
 	acc.Close()
 	if err != nil && !errors.Is(err, approvals.ErrReviewerExists) {
-		return nil, err
+		return err
 	}
 	if errors.Is(err, approvals.ErrReviewerExists) {
 		// A kept demo directory: reset the reviewer's password.
-		acc, err := approvals.OpenAccounts(ctx, filepath.Join(env.cfg.StateDir, "state.db"), approvals.DefaultArgon2)
+		acc, err := approvals.OpenAccounts(ctx, filepath.Join(e.cfg.StateDir, "state.db"), approvals.DefaultArgon2)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		err = acc.SetPassword(ctx, demoReviewer, approvals.NewSecret(env.password), "demo")
+		err = acc.SetPassword(ctx, demoReviewer, approvals.NewSecret(e.password), "demo")
 		acc.Close()
-		if err != nil {
-			return nil, err
-		}
+		return err
 	}
+	return nil
+}
 
+// startGateway serves the demo's gateway until e.stop, and makes the
+// reviewer's login link.
+func (e *demoEnv) startGateway(ctx context.Context) error {
+	var err error
 	gateway.Version = version()
-	env.srv, err = gateway.New(ctx, gateway.Options{Config: env.cfg, Logger: newLogger(env.cfg, io.Discard), ShutdownGrace: 5 * time.Second})
+	e.srv, err = gateway.New(ctx, gateway.Options{Config: e.cfg, Logger: newLogger(e.cfg, io.Discard), ShutdownGrace: 5 * time.Second})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	sctx, cancel := context.WithCancel(context.Background())
-	env.stop = cancel
-	env.served = make(chan error, 1)
-	go func() { env.served <- env.srv.Serve(sctx) }()
+	e.stop = cancel
+	e.served = make(chan error, 1)
+	go func() { e.served <- e.srv.Serve(sctx) }()
 	select {
-	case <-env.srv.Ready():
-	case err := <-env.served:
-		return nil, err
+	case <-e.srv.Ready():
+	case err := <-e.served:
+		return err
 	}
-	if env.link, err = env.srv.LoginLink(ctx, demoReviewer, 30*time.Minute); err != nil {
-		return nil, err
-	}
-	return env, nil
+	e.link, err = e.srv.LoginLink(ctx, demoReviewer, 30*time.Minute)
+	return err
 }
 
 func (e *demoEnv) close(remove bool, stderr io.Writer) {
@@ -361,68 +381,11 @@ func (e *demoEnv) tour(ctx context.Context, w io.Writer) error {
 	}
 	reviewer := api.NewHTTPClient("http://"+e.srv.HTTPAddr(), login.Token)
 
+	g := &guide{w: w, agent: agent, reviewer: reviewer}
 	step := func(n int, text string) { fmt.Fprintf(w, "\n%d. %s\n", n, text) }
-	show := func(a *api.Action) {
-		fmt.Fprintf(w, "   → %s", a.Outcome)
-		if a.ExitCode != nil {
-			fmt.Fprintf(w, " (exit %d)", *a.ExitCode)
-		}
-		fmt.Fprintf(w, " [action %s]\n", a.ID)
-		if out := strings.TrimSpace(a.Stdout); out != "" {
-			for _, line := range strings.Split(out, "\n") {
-				fmt.Fprintf(w, "     | %s\n", printable(line))
-			}
-		}
-		if next := api.NextStep(a); next != "" {
-			fmt.Fprintf(w, "     next step: %s\n", next)
-		}
-	}
-	// decide waits for a pending request and decides it as the reviewer.
-	decide := func(decision, reason string) error {
-		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			list, err := reviewer.Approvals(ctx, "pending")
-			if err != nil {
-				return err
-			}
-			if len(list) == 0 {
-				continue
-			}
-			a := list[0]
-			fmt.Fprintf(w, "   reviewer sees a %s approval %s: %s on %s/%s, requested by %s\n", a.Kind, a.ID, printable(a.Command), a.Target, a.Account, printable(a.Requester))
-			_, err = reviewer.Decide(ctx, a.ID, api.DecisionRequest{Decision: api.Decision(decision), Reason: reason, Digest: a.Digest})
-			fmt.Fprintf(w, "   reviewer: %s\n", decision)
-			return err
-		}
-		return errors.New("no approval request appeared")
-	}
 	run := func(req api.ActionRequest, decision, reason string) (*api.Action, error) {
-		type res struct {
-			a   *api.Action
-			err error
-		}
-		ch := make(chan res, 1)
-		go func() {
-			a, err := agent.RunAction(ctx, req, api.Events{})
-			ch <- res{a, err}
-		}()
-		if decision != "" {
-			if err := decide(decision, reason); err != nil {
-				return nil, err
-			}
-		}
-		r := <-ch
-		if r.err == nil {
-			show(r.a)
-		}
-		return r.a, r.err
+		return g.run(ctx, req, decision, reason)
 	}
-	expect := func(a *api.Action, outcome sshexec.Outcome) error {
-		if a.Outcome != outcome {
-			return fmt.Errorf("action %s ended %s (%s), expected %s", a.ID, a.Outcome, a.Detail, outcome)
-		}
-		return nil
-	}
-
 	step(1, `The agent runs "echo hello" as account agent (run mode): the first action of its run waits for a reviewer.`)
 	a, err := run(api.ActionRequest{Target: "demo", Command: "echo hello from the demo target"}, "approve", "")
 	if err != nil {
@@ -470,5 +433,81 @@ func (e *demoEnv) tour(ctx context.Context, w io.Writer) error {
 		return fmt.Errorf("the audit log is damaged: %+v", rep.First())
 	}
 	fmt.Fprintf(w, "   → intact: %d entries, %d signed checkpoints (entries not yet covered by one: %d)\n", rep.Entries, rep.Checkpoints, rep.Uncovered)
+	return nil
+}
+
+// guide runs the tour's actions as the agent and decides them as the
+// reviewer, printing what each saw.
+type guide struct {
+	w               io.Writer
+	agent, reviewer *api.Client
+}
+
+// show prints an action's outcome, output and next step.
+func (g *guide) show(a *api.Action) {
+	w := g.w
+	fmt.Fprintf(w, "   → %s", a.Outcome)
+	if a.ExitCode != nil {
+		fmt.Fprintf(w, " (exit %d)", *a.ExitCode)
+	}
+	fmt.Fprintf(w, " [action %s]\n", a.ID)
+	if out := strings.TrimSpace(a.Stdout); out != "" {
+		for _, line := range strings.Split(out, "\n") {
+			fmt.Fprintf(w, "     | %s\n", printable(line))
+		}
+	}
+	if next := api.NextStep(a); next != "" {
+		fmt.Fprintf(w, "     next step: %s\n", next)
+	}
+}
+
+// decide waits for a pending request and decides it as the reviewer.
+func (g *guide) decide(ctx context.Context, decision, reason string) error {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		list, err := g.reviewer.Approvals(ctx, "pending")
+		if err != nil {
+			return err
+		}
+		if len(list) == 0 {
+			continue
+		}
+		a := list[0]
+		fmt.Fprintf(g.w, "   reviewer sees a %s approval %s: %s on %s/%s, requested by %s\n", a.Kind, a.ID, printable(a.Command), a.Target, a.Account, printable(a.Requester))
+		_, err = g.reviewer.Decide(ctx, a.ID, api.DecisionRequest{Decision: api.Decision(decision), Reason: reason, Digest: a.Digest})
+		fmt.Fprintf(g.w, "   reviewer: %s\n", decision)
+		return err
+	}
+	return errors.New("no approval request appeared")
+}
+
+// run sends req as the agent and, with a decision, decides the request
+// it raises.
+func (g *guide) run(ctx context.Context, req api.ActionRequest, decision, reason string) (*api.Action, error) {
+	type res struct {
+		a   *api.Action
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		a, err := g.agent.RunAction(ctx, req, api.Events{})
+		ch <- res{a, err}
+	}()
+	if decision != "" {
+		if err := g.decide(ctx, decision, reason); err != nil {
+			return nil, err
+		}
+	}
+	r := <-ch
+	if r.err == nil {
+		g.show(r.a)
+	}
+	return r.a, r.err
+}
+
+// expect says what went wrong when a tour action did not end as planned.
+func expect(a *api.Action, outcome sshexec.Outcome) error {
+	if a.Outcome != outcome {
+		return fmt.Errorf("action %s ended %s (%s), expected %s", a.ID, a.Outcome, a.Detail, outcome)
+	}
 	return nil
 }
