@@ -31,9 +31,6 @@ const (
 // Outcomes returns every valid outcome in persisted order.
 func Outcomes() []Outcome { return outcome.Outcomes() }
 
-// ParseOutcome parses a persisted outcome name.
-func ParseOutcome(s string) (Outcome, error) { return outcome.ParseOutcome(s) }
-
 // Termination says what became of a command that we tried to stop, or that
 // we never started (see package outcome).
 type Termination = outcome.Termination
@@ -47,6 +44,3 @@ const (
 
 // Terminations returns every valid termination state in persisted order.
 func Terminations() []Termination { return outcome.Terminations() }
-
-// ParseTermination parses a persisted termination name.
-func ParseTermination(s string) (Termination, error) { return outcome.ParseTermination(s) }

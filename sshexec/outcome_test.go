@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlockgw/airlock/sshexec"
+	"github.com/airlockgw/airlock/sshexec/outcome"
 )
 
 // contractOutcomes is the contract's outcome table, in order. The names
@@ -30,7 +31,7 @@ func TestOutcomeNamesMatchTheContract(t *testing.T) {
 
 func TestOutcomeText(t *testing.T) {
 	for _, name := range contractOutcomes {
-		o, err := sshexec.ParseOutcome(name)
+		o, err := outcome.ParseOutcome(name)
 		if err != nil {
 			t.Fatalf("ParseOutcome(%q): %v", name, err)
 		}
@@ -44,7 +45,7 @@ func TestOutcomeText(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "Exited", "exited ", "success", "ok", "timeout"} {
-		if _, err := sshexec.ParseOutcome(bad); err == nil {
+		if _, err := outcome.ParseOutcome(bad); err == nil {
 			t.Errorf("ParseOutcome(%q) accepted an unknown name", bad)
 		}
 	}
@@ -56,12 +57,12 @@ func TestOutcomeText(t *testing.T) {
 
 func TestTerminationText(t *testing.T) {
 	for _, name := range []string{"not_started", "confirmed", "unconfirmed"} {
-		v, err := sshexec.ParseTermination(name)
+		v, err := outcome.ParseTermination(name)
 		if err != nil || v.String() != name {
 			t.Errorf("ParseTermination(%q) = %v, %v", name, v, err)
 		}
 	}
-	if _, err := sshexec.ParseTermination("killed"); err == nil {
+	if _, err := outcome.ParseTermination("killed"); err == nil {
 		t.Error("ParseTermination accepted an unknown name")
 	}
 	var zero sshexec.Termination
