@@ -18,6 +18,7 @@ import (
 
 	"github.com/airlockgw/airlock/deploy/policy"
 	"github.com/airlockgw/airlock/deploy/proctree"
+	"github.com/airlockgw/airlock/deploy/securefile"
 )
 
 // Exit statuses of airlock-action besides the program's own.
@@ -93,40 +94,26 @@ func policyGuard(path string, uid int) error { return fileGuard("policy", path, 
 func reaperGuard(path string, uid int) error { return fileGuard("airlock-action", path, uid) }
 
 // fileGuard refuses a file (what: "policy") the account uid could change,
-// or put another in its place.
+// or put another in its place: securefile.CheckUnchangeable, worded for
+// the person who installs the policy.
 func fileGuard(what, path string, uid int) error {
-	fi, err := os.Stat(path)
-	if err != nil {
+	err := securefile.CheckUnchangeable(path, uid)
+	var se *securefile.Error
+	if !errors.As(err, &se) {
 		return err // Load reports a missing file
 	}
-	type item struct {
-		what string
-		fi   os.FileInfo
-	}
-	items := []item{{path, fi}}
-	// The directory of the name and, through a link, of the file itself:
-	// whoever can write either can put another policy in its place.
-	dirs := []string{filepath.Dir(path)}
-	if real, err := filepath.EvalSymlinks(path); err == nil && filepath.Dir(real) != dirs[0] {
-		dirs = append(dirs, filepath.Dir(real))
-	}
-	for _, d := range dirs {
-		dfi, err := os.Stat(d)
-		if err != nil {
-			return err
-		}
-		items = append(items, item{"its directory " + d, dfi})
-	}
-	for _, c := range items {
-		st := c.fi.Sys().(*syscall.Stat_t)
-		switch {
-		case uid != 0 && int(st.Uid) == uid:
-			return fmt.Errorf("%s %s: %s belongs to this account (uid %d), which could change it; give it to root (chown root %s)", what, path, c.what, uid, strings.TrimPrefix(c.what, "its directory "))
-		case c.fi.Mode().Perm()&0o022 != 0 && (c.fi == fi || c.fi.Mode()&os.ModeSticky == 0):
-			return fmt.Errorf("%s %s: %s is writable by group or others (mode %04o); chmod go-w it", what, path, c.what, c.fi.Mode().Perm())
+	place := se.Path
+	if place != path {
+		abs, _ := filepath.Abs(path)
+		real, _ := filepath.EvalSymlinks(path)
+		if place != abs && place != real {
+			place = "its directory " + place
 		}
 	}
-	return nil
+	if se.Problem == securefile.WrongOwner {
+		return fmt.Errorf("%s %s: %s belongs to this account (uid %d), which could change it; give it to root (chown root %s)", what, path, place, uid, se.Path)
+	}
+	return fmt.Errorf("%s %s: %s is writable by group or others (mode %04o); chmod go-w %s", what, path, place, se.Mode.Perm(), se.Path)
 }
 
 // Serve handles one request as sshd's forced command and returns the exit

@@ -246,6 +246,60 @@ func CheckDirs(dir string, wantUID int) (uid, gid int, err error) {
 	}
 }
 
+// CheckUnchangeable refuses a file that the account uid could change or
+// put another in the place of: the file, or any directory above it or
+// above the file a link names, owned by uid (unless uid is root), or
+// writable by group or others — a sticky directory excepted, where nobody
+// may rename what another owns, but never the file itself. A missing file
+// is the stat's error, unwrapped, for the caller to report as missing.
+func CheckUnchangeable(path string, uid int) error {
+	path, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if err := unchangeable(path, fi, uid, false); err != nil {
+		return err
+	}
+	dirs := []string{filepath.Dir(path)}
+	if real, err := filepath.EvalSymlinks(path); err == nil && filepath.Dir(real) != dirs[0] {
+		dirs = append(dirs, filepath.Dir(real))
+	}
+	for _, dir := range dirs {
+		for d := dir; ; d = filepath.Dir(d) {
+			fi, err := os.Stat(d)
+			if err != nil {
+				return fmt.Errorf("securefile: %w", err)
+			}
+			if err := unchangeable(d, fi, uid, true); err != nil {
+				return err
+			}
+			if d == filepath.Dir(d) {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// unchangeable is CheckUnchangeable's rule for one place.
+func unchangeable(path string, fi fs.FileInfo, uid int, dir bool) error {
+	owner, _ := Owner(fi)
+	e := &Error{Path: path, Mode: fi.Mode(), UID: owner, WantUID: 0}
+	switch {
+	case uid != 0 && owner == uid:
+		e.Problem = WrongOwner
+	case fi.Mode().Perm()&0o022 != 0 && (!dir || fi.Mode()&fs.ModeSticky == 0):
+		e.Problem = WritableByOthers
+	default:
+		return nil
+	}
+	return e
+}
+
 // CheckDir checks one directory (not its parents): a directory, owned by
 // the current user or root, that nobody else may write to.
 func CheckDir(dir string) error {
