@@ -211,7 +211,7 @@ func TestJumpHostAgainstSSHD(t *testing.T) {
 		c := cfg()
 		c.Timeout, c.KillGrace = 2*time.Second, time.Second
 		c.Started = func() {
-			stopped = sshtest.Descendants(bastion.Pid())
+			stopped = bastion.SessionProcesses()
 			for _, pid := range stopped {
 				syscall.Kill(pid, syscall.SIGSTOP)
 			}

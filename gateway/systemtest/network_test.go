@@ -176,15 +176,14 @@ func TestNetworkFaults(t *testing.T) {
 	p := newNetPair(t)
 	var s *sshtest.SSHD
 	if err := inNetNS(p.tg, func() (err error) {
-		s, err = sshtest.StartSSHD(sshtest.Options{Config: []string{"ListenAddress " + p.tgIP}})
+		s, err = sshtest.StartSSHD(sshtest.Options{Host: p.tgIP})
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
 	s.LogOnFailure(t)
-	_, port, _ := strings.Cut(s.Addr, ":")
-	addr := p.tgIP + ":" + port
+	addr := s.Addr
 	_, keyFile := clientKey(t, s)
 	g := newGatewayIn(t, config{credentials: map[string]string{"key": keyFile},
 		targets: []target{{name: "far", address: addr, hostKey: keyLine(s.HostKey), user: s.User, credential: "key"}}}, p.gw)
