@@ -151,7 +151,7 @@ func (g *gw) cliNS(args ...string) (string, int) {
 	code := 0
 	err := inNetNS(g.netns, func() error {
 		cmd := exec.Command(binary(g.t, "airlock"), args...)
-		cmd.Env = append(os.Environ(), "AIRLOCK_URL="+g.httpURL, "AIRLOCK_REVIEWER="+reviewerName,
+		cmd.Env = append(os.Environ(), "AIRLOCK_URL="+g.HTTPURL, "AIRLOCK_REVIEWER="+reviewerName,
 			"AIRLOCK_PASSWORD_FILE="+g.pwFile, "AIRLOCK_CONFIG="+g.cfgFile)
 		b, err := cmd.CombinedOutput()
 		out = string(b)

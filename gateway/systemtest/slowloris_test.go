@@ -30,7 +30,7 @@ func TestSlowClientsDoNotExhaust(t *testing.T) {
 	g.approveRun(remote, rv, "box")
 	base, _ := g.settle(procStats{fds: 1 << 30, goroutines: 1 << 30}, 0, 0)
 	ctl, _ := api.ReadControl(g.socket)
-	addr := strings.TrimPrefix(g.httpURL, "http://")
+	addr := strings.TrimPrefix(g.HTTPURL, "http://")
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
