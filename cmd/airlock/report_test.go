@@ -28,6 +28,7 @@ import (
 
 	"github.com/airlockgw/airlock/auditchain"
 	"github.com/airlockgw/airlock/deploy/pgtest"
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/gatewaytest"
 	"github.com/airlockgw/airlock/sshexec"
@@ -67,7 +68,7 @@ func TestBenchReport(t *testing.T) {
 	machine := describeMachine()
 
 	s := sshtest.NewSSHD(t, sshtest.Options{})
-	cfgFile, state, port := writeConfig(t, s, "run")
+	cfgFile, state := writeConfig(t, s, "run")
 	src, _ := os.ReadFile(cfgFile)
 	// Room for 16 at once: the comparison is of paths, not of the default
 	// max_parallel, which would queue the rest.
@@ -80,11 +81,11 @@ func TestBenchReport(t *testing.T) {
 	}
 	os.WriteFile(cfgFile, []byte(cfgText), 0o600)
 	pw := filepath.Join(filepath.Dir(cfgFile), "pw")
-	os.WriteFile(pw, []byte("correct horse battery staple\n"), 0o600)
+	os.WriteFile(pw, []byte(testkit.Password+"\n"), 0o600)
 	if _, errs, code := runCLIEnv(t, map[string]string{"AIRLOCK_PASSWORD_FILE": pw}, "reviewer", "add", "alice", "--config", cfgFile); code != 0 {
 		t.Fatalf("reviewer add: %s", errs)
 	}
-	d := startDaemon(t, cfgFile, state, port)
+	d := startDaemon(t, cfgFile, state)
 	_, sshBin := binaries(t)
 
 	viaGateway := func() error {
@@ -200,7 +201,7 @@ func TestBenchReport(t *testing.T) {
 		{name: "64 parallel", conc: 64, actions: int(400 * scale)},
 	}
 	const rounds = 5
-	gw := gatewayProbe{pid: d.PID(), metricsURL: d.httpURL + "/metrics"}
+	gw := gatewayProbe{pid: d.PID(), metricsURL: d.HTTPURL + "/metrics"}
 	for mi := range modes {
 		m := &modes[mi]
 		m.results = make([]pathResult, len(paths))
