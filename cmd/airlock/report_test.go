@@ -30,7 +30,6 @@ import (
 	"github.com/airlockgw/airlock/deploy/pgtest"
 	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/gateway/api"
-	"github.com/airlockgw/airlock/gateway/gatewaytest"
 	"github.com/airlockgw/airlock/sshexec"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
@@ -74,10 +73,10 @@ func TestBenchReport(t *testing.T) {
 	// max_parallel, which would queue the rest.
 	cfgText := strings.Replace(string(src), `target "box" {`, "target \"box\" {\n  max_parallel = 128", 1)
 	profileOut := os.Getenv("AIRLOCK_BENCH_REPORT_PROFILE")
-	pprofAddr := ""
 	if profileOut != "" {
-		pprofAddr = gatewaytest.FreeAddr(t)
-		cfgText += fmt.Sprintf("telemetry {\n  pprof_listen = %q\n}\n", pprofAddr)
+		// The profile listener binds a port of its own; the gateway does
+		// not log it (pprofAddr finds it).
+		cfgText += "telemetry {\n  pprof_listen = \"127.0.0.1:0\"\n}\n"
 	}
 	os.WriteFile(cfgFile, []byte(cfgText), 0o600)
 	pw := filepath.Join(filepath.Dir(cfgFile), "pw")
@@ -281,7 +280,7 @@ func TestBenchReport(t *testing.T) {
 	helper /= 50
 	floor := processFloor(t)
 	if profileOut != "" {
-		profileGateway(t, pprofAddr, profileOut, viaGateway, 16)
+		profileGateway(t, pprofAddr(t, d), profileOut, viaGateway, 16)
 	}
 
 	// Verification of the resulting log, once the gateway has stopped.
@@ -323,6 +322,23 @@ func TestBenchReport(t *testing.T) {
 // profileGateway writes a CPU profile of airlock serve to out while
 // airlock-ssh actions run, conc at a time (AIRLOCK_BENCH_REPORT_PROFILE):
 // `go tool pprof -top out` then shows where the gateway's time goes.
+// pprofAddr is the address of the daemon's profile listener: the one it
+// listens on besides its HTTP listener.
+func pprofAddr(t *testing.T, d *daemon) string {
+	t.Helper()
+	addrs, err := testkit.ListeningAddrs(d.PID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if "http://"+a != d.HTTPURL {
+			return a
+		}
+	}
+	t.Fatalf("the gateway listens on %v: no profile listener beside %s", addrs, d.HTTPURL)
+	return ""
+}
+
 func profileGateway(t *testing.T, addr, out string, run func() error, conc int) {
 	type result struct {
 		b   []byte

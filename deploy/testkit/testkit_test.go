@@ -3,7 +3,10 @@ package testkit
 import (
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -145,5 +148,34 @@ func TestPortInUse(t *testing.T) {
 		if got := PortInUse(tc.log); got != tc.want {
 			t.Errorf("%s: PortInUse = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestListeningAddrsFindsAListener(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	addrs, err := ListeningAddrs(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(addrs, l.Addr().String()) {
+		t.Errorf("ListeningAddrs = %v, want %s among them", addrs, l.Addr())
+	}
+}
+
+func TestParseProcAddr(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"0100007F:1F90", "127.0.0.1:8080"},
+		{"00000000000000000000000001000000:0016", "[::1]:22"},
+	} {
+		if got, err := parseProcAddr(tc.in); err != nil || got != tc.want {
+			t.Errorf("parseProcAddr(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+	if _, err := parseProcAddr("nonsense"); err == nil {
+		t.Error("parseProcAddr(nonsense) succeeded")
 	}
 }
