@@ -19,15 +19,11 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/gatewaytest"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
-
-// patience bounds a test's wait for something that must happen. It only
-// turns a hang into a failure: a wait ends as soon as the condition
-// holds, so a busy machine makes the suite slower, never red.
-const patience = time.Minute
 
 const (
 	reviewerName = gatewaytest.Reviewer
@@ -325,18 +321,13 @@ func (g *gw) metric(name string) int {
 // settle waits until the daemon's fds and goroutines are back within slack
 // of base and returns what it last saw.
 func (g *gw) settle(base procStats, slack int, within time.Duration) (procStats, bool) {
-	deadline := time.Now().Add(within)
-	for {
+	var s procStats
+	ok := testkit.Poll(within, func() bool {
 		http.DefaultTransport.(*http.Transport).CloseIdleConnections()
-		s := g.stats()
-		if s.fds <= base.fds+slack && s.goroutines <= base.goroutines+slack {
-			return s, true
-		}
-		if time.Now().After(deadline) {
-			return s, false
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		s = g.stats()
+		return s.fds <= base.fds+slack && s.goroutines <= base.goroutines+slack
+	})
+	return s, ok
 }
 
 func keyLine(k ssh.PublicKey) string { return gatewaytest.KeyLine(k) }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/sshexec"
 
 	"github.com/airlockgw/airlock/gateway/api"
@@ -195,21 +196,17 @@ func TestNetworkFaults(t *testing.T) {
 		a, _ := agent.RunAction(context.Background(), api.ActionRequest{Target: "far", Command: "echo ok"}, api.Events{})
 		first <- a
 	}()
-	deadline := time.Now().Add(patience)
-	for {
+	testkit.EventuallyErr(t, func() error {
 		out, code := g.cliNS("approvals", "list", "--json")
 		var list []api.Approval
-		if code == 0 && json.Unmarshal([]byte(out), &list) == nil && len(list) > 0 {
-			if out, code := g.cliNS("approvals", "approve", list[0].ID); code != 0 {
-				t.Fatalf("approve: %s", out)
-			}
-			break
+		if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list) == 0 {
+			return fmt.Errorf("approvals list: %s", out)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no approval request: %s", out)
+		if out, code := g.cliNS("approvals", "approve", list[0].ID); code != 0 {
+			t.Fatalf("approve: %s", out)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	}, "no approval request")
 	if a := <-first; a == nil || !a.Success() {
 		t.Fatalf("first action across the veth pair: %+v", a)
 	}
