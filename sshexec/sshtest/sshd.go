@@ -93,7 +93,8 @@ func ensureTestUser(name string) error {
 // from it); with Options.MaxStartups it runs one listening `sshd -D`
 // instead. Either way the processes share one log, Log.
 type SSHD struct {
-	// Addr is "127.0.0.1:PORT".
+	// Addr is "127.0.0.1:PORT" (Options.Host in place of 127.0.0.1 when
+	// set).
 	Addr string
 	// User is the account to log in as.
 	User string
