@@ -14,11 +14,6 @@ import (
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
 
-// patience bounds a test's wait for something that must happen. It only
-// turns a hang into a failure: a wait ends as soon as the condition
-// holds, so a busy machine makes the suite slower, never red.
-const patience = time.Minute
-
 // shared is one real sshd for the package's tests. It trusts sharedCA
 // (TrustedUserCAKeys) and exposes auth info to sessions. Tests add their
 // own lines to its authorized_keys with InstallLine, each under its own

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/sshexec"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
@@ -185,7 +186,7 @@ func TestActionCertificateAgainstSSHD(t *testing.T) {
 		t.Fatalf("got %v %q", res.Outcome, res.Stdout)
 	}
 	// The target's own log names the action and its audit sequence number.
-	if want := "ID airlock:" + id + " (serial 4242) CA "; !s.WaitLog(want, patience) {
+	if want := "ID airlock:" + id + " (serial 4242) CA "; !s.WaitLog(want, testkit.Patience) {
 		t.Errorf("sshd log lacks %q", want)
 	}
 	// No extensions: no PTY, no forwarding.

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/sshexec"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
@@ -171,14 +172,10 @@ func TestTargetSSHDConfig(t *testing.T) {
 	// sshd counts the earlier session until it has processed its close,
 	// which may take a moment after the client closed it.
 	var first *ssh.Session
-	for deadline := time.Now().Add(patience); ; time.Sleep(50 * time.Millisecond) {
-		if first, err = c.NewSession(); err == nil || time.Now().After(deadline) {
-			break
-		}
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.EventuallyErr(t, func() (err error) {
+		first, err = c.NewSession()
+		return err
+	}, "a session once the earlier one is closed (MaxSessions 1)")
 	defer first.Close()
 	if second, err := c.NewSession(); err == nil {
 		second.Close()

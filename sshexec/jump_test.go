@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/sshexec"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
@@ -161,7 +162,7 @@ func TestJumpHostAgainstSSHD(t *testing.T) {
 			t.Fatalf("outcome %v hop %q detail %q", res.Outcome, res.Hop, res.Detail)
 		}
 		wantLogins(t, before, 1, 0)
-		if !bastion.WaitLog("to connect to host 127.0.0.1 port 1, but the request was denied", patience) {
+		if !bastion.WaitLog("to connect to host 127.0.0.1 port 1, but the request was denied", testkit.Patience) {
 			t.Errorf("the bastion's log does not show the refusal")
 		}
 	})
@@ -211,7 +212,7 @@ func TestJumpHostAgainstSSHD(t *testing.T) {
 		c := cfg()
 		c.Timeout, c.KillGrace = 2*time.Second, time.Second
 		c.Started = func() {
-			stopped = sshtest.Descendants(bastion.Pid())
+			stopped = bastion.SessionProcesses()
 			for _, pid := range stopped {
 				syscall.Kill(pid, syscall.SIGSTOP)
 			}
@@ -223,7 +224,7 @@ func TestJumpHostAgainstSSHD(t *testing.T) {
 			if res.Outcome != sshexec.TimedOut || res.Termination != sshexec.Unconfirmed {
 				t.Errorf("outcome %v %v (%s), want timed_out, unconfirmed", res.Outcome, res.Termination, res.Detail)
 			}
-		case <-time.After(patience):
+		case <-time.After(testkit.Patience):
 			t.Fatal("Run did not return: a hung jump host holds the action past its deadline")
 		}
 	})

@@ -12,11 +12,6 @@ import (
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
 
-// patience bounds a test's wait for something that must happen. It only
-// turns a hang into a failure: a wait ends as soon as the condition
-// holds, so a busy machine makes the suite slower, never red.
-const patience = time.Minute
-
 // shared is one real sshd for every test of the package that does not
 // change the server; tests that do start their own.
 var (

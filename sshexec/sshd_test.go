@@ -16,6 +16,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/sshexec"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
@@ -111,13 +112,8 @@ func TestTimedOutKillsTheRemoteCommand(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no pid in stdout %q", res.Stdout)
 	}
-	deadline := time.Now().Add(patience)
-	for sshtest.ProcessAlive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("remote process %d still alive after confirmed termination", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(t, func() bool { return !sshtest.ProcessAlive(pid) },
+		"remote process %d still alive after confirmed termination", pid)
 	if res.Timings.Total > cfg.Timeout+sshexec.DefaultKillGrace+time.Second {
 		t.Errorf("Run took %v, more than timeout plus grace", res.Timings.Total)
 	}
@@ -143,16 +139,13 @@ func TestKillReachesTheSessionsProcessGroup(t *testing.T) {
 	defer cancel()
 	done := make(chan *sshexec.Result, 1)
 	cfg := configFor(s)
-	cfg.KillGrace = patience // how fast sshd reports the end is not what this tests
+	cfg.KillGrace = testkit.Patience // how fast sshd reports the end is not what this tests
 	go func() {
 		res, _ := sshexec.Run(ctx, cfg, "sleep 300 & echo $! >> "+file+"; setsid sleep 301 & echo $! >> "+file+"; wait")
 		done <- res
 	}()
 	var pids []int
-	for deadline := time.Now().Add(patience); len(pids) < 2; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the command never started its two processes: %v", pids)
-		}
+	testkit.EventuallyErr(t, func() error {
 		b, _ := os.ReadFile(file)
 		pids = pids[:0]
 		for _, f := range strings.Fields(string(b)) {
@@ -160,18 +153,19 @@ func TestKillReachesTheSessionsProcessGroup(t *testing.T) {
 				pids = append(pids, pid)
 			}
 		}
-	}
+		if len(pids) < 2 {
+			return fmt.Errorf("started %v", pids)
+		}
+		return nil
+	}, "the command never started its two processes")
 	inGroup, escaped := pids[0], pids[1]
 	defer syscall.Kill(escaped, syscall.SIGKILL)
 	cancel()
 	if res := <-done; res == nil || res.Outcome != sshexec.Cancelled || res.Termination != sshexec.Confirmed {
 		t.Fatalf("got %+v, want cancelled/confirmed", res)
 	}
-	for deadline := time.Now().Add(patience); sshtest.ProcessAlive(inGroup); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("background job %d in the session's group outlived the KILL", inGroup)
-		}
-	}
+	testkit.Eventually(t, func() bool { return !sshtest.ProcessAlive(inGroup) },
+		"background job %d in the session's group outlived the KILL", inGroup)
 	if !sshtest.ProcessAlive(escaped) {
 		t.Errorf("process %d that left the group was killed too: update docs/threat-model.md", escaped)
 	}
@@ -293,7 +287,7 @@ func TestKeyTypesAgainstSSHD(t *testing.T) {
 		// sshd 8.8+ refuses ssh-rsa (SHA-1) signatures by default, so a
 		// success proves an rsa-sha2 signature.
 		{"rsa", "rsa", ""},
-		{"encrypted ed25519", "ed25519", "correct horse battery staple"},
+		{"encrypted ed25519", "ed25519", testkit.Password},
 		{"encrypted rsa", "rsa", "another passphrase"},
 	}
 	for _, tt := range tests {
@@ -331,7 +325,7 @@ func TestKeyTypesAgainstSSHD(t *testing.T) {
 			if err != nil || !res.Success() {
 				t.Fatalf("Run: %v (%+v)", err, res)
 			}
-			if !s.WaitLog("ssh2: "+strings.ToUpper(tt.typ)+" "+ssh.FingerprintSHA256(pub), patience) {
+			if !s.WaitLog("ssh2: "+strings.ToUpper(tt.typ)+" "+ssh.FingerprintSHA256(pub), testkit.Patience) {
 				t.Errorf("sshd did not log an accepted %s key %s", tt.typ, ssh.FingerprintSHA256(pub))
 			}
 		})
@@ -361,10 +355,7 @@ func TestOneConnectionPerAction(t *testing.T) {
 	}
 	wg.Wait()
 	needle := "ssh2: ED25519 " + ssh.FingerprintSHA256(signer.PublicKey())
-	deadline := time.Now().Add(patience)
-	for strings.Count(s.Log(), needle) < n && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Poll(testkit.Patience, func() bool { return strings.Count(s.Log(), needle) >= n })
 	if got := strings.Count(s.Log(), needle); got != n {
 		t.Fatalf("sshd accepted %d connections for %d actions, want exactly %d", got, n, n)
 	}
@@ -415,7 +406,7 @@ func TestConnectionLostAgainstSSHD(t *testing.T) {
 	go func() {
 		select {
 		case <-started:
-		case <-time.After(patience):
+		case <-time.After(testkit.Patience):
 			return
 		}
 		// Kill the connection's sshd processes: the transport breaks

@@ -20,14 +20,10 @@ import (
 
 	"github.com/airlockgw/airlock/deploy"
 	"github.com/airlockgw/airlock/deploy/proctree"
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/sshexec"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
-
-// patience bounds a test's wait for something that must happen. It only
-// turns a hang into a failure: a wait ends as soon as the condition
-// holds, so a busy machine makes the suite slower, never red.
-const patience = time.Minute
 
 // env is one sshd whose authorized_keys forces the airlock-action binary,
 // built for the test, with the policy below.
@@ -371,21 +367,14 @@ func TestGatewayTimeoutEndsTheProgram(t *testing.T) {
 	if err != nil {
 		t.Fatalf("pid file %q", b)
 	}
-	deadline := time.Now().Add(patience)
-	for proctree.Alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("program %d still runs after the gateway gave up", pid)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.Eventually(t, func() bool { return !proctree.Alive(pid) }, "program %d still runs after the gateway gave up", pid)
 	want := `args=["` + pidFile + `"] exit=137 client_gone=true signal=KILL termination=confirmed`
-	deadline = time.Now().Add(patience)
-	for !strings.Contains(e.logText(t), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no log line with %q:\n%s", want, e.logText(t))
+	testkit.EventuallyErr(t, func() error {
+		if log := e.logText(t); !strings.Contains(log, want) {
+			return fmt.Errorf("log:\n%s", log)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	}, "no log line with %q", want)
 }
 
 func dialSSH(e *env, signer ssh.Signer) (*ssh.Client, error) {

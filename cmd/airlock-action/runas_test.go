@@ -20,6 +20,7 @@ import (
 
 	"github.com/airlockgw/airlock/deploy"
 	"github.com/airlockgw/airlock/deploy/proctree"
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/sshexec"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
@@ -132,20 +133,30 @@ func pidsIn(t *testing.T, file string) []int {
 	return pids
 }
 
+// atLeast is nil when n processes or more were started, else says which
+// were.
+func atLeast(pids []int, n int) error {
+	if len(pids) < n {
+		return fmt.Errorf("%d of %d started: %v", len(pids), n, pids)
+	}
+	return nil
+}
+
 // logLine waits for the log line of the request that has want in it.
 func logLine(t *testing.T, log, want string) string {
 	t.Helper()
-	for deadline := time.Now().Add(patience); ; time.Sleep(50 * time.Millisecond) {
+	var line string
+	testkit.EventuallyErr(t, func() error {
 		b, _ := os.ReadFile(log)
 		for _, l := range strings.Split(string(b), "\n") {
 			if strings.Contains(l, want) {
-				return l
+				line = l
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no log line with %q:\n%s", want, b)
-		}
-	}
+		return fmt.Errorf("log:\n%s", b)
+	}, "no log line with %q", want)
+	return line
 }
 
 // A run_as verb whose processes run as root — which the account cannot
@@ -193,11 +204,7 @@ func TestRunAsTerminationThroughSudo(t *testing.T) {
 		go func() { res, _ := sshexec.Run(ctx, e.config(key), "spawn-linger "+file); ran <- res }()
 		// All four (three sleeps and the shell) run as root before the
 		// client goes away.
-		for deadline := time.Now().Add(patience); len(pidsIn(t, file)) < 4; time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the verb never started its processes (%v)", pidsIn(t, file))
-			}
-		}
+		testkit.EventuallyErr(t, func() error { return atLeast(pidsIn(t, file), 4) }, "the verb never started its processes")
 		pids := pidsIn(t, file)
 		for _, pid := range pids {
 			if p, err := proctree.Read(pid); err != nil || p.UID != 0 {
@@ -225,10 +232,7 @@ func TestRunAsTerminationThroughSudo(t *testing.T) {
 		ran := make(chan struct{})
 		go func() { sshexec.Run(ctx, e.config(key), "sudo-sleep"); close(ran) }()
 		var sleeper proctree.Proc
-		for deadline := time.Now().Add(patience); sleeper.PID == 0; time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("sudo never started the sleep")
-			}
+		testkit.Eventually(t, func() bool {
 			table, err := proctree.Table()
 			if err != nil {
 				t.Fatal(err)
@@ -238,7 +242,8 @@ func TestRunAsTerminationThroughSudo(t *testing.T) {
 					sleeper = p
 				}
 			}
-		}
+			return sleeper.PID != 0
+		}, "sudo never started the sleep")
 		defer syscall.Kill(sleeper.PID, syscall.SIGKILL)
 		cancel()
 		<-ran
@@ -295,11 +300,7 @@ func TestReap(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(patience); len(pidsIn(t, file)) < 3; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the program never started its processes")
-		}
-	}
+	testkit.EventuallyErr(t, func() error { return atLeast(pidsIn(t, file), 3) }, "the program never started its processes")
 	cmd.Process.Signal(syscall.SIGUSR1)
 	cmd.Wait()
 	if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); !ws.Exited() || ws.ExitStatus() != 128+int(syscall.SIGKILL) {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
@@ -25,14 +26,14 @@ func benchDaemon(b *testing.B, maxParallel int) (*daemon, *api.Client) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close() })
-	cfgFile, state, port := writeConfig(b, s, "run")
+	cfgFile, state := writeConfig(b, s, "run")
 	src, _ := os.ReadFile(cfgFile)
 	os.WriteFile(cfgFile, []byte(strings.Replace(string(src), `target "box" {`, fmt.Sprintf("target \"box\" {\n  max_parallel = %d", maxParallel), 1)), 0o600)
-	os.WriteFile(filepath.Join(filepath.Dir(cfgFile), "pw"), []byte("correct horse battery staple\n"), 0o600)
+	os.WriteFile(filepath.Join(filepath.Dir(cfgFile), "pw"), []byte(testkit.Password+"\n"), 0o600)
 	if _, errs, code := runCLIEnv(b, map[string]string{"AIRLOCK_PASSWORD_FILE": filepath.Join(filepath.Dir(cfgFile), "pw")}, "reviewer", "add", "alice", "--config", cfgFile); code != 0 {
 		b.Fatalf("reviewer add: %s", errs)
 	}
-	d := startDaemon(b, cfgFile, state, port)
+	d := startDaemon(b, cfgFile, state)
 	ctl, err := api.ReadControl(d.socket)
 	if err != nil {
 		b.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -13,9 +14,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/airlockgw/airlock/deploy/proctree"
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/gateway/gatewaytest"
 )
 
@@ -83,13 +84,9 @@ func TestDemoScriptDetached(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	deadline := time.Now().Add(3 * patience)
-	for proctree.Alive(pid) {
-		if time.Now().After(deadline) {
-			syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatal("the detached tour did not end")
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !testkit.Poll(3*testkit.Patience, func() bool { return !proctree.Alive(pid) }) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatal("the detached tour did not end")
 	}
 	text, _ := os.ReadFile(out)
 	if !strings.Contains(string(text), "the tour is over") || strings.Contains(string(text), "could not be identified") {
@@ -151,13 +148,13 @@ func TestDemoPrintedCommandsWork(t *testing.T) {
 	}
 	idRE := regexp.MustCompile(`apr_[0-9a-f]{32}`)
 	var id string
-	for deadline := time.Now().Add(patience); id == ""; time.Sleep(200 * time.Millisecond) {
+	testkit.EventuallyErr(t, func() error {
 		out, _ := paste(exportLine, listLine).CombinedOutput()
-		id = idRE.FindString(string(out))
-		if time.Now().After(deadline) {
-			t.Fatalf("the pasted approvals list never showed the agent's request: %s", out)
+		if id = idRE.FindString(string(out)); id == "" {
+			return fmt.Errorf("it says: %s", out)
 		}
-	}
+		return nil
+	}, "the pasted approvals list never showed the agent's request")
 	if out, err := paste(exportLine, strings.Replace(approveLine, " ID", " "+id, 1)).CombinedOutput(); err != nil {
 		t.Fatalf("the pasted approve: %v: %s", err, out)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
@@ -266,16 +267,11 @@ func (j *docJob) exited() (int, bool) {
 // wait waits for the job to end and returns its exit status.
 func (j *docJob) wait(t *testing.T, timeout time.Duration) int {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		if rc, ok := j.exited(); ok {
-			return rc
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the background block at line %d did not end in %v:\n%s\noutput:\n%s", j.block.Line, timeout, j.block.Text, j.log())
-		}
-		time.Sleep(50 * time.Millisecond)
+	var rc int
+	if !testkit.Poll(timeout, func() (ok bool) { rc, ok = j.exited(); return ok }) {
+		t.Fatalf("the background block at line %d did not end in %v:\n%s\noutput:\n%s", j.block.Line, timeout, j.block.Text, j.log())
 	}
+	return rc
 }
 
 // placeholder is a `…` the reader fills in, and how the test fills it.
@@ -334,7 +330,7 @@ func TestDocsQuickstart(t *testing.T) {
 	dir := t.TempDir()
 	airlockDir := filepath.Join(dir, "airlock-quickstart")
 	pwFile := filepath.Join(dir, "password")
-	if err := os.WriteFile(pwFile, []byte("correct horse battery staple\n"), 0o600); err != nil {
+	if err := os.WriteFile(pwFile, []byte(testkit.Password+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// A fresh HOME, as a newcomer's; the Go caches stay where they are.
@@ -443,31 +439,27 @@ func lastLineWith(out, prefix string) string {
 // listener, as a reader waits for `airlock serve` to start.
 func waitListening(t *testing.T, serve *docJob, socket, httpAddr string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	testkit.EventuallyErr(t, func() error {
 		if _, ended := serve.exited(); ended {
-			t.Fatalf("airlock serve ended at start:\n%s", serve.log())
+			return testkit.Stop(fmt.Errorf("airlock serve ended at start:\n%s", serve.log()))
 		}
-		if c, err := net.Dial("unix", socket); err == nil {
-			c.Close()
-			if c, err := net.Dial("tcp", httpAddr); err == nil {
-				c.Close()
-				return
+		for _, a := range [][2]string{{"unix", socket}, {"tcp", httpAddr}} {
+			c, err := net.Dial(a[0], a[1])
+			if err != nil {
+				return fmt.Errorf("%v\n%s", err, serve.log())
 			}
+			c.Close()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("airlock serve is not listening after 60 s:\n%s", serve.log())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	}, "airlock serve is not listening")
 }
 
 // pendingApproval waits for exactly one pending approval, checks it is for
 // the command the page runs, and returns its id.
 func pendingApproval(t *testing.T, airlockBin, pwFile, target, command string) string {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	var id string
+	testkit.Eventually(t, func() bool {
 		cmd := exec.Command(airlockBin, "approvals", "list", "--json")
 		cmd.Env = docEnv("AIRLOCK_REVIEWER=alice", "AIRLOCK_PASSWORD_FILE="+pwFile)
 		out, err := cmd.Output()
@@ -480,15 +472,13 @@ func pendingApproval(t *testing.T, airlockBin, pwFile, target, command string) s
 		}
 		switch {
 		case len(list) == 1 && list[0].Target == target && list[0].Command == command:
-			return list[0].ID
+			id = list[0].ID
 		case len(list) > 0:
 			t.Fatalf("pending approvals: %s, want one for %q on %s", out, command, target)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no approval pending after 60 s")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return id != ""
+	}, "no approval pending")
+	return id
 }
 
 // servePID finds the `airlock serve` process among the shell's

@@ -7,18 +7,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/airlockgw/airlock/deploy/proctree"
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/gatewaytest"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
@@ -42,44 +41,34 @@ type daemon struct {
 	cfgFile string
 	state   string
 	socket  string
-	httpURL string
 	pwFile  string
 }
 
 // writeConfig writes a configuration with one target, "box", on s whose
-// account has the approval mode given.
-func writeConfig(t testing.TB, s *sshtest.SSHD, mode string) (cfgFile, state string, port int) {
+// account has the approval mode given; the gateway listens on a port the
+// kernel chooses.
+func writeConfig(t testing.TB, s *sshtest.SSHD, mode string) (cfgFile, state string) {
 	t.Helper()
 	dir := t.TempDir()
 	state = filepath.Join(dir, "state")
-	addr := gatewaytest.FreeAddr(t)
-	cfgFile = gatewaytest.Config{StateDir: state, HTTP: addr, Credentials: map[string]string{"key": s.ClientKeyFile},
+	cfgFile = gatewaytest.Config{StateDir: state, HTTP: "127.0.0.1:0", Credentials: map[string]string{"key": s.ClientKeyFile},
 		Targets: []gatewaytest.Target{{Name: "box", Address: s.Addr, HostKey: s.HostKey,
 			Accounts: []gatewaytest.Account{{Name: s.User, Credential: "key", Approval: mode}}}},
 	}.Write(t, dir)
-	_, p, _ := net.SplitHostPort(addr)
-	port, _ = strconv.Atoi(p)
-	return cfgFile, state, port
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	_, p, _ := net.SplitHostPort(gatewaytest.FreeAddr(t))
-	port, _ := strconv.Atoi(p)
-	return port
+	return cfgFile, state
 }
 
 // startDaemon runs `airlock serve` on a configuration writeConfig wrote;
 // the reviewer's password file is next to it.
-func startDaemon(t testing.TB, cfgFile, state string, port int) *daemon {
+func startDaemon(t testing.TB, cfgFile, state string) *daemon {
 	t.Helper()
 	gd := &gatewaytest.Daemon{ConfigFile: cfgFile, Socket: filepath.Join(state, "run", "airlock.sock"),
-		HTTPURL: fmt.Sprintf("http://127.0.0.1:%d", port), PasswordFile: filepath.Join(filepath.Dir(cfgFile), "pw")}
+		PasswordFile: filepath.Join(filepath.Dir(cfgFile), "pw")}
 	if err := os.WriteFile(gd.PasswordFile, []byte(gatewaytest.Password+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	gd.Run(t, gatewaytest.DaemonOptions{})
-	return &daemon{Daemon: gd, t: t, cfgFile: cfgFile, state: state, socket: gd.Socket, httpURL: gd.HTTPURL, pwFile: gd.PasswordFile}
+	return &daemon{Daemon: gd, t: t, cfgFile: cfgFile, state: state, socket: gd.Socket, pwFile: gd.PasswordFile}
 }
 
 // start restarts the daemon after a stop.
@@ -103,24 +92,21 @@ func (d *daemon) cli(args ...string) (string, string, int) {
 // pending waits for n pending approvals and returns them.
 func (d *daemon) pending(n int) []api.Approval {
 	d.t.Helper()
-	deadline := time.Now().Add(patience)
-	for {
+	var list []api.Approval
+	testkit.EventuallyErr(d.t, func() error {
 		out, errs, code := d.cli("approvals", "list", "--json")
 		if code != 0 {
 			d.t.Fatalf("approvals list: %s", errs)
 		}
-		var list []api.Approval
 		if err := json.Unmarshal([]byte(out), &list); err != nil {
 			d.t.Fatalf("approvals list --json: %v: %s", err, out)
 		}
-		if len(list) >= n {
-			return list
+		if len(list) < n {
+			return fmt.Errorf("%d approvals pending, want %d", len(list), n)
 		}
-		if time.Now().After(deadline) {
-			d.t.Fatalf("%d approvals pending, want %d", len(list), n)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	}, "approvals to be pending")
+	return list
 }
 
 // agent runs a command line as an agent process (under sh, as an agent's
@@ -135,7 +121,7 @@ func (d *daemon) agent(script string) *exec.Cmd {
 
 func TestEndToEndBinaries(t *testing.T) {
 	s := sshtest.NewSSHD(t, sshtest.Options{})
-	cfgFile, state, port := writeConfig(t, s, "run")
+	cfgFile, state := writeConfig(t, s, "run")
 	_, errs, code := runCLIEnv(t, map[string]string{"AIRLOCK_PASSWORD_FILE": writePW(t)}, "reviewer", "add", "alice", "--config", cfgFile)
 	if code != 0 {
 		t.Fatalf("reviewer add: %s", errs)
@@ -143,7 +129,7 @@ func TestEndToEndBinaries(t *testing.T) {
 	if out, errs, code := runCLIEnv(t, nil, "config", "check", "--config", cfgFile); code != 0 || !strings.Contains(out, "OK") {
 		t.Fatalf("config check: %s %s", out, errs)
 	}
-	d := startDaemon(t, cfgFile, state, port)
+	d := startDaemon(t, cfgFile, state)
 
 	t.Run("airlock run: one approval covers the run, a second process needs its own", func(t *testing.T) {
 		airlock, _ := binaries(t)
@@ -318,7 +304,7 @@ func TestEndToEndBinaries(t *testing.T) {
 		if code != 0 || !strings.Contains(list, "ci-bot") || !strings.Contains(list, "box") || !strings.Contains(list, "usable") || strings.Contains(list, token) {
 			t.Errorf("agent list: exit %d:\n%s", code, list)
 		}
-		run, err := api.NewHTTPClient(d.httpURL, token).CreateRun(context.Background())
+		run, err := api.NewHTTPClient(d.HTTPURL, token).CreateRun(context.Background())
 		if err != nil || !strings.HasPrefix(run.Requester, "agent:ci-bot/agt_") {
 			t.Fatalf("a run with the agent token: %+v %v", run, err)
 		}
@@ -326,7 +312,7 @@ func TestEndToEndBinaries(t *testing.T) {
 			t.Fatalf("agent revoke: exit %d: %s %s", code, out, errs)
 		}
 		var ae *api.Error
-		if _, err := api.NewHTTPClient(d.httpURL, token).CreateRun(context.Background()); !errors.As(err, &ae) || ae.Status != 401 {
+		if _, err := api.NewHTTPClient(d.HTTPURL, token).CreateRun(context.Background()); !errors.As(err, &ae) || ae.Status != 401 {
 			t.Errorf("a run with the revoked token: %v, want 401", err)
 		}
 		if list, _, _ := d.cli("agent", "list"); !strings.Contains(list, "revoked by operator:") {
@@ -348,11 +334,11 @@ func TestEndToEndBinaries(t *testing.T) {
 		}
 		login := func() *api.Client {
 			t.Helper()
-			l, err := api.NewHTTPClient(d.httpURL, "").Login(ctx, "rita", gatewaytest.Password)
+			l, err := api.NewHTTPClient(d.HTTPURL, "").Login(ctx, "rita", gatewaytest.Password)
 			if err != nil {
 				t.Fatalf("rita logs in: %v", err)
 			}
-			return api.NewHTTPClient(d.httpURL, l.Token)
+			return api.NewHTTPClient(d.HTTPURL, l.Token)
 		}
 		refused := func(what string, c *api.Client) {
 			t.Helper()
@@ -369,7 +355,7 @@ func TestEndToEndBinaries(t *testing.T) {
 			t.Fatalf("reviewer disable: exit %d: %s %s", code, out, errs)
 		}
 		refused("disabled", rita)
-		if _, err := api.NewHTTPClient(d.httpURL, "").Login(ctx, "rita", gatewaytest.Password); err == nil {
+		if _, err := api.NewHTTPClient(d.HTTPURL, "").Login(ctx, "rita", gatewaytest.Password); err == nil {
 			t.Error("a disabled reviewer logged in")
 		}
 		if list, _, code := d.cli("reviewer", "list"); code != 0 || !regexp.MustCompile(`rita\s+password\s+disabled`).MatchString(list) {
@@ -480,11 +466,12 @@ func TestEndToEndBinaries(t *testing.T) {
 		defer a.Process.Kill()
 		list := d.pending(1)
 		d.cli("approvals", "approve", list[0].ID)
-		for deadline := time.Now().Add(patience); !strings.Contains(out.String(), "\nstarted\n"); time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the command never started: %q", out.String())
+		testkit.EventuallyErr(t, func() error {
+			if s := out.String(); !strings.Contains(s, "\nstarted\n") {
+				return fmt.Errorf("output %q", s)
 			}
-		}
+			return nil
+		}, "the command never started")
 		table, err := proctree.Table()
 		if err != nil {
 			t.Fatal(err)
@@ -545,10 +532,7 @@ func TestEndToEndBinaries(t *testing.T) {
 			t.Errorf("approvals show of no request: exit %d: %s", code, errs)
 		}
 		d.cli("approvals", "approve", list[0].ID)
-		deadline := time.Now().Add(patience)
-		for !strings.Contains(out.String(), "started") && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
+		testkit.Poll(testkit.Patience, func() bool { return strings.Contains(out.String(), "started") })
 		d.signal(syscall.SIGKILL)
 		a.Wait()
 		// Never a bare EOF: the agent learns the action, that its outcome
@@ -580,13 +564,12 @@ func TestEndToEndBinaries(t *testing.T) {
 		if err := syscall.Kill(d.PID(), syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(patience)
-		for !strings.Contains(d.logText(), "configuration reloaded") {
-			if time.Now().After(deadline) {
-				t.Fatalf("no reload after SIGHUP; the log:\n%s", gatewaytest.Tail(d.logText(), 2000))
+		testkit.EventuallyErr(t, func() error {
+			if log := d.logText(); !strings.Contains(log, "configuration reloaded") {
+				return fmt.Errorf("the log:\n%s", gatewaytest.Tail(log, 2000))
 			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return nil
+		}, "no reload after SIGHUP")
 		if _, errs, code := d.cli("approvals", "list"); code != 0 {
 			t.Fatalf("the gateway after SIGHUP: %s", errs)
 		}
@@ -635,7 +618,7 @@ func TestEndToEndBinaries(t *testing.T) {
 
 func writePW(t *testing.T) string {
 	f := filepath.Join(t.TempDir(), "pw")
-	os.WriteFile(f, []byte("correct horse battery staple\n"), 0o600)
+	os.WriteFile(f, []byte(testkit.Password+"\n"), 0o600)
 	return f
 }
 

@@ -6,16 +6,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/airlockgw/airlock/deploy/pgtest"
 	"github.com/airlockgw/airlock/gateway/gatewaytest"
 )
-
-// patience bounds a test's wait for something that must happen. It only
-// turns a hang into a failure: a wait ends as soon as the condition
-// holds, so a busy machine makes the suite slower, never red.
-const patience = time.Minute
 
 // TestMain removes the binaries built for the package's tests.
 func TestMain(m *testing.M) {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/sshexec"
 
 	"github.com/google/go-cmp/cmp"
@@ -47,8 +47,7 @@ func startMCPDaemon(t *testing.T, approvalTimeout time.Duration) *daemon {
 	s := sshtest.NewSSHD(t, sshtest.Options{})
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
-	port := freePort(t)
-	c := gatewaytest.Config{StateDir: state, HTTP: fmt.Sprintf("127.0.0.1:%d", port), ApprovalTimeout: approvalTimeout.String(),
+	c := gatewaytest.Config{StateDir: state, HTTP: "127.0.0.1:0", ApprovalTimeout: approvalTimeout.String(),
 		Credentials: map[string]string{"key": s.ClientKeyFile}}
 	for _, tg := range [][2]string{{"box-run", "run"}, {"box-call", "call"}} {
 		c.Targets = append(c.Targets, gatewaytest.Target{Name: tg[0], Address: s.Addr, HostKey: s.HostKey,
@@ -60,7 +59,7 @@ func startMCPDaemon(t *testing.T, approvalTimeout time.Duration) *daemon {
 	if out, err := add.CombinedOutput(); err != nil {
 		t.Fatalf("reviewer add: %v: %s", err, out)
 	}
-	return startDaemon(t, cfgFile, state, port)
+	return startDaemon(t, cfgFile, state)
 }
 
 // startMCP runs `airlock mcp` with the socket in its environment and
@@ -120,16 +119,10 @@ func (d *daemon) auditEntries(t *testing.T, kind, actionID, runID string) []map[
 // waitAudit waits for an entry of kind for an action or a run.
 func (d *daemon) waitAudit(t *testing.T, kind, actionID, runID string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(patience)
-	for {
-		if e := d.auditEntries(t, kind, actionID, runID); len(e) > 0 {
-			return e[0]
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s entry for action %q run %q in the audit log", kind, actionID, runID)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	var e []map[string]any
+	testkit.Eventually(t, func() bool { e = d.auditEntries(t, kind, actionID, runID); return len(e) > 0 },
+		"no %s entry for action %q run %q in the audit log", kind, actionID, runID)
+	return e[0]
 }
 
 // run returns a pending or approved run as the reviewer CLI lists it.
@@ -369,19 +362,17 @@ func checkTypeScriptSteps(t *testing.T, steps map[string]json.RawMessage) {
 // contains marker (an earlier cancelled call may still be pending).
 func (d *daemon) approveRun(t *testing.T, marker string) {
 	t.Helper()
-	deadline := time.Now().Add(patience)
-	for time.Now().Before(deadline) {
+	testkit.Eventually(t, func() bool {
 		for _, a := range d.pending(1) {
 			if a.Kind == "run" && strings.Contains(a.Command, marker) {
 				if _, errs, code := d.cli("approvals", "approve", a.ID); code != 0 {
 					t.Fatalf("approve: %s", errs)
 				}
-				return
+				return true
 			}
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("no run approval for %q appeared", marker)
+		return false
+	}, "no run approval for %q appeared", marker)
 }
 
 func TestMCPStdioWithoutAGateway(t *testing.T) {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"syscall"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/airlockgw/airlock/deploy/pgtest"
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/gatewaytest"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
@@ -23,7 +25,7 @@ func replicas(t *testing.T, s *sshtest.SSHD, dsn string, n int, mode, targetExtr
 	t.Helper()
 	var ds []*daemon
 	for i := range n {
-		cfgFile, state, port := writeConfig(t, s, mode)
+		cfgFile, state := writeConfig(t, s, mode)
 		cfg, err := os.ReadFile(cfgFile)
 		if err != nil {
 			t.Fatal(err)
@@ -39,7 +41,7 @@ func replicas(t *testing.T, s *sshtest.SSHD, dsn string, n int, mode, targetExtr
 		} else {
 			gatewaytest.CopyKeys(t, ds[0].state, state)
 		}
-		ds = append(ds, startDaemon(t, cfgFile, state, port))
+		ds = append(ds, startDaemon(t, cfgFile, state))
 	}
 	return ds
 }
@@ -67,15 +69,12 @@ func TestReplicaKilledMidAction(t *testing.T) {
 			t.Fatalf("approve through B: %s", errs)
 		}
 	}
-	deadline := time.Now().Add(patience)
-	var connecting []map[string]any
-	for len(connecting) < 3 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d actions connected, want 3; agents: %s", len(connecting), agentOut.String())
+	testkit.EventuallyErr(t, func() error {
+		if n := len(c.auditEntries(t, "action.connecting", "", "")); n < 3 {
+			return fmt.Errorf("%d actions connected, want 3; agents: %s", n, agentOut.String())
 		}
-		time.Sleep(100 * time.Millisecond)
-		connecting = c.auditEntries(t, "action.connecting", "", "")
-	}
+		return nil
+	}, "A's actions to connect")
 	// And one agent of A waiting for a reviewer.
 	waiter := a.agent("airlock-ssh box echo never")
 	if err := waiter.Start(); err != nil {
@@ -87,22 +86,18 @@ func TestReplicaKilledMidAction(t *testing.T) {
 	a.signal(syscall.SIGKILL)
 
 	// The survivors finish A's work once its lease (3s) ran out.
-	deadline = time.Now().Add(patience)
-	for {
-		finished := c.auditEntries(t, "action.finished", "", "")
-		pending := b.pendingNow(t)
-		if len(finished) >= 3 && len(pending) == 0 {
-			for _, f := range finished {
-				if f["outcome"] != "interrupted" || !strings.Contains(f["detail"].(string), "lease") {
-					t.Errorf("outcome %v %q, want interrupted after the lease", f["outcome"], f["detail"])
-				}
-			}
-			break
+	var finished []map[string]any
+	testkit.EventuallyErr(t, func() error {
+		finished = c.auditEntries(t, "action.finished", "", "")
+		if pending := b.pendingNow(t); len(finished) < 3 || len(pending) != 0 {
+			return fmt.Errorf("%d outcomes, %d still pending", len(finished), len(pending))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after A was killed: %d outcomes, %d still pending", len(finished), len(pending))
+		return nil
+	}, "after A was killed")
+	for _, f := range finished {
+		if f["outcome"] != "interrupted" || !strings.Contains(f["detail"].(string), "lease") {
+			t.Errorf("outcome %v %q, want interrupted after the lease", f["outcome"], f["detail"])
 		}
-		time.Sleep(200 * time.Millisecond)
 	}
 	expired := false
 	for _, e := range c.auditEntries(t, "approval.decided", "", "") {

@@ -66,7 +66,7 @@ func measureReplicas(t *testing.T, s *sshtest.SSHD, run func() error, probe gate
 			t.Fatal(err)
 		}
 		runs = append(runs, r)
-		probes = append(probes, gatewayProbe{pid: d.PID(), metricsURL: d.httpURL + "/metrics"})
+		probes = append(probes, gatewayProbe{pid: d.PID(), metricsURL: d.HTTPURL + "/metrics"})
 	}
 	configs := []replicaConfig{{name: "SQLite, one gateway", runs: []func() error{run}, probes: []gatewayProbe{probe}}}
 	for k := 1; k <= 3; k++ {

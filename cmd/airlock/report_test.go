@@ -28,8 +28,8 @@ import (
 
 	"github.com/airlockgw/airlock/auditchain"
 	"github.com/airlockgw/airlock/deploy/pgtest"
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/gateway/api"
-	"github.com/airlockgw/airlock/gateway/gatewaytest"
 	"github.com/airlockgw/airlock/sshexec"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
@@ -67,24 +67,24 @@ func TestBenchReport(t *testing.T) {
 	machine := describeMachine()
 
 	s := sshtest.NewSSHD(t, sshtest.Options{})
-	cfgFile, state, port := writeConfig(t, s, "run")
+	cfgFile, state := writeConfig(t, s, "run")
 	src, _ := os.ReadFile(cfgFile)
 	// Room for 16 at once: the comparison is of paths, not of the default
 	// max_parallel, which would queue the rest.
 	cfgText := strings.Replace(string(src), `target "box" {`, "target \"box\" {\n  max_parallel = 128", 1)
 	profileOut := os.Getenv("AIRLOCK_BENCH_REPORT_PROFILE")
-	pprofAddr := ""
 	if profileOut != "" {
-		pprofAddr = gatewaytest.FreeAddr(t)
-		cfgText += fmt.Sprintf("telemetry {\n  pprof_listen = %q\n}\n", pprofAddr)
+		// The profile listener binds a port of its own; the gateway does
+		// not log it (pprofAddr finds it).
+		cfgText += "telemetry {\n  pprof_listen = \"127.0.0.1:0\"\n}\n"
 	}
 	os.WriteFile(cfgFile, []byte(cfgText), 0o600)
 	pw := filepath.Join(filepath.Dir(cfgFile), "pw")
-	os.WriteFile(pw, []byte("correct horse battery staple\n"), 0o600)
+	os.WriteFile(pw, []byte(testkit.Password+"\n"), 0o600)
 	if _, errs, code := runCLIEnv(t, map[string]string{"AIRLOCK_PASSWORD_FILE": pw}, "reviewer", "add", "alice", "--config", cfgFile); code != 0 {
 		t.Fatalf("reviewer add: %s", errs)
 	}
-	d := startDaemon(t, cfgFile, state, port)
+	d := startDaemon(t, cfgFile, state)
 	_, sshBin := binaries(t)
 
 	viaGateway := func() error {
@@ -200,7 +200,7 @@ func TestBenchReport(t *testing.T) {
 		{name: "64 parallel", conc: 64, actions: int(400 * scale)},
 	}
 	const rounds = 5
-	gw := gatewayProbe{pid: d.PID(), metricsURL: d.httpURL + "/metrics"}
+	gw := gatewayProbe{pid: d.PID(), metricsURL: d.HTTPURL + "/metrics"}
 	for mi := range modes {
 		m := &modes[mi]
 		m.results = make([]pathResult, len(paths))
@@ -280,7 +280,7 @@ func TestBenchReport(t *testing.T) {
 	helper /= 50
 	floor := processFloor(t)
 	if profileOut != "" {
-		profileGateway(t, pprofAddr, profileOut, viaGateway, 16)
+		profileGateway(t, pprofAddr(t, d), profileOut, viaGateway, 16)
 	}
 
 	// Verification of the resulting log, once the gateway has stopped.
@@ -322,6 +322,23 @@ func TestBenchReport(t *testing.T) {
 // profileGateway writes a CPU profile of airlock serve to out while
 // airlock-ssh actions run, conc at a time (AIRLOCK_BENCH_REPORT_PROFILE):
 // `go tool pprof -top out` then shows where the gateway's time goes.
+// pprofAddr is the address of the daemon's profile listener: the one it
+// listens on besides its HTTP listener.
+func pprofAddr(t *testing.T, d *daemon) string {
+	t.Helper()
+	addrs, err := testkit.ListeningAddrs(d.PID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if "http://"+a != d.HTTPURL {
+			return a
+		}
+	}
+	t.Fatalf("the gateway listens on %v: no profile listener beside %s", addrs, d.HTTPURL)
+	return ""
+}
+
 func profileGateway(t *testing.T, addr, out string, run func() error, conc int) {
 	type result struct {
 		b   []byte

@@ -21,11 +21,11 @@ import (
 // gateway runs on the database with the same state directory's keys.
 func TestStorageMigrateFromSQLite(t *testing.T) {
 	s := sshtest.NewSSHD(t, sshtest.Options{})
-	cfgFile, state, port := writeConfig(t, s, "call")
+	cfgFile, state := writeConfig(t, s, "call")
 	if _, errs, code := runCLIEnv(t, map[string]string{"AIRLOCK_PASSWORD_FILE": writePW(t)}, "reviewer", "add", "alice", "--config", cfgFile); code != 0 {
 		t.Fatalf("reviewer add: %s", errs)
 	}
-	d := startDaemon(t, cfgFile, state, port)
+	d := startDaemon(t, cfgFile, state)
 	runApproved(t, d, "echo before")
 	d.signal(syscall.SIGTERM)
 

@@ -20,12 +20,8 @@ import (
 
 	"github.com/airlockgw/airlock/deploy/policy"
 	"github.com/airlockgw/airlock/deploy/proctree"
+	"github.com/airlockgw/airlock/deploy/testkit"
 )
-
-// patience bounds a test's wait for something that must happen. It only
-// turns a hang into a failure: a busy machine makes the suite slower,
-// never red.
-const patience = time.Minute
 
 // recorder is a Logger that keeps the records.
 type recorder struct {
@@ -279,7 +275,7 @@ func serveUntilStarted(t *testing.T, src, verb string) (serveResult, *Record, in
 			}
 			return got, rec, pid
 		}
-		if timeout > patience {
+		if timeout > testkit.Patience {
 			t.Fatalf("the verb never started its child within %s", timeout)
 		}
 	}

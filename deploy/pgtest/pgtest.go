@@ -26,6 +26,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/airlockgw/airlock/deploy/testkit"
 )
 
 // Version is the PostgreSQL major version the clusters run ("" when
@@ -143,14 +145,9 @@ func start(tmp string) (*Cluster, error) {
 	if out, err := c.run("initdb", "-D", data, "-U", c.User, "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"); err != nil {
 		return nil, fmt.Errorf("pgtest: initdb: %v: %s", err, out)
 	}
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	c.Port = port
 	// 127.0.0.2 too: a test can cut one client off by its address
-	// (loopback holds all of 127/8 on Linux).
-	conf := fmt.Sprintf("listen_addresses = '127.0.0.1,127.0.0.2'\nport = %d\nunix_socket_directories = '%s'\nfsync = on\nmax_connections = 200\n", port, c.Dir)
+	// (loopback holds all of 127/8 on Linux). The port is Start's.
+	conf := fmt.Sprintf("listen_addresses = '127.0.0.1,127.0.0.2'\nunix_socket_directories = '%s'\nfsync = on\nmax_connections = 200\n", c.Dir)
 	f, err := os.OpenFile(filepath.Join(data, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		return nil, err
@@ -158,15 +155,30 @@ func start(tmp string) (*Cluster, error) {
 	f.WriteString(conf)
 	f.Close()
 	c.log = filepath.Join(c.Dir, "server.log")
-	if err := c.Start(); err != nil {
+	// PostgreSQL cannot report a port it chose: it is given one, binds
+	// it itself, and says when it is taken.
+	if _, err := testkit.OnPort(func(port int) error { c.Port = port; return c.Start() }); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// Start starts the server again after Stop (or for the first time).
+// Start starts the server again after Stop (or for the first time) on
+// c.Port. When the port is taken (on either loopback address) it fails
+// with an error that wraps testkit.ErrPortInUse.
 func (c *Cluster) Start() error {
-	if out, err := c.run("pg_ctl", "-D", filepath.Join(c.Dir, "data"), "-l", c.log, "-w", "-t", "60", "start"); err != nil {
+	logStart := len(c.Log())
+	out, err := c.run("pg_ctl", "-D", filepath.Join(c.Dir, "data"), "-l", c.log, "-o", "-p "+strconv.Itoa(c.Port), "-w", "-t", "60", "start")
+	log := c.Log()[logStart:]
+	if testkit.PortInUse(log) {
+		// With one of its two addresses taken the server starts on the
+		// other alone: not the server tests expect.
+		if err == nil {
+			c.Stop()
+		}
+		return fmt.Errorf("pgtest: port %d: %w: %s", c.Port, testkit.ErrPortInUse, log)
+	}
+	if err != nil {
 		return fmt.Errorf("pgtest: pg_ctl start: %v: %s\n%s", err, out, c.Log())
 	}
 	return nil
@@ -238,14 +250,15 @@ func (c *Cluster) AddPasswordRole(role, password string) (string, error) {
 		return "", fmt.Errorf("pgtest: reload: %v: %s", err, out)
 	}
 	// The server reloads on a signal: wait until it asks for the password.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	err = testkit.PollErr(testkit.Patience, func() error {
 		out, err := c.run("psql", "-w", "-h", c.Host, "-p", strconv.Itoa(c.Port), "-U", role, "-d", role, "-c", "SELECT 1")
 		if err != nil && strings.Contains(string(out), "password") {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			return "", fmt.Errorf("pgtest: the server does not ask %s for a password after reload: %s", role, out)
-		}
+		return fmt.Errorf("pgtest: the server does not ask %s for a password after reload: %s", role, out)
+	})
+	if err != nil {
+		return "", err
 	}
 	return fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable", role, net.JoinHostPort(c.Host, strconv.Itoa(c.Port)), role), nil
 }
@@ -269,15 +282,6 @@ func (c *Cluster) run(tool string, args ...string) ([]byte, error) {
 		<-done
 		return out, fmt.Errorf("%s did not finish in 3 minutes", tool)
 	}
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 var shared struct {

@@ -2,12 +2,16 @@ package pgtest_test
 
 import (
 	"context"
+	"errors"
+	"net"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/airlockgw/airlock/deploy/pgtest"
+	"github.com/airlockgw/airlock/deploy/testkit"
 )
 
 // TestClusterServesAndRestarts: a cluster of our own takes a connection,
@@ -48,5 +52,29 @@ func TestClusterServesAndRestarts(t *testing.T) {
 	var v string
 	if err := conn.QueryRow(ctx, `SELECT v FROM kept`).Scan(&v); err != nil || v != "before the restart" {
 		t.Fatalf("after the restart: %q %v", v, err)
+	}
+}
+
+// TestStartOnATakenPortSaysSo: a server whose port another listener
+// holds fails to start with an error that wraps testkit.ErrPortInUse (the
+// start of a cluster then tries another port), and starts once the port
+// is free again.
+func TestStartOnATakenPortSaysSo(t *testing.T) {
+	t.Parallel()
+	c := pgtest.Start(t)
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(pgtest.AltHost, strconv.Itoa(c.Port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Start()
+	l.Close()
+	if !errors.Is(err, testkit.ErrPortInUse) {
+		t.Fatalf("Start with %s:%d taken = %v, want testkit.ErrPortInUse", pgtest.AltHost, c.Port, err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatalf("Start once the port is free: %v", err)
 	}
 }

@@ -6,7 +6,8 @@ import (
 	"slices"
 	"syscall"
 	"testing"
-	"time"
+
+	"github.com/airlockgw/airlock/deploy/testkit"
 )
 
 func TestParseStat(t *testing.T) {
@@ -52,16 +53,14 @@ func TestTableSeesARealTree(t *testing.T) {
 	pid := cmd.Process.Pid
 	defer syscall.Kill(-pid, syscall.SIGKILL)
 	var under []Proc
-	for deadline := time.Now().Add(time.Minute); len(under) == 0; time.Sleep(10 * time.Millisecond) {
+	testkit.Eventually(t, func() bool {
 		table, err := Table()
 		if err != nil {
 			t.Fatal(err)
 		}
 		under = Descendants(table, pid)
-		if time.Now().After(deadline) {
-			t.Fatal("the shell's child never appeared")
-		}
-	}
+		return len(under) > 0
+	}, "the shell's child never appeared")
 	table, _ := Table()
 	if g := Group(table, pid); len(g) < 2 {
 		t.Errorf("group %d: %v", pid, g)
@@ -80,9 +79,5 @@ func TestTableSeesARealTree(t *testing.T) {
 	}
 	// The child went with the group, and (reparented) is reaped by init;
 	// until then it is a zombie, which does not run.
-	for deadline := time.Now().Add(time.Minute); Running(under[0]); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the killed group's child still runs")
-		}
-	}
+	testkit.Eventually(t, func() bool { return !Running(under[0]) }, "the killed group's child still runs")
 }

@@ -9,6 +9,8 @@ package gatewaytest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -25,25 +27,27 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/gateway/api"
 )
 
 // The reviewer every Daemon has.
 const (
 	Reviewer = "alice"
-	Password = "correct horse battery staple"
+	Password = testkit.Password
 )
 
 // Patience bounds a wait for something that must happen (a daemon to
 // answer, to stop): it only turns a hang into a failure.
-const Patience = time.Minute
+const Patience = testkit.Patience
 
 // Config is a gateway configuration.
 type Config struct {
 	// StateDir is state_dir. Required.
 	StateDir string
 	// HTTP is listen.http; "" leaves the default, which tests never want:
-	// use FreeAddr (or "127.0.0.1:0" for a gateway in process). NoHTTP
+	// use "127.0.0.1:0" (NewDaemon does), and read the address the
+	// gateway bound (Daemon.HTTPURL, gateway.Server.HTTPAddr). NoHTTP
 	// turns the listener off.
 	HTTP   string
 	NoHTTP bool
@@ -152,6 +156,9 @@ func KeyLine(k ssh.PublicKey) string {
 }
 
 // FreeAddr returns a loopback address with a port free just now.
+//
+// Deprecated: the port can be taken before the child binds it. Give a
+// gateway "127.0.0.1:0" and read the address it bound instead.
 func FreeAddr(tb testing.TB) string {
 	tb.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -215,7 +222,9 @@ func RemoveBinaries() {
 type Daemon struct {
 	tb testing.TB
 	// ConfigFile, Socket, HTTPURL (http://…) and PasswordFile (the
-	// reviewer's, for the CLI) are where it is.
+	// reviewer's, for the CLI) are where it is. HTTPURL is the address
+	// the daemon logged it listens on: a restarted daemon (Start) may
+	// listen on another.
 	ConfigFile   string
 	Socket       string
 	HTTPURL      string
@@ -247,9 +256,9 @@ type DaemonOptions struct {
 func NewDaemon(tb testing.TB, dir string, c Config, o DaemonOptions) *Daemon {
 	tb.Helper()
 	if c.HTTP == "" {
-		c.HTTP = FreeAddr(tb)
+		c.HTTP = "127.0.0.1:0"
 	}
-	d := &Daemon{HTTPURL: "http://" + c.HTTP, Socket: c.Socket}
+	d := &Daemon{Socket: c.Socket}
 	if d.Socket == "" {
 		d.Socket = filepath.Join(c.StateDir, "run", "airlock.sock")
 	}
@@ -266,10 +275,10 @@ func NewDaemon(tb testing.TB, dir string, c Config, o DaemonOptions) *Daemon {
 	return d
 }
 
-// Run starts the daemon of d's ConfigFile (its Socket and HTTPURL set to
-// where that configuration listens, PasswordFile to the reviewer's
-// password for CLI); it is stopped with SIGTERM when the test ends, and
-// its log shown if the test failed.
+// Run starts the daemon of d's ConfigFile (its Socket set to where that
+// configuration listens, PasswordFile to the reviewer's password for CLI;
+// HTTPURL is set from the daemon's log); it is stopped with SIGTERM when
+// the test ends, and its log shown if the test failed.
 func (d *Daemon) Run(tb testing.TB, o DaemonOptions) {
 	tb.Helper()
 	d.tb, d.Log, d.start, d.noHTTP = tb, &LockedBuffer{}, o.Start, o.NoHTTPCheck
@@ -283,7 +292,8 @@ func (d *Daemon) Run(tb testing.TB, o DaemonOptions) {
 }
 
 // Start starts the daemon and waits until the socket (and, unless told
-// otherwise, the HTTP listener) answers.
+// otherwise, the HTTP listener) answers. HTTPURL is set to the address the
+// daemon logged it listens on.
 func (d *Daemon) Start() {
 	d.tb.Helper()
 	os.Remove(filepath.Join(filepath.Dir(d.Socket), api.ControlFileName))
@@ -293,6 +303,7 @@ func (d *Daemon) Start() {
 	if start == nil {
 		start = (*exec.Cmd).Start
 	}
+	logStart := len(d.Log.String())
 	if err := start(cmd); err != nil {
 		d.tb.Fatal(err)
 	}
@@ -301,25 +312,56 @@ func (d *Daemon) Start() {
 	d.mu.Lock()
 	d.cmd, d.done = cmd, done
 	d.mu.Unlock()
-	deadline := time.Now().Add(Patience)
-	for {
-		if ctl, err := api.ReadControl(d.Socket); err == nil {
-			if _, err := api.NewLocalClient(d.Socket, ctl.Token).Targets(context.Background()); err == nil {
-				if d.noHTTP || d.Healthy() {
-					return
+	err := testkit.PollErr(Patience, func() error {
+		select {
+		case <-done:
+			return testkit.Stop(errors.New("airlock serve exited at start"))
+		default:
+		}
+		if addr := ListeningHTTP(d.Log.String()[logStart:]); addr != "" {
+			d.HTTPURL = "http://" + addr
+		}
+		ctl, err := api.ReadControl(d.Socket)
+		if err != nil {
+			return err
+		}
+		if _, err := api.NewLocalClient(d.Socket, ctl.Token).Targets(context.Background()); err != nil {
+			return err
+		}
+		if !d.noHTTP && (d.HTTPURL == "" || !d.Healthy()) {
+			return errors.New("the HTTP listener does not answer")
+		}
+		return nil
+	})
+	if err != nil {
+		d.tb.Fatalf("airlock serve did not start: %v\n%s", err, d.Log.String())
+	}
+}
+
+// ListeningHTTP is the address a gateway's log (text or JSON) says its
+// HTTP listener listens on, from its line "listening http=…"; "" when
+// there is none yet.
+func ListeningHTTP(log string) string {
+	for line := range strings.Lines(log) {
+		if strings.HasPrefix(line, "{") {
+			var e struct {
+				Message string `json:"@message"`
+				HTTP    string `json:"http"`
+			}
+			if json.Unmarshal([]byte(line), &e) == nil && e.Message == "listening" && e.HTTP != "" {
+				return e.HTTP
+			}
+			continue
+		}
+		if _, rest, ok := strings.Cut(line, " listening: "); ok {
+			for f := range strings.FieldsSeq(rest) {
+				if addr, ok := strings.CutPrefix(f, "http="); ok {
+					return addr
 				}
 			}
 		}
-		select {
-		case <-done:
-			d.tb.Fatalf("airlock serve exited at start:\n%s", d.Log.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			d.tb.Fatalf("airlock serve did not start:\n%s", d.Log.String())
-		}
-		time.Sleep(30 * time.Millisecond)
 	}
+	return ""
 }
 
 // Stop sends sig and waits for the daemon to exit (killing it if it has

@@ -31,7 +31,7 @@ func TestAuthAbuse(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		c    *rawClient
-	}{{"local token", socketRaw(g.socket, ctl.Token)}, {"run token", httpRaw(g.httpURL, runA.Token)}} {
+	}{{"local token", socketRaw(g.socket, ctl.Token)}, {"run token", httpRaw(g.HTTPURL, runA.Token)}} {
 		for _, route := range []struct{ method, path, body string }{
 			{"GET", "/v1/approvals?state=pending", ""},
 			{"POST", "/v1/approvals/apr_0/decision", `{"decision":"approve"}`},
@@ -53,15 +53,15 @@ func TestAuthAbuse(t *testing.T) {
 	// Run tokens: another run's, truncated, of an ended run.
 	remoteB, runB := g.remoteAgent()
 	_ = remoteB
-	if got := httpRaw(g.httpURL, runA.Token).do(t, "GET", "/v1/runs/"+runB.ID, "", nil); got.status/100 == 2 {
+	if got := httpRaw(g.HTTPURL, runA.Token).do(t, "GET", "/v1/runs/"+runB.ID, "", nil); got.status/100 == 2 {
 		t.Errorf("run A's token reads run B: %d", got.status)
 	}
-	if got := httpRaw(g.httpURL, runA.Token).do(t, "DELETE", "/v1/runs/"+runB.ID, "", nil); got.status/100 == 2 {
+	if got := httpRaw(g.HTTPURL, runA.Token).do(t, "DELETE", "/v1/runs/"+runB.ID, "", nil); got.status/100 == 2 {
 		t.Errorf("run A's token ends run B: %d", got.status)
 	}
 	refused := func(name, token string) {
 		t.Helper()
-		got := httpRaw(g.httpURL, token).do(t, "POST", "/v1/actions", j, body)
+		got := httpRaw(g.HTTPURL, token).do(t, "POST", "/v1/actions", j, body)
 		if got.status == 200 && got.action.Outcome != sshexec.Rejected {
 			t.Errorf("%s: action outcome %q, want refused", name, got.action.Outcome)
 		} else if got.status != 200 && got.status != 401 && got.status != 403 {
@@ -89,7 +89,7 @@ func TestAuthAbuse(t *testing.T) {
 			method, path string
 			body         []byte
 		}{{"POST", "/v1/actions", body}, {"GET", "/v1/targets", nil}, {"GET", "/v1/runs/" + runA.ID, nil}} {
-			got = append(got, httpRaw(g.httpURL, tok).do(t, req.method, req.path, j, req.body).status)
+			got = append(got, httpRaw(g.HTTPURL, tok).do(t, req.method, req.path, j, req.body).status)
 		}
 	}
 	want := slices.Repeat([]int{401}, 10)
@@ -110,7 +110,7 @@ func TestAuthAbuse(t *testing.T) {
 		t.Errorf("forged run tokens left %d actions and %d auth.failed entries in the audit log, want 0 and 2 (the first failure and the blocking one)", actions, failed)
 	}
 	// Blocked now: even run A's real token waits out the minute.
-	if got := httpRaw(g.httpURL, runA.Token).do(t, "GET", "/v1/targets", "", nil); got.status != 429 {
+	if got := httpRaw(g.HTTPURL, runA.Token).do(t, "GET", "/v1/targets", "", nil); got.status != 429 {
 		t.Errorf("after the forged tokens, a real one: status %d, want 429", got.status)
 	}
 
@@ -134,7 +134,7 @@ func TestAuthAbuse(t *testing.T) {
 		if i == 11 {
 			pw = reviewerPass
 		}
-		_, err := api.NewHTTPClient(g.httpURL, "").Login(context.Background(), reviewerName, pw)
+		_, err := api.NewHTTPClient(g.HTTPURL, "").Login(context.Background(), reviewerName, pw)
 		st := 200
 		if e, ok := err.(*api.Error); ok {
 			st = e.Status

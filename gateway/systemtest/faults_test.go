@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/sshexec"
 
 	"github.com/airlockgw/airlock/gateway/api"
@@ -36,20 +37,20 @@ func detached(t *testing.T, c *api.Client, req api.ActionRequest) string {
 // waitState polls an action until it reaches state or the timeout passes.
 func waitState(t *testing.T, c *api.Client, id string, state api.State, timeout time.Duration) *api.Action {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		a, err := c.Action(context.Background(), id)
-		if err != nil {
-			t.Fatalf("GET action %s: %v", id, err)
+	var a *api.Action
+	err := testkit.PollErr(timeout, func() (err error) {
+		if a, err = c.Action(context.Background(), id); err != nil {
+			return testkit.Stop(fmt.Errorf("GET action %s: %w", id, err))
 		}
-		if a.State == state || a.State == api.StateFinished {
-			return a
+		if a.State != state && a.State != api.StateFinished {
+			return fmt.Errorf("action %s is %s, want %s", id, a.State, state)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("action %s is %s after %s, want %s", id, a.State, timeout, state)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	return a
 }
 
 // sharedDir is a directory the sshd test account may write.
@@ -108,23 +109,16 @@ func TestKill9WithActionsInFlight(t *testing.T) {
 		ids = append(ids, detached(t, agent, api.ActionRequest{Target: "fault", Command: "work", TimeoutS: 60}))
 	}
 	for _, id := range ids {
-		waitState(t, rv, id, api.StateRunning, patience)
+		waitState(t, rv, id, api.StateRunning, testkit.Patience)
 	}
-	deadline := time.Now().Add(patience)
-	for {
-		m, _ := filepath.Glob(filepath.Join(marks, "ran-*"))
-		if len(m) == perTarget {
-			break
+	testkit.EventuallyErr(t, func() error {
+		if m, _ := filepath.Glob(filepath.Join(marks, "ran-*")); len(m) != perTarget {
+			return fmt.Errorf("%d of %d sshd commands ran", len(m), perTarget)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d sshd commands ran", len(m), perTarget)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	}, "the sshd commands to run")
 	close(release)
-	for reported.Load() < perTarget && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.Poll(testkit.Patience, func() bool { return reported.Load() >= perTarget })
 	g.stop(syscall.SIGKILL)
 	if reported.Load() != perTarget {
 		t.Fatalf("%d of %d exit statuses sent before the kill", reported.Load(), perTarget)
@@ -150,19 +144,8 @@ func TestKill9WithActionsInFlight(t *testing.T) {
 	g.verify()
 	// The gateway's ends of the cut connections are gone; sshd's session
 	// processes end with them.
-	waitFor(t, patience, "sshd sessions to end after the gateway died", func() bool { return len(s.SessionProcesses()) == 0 })
+	testkit.Eventually(t, func() bool { return len(s.SessionProcesses()) == 0 }, "sshd sessions to end after the gateway died")
 	t.Logf("kill -9 with %d actions in flight: %d interrupted, 0 reported as success", len(ids), len(ids))
-}
-
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // oneSSHD is a gateway with one real sshd target "box".
@@ -194,7 +177,7 @@ func TestSSHDRestartMidCommand(t *testing.T) {
 	}()
 	select {
 	case <-started:
-	case <-time.After(patience):
+	case <-time.After(testkit.Patience):
 		t.Fatal("the command did not start")
 	}
 	if err := s.Restart(); err != nil {
@@ -294,12 +277,11 @@ func TestAuditUnavailable(t *testing.T) {
 		// needed; once there is room again, the outcome is recorded.
 		os.Remove(filler)
 		var got []string
-		for deadline := time.Now().Add(patience); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		testkit.Poll(testkit.Patience, func() bool {
 			outcomes, _ := finished(g.audit())
-			if got = outcomes[a.ID]; len(got) > 0 {
-				break
-			}
-		}
+			got = outcomes[a.ID]
+			return len(got) > 0
+		})
 		if len(got) != 1 || got[0] != "audit_unavailable" {
 			t.Errorf("the action is recorded as %v, want one audit_unavailable", got)
 		}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,15 +19,11 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/gatewaytest"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
-
-// patience bounds a test's wait for something that must happen. It only
-// turns a hang into a failure: a wait ends as soon as the condition
-// holds, so a busy machine makes the suite slower, never red.
-const patience = time.Minute
 
 const (
 	reviewerName = gatewaytest.Reviewer
@@ -70,7 +65,6 @@ type gw struct {
 	cfgFile string
 	state   string
 	socket  string
-	httpURL string
 	pwFile  string
 	netns   string // the daemon runs in this network namespace
 
@@ -99,7 +93,7 @@ func newGatewayAt(t testing.TB, dir string, c config) *gw {
 
 func newGatewayDir(t testing.TB, dir string, c config, netns string) *gw {
 	t.Helper()
-	gc := gatewaytest.Config{StateDir: filepath.Join(dir, "state"), HTTP: gatewaytest.FreeAddr(t), ApprovalTimeout: "30s",
+	gc := gatewaytest.Config{StateDir: filepath.Join(dir, "state"), HTTP: "127.0.0.1:0", ApprovalTimeout: "30s",
 		Credentials: c.credentials, Extra: c.extra}
 	for _, tg := range c.targets {
 		mode := tg.mode
@@ -118,15 +112,8 @@ func newGatewayDir(t testing.TB, dir string, c config, netns string) *gw {
 		o = gatewaytest.DaemonOptions{NoHTTPCheck: true, Start: func(cmd *exec.Cmd) error { return inNetNS(netns, cmd.Start) }}
 	}
 	d := gatewaytest.NewDaemon(t, dir, gc, o)
-	return &gw{Daemon: d, t: t, dir: dir, cfgFile: d.ConfigFile, state: gc.StateDir, socket: d.Socket, httpURL: d.HTTPURL,
+	return &gw{Daemon: d, t: t, dir: dir, cfgFile: d.ConfigFile, state: gc.StateDir, socket: d.Socket,
 		pwFile: d.PasswordFile, netns: netns}
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	_, port, _ := net.SplitHostPort(gatewaytest.FreeAddr(t))
-	n, _ := strconv.Atoi(port)
-	return n
 }
 
 // start restarts the daemon after a stop.
@@ -164,11 +151,11 @@ func (g *gw) remoteAgent() (*api.Client, *api.Run) {
 	}
 	token := g.agentToken
 	g.mu.Unlock()
-	run, err := api.NewHTTPClient(g.httpURL, token).CreateRun(context.Background())
+	run, err := api.NewHTTPClient(g.HTTPURL, token).CreateRun(context.Background())
 	if err != nil {
 		g.t.Fatalf("create run: %v", err)
 	}
-	return api.NewHTTPClient(g.httpURL, run.Token), run
+	return api.NewHTTPClient(g.HTTPURL, run.Token), run
 }
 
 // approveRun sends a first action through c, approves the run it waits
@@ -315,7 +302,7 @@ func (g *gw) stats() procStats {
 // metric reads one unlabelled gauge from GET /metrics.
 func (g *gw) metric(name string) int {
 	g.t.Helper()
-	resp, err := http.Get(g.httpURL + "/metrics")
+	resp, err := http.Get(g.HTTPURL + "/metrics")
 	if err != nil {
 		g.t.Fatal(err)
 	}
@@ -334,18 +321,13 @@ func (g *gw) metric(name string) int {
 // settle waits until the daemon's fds and goroutines are back within slack
 // of base and returns what it last saw.
 func (g *gw) settle(base procStats, slack int, within time.Duration) (procStats, bool) {
-	deadline := time.Now().Add(within)
-	for {
+	var s procStats
+	ok := testkit.Poll(within, func() bool {
 		http.DefaultTransport.(*http.Transport).CloseIdleConnections()
-		s := g.stats()
-		if s.fds <= base.fds+slack && s.goroutines <= base.goroutines+slack {
-			return s, true
-		}
-		if time.Now().After(deadline) {
-			return s, false
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		s = g.stats()
+		return s.fds <= base.fds+slack && s.goroutines <= base.goroutines+slack
+	})
+	return s, ok
 }
 
 func keyLine(k ssh.PublicKey) string { return gatewaytest.KeyLine(k) }

@@ -170,7 +170,7 @@ func TestHostileRequests(t *testing.T) {
 	transports := []struct {
 		name string
 		c    *rawClient
-	}{{"socket", socketRaw(g.socket, ctl.Token)}, {"http", httpRaw(g.httpURL, run.Token)}}
+	}{{"socket", socketRaw(g.socket, ctl.Token)}, {"http", httpRaw(g.HTTPURL, run.Token)}}
 	_, requestedBefore := finished(g.audit())
 	conns := connections(s)
 	tried, rejectedN := 0, 0

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/sshexec"
 
 	"github.com/airlockgw/airlock/gateway/api"
@@ -151,7 +152,7 @@ func (g *gw) cliNS(args ...string) (string, int) {
 	code := 0
 	err := inNetNS(g.netns, func() error {
 		cmd := exec.Command(binary(g.t, "airlock"), args...)
-		cmd.Env = append(os.Environ(), "AIRLOCK_URL="+g.httpURL, "AIRLOCK_REVIEWER="+reviewerName,
+		cmd.Env = append(os.Environ(), "AIRLOCK_URL="+g.HTTPURL, "AIRLOCK_REVIEWER="+reviewerName,
 			"AIRLOCK_PASSWORD_FILE="+g.pwFile, "AIRLOCK_CONFIG="+g.cfgFile)
 		b, err := cmd.CombinedOutput()
 		out = string(b)
@@ -176,15 +177,14 @@ func TestNetworkFaults(t *testing.T) {
 	p := newNetPair(t)
 	var s *sshtest.SSHD
 	if err := inNetNS(p.tg, func() (err error) {
-		s, err = sshtest.StartSSHD(sshtest.Options{Config: []string{"ListenAddress " + p.tgIP}})
+		s, err = sshtest.StartSSHD(sshtest.Options{Host: p.tgIP})
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
 	s.LogOnFailure(t)
-	_, port, _ := strings.Cut(s.Addr, ":")
-	addr := p.tgIP + ":" + port
+	addr := s.Addr
 	_, keyFile := clientKey(t, s)
 	g := newGatewayIn(t, config{credentials: map[string]string{"key": keyFile},
 		targets: []target{{name: "far", address: addr, hostKey: keyLine(s.HostKey), user: s.User, credential: "key"}}}, p.gw)
@@ -196,21 +196,17 @@ func TestNetworkFaults(t *testing.T) {
 		a, _ := agent.RunAction(context.Background(), api.ActionRequest{Target: "far", Command: "echo ok"}, api.Events{})
 		first <- a
 	}()
-	deadline := time.Now().Add(patience)
-	for {
+	testkit.EventuallyErr(t, func() error {
 		out, code := g.cliNS("approvals", "list", "--json")
 		var list []api.Approval
-		if code == 0 && json.Unmarshal([]byte(out), &list) == nil && len(list) > 0 {
-			if out, code := g.cliNS("approvals", "approve", list[0].ID); code != 0 {
-				t.Fatalf("approve: %s", out)
-			}
-			break
+		if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list) == 0 {
+			return fmt.Errorf("approvals list: %s", out)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no approval request: %s", out)
+		if out, code := g.cliNS("approvals", "approve", list[0].ID); code != 0 {
+			t.Fatalf("approve: %s", out)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	}, "no approval request")
 	if a := <-first; a == nil || !a.Success() {
 		t.Fatalf("first action across the veth pair: %+v", a)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/gateway/api"
 )
 
@@ -30,7 +31,7 @@ func TestSlowClientsDoNotExhaust(t *testing.T) {
 	g.approveRun(remote, rv, "box")
 	base, _ := g.settle(procStats{fds: 1 << 30, goroutines: 1 << 30}, 0, 0)
 	ctl, _ := api.ReadControl(g.socket)
-	addr := strings.TrimPrefix(g.httpURL, "http://")
+	addr := strings.TrimPrefix(g.HTTPURL, "http://")
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -112,7 +113,7 @@ func TestSlowClientsDoNotExhaust(t *testing.T) {
 		}
 		t.Logf("a normal action over the %s with %d slow HTTP and %d stalled socket clients held: %s", tc.name, nHTTP, nSocket, took.Round(time.Millisecond))
 	}
-	big := waitState(t, agent, id, api.StateFinished, patience)
+	big := waitState(t, agent, id, api.StateFinished, testkit.Patience)
 	if big.FinishedAt != nil && big.StartedAt != nil {
 		t.Logf("the 20 MB action behind the unread stream took %s", big.FinishedAt.Sub(*big.StartedAt).Round(time.Millisecond))
 	}

@@ -79,32 +79,44 @@ func needNetNS(tb testing.TB, why string) {
 }
 
 // Dial connects to addr inside the namespace.
-func (n *NetNS) Dial(addr string) (net.Conn, error) {
-	type result struct {
-		c   net.Conn
-		err error
-	}
-	ch := make(chan result, 1)
+func (n *NetNS) Dial(addr string) (c net.Conn, err error) {
+	err = n.do(func() error {
+		c, err = net.DialTimeout("tcp", addr, 10*time.Second)
+		return err
+	})
+	return c, err
+}
+
+// Listen listens on addr ("host:port"; port 0 for one the kernel
+// chooses) inside the namespace.
+func (n *NetNS) Listen(addr string) (l net.Listener, err error) {
+	err = n.do(func() error {
+		l, err = net.Listen("tcp", addr)
+		return err
+	})
+	return l, err
+}
+
+// do runs fn on a thread in the namespace. The thread joins the namespace
+// and is never given back to the runtime: it ends with fn's goroutine. A
+// socket made there keeps the namespace it was made in.
+func (n *NetNS) do(fn func() error) error {
+	errc := make(chan error, 1)
 	go func() {
-		// The thread joins the namespace and is never given back to
-		// the runtime: it ends with this goroutine. The socket keeps
-		// the namespace it was made in.
 		runtime.LockOSThread()
 		f, err := os.Open(n.Path)
 		if err != nil {
-			ch <- result{err: err}
+			errc <- err
 			return
 		}
 		defer f.Close()
 		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			ch <- result{err: fmt.Errorf("setns: %w", err)}
+			errc <- fmt.Errorf("setns: %w", err)
 			return
 		}
-		c, err := net.DialTimeout("tcp", addr, 10*time.Second)
-		ch <- result{c, err}
+		errc <- fn()
 	}()
-	r := <-ch
-	return r.c, r.err
+	return <-errc
 }
 
 // Expose listens on 127.0.0.1 in the test's namespace and forwards every

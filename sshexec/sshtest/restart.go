@@ -13,11 +13,16 @@ func (s *SSHD) KillSessions() int {
 	return len(kids)
 }
 
-// Restart kills sshd's sessions, stops the listening sshd and starts it
-// again on the same address with the same host key. The sessions go first:
-// they hold sshd's log pipe, and stopping the listener waits for it.
+// Restart kills sshd's sessions, as a crash or restart of the target's
+// sshd would (each client sees its connection cut), and serves new
+// connections on the same address with the same host key. In daemon mode
+// the listening sshd is stopped and started again; the sessions go first:
+// they hold sshd's log, and stopping the listener waits for it.
 func (s *SSHD) Restart() error {
 	s.KillSessions()
-	s.stop()
-	return s.start()
+	if s.opts.MaxStartups == "" {
+		return nil
+	}
+	s.stopDaemon()
+	return s.startDaemon(s.port)
 }

@@ -1,7 +1,6 @@
 package sshtest
 
 import (
-	"cmp"
 	"crypto/ed25519"
 	"crypto/rand"
 	"fmt"
@@ -10,14 +9,12 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/airlockgw/airlock/deploy/proctree"
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -90,9 +87,14 @@ func ensureTestUser(name string) error {
 	return nil
 }
 
-// SSHD is a real OpenSSH sshd listening on 127.0.0.1 at a free port.
+// SSHD is a real OpenSSH sshd on loopback. The harness listens on a port
+// the kernel chose and starts `sshd -i` for every connection it accepts
+// (sshd's inetd mode: no port is handed to sshd, so none can be taken
+// from it); with Options.MaxStartups it runs one listening `sshd -D`
+// instead. Either way the processes share one log, Log.
 type SSHD struct {
-	// Addr is "127.0.0.1:PORT".
+	// Addr is "127.0.0.1:PORT" (Options.Host in place of 127.0.0.1 when
+	// set).
 	Addr string
 	// User is the account to log in as.
 	User string
@@ -112,13 +114,23 @@ type SSHD struct {
 	// Options.HostCertPrincipals is set.
 	HostCA ssh.PublicKey
 
-	opts Options
-	mu   sync.Mutex
-	cmd  *exec.Cmd
+	opts    Options
+	cfgFile string
 	// logFile is sshd's stderr. A file, not a pipe: session processes
 	// inherit it, and a pipe would keep cmd.Wait waiting for them.
 	logFile *os.File
-	done    chan struct{}
+	wg      sync.WaitGroup
+
+	mu sync.Mutex
+	// The inetd mode's listener and the `sshd -i` running for each
+	// connection.
+	ln       net.Listener
+	sessions map[*exec.Cmd]struct{}
+	closed   bool
+	// The daemon mode's `sshd -D`, and the port it binds.
+	cmd  *exec.Cmd
+	done chan struct{}
+	port int
 }
 
 // Options adjust an SSHD.
@@ -134,9 +146,16 @@ type Options struct {
 	// AuthorizedKeysFiles, when set, are the AuthorizedKeysFile paths
 	// instead of the harness's own file.
 	AuthorizedKeysFiles []string
-	// MaxStartups replaces the harness's generous limit on unauthenticated
-	// connections ("200:30:400"), for tests of a target that drops them.
+	// MaxStartups, for tests of a target that drops connections that
+	// have not logged in yet, is sshd's limit on them. Only a listening
+	// sshd has one: with it set, the harness runs `sshd -D` on a port
+	// it picks (another when sshd says it is taken) instead of `sshd -i`
+	// per connection.
 	MaxStartups string
+	// Host is the address to listen on; "" is 127.0.0.1. (A test that
+	// calls StartSSHD in another network namespace names an address of
+	// that namespace.)
+	Host string
 	// ExtraHostKeys are key types ("rsa", "ecdsa") for additional host
 	// keys, offered after the ed25519 one; see SSHD.ExtraHostKeys.
 	ExtraHostKeys []string
@@ -170,19 +189,25 @@ func StartSSHD(opts Options) (*SSHD, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &SSHD{User: u, Dir: dir, opts: opts}
+	s := &SSHD{User: u, Dir: dir, opts: opts, sessions: map[*exec.Cmd]struct{}{}}
 	if err := s.setup(); err != nil {
+		if s.logFile != nil {
+			s.logFile.Close()
+		}
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	var lastErr error
-	for range 5 { // a free port can be taken between probe and bind
-		if lastErr = s.start(); lastErr == nil {
-			return s, nil
-		}
+	if opts.MaxStartups != "" {
+		_, err = testkit.OnPort(s.startDaemon)
+	} else {
+		err = s.listen()
 	}
-	os.RemoveAll(dir)
-	return nil, lastErr
+	if err != nil {
+		s.logFile.Close()
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return s, nil
 }
 
 // safeBase is where the harness makes its directories: a path sshd's
@@ -304,12 +329,25 @@ func (s *SSHD) setup() error {
 	if s.ClientSigner, err = ssh.ParsePrivateKey(pemBytes); err != nil {
 		return err
 	}
+	if s.logFile, err = os.OpenFile(filepath.Join(s.Dir, "sshd.log"), os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o600); err != nil {
+		return err
+	}
 	return s.Authorize(string(ssh.MarshalAuthorizedKey(s.ClientSigner.PublicKey())))
 }
 
+// newHostKey makes a new ed25519 host key and puts it in place by
+// renaming, so that an sshd starting meanwhile reads the old key or the
+// new one, never a missing or half-written file.
 func (s *SSHD) newHostKey() error {
-	k, err := GenerateKeyFile(filepath.Join(s.Dir, "host_ed25519"), "ed25519", "")
+	file := filepath.Join(s.Dir, "host_ed25519")
+	k, err := GenerateKeyFile(file+".new", "ed25519", "")
 	if err != nil {
+		return err
+	}
+	if err := os.Rename(file+".new.pub", file+".pub"); err != nil {
+		return err
+	}
+	if err := os.Rename(file+".new", file); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -356,143 +394,6 @@ func (s *SSHD) Authorize(line string) error {
 // AuthorizedKeysFile is the path of the server's authorized_keys file.
 func (s *SSHD) AuthorizedKeysFile() string { return filepath.Join(s.Dir, "authorized_keys") }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func (s *SSHD) start() error {
-	port := 0
-	if s.Addr != "" {
-		_, p, _ := net.SplitHostPort(s.Addr)
-		port, _ = strconv.Atoi(p)
-	} else {
-		var err error
-		if port, err = freePort(); err != nil {
-			return err
-		}
-	}
-	keysFiles, strict := s.AuthorizedKeysFile(), "no"
-	if len(s.opts.AuthorizedKeysFiles) > 0 {
-		keysFiles = strings.Join(s.opts.AuthorizedKeysFiles, " ")
-	}
-	if s.opts.StrictModes {
-		strict = "yes"
-	}
-	cfg := fmt.Sprintf(`Port %d
-ListenAddress 127.0.0.1
-HostKey %s
-PidFile %s
-AuthorizedKeysFile %s
-StrictModes %s
-PubkeyAuthentication yes
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-PermitRootLogin prohibit-password
-UsePAM no
-PrintMotd no
-PrintLastLog no
-LogLevel VERBOSE
-MaxStartups %s
-MaxSessions 10
-Subsystem sftp internal-sftp
-`, port, filepath.Join(s.Dir, "host_ed25519"), filepath.Join(s.Dir, "sshd.pid"), keysFiles, strict, cmp.Or(s.opts.MaxStartups, "200:30:400"))
-	if len(s.opts.HostCertPrincipals) > 0 {
-		cfg += "HostCertificate " + filepath.Join(s.Dir, "host_ed25519-cert.pub") + "\n"
-	}
-	for _, typ := range s.opts.ExtraHostKeys {
-		cfg += "HostKey " + filepath.Join(s.Dir, "host_"+typ) + "\n"
-	}
-	cfg += strings.Join(s.opts.Config, "\n") + "\n"
-	cfgFile := filepath.Join(s.Dir, "sshd_config")
-	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
-		return err
-	}
-	if out, err := exec.Command(SSHDPath, "-t", "-f", cfgFile).CombinedOutput(); err != nil {
-		return fmt.Errorf("sshtest: sshd -t: %v: %s", err, out)
-	}
-	if s.logFile == nil {
-		f, err := os.OpenFile(filepath.Join(s.Dir, "sshd.log"), os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o600)
-		if err != nil {
-			return err
-		}
-		s.logFile = f
-	}
-	logStart := len(s.Log())
-	cmd := exec.Command(SSHDPath, "-D", "-e", "-f", cfgFile)
-	if s.opts.NetNS != nil {
-		cmd = exec.Command("nsenter", "--net="+s.opts.NetNS.Path, SSHDPath, "-D", "-e", "-f", cfgFile)
-	}
-	cmd.Stderr = s.logFile
-	cmd.Stdout = s.logFile
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("sshtest: start sshd: %w", err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		select {
-		case <-done:
-			return fmt.Errorf("sshtest: sshd exited at start: %s", s.Log())
-		default:
-		}
-		if strings.Contains(s.Log()[logStart:], fmt.Sprintf("Server listening on 127.0.0.1 port %d", port)) {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			<-done
-			return fmt.Errorf("sshtest: sshd did not start listening: %s", s.Log())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	s.mu.Lock()
-	s.cmd, s.done, s.Addr = cmd, done, addr
-	s.mu.Unlock()
-	return nil
-}
-
-// Pid is the listening sshd's process id.
-func (s *SSHD) Pid() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cmd.Process.Pid
-}
-
-// stop ends the listening sshd (SIGTERM, then SIGKILL after 5 s). sshd's
-// per-connection children carry on until their connections end.
-func (s *SSHD) stop() {
-	s.mu.Lock()
-	cmd, done := s.cmd, s.done
-	s.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		cmd.Process.Kill()
-		<-done
-	}
-}
-
-// RotateHostKey gives the server a new host key and restarts it on the same
-// address.
-func (s *SSHD) RotateHostKey() error {
-	s.stop()
-	if err := s.newHostKey(); err != nil {
-		return err
-	}
-	return s.start()
-}
-
 // CurrentHostKey returns the host key the server presents now.
 func (s *SSHD) CurrentHostKey() ssh.PublicKey {
 	s.mu.Lock()
@@ -516,29 +417,6 @@ func KnownHostsLine(addr string, key ssh.PublicKey) string {
 	return name + " " + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(key)))
 }
 
-// Close stops sshd and every session process it started, and removes its
-// files.
-func (s *SSHD) Close() error {
-	pid := 0
-	s.mu.Lock()
-	if s.cmd != nil {
-		pid = s.cmd.Process.Pid
-	}
-	s.mu.Unlock()
-	var kids []int
-	if pid != 0 {
-		kids = Descendants(pid)
-	}
-	s.stop()
-	for _, k := range kids {
-		syscall.Kill(k, syscall.SIGKILL)
-	}
-	if s.logFile != nil {
-		s.logFile.Close()
-	}
-	return os.RemoveAll(s.Dir)
-}
-
 // Log returns everything sshd has logged so far.
 func (s *SSHD) Log() string {
 	b, _ := os.ReadFile(filepath.Join(s.Dir, "sshd.log"))
@@ -549,31 +427,6 @@ func (s *SSHD) Log() string {
 // authenticated connection.
 func (s *SSHD) Accepted() int {
 	return strings.Count(s.Log(), "Accepted publickey for "+s.User+" ")
-}
-
-// WaitLog waits up to timeout for substr to appear in the log.
-func (s *SSHD) WaitLog(substr string, timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if strings.Contains(s.Log(), substr) {
-			return true
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return false
-}
-
-// SessionProcesses returns the pids of sshd's per-connection processes
-// (every descendant of the listener whose command is sshd).
-func (s *SSHD) SessionProcesses() []int {
-	var out []int
-	table, _ := proctree.Table()
-	for _, p := range proctree.Descendants(table, s.Pid()) {
-		if p.Comm == "sshd" {
-			out = append(out, p.PID)
-		}
-	}
-	return out
 }
 
 // Descendants returns the pids of every descendant of pid, read from

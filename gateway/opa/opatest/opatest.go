@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/airlockgw/airlock/deploy/testkit"
 )
 
 // Version is the OPA the tests run (.ci/test-deps builds the same one).
@@ -123,23 +125,20 @@ func Start(tb testing.TB, policies map[string]string) *Server {
 		}
 		files = append(files, p)
 	}
-	var lastErr error
-	for range 5 {
-		s, err := start(tb, bin, files, filepath.Join(dir, "opa.log"))
-		if err == nil {
-			return s
-		}
-		lastErr = err
+	// OPA cannot report a port it chose: it is given one, binds it
+	// itself, and says when it is taken.
+	var srv *Server
+	_, err := testkit.OnPort(func(port int) (err error) {
+		srv, err = start(tb, bin, files, filepath.Join(dir, "opa.log"), port)
+		return err
+	})
+	if err != nil {
+		tb.Fatalf("opatest: %v", err)
 	}
-	tb.Fatalf("opatest: %v", lastErr)
-	return nil
+	return srv
 }
 
-func start(tb testing.TB, bin string, files []string, logPath string) (*Server, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
+func start(tb testing.TB, bin string, files []string, logPath string, port int) (*Server, error) {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	s := &Server{URL: "http://" + addr, log: logPath}
 	logf, err := os.Create(logPath)
@@ -163,32 +162,38 @@ func start(tb testing.TB, bin string, files []string, logPath string) (*Server, 
 		})
 	}
 	s.stop = stop
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for {
-		// Ready when it serves this test's policy files: a port another
-		// test's OPA took in the meantime serves other files.
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"/v1/policies", nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK && servesAll(body, files) {
-				tb.Cleanup(stop)
-				return s, nil
-			}
-		}
+	err = testkit.PollErr(testkit.Patience, func() error {
 		select {
 		case err := <-exited:
 			exited <- err
-			stop()
-			return nil, fmt.Errorf("opa exited: %v\n%s", err, s.Log())
-		case <-ctx.Done():
-			stop()
-			return nil, fmt.Errorf("opa did not become ready on %s\n%s", addr, s.Log())
-		case <-time.After(50 * time.Millisecond):
+			if testkit.PortInUse(s.Log()) {
+				return testkit.Stop(fmt.Errorf("opa on port %d: %w", port, testkit.ErrPortInUse))
+			}
+			return testkit.Stop(fmt.Errorf("opa exited: %v\n%s", err, s.Log()))
+		default:
 		}
+		// Ready when it serves this test's policy files: OPA has bound
+		// the port, so what answers is this test's.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"/v1/policies", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return fmt.Errorf("opa did not become ready on %s: %v\n%s", addr, err, s.Log())
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !servesAll(body, files) {
+			return fmt.Errorf("opa on %s does not serve this test's policies yet: %s", addr, body)
+		}
+		return nil
+	})
+	if err != nil {
+		stop()
+		return nil, err
 	}
+	tb.Cleanup(stop)
+	return s, nil
 }
 
 // servesAll reports whether the policy list body names every file.
@@ -200,13 +205,4 @@ func servesAll(body []byte, files []string) bool {
 		}
 	}
 	return true
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
