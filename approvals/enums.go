@@ -147,13 +147,11 @@ func (v Verdict) String() string { return enumString(verdictNames, v, "Verdict")
 // MarshalText implements encoding.TextMarshaler; it refuses invalid values.
 func (v Verdict) MarshalText() ([]byte, error) { return enumMarshal(verdictNames, v, "verdict") }
 
-// UnmarshalText implements encoding.TextUnmarshaler using ParseVerdict.
+// UnmarshalText implements encoding.TextUnmarshaler: "approve" or "deny"
+// (the API's decision field).
 func (v *Verdict) UnmarshalText(b []byte) error {
 	return enumUnmarshal(verdictNames, v, b, "verdict")
 }
-
-// ParseVerdict parses "approve" or "deny" (the API's decision field).
-func ParseVerdict(s string) (Verdict, error) { return enumParse(verdictNames, s, "verdict") }
 
 // EndReason says why a run left the pending or approved state for ended
 // or expired.
@@ -253,14 +251,10 @@ func (k EventKind) MarshalText() ([]byte, error) {
 	return enumMarshal(eventKindNames, k, "event kind")
 }
 
-// UnmarshalText implements encoding.TextUnmarshaler using ParseEventKind.
+// UnmarshalText implements encoding.TextUnmarshaler: an audit entry kind
+// owned by this package.
 func (k *EventKind) UnmarshalText(b []byte) error {
 	return enumUnmarshal(eventKindNames, k, b, "event kind")
-}
-
-// ParseEventKind parses an audit entry kind owned by this package.
-func ParseEventKind(s string) (EventKind, error) {
-	return enumParse(eventKindNames, s, "event kind")
 }
 
 func enumString[T ~uint8](names map[T]string, v T, typ string) string {

@@ -59,10 +59,10 @@ func TestEnumRoundTripAndRejects(t *testing.T) {
 	check("run state", func(s string) (textEnum, error) { return ParseRunState(s) }, []string{"pending", "approved", "denied", "ended", "expired"})
 	check("kind", func(s string) (textEnum, error) { return ParseKind(s) }, []string{"run", "call"})
 	check("status", func(s string) (textEnum, error) { return ParseStatus(s) }, []string{"pending", "approved", "denied", "expired"})
-	check("verdict", func(s string) (textEnum, error) { return ParseVerdict(s) }, []string{"approve", "deny"})
+	check("verdict", func(s string) (textEnum, error) { return parseVerdict(s) }, []string{"approve", "deny"})
 	check("end reason", func(s string) (textEnum, error) { return ParseEndReason(s) },
 		[]string{"anchor_exited", "closed", "revoked", "ttl", "max_actions", "token_expired"})
-	check("event kind", func(s string) (textEnum, error) { return ParseEventKind(s) },
+	check("event kind", func(s string) (textEnum, error) { return parseEventKind(s) },
 		[]string{"run.created", "run.approved", "run.denied", "run.ended", "approval.requested", "approval.decided"})
 }
 
@@ -92,9 +92,9 @@ func FuzzParseEnums(f *testing.F) {
 			func(s string) (textEnum, error) { return ParseRunState(s) },
 			func(s string) (textEnum, error) { return ParseKind(s) },
 			func(s string) (textEnum, error) { return ParseStatus(s) },
-			func(s string) (textEnum, error) { return ParseVerdict(s) },
+			func(s string) (textEnum, error) { return parseVerdict(s) },
 			func(s string) (textEnum, error) { return ParseEndReason(s) },
-			func(s string) (textEnum, error) { return ParseEventKind(s) },
+			func(s string) (textEnum, error) { return parseEventKind(s) },
 		}
 		for _, p := range parsers {
 			v, err := p(s)
@@ -127,4 +127,12 @@ func TestRequestJSONHasContractFields(t *testing.T) {
 	if m["kind"] != "call" {
 		t.Errorf("kind = %v, want \"call\"", m["kind"])
 	}
+}
+
+// parseVerdict and parseEventKind parse as UnmarshalText does: the
+// gateway reads these only from JSON and from the audit log.
+func parseVerdict(s string) (Verdict, error) { return enumParse(verdictNames, s, "verdict") }
+
+func parseEventKind(s string) (EventKind, error) {
+	return enumParse(eventKindNames, s, "event kind")
 }

@@ -3,49 +3,15 @@ package approvals
 import (
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"database/sql"
-	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/airlockgw/airlock/deploy/sqldb"
-	"golang.org/x/crypto/argon2"
-)
-
-// Argon2Params are argon2id parameters (RFC 9106).
-type Argon2Params struct {
-	Time      uint32 // passes
-	MemoryKiB uint32
-	Threads   uint8
-}
-
-// DefaultArgon2 is the OWASP Password Storage Cheat Sheet's argon2id
-// configuration (m=19 MiB, t=2, p=1), tens of milliseconds per
-// verification. RFC 9106's 64 MiB option was the first choice, but every
-// verification (and the decoy for unknown names) then holds 64 MiB, and
-// the garbage collector doubles it: a gateway's memory would be set by its
-// login rate, not its actions. Verifying still costs its memory for that
-// time, so Accounts lets at most maxConcurrentVerify run at once. Stored
-// hashes carry their parameters, so older hashes keep verifying.
-var DefaultArgon2 = Argon2Params{Time: 2, MemoryKiB: 19 * 1024, Threads: 1}
-
-const (
-	argonSaltLen = 16 // RFC 9106 §3.1: 128 bits
-	argonKeyLen  = 32
-
-	// MinPasswordLen and maxPasswordLen bound reviewer passwords (bytes).
-	MinPasswordLen = 12
-	maxPasswordLen = 1024
-	maxNameLen     = 64
-
-	maxConcurrentVerify = 2
 )
 
 // Reviewer is a verified reviewer: the only principal that can decide
@@ -75,78 +41,23 @@ type ReviewerInfo struct {
 	Source string `json:"source"`
 }
 
+// maxNameLen bounds reviewer and agent names (ValidName).
+const maxNameLen = 64
+
 // The sources of reviewer accounts.
 const (
 	SourcePassword = "password"
 	SourceSSO      = "sso"
 )
 
-// ssoHash is the password hash of an SSO account: no password verifies
-// against it.
-const ssoHash = "!sso"
-
-// SSOLogin returns the reviewer an identity provider vouched for, making
-// its account (source "sso", recorded as reviewer.added by by) at its
-// first login, and keeps the identities the provider links to it (Unix
-// user names, "agent:NAME/" and "agent:NAME/SUBJECT"; see Options.Links)
-// until its next login. A disabled account is ErrBadCredentials; a
-// password account of the same name is ErrPasswordAccount.
-func (a *Accounts) SSOLogin(ctx context.Context, name, subject, by string, links []string) (Reviewer, error) {
-	if !ValidName(name) {
-		return Reviewer{}, ErrBadReviewerName
-	}
-	for range 2 {
-		var on bool
-		var epoch int64
-		var source, found string
-		var sub sql.NullString
-		// Names are people: "Bob" is "bob" (an account of either case).
-		err := a.db.QueryRowContext(ctx, `SELECT name, enabled, epoch, source, sso_subject FROM reviewers WHERE lower(name) = lower(?)`, name).
-			Scan(&found, &on, &epoch, &source, &sub)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			err := a.change(ctx, EventReviewerAdded, name, by, func(tx *sqldb.Tx) (sql.Result, error) {
-				return tx.ExecContext(ctx, `INSERT INTO reviewers (name, hash, enabled, created_at, source, epoch, sso_subject)
-					VALUES (?, ?, 1, ?, ?, ?, ?) ON CONFLICT(name) DO NOTHING`, name, ssoHash, a.clock.Now().UnixNano(), SourceSSO, firstEpoch(), subject)
-			})
-			if err != nil && !errors.Is(err, ErrUnknownReviewer) { // made meanwhile: read it again
-				return Reviewer{}, err
-			}
-			continue
-		case err != nil:
-			return Reviewer{}, fmt.Errorf("approvals: read reviewer: %w", err)
-		case source != SourceSSO:
-			return Reviewer{}, ErrPasswordAccount
-		case found != name || sub.Valid && sub.String != subject:
-			// Another identity at the provider (or the same name in
-			// another case) never takes over an account.
-			return Reviewer{}, ErrOtherIdentity
-		case !on:
-			return Reviewer{}, ErrBadCredentials
-		}
-		var stored sql.NullString
-		if len(links) > 0 {
-			b, _ := json.Marshal(links)
-			stored = sql.NullString{String: string(b), Valid: true}
-		}
-		if _, err := a.db.ExecContext(ctx, `UPDATE reviewers SET links = ? WHERE name = ?`, stored, name); err != nil {
-			return Reviewer{}, fmt.Errorf("approvals: keep the reviewer's links: %w", err)
-		}
-		return Reviewer{name: name, accounts: a, epoch: epoch}, nil
-	}
-	return Reviewer{}, fmt.Errorf("approvals: reviewer %q could not be made", name)
-}
-
 // Accounts are the reviewer accounts in the state database: name, argon2id
 // password hash with a per-user salt (PHC string format), enabled flag, and
 // hashed API tokens. Passwords are never stored or logged.
 type Accounts struct {
-	db     *sqldb.DB
-	params Argon2Params
-	clock  Clock
-	owned  bool   // Close closes db
-	dummy  string // a hash to verify unknown names against
-	sem    chan struct{}
+	db    *sqldb.DB
+	pw    *passwords
+	clock Clock
+	owned bool // Close closes db
 	// sink records each account change; nil (offline administration):
 	// changes are queued in admin_events for the next gateway.
 	sink EventSink
@@ -179,13 +90,7 @@ func OpenAccountsDB(ctx context.Context, db *sqldb.DB, params Argon2Params) (*Ac
 }
 
 func newAccounts(db *sqldb.DB, p Argon2Params, clock Clock, owned bool) *Accounts {
-	if p == (Argon2Params{}) {
-		p = DefaultArgon2
-	}
-	a := &Accounts{db: db, params: p, clock: clock, owned: owned, sem: make(chan struct{}, maxConcurrentVerify),
-		live: make(map[string]time.Duration)}
-	a.dummy = hashPassword([]byte("airlock dummy password"), p)
-	return a
+	return &Accounts{db: db, pw: newPasswords(p), clock: clock, owned: owned, live: make(map[string]time.Duration)}
 }
 
 // Close closes the database if OpenAccounts opened it; an Accounts from
@@ -213,16 +118,6 @@ func ValidName(n string) bool {
 	return true
 }
 
-func checkPassword(p Secret) error {
-	if len(p.s) < MinPasswordLen {
-		return ErrWeakPassword
-	}
-	if len(p.s) > maxPasswordLen {
-		return fmt.Errorf("approvals: password longer than %d bytes: %w", maxPasswordLen, ErrWeakPassword)
-	}
-	return nil
-}
-
 // Add creates an enabled reviewer; by says who (recorded). Names are
 // 1–64 characters of [A-Za-z0-9._-]; passwords at least MinPasswordLen
 // bytes.
@@ -233,7 +128,7 @@ func (a *Accounts) Add(ctx context.Context, name string, password Secret, by str
 	if err := checkPassword(password); err != nil {
 		return err
 	}
-	h := hashPassword([]byte(password.s), a.params)
+	h := a.pw.hash(password)
 	err := a.change(ctx, EventReviewerAdded, name, by, func(tx *sqldb.Tx) (sql.Result, error) {
 		// A random first epoch: a name removed and made again never
 		// revives the sessions of the one before.
@@ -257,7 +152,7 @@ func (a *Accounts) SetPassword(ctx context.Context, name string, password Secret
 	if err := a.db.QueryRowContext(ctx, `SELECT source FROM reviewers WHERE name = ?`, name).Scan(&source); err == nil && source == SourceSSO {
 		return ErrSSOAccount
 	}
-	h := hashPassword([]byte(password.s), a.params)
+	h := a.pw.hash(password)
 	return a.change(ctx, EventReviewerPassword, name, by, func(tx *sqldb.Tx) (sql.Result, error) {
 		return a.endSessions(ctx, tx, name, `UPDATE reviewers SET hash = ?, epoch = epoch + 1 WHERE name = ? AND source = 'password'`, h, name)
 	})
@@ -397,14 +292,13 @@ func (a *Accounts) List(ctx context.Context) ([]ReviewerInfo, error) {
 // name, wrong password, disabled account — is ErrBadCredentials and costs
 // one argon2id computation, so timing does not tell which.
 func (a *Accounts) Verify(ctx context.Context, name string, password Secret) (Reviewer, error) {
-	select {
-	case a.sem <- struct{}{}:
-	case <-ctx.Done():
-		return Reviewer{}, ctx.Err()
+	release, err := a.pw.acquire(ctx)
+	if err != nil {
+		return Reviewer{}, err
 	}
-	defer func() { <-a.sem }()
-	stored, enabled := a.dummy, false
-	var known bool
+	defer release()
+	var stored string // "": verified against the decoy
+	var known, enabled bool
 	var epoch int64
 	if ValidName(name) {
 		err := a.db.QueryRowContext(ctx, `SELECT hash, enabled, epoch FROM reviewers WHERE name = ?`, name).Scan(&stored, &enabled, &epoch)
@@ -412,184 +306,16 @@ func (a *Accounts) Verify(ctx context.Context, name string, password Secret) (Re
 		case err == nil:
 			known = true
 		case errors.Is(err, sql.ErrNoRows):
-			stored = a.dummy
+			stored = ""
 		default:
 			return Reviewer{}, fmt.Errorf("approvals: read reviewer: %w", err)
 		}
 	}
-	ok := verifyPassword([]byte(password.s), stored)
+	ok := a.pw.verify(password, stored)
 	if !known || !enabled || !ok {
 		return Reviewer{}, ErrBadCredentials
 	}
 	return Reviewer{name: name, accounts: a, epoch: epoch}, nil
-}
-
-// IssueToken creates an API token for a reviewer (for scripts and the
-// reviewer CLI), valid for ttl. It is returned once and stored hashed.
-func (a *Accounts) IssueToken(ctx context.Context, name string, ttl time.Duration) (Secret, error) {
-	if ttl <= 0 {
-		return Secret{}, ErrBadTTL
-	}
-	id := newID("")
-	tok, hash := newToken(reviewerTokenPrefix, id)
-	now, el := a.clock.Now(), a.clock.Elapsed()
-	_, err := a.db.ExecContext(ctx, `INSERT INTO reviewer_tokens (id, name, hash, created_at, expires_at)
-		SELECT ?, name, ?, ?, ? FROM reviewers WHERE name = ? AND enabled = 1`,
-		id, hash[:], now.UnixNano(), now.Add(ttl).UnixNano(), name)
-	if err != nil {
-		return Secret{}, fmt.Errorf("approvals: issue token: %w", err)
-	}
-	var n int
-	if err := a.db.QueryRowContext(ctx, `SELECT count(*) FROM reviewer_tokens WHERE id = ?`, id).Scan(&n); err != nil || n == 0 {
-		return Secret{}, ErrUnknownReviewer
-	}
-	a.mu.Lock()
-	a.live[id] = el + ttl
-	var out []string
-	for k, at := range a.live {
-		if el >= at {
-			out = append(out, k)
-		}
-	}
-	a.mu.Unlock()
-	for _, k := range out { // tokens nobody presented since they ran out
-		a.retire(ctx, k)
-	}
-	return tok, nil
-}
-
-// VerifyToken checks a reviewer API token: ErrMalformedToken if it is not
-// one (a run token is not), ErrBadCredentials if it does not match, is
-// expired, or its account is disabled.
-func (a *Accounts) VerifyToken(ctx context.Context, token Secret) (Reviewer, error) {
-	id, hash, err := parseToken(reviewerTokenPrefix, token)
-	if err != nil {
-		return Reviewer{}, err
-	}
-	var (
-		name             string
-		stored           []byte
-		created, expires int64
-		enabled          bool
-		epoch            int64
-	)
-	err = a.db.QueryRowContext(ctx, `SELECT t.name, t.hash, t.created_at, t.expires_at, r.enabled, r.epoch
-		FROM reviewer_tokens t JOIN reviewers r ON r.name = t.name WHERE t.id = ?`, id).
-		Scan(&name, &stored, &created, &expires, &enabled, &epoch)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Reviewer{}, ErrBadCredentials
-	}
-	if err != nil {
-		return Reviewer{}, fmt.Errorf("approvals: read token: %w", err)
-	}
-	if !equalHash(stored, hash[:]) || !enabled || a.tokenDue(ctx, id, time.Unix(0, created), time.Unix(0, expires)) {
-		return Reviewer{}, ErrBadCredentials
-	}
-	return Reviewer{name: name, accounts: a, epoch: epoch}, nil
-}
-
-// linksOf returns the identities an identity provider linked to a
-// reviewer at its last login. A failure to read them links everything:
-// the decision is refused, never let through.
-func (a *Accounts) linksOf(ctx context.Context, name string) ([]string, error) {
-	var stored sql.NullString
-	err := a.db.QueryRowContext(ctx, `SELECT links FROM reviewers WHERE name = ?`, name).Scan(&stored)
-	if errors.Is(err, sql.ErrNoRows) || err == nil && !stored.Valid {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("approvals: read the reviewer's links: %w", err)
-	}
-	var links []string
-	if err := json.Unmarshal([]byte(stored.String), &links); err != nil {
-		return nil, fmt.Errorf("approvals: the reviewer's links are unreadable: %w", err)
-	}
-	return links, nil
-}
-
-// RevokeToken deletes a reviewer API token (a logout); a token that is
-// not one, or is gone already, is no error.
-func (a *Accounts) RevokeToken(ctx context.Context, token Secret) error {
-	id, _, err := parseToken(reviewerTokenPrefix, token)
-	if err != nil {
-		return nil
-	}
-	if _, err := a.db.ExecContext(ctx, `DELETE FROM reviewer_tokens WHERE id = ?`, id); err != nil {
-		return fmt.Errorf("approvals: revoke token: %w", err)
-	}
-	a.mu.Lock()
-	delete(a.live, id)
-	a.mu.Unlock()
-	return nil
-}
-
-// armTokens fixes the elapsed-time deadlines of every unexpired API token
-// at start-up, so that a token issued before a restart has at most the
-// rest of its lifetime from now on.
-func (a *Accounts) armTokens(ctx context.Context) error {
-	rows, err := a.db.QueryContext(ctx, `SELECT id, created_at, expires_at FROM reviewer_tokens WHERE expires_at > ?`,
-		a.clock.Now().UnixNano())
-	if err != nil {
-		return fmt.Errorf("approvals: read tokens: %w", err)
-	}
-	defer rows.Close()
-	type token struct {
-		id               string
-		created, expires int64
-	}
-	var ts []token
-	for rows.Next() {
-		var t token
-		if err := rows.Scan(&t.id, &t.created, &t.expires); err != nil {
-			return fmt.Errorf("approvals: read tokens: %w", err)
-		}
-		ts = append(ts, t)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("approvals: read tokens: %w", err)
-	}
-	rows.Close()
-	for _, t := range ts {
-		a.tokenDue(ctx, t.id, time.Unix(0, t.created), time.Unix(0, t.expires))
-	}
-	return nil
-}
-
-// tokenDue reports whether token id, issued at created and valid until
-// expires by the wall clock, has run out: by the wall clock, or in elapsed
-// time since this process issued or first saw it. A token issued before a
-// restart gets at most the rest of its wall-clock lifetime and never more
-// than its whole lifetime, even if the clock was set back meanwhile. A
-// token that ran out in elapsed time while its wall-clock deadline is
-// still ahead is deleted, so that nothing arms it again.
-func (a *Accounts) tokenDue(ctx context.Context, id string, created, expires time.Time) bool {
-	now, el := a.clock.Now(), a.clock.Elapsed()
-	if !now.Before(expires) {
-		return true
-	}
-	a.mu.Lock()
-	at, ok := a.live[id]
-	if !ok {
-		at = el + min(expires.Sub(now), expires.Sub(created))
-		a.live[id] = at
-	}
-	a.mu.Unlock()
-	if el < at {
-		return false
-	}
-	a.retire(ctx, id)
-	return true
-}
-
-// retire deletes a token that ran out in elapsed time and then forgets its
-// deadline. If the delete fails, the deadline stays and keeps refusing it.
-func (a *Accounts) retire(ctx context.Context, id string) {
-	if _, err := a.db.ExecContext(ctx, `DELETE FROM reviewer_tokens WHERE id = ?`, id); err != nil {
-		return
-	}
-	a.mu.Lock()
-	delete(a.live, id)
-	a.mu.Unlock()
 }
 
 // Active reports whether a verified reviewer's account still exists, is
@@ -620,81 +346,23 @@ func (s *Store) checkReviewer(ctx context.Context, rv Reviewer) error {
 	return nil
 }
 
-// hashPassword returns the PHC string
-// $argon2id$v=19$m=MEM,t=TIME,p=THREADS$SALT$HASH (unpadded base64).
-func hashPassword(pw []byte, p Argon2Params) string {
-	salt := make([]byte, argonSaltLen)
-	rand.Read(salt)
-	key := argon2.IDKey(pw, salt, p.Time, p.MemoryKiB, p.Threads, argonKeyLen)
-	b64 := base64.RawStdEncoding
-	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s",
-		argon2.Version, p.MemoryKiB, p.Time, p.Threads, b64.EncodeToString(salt), b64.EncodeToString(key))
-}
-
-// verifyPassword recomputes the hash with the stored parameters and salt
-// and compares in constant time.
-func verifyPassword(pw []byte, phc string) bool {
-	p, salt, key, err := parsePHC(phc)
+// linksOf returns the identities an identity provider linked to a
+// reviewer at its last login. A failure to read them links everything:
+// the decision is refused, never let through.
+func (a *Accounts) linksOf(ctx context.Context, name string) ([]string, error) {
+	var stored sql.NullString
+	err := a.db.QueryRowContext(ctx, `SELECT links FROM reviewers WHERE name = ?`, name).Scan(&stored)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && !stored.Valid {
+		return nil, nil
+	}
 	if err != nil {
-		return false
+		return nil, fmt.Errorf("approvals: read the reviewer's links: %w", err)
 	}
-	got := argon2.IDKey(pw, salt, p.Time, p.MemoryKiB, p.Threads, uint32(len(key)))
-	return subtle.ConstantTimeCompare(got, key) == 1
-}
-
-// Bounds a stored hash must respect, so a damaged or hostile row cannot
-// make verification allocate without limit.
-const (
-	maxArgonMemoryKiB = 4 << 20 // 4 GiB
-	maxArgonTime      = 64
-)
-
-var errBadPHC = errors.New("approvals: malformed password hash")
-
-// parsePHC parses what hashPassword writes, and nothing else.
-func parsePHC(s string) (Argon2Params, []byte, []byte, error) {
-	var p Argon2Params
-	parts := strings.Split(s, "$")
-	if len(parts) != 6 || parts[0] != "" || parts[1] != "argon2id" || parts[2] != "v="+strconv.Itoa(argon2.Version) {
-		return p, nil, nil, errBadPHC
+	var links []string
+	if err := json.Unmarshal([]byte(stored.String), &links); err != nil {
+		return nil, fmt.Errorf("approvals: the reviewer's links are unreadable: %w", err)
 	}
-	var m, t, th uint64
-	fields := strings.Split(parts[3], ",")
-	if len(fields) != 3 {
-		return p, nil, nil, errBadPHC
-	}
-	for i, f := range fields {
-		k, v, ok := strings.Cut(f, "=")
-		want := [...]string{"m", "t", "p"}[i]
-		if !ok || k != want || v == "" || v[0] == '0' || v[0] == '+' {
-			return p, nil, nil, errBadPHC
-		}
-		n, err := strconv.ParseUint(v, 10, 32)
-		if err != nil {
-			return p, nil, nil, errBadPHC
-		}
-		switch i {
-		case 0:
-			m = n
-		case 1:
-			t = n
-		case 2:
-			th = n
-		}
-	}
-	if m > maxArgonMemoryKiB || t > maxArgonTime || th > 255 || th == 0 || m < 8*th {
-		return p, nil, nil, errBadPHC
-	}
-	b64 := base64.RawStdEncoding.Strict()
-	salt, err := b64.DecodeString(parts[4])
-	if err != nil || len(salt) < 8 {
-		return p, nil, nil, errBadPHC
-	}
-	key, err := b64.DecodeString(parts[5])
-	if err != nil || len(key) < 16 || len(key) > 64 {
-		return p, nil, nil, errBadPHC
-	}
-	return Argon2Params{Time: uint32(t), MemoryKiB: uint32(m), Threads: uint8(th)}, salt, key, nil
+	return links, nil
 }
 
 // firstEpoch is a new account's epoch: random (below 2^62, so that it can

@@ -94,85 +94,6 @@ func (s *Store) ResolveRemote(ctx context.Context, token Secret) (Run, error) {
 	return *r, nil
 }
 
-// EndRun ends a run at its requester's wish (DELETE /v1/runs/{id}, or an
-// anchor process shutting down cleanly). The gateway must have
-// authenticated the requester first (ResolveRemote or ResolveLocal).
-func (s *Store) EndRun(ctx context.Context, id RunID) error {
-	return s.end(ctx, id, EndClosed, "", "")
-}
-
-// Revoke ends a run at a reviewer's wish; its next action is refused, and
-// actions waiting for approval in it are told the run ended.
-func (s *Store) Revoke(ctx context.Context, rv Reviewer, id RunID, note string) error {
-	if err := s.lock(); err != nil {
-		return err
-	}
-	err := s.checkReviewer(ctx, rv)
-	s.unlock()
-	if err != nil {
-		return err
-	}
-	return s.end(ctx, id, EndRevoked, rv.name, note)
-}
-
-func (s *Store) end(ctx context.Context, id RunID, reason EndReason, by, note string) error {
-	if err := s.lock(); err != nil {
-		return err
-	}
-	defer s.unlock()
-	r, err := loadRun(ctx, s.db, id)
-	if err != nil {
-		return err
-	}
-	if r.State.Terminal() {
-		return stateErr(r)
-	}
-	return s.endRun(ctx, r, reason, by, note)
-}
-
-// ResolveLocal returns the run of a local caller, creating it (pending) on
-// the caller's first request. peer comes from SO_PEERCRED on the gateway's
-// socket.
-//
-// The run is the one anchored at the nearest process in the caller's own
-// chain (itself included; see own: no process of another uid) that
-// registered as an anchor (RegisterAnchor); failing that, at the caller's
-// nearest ancestor that is not transparent (a shell or wrapper) and not
-// pid 1, or else at the topmost process of the caller's uid below pid 1.
-// Every process in the chain is identified by pid and start time, so a
-// reused pid never finds an old run. The run's requester is the caller's
-// user.
-//
-// A denied, ended or expired run is not replaced while its anchor lives:
-// that process stays refused (ErrRunDenied, ErrRunEnded, ErrRunExpired),
-// and the run is returned with the error, as FindLocal would show it, so
-// that the refused request can name it; it grants nothing.
-func (s *Store) ResolveLocal(ctx context.Context, peer Peer) (Run, error) {
-	full, err := chain(s.insp, peer)
-	if err != nil {
-		return Run{}, err
-	}
-	c := own(full)
-	anchor, err := heuristicAnchor(c, s.transparent)
-	explicitOnly := errors.Is(err, ErrNoAnchor)
-	if err != nil && !explicitOnly {
-		return Run{}, err
-	}
-	if r, found, err := s.findLocal(ctx, c, anchor, explicitOnly, false); found || err != nil {
-		return r, err
-	}
-	if explicitOnly {
-		return Run{}, ErrNoAnchor
-	}
-	// Describe reads and hashes the executable: do it without the lock.
-	p, err := s.insp.Describe(c[anchor].ID)
-	if err != nil {
-		return Run{}, err
-	}
-	p.Chain = full[anchor+1:] // reviewers see the whole way up
-	return s.createLocal(ctx, c, anchor, p, false)
-}
-
 // FindRemote returns the run a token belongs to and changes nothing: for
 // reading (an agent looking up its own actions) and for naming the run of
 // a request it refuses. The run may have ended by its agent's hand, been
@@ -215,111 +136,74 @@ func (s *Store) tokenRun(ctx context.Context, token Secret) (*Run, error) {
 	return r, nil
 }
 
-// FindLocal returns the run a local caller acts within, like ResolveLocal,
-// but never creates or changes one, and returns it whatever its state (a
-// denied or ended run whose anchor still lives): a caller with no run gets
-// ErrUnknownRun. It is for reading (an agent looking up its own actions)
-// and for naming the run of a refused request.
-func (s *Store) FindLocal(ctx context.Context, peer Peer) (Run, error) {
-	full, err := chain(s.insp, peer)
-	if err != nil {
-		return Run{}, err
-	}
-	c := own(full)
-	anchor, err := heuristicAnchor(c, s.transparent)
-	explicitOnly := errors.Is(err, ErrNoAnchor)
-	if err != nil && !explicitOnly {
-		return Run{}, err
-	}
-	r, found, err := s.findLocal(ctx, c, anchor, explicitOnly, true)
-	if err != nil {
-		return Run{}, err
-	}
-	if !found {
-		return Run{}, ErrUnknownRun
-	}
-	return r, nil
+// EndRun ends a run at its requester's wish (DELETE /v1/runs/{id}, or an
+// anchor process shutting down cleanly). The gateway must have
+// authenticated the requester first (ResolveRemote or ResolveLocal).
+func (s *Store) EndRun(ctx context.Context, id RunID) error {
+	return s.end(ctx, id, EndClosed, "", "")
 }
 
-// RegisterAnchor makes the calling process (peer) the anchor of a new run
-// (airlock run, airlock mcp): its descendants' requests resolve to this
-// run. Registering again returns the same run.
-func (s *Store) RegisterAnchor(ctx context.Context, peer Peer) (Run, error) {
-	c, err := chain(s.insp, peer)
-	if err != nil {
-		return Run{}, err
-	}
+// Revoke ends a run at a reviewer's wish; its next action is refused, and
+// actions waiting for approval in it are told the run ended.
+func (s *Store) Revoke(ctx context.Context, rv Reviewer, id RunID, note string) error {
 	if err := s.lock(); err != nil {
-		return Run{}, err
+		return err
 	}
-	e, ok := s.anchors[c[0].ID]
+	err := s.checkReviewer(ctx, rv)
 	s.unlock()
-	if ok {
-		return s.usableLocal(ctx, e.run)
-	}
-	p, err := s.insp.Describe(c[0].ID)
 	if err != nil {
-		return Run{}, err
+		return err
 	}
-	p.Chain = c[1:]
-	return s.createLocal(ctx, c, 0, p, true)
+	return s.end(ctx, id, EndRevoked, rv.name, note)
 }
 
-// findLocal looks for an existing run for chain c: the nearest explicit
-// anchor, else the heuristic anchor c[anchor].
-func (s *Store) findLocal(ctx context.Context, c []ProcStat, anchor int, explicitOnly, readOnly bool) (Run, bool, error) {
-	if err := s.lock(); err != nil {
-		return Run{}, false, err
-	}
-	var id RunID
-	for _, p := range c {
-		if e, ok := s.anchors[p.ID]; ok && e.explicit {
-			id = e.run
-			break
-		}
-	}
-	if id == "" && !explicitOnly {
-		if e, ok := s.anchors[c[anchor].ID]; ok {
-			id = e.run
-		}
-	}
-	s.unlock()
-	if id == "" {
-		return Run{}, false, nil
-	}
-	var r Run
-	var err error
-	if readOnly {
-		r, err = s.Run(ctx, id) // whatever its state; nothing is changed
-		if err == nil && r.EndReason == EndRevoked {
-			r, err = Run{}, ErrRunEnded // a revoked run reads nothing either
-		}
-	} else {
-		r, err = s.usableLocal(ctx, id)
-	}
-	// A run comes back with a refusal too (to name it): the caller must
-	// be in it either way.
-	if r.ID != "" && (r.Anchor == nil || !admits(c, r.Anchor.ID)) {
-		r, err = Run{}, ErrNotAncestor
-	}
-	return r, true, err
-}
-
-// usableLocal loads a local run and checks that it may act: not terminal,
-// not expired, anchor alive.
-func (s *Store) usableLocal(ctx context.Context, id RunID) (Run, error) {
-	if err := s.lock(); err != nil {
-		return Run{}, err
+func (s *Store) end(ctx context.Context, id RunID, reason EndReason, by, note string) error {
+	r, err := s.lockRun(ctx, id)
+	if err != nil {
+		return err
 	}
 	defer s.unlock()
-	r, err := loadRun(ctx, s.db, id)
-	if err != nil {
-		return Run{}, err
+	if r.State.Terminal() {
+		return stateErr(r)
 	}
-	if err := s.usable(ctx, r); err != nil {
-		return refused(r, err)
+	return s.endRun(ctx, r, reason, by, note)
+}
+
+// endRun moves r to ended or expired for reason, withdrawing its pending
+// requests at once: nothing is left to approve once the run is over (its
+// anchor exited, it was closed or revoked, or ran out). Called with s.mu
+// held; on error nothing changed.
+func (s *Store) endRun(ctx context.Context, r *Run, reason EndReason, by, note string) error {
+	now := s.clock.Now()
+	r = r.clone()
+	r.State, r.EndedAt, r.EndReason, r.EndedBy, r.EndNote = reason.state(), now, reason, by, note
+	if reason == EndAnchorExited {
+		r.anchorGone = true
 	}
-	return *r, nil
+	var reqs []*Request
+	var events []Event
+	for _, w := range s.waits {
+		if w.req.RunID != r.ID {
+			continue
+		}
+		q := *w.req
+		q.Status, q.DecidedAt, q.Reason = StatusWithdrawn, now, "withdrawn: the run "+r.State.String()+" ("+reason.String()+")"
+		reqs = append(reqs, &q)
+		events = append(events, Event{Kind: EventApprovalDecided, Time: now, Run: *r, Request: &q})
+	}
+	events = append(events, Event{Kind: EventRunEnded, Time: now, Run: *r})
+	if err := s.commit(ctx, []*Run{r}, reqs, events); err != nil {
+		return err
+	}
+	for _, q := range reqs {
+		s.finish(q, StatusWithdrawn)
+	}
+	s.unschedule(runKey(r.ID))
+	s.unschedule(tokenKey(r.ID))
+	if reason == EndAnchorExited {
+		delete(s.anchors, r.Anchor.ID)
+	}
+	return nil
 }
 
 // refused returns what a resolve returns for a run that may not act: the
@@ -353,37 +237,57 @@ func (s *Store) usable(ctx context.Context, r *Run) error {
 	return s.expireIfDue(ctx, r, s.clock.Now())
 }
 
-func (s *Store) createLocal(ctx context.Context, c []ProcStat, anchor int, p Process, explicit bool) (Run, error) {
-	if err := s.lock(); err != nil {
+// stateErr is the error for an action in terminal run r.
+func stateErr(r *Run) error {
+	switch r.State {
+	case RunDenied:
+		return ErrRunDenied
+	case RunEnded:
+		return ErrRunEnded
+	case RunExpired:
+		return ErrRunExpired
+	}
+	return nil
+}
+
+func isRunStateErr(err error) bool {
+	return errors.Is(err, ErrRunDenied) || errors.Is(err, ErrRunEnded) || errors.Is(err, ErrRunExpired)
+}
+
+// Run returns one run.
+func (s *Store) Run(ctx context.Context, id RunID) (Run, error) {
+	r, err := s.lockRun(ctx, id)
+	if err != nil {
 		return Run{}, err
 	}
 	defer s.unlock()
-	// Someone may have created it while we were describing the process.
-	if e, ok := s.anchors[c[anchor].ID]; ok {
-		r, err := loadRun(ctx, s.db, e.run)
-		if err != nil {
-			return Run{}, err
-		}
-		if err := s.usable(ctx, r); err != nil {
-			return refused(r, err)
-		}
-		return *r, nil
-	}
-	if p.UID != c[0].UID {
-		// The anchor is always of the caller's own chain; never let a
-		// run's requester be another user than the caller.
-		return Run{}, ErrPeerMismatch
-	}
-	if !s.alive(p.ID) {
-		return Run{}, fmt.Errorf("approvals: anchor %v exited: %w", p.ID, ErrNoProcess)
-	}
-	now := s.clock.Now()
-	r := &Run{ID: RunID(newID(runIDPrefix)), State: RunPending, Requester: p.User, CreatedAt: now,
-		Anchor: &p, Explicit: explicit, host: s.opts.Host}
-	if err := s.commit(ctx, []*Run{r}, nil, []Event{{Kind: EventRunCreated, Time: now, Run: *r}}); err != nil {
-		return Run{}, err
-	}
-	s.anchors[p.ID] = anchorEntry{run: r.ID, explicit: explicit}
-	s.watch(p.ID)
 	return *r, nil
+}
+
+// RecentRuns returns the n runs created last, whatever their state,
+// oldest first.
+func (s *Store) RecentRuns(ctx context.Context, n int) ([]Run, error) {
+	return s.runsWhere(ctx, "id IN (SELECT id FROM runs ORDER BY created_at DESC, id DESC LIMIT ?)", n)
+}
+
+// Runs returns the runs that are pending or approved, oldest first.
+func (s *Store) Runs(ctx context.Context) ([]Run, error) {
+	return s.runsWhere(ctx, "state IN (?, ?)", RunPending.String(), RunApproved.String())
+}
+
+// runsWhere returns the runs where says, oldest first.
+func (s *Store) runsWhere(ctx context.Context, where string, args ...any) ([]Run, error) {
+	if err := s.lock(); err != nil {
+		return nil, err
+	}
+	defer s.unlock()
+	rs, err := loadRuns(ctx, s.db, where, args...)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Run, len(rs))
+	for i, r := range rs {
+		out[i] = *r
+	}
+	return out, nil
 }

@@ -77,15 +77,6 @@ var kindNames = [...]string{
 	KindCommandRevealed:         "command.revealed",
 }
 
-// Kinds returns every valid kind in declaration order.
-func Kinds() []Kind {
-	ks := make([]Kind, 0, kindEnd-1)
-	for k := kindInvalid + 1; k < kindEnd; k++ {
-		ks = append(ks, k)
-	}
-	return ks
-}
-
 // Valid reports whether k is one of the declared kinds.
 func (k Kind) Valid() bool { return k > kindInvalid && k < kindEnd }
 

@@ -324,15 +324,6 @@ func (l *Log) release() {
 // replicas.
 func (l *Log) shared() bool { return l.db.Engine == sqldb.Postgres }
 
-// q is what the writer reads through: its own connection on SQLite, the
-// pool on PostgreSQL.
-func (l *Log) q() querier {
-	if l.w != nil {
-		return l.w
-	}
-	return l.db
-}
-
 // writeCtx bounds a write transaction on PostgreSQL (WriteTimeout); on
 // SQLite, where the writer owns the file, it is ctx.
 func (l *Log) writeCtx(ctx context.Context) (context.Context, context.CancelFunc) {

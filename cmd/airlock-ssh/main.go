@@ -22,11 +22,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"github.com/airlockgw/airlock/deploy/buildinfo"
 
@@ -35,93 +32,6 @@ import (
 
 	"github.com/airlockgw/airlock/gateway/api"
 )
-
-const usage = `usage: airlock-ssh [flags] [account@]target [--] command [args...]
-       airlock-ssh [flags] --put LOCAL [account@]target:REMOTE
-       airlock-ssh [flags] --get [account@]target:REMOTE LOCAL
-       airlock-ssh [--json] [--accept-truncation] --action ID
-
-Runs one command on a target configured in the airlock gateway, after the
-approval the gateway's policy requires, over a fresh SSH connection the
-gateway makes.
-
-standard input: read whole before the request and sent to the command (the
-reviewer sees its size, digest and, when short text, the text; the
-account's max_stdin bounds it, 1 MiB by default). Nothing is sent when it
-is a terminal, with -n, or when it is a pipe on which nothing arrives
-within 1 s (an agent harness's open pipe; a note says so, -n silences it);
-if input arrives after that, airlock-ssh says so and exits 255.
-
-flags:
-  -l ACCOUNT      remote account (default: the target's default account)
-  -n              send no standard input (as ssh -n)
-  --reason TEXT   what the action is for, shown to the reviewer as your own
-                  claim (at most 500 characters)
-  --secret NAME   the gateway writes its secret NAME to the command's standard
-                  input (granted to the account in the gateway's configuration);
-                  you never see the value, and where it appears in the output
-                  it is replaced by [secret NAME]; your own standard input is
-                  not sent (any that arrives is an error; -n to ignore it)
-  --timeout DUR   action timeout, e.g. 30s or 5m (default 60s, or the account's
-                  max_timeout if lower; longer than max_timeout is rejected)
-  --put LOCAL [account@]target:REMOTE
-                  copy the file LOCAL to REMOTE (an absolute path) on the
-                  target: one action, approved with the file's size and
-                  SHA-256; it lands under a temporary name and is renamed
-                  to REMOTE only once all of it arrived, and never replaces
-                  a file there without --overwrite
-  --get [account@]target:REMOTE LOCAL
-                  copy the file REMOTE from the target to LOCAL: written to a
-                  temporary file next to LOCAL, checked against the SHA-256
-                  the gateway recorded, then renamed; an existing LOCAL is
-                  replaced only with --overwrite
-  --mode MODE     --put: the file's mode in octal (default 0644)
-  --overwrite     --put, --get: replace an existing file
-  --action ID     print the recorded result of an earlier action of this agent
-                  (its output as the object holds it, its exit status), waiting
-                  for it if it is still in flight: after a broken connection
-                  to the gateway, or a signal
-  --json          print the action object as JSON instead of the output
-  --accept-truncation
-                  exit with the remote status even when the output was cut
-                  (by the gateway's output cap or a broken stream); the cut
-                  is still reported on stderr
-  --socket PATH   gateway socket (default: $AIRLOCK_SOCKET, else the standard path)
-  -T              accepted and ignored: no terminal is ever allocated
-  --version       print the version (and the commit it was built from)
-
-output: stdout and stderr stream as the command writes them. An account
-whose output policy is "tail" or "none" returns its output at the end: the
-last 64 KiB of each stream, or nothing; a line on stderr says what was
-withheld. Whenever less than the whole output reached you (the gateway's
-output cap, a stream cut), a line on stderr says so:
-  airlock-ssh: stdout truncated: delivered N of M bytes (action ID)
-
-exit status: the remote exit status; 255 when the command did not run to an
-exit status, or when its output was cut (unless --accept-truncation); the
-reason is printed on stderr.
-`
-
-// refused are ssh's flags that would open a hole, with the reason.
-var refused = map[string]string{
-	"-A": "agent forwarding is never offered: the gateway holds the credentials",
-	"-L": "port forwarding is never offered: an action is one command",
-	"-R": "port forwarding is never offered: an action is one command",
-	"-D": "dynamic forwarding is never offered: an action is one command",
-	"-X": "X11 forwarding is never offered",
-	"-Y": "X11 forwarding is never offered",
-	"-W": "stdio forwarding is never offered: an action is one command",
-	"-J": "targets and their addresses come from the gateway's configuration; there are no jump hosts",
-	"-M": "connections are never shared: every action uses a fresh connection",
-	"-S": "connections are never shared: every action uses a fresh connection",
-	"-o": "connection options are fixed by the gateway's configuration",
-	"-F": "connection options are fixed by the gateway's configuration",
-	"-i": "agents hold no keys: the gateway holds the credentials",
-	"-p": "the target's address and port come from the gateway's configuration",
-	"-t": "no terminal is ever allocated",
-	"-N": "an action is one command; there is nothing to do without one",
-	"-f": "an action is one command the gateway waits for; there is no background session",
-}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
@@ -142,232 +52,13 @@ const outcomeWait = killGrace + 2*time.Second
 // program, started once per action, does not link the SSH client).
 const killGrace = 2 * time.Second
 
-type options struct {
-	account string
-	timeout time.Duration
-	json    bool
-	// acceptCut keeps the remote exit status when output was cut.
-	acceptCut bool
-	noStdin   bool
-	reason    string
-	secret    string
-	// action is an earlier action to report (--action).
-	action string
-	// put and get are a file transfer: local is the agent's file,
-	// remote the target's path.
-	put, get      bool
-	local, remote string
-	mode          string
-	overwrite     bool
-	socket        string
-	target        string
-	command       string
-}
-
 // fail prints a message and returns exit status 255.
 func fail(stderr io.Writer, format string, args ...any) int {
 	fmt.Fprintf(stderr, "airlock-ssh: "+format+"\n", args...)
 	return 255
 }
 
-func parse(args []string) (options, error) {
-	var o options
-	value := func(i *int, name string) (string, error) {
-		a := args[*i]
-		if v, ok := strings.CutPrefix(a, name+"="); ok && strings.HasPrefix(name, "--") {
-			return v, nil
-		}
-		if len(a) > len(name) && !strings.HasPrefix(name, "--") {
-			return a[len(name):], nil // -lroot
-		}
-		if *i+1 >= len(args) {
-			return "", fmt.Errorf("%s needs a value", name)
-		}
-		*i++
-		return args[*i], nil
-	}
-	i := 0
-	for ; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			i++
-			break
-		}
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			break
-		}
-		switch {
-		case a == "-h" || a == "--help":
-			return o, errHelp
-		case a == "--version":
-			return o, errVersion
-		case a == "--json":
-			o.json = true
-		case a == "--accept-truncation":
-			o.acceptCut = true
-		case a == "-n":
-			o.noStdin = true
-		case a == "--action" || strings.HasPrefix(a, "--action="):
-			v, err := value(&i, "--action")
-			if err != nil {
-				return o, err
-			}
-			o.action = v
-		case a == "--reason" || strings.HasPrefix(a, "--reason="):
-			v, err := value(&i, "--reason")
-			if err != nil {
-				return o, err
-			}
-			if n := utf8.RuneCountInString(v); n > api.MaxReason {
-				return o, fmt.Errorf("--reason is %d characters, over the limit of %d", n, api.MaxReason)
-			}
-			o.reason = v
-		case a == "--secret" || strings.HasPrefix(a, "--secret="):
-			v, err := value(&i, "--secret")
-			if err != nil {
-				return o, err
-			}
-			if v == "" {
-				return o, errors.New("--secret needs the name of a secret the gateway holds")
-			}
-			o.secret = v
-		case a == "--put" || a == "--get":
-			if i+2 >= len(args) {
-				return o, fmt.Errorf("%s needs two paths: see airlock-ssh --help", a)
-			}
-			if o.put || o.get {
-				return o, errors.New("one transfer per action: --put or --get, once")
-			}
-			src, dst := args[i+1], args[i+2]
-			i += 2
-			o.put, o.get = a == "--put", a == "--get"
-			dest := dst
-			o.local = src
-			if o.get {
-				dest, o.local = src, dst
-			}
-			target, remote, ok := strings.Cut(dest, ":")
-			if !ok || remote == "" {
-				return o, fmt.Errorf("%s: %q is not [account@]target:REMOTE", a, dest)
-			}
-			if o.local == "" {
-				return o, fmt.Errorf("%s: the local path is empty", a)
-			}
-			o.target, o.remote = target, remote
-		case a == "--mode" || strings.HasPrefix(a, "--mode="):
-			v, err := value(&i, "--mode")
-			if err != nil {
-				return o, err
-			}
-			o.mode = v
-		case a == "--overwrite":
-			o.overwrite = true
-		case a == "-T":
-		case a == "-l" || strings.HasPrefix(a, "-l") && len(a) > 2 && !strings.HasPrefix(a, "--"):
-			v, err := value(&i, "-l")
-			if err != nil {
-				return o, err
-			}
-			o.account = v
-		case a == "--timeout" || strings.HasPrefix(a, "--timeout="):
-			v, err := value(&i, "--timeout")
-			if err != nil {
-				return o, err
-			}
-			d, err := parseTimeout(v)
-			if err != nil {
-				return o, err
-			}
-			o.timeout = d
-		case a == "--socket" || strings.HasPrefix(a, "--socket="):
-			v, err := value(&i, "--socket")
-			if err != nil {
-				return o, err
-			}
-			o.socket = v
-		default:
-			flag := a
-			if len(a) > 2 && a[1] != '-' {
-				flag = a[:2] // -L8080:… or a cluster like -tt
-			}
-			if why, ok := refused[flag]; ok {
-				return o, fmt.Errorf("%s is refused: %s", flag, why)
-			}
-			return o, fmt.Errorf("unknown flag %s (see airlock-ssh --help)", a)
-		}
-	}
-	if o.action != "" {
-		if i < len(args) || o.put || o.get {
-			return o, errors.New("--action takes no target, command or transfer: it reports an action that was already requested")
-		}
-		return o, nil
-	}
-	if o.mode != "" && !o.put {
-		return o, errors.New("--mode goes with --put")
-	}
-	if o.overwrite && !o.put && !o.get {
-		return o, errors.New("--overwrite goes with --put or --get")
-	}
-	if o.put || o.get {
-		if i < len(args) {
-			return o, errors.New("a transfer takes no command")
-		}
-		if user, host, ok := strings.Cut(o.target, "@"); ok {
-			if o.account != "" && o.account != user {
-				return o, fmt.Errorf("account given twice: -l %s and %s@", o.account, user)
-			}
-			o.account, o.target = user, host
-		}
-		if o.target == "" {
-			return o, errors.New("empty target")
-		}
-		if o.secret != "" {
-			return o, errors.New("--secret goes with a command, not a transfer")
-		}
-		return o, nil
-	}
-	if i >= len(args) {
-		return o, errors.New("no target given (see airlock-ssh --help)")
-	}
-	dest := args[i]
-	i++
-	if user, host, ok := strings.Cut(dest, "@"); ok {
-		if o.account != "" && o.account != user {
-			return o, fmt.Errorf("account given twice: -l %s and %s@", o.account, user)
-		}
-		o.account, dest = user, host
-	}
-	if dest == "" {
-		return o, errors.New("empty target")
-	}
-	o.target = dest
-	if i < len(args) && args[i] == "--" {
-		i++
-	}
-	if i >= len(args) {
-		return o, errors.New("no command given: airlock runs one command per action, never an interactive shell")
-	}
-	// As ssh does: the arguments are joined with single spaces.
-	o.command = strings.Join(args[i:], " ")
-	return o, nil
-}
-
-var (
-	errHelp    = errors.New("help")
-	errVersion = errors.New("version")
-)
-
-func parseTimeout(v string) (time.Duration, error) {
-	if n, err := strconv.Atoi(v); err == nil && n > 0 {
-		return time.Duration(n) * time.Second, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < time.Second {
-		return 0, fmt.Errorf("--timeout %q: give whole seconds (30) or a duration (30s, 5m), at least 1s", v)
-	}
-	return d, nil
-}
-
+// run is airlock-ssh with args, returning its exit status.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	o, err := parse(args)
 	if errors.Is(err, errHelp) {
@@ -381,27 +72,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return fail(stderr, "%v", err)
 	}
-	socket := o.socket
-	if socket == "" {
-		if socket, err = api.DefaultSocket(); err != nil {
-			return fail(stderr, "%v", err)
-		}
-	}
-	ctl, err := api.ReadControl(socket)
+	client, socket, err := localClient(o.socket)
 	if err != nil {
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			return fail(stderr, "no gateway at %s: the airlock gateway is not running here; ask an operator to start it (airlock serve), or set $AIRLOCK_SOCKET or --socket if it listens elsewhere; nothing was run", socket)
-		case errors.Is(err, os.ErrPermission):
-			ctl := filepath.Join(filepath.Dir(socket), api.ControlFileName)
-			if why := api.DenialCause(ctl); why != "" {
-				return fail(stderr, "cannot read the gateway's control file %s: %s; an operator opens the way with listen.socket_group (see docs/operators.md), or adds this user to that group; nothing was run", ctl, why)
-			}
-			return fail(stderr, "cannot read the gateway's control file %s: permission denied; ask an operator to let this user use the gateway (listen.socket_group); nothing was run", ctl)
-		}
 		return fail(stderr, "%v", err)
 	}
-	client := api.NewLocalClient(socket, ctl.Token)
 	if o.action != "" {
 		return reportAction(ctx, client, o, stdout, stderr)
 	}
@@ -465,21 +139,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		},
 	})
 	if err != nil {
-		var apiErr *api.Error
-		var opErr *net.OpError
-		switch {
-		case errors.As(err, &apiErr) && apiErr.Err.Code == api.CodeUnauthorized:
-			return fail(stderr, "the gateway refused the local token from %s: the token may have been rotated; run again, or ask an operator", socket)
-		case errors.As(err, &apiErr):
-			return fail(stderr, "%s: %s", apiErr.Err.Code, apiErr.Err.Message)
-		case errors.As(err, &opErr) && opErr.Op == "dial":
-			return fail(stderr, "cannot reach the gateway at %s (%v): the airlock gateway is not running; ask an operator to start it (airlock serve); nothing was run", socket, opErr.Err)
-		case ctx.Err() != nil:
-			return stoppedBySignal(client, actionID, stderr)
-		case actionID != "":
-			return fail(stderr, "the connection to the gateway broke during action %s (%v): its outcome is unknown, and it may have run; `airlock-ssh --action %s` shows the recorded result", actionID, err, actionID)
-		}
-		return fail(stderr, "%v", err)
+		return runFailed(ctx, err, client, socket, actionID, stderr)
 	}
 	code := report(o, a, delivered, true, stdout, stderr)
 	if a.Transfer != nil {
@@ -495,6 +155,55 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "airlock-ssh: standard input is a pipe that stayed open with nothing on it, so none was sent (action %s); pass -n to say so and silence this note\n", a.ID)
 	}
 	return code
+}
+
+// localClient reads the control file of the gateway at socket (the
+// flag's; "": $AIRLOCK_SOCKET, else the standard path) and returns a
+// client of it, and the socket. Its errors say what to do next.
+func localClient(socket string) (*api.Client, string, error) {
+	if socket == "" {
+		var err error
+		if socket, err = api.DefaultSocket(); err != nil {
+			return nil, "", err
+		}
+	}
+	ctl, err := api.ReadControl(socket)
+	if err != nil {
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			return nil, "", fmt.Errorf("no gateway at %s: the airlock gateway is not running here; ask an operator to start it (airlock serve), or set $AIRLOCK_SOCKET or --socket if it listens elsewhere; nothing was run", socket)
+		case errors.Is(err, os.ErrPermission):
+			ctl := filepath.Join(filepath.Dir(socket), api.ControlFileName)
+			if why := api.DenialCause(ctl); why != "" {
+				return nil, "", fmt.Errorf("cannot read the gateway's control file %s: %s; an operator opens the way with listen.socket_group (see docs/operators.md), or adds this user to that group; nothing was run", ctl, why)
+			}
+			return nil, "", fmt.Errorf("cannot read the gateway's control file %s: permission denied; ask an operator to let this user use the gateway (listen.socket_group); nothing was run", ctl)
+		}
+		return nil, "", err
+	}
+	return api.NewLocalClient(socket, ctl.Token), socket, nil
+}
+
+// runFailed reports an action request that returned no action object:
+// refused by the gateway, the gateway out of reach, stopped by a signal,
+// or the connection broken midway (actionID, when the gateway had named
+// the action).
+func runFailed(ctx context.Context, err error, c *api.Client, socket, actionID string, stderr io.Writer) int {
+	var apiErr *api.Error
+	var opErr *net.OpError
+	switch {
+	case errors.As(err, &apiErr) && apiErr.Err.Code == api.CodeUnauthorized:
+		return fail(stderr, "the gateway refused the local token from %s: the token may have been rotated; run again, or ask an operator", socket)
+	case errors.As(err, &apiErr):
+		return fail(stderr, "%s: %s", apiErr.Err.Code, apiErr.Err.Message)
+	case errors.As(err, &opErr) && opErr.Op == "dial":
+		return fail(stderr, "cannot reach the gateway at %s (%v): the airlock gateway is not running; ask an operator to start it (airlock serve); nothing was run", socket, opErr.Err)
+	case ctx.Err() != nil:
+		return stoppedBySignal(c, actionID, stderr)
+	case actionID != "":
+		return fail(stderr, "the connection to the gateway broke during action %s (%v): its outcome is unknown, and it may have run; `airlock-ssh --action %s` shows the recorded result", actionID, err, actionID)
+	}
+	return fail(stderr, "%v", err)
 }
 
 // report prints what the action's object adds to what streamed — the

@@ -1,0 +1,158 @@
+package approvals
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// IssueToken creates an API token for a reviewer (for scripts and the
+// reviewer CLI), valid for ttl. It is returned once and stored hashed.
+func (a *Accounts) IssueToken(ctx context.Context, name string, ttl time.Duration) (Secret, error) {
+	if ttl <= 0 {
+		return Secret{}, ErrBadTTL
+	}
+	id := newID("")
+	tok, hash := newToken(reviewerTokenPrefix, id)
+	now, el := a.clock.Now(), a.clock.Elapsed()
+	_, err := a.db.ExecContext(ctx, `INSERT INTO reviewer_tokens (id, name, hash, created_at, expires_at)
+		SELECT ?, name, ?, ?, ? FROM reviewers WHERE name = ? AND enabled = 1`,
+		id, hash[:], now.UnixNano(), now.Add(ttl).UnixNano(), name)
+	if err != nil {
+		return Secret{}, fmt.Errorf("approvals: issue token: %w", err)
+	}
+	var n int
+	if err := a.db.QueryRowContext(ctx, `SELECT count(*) FROM reviewer_tokens WHERE id = ?`, id).Scan(&n); err != nil || n == 0 {
+		return Secret{}, ErrUnknownReviewer
+	}
+	a.mu.Lock()
+	a.live[id] = el + ttl
+	var out []string
+	for k, at := range a.live {
+		if el >= at {
+			out = append(out, k)
+		}
+	}
+	a.mu.Unlock()
+	for _, k := range out { // tokens nobody presented since they ran out
+		a.retire(ctx, k)
+	}
+	return tok, nil
+}
+
+// VerifyToken checks a reviewer API token: ErrMalformedToken if it is not
+// one (a run token is not), ErrBadCredentials if it does not match, is
+// expired, or its account is disabled.
+func (a *Accounts) VerifyToken(ctx context.Context, token Secret) (Reviewer, error) {
+	id, hash, err := parseToken(reviewerTokenPrefix, token)
+	if err != nil {
+		return Reviewer{}, err
+	}
+	var (
+		name             string
+		stored           []byte
+		created, expires int64
+		enabled          bool
+		epoch            int64
+	)
+	err = a.db.QueryRowContext(ctx, `SELECT t.name, t.hash, t.created_at, t.expires_at, r.enabled, r.epoch
+		FROM reviewer_tokens t JOIN reviewers r ON r.name = t.name WHERE t.id = ?`, id).
+		Scan(&name, &stored, &created, &expires, &enabled, &epoch)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Reviewer{}, ErrBadCredentials
+	}
+	if err != nil {
+		return Reviewer{}, fmt.Errorf("approvals: read token: %w", err)
+	}
+	if !equalHash(stored, hash[:]) || !enabled || a.tokenDue(ctx, id, time.Unix(0, created), time.Unix(0, expires)) {
+		return Reviewer{}, ErrBadCredentials
+	}
+	return Reviewer{name: name, accounts: a, epoch: epoch}, nil
+}
+
+// RevokeToken deletes a reviewer API token (a logout); a token that is
+// not one, or is gone already, is no error.
+func (a *Accounts) RevokeToken(ctx context.Context, token Secret) error {
+	id, _, err := parseToken(reviewerTokenPrefix, token)
+	if err != nil {
+		return nil
+	}
+	if _, err := a.db.ExecContext(ctx, `DELETE FROM reviewer_tokens WHERE id = ?`, id); err != nil {
+		return fmt.Errorf("approvals: revoke token: %w", err)
+	}
+	a.mu.Lock()
+	delete(a.live, id)
+	a.mu.Unlock()
+	return nil
+}
+
+// armTokens fixes the elapsed-time deadlines of every unexpired API token
+// at start-up, so that a token issued before a restart has at most the
+// rest of its lifetime from now on.
+func (a *Accounts) armTokens(ctx context.Context) error {
+	rows, err := a.db.QueryContext(ctx, `SELECT id, created_at, expires_at FROM reviewer_tokens WHERE expires_at > ?`,
+		a.clock.Now().UnixNano())
+	if err != nil {
+		return fmt.Errorf("approvals: read tokens: %w", err)
+	}
+	defer rows.Close()
+	type token struct {
+		id               string
+		created, expires int64
+	}
+	var ts []token
+	for rows.Next() {
+		var t token
+		if err := rows.Scan(&t.id, &t.created, &t.expires); err != nil {
+			return fmt.Errorf("approvals: read tokens: %w", err)
+		}
+		ts = append(ts, t)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("approvals: read tokens: %w", err)
+	}
+	rows.Close()
+	for _, t := range ts {
+		a.tokenDue(ctx, t.id, time.Unix(0, t.created), time.Unix(0, t.expires))
+	}
+	return nil
+}
+
+// tokenDue reports whether token id, issued at created and valid until
+// expires by the wall clock, has run out: by the wall clock, or in elapsed
+// time since this process issued or first saw it. A token issued before a
+// restart gets at most the rest of its wall-clock lifetime and never more
+// than its whole lifetime, even if the clock was set back meanwhile. A
+// token that ran out in elapsed time while its wall-clock deadline is
+// still ahead is deleted, so that nothing arms it again.
+func (a *Accounts) tokenDue(ctx context.Context, id string, created, expires time.Time) bool {
+	now, el := a.clock.Now(), a.clock.Elapsed()
+	if !now.Before(expires) {
+		return true
+	}
+	a.mu.Lock()
+	at, ok := a.live[id]
+	if !ok {
+		at = el + min(expires.Sub(now), expires.Sub(created))
+		a.live[id] = at
+	}
+	a.mu.Unlock()
+	if el < at {
+		return false
+	}
+	a.retire(ctx, id)
+	return true
+}
+
+// retire deletes a token that ran out in elapsed time and then forgets its
+// deadline. If the delete fails, the deadline stays and keeps refusing it.
+func (a *Accounts) retire(ctx context.Context, id string) {
+	if _, err := a.db.ExecContext(ctx, `DELETE FROM reviewer_tokens WHERE id = ?`, id); err != nil {
+		return
+	}
+	a.mu.Lock()
+	delete(a.live, id)
+	a.mu.Unlock()
+}
