@@ -216,20 +216,6 @@ func nodeText(src string, n syntax.Node) string {
 	return src[s:e]
 }
 
-// words returns the literal values of ws, and false when one is not a
-// literal (holds an expansion or a substitution).
-func words(ws []*syntax.Word) ([]string, bool) {
-	out := make([]string, 0, len(ws))
-	for _, w := range ws {
-		s, ok := literal(w)
-		if !ok {
-			return out, false
-		}
-		out = append(out, s)
-	}
-	return out, true
-}
-
 // literal returns a word's value after quote removal, and false when it
 // is not a literal: it holds a parameter, arithmetic or command expansion,
 // a substitution, or a glob or brace expansion whose result the

@@ -1,0 +1,105 @@
+package classify
+
+import "strings"
+
+// arg is one word of a simple command: its value when it is a literal.
+type arg struct {
+	v   string
+	lit bool
+}
+
+// operands are the arguments that are not options (after "--", all).
+func operands(rest []arg) []arg {
+	var out []arg
+	dash := false
+	for _, a := range rest {
+		switch {
+		case dash:
+			out = append(out, a)
+		case a.lit && a.v == "--":
+			dash = true
+		case a.lit && strings.HasPrefix(a.v, "-") && a.v != "-":
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func firstOperand(rest []arg) string {
+	for _, o := range operands(rest) {
+		if o.lit {
+			return o.v
+		}
+		return ""
+	}
+	return ""
+}
+
+func anyArg(rest []arg, names ...string) bool {
+	for _, a := range rest {
+		if !a.lit {
+			continue
+		}
+		for _, n := range names {
+			if a.v == n || strings.HasPrefix(a.v, n+"=") || strings.HasPrefix(n, "--") && strings.HasPrefix(a.v, n) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func anyExact(rest []arg, names ...string) bool {
+	for _, a := range rest {
+		for _, n := range names {
+			if a.lit && a.v == n {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func anyPrefix(rest []arg, prefixes ...string) bool {
+	for _, a := range rest {
+		for _, p := range prefixes {
+			if a.lit && strings.HasPrefix(a.v, p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func anyContains(rest []arg, s string) bool {
+	for _, a := range rest {
+		if a.lit && strings.Contains(a.v, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasPair(rest []arg, opt, val string) bool {
+	for i := 0; i+1 < len(rest); i++ {
+		if rest[i].lit && rest[i].v == opt && rest[i+1].lit && rest[i+1].v == val {
+			return true
+		}
+	}
+	return false
+}
+
+func optValue(rest []arg, names ...string) (arg, bool) {
+	for i, a := range rest {
+		for _, n := range names {
+			if a.lit && a.v == n && i+1 < len(rest) {
+				return rest[i+1], true
+			}
+			if a.lit && strings.HasPrefix(a.v, n+"=") {
+				return arg{v: strings.TrimPrefix(a.v, n+"="), lit: true}, true
+			}
+		}
+	}
+	return arg{}, false
+}
