@@ -18,6 +18,8 @@ import (
 	"syscall"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/airlockgw/airlock/deploy/netserve"
 )
 
 // Target is a running demo SSH server.
@@ -27,14 +29,11 @@ type Target struct {
 	// Dir is the scratch directory commands run in.
 	Dir string
 
-	ln     net.Listener
+	srv    *netserve.Server
 	client ssh.PublicKey
 
 	mu      sync.Mutex
 	hostKey ssh.Signer
-	conns   map[net.Conn]struct{}
-	closed  bool
-	wg      sync.WaitGroup
 }
 
 // Start starts a demo target in dir that accepts only clientKey.
@@ -47,8 +46,8 @@ func Start(dir string, clientKey ssh.PublicKey) (*Target, error) {
 	if err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
-	t := &Target{Addr: ln.Addr().String(), Dir: dir, ln: ln, client: clientKey, hostKey: host, conns: map[net.Conn]struct{}{}}
-	t.wg.Go(t.accept)
+	t := &Target{Addr: ln.Addr().String(), Dir: dir, client: clientKey, hostKey: host}
+	t.srv = netserve.Serve(ln, t.serve)
 	return t, nil
 }
 
@@ -81,43 +80,7 @@ func (t *Target) RotateHostKey() error {
 }
 
 // Close stops the target, ends every connection and waits for them.
-func (t *Target) Close() error {
-	t.mu.Lock()
-	t.closed = true
-	for c := range t.conns {
-		c.Close()
-	}
-	t.mu.Unlock()
-	err := t.ln.Close()
-	t.wg.Wait()
-	return err
-}
-
-func (t *Target) accept() {
-	for {
-		c, err := t.ln.Accept()
-		if err != nil {
-			return
-		}
-		t.mu.Lock()
-		if t.closed {
-			t.mu.Unlock()
-			c.Close()
-			return
-		}
-		t.conns[c] = struct{}{}
-		t.mu.Unlock()
-		t.wg.Go(func() {
-			defer func() {
-				c.Close()
-				t.mu.Lock()
-				delete(t.conns, c)
-				t.mu.Unlock()
-			}()
-			t.serve(c)
-		})
-	}
-}
+func (t *Target) Close() error { return t.srv.Close() }
 
 func (t *Target) serve(c net.Conn) {
 	cfg := &ssh.ServerConfig{

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/airlockgw/airlock/deploy/netserve"
 )
 
 // FaultServer is an in-process SSH server on loopback for faults a real
@@ -21,15 +23,13 @@ type FaultServer struct {
 	ClientSigner ssh.Signer
 
 	opts FaultOptions
-	ln   net.Listener
-	wg   sync.WaitGroup
+	srv  *netserve.Server
 
-	quit chan struct{}
+	quit     chan struct{}
+	quitOnce sync.Once
 
-	mu     sync.Mutex
-	conns  map[net.Conn]bool
-	seen   []string
-	closed bool
+	mu   sync.Mutex
+	seen []string
 }
 
 // FaultOptions choose a FaultServer's behaviour.
@@ -116,6 +116,13 @@ func (e *Exec) SendGlobal(name string) {
 // for every goroutine, when the test ends.
 func NewFaultServer(tb testing.TB, opts FaultOptions) *FaultServer {
 	tb.Helper()
+	return NewFaultServerWithClient(tb, opts, NewKey())
+}
+
+// NewFaultServerWithClient is NewFaultServer accepting the given client key
+// instead of a key of its own.
+func NewFaultServerWithClient(tb testing.TB, opts FaultOptions, client ssh.Signer) *FaultServer {
+	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
@@ -124,22 +131,21 @@ func NewFaultServer(tb testing.TB, opts FaultOptions) *FaultServer {
 	f := &FaultServer{
 		Addr:         ln.Addr().String(),
 		HostKey:      host.PublicKey(),
-		ClientSigner: NewKey(),
+		ClientSigner: client,
 		opts:         opts,
-		ln:           ln,
-		conns:        map[net.Conn]bool{},
 		quit:         make(chan struct{}),
 	}
+	want := string(client.PublicKey().Marshal())
 	cfg := &ssh.ServerConfig{
 		PublicKeyCallback: func(_ ssh.ConnMetadata, k ssh.PublicKey) (*ssh.Permissions, error) {
-			if string(k.Marshal()) == string(f.ClientSigner.PublicKey().Marshal()) {
+			if string(k.Marshal()) == want {
 				return &ssh.Permissions{}, nil
 			}
 			return nil, errUnknownKey
 		},
 	}
 	cfg.AddHostKey(host)
-	f.wg.Go(func() { f.accept(cfg) })
+	f.srv = netserve.Serve(ln, func(c net.Conn) { f.serve(c, cfg) })
 	tb.Cleanup(f.Close)
 	return f
 }
@@ -167,43 +173,8 @@ func (f *FaultServer) record(s string) {
 
 // Close stops the server and waits for all its goroutines.
 func (f *FaultServer) Close() {
-	f.mu.Lock()
-	if !f.closed {
-		close(f.quit)
-	}
-	f.closed = true
-	for c := range f.conns {
-		c.Close()
-	}
-	f.mu.Unlock()
-	f.ln.Close()
-	f.wg.Wait()
-}
-
-func (f *FaultServer) accept(cfg *ssh.ServerConfig) {
-	for {
-		c, err := f.ln.Accept()
-		if err != nil {
-			return
-		}
-		f.mu.Lock()
-		if f.closed {
-			f.mu.Unlock()
-			c.Close()
-			return
-		}
-		f.conns[c] = true
-		f.mu.Unlock()
-		f.wg.Go(func() {
-			defer func() {
-				c.Close()
-				f.mu.Lock()
-				delete(f.conns, c)
-				f.mu.Unlock()
-			}()
-			f.serve(c, cfg)
-		})
-	}
+	f.quitOnce.Do(func() { close(f.quit) })
+	f.srv.Close()
 }
 
 func (f *FaultServer) serve(c net.Conn, cfg *ssh.ServerConfig) {

@@ -10,11 +10,12 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlockgw/airlock/deploy/netserve"
 )
 
 // NetNS is a network namespace of its own with only its loopback
@@ -128,38 +129,15 @@ func (n *NetNS) Expose(tb testing.TB, addr string) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var open []net.Conn
-	tb.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, c := range open {
-			c.Close()
+	// Closing the outside connection ends pipe, which closes the inside one.
+	srv := netserve.Serve(l, func(c net.Conn) {
+		in, err := n.Dial(addr)
+		if err != nil {
+			return
 		}
-		mu.Unlock()
-		wg.Wait()
+		pipe(c, in)
 	})
-	wg.Go(func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			wg.Go(func() {
-				defer c.Close()
-				in, err := n.Dial(addr)
-				if err != nil {
-					return
-				}
-				defer in.Close()
-				mu.Lock()
-				open = append(open, c, in)
-				mu.Unlock()
-				pipe(c, in)
-			})
-		}
-	})
+	tb.Cleanup(func() { srv.Close() })
 	return l.Addr().String()
 }
 
