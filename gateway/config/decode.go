@@ -1,16 +1,12 @@
 package config
 
 import (
-	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"path/filepath"
-	"reflect"
-	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclparse"
 
 	"github.com/airlockgw/airlock/deploy/hclcheck"
@@ -323,7 +319,7 @@ func (c *checker) require(present bool, block hcl.Range, what string) bool {
 }
 
 // set reports whether the attribute whose attr_range is r is in the file.
-func set(r hcl.Range) bool { return r.Start.Line > 0 }
+func set(r hcl.Range) bool { return hclcheck.Set(r) }
 
 // given reports whether the attribute at r is set and its value decoded.
 func (c *checker) given(r hcl.Range) bool { return set(r) && !c.failed[r.Start] }
@@ -344,87 +340,25 @@ func or[T any](v T, given bool, def T) T {
 // value (its default), so that the checks still run and every problem is
 // shown at once. Problems come in the order of the file.
 func (c *checker) decode(body hcl.Body, raw any) bool {
-	diags := gohcl.DecodeBody(body, nil, raw)
-	attrs := typedAttributes(reflect.ValueOf(raw).Elem(), nil)
-	for _, a := range attrs {
-		if s, ok := a.value.Interface().(string); ok && strings.ContainsAny(s, "\x00\n\r") {
-			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError,
-				Summary: a.name + " must not contain NUL or line breaks", Subject: a.rng.Ptr()})
-			a.value.SetZero() // as a value that did not decode
-		}
-	}
-	slices.SortStableFunc(diags, func(a, b *hcl.Diagnostic) int {
-		return cmp.Compare(offset(a), offset(b))
-	})
-	c.failed = map[hcl.Pos]bool{}
-	var structure, values hcl.Diagnostics
-	for _, d := range diags {
-		if d.Severity != hcl.DiagError {
-			continue
-		}
-		i := slices.IndexFunc(attrs, func(a typedAttribute) bool { return inside(d.Subject, a.rng) })
-		if i < 0 {
-			structure = append(structure, d)
-			continue
-		}
-		values = append(values, d)
-		c.failed[attrs[i].rng.Start] = true
-	}
-	if len(structure) > 0 {
-		c.Diags(structure)
+	d := hclcheck.DecodeBody(body, raw)
+	if len(d.Structure) > 0 {
+		c.Diags(d.Structure)
 		return false
 	}
+	for _, a := range d.Attributes {
+		if s, ok := a.Value.Interface().(string); ok && strings.ContainsAny(s, "\x00\n\r") {
+			d.Values[a.Range.Start] = append(d.Values[a.Range.Start], &hcl.Diagnostic{Severity: hcl.DiagError,
+				Summary: a.Name + " must not contain NUL or line breaks", Subject: a.Range.Ptr()})
+			a.Value.SetZero() // as a value that did not decode
+		}
+	}
+	c.failed = map[hcl.Pos]bool{}
+	var values hcl.Diagnostics
+	for at, diags := range d.Values {
+		c.failed[at] = true
+		values = append(values, diags...)
+	}
+	hclcheck.SortDiags(values)
 	c.Diags(values)
 	return true
-}
-
-// inside reports whether the place d is in r.
-func inside(d *hcl.Range, r hcl.Range) bool {
-	return d != nil && d.Filename == r.Filename && d.Start.Byte >= r.Start.Byte && d.Start.Byte <= r.End.Byte
-}
-
-// offset is where in the file d is, -1 for nowhere: gohcl decodes
-// attributes in no set order.
-func offset(d *hcl.Diagnostic) int {
-	if d.Subject == nil {
-		return -1
-	}
-	return d.Subject.Start.Byte
-}
-
-// typedAttribute is a typed attribute field that is set, and its range.
-type typedAttribute struct {
-	name  string
-	value reflect.Value
-	rng   hcl.Range
-}
-
-// typedAttributes appends the typed attributes set in v, a raw struct,
-// and in its blocks.
-func typedAttributes(v reflect.Value, out []typedAttribute) []typedAttribute {
-	t := v.Type()
-	fields := map[string]int{}
-	for i := range t.NumField() {
-		name, kind, _ := strings.Cut(t.Field(i).Tag.Get("hcl"), ",")
-		switch f := v.Field(i); kind {
-		case "", "attr", "optional":
-			fields[name] = i
-		case "block":
-			if f.Kind() != reflect.Slice {
-				f = reflect.ValueOf([]any{f.Interface()})
-			}
-			for j := range f.Len() {
-				if b := reflect.Indirect(reflect.ValueOf(f.Index(j).Interface())); b.IsValid() {
-					out = typedAttributes(b, out)
-				}
-			}
-		}
-	}
-	for i := range t.NumField() {
-		name, kind, _ := strings.Cut(t.Field(i).Tag.Get("hcl"), ",")
-		if kind == "attr_range" && set(v.Field(i).Interface().(hcl.Range)) {
-			out = append(out, typedAttribute{name: name, value: v.Field(fields[name]), rng: v.Field(i).Interface().(hcl.Range)})
-		}
-	}
-	return out
 }
