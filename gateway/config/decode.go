@@ -338,7 +338,8 @@ func or[T any](v T, given bool, def T) T {
 // does not fit its attribute, or a string with NUL or a line break, is a
 // problem at its line, and the attribute counts as given with no usable
 // value (its default), so that the checks still run and every problem is
-// shown at once. Problems come in the order of the file.
+// shown at once: these first, in the order of the file, then those the
+// checks find.
 func (c *checker) decode(body hcl.Body, raw any) bool {
 	d := hclcheck.DecodeBody(body, raw)
 	if len(d.Structure) > 0 {

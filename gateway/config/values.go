@@ -23,8 +23,8 @@ import (
 // string, sizes with units, durations, paths and quotas; and the checks
 // several blocks share.
 
-// strOK decodes a string attribute (gohcl, no variables or functions);
-// false means a problem was recorded.
+// strOK decodes a list attribute written as one string (gohcl, no
+// variables or functions); false means a problem was recorded.
 func (c *checker) strOK(a *hcl.Attribute) (string, bool) {
 	var s string
 	if !c.Decode(a, &s) {
