@@ -248,7 +248,7 @@ var ClassNames = []string{"read_only", "mutating", "destructive", "privileged", 
 // Parse parses and validates a policy. name is used in problems and as
 // Policy.File. Every problem found is reported at once in an *Error.
 func Parse(src []byte, name string) (*Policy, error) {
-	c := &collector{Collector: hclcheck.Collector{File: name}}
+	c := &collector{hclcheck.Collector{File: name}}
 	f, diags := hclparse.NewParser().ParseHCL(src, name)
 	c.Diags(diags)
 	if f == nil || diags.HasErrors() {
@@ -260,9 +260,10 @@ func Parse(src []byte, name string) (*Policy, error) {
 		c.Diags(d.Structure)
 		return nil, c.err()
 	}
-	c.values = d.Values
+	c.Hold(d.Values)
 	p := &Policy{File: name, Reaper: DefaultReaper, byName: map[string]*Verb{}}
-	if c.at(body.LogFileRange); hclcheck.Set(body.LogFileRange) {
+	if hclcheck.Set(body.LogFileRange) {
+		c.Value(body.LogFileRange)
 		p.LogFile = body.LogFile
 		if p.LogFile != "" && !isCleanAbs(p.LogFile) {
 			c.Errorf(body.LogFileRange, "log_file %q must be an absolute, clean path", p.LogFile)
@@ -288,9 +289,7 @@ func Parse(src []byte, name string) (*Policy, error) {
 			}
 		}
 	}
-	for _, r := range d.Attributes {
-		c.at(r.Range) // none left unsaid
-	}
+	c.SayHeld()
 	if len(body.Verbs) == 0 && body.Transfer == nil {
 		c.Problems = append(c.Problems, Problem{File: name, Line: 1, Message: "no verb blocks: every request would be refused"})
 	}
@@ -327,7 +326,7 @@ func (c *collector) verb(b *verbBody) *Verb {
 	if !hclcheck.Set(b.ArgvRange) {
 		c.Errorf(b.DefRange, "verb %q: argv is required", b.Name)
 	} else {
-		c.at(b.ArgvRange)
+		c.Value(b.ArgvRange)
 		v.Argv = b.Argv
 	}
 	switch {
@@ -363,7 +362,8 @@ func (c *collector) verb(b *verbBody) *Verb {
 			c.Errorf(b.DefRange, "verb %q: param %q is not used in argv", b.Name, prm.Name)
 		}
 	}
-	if c.at(b.TimeoutRange); hclcheck.Set(b.TimeoutRange) {
+	if hclcheck.Set(b.TimeoutRange) {
+		c.Value(b.TimeoutRange)
 		s := b.Timeout
 		d, err := time.ParseDuration(s)
 		switch {
@@ -375,25 +375,29 @@ func (c *collector) verb(b *verbBody) *Verb {
 			v.Timeout = d
 		}
 	}
-	if c.at(b.RunAsRange); hclcheck.Set(b.RunAsRange) {
+	if hclcheck.Set(b.RunAsRange) {
+		c.Value(b.RunAsRange)
 		v.RunAs = b.RunAs
 		if !userNameRE.MatchString(v.RunAs) {
 			c.Errorf(b.RunAsRange, "verb %q: run_as %q is not a user name", b.Name, v.RunAs)
 		}
 	}
-	if c.at(b.DirRange); hclcheck.Set(b.DirRange) {
+	if hclcheck.Set(b.DirRange) {
+		c.Value(b.DirRange)
 		v.Dir = b.Dir
 		if !isCleanAbs(v.Dir) {
 			c.Errorf(b.DirRange, "verb %q: dir %q must be an absolute, clean path", b.Name, v.Dir)
 		}
 	}
-	if c.at(b.ClassRange); hclcheck.Set(b.ClassRange) {
+	if hclcheck.Set(b.ClassRange) {
+		c.Value(b.ClassRange)
 		v.Class = b.Class
 		if !slices.Contains(ClassNames, v.Class) {
 			c.Errorf(b.ClassRange, "verb %q: class %q is not one of %s", b.Name, v.Class, strings.Join(ClassNames, ", "))
 		}
 	}
-	if c.at(b.EnvRange); hclcheck.Set(b.EnvRange) {
+	if hclcheck.Set(b.EnvRange) {
+		c.Value(b.EnvRange)
 		v.Env = b.Env
 		for _, n := range v.Env {
 			switch {
@@ -421,7 +425,7 @@ func (c *collector) transfer(b *transferBody) *Transfer {
 		at   hcl.Range
 		dst  *[]string
 	}{{b.PutUnder, b.PutUnderRange, &t.PutUnder}, {b.GetUnder, b.GetUnderRange, &t.GetUnder}} {
-		c.at(d.at)
+		c.Value(d.at)
 		for _, p := range d.dirs {
 			if !isCleanAbs(p) || p == "/" {
 				c.Errorf(d.at, "transfer: %q must be an absolute, clean directory other than /", p)
@@ -433,7 +437,8 @@ func (c *collector) transfer(b *transferBody) *Transfer {
 	if len(t.PutUnder) == 0 && len(t.GetUnder) == 0 {
 		c.Errorf(b.DefRange, "transfer: set put_under, get_under or both")
 	}
-	if c.at(b.MaxSizeRange); hclcheck.Set(b.MaxSizeRange) {
+	if hclcheck.Set(b.MaxSizeRange) {
+		c.Value(b.MaxSizeRange)
 		s := b.MaxSize
 		m := sizeRE.FindStringSubmatch(s)
 		n, err := int64(0), error(nil)
@@ -461,7 +466,8 @@ func (c *collector) param(b *paramBody) *Param {
 		c.Errorf(b.DefRange, "param name %q: use lower-case letters, digits and '_'", b.Name)
 	}
 	var kinds []string
-	if c.at(b.EnumRange); hclcheck.Set(b.EnumRange) {
+	if hclcheck.Set(b.EnumRange) {
+		c.Value(b.EnumRange)
 		kinds = append(kinds, "enum")
 		p.Kind = Enum
 		p.Values = b.Enum
@@ -474,7 +480,8 @@ func (c *collector) param(b *paramBody) *Param {
 			}
 		}
 	}
-	if c.at(b.RegexRange); hclcheck.Set(b.RegexRange) {
+	if hclcheck.Set(b.RegexRange) {
+		c.Value(b.RegexRange)
 		kinds = append(kinds, "regex")
 		p.Kind = Regex
 		p.Pattern = b.Regex
@@ -484,18 +491,19 @@ func (c *collector) param(b *paramBody) *Param {
 		}
 		p.re = re
 	}
-	if ok := c.at(b.IntRange); hclcheck.Set(b.IntRange) {
+	if hclcheck.Set(b.IntRange) {
 		kinds = append(kinds, "int")
 		p.Kind = Int
 		switch {
-		case !ok: // a value that is no list of numbers, said by at
+		case !c.Value(b.IntRange): // no list of two numbers, said
 		case len(b.Int) != 2 || b.Int[0] > b.Int[1]:
 			c.Errorf(b.IntRange, "param %q: int must be [min, max] with min <= max", b.Name)
 		default:
 			p.Min, p.Max = b.Int[0], b.Int[1]
 		}
 	}
-	if c.at(b.PathUnderRange); hclcheck.Set(b.PathUnderRange) {
+	if hclcheck.Set(b.PathUnderRange) {
+		c.Value(b.PathUnderRange)
 		kinds = append(kinds, "path_under")
 		p.Kind = PathUnder
 		p.Under = b.PathUnder
@@ -503,7 +511,8 @@ func (c *collector) param(b *paramBody) *Param {
 			c.Errorf(b.PathUnderRange, "param %q: path_under %q must be an absolute, clean path other than /", b.Name, p.Under)
 		}
 	}
-	if c.at(b.LeadingDashRange); hclcheck.Set(b.LeadingDashRange) {
+	if hclcheck.Set(b.LeadingDashRange) {
+		c.Value(b.LeadingDashRange)
 		p.LeadingDash = b.LeadingDash
 		if p.Kind != Regex {
 			c.Errorf(b.LeadingDashRange, "param %q: leading_dash applies to regex params only", b.Name)
@@ -611,19 +620,6 @@ func isCleanAbs(p string) bool {
 // collector gathers problems with their lines.
 type collector struct {
 	hclcheck.Collector
-	// values are the problems of attributes' values that the checks have
-	// not read yet, by where each attribute starts.
-	values map[hcl.Pos]hcl.Diagnostics
-}
-
-// at records the problems of the value of the attribute at r, in the
-// order the checks read the attributes, and reports whether there were
-// none. An attribute not set has none.
-func (c *collector) at(r hcl.Range) bool {
-	diags := c.values[r.Start]
-	delete(c.values, r.Start)
-	c.Diags(diags)
-	return len(diags) == 0
 }
 
 func (c *collector) err() error {

@@ -68,11 +68,11 @@ func (c *checker) top(cfg *Config, raw *rawConfig, base string) {
 	} else {
 		cfg.StateDir = d
 	}
-	cfg.LogFormat = or(raw.LogFormat, c.given(raw.LogFormatRange), "text")
+	cfg.LogFormat = or(raw.LogFormat, c.Value(raw.LogFormatRange), "text")
 	if cfg.LogFormat != "text" && cfg.LogFormat != "json" {
 		c.Errorf(raw.LogFormatRange, `log_format must be "text" or "json"`)
 	}
-	cfg.LogLevel = strings.ToLower(or(raw.LogLevel, c.given(raw.LogLevelRange), "info"))
+	cfg.LogLevel = strings.ToLower(or(raw.LogLevel, c.Value(raw.LogLevelRange), "info"))
 	switch cfg.LogLevel {
 	case "trace", "debug", "info", "warn", "error":
 	default:
@@ -86,13 +86,13 @@ func (c *checker) listen(cfg *Config, l *rawListen, base string) {
 	cfg.Listen.HTTP = DefaultHTTPAddr
 	cfg.Listen.Socket = filepath.Join(cfg.StateDir, "run", "airlock.sock")
 	if l != nil {
-		cfg.Listen.HTTP = or(l.HTTP, c.given(l.HTTPRange), DefaultHTTPAddr)
+		cfg.Listen.HTTP = or(l.HTTP, c.Value(l.HTTPRange), DefaultHTTPAddr)
 		cfg.Listen.TLSCert = c.path("tls_cert", l.TLSCert, l.TLSCertRange, base)
 		cfg.Listen.TLSKey = c.path("tls_key", l.TLSKey, l.TLSKeyRange, base)
 		if set(l.SocketRange) {
 			cfg.Listen.Socket = c.path("socket", l.Socket, l.SocketRange, base)
 		}
-		cfg.Listen.SocketGroup = l.SocketGroup
+		cfg.Listen.SocketGroup = or(l.SocketGroup, c.Value(l.SocketGroupRange), "")
 		if cfg.Listen.SocketGroup != "" && !groupExists(cfg.Listen.SocketGroup) {
 			c.Errorf(l.SocketGroupRange, "socket_group %q: no such group; create it or remove socket_group", cfg.Listen.SocketGroup)
 		}
@@ -233,7 +233,7 @@ func (c *checker) notify(cfg *Config, n *rawNotify, base string) {
 	if n == nil || !c.require(set(n.URLRange), n.DefRange, "notify.url") || !c.require(set(n.SecretFileRange), n.DefRange, "notify.secret_file") {
 		return
 	}
-	cfg.Notify = &Notify{URL: n.URL, SecretFile: c.path("secret_file", n.SecretFile, n.SecretFileRange, base)}
+	cfg.Notify = &Notify{URL: or(n.URL, c.Value(n.URLRange), ""), SecretFile: c.path("secret_file", n.SecretFile, n.SecretFileRange, base)}
 	if !strings.HasPrefix(cfg.Notify.URL, "https://") && !strings.HasPrefix(cfg.Notify.URL, "http://") {
 		c.Errorf(n.URLRange, "notify.url must be an http:// or https:// URL")
 	}
@@ -253,9 +253,9 @@ func (c *checker) credential(cfg *Config, r *rawCredential, base string) {
 		Name:           r.Name,
 		PrivateKeyFile: c.path("private_key_file", r.PrivateKeyFile, r.PrivateKeyFileRange, base),
 		PassphraseFile: c.path("passphrase_file", r.PassphraseFile, r.PassphraseFileRange, base),
-		CA:             r.CA,
-		ForceCommand:   r.ForceCommand,
-		SourceAddress:  r.SourceAddress,
+		CA:             or(r.CA, c.Value(r.CARange), false),
+		ForceCommand:   or(r.ForceCommand, c.Value(r.ForceCommandRange), ""),
+		SourceAddress:  or(r.SourceAddress, c.Value(r.SourceAddressRange), ""),
 	}
 	switch {
 	case cr.CA && cr.PrivateKeyFile != "":
@@ -277,17 +277,17 @@ func (c *checker) sso(cfg *Config, r *rawSSO, base string) {
 		return
 	}
 	s := &SSO{
-		Issuer:           r.Issuer, // exactly as the provider names itself
-		ClientID:         r.ClientID,
+		Issuer:           or(r.Issuer, c.Value(r.IssuerRange), ""), // exactly as the provider names itself
+		ClientID:         or(r.ClientID, c.Value(r.ClientIDRange), ""),
 		ClientSecretFile: c.path("client_secret_file", r.ClientSecretFile, r.ClientSecretFileRange, base),
 		Groups:           c.strList(r.Groups),
-		GroupsClaim:      or(r.GroupsClaim, c.given(r.GroupsClaimRange), DefaultGroupsClaim),
-		NameClaim:        or(r.NameClaim, c.given(r.NameClaimRange), DefaultNameClaim),
+		GroupsClaim:      or(r.GroupsClaim, c.Value(r.GroupsClaimRange), DefaultGroupsClaim),
+		NameClaim:        or(r.NameClaim, c.Value(r.NameClaimRange), DefaultNameClaim),
 		Scopes:           c.strList(r.Scopes),
 		CAFile:           c.path("ca_file", r.CAFile, r.CAFileRange, base),
 	}
-	s.DeviceClientID = or(r.DeviceClientID, c.given(r.DeviceClientIDRange), s.ClientID)
-	s.LinksClaim = r.LinksClaim
+	s.DeviceClientID = or(r.DeviceClientID, c.Value(r.DeviceClientIDRange), s.ClientID)
+	s.LinksClaim = or(r.LinksClaim, c.Value(r.LinksClaimRange), "")
 	s.DeviceClientSecretFile = c.path("device_client_secret_file", r.DeviceSecretFile, r.DeviceSecretFileRange, base)
 	if !httpsURL(s.Issuer) {
 		c.Errorf(r.IssuerRange, "sso.issuer %q must be the provider's https:// URL as its tokens name it (http:// only on loopback)", s.Issuer)
@@ -311,7 +311,7 @@ func (c *checker) redact(cfg *Config, r *rawRedact) {
 	if !c.require(set(r.NameRange), r.DefRange, "redact.name") || !c.require(set(r.PatternRange), r.DefRange, "redact.pattern") {
 		return
 	}
-	name, pattern := r.Name, r.Pattern
+	name, pattern := or(r.Name, c.Value(r.NameRange), ""), or(r.Pattern, c.Value(r.PatternRange), "")
 	if !nameRE.MatchString(name) {
 		c.Errorf(r.NameRange, "redact name %q: use letters, digits, '.', '_' and '-' (at most 63)", name)
 		return
@@ -384,9 +384,9 @@ func (c *checker) agent(cfg *Config, r *rawAgent, base string) {
 // oidc reads the oidc block of the agent name.
 func (c *checker) oidc(name string, o *rawOIDC, base string) *AgentOIDC {
 	a := &AgentOIDC{
-		Issuer:       o.Issuer, // exactly as tokens name it (some end in "/")
-		Audience:     o.Audience,
-		SubjectClaim: or(o.SubjectClaim, c.given(o.SubjectClaimRange), DefaultSubjectClaim),
+		Issuer:       or(o.Issuer, c.Value(o.IssuerRange), ""), // exactly as tokens name it (some end in "/")
+		Audience:     or(o.Audience, c.Value(o.AudienceRange), ""),
+		SubjectClaim: or(o.SubjectClaim, c.Value(o.SubjectClaimRange), DefaultSubjectClaim),
 		CAFile:       c.path("ca_file", o.CAFile, o.CAFileRange, base),
 	}
 	if !httpsURL(a.Issuer) {
@@ -398,12 +398,12 @@ func (c *checker) oidc(name string, o *rawOIDC, base string) *AgentOIDC {
 	if a.SubjectClaim == "" {
 		c.Errorf(o.SubjectClaimRange, "agent %q: oidc.subject_claim must not be empty", name)
 	}
-	for k, v := range o.RequiredClaims {
+	a.RequiredClaims = or(o.RequiredClaims, c.Value(o.RequiredClaimsRange), nil)
+	for k, v := range a.RequiredClaims {
 		if k == "" || strings.ContainsAny(k+v, "\x00\n\r") {
 			c.Errorf(o.RequiredClaimsRange, "required_claims: %q = %q: names must not be empty, and neither may contain NUL or line breaks", k, v)
 		}
 	}
-	a.RequiredClaims = o.RequiredClaims
 	return a
 }
 
@@ -417,7 +417,7 @@ func (c *checker) secret(cfg *Config, r *rawSecret, base string) {
 		c.Errorf(r.DefRange, "secret %q is defined twice", r.Name)
 		return
 	}
-	s := &Secret{Name: r.Name, File: c.path("file", r.File, r.FileRange, base), SystemdCredential: r.SystemdCredential}
+	s := &Secret{Name: r.Name, File: c.path("file", r.File, r.FileRange, base), SystemdCredential: or(r.SystemdCredential, c.Value(r.SystemdCredentialRange), "")}
 	switch {
 	case (s.File == "") == (s.SystemdCredential == ""):
 		c.Errorf(r.DefRange, "secret %q: set file (a file only the gateway's user can read) or systemd_credential (a LoadCredential= name of the service), one of them", r.Name)
@@ -469,12 +469,13 @@ func (c *checker) opa(cfg *Config, r *rawPolicy, base string) {
 		return
 	}
 	o := &OPA{
-		URL:        r.URL,
+		URL:        or(r.URL, c.Value(r.URLRange), ""),
 		Timeout:    c.duration("opa_timeout", r.Timeout, r.TimeoutRange, DefaultOPATimeout, MaxOPATimeout),
-		FailClosed: or(r.FailClosed, c.given(r.FailClosedRange), true),
+		FailClosed: true,
 		TokenFile:  c.path("opa_token_file", r.TokenFile, r.TokenFileRange, base),
 		CAFile:     c.path("opa_ca_file", r.CAFile, r.CAFileRange, base),
 	}
+	o.FailClosed = or(r.FailClosed, c.Value(r.FailClosedRange), true)
 	if !httpsURL(o.URL) {
 		c.Errorf(r.URLRange, "policy.opa_url %q must be OPA's https:// data API URL, such as https://opa.internal:8181/v1/data/airlock/decision (http:// only on loopback)", o.URL)
 	}
@@ -487,12 +488,12 @@ func (c *checker) telemetry(cfg *Config, r *rawTelemetry, base string) {
 		return
 	}
 	t := &Telemetry{
-		OTLPEndpoint:  r.OTLPEndpoint,
+		OTLPEndpoint:  or(r.OTLPEndpoint, c.Value(r.OTLPEndpointRange), ""),
 		OTLPTokenFile: c.path("otlp_token_file", r.OTLPTokenFile, r.OTLPTokenFileRange, base),
 		OTLPCAFile:    c.path("otlp_ca_file", r.OTLPCAFile, r.OTLPCAFileRange, base),
-		ServiceName:   or(r.ServiceName, c.given(r.ServiceNameRange), DefaultServiceName),
-		SampleRatio:   or(r.SampleRatio, c.given(r.SampleRatioRange), 1),
-		PprofListen:   r.PprofListen,
+		ServiceName:   or(r.ServiceName, c.Value(r.ServiceNameRange), DefaultServiceName),
+		SampleRatio:   1,
+		PprofListen:   or(r.PprofListen, c.Value(r.PprofListenRange), ""),
 	}
 	if t.OTLPEndpoint != "" {
 		if !httpsURL(t.OTLPEndpoint) {
@@ -501,7 +502,10 @@ func (c *checker) telemetry(cfg *Config, r *rawTelemetry, base string) {
 	} else if set(r.OTLPTokenFileRange) || set(r.OTLPCAFileRange) || set(r.SampleRatioRange) {
 		c.Errorf(r.DefRange, "telemetry: otlp_token_file, otlp_ca_file and sample_ratio need otlp_endpoint")
 	}
-	if c.given(r.SampleRatioRange) && !(t.SampleRatio >= 0 && t.SampleRatio <= 1) {
+	if c.Value(r.SampleRatioRange) {
+		t.SampleRatio = r.SampleRatio
+	}
+	if set(r.SampleRatioRange) && !(t.SampleRatio >= 0 && t.SampleRatio <= 1) {
 		c.Errorf(r.SampleRatioRange, "telemetry.sample_ratio must be a number from 0 to 1")
 	}
 	if set(r.ServiceNameRange) && (t.ServiceName == "" || len(t.ServiceName) > 255) {
@@ -522,7 +526,7 @@ func (c *checker) storage(cfg *Config, r *rawStorage, base string) {
 		return
 	}
 	s := &Storage{
-		Postgres:     r.Postgres,
+		Postgres:     or(r.Postgres, c.Value(r.PostgresRange), ""),
 		PasswordFile: c.path("password_file", r.PasswordFile, r.PasswordFileRange, base),
 		Lease:        c.duration("lease", r.Lease, r.LeaseRange, DefaultLease, 10*time.Minute),
 	}

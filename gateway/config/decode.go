@@ -33,6 +33,10 @@ func parseConfig(src []byte, filename string, allowUnpinned bool) (*Config, erro
 	}
 	base := filepath.Dir(filename)
 	c.build(cfg, &raw, base)
+	if !c.Failed() {
+		// A value no check read (none should be) still stops the load.
+		c.SayHeld()
+	}
 	if c.Failed() {
 		return nil, c.err()
 	}
@@ -295,9 +299,6 @@ type rawAccount struct {
 type checker struct {
 	hclcheck.Collector
 	allowUnpinned bool
-	// failed are the typed attributes, by where they start, whose value
-	// did not decode.
-	failed map[hcl.Pos]bool
 }
 
 func (c *checker) err() error {
@@ -321,10 +322,7 @@ func (c *checker) require(present bool, block hcl.Range, what string) bool {
 // set reports whether the attribute whose attr_range is r is in the file.
 func set(r hcl.Range) bool { return hclcheck.Set(r) }
 
-// given reports whether the attribute at r is set and its value decoded.
-func (c *checker) given(r hcl.Range) bool { return set(r) && !c.failed[r.Start] }
-
-// or is v when given, def when not.
+// or is v when given (c.Value: set, its value usable), def when not.
 func or[T any](v T, given bool, def T) T {
 	if given {
 		return v
@@ -335,11 +333,10 @@ func or[T any](v T, given bool, def T) T {
 // decode decodes body into raw, a pointer to one of the raw structs, and
 // reports whether the checks may follow. A problem of structure (an
 // unknown attribute or block, one too many) stops there. A value that
-// does not fit its attribute, or a string with NUL or a line break, is a
-// problem at its line, and the attribute counts as given with no usable
-// value (its default), so that the checks still run and every problem is
-// shown at once: these first, in the order of the file, then those the
-// checks find.
+// does not fit its attribute, or a string with NUL or a line break, is
+// held and said where the checks read the attribute (c.Value), which
+// then counts as given with no usable value (its default): every problem
+// is shown at once, in the order the checks come to it.
 func (c *checker) decode(body hcl.Body, raw any) bool {
 	d := hclcheck.DecodeBody(body, raw)
 	if len(d.Structure) > 0 {
@@ -353,13 +350,6 @@ func (c *checker) decode(body hcl.Body, raw any) bool {
 			a.Value.SetZero() // as a value that did not decode
 		}
 	}
-	c.failed = map[hcl.Pos]bool{}
-	var values hcl.Diagnostics
-	for at, diags := range d.Values {
-		c.failed[at] = true
-		values = append(values, diags...)
-	}
-	hclcheck.SortDiags(values)
-	c.Diags(values)
+	c.Hold(d.Values)
 	return true
 }

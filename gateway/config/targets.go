@@ -30,9 +30,9 @@ func (c *checker) target(cfg *Config, r *rawTarget, base string) {
 	}
 	t := &Target{
 		Name:           r.Name,
-		Address:        r.Address,
+		Address:        or(r.Address, c.Value(r.AddressRange), ""),
 		KnownHostsFile: c.path("known_hosts_file", r.KnownHostsFile, r.KnownHostsFileRange, base),
-		DefaultAccount: r.DefaultAccount,
+		DefaultAccount: or(r.DefaultAccount, c.Value(r.DefaultAccountRange), ""),
 		MaxParallel:    c.within("max_parallel", r.MaxParallel, r.MaxParallelRange, DefaultMaxParallel, 1, 1024),
 		Accounts:       map[string]*Account{},
 	}
@@ -85,13 +85,13 @@ func (c *checker) account(cfg *Config, t *Target, ra *rawAccount, base string) {
 	c.require(set(ra.CredentialRange), ra.DefRange, fmt.Sprintf("target %q account %q: credential", t.Name, ra.Name))
 	a := &Account{
 		Name:        ra.Name,
-		Credential:  ra.Credential,
+		Credential:  or(ra.Credential, c.Value(ra.CredentialRange), ""),
 		Approval:    approvals.ModeCall,
 		MaxTimeout:  c.duration("max_timeout", ra.MaxTimeout, ra.MaxTimeoutRange, DefaultMaxTimeout, 24*time.Hour),
-		Output:      OutputPolicy(or(ra.Output, c.given(ra.OutputRange), string(OutputFull))),
+		Output:      OutputPolicy(or(ra.Output, c.Value(ra.OutputRange), string(OutputFull))),
 		MaxStdin:    c.size(ra.MaxStdin, DefaultMaxStdin, 0, MaxStdinLimit),
 		MaxTransfer: c.size(ra.MaxXfer, DefaultMaxTransfer, 0, MaxTransferLimit),
-		OnSecret:    or(ra.OnSecret, c.given(ra.OnSecretRange), OnSecretRedact),
+		OnSecret:    or(ra.OnSecret, c.Value(ra.OnSecretRange), OnSecretRedact),
 	}
 	if a.OnSecret != OnSecretRedact && a.OnSecret != OnSecretRefuse {
 		c.Errorf(ra.OnSecretRange, `target %q account %q: on_secret must be "redact" or "refuse"`, t.Name, ra.Name)
@@ -120,7 +120,7 @@ func (c *checker) account(cfg *Config, t *Target, ra *rawAccount, base string) {
 	if _, ok := cfg.Credentials[a.Credential]; !ok && set(ra.CredentialRange) {
 		c.Errorf(ra.CredentialRange, "target %q account %q: no credential %q is defined (defined: %s)", t.Name, ra.Name, a.Credential, names(cfg.Credentials))
 	}
-	if c.given(ra.ApprovalRange) {
+	if c.Value(ra.ApprovalRange) {
 		if m, err := approvals.ParseMode(ra.Approval); err == nil {
 			a.Approval = m
 		} else {
@@ -141,7 +141,7 @@ func (c *checker) account(cfg *Config, t *Target, ra *rawAccount, base string) {
 // at most sshexec.MaxHops jump hosts on the way.
 func (c *checker) via(cfg *Config, r *rawTarget) {
 	t := cfg.Targets[r.Name]
-	if !c.given(r.ViaRange) || t == nil || t.Name != r.Name {
+	if !c.Value(r.ViaRange) || t == nil || t.Name != r.Name {
 		return
 	}
 	v := r.Via
@@ -213,7 +213,7 @@ func (c *checker) policy(a *Account, ra *rawAccount, target string) {
 			}
 		}
 	}
-	if c.given(ra.MaxGrantRange) && ra.MaxGrant != "0" {
+	if c.Value(ra.MaxGrantRange) && ra.MaxGrant != "0" {
 		a.MaxGrant = c.duration("max_grant", ra.MaxGrant, ra.MaxGrantRange, 0, MaxGrantLimit)
 	}
 	if ra.Quota != nil {

@@ -116,7 +116,7 @@ func (c *checker) size(a *hcl.Attribute, def, min, max int64) int64 {
 // duration parses a duration written as a string ("90s", "10m", "1h30m"),
 // the attribute name at r; def when it is not set.
 func (c *checker) duration(name, s string, r hcl.Range, def, max time.Duration) time.Duration {
-	if !c.given(r) {
+	if !c.Value(r) {
 		return def
 	}
 	d, err := time.ParseDuration(s)
@@ -134,7 +134,7 @@ func (c *checker) duration(name, s string, r hcl.Range, def, max time.Duration) 
 // path is the file the attribute name at r names, made absolute against
 // base; "" when it is not set.
 func (c *checker) path(name, s string, r hcl.Range, base string) string {
-	if !c.given(r) {
+	if !c.Value(r) {
 		return ""
 	}
 	if s == "" {
@@ -150,7 +150,7 @@ func (c *checker) path(name, s string, r hcl.Range, base string) string {
 // within is i, the attribute name at r, when it is from min to max; def
 // when it is not set or out of bounds (a problem).
 func (c *checker) within(name string, i int, r hcl.Range, def, min, max int) int {
-	if !c.given(r) {
+	if !c.Value(r) {
 		return def
 	}
 	if i < min || i > max {
