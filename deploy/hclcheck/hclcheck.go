@@ -43,6 +43,46 @@ func Text(prefix string, problems []Problem) string {
 type Collector struct {
 	File     string
 	Problems []Problem
+
+	// held are the problems of attributes' values not said yet, by where
+	// each attribute starts; bad the attributes whose value is unusable.
+	held map[hcl.Pos]hcl.Diagnostics
+	bad  map[hcl.Pos]bool
+}
+
+// Hold keeps problems of attributes' values (DecodeBody's Values), by
+// where each attribute starts, to say them where the checks read the
+// attribute (Value): in the order a check of each attribute by hand
+// would have said them.
+func (c *Collector) Hold(values map[hcl.Pos]hcl.Diagnostics) {
+	if c.held == nil {
+		c.held, c.bad = map[hcl.Pos]hcl.Diagnostics{}, map[hcl.Pos]bool{}
+	}
+	for at, diags := range values {
+		c.held[at] = append(c.held[at], diags...)
+	}
+}
+
+// Value says the held problems of the attribute at r, once, and reports
+// whether the attribute is set and its value usable.
+func (c *Collector) Value(r hcl.Range) bool {
+	if diags, ok := c.held[r.Start]; ok {
+		c.Diags(diags)
+		delete(c.held, r.Start)
+		c.bad[r.Start] = true
+	}
+	return Set(r) && !c.bad[r.Start]
+}
+
+// SayHeld says the problems still held, in the order of the file.
+func (c *Collector) SayHeld() {
+	var diags hcl.Diagnostics
+	for _, d := range c.held {
+		diags = append(diags, d...)
+	}
+	clear(c.held)
+	SortDiags(diags)
+	c.Diags(diags)
 }
 
 // Failed reports whether any problem was found.

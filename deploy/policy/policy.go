@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclparse"
 
 	"github.com/airlockgw/airlock/deploy/hclcheck"
@@ -159,19 +158,23 @@ func Load(path string) (*Policy, error) {
 	return Parse(src, path)
 }
 
-// The policy file's schema, decoded with gohcl. Attributes are kept as
-// *hcl.Attribute so that every problem can name its line.
+// The policy file's schema, decoded with gohcl: every attribute with its
+// place beside it (attr_range: a zero range when it is not set).
 type fileBody struct {
-	LogFile  *hcl.Attribute `hcl:"log_file,optional"`
-	Verbs    []verbBody     `hcl:"verb,block"`
-	Transfer *transferBody  `hcl:"transfer,block"`
+	LogFile      string        `hcl:"log_file,optional"`
+	LogFileRange hcl.Range     `hcl:"log_file,attr_range"`
+	Verbs        []verbBody    `hcl:"verb,block"`
+	Transfer     *transferBody `hcl:"transfer,block"`
 }
 
 type transferBody struct {
-	PutUnder *hcl.Attribute `hcl:"put_under,optional"`
-	GetUnder *hcl.Attribute `hcl:"get_under,optional"`
-	MaxSize  *hcl.Attribute `hcl:"max_size,optional"`
-	DefRange hcl.Range      `hcl:",def_range"`
+	PutUnder      []string  `hcl:"put_under,optional"`
+	PutUnderRange hcl.Range `hcl:"put_under,attr_range"`
+	GetUnder      []string  `hcl:"get_under,optional"`
+	GetUnderRange hcl.Range `hcl:"get_under,attr_range"`
+	MaxSize       string    `hcl:"max_size,optional"`
+	MaxSizeRange  hcl.Range `hcl:"max_size,attr_range"`
+	DefRange      hcl.Range `hcl:",def_range"`
 }
 
 // Transfer is the transfer block: the built-in put and get verbs, which
@@ -188,26 +191,39 @@ type Transfer struct {
 // DefaultTransferMax is transfer.max_size when it is not set.
 const DefaultTransferMax = 64 << 20
 
+// verbBody is a verb block. argv is required, but optional to gohcl so
+// that a missing one is said in the policy's words.
 type verbBody struct {
-	Name     string         `hcl:"name,label"`
-	Argv     *hcl.Attribute `hcl:"argv"`
-	Timeout  *hcl.Attribute `hcl:"timeout,optional"`
-	RunAs    *hcl.Attribute `hcl:"run_as,optional"`
-	Dir      *hcl.Attribute `hcl:"dir,optional"`
-	Env      *hcl.Attribute `hcl:"env,optional"`
-	Class    *hcl.Attribute `hcl:"class,optional"`
-	Params   []paramBody    `hcl:"param,block"`
-	DefRange hcl.Range      `hcl:",def_range"`
+	Name         string      `hcl:"name,label"`
+	Argv         []string    `hcl:"argv,optional"`
+	ArgvRange    hcl.Range   `hcl:"argv,attr_range"`
+	Timeout      string      `hcl:"timeout,optional"`
+	TimeoutRange hcl.Range   `hcl:"timeout,attr_range"`
+	RunAs        string      `hcl:"run_as,optional"`
+	RunAsRange   hcl.Range   `hcl:"run_as,attr_range"`
+	Dir          string      `hcl:"dir,optional"`
+	DirRange     hcl.Range   `hcl:"dir,attr_range"`
+	Env          []string    `hcl:"env,optional"`
+	EnvRange     hcl.Range   `hcl:"env,attr_range"`
+	Class        string      `hcl:"class,optional"`
+	ClassRange   hcl.Range   `hcl:"class,attr_range"`
+	Params       []paramBody `hcl:"param,block"`
+	DefRange     hcl.Range   `hcl:",def_range"`
 }
 
 type paramBody struct {
-	Name        string         `hcl:"name,label"`
-	Enum        *hcl.Attribute `hcl:"enum,optional"`
-	Regex       *hcl.Attribute `hcl:"regex,optional"`
-	Int         *hcl.Attribute `hcl:"int,optional"`
-	PathUnder   *hcl.Attribute `hcl:"path_under,optional"`
-	LeadingDash *hcl.Attribute `hcl:"leading_dash,optional"`
-	DefRange    hcl.Range      `hcl:",def_range"`
+	Name             string    `hcl:"name,label"`
+	Enum             []string  `hcl:"enum,optional"`
+	EnumRange        hcl.Range `hcl:"enum,attr_range"`
+	Regex            string    `hcl:"regex,optional"`
+	RegexRange       hcl.Range `hcl:"regex,attr_range"`
+	Int              []int64   `hcl:"int,optional"`
+	IntRange         hcl.Range `hcl:"int,attr_range"`
+	PathUnder        string    `hcl:"path_under,optional"`
+	PathUnderRange   hcl.Range `hcl:"path_under,attr_range"`
+	LeadingDash      bool      `hcl:"leading_dash,optional"`
+	LeadingDashRange hcl.Range `hcl:"leading_dash,attr_range"`
+	DefRange         hcl.Range `hcl:",def_range"`
 }
 
 var (
@@ -239,15 +255,18 @@ func Parse(src []byte, name string) (*Policy, error) {
 		return nil, c.err()
 	}
 	var body fileBody
-	if diags := gohcl.DecodeBody(f.Body, nil, &body); diags.HasErrors() {
-		c.Diags(diags)
+	d := hclcheck.DecodeBody(f.Body, &body)
+	if len(d.Structure) > 0 {
+		c.Diags(d.Structure)
 		return nil, c.err()
 	}
+	c.Hold(d.Values)
 	p := &Policy{File: name, Reaper: DefaultReaper, byName: map[string]*Verb{}}
-	if body.LogFile != nil {
-		p.LogFile = c.str(body.LogFile)
+	if hclcheck.Set(body.LogFileRange) {
+		c.Value(body.LogFileRange)
+		p.LogFile = body.LogFile
 		if p.LogFile != "" && !isCleanAbs(p.LogFile) {
-			c.Errorf(body.LogFile.Range, "log_file %q must be an absolute, clean path", p.LogFile)
+			c.Errorf(body.LogFileRange, "log_file %q must be an absolute, clean path", p.LogFile)
 		}
 	}
 	for i := range body.Verbs {
@@ -270,6 +289,7 @@ func Parse(src []byte, name string) (*Policy, error) {
 			}
 		}
 	}
+	c.SayHeld()
 	if len(body.Verbs) == 0 && body.Transfer == nil {
 		c.Problems = append(c.Problems, Problem{File: name, Line: 1, Message: "no verb blocks: every request would be refused"})
 	}
@@ -303,26 +323,27 @@ func (c *collector) verb(b *verbBody) *Verb {
 		v.Params = append(v.Params, prm)
 	}
 	used := map[string]bool{}
-	if b.Argv == nil {
+	if !hclcheck.Set(b.ArgvRange) {
 		c.Errorf(b.DefRange, "verb %q: argv is required", b.Name)
 	} else {
-		v.Argv = c.strList(b.Argv)
+		c.Value(b.ArgvRange)
+		v.Argv = b.Argv
 	}
 	switch {
-	case b.Argv == nil:
+	case !hclcheck.Set(b.ArgvRange):
 	case len(v.Argv) == 0:
-		c.Errorf(b.Argv.Range, "verb %q: argv is empty", b.Name)
+		c.Errorf(b.ArgvRange, "verb %q: argv is empty", b.Name)
 	case !isCleanAbs(v.Argv[0]) || strings.ContainsAny(v.Argv[0], "{}"):
-		c.Errorf(b.Argv.Range, "verb %q: argv[0] %q must be a fixed absolute, clean path (no PATH lookup, no parameters)", b.Name, v.Argv[0])
+		c.Errorf(b.ArgvRange, "verb %q: argv[0] %q must be a fixed absolute, clean path (no PATH lookup, no parameters)", b.Name, v.Argv[0])
 	}
 	for i, el := range v.Argv {
 		if !safeText(el) {
-			c.Errorf(b.Argv.Range, "verb %q: argv[%d] holds a control character", b.Name, i)
+			c.Errorf(b.ArgvRange, "verb %q: argv[%d] holds a control character", b.Name, i)
 			continue
 		}
 		t, err := parseTemplate(el)
 		if err != nil {
-			c.Errorf(b.Argv.Range, "verb %q: argv[%d] %q: %v", b.Name, i, el, err)
+			c.Errorf(b.ArgvRange, "verb %q: argv[%d] %q: %v", b.Name, i, el, err)
 			continue
 		}
 		for _, part := range t {
@@ -330,7 +351,7 @@ func (c *collector) verb(b *verbBody) *Verb {
 				continue
 			}
 			if params[part.param] == nil {
-				c.Errorf(b.Argv.Range, "verb %q: argv[%d] uses {%s}, which is not a declared param", b.Name, i, part.param)
+				c.Errorf(b.ArgvRange, "verb %q: argv[%d] uses {%s}, which is not a declared param", b.Name, i, part.param)
 			}
 			used[part.param] = true
 		}
@@ -341,44 +362,49 @@ func (c *collector) verb(b *verbBody) *Verb {
 			c.Errorf(b.DefRange, "verb %q: param %q is not used in argv", b.Name, prm.Name)
 		}
 	}
-	if b.Timeout != nil {
-		s := c.str(b.Timeout)
+	if hclcheck.Set(b.TimeoutRange) {
+		c.Value(b.TimeoutRange)
+		s := b.Timeout
 		d, err := time.ParseDuration(s)
 		switch {
 		case err != nil:
-			c.Errorf(b.Timeout.Range, "verb %q: timeout %q is not a duration such as \"30s\" or \"5m\"", b.Name, s)
+			c.Errorf(b.TimeoutRange, "verb %q: timeout %q is not a duration such as \"30s\" or \"5m\"", b.Name, s)
 		case d <= 0 || d > MaxTimeout:
-			c.Errorf(b.Timeout.Range, "verb %q: timeout %s must be above zero and at most %s", b.Name, d, MaxTimeout)
+			c.Errorf(b.TimeoutRange, "verb %q: timeout %s must be above zero and at most %s", b.Name, d, MaxTimeout)
 		default:
 			v.Timeout = d
 		}
 	}
-	if b.RunAs != nil {
-		v.RunAs = c.str(b.RunAs)
+	if hclcheck.Set(b.RunAsRange) {
+		c.Value(b.RunAsRange)
+		v.RunAs = b.RunAs
 		if !userNameRE.MatchString(v.RunAs) {
-			c.Errorf(b.RunAs.Range, "verb %q: run_as %q is not a user name", b.Name, v.RunAs)
+			c.Errorf(b.RunAsRange, "verb %q: run_as %q is not a user name", b.Name, v.RunAs)
 		}
 	}
-	if b.Dir != nil {
-		v.Dir = c.str(b.Dir)
+	if hclcheck.Set(b.DirRange) {
+		c.Value(b.DirRange)
+		v.Dir = b.Dir
 		if !isCleanAbs(v.Dir) {
-			c.Errorf(b.Dir.Range, "verb %q: dir %q must be an absolute, clean path", b.Name, v.Dir)
+			c.Errorf(b.DirRange, "verb %q: dir %q must be an absolute, clean path", b.Name, v.Dir)
 		}
 	}
-	if b.Class != nil {
-		v.Class = c.str(b.Class)
+	if hclcheck.Set(b.ClassRange) {
+		c.Value(b.ClassRange)
+		v.Class = b.Class
 		if !slices.Contains(ClassNames, v.Class) {
-			c.Errorf(b.Class.Range, "verb %q: class %q is not one of %s", b.Name, v.Class, strings.Join(ClassNames, ", "))
+			c.Errorf(b.ClassRange, "verb %q: class %q is not one of %s", b.Name, v.Class, strings.Join(ClassNames, ", "))
 		}
 	}
-	if b.Env != nil {
-		v.Env = c.strList(b.Env)
+	if hclcheck.Set(b.EnvRange) {
+		c.Value(b.EnvRange)
+		v.Env = b.Env
 		for _, n := range v.Env {
 			switch {
 			case !envNameRE.MatchString(n):
-				c.Errorf(b.Env.Range, "verb %q: env %q is not a variable name", b.Name, n)
+				c.Errorf(b.EnvRange, "verb %q: env %q is not a variable name", b.Name, n)
 			case deniedEnv[n] || strings.HasPrefix(n, "LD_"):
-				c.Errorf(b.Env.Range, "verb %q: env %q may not be passed through (PATH is fixed; loader and shell start-up variables are refused)", b.Name, n)
+				c.Errorf(b.EnvRange, "verb %q: env %q may not be passed through (PATH is fixed; loader and shell start-up variables are refused)", b.Name, n)
 			}
 		}
 	}
@@ -395,15 +421,14 @@ var sizeRE = regexp.MustCompile(`^([0-9]+)(B|KiB|MiB|GiB)?$`)
 func (c *collector) transfer(b *transferBody) *Transfer {
 	t := &Transfer{MaxSize: DefaultTransferMax}
 	for _, d := range []struct {
-		a   *hcl.Attribute
-		dst *[]string
-	}{{b.PutUnder, &t.PutUnder}, {b.GetUnder, &t.GetUnder}} {
-		if d.a == nil {
-			continue
-		}
-		for _, p := range c.strList(d.a) {
+		dirs []string
+		at   hcl.Range
+		dst  *[]string
+	}{{b.PutUnder, b.PutUnderRange, &t.PutUnder}, {b.GetUnder, b.GetUnderRange, &t.GetUnder}} {
+		c.Value(d.at)
+		for _, p := range d.dirs {
 			if !isCleanAbs(p) || p == "/" {
-				c.Errorf(d.a.Range, "transfer: %q must be an absolute, clean directory other than /", p)
+				c.Errorf(d.at, "transfer: %q must be an absolute, clean directory other than /", p)
 				continue
 			}
 			*d.dst = append(*d.dst, p)
@@ -412,8 +437,9 @@ func (c *collector) transfer(b *transferBody) *Transfer {
 	if len(t.PutUnder) == 0 && len(t.GetUnder) == 0 {
 		c.Errorf(b.DefRange, "transfer: set put_under, get_under or both")
 	}
-	if b.MaxSize != nil {
-		s := c.str(b.MaxSize)
+	if hclcheck.Set(b.MaxSizeRange) {
+		c.Value(b.MaxSizeRange)
+		s := b.MaxSize
 		m := sizeRE.FindStringSubmatch(s)
 		n, err := int64(0), error(nil)
 		if m != nil {
@@ -425,7 +451,7 @@ func (c *collector) transfer(b *transferBody) *Transfer {
 			n <<= shift
 		}
 		if m == nil || err != nil || n <= 0 {
-			c.Errorf(b.MaxSize.Range, "transfer: max_size %q must be a size such as \"64MiB\" (at most 1 TiB)", s)
+			c.Errorf(b.MaxSizeRange, "transfer: max_size %q must be a size such as \"64MiB\" (at most 1 TiB)", s)
 		} else {
 			t.MaxSize = n
 		}
@@ -440,55 +466,56 @@ func (c *collector) param(b *paramBody) *Param {
 		c.Errorf(b.DefRange, "param name %q: use lower-case letters, digits and '_'", b.Name)
 	}
 	var kinds []string
-	if b.Enum != nil {
+	if hclcheck.Set(b.EnumRange) {
+		c.Value(b.EnumRange)
 		kinds = append(kinds, "enum")
 		p.Kind = Enum
-		p.Values = c.strList(b.Enum)
+		p.Values = b.Enum
 		if len(p.Values) == 0 {
-			c.Errorf(b.Enum.Range, "param %q: enum is empty", b.Name)
+			c.Errorf(b.EnumRange, "param %q: enum is empty", b.Name)
 		}
 		for _, v := range p.Values {
 			if !safeText(v) {
-				c.Errorf(b.Enum.Range, "param %q: enum value %q holds a control character", b.Name, v)
+				c.Errorf(b.EnumRange, "param %q: enum value %q holds a control character", b.Name, v)
 			}
 		}
 	}
-	if b.Regex != nil {
+	if hclcheck.Set(b.RegexRange) {
+		c.Value(b.RegexRange)
 		kinds = append(kinds, "regex")
 		p.Kind = Regex
-		p.Pattern = c.str(b.Regex)
+		p.Pattern = b.Regex
 		re, err := regexp.Compile(`^(?:` + p.Pattern + `)$`)
 		if err != nil {
-			c.Errorf(b.Regex.Range, "param %q: regex: %v", b.Name, err)
+			c.Errorf(b.RegexRange, "param %q: regex: %v", b.Name, err)
 		}
 		p.re = re
 	}
-	if b.Int != nil {
+	if hclcheck.Set(b.IntRange) {
 		kinds = append(kinds, "int")
 		p.Kind = Int
-		var bounds []int64
-		if diags := gohcl.DecodeExpression(b.Int.Expr, nil, &bounds); diags.HasErrors() {
-			c.Diags(diags)
-		} else if len(bounds) != 2 || bounds[0] > bounds[1] {
-			c.Errorf(b.Int.Range, "param %q: int must be [min, max] with min <= max", b.Name)
-		} else {
-			p.Min, p.Max = bounds[0], bounds[1]
+		switch {
+		case !c.Value(b.IntRange): // no list of two numbers, said
+		case len(b.Int) != 2 || b.Int[0] > b.Int[1]:
+			c.Errorf(b.IntRange, "param %q: int must be [min, max] with min <= max", b.Name)
+		default:
+			p.Min, p.Max = b.Int[0], b.Int[1]
 		}
 	}
-	if b.PathUnder != nil {
+	if hclcheck.Set(b.PathUnderRange) {
+		c.Value(b.PathUnderRange)
 		kinds = append(kinds, "path_under")
 		p.Kind = PathUnder
-		p.Under = c.str(b.PathUnder)
+		p.Under = b.PathUnder
 		if !isCleanAbs(p.Under) || p.Under == "/" {
-			c.Errorf(b.PathUnder.Range, "param %q: path_under %q must be an absolute, clean path other than /", b.Name, p.Under)
+			c.Errorf(b.PathUnderRange, "param %q: path_under %q must be an absolute, clean path other than /", b.Name, p.Under)
 		}
 	}
-	if b.LeadingDash != nil {
-		if diags := gohcl.DecodeExpression(b.LeadingDash.Expr, nil, &p.LeadingDash); diags.HasErrors() {
-			c.Diags(diags)
-		}
+	if hclcheck.Set(b.LeadingDashRange) {
+		c.Value(b.LeadingDashRange)
+		p.LeadingDash = b.LeadingDash
 		if p.Kind != Regex {
-			c.Errorf(b.LeadingDash.Range, "param %q: leading_dash applies to regex params only", b.Name)
+			c.Errorf(b.LeadingDashRange, "param %q: leading_dash applies to regex params only", b.Name)
 		}
 	}
 	if len(kinds) != 1 {
@@ -593,18 +620,6 @@ func isCleanAbs(p string) bool {
 // collector gathers problems with their lines.
 type collector struct {
 	hclcheck.Collector
-}
-
-func (c *collector) str(a *hcl.Attribute) string {
-	var s string
-	c.Decode(a, &s)
-	return s
-}
-
-func (c *collector) strList(a *hcl.Attribute) []string {
-	var l []string
-	c.Decode(a, &l)
-	return l
 }
 
 func (c *collector) err() error {
