@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,10 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 
-	"github.com/airlockgw/airlock/approvals"
-	"github.com/airlockgw/airlock/auditchain"
 	"github.com/airlockgw/airlock/deploy/sqldb"
 	"github.com/airlockgw/airlock/gateway/engine"
 )
@@ -101,78 +97,26 @@ func storageMigrate(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// moveStateDir copies a stopped SQLite gateway's state into db, verifying
-// the audit log before and after.
+// moveStateDir copies a stopped SQLite gateway's state into db
+// (engine.MoveStateDir), saying what each step did.
 func moveStateDir(ctx context.Context, dir string, db *sqldb.DB, stdout io.Writer) error {
 	auditDB := filepath.Join(dir, "audit.db")
-	if _, err := os.Stat(auditDB); err != nil {
-		return fmt.Errorf("--from %s: no audit log there (%v)", dir, err)
-	}
-	// The running gateway holds this lock: never copy a log being written.
-	lock, err := os.OpenFile(auditDB+".lock", os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return err
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		return fmt.Errorf("a gateway runs on %s: stop it first", dir)
-	}
-	vkeyFile := filepath.Join(dir, "keys", "checkpoint.vkey")
-	vkey, err := os.ReadFile(vkeyFile)
-	if err != nil {
-		return fmt.Errorf("the verifier key: %w", err)
-	}
-	key, err := auditchain.ParseVerifierKey(strings.TrimSpace(string(vkey)))
-	if err != nil {
-		return fmt.Errorf("%s: %w", vkeyFile, err)
-	}
-	var trusted []auditchain.TrustedNote
-	if notes, err := auditchain.ReadTrustedNotes(filepath.Join(dir, "checkpoints.log")); err == nil {
-		trusted = notes
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	before, err := auditchain.Verify(ctx, auditchain.VerifyOptions{Path: auditDB, Key: key, Trusted: trusted})
-	if err != nil {
-		return fmt.Errorf("verify %s: %w", auditDB, err)
-	}
-	if !before.Intact() {
-		d := before.First()
-		return fmt.Errorf("%s is damaged (%s at seq %d: %s): nothing was copied; run airlock audit verify", auditDB, d.Kind, d.Seq, d.Detail)
-	}
-	fmt.Fprintf(stdout, "verified %s: %s, %s\n", auditDB, count(int(before.Entries), "entry"), count(before.Checkpoints, "checkpoint"))
-	n, err := auditchain.ImportSQLite(ctx, auditDB, db, strings.TrimSpace(string(vkey)))
-	if err != nil {
-		return err
-	}
-	after, err := auditchain.Verify(ctx, auditchain.VerifyOptions{DB: db, Key: key, Trusted: trusted})
-	if err != nil {
-		return fmt.Errorf("verify the copy: %w", err)
-	}
-	if !after.Intact() || after.Entries != before.Entries || after.Checkpoints != before.Checkpoints {
-		return fmt.Errorf("the copy does not verify as the original did (%d entries, %d checkpoints, damage %+v): leave the storage block out and keep using %s", after.Entries, after.Checkpoints, after.First(), dir)
-	}
-	fmt.Fprintf(stdout, "copied the audit log: %s, verified again from the database\n", count(int(n), "entry"))
-	if stateDB := filepath.Join(dir, "state.db"); exists(stateDB) {
-		counts, err := approvals.ImportSQLite(ctx, stateDB, db)
-		if err != nil {
-			return err
+	err := engine.MoveStateDir(ctx, dir, db, func(p engine.MoveProgress) {
+		switch p.Step {
+		case engine.MoveVerified:
+			fmt.Fprintf(stdout, "verified %s: %s, %s\n", auditDB, count(int(p.Entries), "entry"), count(p.Checkpoints, "checkpoint"))
+		case engine.MoveLog:
+			fmt.Fprintf(stdout, "copied the audit log: %s, verified again from the database\n", count(int(p.Entries), "entry"))
+		case engine.MoveState:
+			fmt.Fprintf(stdout, "copied the state: %s, %s, %s, %s\n", count(int(p.State["runs"]), "run"), count(int(p.State["requests"]), "approval request"),
+				count(int(p.State["reviewers"]), "reviewer"), count(int(p.State["agents"]), "agent token"))
+		case engine.MoveOutputs:
+			fmt.Fprintf(stdout, "copied the outputs: %s\n", count(int(p.Blobs), "blob"))
 		}
-		fmt.Fprintf(stdout, "copied the state: %s, %s, %s, %s\n", count(int(counts["runs"]), "run"), count(int(counts["requests"]), "approval request"),
-			count(int(counts["reviewers"]), "reviewer"), count(int(counts["agents"]), "agent token"))
-	}
-	if outDB := filepath.Join(dir, "outputs.db"); exists(outDB) {
-		n, err := auditchain.ImportOutputs(ctx, outDB, db)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "copied the outputs: %s\n", count(int(n), "blob"))
+	})
+	if err != nil {
+		return err
 	}
 	fmt.Fprintf(stdout, "done: add the storage block to the configuration; keep %s (every replica needs a copy)\n", filepath.Join(dir, "keys"))
 	return nil
-}
-
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }
