@@ -8,7 +8,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -128,38 +127,6 @@ func (k Kind) mode() Mode {
 		return ModeRun
 	}
 	return ModeCall
-}
-
-func TestRequestExpiryEdges(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		after   time.Duration
-		wantErr error
-	}{
-		{"just before the deadline", DefaultApprovalTimeout - time.Nanosecond, nil},
-		{"at the deadline", DefaultApprovalTimeout, ErrRequestExpired},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t)
-			ctx := context.Background()
-			rv := e.reviewer("rita")
-			run, _ := e.remoteRun()
-			q, ch := e.authorize(ctx, run.ID, act("call-box", "ls"))
-			e.clock.Advance(tc.after)
-			_, err := e.s.Decide(ctx, rv, q.ID, Decision{Verdict: Approve})
-			if !errors.Is(err, tc.wantErr) {
-				t.Fatalf("Decide: err = %v, want %v", err, tc.wantErr)
-			}
-			o := recv(t, ch)
-			wantStatus := StatusApproved
-			if tc.wantErr != nil {
-				wantStatus = StatusExpired
-			}
-			if o.err != nil || o.res.Status != wantStatus {
-				t.Errorf("Authorize = %+v, %v; want status %v", o.res, o.err, wantStatus)
-			}
-		})
-	}
 }
 
 func TestExpiryByTimerWakesWaiters(t *testing.T) {
@@ -577,25 +544,6 @@ func TestPolicyThroughAuthorize(t *testing.T) {
 	recv(t, ch)
 }
 
-func TestPendingListShape(t *testing.T) {
-	e := newEnv(t)
-	ctx := context.Background()
-	run, _ := e.remoteRun()
-	q, _ := e.authorize(ctx, run.ID, act("call-box", "uname -a"))
-	got, err := e.s.Pending(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []Request{{
-		ID: q.ID, Kind: KindCall, RunID: run.ID, Target: "call-box", Account: "deploy", Command: "uname -a",
-		RequestedAt: e.clock.Now(), ExpiresAt: e.clock.Now().Add(DefaultApprovalTimeout), Requester: "agent",
-		Timeout: time.Minute, Digest: DigestOf(run.ID, act("call-box", "uname -a")), Status: StatusPending,
-	}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Pending (-want +got):\n%s", diff)
-	}
-}
-
 // TestManyWaiters: 1,000 actions of one pending run wait on one request;
 // one decision releases them all.
 func TestManyWaiters(t *testing.T) {
@@ -753,54 +701,6 @@ func TestOpenOptions(t *testing.T) {
 	}
 }
 
-// A request whose only waiting action went away is withdrawn at once,
-// recorded, and deciding it says so; a run request others still wait on
-// stays.
-func TestCancelledActionWithdrawsItsRequest(t *testing.T) {
-	e := newEnv(t)
-	rv := e.reviewer("rita")
-	run, _ := e.remoteRun()
-	ctx, cancel := context.WithCancel(context.Background())
-	q, ch := e.authorize(ctx, run.ID, act("call-box", "reboot"))
-	cancel()
-	if o := recv(t, ch); !errors.Is(o.err, context.Canceled) {
-		t.Fatalf("Authorize: %v", o.err)
-	}
-	got, err := e.s.Request(context.Background(), q.ID)
-	if err != nil || got.Status != StatusWithdrawn {
-		t.Fatalf("request after its action was cancelled: %v %v", got.Status, err)
-	}
-	if _, err := e.s.Decide(context.Background(), rv, q.ID, Decision{Verdict: Approve}); !errors.Is(err, ErrWithdrawn) {
-		t.Errorf("deciding a withdrawn request: %v", err)
-	}
-	e.sink.mu.Lock()
-	last := e.sink.events[len(e.sink.events)-1]
-	e.sink.mu.Unlock()
-	if last.Kind != EventApprovalDecided || last.Request.Status != StatusWithdrawn || last.Request.ID != q.ID {
-		t.Errorf("the withdrawal is not recorded: the last event is %v of %+v", last.Kind, last.Request)
-	}
-
-	// Two actions wait on one run request: the first going leaves it.
-	other, _ := e.remoteRun()
-	ctx1, cancel1 := context.WithCancel(context.Background())
-	rq, ch1 := e.authorize(ctx1, other.ID, act("run-box", "ls"))
-	rq2, ch2 := e.authorize(context.Background(), other.ID, act("run-box", "uptime"))
-	if rq2.ID != rq.ID {
-		t.Fatalf("two run requests %s and %s for one run", rq.ID, rq2.ID)
-	}
-	cancel1()
-	recv(t, ch1)
-	if got, _ := e.s.Request(context.Background(), rq.ID); got.Status != StatusPending {
-		t.Fatalf("run request with a waiter left: %v", got.Status)
-	}
-	if _, err := e.s.Decide(context.Background(), rv, rq.ID, Decision{Verdict: Approve}); err != nil {
-		t.Fatal(err)
-	}
-	if o := recv(t, ch2); o.err != nil || o.res.Status != StatusApproved {
-		t.Errorf("the action still waiting: %+v %v", o.res, o.err)
-	}
-}
-
 // Standard input is part of what a call approval binds: a different
 // input is a different action, and an action without input keeps the
 // digest it always had.
@@ -861,204 +761,5 @@ func TestMigrationFromSchema1(t *testing.T) {
 	got, err := e.s.Request(ctx, q.ID)
 	if err != nil || got.Stdin == nil || *got.Stdin != *a.Stdin || got.AgentReason != "to write f" || got.Digest != DigestOf(run.ID, a) {
 		t.Fatalf("a request with standard input after the migration: %+v %v", got, err)
-	}
-}
-
-// An agent token works until it expires or is revoked, by its hash alone;
-// its limits bind every action of its runs, in call mode too.
-func TestAgentTokens(t *testing.T) {
-	e := newEnv(t)
-	ctx := context.Background()
-	a, tok, err := e.s.AddAgent(ctx, "ci-bot", []Scope{{Target: "run-box"}}, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := e.s.VerifyAgent(ctx, tok)
-	if err != nil || got.ID != a.ID || got.Subject() != "agent:ci-bot/"+string(a.ID) {
-		t.Fatalf("verify: %+v %v", got, err)
-	}
-	raw := []byte(tok.Reveal())
-	i := len(agentTokenPrefix) + idHexLen + 1 // the secret's first character
-	raw[i] = map[bool]byte{true: 'A', false: 'B'}[raw[i] != 'A']
-	wrong := NewSecret(string(raw))
-	if _, err := e.s.VerifyAgent(ctx, wrong); !errors.Is(err, ErrWrongToken) {
-		t.Errorf("a wrong token: %v", err)
-	}
-	run, _, err := e.s.CreateRemote(ctx, RemoteRun{Requester: got.Subject(), Agent: &got})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.s.Authorize(ctx, run.ID, act("call-box", "id"), nil); !errors.Is(err, ErrOutOfScope) {
-		t.Errorf("an action outside the agent's limits: %v, want ErrOutOfScope", err)
-	}
-	e.reopen()
-	if back, _ := e.s.Run(ctx, run.ID); back.AgentID != a.ID || len(back.Limits) != 1 {
-		t.Errorf("the run's agent after a restart: %+v", back)
-	}
-	e.clock.Advance(time.Hour + time.Second)
-	e.clock.Jump(time.Hour + time.Second)
-	if _, err := e.s.VerifyAgent(ctx, tok); !errors.Is(err, ErrAgentNotUsable) {
-		t.Errorf("an expired token: %v", err)
-	}
-	_, tok2, _ := e.s.AddAgent(ctx, "ci-bot", nil, 0)
-	if _, err := e.s.RevokeAgent(ctx, "ci-bot", "operator:root"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.s.VerifyAgent(ctx, tok2); !errors.Is(err, ErrAgentNotUsable) {
-		t.Errorf("a revoked token: %v", err)
-	}
-	if _, err := e.s.RevokeAgent(ctx, "nobody", "operator:root"); !errors.Is(err, ErrUnknownAgent) {
-		t.Errorf("revoking no agent: %v", err)
-	}
-}
-
-// Separation of duties: a reviewer never decides the requests of an
-// identity linked to them — a Unix user, or any token of an agent.
-func TestLinkedIdentitiesCannotDecide(t *testing.T) {
-	e := newEnv(t, func(o *Options) {
-		o.Links = map[string][]string{"Rita": {"user1000", "agent:ci-bot/"}}
-	})
-	ctx := context.Background()
-	rita, bob := e.reviewer("rita"), e.reviewer("bob")
-	agentTree(e.procs)
-	local, err := e.s.ResolveLocal(ctx, Peer{PID: 60, UID: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	agent, _, err := e.s.AddAgent(ctx, "ci-bot", nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	remote, _, err := e.s.CreateRemote(ctx, RemoteRun{Requester: agent.Subject(), Agent: &agent})
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, _, _ := e.s.CreateRemote(ctx, RemoteRun{Requester: "agent:other-bot/agt_0123456789abcdef0123456789abcdef"})
-	for _, tc := range []struct {
-		name string
-		run  RunID
-		want error
-	}{
-		{"her own Unix user's agent", local.ID, ErrSelfApproval},
-		{"a token of her agent", remote.ID, ErrSelfApproval},
-		{"another agent", other.ID, nil},
-	} {
-		q, ch := e.authorize(ctx, tc.run, act("call-box", "id"))
-		if _, err := e.s.Decide(ctx, rita, q.ID, Decision{Verdict: Approve}); !errors.Is(err, tc.want) && (tc.want != nil || err != nil) {
-			t.Errorf("%s: rita decides: %v, want %v", tc.name, err, tc.want)
-		}
-		if tc.want != nil {
-			if _, err := e.s.Decide(ctx, bob, q.ID, Decision{Verdict: Deny}); err != nil {
-				t.Errorf("%s: bob decides: %v", tc.name, err)
-			}
-		}
-		recv(t, ch)
-	}
-}
-
-// An account made by single sign-on has no password, keeps the
-// identities its provider links to it until its next login, and is never
-// made over a password account of the same name.
-func TestSSOAccountsAndTheirLinks(t *testing.T) {
-	e := newEnv(t)
-	ctx := context.Background()
-	acc := e.s.Accounts()
-	sofia, err := acc.SSOLogin(ctx, "sofia", "https://idp.example id-1", "sso:https://idp.example", []string{"agent:ci-bot/", "sofia-local"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(e.sink.accounts) != 1 || e.sink.accounts[0].Kind != EventReviewerAdded || e.sink.accounts[0].Reviewer.By != "sso:https://idp.example" {
-		t.Errorf("the first sign-on recorded %+v", e.sink.accounts)
-	}
-	if _, err := acc.Verify(ctx, "sofia", NewSecret("!sso")); !errors.Is(err, ErrBadCredentials) {
-		t.Errorf("a password verified for an sso account: %v", err)
-	}
-	if err := acc.SetPassword(ctx, "sofia", NewSecret("a long enough password"), "test"); !errors.Is(err, ErrSSOAccount) {
-		t.Errorf("a password set for an sso account: %v", err)
-	}
-	e.reviewer("rita") // a password account
-	if _, err := acc.SSOLogin(ctx, "rita", "https://idp.example id-2", "sso:https://idp.example", nil); !errors.Is(err, ErrPasswordAccount) {
-		t.Errorf("sign-on took over a password account: %v", err)
-	}
-
-	agent, _, err := e.s.AddAgent(ctx, "ci-bot", nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, _, err := e.s.CreateRemote(ctx, RemoteRun{Requester: agent.Subject(), Agent: &agent})
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, ch := e.authorize(ctx, run.ID, act("call-box", "id"))
-	if _, err := e.s.Decide(ctx, sofia, q.ID, Decision{Verdict: Approve}); !errors.Is(err, ErrSelfApproval) {
-		t.Errorf("sofia decides for the agent her provider links to her: %v", err)
-	}
-	// Another identity at the provider, or the name in another case,
-	// never takes her account over.
-	for _, c := range []struct{ name, subject string }{{"sofia", "https://idp.example id-666"}, {"Sofia", "https://idp.example id-1"}} {
-		if _, err := acc.SSOLogin(ctx, c.name, c.subject, "sso:https://idp.example", nil); !errors.Is(err, ErrOtherIdentity) {
-			t.Errorf("%s as %s: %v, want ErrOtherIdentity", c.name, c.subject, err)
-		}
-	}
-	// At her next login the provider links nothing: she may decide.
-	sofia, err = acc.SSOLogin(ctx, "sofia", "https://idp.example id-1", "sso:https://idp.example", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.s.Decide(ctx, sofia, q.ID, Decision{Verdict: Deny}); err != nil {
-		t.Errorf("sofia decides once unlinked: %v", err)
-	}
-	recv(t, ch)
-}
-
-// A redacted command: reviewers and records get the redacted text, the
-// digest binds the original, and the original is in the state database
-// only while the request is pending.
-func TestRedactedOriginalOnlyWhilePending(t *testing.T) {
-	e := newEnv(t)
-	ctx := context.Background()
-	rv := e.reviewer("alice")
-	run, _ := e.remoteRun()
-	// On a run-mode account: a redacted command is never covered by a run
-	// approval, it asks on its own.
-	a := act("run-box", "mysql --password=hunter22")
-	a.Shown, a.Redactions = "mysql --password=[redacted:assignment]", []Redaction{{Rule: "assignment", Offset: 17, Length: 8}}
-	q, done := e.authorize(ctx, run.ID, a)
-	if q.Kind != KindCall || q.Command != a.Shown || q.Digest != DigestOf(run.ID, a) || len(q.Redactions) != 1 || q.Redactions[0] != a.Redactions[0] {
-		t.Fatalf("request %+v", q)
-	}
-	if got, err := e.s.Request(ctx, q.ID); err != nil || got.Command != a.Shown || got.Original != "" || len(got.Redactions) != 1 {
-		t.Fatalf("read back: %+v %v", got, err)
-	}
-	if orig, err := e.s.PendingOriginal(ctx, q.ID); err != nil || orig != a.Command {
-		t.Fatalf("PendingOriginal = %q, %v", orig, err)
-	}
-	e.sink.mu.Lock()
-	events := append([]Event(nil), e.sink.events...)
-	e.sink.mu.Unlock()
-	for _, ev := range events {
-		if r := ev.Request; r != nil && strings.Contains(r.Command, "hunter22") {
-			t.Errorf("an event carries the original: %+v", r)
-		}
-	}
-	if _, err := e.s.Decide(ctx, rv, q.ID, Decision{Verdict: Approve}); err != nil {
-		t.Fatal(err)
-	}
-	if o := recv(t, done); o.err != nil || o.res.Status != StatusApproved {
-		t.Fatalf("outcome %+v", o)
-	}
-	if _, err := e.s.PendingOriginal(ctx, q.ID); !errors.Is(err, ErrNoOriginal) {
-		t.Errorf("after the decision: %v, want ErrNoOriginal", err)
-	}
-	// While the store is open (its write-ahead log in use), and after.
-	for _, when := range []string{"open", "closed"} {
-		if when == "closed" {
-			e.s.Close()
-		}
-		for _, f := range []string{e.path, e.path + "-wal"} {
-			if b, err := os.ReadFile(f); err == nil && bytes.Contains(b, []byte("hunter22")) {
-				t.Errorf("%s: %s still holds the original", when, filepath.Base(f))
-			}
-		}
 	}
 }

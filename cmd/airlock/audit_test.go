@@ -17,6 +17,7 @@ import (
 
 	"github.com/airlockgw/airlock/auditchain"
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 // newAuditLog writes a small log into a fresh state dir and returns its
@@ -374,6 +375,28 @@ func TestAuditProveJSONChecks(t *testing.T) {
 	}
 	if c.Size != p.Size || c.Root.String() != p.Root || p.Size <= 7 {
 		t.Errorf("proof for size %d root %s, checkpoint %+v", p.Size, p.Root, c)
+	}
+}
+
+// A stored tree that no longer gives the root of the checkpoint covering
+// the entry proves nothing: prove exits 1 and sends to verify.
+func TestAuditProveRefusesATreeTheCheckpointContradicts(t *testing.T) {
+	o := newAuditLog(t, 12)
+	db, err := sql.Open("sqlite3", "file:"+o.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first checkpoint is of 5 entries; leaf 4 is in entry 0's proof
+	// and in that tree's root.
+	for _, s := range []string{`DROP TRIGGER tree_hashes_no_update`, `UPDATE tree_hashes SET hash = zeroblob(32) WHERE idx = ` + strconv.FormatInt(tlog.StoredHashIndex(0, 4), 10)} {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	db.Close()
+	code, stdout, stderr := runCLI(t, "audit", "prove", "--db", o.Path, "0")
+	if code != exitDamaged || stdout != "" || !strings.Contains(stderr, "signed checkpoint of size 5; run airlock audit verify") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit %d and the checkpoint it contradicts", code, stdout, stderr, exitDamaged)
 	}
 }
 
