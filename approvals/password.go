@@ -73,14 +73,24 @@ func (pw *passwords) acquire(ctx context.Context) (release func(), err error) {
 	}
 }
 
-// verify reports whether p matches the stored hash phc. An empty phc (an
-// unknown name) is verified against a decoy hash, so that it costs what a
-// known name costs; the caller refuses it whatever the result.
+// verify reports whether p matches the stored hash phc. What is not a
+// password hash — "" for an unknown name, an SSO account's marker, a
+// damaged row — is verified against a decoy hash and never matches, so
+// that every refusal costs what a wrong password costs and timing does
+// not tell which names exist or sign on elsewhere.
 func (pw *passwords) verify(p Secret, phc string) bool {
-	if phc == "" {
-		phc = pw.dummy
+	against, real := pw.against(phc)
+	ok := verifyPassword([]byte(p.s), against)
+	return ok && real
+}
+
+// against is the hash verify computes for phc: phc itself when it is a
+// password hash, else the decoy (real false).
+func (pw *passwords) against(phc string) (hash string, real bool) {
+	if _, _, _, err := parsePHC(phc); err != nil {
+		return pw.dummy, false
 	}
-	return verifyPassword([]byte(p.s), phc)
+	return phc, true
 }
 
 func checkPassword(p Secret) error {

@@ -51,6 +51,20 @@ func TestPasswordsDecoyAndWait(t *testing.T) {
 	if !pw.verify(NewSecret("a password of a user"), pw.hash(NewSecret("a password of a user"))) {
 		t.Error("a fresh hash does not verify")
 	}
+	// An SSO account's marker and a damaged row cost an argon2id
+	// computation too, against the decoy: a refusal's timing does not
+	// tell an SSO account from a wrong password.
+	for _, stored := range []string{"", ssoHash, "$argon2id$damaged"} {
+		if h, real := pw.against(stored); h != pw.dummy || real {
+			t.Errorf("verify of %q computes against %q (real %v), want the decoy", stored, h, real)
+		}
+		if pw.verify(NewSecret(stored), stored) {
+			t.Errorf("a password verified against %q", stored)
+		}
+	}
+	if h := pw.hash(NewSecret("a password of a user")); func() bool { got, real := pw.against(h); return got != h || !real }() {
+		t.Error("a password hash is not verified against itself")
+	}
 	var releases []func()
 	for range maxConcurrentVerify {
 		release, err := pw.acquire(context.Background())
