@@ -14,12 +14,8 @@ import (
 	"github.com/airlockgw/airlock/approvals/clocktest"
 	"github.com/airlockgw/airlock/deploy/pgtest"
 	"github.com/airlockgw/airlock/deploy/sqldb"
+	"github.com/airlockgw/airlock/deploy/testkit"
 )
-
-// patience bounds a test's wait for something that must happen. It only
-// turns a hang into a failure: a wait ends as soon as the condition
-// holds, so a busy machine makes the suite slower, never red.
-const patience = time.Minute
 
 // fakeInspector is a process table a test edits: pid reuse and deaths on
 // demand.
@@ -287,7 +283,7 @@ func recv(t *testing.T, ch <-chan outcome) outcome {
 	select {
 	case o := <-ch:
 		return o
-	case <-time.After(patience):
+	case <-time.After(testkit.Patience):
 		t.Fatal("Authorize did not return")
 		return outcome{}
 	}

@@ -5,7 +5,8 @@ import (
 	"os"
 	"runtime"
 	"testing"
-	"time"
+
+	"github.com/airlockgw/airlock/deploy/testkit"
 )
 
 // TestNoGoroutineLeftBehind: waiting, cancelling, expiring and watching
@@ -32,10 +33,7 @@ func TestNoGoroutineLeftBehind(t *testing.T) {
 	if e.opts.DB != nil {
 		e.opts.DB.Close() // the caller's pool, as the engine closes it
 	}
-	deadline := time.Now().Add(patience)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Poll(testkit.Patience, func() bool { return runtime.NumGoroutine() <= before })
 	if n := runtime.NumGoroutine(); n > before {
 		buf := make([]byte, 1<<16)
 		t.Errorf("%d goroutines after Close, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])

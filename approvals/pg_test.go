@@ -7,7 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/airlockgw/airlock/deploy/testkit"
 )
 
 // TestSchemasMatch: the state tables have the same columns, of matching
@@ -154,17 +155,11 @@ func TestLocalRunsStayWithTheirHost(t *testing.T) {
 	}
 	// On its own host, the anchor's exit still ends it.
 	a.procs.kill(100)
-	deadline := time.Now().Add(patience)
-	for {
-		got, _ := a.s.Run(ctx, run.ID)
-		if got.State == RunEnded && got.EndReason == EndAnchorExited {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the anchor's exit did not end the run on its host: %+v", got)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var got Run
+	testkit.Eventually(t, func() bool {
+		got, _ = a.s.Run(ctx, run.ID)
+		return got.State == RunEnded && got.EndReason == EndAnchorExited
+	}, "the anchor's exit did not end the run on its host: %+v", &got)
 }
 
 // A decision whose notification never came (it was committed while the

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlockgw/airlock/deploy/testkit"
 )
 
 // A fake process table:
@@ -377,7 +379,7 @@ func drain(ch chan EventKind) {
 
 func waitKind(t *testing.T, ch <-chan EventKind, want EventKind) {
 	t.Helper()
-	deadline := time.After(patience)
+	deadline := time.After(testkit.Patience)
 	for {
 		select {
 		case k := <-ch:

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/airlockgw/airlock/deploy/testkit"
 )
 
 // settableClock is a wall clock a test can set back; it never moves on
@@ -53,12 +55,7 @@ func TestClockSetBack(t *testing.T) {
 		s := checkpointSizes(t, o)
 		return len(s) > 0 && s[len(s)-1] > ref.Seq
 	}
-	for deadline := time.Now().Add(patience); !covered() && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if !covered() {
-		t.Fatalf("checkpoint sizes %v: none covers entry %d, written after the clock was set back", checkpointSizes(t, o), ref.Seq)
-	}
+	testkit.Eventually(t, covered, "checkpoint sizes %v: none covers entry %d, written after the clock was set back", checkpointSizes(t, o), ref.Seq)
 	closeLog(t, l)
 	v, err := ReadVerifierKey(o.VerifierKeyPath)
 	if err != nil {

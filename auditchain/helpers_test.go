@@ -12,11 +12,6 @@ import (
 	"golang.org/x/mod/sumdb/note"
 )
 
-// patience bounds a test's wait for something that must happen. It only
-// turns a hang into a failure: a wait ends as soon as the condition
-// holds, so a busy machine makes the suite slower, never red.
-const patience = time.Minute
-
 // testClock is a deterministic clock: each call advances one millisecond.
 type testClock struct{ t time.Time }
 

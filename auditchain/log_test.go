@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/airlockgw/airlock/deploy/securefile"
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/go-hclog"
 )
@@ -299,10 +300,7 @@ func TestCheckpointTriggers(t *testing.T) {
 		if _, err := l.Append(context.Background(), sampleEntry(0)); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(patience)
-		for len(checkpointSizes(t, o)) == 0 && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
+		testkit.Poll(testkit.Patience, func() bool { return len(checkpointSizes(t, o)) > 0 })
 		// An idle log does not sign again for its own checkpoint entry.
 		time.Sleep(1500 * time.Millisecond)
 		closeLog(t, l)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/airlockgw/airlock/deploy/pgtest"
 	"github.com/airlockgw/airlock/deploy/sqldb"
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -264,7 +265,7 @@ func TestPostgresRestart(t *testing.T) {
 	if err := c.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	actx, cancel := context.WithTimeout(ctx, patience)
+	actx, cancel := context.WithTimeout(ctx, testkit.Patience)
 	_, err = l.Append(actx, sampleEntry(5))
 	cancel()
 	if err == nil {
@@ -273,16 +274,10 @@ func TestPostgresRestart(t *testing.T) {
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var ok bool
-	for deadline := time.Now().Add(patience); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if _, err := l.Append(ctx, sampleEntry(6)); err == nil {
-			ok = true
-			break
-		}
-	}
-	if !ok {
-		t.Fatal("appends did not resume after PostgreSQL came back")
-	}
+	testkit.EventuallyErr(t, func() error {
+		_, err := l.Append(ctx, sampleEntry(6))
+		return err
+	}, "appends did not resume after PostgreSQL came back")
 	closeLog(t, l)
 	key, _ := ReadVerifierKey(o.VerifierKeyPath)
 	rep, err := Verify(ctx, VerifyOptions{DB: db, Key: key})

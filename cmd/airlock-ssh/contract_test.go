@@ -29,9 +29,6 @@ import (
 // serve` and a real sshd: what the agent gets is the whole output, or it
 // is told what it did not get.
 
-// patience only turns a hang into a failure.
-const patience = 2 * time.Minute
-
 var (
 	sshdOnce sync.Once
 	shared   *sshtest.SSHD
