@@ -304,3 +304,24 @@ func createKey(path, name string) error {
 func ed25519PublicFromSeed(seed []byte) ed25519.PublicKey {
 	return ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey)
 }
+
+// CheckInclusion checks offline that p puts its entry in the tree this
+// checkpoint signed: p is for the checkpoint's size and, from the entry's
+// leaf hash and the audit path, gives the checkpoint's root.
+func (c Checkpoint) CheckInclusion(p InclusionProof) error {
+	if p.Size != c.Size {
+		return fmt.Errorf("auditchain: the proof is for a tree of %d entries, the checkpoint for %d: %w", p.Size, c.Size, errBadProof)
+	}
+	p.Root = c.Root
+	return p.Check()
+}
+
+// CheckConsistency checks offline that p shows the tree of p.Old entries
+// with root p.OldRoot to be a prefix of the tree this checkpoint signed.
+func (c Checkpoint) CheckConsistency(p ConsistencyProof) error {
+	if p.New != c.Size {
+		return fmt.Errorf("auditchain: the proof is for a tree of %d entries, the checkpoint for %d: %w", p.New, c.Size, errBadProof)
+	}
+	p.NewRoot = c.Root
+	return p.Check()
+}

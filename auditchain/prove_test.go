@@ -104,3 +104,67 @@ func TestReportFirstUnvouched(t *testing.T) {
 		})
 	}
 }
+
+// A checkpoint checks a proof offline against its own size and root: the
+// proof's claimed root counts for nothing, a proof for another size is
+// refused, and the trivial consistency of a tree with itself holds.
+func TestCheckpointChecksProofs(t *testing.T) {
+	o := testOptions(t)
+	o.CheckpointEvery = -1
+	buildLog(t, o, 20)
+	ctx := context.Background()
+	r, err := OpenReader(ctx, o.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	root, err := r.TreeHash(ctx, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Checkpoint{Origin: "test", Size: 20, Root: root}
+	inc, err := r.ProveInclusion(ctx, 7, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CheckInclusion(inc); err != nil {
+		t.Errorf("CheckInclusion of a good proof: %v", err)
+	}
+	forged := inc
+	forged.Root[0] ^= 1 // the proof's own root is not what is checked
+	if err := c.CheckInclusion(forged); err != nil {
+		t.Errorf("CheckInclusion took the proof's root instead of the checkpoint's: %v", err)
+	}
+	other := c
+	other.Root[0] ^= 1
+	if err := other.CheckInclusion(inc); err == nil {
+		t.Error("CheckInclusion held under another root")
+	}
+	small, err := r.ProveInclusion(ctx, 7, 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CheckInclusion(small); !errors.Is(err, errBadProof) {
+		t.Errorf("CheckInclusion of a proof for another size: %v", err)
+	}
+	con, err := r.ProveConsistency(ctx, 9, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CheckConsistency(con); err != nil {
+		t.Errorf("CheckConsistency of a good proof: %v", err)
+	}
+	if err := other.CheckConsistency(con); err == nil {
+		t.Error("CheckConsistency held under another root")
+	}
+	if err := c.CheckConsistency(ConsistencyProof{Old: 20, New: 20, OldRoot: root}); err != nil {
+		t.Errorf("a tree is consistent with itself: %v", err)
+	}
+	short, err := r.ProveConsistency(ctx, 9, 15)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CheckConsistency(short); !errors.Is(err, errBadProof) {
+		t.Errorf("CheckConsistency of a proof for another size: %v", err)
+	}
+}

@@ -114,7 +114,7 @@ func auditCheckProof(ctx context.Context, args []string, stdout, stderr io.Write
 		if p.Size != c.Size {
 			return holds(fmt.Sprintf("entry %d", *p.Seq), fmt.Errorf("the proof is for a tree of %d entries, the checkpoint for %d", p.Size, c.Size))
 		}
-		return holds(fmt.Sprintf("entry %d (leaf hash %s) is in the log", *p.Seq, leaf), tlog.CheckRecord(proof, c.Size, c.Root, *p.Seq, leaf))
+		return holds(fmt.Sprintf("entry %d (leaf hash %s) is in the log", *p.Seq, leaf), c.CheckInclusion(auditchain.InclusionProof{Seq: *p.Seq, Size: p.Size, LeafHash: leaf, Proof: proof}))
 	case p.Old != nil:
 		old, err := tlog.ParseHash(p.OldRoot)
 		if err != nil {
@@ -123,7 +123,7 @@ func auditCheckProof(ctx context.Context, args []string, stdout, stderr io.Write
 		if p.New != c.Size {
 			return holds(fmt.Sprintf("the tree of %d is a prefix of the tree of %d", *p.Old, p.New), fmt.Errorf("the checkpoint is for a tree of %d entries, not %d: pass --checkpoint with a note of size %d", c.Size, p.New, p.New))
 		}
-		return holds(fmt.Sprintf("the tree of %d (root %s) is a prefix of the tree of %d", *p.Old, old, p.New), tlog.CheckTree(proof, c.Size, c.Root, *p.Old, old))
+		return holds(fmt.Sprintf("the tree of %d (root %s) is a prefix of the tree of %d", *p.Old, old, p.New), c.CheckConsistency(auditchain.ConsistencyProof{Old: *p.Old, New: p.New, OldRoot: old, Proof: proof}))
 	}
 	return fail("%s holds neither an inclusion proof (seq) nor a consistency proof (old)", pos[0])
 }
