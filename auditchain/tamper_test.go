@@ -240,332 +240,340 @@ type finding struct {
 	Kind DamageKind
 }
 
-func TestTamperCatalogue(t *testing.T) {
-	other := func(i int) Entry {
-		e := sampleEntry(i)
-		e.Fields = append(e.Fields, Str("forged", "yes"))
-		return e
-	}
-	tests := []struct {
-		name         string
-		trusted      bool // verify with checkpoints.log as the outside record
-		dropTriggers bool // leave the append-only triggers dropped
-		tamper       func(t *testing.T, o Options, db *sql.DB)
-		want         *finding // nil: intact
-	}{
-		{name: "untouched", tamper: func(*testing.T, Options, *sql.DB) {}},
-		{name: "untouched with trusted file", trusted: true, tamper: func(*testing.T, Options, *sql.DB) {}},
-		{
-			name:   "one byte of the first leaf",
-			tamper: func(t *testing.T, _ Options, db *sql.DB) { flipLeafByte(t, db, 0) },
-			want:   &finding{0, DamageModified},
+// tamperCase is one way of changing a log behind the gateway's back, and
+// the first damage Verify must report (nil: intact).
+type tamperCase struct {
+	name         string
+	trusted      bool // verify with checkpoints.log as the outside record
+	dropTriggers bool // leave the append-only triggers dropped
+	tamper       func(t *testing.T, o Options, db *sql.DB)
+	want         *finding
+}
+
+// forgedEntry is sample entry i with a field the gateway never wrote.
+func forgedEntry(i int) Entry {
+	e := sampleEntry(i)
+	e.Fields = append(e.Fields, Str("forged", "yes"))
+	return e
+}
+
+// tamperCatalogue is every tampering Verify must catch, and where.
+var tamperCatalogue = []tamperCase{
+	{name: "untouched", tamper: func(*testing.T, Options, *sql.DB) {}},
+	{name: "untouched with trusted file", trusted: true, tamper: func(*testing.T, Options, *sql.DB) {}},
+	{
+		name:   "one byte of the first leaf",
+		tamper: func(t *testing.T, _ Options, db *sql.DB) { flipLeafByte(t, db, 0) },
+		want:   &finding{0, DamageModified},
+	},
+	{
+		name:   "one byte of a middle leaf",
+		tamper: func(t *testing.T, _ Options, db *sql.DB) { flipLeafByte(t, db, 25) },
+		want:   &finding{25, DamageModified},
+	},
+	{
+		name:   "one byte of the last leaf",
+		tamper: func(t *testing.T, _ Options, db *sql.DB) { flipLeafByte(t, db, catalogueRows-1) },
+		want:   &finding{catalogueRows - 1, DamageModified},
+	},
+	{
+		name: "leaf hash column only",
+		tamper: func(t *testing.T, _ Options, db *sql.DB) {
+			mustExec(t, db, `UPDATE entries SET leaf_hash = zeroblob(32) WHERE seq = 25`)
 		},
-		{
-			name:   "one byte of a middle leaf",
-			tamper: func(t *testing.T, _ Options, db *sql.DB) { flipLeafByte(t, db, 25) },
-			want:   &finding{25, DamageModified},
+		want: &finding{25, DamageModified},
+	},
+	{
+		name: "chain column only",
+		tamper: func(t *testing.T, _ Options, db *sql.DB) {
+			mustExec(t, db, `UPDATE entries SET chain = zeroblob(32) WHERE seq = 25`)
 		},
-		{
-			name:   "one byte of the last leaf",
-			tamper: func(t *testing.T, _ Options, db *sql.DB) { flipLeafByte(t, db, catalogueRows-1) },
-			want:   &finding{catalogueRows - 1, DamageModified},
+		want: &finding{25, DamageModified},
+	},
+	{
+		name: "stored tree hash only",
+		tamper: func(t *testing.T, _ Options, db *sql.DB) {
+			mustExec(t, db, `UPDATE tree_hashes SET hash = zeroblob(32) WHERE idx = ?`, tlog.StoredHashIndex(0, 25))
 		},
-		{
-			name: "leaf hash column only",
-			tamper: func(t *testing.T, _ Options, db *sql.DB) {
-				mustExec(t, db, `UPDATE entries SET leaf_hash = zeroblob(32) WHERE seq = 25`)
-			},
-			want: &finding{25, DamageModified},
+		want: &finding{25, DamageModified},
+	},
+	{
+		name: "kind column only",
+		tamper: func(t *testing.T, _ Options, db *sql.DB) {
+			mustExec(t, db, `UPDATE entries SET kind = 'token.rotated' WHERE seq = 25`)
 		},
-		{
-			name: "chain column only",
-			tamper: func(t *testing.T, _ Options, db *sql.DB) {
-				mustExec(t, db, `UPDATE entries SET chain = zeroblob(32) WHERE seq = 25`)
-			},
-			want: &finding{25, DamageModified},
+		want: &finding{25, DamageModified},
+	},
+	{
+		name: "leaf changed with its leaf hash recomputed",
+		tamper: func(t *testing.T, _ Options, db *sql.DB) {
+			flipLeafByte(t, db, 25)
+			lh := tlog.RecordHash(readLeaf(t, db, 25))
+			mustExec(t, db, `UPDATE entries SET leaf_hash = ? WHERE seq = 25`, lh[:])
 		},
-		{
-			name: "stored tree hash only",
-			tamper: func(t *testing.T, _ Options, db *sql.DB) {
-				mustExec(t, db, `UPDATE tree_hashes SET hash = zeroblob(32) WHERE idx = ?`, tlog.StoredHashIndex(0, 25))
-			},
-			want: &finding{25, DamageModified},
+		want: &finding{25, DamageModified},
+	},
+	{
+		name: "chain recomputed from the changed row on",
+		tamper: func(t *testing.T, _ Options, db *sql.DB) {
+			flipLeafByte(t, db, 25)
+			rederive(t, db, 25, false)
 		},
-		{
-			name: "kind column only",
-			tamper: func(t *testing.T, _ Options, db *sql.DB) {
-				mustExec(t, db, `UPDATE entries SET kind = 'token.rotated' WHERE seq = 25`)
-			},
-			want: &finding{25, DamageModified},
+		want: &finding{25, DamageModified},
+	},
+	{
+		// Only a checkpoint can see this: the damage lies between the
+		// last checkpoint that verifies (20) and the first that does
+		// not (30).
+		name: "chain and stored tree recomputed",
+		tamper: func(t *testing.T, _ Options, db *sql.DB) {
+			flipLeafByte(t, db, 25)
+			rederive(t, db, 25, true)
 		},
-		{
-			name: "leaf changed with its leaf hash recomputed",
-			tamper: func(t *testing.T, _ Options, db *sql.DB) {
-				flipLeafByte(t, db, 25)
-				lh := tlog.RecordHash(readLeaf(t, db, 25))
-				mustExec(t, db, `UPDATE entries SET leaf_hash = ? WHERE seq = 25`, lh[:])
-			},
-			want: &finding{25, DamageModified},
+		want: &finding{20, DamageFork},
+	},
+	{
+		name:   "middle row deleted",
+		tamper: func(t *testing.T, _ Options, db *sql.DB) { mustExec(t, db, `DELETE FROM entries WHERE seq = 25`) },
+		want:   &finding{25, DamageDeleted},
+	},
+	{
+		name: "middle row deleted, later rows renumbered",
+		tamper: func(t *testing.T, _ Options, db *sql.DB) {
+			mustExec(t, db, `DELETE FROM entries WHERE seq = 25`)
+			shift(t, db, 26, -1)
 		},
-		{
-			name: "chain recomputed from the changed row on",
-			tamper: func(t *testing.T, _ Options, db *sql.DB) {
-				flipLeafByte(t, db, 25)
-				rederive(t, db, 25, false)
-			},
-			want: &finding{25, DamageModified},
+		want: &finding{25, DamageDeleted},
+	},
+	{
+		// Renumbered by someone who knows the format: every later
+		// leaf re-encoded with its new seq, chain and tree
+		// recomputed. The checkpoint entry written after size 30 now
+		// sits at 29: the removal lies after 20, the last checkpoint
+		// that verifies.
+		name:         "middle row deleted, later rows rewritten with their chain and tree",
+		dropTriggers: true,
+		tamper: func(t *testing.T, _ Options, db *sql.DB) {
+			renumberRewritten(t, db, 25)
 		},
-		{
-			// Only a checkpoint can see this: the damage lies between the
-			// last checkpoint that verifies (20) and the first that does
-			// not (30).
-			name: "chain and stored tree recomputed",
-			tamper: func(t *testing.T, _ Options, db *sql.DB) {
-				flipLeafByte(t, db, 25)
-				rederive(t, db, 25, true)
-			},
-			want: &finding{20, DamageFork},
+		want: &finding{20, DamageDeleted},
+	},
+	{
+		name:   "first row deleted",
+		tamper: func(t *testing.T, _ Options, db *sql.DB) { mustExec(t, db, `DELETE FROM entries WHERE seq = 0`) },
+		want:   &finding{0, DamageDeleted},
+	},
+	{
+		name: "first row deleted, later rows renumbered",
+		tamper: func(t *testing.T, _ Options, db *sql.DB) {
+			mustExec(t, db, `DELETE FROM entries WHERE seq = 0`)
+			shift(t, db, 1, -1)
 		},
-		{
-			name:   "middle row deleted",
-			tamper: func(t *testing.T, _ Options, db *sql.DB) { mustExec(t, db, `DELETE FROM entries WHERE seq = 25`) },
-			want:   &finding{25, DamageDeleted},
+		want: &finding{0, DamageDeleted},
+	},
+	{
+		name: "row inserted, later rows renumbered",
+		tamper: func(t *testing.T, _ Options, db *sql.DB) {
+			shift(t, db, 25, 1)
+			insertRow(t, db, rowFor(t, forgedEntry(25), 25, chainAt(t, db, 24)))
 		},
-		{
-			name: "middle row deleted, later rows renumbered",
-			tamper: func(t *testing.T, _ Options, db *sql.DB) {
-				mustExec(t, db, `DELETE FROM entries WHERE seq = 25`)
-				shift(t, db, 26, -1)
-			},
-			want: &finding{25, DamageDeleted},
+		want: &finding{25, DamageInserted},
+	},
+	{
+		name: "two rows swapped",
+		tamper: func(t *testing.T, _ Options, db *sql.DB) {
+			rs := readRows(t, db, 25)[:2]
+			mustExec(t, db, `DELETE FROM entries WHERE seq IN (25, 26)`)
+			rs[0].seq, rs[1].seq = 26, 25
+			insertRow(t, db, rs[0])
+			insertRow(t, db, rs[1])
 		},
-		{
-			// Renumbered by someone who knows the format: every later
-			// leaf re-encoded with its new seq, chain and tree
-			// recomputed. The checkpoint entry written after size 30 now
-			// sits at 29: the removal lies after 20, the last checkpoint
-			// that verifies.
-			name:         "middle row deleted, later rows rewritten with their chain and tree",
-			dropTriggers: true,
-			tamper: func(t *testing.T, _ Options, db *sql.DB) {
-				renumberRewritten(t, db, 25)
-			},
-			want: &finding{20, DamageDeleted},
+		want: &finding{25, DamageReordered},
+	},
+	{
+		name: "two distant rows swapped",
+		tamper: func(t *testing.T, _ Options, db *sql.DB) {
+			a, b := readRows(t, db, 25)[0], readRows(t, db, 33)[0]
+			mustExec(t, db, `DELETE FROM entries WHERE seq IN (25, 33)`)
+			a.seq, b.seq = 33, 25
+			insertRow(t, db, a)
+			insertRow(t, db, b)
 		},
-		{
-			name:   "first row deleted",
-			tamper: func(t *testing.T, _ Options, db *sql.DB) { mustExec(t, db, `DELETE FROM entries WHERE seq = 0`) },
-			want:   &finding{0, DamageDeleted},
+		want: &finding{25, DamageReordered},
+	},
+	{
+		name: "row duplicated, later rows renumbered",
+		tamper: func(t *testing.T, _ Options, db *sql.DB) {
+			r := readRows(t, db, 25)[0]
+			shift(t, db, 26, 1)
+			r.seq = 26
+			insertRow(t, db, r)
 		},
-		{
-			name: "first row deleted, later rows renumbered",
-			tamper: func(t *testing.T, _ Options, db *sql.DB) {
-				mustExec(t, db, `DELETE FROM entries WHERE seq = 0`)
-				shift(t, db, 1, -1)
-			},
-			want: &finding{0, DamageDeleted},
+		want: &finding{26, DamageDuplicated},
+	},
+	{
+		name:   "tail cut inside the last checkpoint",
+		tamper: func(t *testing.T, _ Options, db *sql.DB) { cutTail(t, db, 45, true) },
+		want:   &finding{45, DamageTruncated},
+	},
+	{
+		name:   "tail cut across a checkpoint",
+		tamper: func(t *testing.T, _ Options, db *sql.DB) { cutTail(t, db, 35, true) },
+		want:   &finding{35, DamageTruncated},
+	},
+	{
+		name:   "tail cut, stored tree left",
+		tamper: func(t *testing.T, _ Options, db *sql.DB) { cutTail(t, db, 45, false) },
+		want:   &finding{45, DamageTruncated},
+	},
+	{
+		name:    "tail cut with its checkpoints, caught outside",
+		trusted: true,
+		tamper: func(t *testing.T, _ Options, db *sql.DB) {
+			cutTail(t, db, 35, true)
+			mustExec(t, db, `DELETE FROM checkpoints WHERE size > 35`)
 		},
-		{
-			name: "row inserted, later rows renumbered",
-			tamper: func(t *testing.T, _ Options, db *sql.DB) {
-				shift(t, db, 25, 1)
-				insertRow(t, db, rowFor(t, other(25), 25, chainAt(t, db, 24)))
-			},
-			want: &finding{25, DamageInserted},
-		},
-		{
-			name: "two rows swapped",
-			tamper: func(t *testing.T, _ Options, db *sql.DB) {
-				rs := readRows(t, db, 25)[:2]
-				mustExec(t, db, `DELETE FROM entries WHERE seq IN (25, 26)`)
-				rs[0].seq, rs[1].seq = 26, 25
-				insertRow(t, db, rs[0])
-				insertRow(t, db, rs[1])
-			},
-			want: &finding{25, DamageReordered},
-		},
-		{
-			name: "two distant rows swapped",
-			tamper: func(t *testing.T, _ Options, db *sql.DB) {
-				a, b := readRows(t, db, 25)[0], readRows(t, db, 33)[0]
-				mustExec(t, db, `DELETE FROM entries WHERE seq IN (25, 33)`)
-				a.seq, b.seq = 33, 25
-				insertRow(t, db, a)
-				insertRow(t, db, b)
-			},
-			want: &finding{25, DamageReordered},
-		},
-		{
-			name: "row duplicated, later rows renumbered",
-			tamper: func(t *testing.T, _ Options, db *sql.DB) {
-				r := readRows(t, db, 25)[0]
-				shift(t, db, 26, 1)
-				r.seq = 26
+		want: &finding{35, DamageRolledBack},
+	},
+	{
+		name: "tail cut, other rows appended naively under the same seqs",
+		tamper: func(t *testing.T, _ Options, db *sql.DB) {
+			cutTail(t, db, 35, true)
+			for i := int64(35); i < catalogueRows; i++ {
+				r := rowFor(t, forgedEntry(int(i)), i, [32]byte{})
 				insertRow(t, db, r)
-			},
-			want: &finding{26, DamageDuplicated},
+			}
 		},
-		{
-			name:   "tail cut inside the last checkpoint",
-			tamper: func(t *testing.T, _ Options, db *sql.DB) { cutTail(t, db, 45, true) },
-			want:   &finding{45, DamageTruncated},
+		want: &finding{35, DamageModified},
+	},
+	{
+		// Rebuilt with the right chain and tree, only the checkpoint
+		// at 40 contradicts it; the damage lies after 30.
+		name: "tail cut, other rows appended with chain and tree",
+		tamper: func(t *testing.T, _ Options, db *sql.DB) {
+			cutTail(t, db, 35, true)
+			prev := chainAt(t, db, 34)
+			for i := int64(35); i < catalogueRows; i++ {
+				r := rowFor(t, forgedEntry(int(i)), i, prev)
+				copy(prev[:], r.chainHS)
+				insertRow(t, db, r)
+			}
+			rederive(t, db, 35, true)
 		},
-		{
-			name:   "tail cut across a checkpoint",
-			tamper: func(t *testing.T, _ Options, db *sql.DB) { cutTail(t, db, 35, true) },
-			want:   &finding{35, DamageTruncated},
+		want: &finding{30, DamageFork},
+	},
+	{
+		name: "checkpoint size edited",
+		tamper: func(t *testing.T, _ Options, db *sql.DB) {
+			msg := strings.Replace(string(checkpointNote(t, db, 20)), "\n20\n", "\n19\n", 1)
+			mustExec(t, db, `UPDATE checkpoints SET note = ? WHERE size = 20`, []byte(msg))
 		},
-		{
-			name:   "tail cut, stored tree left",
-			tamper: func(t *testing.T, _ Options, db *sql.DB) { cutTail(t, db, 45, false) },
-			want:   &finding{45, DamageTruncated},
+		want: &finding{-1, DamageBadSignature},
+	},
+	{
+		name: "checkpoint root edited",
+		tamper: func(t *testing.T, _ Options, db *sql.DB) {
+			msg := checkpointNote(t, db, 20)
+			c, err := ParseCheckpoint(string(msg[:strings.Index(string(msg), "\n\n")+1]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			bad := c
+			bad.Root[0] ^= 1
+			out := strings.Replace(string(msg), c.Text(), bad.Text(), 1)
+			mustExec(t, db, `UPDATE checkpoints SET note = ? WHERE size = 20`, []byte(out))
 		},
-		{
-			name:    "tail cut with its checkpoints, caught outside",
-			trusted: true,
-			tamper: func(t *testing.T, _ Options, db *sql.DB) {
-				cutTail(t, db, 35, true)
-				mustExec(t, db, `DELETE FROM checkpoints WHERE size > 35`)
-			},
-			want: &finding{35, DamageRolledBack},
+		want: &finding{-1, DamageBadSignature},
+	},
+	{
+		name: "checkpoint signature edited",
+		tamper: func(t *testing.T, _ Options, db *sql.DB) {
+			msg := string(checkpointNote(t, db, 20))
+			i := strings.LastIndex(msg, " ") + 1
+			sig, err := base64.StdEncoding.DecodeString(strings.TrimSpace(msg[i:]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sig[len(sig)-1] ^= 1 // the Ed25519 signature, not the key hash
+			out := msg[:i] + base64.StdEncoding.EncodeToString(sig) + "\n"
+			mustExec(t, db, `UPDATE checkpoints SET note = ? WHERE size = 20`, []byte(out))
 		},
-		{
-			name: "tail cut, other rows appended naively under the same seqs",
-			tamper: func(t *testing.T, _ Options, db *sql.DB) {
-				cutTail(t, db, 35, true)
-				for i := int64(35); i < catalogueRows; i++ {
-					r := rowFor(t, other(int(i)), i, [32]byte{})
-					insertRow(t, db, r)
-				}
-			},
-			want: &finding{35, DamageModified},
+		want: &finding{-1, DamageBadSignature},
+	},
+	{
+		name: "checkpoint signed by an unknown key",
+		tamper: func(t *testing.T, o Options, db *sql.DB) {
+			skey, _, err := note.GenerateKey(rand.Reader, o.Origin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, _ := note.NewSigner(skey)
+			msg := signCheckpoint(t, s, Checkpoint{o.Origin, 20, treeRoot(t, db, 20)})
+			mustExec(t, db, `UPDATE checkpoints SET note = ? WHERE size = 20`, msg)
 		},
-		{
-			// Rebuilt with the right chain and tree, only the checkpoint
-			// at 40 contradicts it; the damage lies after 30.
-			name: "tail cut, other rows appended with chain and tree",
-			tamper: func(t *testing.T, _ Options, db *sql.DB) {
-				cutTail(t, db, 35, true)
-				prev := chainAt(t, db, 34)
-				for i := int64(35); i < catalogueRows; i++ {
-					r := rowFor(t, other(int(i)), i, prev)
-					copy(prev[:], r.chainHS)
-					insertRow(t, db, r)
-				}
-				rederive(t, db, 35, true)
-			},
-			want: &finding{30, DamageFork},
+		want: &finding{-1, DamageUnknownKey},
+	},
+	{
+		name: "checkpoint for another origin",
+		tamper: func(t *testing.T, o Options, db *sql.DB) {
+			msg := signCheckpoint(t, signerFor(t, o), Checkpoint{"other.test/log", 20, treeRoot(t, db, 20)})
+			mustExec(t, db, `UPDATE checkpoints SET note = ? WHERE size = 20`, msg)
 		},
-		{
-			name: "checkpoint size edited",
-			tamper: func(t *testing.T, _ Options, db *sql.DB) {
-				msg := strings.Replace(string(checkpointNote(t, db, 20)), "\n20\n", "\n19\n", 1)
-				mustExec(t, db, `UPDATE checkpoints SET note = ? WHERE size = 20`, []byte(msg))
-			},
-			want: &finding{-1, DamageBadSignature},
+		want: &finding{-1, DamageWrongOrigin},
+	},
+	{
+		name:   "checkpoint deleted",
+		tamper: func(t *testing.T, _ Options, db *sql.DB) { mustExec(t, db, `DELETE FROM checkpoints WHERE size = 20`) },
+		want:   &finding{-1, DamageCheckpointDeleted},
+	},
+	{
+		name: "checkpoint sizes going backwards",
+		tamper: func(t *testing.T, o Options, db *sql.DB) {
+			msg := signCheckpoint(t, signerFor(t, o), Checkpoint{o.Origin, 15, treeRoot(t, db, 15)})
+			mustExec(t, db, `INSERT INTO checkpoints (size, note) VALUES (15, ?)`, msg)
 		},
-		{
-			name: "checkpoint root edited",
-			tamper: func(t *testing.T, _ Options, db *sql.DB) {
-				msg := checkpointNote(t, db, 20)
-				c, err := ParseCheckpoint(string(msg[:strings.Index(string(msg), "\n\n")+1]))
-				if err != nil {
-					t.Fatal(err)
-				}
-				bad := c
-				bad.Root[0] ^= 1
-				out := strings.Replace(string(msg), c.Text(), bad.Text(), 1)
-				mustExec(t, db, `UPDATE checkpoints SET note = ? WHERE size = 20`, []byte(out))
-			},
-			want: &finding{-1, DamageBadSignature},
+		want: &finding{-1, DamageCheckpointOrder},
+	},
+	{
+		name: "old checkpoint replayed",
+		tamper: func(t *testing.T, _ Options, db *sql.DB) {
+			mustExec(t, db, `INSERT INTO checkpoints (size, note) VALUES (20, ?)`, checkpointNote(t, db, 20))
 		},
-		{
-			name: "checkpoint signature edited",
-			tamper: func(t *testing.T, _ Options, db *sql.DB) {
-				msg := string(checkpointNote(t, db, 20))
-				i := strings.LastIndex(msg, " ") + 1
-				sig, err := base64.StdEncoding.DecodeString(strings.TrimSpace(msg[i:]))
-				if err != nil {
-					t.Fatal(err)
-				}
-				sig[len(sig)-1] ^= 1 // the Ed25519 signature, not the key hash
-				out := msg[:i] + base64.StdEncoding.EncodeToString(sig) + "\n"
-				mustExec(t, db, `UPDATE checkpoints SET note = ? WHERE size = 20`, []byte(out))
-			},
-			want: &finding{-1, DamageBadSignature},
+		want: &finding{-1, DamageReplayed},
+	},
+	{
+		name: "checkpoint size column edited",
+		tamper: func(t *testing.T, _ Options, db *sql.DB) {
+			mustExec(t, db, `UPDATE checkpoints SET size = 21 WHERE size = 20`)
 		},
-		{
-			name: "checkpoint signed by an unknown key",
-			tamper: func(t *testing.T, o Options, db *sql.DB) {
-				skey, _, err := note.GenerateKey(rand.Reader, o.Origin)
-				if err != nil {
-					t.Fatal(err)
-				}
-				s, _ := note.NewSigner(skey)
-				msg := signCheckpoint(t, s, Checkpoint{o.Origin, 20, treeRoot(t, db, 20)})
-				mustExec(t, db, `UPDATE checkpoints SET note = ? WHERE size = 20`, msg)
-			},
-			want: &finding{-1, DamageUnknownKey},
+		want: &finding{-1, DamageMalformed},
+	},
+	{
+		name:         "triggers dropped",
+		dropTriggers: true,
+		tamper:       func(*testing.T, Options, *sql.DB) {},
+		want:         &finding{-1, DamageSchema},
+	},
+	{
+		name: "NULL in a hash column",
+		tamper: func(t *testing.T, _ Options, db *sql.DB) {
+			loosen(t, db)
+			mustExec(t, db, `UPDATE entries SET chain = NULL WHERE seq = 25`)
 		},
-		{
-			name: "checkpoint for another origin",
-			tamper: func(t *testing.T, o Options, db *sql.DB) {
-				msg := signCheckpoint(t, signerFor(t, o), Checkpoint{"other.test/log", 20, treeRoot(t, db, 20)})
-				mustExec(t, db, `UPDATE checkpoints SET note = ? WHERE size = 20`, msg)
-			},
-			want: &finding{-1, DamageWrongOrigin},
+		want: &finding{25, DamageMalformed},
+	},
+	{
+		name: "hash stored as TEXT",
+		tamper: func(t *testing.T, _ Options, db *sql.DB) {
+			loosen(t, db)
+			mustExec(t, db, `UPDATE entries SET leaf_hash = hex(leaf_hash) WHERE seq = 25`)
 		},
-		{
-			name:   "checkpoint deleted",
-			tamper: func(t *testing.T, _ Options, db *sql.DB) { mustExec(t, db, `DELETE FROM checkpoints WHERE size = 20`) },
-			want:   &finding{-1, DamageCheckpointDeleted},
-		},
-		{
-			name: "checkpoint sizes going backwards",
-			tamper: func(t *testing.T, o Options, db *sql.DB) {
-				msg := signCheckpoint(t, signerFor(t, o), Checkpoint{o.Origin, 15, treeRoot(t, db, 15)})
-				mustExec(t, db, `INSERT INTO checkpoints (size, note) VALUES (15, ?)`, msg)
-			},
-			want: &finding{-1, DamageCheckpointOrder},
-		},
-		{
-			name: "old checkpoint replayed",
-			tamper: func(t *testing.T, _ Options, db *sql.DB) {
-				mustExec(t, db, `INSERT INTO checkpoints (size, note) VALUES (20, ?)`, checkpointNote(t, db, 20))
-			},
-			want: &finding{-1, DamageReplayed},
-		},
-		{
-			name: "checkpoint size column edited",
-			tamper: func(t *testing.T, _ Options, db *sql.DB) {
-				mustExec(t, db, `UPDATE checkpoints SET size = 21 WHERE size = 20`)
-			},
-			want: &finding{-1, DamageMalformed},
-		},
-		{
-			name:         "triggers dropped",
-			dropTriggers: true,
-			tamper:       func(*testing.T, Options, *sql.DB) {},
-			want:         &finding{-1, DamageSchema},
-		},
-		{
-			name: "NULL in a hash column",
-			tamper: func(t *testing.T, _ Options, db *sql.DB) {
-				loosen(t, db)
-				mustExec(t, db, `UPDATE entries SET chain = NULL WHERE seq = 25`)
-			},
-			want: &finding{25, DamageMalformed},
-		},
-		{
-			name: "hash stored as TEXT",
-			tamper: func(t *testing.T, _ Options, db *sql.DB) {
-				loosen(t, db)
-				mustExec(t, db, `UPDATE entries SET leaf_hash = hex(leaf_hash) WHERE seq = 25`)
-			},
-			want: &finding{25, DamageMalformed},
-		},
-	}
-	for _, tt := range tests {
+		want: &finding{25, DamageMalformed},
+	},
+}
+
+func TestTamperCatalogue(t *testing.T) {
+	for _, tt := range tamperCatalogue {
 		t.Run(tt.name, func(t *testing.T) {
 			o := testOptions(t)
 			o.CheckpointEvery = 10
