@@ -339,66 +339,70 @@ agent "runner" {
 	}
 }
 
-func TestParseConfigProblems(t *testing.T) {
-	valid := func(extra string) string {
-		return `credential "k" { private_key_file = "/k" }
+// validConfig is a valid configuration with extra appended: its first
+// added line is line 7.
+func validConfig(extra string) string {
+	return `credential "k" { private_key_file = "/k" }
 target "t" {
   address   = "10.0.0.1:22"
   host_keys = ["` + testHostKey + `"]
   account "a" { credential = "k" }
 }
 ` + extra
-	}
-	tests := []struct {
-		name      string
-		src       string
-		wantLines []int
-	}{
-		{"unknown top-level field", "statedir = \"/x\"\n", []int{1}},
-		{"unknown field in a target", `credential "k" { private_key_file = "/k" }
+}
+
+// configProblems are configurations Parse must refuse, with the lines
+// its problems must name.
+var configProblems = []struct {
+	name      string
+	src       string
+	wantLines []int
+}{
+	{"unknown top-level field", "statedir = \"/x\"\n", []int{1}},
+	{"unknown field in a target", `credential "k" { private_key_file = "/k" }
 target "t" {
   adress = "10.0.0.1:22"
   account "a" { credential = "k" }
 }`, []int{3}},
-		{"syntax error", "target \"t\" {\n  address = \n}\n", []int{2}},
-		{"duration not a string", valid("approval {\n  timeout = 120\n}\n"), []int{8}},
-		{"duration garbage", valid("approval {\n  timeout = \"two minutes\"\n}\n"), []int{8}},
-		{"negative duration", valid("approval {\n  run_ttl = \"-1h\"\n}\n"), []int{8}},
-		{"run_ttl over max", valid("approval {\n  run_ttl = \"9h\"\n}\n"), []int{7}},
-		{"no pending request allowed", valid("approval {\n  max_pending_per_run = 0\n}\n"), []int{8}},
-		{"pending cap not a number", valid("approval {\n  max_pending_per_requester = \"many\"\n}\n"), []int{8}},
-		{"non-loopback http without TLS", valid("listen {\n  http = \"10.1.2.3:7422\"\n}\n"), []int{8}},
-		{"every address without allowed_hosts", valid("listen {\n  http = \"0.0.0.0:7422\"\n  tls_cert = \"/c\"\n  tls_key = \"/k\"\n}\n"), []int{7}},
-		{"allowed_hosts with a scheme", valid("listen {\n  allowed_hosts = [\"https://airlock.example.com\"]\n}\n"), []int{8}},
-		{"size over the maximum", valid("mcp {\n  output_budget = \"129KiB\"\n}\n"), []int{8}},
-		{"size under the minimum", valid("mcp {\n  output_budget = 10\n}\n"), []int{8}},
-		{"size with an unknown unit", valid("mcp {\n  output_budget = \"32KB\"\n}\n"), []int{8}},
-		{"size not whole", valid("mcp {\n  output_budget = 1.5\n}\n"), []int{8}},
-		{"size huge", valid("mcp {\n  output_budget = \"99999999999999999999GiB\"\n}\n"), []int{8}},
-		{"reviewer linked to no user name", valid("reviewer \"alice\" {\n  unix_users = [\"al ice\"]\n}\n"), []int{8}},
-		{"reviewer linked to a malformed agent subject", valid("reviewer \"alice\" {\n  agent_subjects = [\"ci\"]\n}\n"), []int{8}},
-		{"reviewer defined twice", valid("reviewer \"alice\" {\n}\nreviewer \"alice\" {\n}\n"), []int{9}},
-		{"agent limit naming no target", valid("agent \"ci\" {\n  limits = [\"nowhere\"]\n}\n"), []int{8}},
-		{"agent limit naming no account", valid("agent \"ci\" {\n  limits = [\"root@t\"]\n}\n"), []int{8}},
-		{"oidc issuer over plain http", valid("agent \"ci\" {\n  oidc {\n    issuer = \"http://idp.example\"\n    audience = \"airlock\"\n  }\n}\n"), []int{9}},
-		{"oidc without an audience", valid("agent \"ci\" {\n  oidc {\n    issuer = \"https://idp.example\"\n  }\n}\n"), []int{8}},
-		{"oidc required claim not a string", valid("agent \"ci\" {\n  oidc {\n    issuer = \"https://idp.example\"\n    audience = \"a\"\n    required_claims = { ref = [\"x\"] }\n  }\n}\n"), []int{11}},
-		{"mtls without a client CA", valid("agent \"ci\" {\n  mtls {\n    subjects = [\"runner\"]\n  }\n}\n"), []int{8}},
-		{"client CA without TLS", valid("listen {\n  client_ca_file = \"/ca.pem\"\n}\n"), []int{8}},
-		{"agent defined twice", valid("agent \"ci\" {\n}\nagent \"ci\" {\n}\n"), []int{9}},
-		{"bad checkpoint_every", valid("audit {\n  checkpoint_every = \"often\"\n}\n"), []int{8}},
-		{"no host keys", `credential "k" { private_key_file = "/k" }
+	{"syntax error", "target \"t\" {\n  address = \n}\n", []int{2}},
+	{"duration not a string", validConfig("approval {\n  timeout = 120\n}\n"), []int{8}},
+	{"duration garbage", validConfig("approval {\n  timeout = \"two minutes\"\n}\n"), []int{8}},
+	{"negative duration", validConfig("approval {\n  run_ttl = \"-1h\"\n}\n"), []int{8}},
+	{"run_ttl over max", validConfig("approval {\n  run_ttl = \"9h\"\n}\n"), []int{7}},
+	{"no pending request allowed", validConfig("approval {\n  max_pending_per_run = 0\n}\n"), []int{8}},
+	{"pending cap not a number", validConfig("approval {\n  max_pending_per_requester = \"many\"\n}\n"), []int{8}},
+	{"non-loopback http without TLS", validConfig("listen {\n  http = \"10.1.2.3:7422\"\n}\n"), []int{8}},
+	{"every address without allowed_hosts", validConfig("listen {\n  http = \"0.0.0.0:7422\"\n  tls_cert = \"/c\"\n  tls_key = \"/k\"\n}\n"), []int{7}},
+	{"allowed_hosts with a scheme", validConfig("listen {\n  allowed_hosts = [\"https://airlock.example.com\"]\n}\n"), []int{8}},
+	{"size over the maximum", validConfig("mcp {\n  output_budget = \"129KiB\"\n}\n"), []int{8}},
+	{"size under the minimum", validConfig("mcp {\n  output_budget = 10\n}\n"), []int{8}},
+	{"size with an unknown unit", validConfig("mcp {\n  output_budget = \"32KB\"\n}\n"), []int{8}},
+	{"size not whole", validConfig("mcp {\n  output_budget = 1.5\n}\n"), []int{8}},
+	{"size huge", validConfig("mcp {\n  output_budget = \"99999999999999999999GiB\"\n}\n"), []int{8}},
+	{"reviewer linked to no user name", validConfig("reviewer \"alice\" {\n  unix_users = [\"al ice\"]\n}\n"), []int{8}},
+	{"reviewer linked to a malformed agent subject", validConfig("reviewer \"alice\" {\n  agent_subjects = [\"ci\"]\n}\n"), []int{8}},
+	{"reviewer defined twice", validConfig("reviewer \"alice\" {\n}\nreviewer \"alice\" {\n}\n"), []int{9}},
+	{"agent limit naming no target", validConfig("agent \"ci\" {\n  limits = [\"nowhere\"]\n}\n"), []int{8}},
+	{"agent limit naming no account", validConfig("agent \"ci\" {\n  limits = [\"root@t\"]\n}\n"), []int{8}},
+	{"oidc issuer over plain http", validConfig("agent \"ci\" {\n  oidc {\n    issuer = \"http://idp.example\"\n    audience = \"airlock\"\n  }\n}\n"), []int{9}},
+	{"oidc without an audience", validConfig("agent \"ci\" {\n  oidc {\n    issuer = \"https://idp.example\"\n  }\n}\n"), []int{8}},
+	{"oidc required claim not a string", validConfig("agent \"ci\" {\n  oidc {\n    issuer = \"https://idp.example\"\n    audience = \"a\"\n    required_claims = { ref = [\"x\"] }\n  }\n}\n"), []int{11}},
+	{"mtls without a client CA", validConfig("agent \"ci\" {\n  mtls {\n    subjects = [\"runner\"]\n  }\n}\n"), []int{8}},
+	{"client CA without TLS", validConfig("listen {\n  client_ca_file = \"/ca.pem\"\n}\n"), []int{8}},
+	{"agent defined twice", validConfig("agent \"ci\" {\n}\nagent \"ci\" {\n}\n"), []int{9}},
+	{"bad checkpoint_every", validConfig("audit {\n  checkpoint_every = \"often\"\n}\n"), []int{8}},
+	{"no host keys", `credential "k" { private_key_file = "/k" }
 target "t" {
   address = "10.0.0.1:22"
   account "a" { credential = "k" }
 }`, []int{2}},
-		{"bad host key", `credential "k" { private_key_file = "/k" }
+	{"bad host key", `credential "k" { private_key_file = "/k" }
 target "t" {
   address   = "10.0.0.1:22"
   host_keys = ["ssh-ed25519 nope"]
   account "a" { credential = "k" }
 }`, []int{4}},
-		{"unknown credential", `credential "k" { private_key_file = "/k" }
+	{"unknown credential", `credential "k" { private_key_file = "/k" }
 target "t" {
   address   = "10.0.0.1:22"
   host_keys = ["` + testHostKey + `"]
@@ -406,7 +410,7 @@ target "t" {
     credential = "missing"
   }
 }`, []int{6}},
-		{"bad approval mode and output", `credential "k" { private_key_file = "/k" }
+	{"bad approval mode and output", `credential "k" { private_key_file = "/k" }
 target "t" {
   address   = "10.0.0.1:22"
   host_keys = ["` + testHostKey + `"]
@@ -416,48 +420,48 @@ target "t" {
     output     = "some"
   }
 }`, []int{7, 8}},
-		{"default account not defined", `credential "k" { private_key_file = "/k" }
+	{"default account not defined", `credential "k" { private_key_file = "/k" }
 target "t" {
   address         = "10.0.0.1:22"
   host_keys       = ["` + testHostKey + `"]
   default_account = "root"
   account "a" { credential = "k" }
 }`, []int{5}},
-		{"duplicate target", valid(`target "t" {
+	{"duplicate target", validConfig(`target "t" {
   address   = "10.0.0.2:22"
   host_keys = ["` + testHostKey + `"]
   account "a" { credential = "k" }
 }
 `), []int{7}},
-		{"credential with neither key nor ca", valid("credential \"empty\" {}\n"), []int{7}},
-		{"bad target name", `credential "k" { private_key_file = "/k" }
+	{"credential with neither key nor ca", validConfig("credential \"empty\" {}\n"), []int{7}},
+	{"bad target name", `credential "k" { private_key_file = "/k" }
 target "t;rm -rf /" {
   address   = "10.0.0.1:22"
   host_keys = ["` + testHostKey + `"]
   account "a" { credential = "k" }
 }`, []int{2}},
-		{"max_parallel out of range", `credential "k" { private_key_file = "/k" }
+	{"max_parallel out of range", `credential "k" { private_key_file = "/k" }
 target "t" {
   address      = "10.0.0.1:22"
   host_keys    = ["` + testHostKey + `"]
   max_parallel = 0
   account "a" { credential = "k" }
 }`, []int{5}},
-		{"target without address", "credential \"k\" { private_key_file = \"/k\" }\ntarget \"t\" {}\n", []int{2}},
-		{"account without credential", `credential "k" { private_key_file = "/k" }
+	{"target without address", "credential \"k\" { private_key_file = \"/k\" }\ntarget \"t\" {}\n", []int{2}},
+	{"account without credential", `credential "k" { private_key_file = "/k" }
 target "t" {
   address   = "10.0.0.1:22"
   host_keys = ["` + testHostKey + `"]
   account "a" {}
 }`, []int{5}},
-		{"duplicate listen block", valid("listen {}\nlisten {}\n"), []int{8}},
-		{"secret for an unknown target", valid("secret \"s\" {\n  file = \"/s\"\n  accounts = [\"nowhere/a\"]\n}\n"), []int{9}},
-		{"secret for an unknown account", valid("secret \"s\" {\n  file = \"/s\"\n  accounts = [\"t/root\"]\n}\n"), []int{9}},
-		{"secret with file and systemd_credential", valid("secret \"s\" {\n  file = \"/s\"\n  systemd_credential = \"s\"\n  accounts = [\"t\"]\n}\n"), []int{7}},
-		{"secret without accounts", valid("secret \"s\" {\n  file = \"/s\"\n}\n"), []int{7}},
-		{"redact pattern that does not compile", valid("redact {\n  name = \"x\"\n  pattern = \"(\"\n}\n"), []int{9}},
-		{"redact pattern that matches nothing", valid("redact {\n  name = \"x\"\n  pattern = \"a*\"\n}\n"), []int{9}},
-		{"on_secret unknown", `credential "k" { private_key_file = "/k" }
+	{"duplicate listen block", validConfig("listen {}\nlisten {}\n"), []int{8}},
+	{"secret for an unknown target", validConfig("secret \"s\" {\n  file = \"/s\"\n  accounts = [\"nowhere/a\"]\n}\n"), []int{9}},
+	{"secret for an unknown account", validConfig("secret \"s\" {\n  file = \"/s\"\n  accounts = [\"t/root\"]\n}\n"), []int{9}},
+	{"secret with file and systemd_credential", validConfig("secret \"s\" {\n  file = \"/s\"\n  systemd_credential = \"s\"\n  accounts = [\"t\"]\n}\n"), []int{7}},
+	{"secret without accounts", validConfig("secret \"s\" {\n  file = \"/s\"\n}\n"), []int{7}},
+	{"redact pattern that does not compile", validConfig("redact {\n  name = \"x\"\n  pattern = \"(\"\n}\n"), []int{9}},
+	{"redact pattern that matches nothing", validConfig("redact {\n  name = \"x\"\n  pattern = \"a*\"\n}\n"), []int{9}},
+	{"on_secret unknown", `credential "k" { private_key_file = "/k" }
 target "t" {
   address   = "10.0.0.1:22"
   host_keys = ["` + testHostKey + `"]
@@ -466,7 +470,7 @@ target "t" {
     on_secret = "ignore"
   }
 }`, []int{7}},
-		{"escalate an unknown class", `credential "k" { private_key_file = "/k" }
+	{"escalate an unknown class", `credential "k" { private_key_file = "/k" }
 target "t" {
   address   = "10.0.0.1:22"
   host_keys = ["` + testHostKey + `"]
@@ -476,7 +480,7 @@ target "t" {
     deny_patterns = ["(unclosed"]
   }
 }`, []int{7, 8}},
-		{"policy fields out of bounds", `credential "k" { private_key_file = "/k" }
+	{"policy fields out of bounds", `credential "k" { private_key_file = "/k" }
 target "t" {
   address   = "10.0.0.1:22"
   host_keys = ["` + testHostKey + `"]
@@ -501,13 +505,15 @@ policy {
   opa_url     = "http://opa.example:8181/v1/data/airlock/decision"
   opa_timeout = "1m"
 }`, []int{8, 8, 9, 11, 10, 15, 19, 24, 23}},
-		{"via an unknown target", valid(jumpTarget("j", "nowhere")), []int{9}},
-		{"via itself", valid(jumpTarget("j", "j")), []int{9}},
-		{"via an unknown account", valid(jumpTarget("j", "root@t")), []int{9}},
-		{"via loop", valid(jumpTarget("j1", "j2") + jumpTarget("j2", "j1")), []int{9, 15}},
-		{"via too many hops", valid(jumpTarget("j1", "t") + jumpTarget("j2", "j1") + jumpTarget("j3", "j2") + jumpTarget("j4", "j3") + jumpTarget("j5", "j4")), []int{33}},
-	}
-	for _, tt := range tests {
+	{"via an unknown target", validConfig(jumpTarget("j", "nowhere")), []int{9}},
+	{"via itself", validConfig(jumpTarget("j", "j")), []int{9}},
+	{"via an unknown account", validConfig(jumpTarget("j", "root@t")), []int{9}},
+	{"via loop", validConfig(jumpTarget("j1", "j2") + jumpTarget("j2", "j1")), []int{9, 15}},
+	{"via too many hops", validConfig(jumpTarget("j1", "t") + jumpTarget("j2", "j1") + jumpTarget("j3", "j2") + jumpTarget("j4", "j3") + jumpTarget("j5", "j4")), []int{33}},
+}
+
+func TestParseConfigProblems(t *testing.T) {
+	for _, tt := range configProblems {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Parse([]byte(tt.src), "airlock.hcl")
 			var ce *Error
