@@ -32,9 +32,6 @@ func Serve(ln net.Listener, handle func(net.Conn)) *Server {
 	return s
 }
 
-// Addr is the listener's address.
-func (s *Server) Addr() net.Addr { return s.ln.Addr() }
-
 // Close stops accepting, closes every connection and waits for every
 // handler to return. It returns the listener's Close error.
 func (s *Server) Close() error {

@@ -17,6 +17,7 @@ func TestCloseEndsEveryConnectionAndWaits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	addr := ln.Addr().String()
 	var running, returned atomic.Int32
 	s := Serve(ln, func(c net.Conn) {
 		running.Add(1)
@@ -32,7 +33,7 @@ func TestCloseEndsEveryConnectionAndWaits(t *testing.T) {
 	})
 	var clients []net.Conn
 	for range 3 {
-		c, err := net.Dial("tcp", s.Addr().String())
+		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +56,7 @@ func TestCloseEndsEveryConnectionAndWaits(t *testing.T) {
 			t.Errorf("client %d after Close: %v, want EOF", i, err)
 		}
 	}
-	if c, err := net.Dial("tcp", s.Addr().String()); err == nil {
+	if c, err := net.Dial("tcp", addr); err == nil {
 		c.Close()
 		t.Error("a connection was accepted after Close")
 	}
