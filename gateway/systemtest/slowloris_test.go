@@ -40,11 +40,7 @@ func TestSlowClientsDoNotExhaust(t *testing.T) {
 
 	// An event stream nobody reads, of an action with 20 MB of output.
 	id := detached(t, agent, api.ActionRequest{Target: "box", Command: "head -c 20000000 /dev/zero"})
-	sc, err := net.Dial("unix", g.socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	crowd.keep(sc)
+	sc := crowd.dial(t, "unix", g.socket, "the event stream's client")
 	fmt.Fprintf(sc, "GET /v1/actions/%s/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nAccept: text/event-stream\r\n\r\n", id, ctl.Token)
 
 	time.Sleep(500 * time.Millisecond)
@@ -100,10 +96,17 @@ type slowCrowd struct {
 	once  sync.Once
 }
 
-func (c *slowCrowd) keep(conn net.Conn) {
+// dial opens a connection for the client who, and keeps it.
+func (c *slowCrowd) dial(t *testing.T, network, addr, who string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial(network, addr)
+	if err != nil {
+		t.Fatalf("%s: %v", who, err)
+	}
 	c.mu.Lock()
 	c.conns = append(c.conns, conn)
 	c.mu.Unlock()
+	return conn
 }
 
 // trickleHTTP opens n connections to the HTTP listener at addr whose
@@ -111,11 +114,7 @@ func (c *slowCrowd) keep(conn net.Conn) {
 func (c *slowCrowd) trickleHTTP(t *testing.T, addr string, n int) {
 	t.Helper()
 	for i := range n {
-		conn, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatalf("slow HTTP client %d: %v", i, err)
-		}
-		c.keep(conn)
+		conn := c.dial(t, "tcp", addr, fmt.Sprintf("slow HTTP client %d", i))
 		c.wg.Go(func() {
 			fmt.Fprintf(conn, "GET /healthz HTTP/1.1\r\nHost: %s\r\nX-Slow: ", addr)
 			tick := time.NewTicker(300 * time.Millisecond)
@@ -139,11 +138,7 @@ func (c *slowCrowd) trickleHTTP(t *testing.T, addr string, n int) {
 func (c *slowCrowd) stallSocket(t *testing.T, socket, token string, n int) {
 	t.Helper()
 	for i := range n {
-		conn, err := net.Dial("unix", socket)
-		if err != nil {
-			t.Fatalf("stalled socket client %d: %v", i, err)
-		}
-		c.keep(conn)
+		conn := c.dial(t, "unix", socket, fmt.Sprintf("stalled socket client %d", i))
 		if i%2 == 0 {
 			fmt.Fprintf(conn, "POST /v1/actions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n", token)
 		} else {
