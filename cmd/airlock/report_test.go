@@ -142,17 +142,7 @@ func TestBenchReport(t *testing.T) {
 	peakRSS, rss := gw.memory(t)
 	t.Logf("peak RSS before the 100 concurrent actions %d KiB, after %d KiB", peakBefore, peakRSS)
 
-	// The helper's own start: airlock-ssh --version, 50 times.
-	var helper time.Duration
-	for range 50 {
-		t0 := time.Now()
-		if out, err := exec.Command(sshBin, "--version").CombinedOutput(); err != nil {
-			t.Fatalf("airlock-ssh --version: %v: %s", err, out)
-		}
-		helper += time.Since(t0)
-	}
-	helper /= 50
-	floor := processFloor(t)
+	helper, floor := helperStart(t, sshBin), processFloor(t)
 	if profileOut != "" {
 		profileGateway(t, pprofAddr(t, d), profileOut, viaGateway, 16)
 	}
@@ -168,6 +158,20 @@ func TestBenchReport(t *testing.T) {
 	rep.mcp = mcpPaths
 	rep.replicas, rep.pgVersion = replicaResults, pgtest.Version()
 	rep.write(t, outDir)
+}
+
+// helperStart is the helper's own start: the mean time of airlock-ssh
+// --version, run 50 times.
+func helperStart(t *testing.T, sshBin string) time.Duration {
+	var helper time.Duration
+	for range 50 {
+		t0 := time.Now()
+		if out, err := exec.Command(sshBin, "--version").CombinedOutput(); err != nil {
+			t.Fatalf("airlock-ssh --version: %v: %s", err, out)
+		}
+		helper += time.Since(t0)
+	}
+	return helper / 50
 }
 
 // startBenchDaemon runs `airlock serve` for the report on s, with a
