@@ -41,90 +41,96 @@ func hang(line string, answerKill bool) func(e *sshtest.Exec) {
 	}
 }
 
+// faultOutcome is what Run reports against a fault server with opts,
+// under a deadline of timeout when it is set; an exit status, when there
+// is one, is 42.
+type faultOutcome struct {
+	name            string
+	opts            sshtest.FaultOptions
+	timeout         time.Duration
+	wantOutcome     sshexec.Outcome
+	wantTermination sshexec.Termination
+	wantSignal      string
+	wantStdout      string
+}
+
+var faultOutcomes = []faultOutcome{
+	{
+		name:        "exit status",
+		opts:        sshtest.FaultOptions{Exec: func(e *sshtest.Exec) { io.WriteString(e.Channel, "hi\n"); e.ExitStatus(42) }},
+		wantOutcome: sshexec.Exited, wantStdout: "hi\n",
+	},
+	{
+		name: "exit status but the channel left open",
+		opts: sshtest.FaultOptions{Exec: func(e *sshtest.Exec) {
+			io.WriteString(e.Channel, "hi\n")
+			e.ExitStatus(42)
+			<-e.Done
+		}},
+		timeout:     time.Minute, // must end after the grace, not this
+		wantOutcome: sshexec.Exited, wantStdout: "hi\n",
+	},
+	{
+		name:        "exit signal",
+		opts:        sshtest.FaultOptions{Exec: func(e *sshtest.Exec) { e.ExitSignal("SEGV") }},
+		wantOutcome: sshexec.Signaled, wantSignal: "SEGV",
+	},
+	{
+		name:        "channel closed without exit status",
+		opts:        sshtest.FaultOptions{Exec: func(e *sshtest.Exec) { io.WriteString(e.Channel, "bye\n") }},
+		wantOutcome: sshexec.ExitMissing, wantStdout: "bye\n",
+	},
+	{
+		name: "channel closed without status, then TCP closed at once",
+		opts: sshtest.FaultOptions{Exec: func(e *sshtest.Exec) {
+			e.Channel.Close()
+			time.Sleep(time.Millisecond)
+			e.Drop()
+		}},
+		wantOutcome: sshexec.ExitMissing,
+	},
+	{
+		name: "TCP connection dropped mid-command",
+		opts: sshtest.FaultOptions{Exec: func(e *sshtest.Exec) {
+			io.WriteString(e.Channel, "working\n")
+			time.Sleep(50 * time.Millisecond)
+			e.Drop()
+		}},
+		wantOutcome: sshexec.ConnectionLost, wantStdout: "working\n",
+	},
+	{
+		name:        "session channel refused",
+		opts:        sshtest.FaultOptions{RefuseSession: true},
+		wantOutcome: sshexec.SessionFailed, wantTermination: sshexec.NotStarted,
+	},
+	{
+		name:        "exec refused",
+		opts:        sshtest.FaultOptions{RefuseExec: true},
+		wantOutcome: sshexec.SessionFailed, wantTermination: sshexec.NotStarted,
+	},
+	{
+		name:        "slow version banner past the deadline",
+		opts:        sshtest.FaultOptions{BannerDelay: 3 * time.Second},
+		timeout:     300 * time.Millisecond,
+		wantOutcome: sshexec.HandshakeFailed, wantTermination: sshexec.NotStarted,
+	},
+	{
+		name:        "hang, KILL answered",
+		opts:        sshtest.FaultOptions{Exec: hang("started\n", true)},
+		timeout:     500 * time.Millisecond,
+		wantOutcome: sshexec.TimedOut, wantTermination: sshexec.Confirmed, wantSignal: "KILL", wantStdout: "started\n",
+	},
+	{
+		name:        "hang, KILL ignored",
+		opts:        sshtest.FaultOptions{Exec: hang("started\n", false)},
+		timeout:     500 * time.Millisecond,
+		wantOutcome: sshexec.TimedOut, wantTermination: sshexec.Unconfirmed, wantStdout: "started\n",
+	},
+}
+
 func TestFaultOutcomes(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name            string
-		opts            sshtest.FaultOptions
-		timeout         time.Duration
-		wantOutcome     sshexec.Outcome
-		wantTermination sshexec.Termination
-		wantSignal      string
-		wantStdout      string
-	}{
-		{
-			name:        "exit status",
-			opts:        sshtest.FaultOptions{Exec: func(e *sshtest.Exec) { io.WriteString(e.Channel, "hi\n"); e.ExitStatus(42) }},
-			wantOutcome: sshexec.Exited, wantStdout: "hi\n",
-		},
-		{
-			name: "exit status but the channel left open",
-			opts: sshtest.FaultOptions{Exec: func(e *sshtest.Exec) {
-				io.WriteString(e.Channel, "hi\n")
-				e.ExitStatus(42)
-				<-e.Done
-			}},
-			timeout:     time.Minute, // must end after the grace, not this
-			wantOutcome: sshexec.Exited, wantStdout: "hi\n",
-		},
-		{
-			name:        "exit signal",
-			opts:        sshtest.FaultOptions{Exec: func(e *sshtest.Exec) { e.ExitSignal("SEGV") }},
-			wantOutcome: sshexec.Signaled, wantSignal: "SEGV",
-		},
-		{
-			name:        "channel closed without exit status",
-			opts:        sshtest.FaultOptions{Exec: func(e *sshtest.Exec) { io.WriteString(e.Channel, "bye\n") }},
-			wantOutcome: sshexec.ExitMissing, wantStdout: "bye\n",
-		},
-		{
-			name: "channel closed without status, then TCP closed at once",
-			opts: sshtest.FaultOptions{Exec: func(e *sshtest.Exec) {
-				e.Channel.Close()
-				time.Sleep(time.Millisecond)
-				e.Drop()
-			}},
-			wantOutcome: sshexec.ExitMissing,
-		},
-		{
-			name: "TCP connection dropped mid-command",
-			opts: sshtest.FaultOptions{Exec: func(e *sshtest.Exec) {
-				io.WriteString(e.Channel, "working\n")
-				time.Sleep(50 * time.Millisecond)
-				e.Drop()
-			}},
-			wantOutcome: sshexec.ConnectionLost, wantStdout: "working\n",
-		},
-		{
-			name:        "session channel refused",
-			opts:        sshtest.FaultOptions{RefuseSession: true},
-			wantOutcome: sshexec.SessionFailed, wantTermination: sshexec.NotStarted,
-		},
-		{
-			name:        "exec refused",
-			opts:        sshtest.FaultOptions{RefuseExec: true},
-			wantOutcome: sshexec.SessionFailed, wantTermination: sshexec.NotStarted,
-		},
-		{
-			name:        "slow version banner past the deadline",
-			opts:        sshtest.FaultOptions{BannerDelay: 3 * time.Second},
-			timeout:     300 * time.Millisecond,
-			wantOutcome: sshexec.HandshakeFailed, wantTermination: sshexec.NotStarted,
-		},
-		{
-			name:        "hang, KILL answered",
-			opts:        sshtest.FaultOptions{Exec: hang("started\n", true)},
-			timeout:     500 * time.Millisecond,
-			wantOutcome: sshexec.TimedOut, wantTermination: sshexec.Confirmed, wantSignal: "KILL", wantStdout: "started\n",
-		},
-		{
-			name:        "hang, KILL ignored",
-			opts:        sshtest.FaultOptions{Exec: hang("started\n", false)},
-			timeout:     500 * time.Millisecond,
-			wantOutcome: sshexec.TimedOut, wantTermination: sshexec.Unconfirmed, wantStdout: "started\n",
-		},
-	}
-	for _, tt := range tests {
+	for _, tt := range faultOutcomes {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			f := sshtest.NewFaultServer(t, tt.opts)

@@ -178,150 +178,179 @@ func TestMCPStdioAgainstTheGateway(t *testing.T) {
 		t.Errorf("targets (-want +got):\n%s", diff)
 	}
 
-	var first api.Action
-	t.Run("approve: one run for the session, anchored at airlock mcp", func(t *testing.T) {
-		done := make(chan *sdk.CallToolResult, 1)
-		go func() {
-			res, err := cs.CallTool(ctx, execParams(map[string]any{"target": "box-run", "command": "echo hello; echo oops >&2"}))
-			if err != nil {
-				t.Error(err)
-			}
-			done <- res
-		}()
-		wait := events.Wait(t, api.StateWaitingApproval)
-		pending := d.pending(1)
-		if pending[0].Kind != "run" || pending[0].ID != wait.ApprovalID {
-			t.Fatalf("pending %+v, waiting event %+v", pending[0], wait)
-		}
-		if r := d.run(t, pending[0].RunID); r.Anchor == nil || filepath.Base(r.Anchor.Executable) != "airlock" || !slices.Contains(r.Anchor.Argv, "mcp") {
-			t.Errorf("the run is not anchored at airlock mcp: %+v", r)
-		}
-		if _, errs, code := d.cli("approvals", "approve", pending[0].ID); code != 0 {
-			t.Fatalf("approve: %s", errs)
-		}
-		res := <-done
-		first = mcptest.Structured[api.Action](t, res)
-		if res.IsError || first.Stdout != "hello\n" || first.Stderr != "oops\n" || first.Approval.DecidedBy != "alice" {
-			t.Fatalf("result %+v: %s", first, mcptest.Text(res))
-		}
-		// The approved run's next actions pass without asking; failures
-		// are errors carrying the action.
-		res, err := cs.CallTool(ctx, execParams(map[string]any{"target": "box-run", "command": "exit 3"}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if a := mcptest.Structured[api.Action](t, res); !res.IsError || a.Outcome != sshexec.Exited || a.ExitCode == nil || *a.ExitCode != 3 || a.RunID != first.RunID {
-			t.Errorf("exit 3: isError %v, %+v", res.IsError, a)
-		}
-	})
-
-	t.Run("get_action", func(t *testing.T) {
-		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "get_action", Arguments: map[string]any{"action_id": first.ID}})
-		if err != nil || res.IsError {
-			t.Fatalf("get_action: %v %s", err, mcptest.Text(res))
-		}
-		if diff := cmp.Diff(first, mcptest.Structured[api.Action](t, res)); diff != "" {
-			t.Errorf("get_action (-want +got):\n%s", diff)
-		}
-	})
-
-	t.Run("deny", func(t *testing.T) {
-		done := make(chan *sdk.CallToolResult, 1)
-		go func() {
-			res, _ := cs.CallTool(ctx, execParams(map[string]any{"target": "box-call", "command": "touch /tmp/never"}))
-			done <- res
-		}()
-		pending := d.pending(1)
-		if pending[0].Kind != "call" || pending[0].Command != "touch /tmp/never" {
-			t.Fatalf("pending %+v", pending[0])
-		}
-		d.cli("approvals", "deny", pending[0].ID, "--reason", "not this one")
-		res := <-done
-		if a := mcptest.Structured[api.Action](t, res); !res.IsError || a.Outcome != sshexec.Denied || a.Approval.Reason != "not this one" {
-			t.Errorf("deny: isError %v, %+v", res.IsError, a)
-		}
-		if !strings.Contains(mcptest.Text(res), "do not retry without asking a human") {
-			t.Errorf("the text does not pass on the next step:\n%s", mcptest.Text(res))
-		}
-	})
-
-	t.Run("expire", func(t *testing.T) {
-		// A gateway of its own, whose requests expire soon: nobody
-		// decides, and the call says so.
-		short := startMCPDaemon(t, mcpShortApprovalWait)
-		cs, _, _ := startMCP(t, short.socket)
-		res, err := cs.CallTool(ctx, execParams(map[string]any{"target": "box-call", "command": "true"}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if a := mcptest.Structured[api.Action](t, res); !res.IsError || a.Outcome != sshexec.Expired {
-			t.Errorf("expire: isError %v, %+v", res.IsError, a)
-		}
-	})
-
-	for _, tt := range []struct {
-		name    string
-		target  string
-		command string
-		until   api.State
-		approve bool
-	}{
-		{"cancel while waiting for a reviewer", "box-call", "touch /tmp/never", api.StateWaitingApproval, false},
-		{"cancel while the command runs", "box-run", "echo started; sleep 30", api.StateRunning, true},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			events.Reset()
-			cctx, cancel := context.WithCancel(ctx)
-			errc := make(chan error, 1)
-			go func() {
-				_, err := cs.CallTool(cctx, execParams(map[string]any{"target": tt.target, "command": tt.command}))
-				errc <- err
-			}()
-			requested := events.Wait(t, api.StateRequested)
-			events.Wait(t, tt.until)
-			cancel()
-			if err := <-errc; !errors.Is(err, context.Canceled) {
-				t.Errorf("CallTool: %v, want context.Canceled", err)
-			}
-			f := d.waitAudit(t, "action.finished", requested.ActionID, "")
-			if f["outcome"] != "cancelled" {
-				t.Errorf("audited outcome %v (%v), want cancelled", f["outcome"], f["detail"])
-			}
-		})
+	m := &mcpStdio{d: d, cs: cs, events: events}
+	t.Run("approve: one run for the session, anchored at airlock mcp", m.approve)
+	t.Run("get_action", m.getAction)
+	t.Run("deny", m.deny)
+	t.Run("expire", m.expire)
+	for _, tt := range mcpCancelCases {
+		t.Run(tt.name, func(t *testing.T) { m.cancel(t, tt) })
 	}
+	t.Run("bad arguments and unknown tool", m.badArguments)
+	t.Run("closing the session ends the run", m.closeSession)
+	t.Run("TypeScript SDK over stdio", m.typeScript)
+}
 
-	t.Run("bad arguments and unknown tool", func(t *testing.T) {
-		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "ssh_exec", Arguments: map[string]any{"target": "box-run", "timeout_s": "ten"}})
-		if err != nil || !res.IsError {
-			t.Errorf("bad arguments: %v, isError %v", err, res != nil && res.IsError)
-		}
-		_, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "ssh_shell", Arguments: map[string]any{}})
-		var werr *jsonrpc.Error
-		if !errors.As(err, &werr) {
-			t.Errorf("unknown tool: %v, want a JSON-RPC error", err)
-		}
-	})
+// mcpStdio is one `airlock mcp` session over stdio, m.cs, against the
+// gateway d; m.first is the action the approval phase ran, which later
+// phases look up.
+type mcpStdio struct {
+	d      *daemon
+	cs     *sdk.ClientSession
+	events *mcptest.Events
+	first  api.Action
+}
 
-	t.Run("closing the session ends the run", func(t *testing.T) {
-		cs.Close()
-		d.waitAudit(t, "run.ended", "", first.RunID)
-	})
+func (m *mcpStdio) approve(t *testing.T) {
+	ctx := context.Background()
+	done := make(chan *sdk.CallToolResult, 1)
+	go func() {
+		res, err := m.cs.CallTool(ctx, execParams(map[string]any{"target": "box-run", "command": "echo hello; echo oops >&2"}))
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	wait := m.events.Wait(t, api.StateWaitingApproval)
+	pending := m.d.pending(1)
+	if pending[0].Kind != "run" || pending[0].ID != wait.ApprovalID {
+		t.Fatalf("pending %+v, waiting event %+v", pending[0], wait)
+	}
+	if r := m.d.run(t, pending[0].RunID); r.Anchor == nil || filepath.Base(r.Anchor.Executable) != "airlock" || !slices.Contains(r.Anchor.Argv, "mcp") {
+		t.Errorf("the run is not anchored at airlock mcp: %+v", r)
+	}
+	if _, errs, code := m.d.cli("approvals", "approve", pending[0].ID); code != 0 {
+		t.Fatalf("approve: %s", errs)
+	}
+	res := <-done
+	m.first = mcptest.Structured[api.Action](t, res)
+	if res.IsError || m.first.Stdout != "hello\n" || m.first.Stderr != "oops\n" || m.first.Approval.DecidedBy != "alice" {
+		t.Fatalf("result %+v: %s", m.first, mcptest.Text(res))
+	}
+	// The approved run's next actions pass without asking; failures
+	// are errors carrying the action.
+	res, err := m.cs.CallTool(ctx, execParams(map[string]any{"target": "box-run", "command": "exit 3"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := mcptest.Structured[api.Action](t, res); !res.IsError || a.Outcome != sshexec.Exited || a.ExitCode == nil || *a.ExitCode != 3 || a.RunID != m.first.RunID {
+		t.Errorf("exit 3: isError %v, %+v", res.IsError, a)
+	}
+}
 
-	t.Run("TypeScript SDK over stdio", func(t *testing.T) {
-		airlock, _ := binaries(t)
-		cmd := mcptest.Client(t, "stdio", airlock, "mcp")
-		cmd.Env = append(os.Environ(), "AIRLOCK_SOCKET="+d.socket)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		d.approveRun(t, "hello-from-typescript")
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("client: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
-		}
-		checkTypeScriptSteps(t, mcptest.Steps(t, out.Bytes()))
-	})
+func (m *mcpStdio) getAction(t *testing.T) {
+	ctx := context.Background()
+	res, err := m.cs.CallTool(ctx, &sdk.CallToolParams{Name: "get_action", Arguments: map[string]any{"action_id": m.first.ID}})
+	if err != nil || res.IsError {
+		t.Fatalf("get_action: %v %s", err, mcptest.Text(res))
+	}
+	if diff := cmp.Diff(m.first, mcptest.Structured[api.Action](t, res)); diff != "" {
+		t.Errorf("get_action (-want +got):\n%s", diff)
+	}
+}
+
+func (m *mcpStdio) deny(t *testing.T) {
+	ctx := context.Background()
+	done := make(chan *sdk.CallToolResult, 1)
+	go func() {
+		res, _ := m.cs.CallTool(ctx, execParams(map[string]any{"target": "box-call", "command": "touch /tmp/never"}))
+		done <- res
+	}()
+	pending := m.d.pending(1)
+	if pending[0].Kind != "call" || pending[0].Command != "touch /tmp/never" {
+		t.Fatalf("pending %+v", pending[0])
+	}
+	m.d.cli("approvals", "deny", pending[0].ID, "--reason", "not this one")
+	res := <-done
+	if a := mcptest.Structured[api.Action](t, res); !res.IsError || a.Outcome != sshexec.Denied || a.Approval.Reason != "not this one" {
+		t.Errorf("deny: isError %v, %+v", res.IsError, a)
+	}
+	if !strings.Contains(mcptest.Text(res), "do not retry without asking a human") {
+		t.Errorf("the text does not pass on the next step:\n%s", mcptest.Text(res))
+	}
+}
+
+func (m *mcpStdio) expire(t *testing.T) {
+	ctx := context.Background()
+	// A gateway of its own, whose requests expire soon: nobody
+	// decides, and the call says so.
+	short := startMCPDaemon(t, mcpShortApprovalWait)
+	cs, _, _ := startMCP(t, short.socket)
+	res, err := cs.CallTool(ctx, execParams(map[string]any{"target": "box-call", "command": "true"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := mcptest.Structured[api.Action](t, res); !res.IsError || a.Outcome != sshexec.Expired {
+		t.Errorf("expire: isError %v, %+v", res.IsError, a)
+	}
+}
+
+// mcpCancelCase cancels a call to command on target once its action
+// reaches the state until.
+type mcpCancelCase struct {
+	name    string
+	target  string
+	command string
+	until   api.State
+}
+
+var mcpCancelCases = []mcpCancelCase{
+	{"cancel while waiting for a reviewer", "box-call", "touch /tmp/never", api.StateWaitingApproval},
+	{"cancel while the command runs", "box-run", "echo started; sleep 30", api.StateRunning},
+}
+
+func (m *mcpStdio) cancel(t *testing.T, tt mcpCancelCase) {
+	m.events.Reset()
+	cctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := m.cs.CallTool(cctx, execParams(map[string]any{"target": tt.target, "command": tt.command}))
+		errc <- err
+	}()
+	requested := m.events.Wait(t, api.StateRequested)
+	m.events.Wait(t, tt.until)
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Errorf("CallTool: %v, want context.Canceled", err)
+	}
+	f := m.d.waitAudit(t, "action.finished", requested.ActionID, "")
+	if f["outcome"] != "cancelled" {
+		t.Errorf("audited outcome %v (%v), want cancelled", f["outcome"], f["detail"])
+	}
+}
+
+func (m *mcpStdio) badArguments(t *testing.T) {
+	ctx := context.Background()
+	res, err := m.cs.CallTool(ctx, &sdk.CallToolParams{Name: "ssh_exec", Arguments: map[string]any{"target": "box-run", "timeout_s": "ten"}})
+	if err != nil || !res.IsError {
+		t.Errorf("bad arguments: %v, isError %v", err, res != nil && res.IsError)
+	}
+	_, err = m.cs.CallTool(ctx, &sdk.CallToolParams{Name: "ssh_shell", Arguments: map[string]any{}})
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) {
+		t.Errorf("unknown tool: %v, want a JSON-RPC error", err)
+	}
+}
+
+func (m *mcpStdio) closeSession(t *testing.T) {
+	m.cs.Close()
+	m.d.waitAudit(t, "run.ended", "", m.first.RunID)
+}
+
+func (m *mcpStdio) typeScript(t *testing.T) {
+	airlock, _ := binaries(t)
+	cmd := mcptest.Client(t, "stdio", airlock, "mcp")
+	cmd.Env = append(os.Environ(), "AIRLOCK_SOCKET="+m.d.socket)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	m.d.approveRun(t, "hello-from-typescript")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("client: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
+	}
+	checkTypeScriptSteps(t, mcptest.Steps(t, out.Bytes()))
 }
 
 // checkTypeScriptSteps checks what the TypeScript client saw; the HTTP

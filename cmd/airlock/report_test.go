@@ -64,37 +64,13 @@ func TestBenchReport(t *testing.T) {
 	if outDir == "" {
 		outDir = filepath.Join(repoRoot(t), "docs")
 	}
+	profileOut := os.Getenv("AIRLOCK_BENCH_REPORT_PROFILE")
 	machine := describeMachine()
 
 	s := sshtest.NewSSHD(t, sshtest.Options{})
-	cfgFile, state := writeConfig(t, s, "run")
-	src, _ := os.ReadFile(cfgFile)
-	// Room for 16 at once: the comparison is of paths, not of the default
-	// max_parallel, which would queue the rest.
-	cfgText := strings.Replace(string(src), `target "box" {`, "target \"box\" {\n  max_parallel = 128", 1)
-	profileOut := os.Getenv("AIRLOCK_BENCH_REPORT_PROFILE")
-	if profileOut != "" {
-		// The profile listener binds a port of its own; the gateway does
-		// not log it (pprofAddr finds it).
-		cfgText += "telemetry {\n  pprof_listen = \"127.0.0.1:0\"\n}\n"
-	}
-	os.WriteFile(cfgFile, []byte(cfgText), 0o600)
-	pw := filepath.Join(filepath.Dir(cfgFile), "pw")
-	os.WriteFile(pw, []byte(testkit.Password+"\n"), 0o600)
-	if _, errs, code := runCLIEnv(t, map[string]string{"AIRLOCK_PASSWORD_FILE": pw}, "reviewer", "add", "alice", "--config", cfgFile); code != 0 {
-		t.Fatalf("reviewer add: %s", errs)
-	}
-	d := startDaemon(t, cfgFile, state)
+	d, cfgFile, state := startBenchDaemon(t, s, profileOut != "")
 	_, sshBin := binaries(t)
-
-	viaGateway := func() error {
-		cmd := exec.Command(sshBin, "box", "true")
-		cmd.Env = append(os.Environ(), "AIRLOCK_SOCKET="+d.socket)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("airlock-ssh: %v: %s", err, out)
-		}
-		return nil
-	}
+	viaGateway := airlockSSHAction(d, sshBin, "true")
 	ctx := context.Background()
 	// The same request from this process, with no helper process: what
 	// the socket, HTTP and the event stream cost apart from a process.
@@ -125,17 +101,127 @@ func TestBenchReport(t *testing.T) {
 		}
 	}
 
+	// Where the time goes, measured in the sequential rounds.
+	var timing atomic.Bool
+	phaseTimes := &phaseAcc{}
+	paths := append([]reportPath{
+		{name: "airlock-ssh", what: "`airlock-ssh box true` through `airlock serve` (process start, local socket, run resolution, approval check, durable audit entries, one fresh SSH connection)", run: viaGateway},
+		{name: "api client", what: "the same request from the benchmark process with `api.Client` over the local socket: airlock-ssh's path without its process", run: viaClient},
+	}, directPaths(t, s, &timing, phaseTimes)...)
+	for _, p := range paths { // warm up: page cache, first connections
+		for range 3 {
+			if err := p.run(); err != nil {
+				t.Fatalf("%s: %v", p.name, err)
+			}
+		}
+	}
+
+	modes := []reportMode{
+		{name: "sequential", conc: 1, actions: int(250 * scale)},
+		{name: "16 parallel", conc: 16, actions: int(800 * scale)},
+		{name: "32 parallel", conc: 32, actions: int(400 * scale)},
+		{name: "64 parallel", conc: 64, actions: int(400 * scale)},
+	}
+	const rounds = 5
+	gw := gatewayProbe{pid: d.PID(), metricsURL: d.HTTPURL + "/metrics"}
+	for mi := range modes {
+		measureMode(t, &modes[mi], paths, gw, rounds, &timing, phaseTimes)
+	}
+	mcpPaths := measureMCP(t, d, s, rounds, max(2, int(30*scale/rounds)))
+	replicaResults := measureReplicas(t, s, viaClient, gw, rounds, max(16, int(400*scale/rounds)))
+	peakBefore, _ := gw.memory(t)
+	// The peak so far holds the reviewer logins' password hashing (19 MiB
+	// of argon2id each) and the bursts above: start it again, so that the
+	// peak below is the 100 actions'.
+	gw.resetPeak(t)
+	// 100 actions in flight at once, each holding its connection for two
+	// seconds: the gateway's memory with that many.
+	if _, _, err := runBatch(airlockSSHAction(d, sshBin, "sleep 2"), 100, 100); err != nil {
+		t.Fatalf("100 concurrent actions: %v", err)
+	}
+	peakRSS, rss := gw.memory(t)
+	t.Logf("peak RSS before the 100 concurrent actions %d KiB, after %d KiB", peakBefore, peakRSS)
+
+	helper, floor := helperStart(t, sshBin), processFloor(t)
+	if profileOut != "" {
+		profileGateway(t, pprofAddr(t, d), profileOut, viaGateway, 16)
+	}
+
+	// Verification of the resulting log, once the gateway has stopped.
+	d.signal(syscall.SIGTERM)
+	ver := measureVerify(t, state, cfgFile)
+
+	rep := report{machine: machine, paths: paths, modes: modes, peakRSSKiB: peakRSS, peakBeforeKiB: peakBefore, rssKiB: rss, verify: ver,
+		when: time.Now().UTC()}
+	rep.bars = phaseTimes.bars(modes[0], paths, helper)
+	rep.helper, rep.floor = helper, floor
+	rep.mcp = mcpPaths
+	rep.replicas, rep.pgVersion = replicaResults, pgtest.Version()
+	rep.write(t, outDir)
+}
+
+// helperStart is the helper's own start: the mean time of airlock-ssh
+// --version, run 50 times.
+func helperStart(t *testing.T, sshBin string) time.Duration {
+	var helper time.Duration
+	for range 50 {
+		t0 := time.Now()
+		if out, err := exec.Command(sshBin, "--version").CombinedOutput(); err != nil {
+			t.Fatalf("airlock-ssh --version: %v: %s", err, out)
+		}
+		helper += time.Since(t0)
+	}
+	return helper / 50
+}
+
+// startBenchDaemon runs `airlock serve` for the report on s, with a
+// reviewer alice, room for many actions at once on target box, and a
+// profile listener when profile is set.
+func startBenchDaemon(t *testing.T, s *sshtest.SSHD, profile bool) (d *daemon, cfgFile, state string) {
+	t.Helper()
+	cfgFile, state = writeConfig(t, s, "run")
+	src, _ := os.ReadFile(cfgFile)
+	// Room for 16 at once: the comparison is of paths, not of the default
+	// max_parallel, which would queue the rest.
+	cfgText := strings.Replace(string(src), `target "box" {`, "target \"box\" {\n  max_parallel = 128", 1)
+	if profile {
+		// The profile listener binds a port of its own; the gateway does
+		// not log it (pprofAddr finds it).
+		cfgText += "telemetry {\n  pprof_listen = \"127.0.0.1:0\"\n}\n"
+	}
+	os.WriteFile(cfgFile, []byte(cfgText), 0o600)
+	pw := filepath.Join(filepath.Dir(cfgFile), "pw")
+	os.WriteFile(pw, []byte(testkit.Password+"\n"), 0o600)
+	if _, errs, code := runCLIEnv(t, map[string]string{"AIRLOCK_PASSWORD_FILE": pw}, "reviewer", "add", "alice", "--config", cfgFile); code != 0 {
+		t.Fatalf("reviewer add: %s", errs)
+	}
+	return startDaemon(t, cfgFile, state), cfgFile, state
+}
+
+// airlockSSHAction runs command on box with the airlock-ssh at sshBin,
+// through d.
+func airlockSSHAction(d *daemon, sshBin, command string) func() error {
+	return func() error {
+		cmd := exec.Command(sshBin, "box", command)
+		cmd.Env = append(os.Environ(), "AIRLOCK_SOCKET="+d.socket)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("airlock-ssh: %v: %s", err, out)
+		}
+		return nil
+	}
+}
+
+// directPaths are the paths that reach s without the gateway: sshexec,
+// x/crypto/ssh and the OpenSSH client. While timing is set, the first two
+// add the time of each of their phases to phaseTimes.
+func directPaths(t *testing.T, s *sshtest.SSHD, timing *atomic.Bool, phaseTimes *phaseAcc) []reportPath {
+	ctx := context.Background()
 	cfg := &sshexec.Config{Addr: s.Addr, User: s.User, Signers: []ssh.Signer{s.ClientSigner},
 		HostKeys: sshexec.HostKeys{Pinned: []ssh.PublicKey{s.HostKey}}, Timeout: 30 * time.Second}
 	kh := filepath.Join(t.TempDir(), "known_hosts")
 	os.WriteFile(kh, []byte(s.KnownHostsLine()+"\n"), 0o600)
 	host, sshPort, _ := strings.Cut(s.Addr, ":")
-	// Where the time goes, measured in the sequential rounds.
-	var timing atomic.Bool
-	phaseTimes := &phaseAcc{}
-	paths := []reportPath{
-		{name: "airlock-ssh", what: "`airlock-ssh box true` through `airlock serve` (process start, local socket, run resolution, approval check, durable audit entries, one fresh SSH connection)", run: viaGateway},
-		{name: "api client", what: "the same request from the benchmark process with `api.Client` over the local socket: airlock-ssh's path without its process", run: viaClient},
+	return []reportPath{
 		{name: "sshexec", what: "bare `sshexec.Run` in the benchmark process (pinned host key)", run: func() error {
 			t0 := time.Now()
 			r, err := sshexec.Run(ctx, cfg, "true")
@@ -185,115 +271,58 @@ func TestBenchReport(t *testing.T) {
 			return nil
 		}},
 	}
-	for _, p := range paths { // warm up: page cache, first connections
-		for range 3 {
-			if err := p.run(); err != nil {
-				t.Fatalf("%s: %v", p.name, err)
+}
+
+// measureMode runs m's actions on every path, m.conc at a time, in rounds,
+// and records their latencies, the gateway's CPU and, for the sequential
+// mode, where the time goes.
+func measureMode(t *testing.T, m *reportMode, paths []reportPath, gw gatewayProbe, rounds int, timing *atomic.Bool, phaseTimes *phaseAcc) {
+	m.results = make([]pathResult, len(paths))
+	appendBefore := gw.appendHistogram(t)
+	commitBefore, batchBefore := gw.histogram(t, "airlock_audit_commit_seconds"), gw.histogram(t, "airlock_audit_commit_entries")
+	for r := range rounds {
+		// Interleaved rounds, the order rotated each time: drift in
+		// the machine's load falls on every path alike.
+		for k := range paths {
+			i := (k + r) % len(paths)
+			n := m.actions / rounds
+			var cpu0 time.Duration
+			var phases0 map[string]float64
+			throughGateway := paths[i].name == "airlock-ssh" || paths[i].name == "api client"
+			if paths[i].name == "airlock-ssh" {
+				cpu0 = gw.cpu(t)
+			}
+			if throughGateway {
+				phases0 = gw.phaseSums(t)
+			}
+			timing.Store(m.conc == 1)
+			lat, wall, err := runBatch(paths[i].run, n, m.conc)
+			timing.Store(false)
+			if err != nil {
+				t.Fatalf("%s, %s: %v", paths[i].name, m.name, err)
+			}
+			res := &m.results[i]
+			res.lat = append(res.lat, lat...)
+			res.wall += wall
+			if throughGateway && m.conc == 1 {
+				for ph, v := range gw.phaseSums(t) {
+					phaseTimes.addGateway(paths[i].name, ph, time.Duration((v-phases0[ph])*float64(time.Second)))
+				}
+			}
+			if paths[i].name == "airlock-ssh" {
+				res.gatewayCPU += gw.cpu(t) - cpu0
 			}
 		}
 	}
+	m.appendLat = gw.appendHistogram(t).minus(appendBefore)
+	m.commitLat = gw.histogram(t, "airlock_audit_commit_seconds").minus(commitBefore)
+	m.batch = gw.histogram(t, "airlock_audit_commit_entries").minus(batchBefore)
+	t.Logf("%s done", m.name)
+}
 
-	modes := []reportMode{
-		{name: "sequential", conc: 1, actions: int(250 * scale)},
-		{name: "16 parallel", conc: 16, actions: int(800 * scale)},
-		{name: "32 parallel", conc: 32, actions: int(400 * scale)},
-		{name: "64 parallel", conc: 64, actions: int(400 * scale)},
-	}
-	const rounds = 5
-	gw := gatewayProbe{pid: d.PID(), metricsURL: d.HTTPURL + "/metrics"}
-	for mi := range modes {
-		m := &modes[mi]
-		m.results = make([]pathResult, len(paths))
-		appendBefore := gw.appendHistogram(t)
-		commitBefore, batchBefore := gw.histogram(t, "airlock_audit_commit_seconds"), gw.histogram(t, "airlock_audit_commit_entries")
-		for r := range rounds {
-			// Interleaved rounds, the order rotated each time: drift in
-			// the machine's load falls on every path alike.
-			for k := range paths {
-				i := (k + r) % len(paths)
-				n := m.actions / rounds
-				var cpu0 time.Duration
-				var phases0 map[string]float64
-				throughGateway := paths[i].name == "airlock-ssh" || paths[i].name == "api client"
-				if paths[i].name == "airlock-ssh" {
-					cpu0 = gw.cpu(t)
-				}
-				if throughGateway {
-					phases0 = gw.phaseSums(t)
-				}
-				timing.Store(m.conc == 1)
-				lat, wall, err := runBatch(paths[i].run, n, m.conc)
-				timing.Store(false)
-				if err != nil {
-					t.Fatalf("%s, %s: %v", paths[i].name, m.name, err)
-				}
-				res := &m.results[i]
-				res.lat = append(res.lat, lat...)
-				res.wall += wall
-				if throughGateway && m.conc == 1 {
-					for ph, v := range gw.phaseSums(t) {
-						phaseTimes.addGateway(paths[i].name, ph, time.Duration((v-phases0[ph])*float64(time.Second)))
-					}
-				}
-				if paths[i].name == "airlock-ssh" {
-					res.gatewayCPU += gw.cpu(t) - cpu0
-				}
-			}
-		}
-		m.appendLat = gw.appendHistogram(t).minus(appendBefore)
-		m.commitLat = gw.histogram(t, "airlock_audit_commit_seconds").minus(commitBefore)
-		m.batch = gw.histogram(t, "airlock_audit_commit_entries").minus(batchBefore)
-		t.Logf("%s done", m.name)
-	}
-	// 100 actions in flight at once, each holding its connection for two
-	// seconds: the gateway's memory with that many.
-	slow := func() error {
-		cmd := exec.Command(sshBin, "box", "sleep 2")
-		cmd.Env = append(os.Environ(), "AIRLOCK_SOCKET="+d.socket)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("airlock-ssh: %v: %s", err, out)
-		}
-		return nil
-	}
-	mcpPaths := measureMCP(t, d, s, rounds, max(2, int(30*scale/rounds)))
-	replicaResults := measureReplicas(t, s, viaClient, gw, rounds, max(16, int(400*scale/rounds)))
-	peakBefore, _ := gw.memory(t)
-	// The peak so far holds the reviewer logins' password hashing (19 MiB
-	// of argon2id each) and the bursts above: start it again, so that the
-	// peak below is the 100 actions'.
-	gw.resetPeak(t)
-	if _, _, err := runBatch(slow, 100, 100); err != nil {
-		t.Fatalf("100 concurrent actions: %v", err)
-	}
-	peakRSS, rss := gw.memory(t)
-	t.Logf("peak RSS before the 100 concurrent actions %d KiB, after %d KiB", peakBefore, peakRSS)
-
-	// The helper's own start: airlock-ssh --version, 50 times.
-	var helper time.Duration
-	for range 50 {
-		t0 := time.Now()
-		if out, err := exec.Command(sshBin, "--version").CombinedOutput(); err != nil {
-			t.Fatalf("airlock-ssh --version: %v: %s", err, out)
-		}
-		helper += time.Since(t0)
-	}
-	helper /= 50
-	floor := processFloor(t)
-	if profileOut != "" {
-		profileGateway(t, pprofAddr(t, d), profileOut, viaGateway, 16)
-	}
-
-	// Verification of the resulting log, once the gateway has stopped.
-	d.signal(syscall.SIGTERM)
-	ver := measureVerify(t, state, cfgFile)
-
-	rep := report{machine: machine, paths: paths, modes: modes, peakRSSKiB: peakRSS, peakBeforeKiB: peakBefore, rssKiB: rss, verify: ver,
-		when: time.Now().UTC()}
-	rep.bars = phaseTimes.bars(modes[0], paths, helper)
-	rep.helper, rep.floor = helper, floor
-	rep.mcp = mcpPaths
-	rep.replicas, rep.pgVersion = replicaResults, pgtest.Version()
-	md := rep.markdown()
+// write writes the report's markdown and its two plots into outDir.
+func (r *report) write(t *testing.T, outDir string) {
+	md := r.markdown()
 	if err := os.WriteFile(filepath.Join(outDir, "benchmarks-report.md"), []byte(md), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +330,7 @@ func TestBenchReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := png.Encode(f, rep.plot()); err != nil {
+	if err := png.Encode(f, r.plot()); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Close(); err != nil {
@@ -310,7 +339,7 @@ func TestBenchReport(t *testing.T) {
 	if f, err = os.Create(filepath.Join(outDir, "benchmarks-phases.png")); err != nil {
 		t.Fatal(err)
 	}
-	if err := png.Encode(f, rep.plotPhases()); err != nil {
+	if err := png.Encode(f, r.plotPhases()); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Close(); err != nil {

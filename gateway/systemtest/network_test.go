@@ -168,12 +168,19 @@ func (g *gw) cliNS(args ...string) (string, int) {
 	return out, code
 }
 
-// TestNetworkFaults: with the target behind a veth pair — a route
-// blackhole, delay (tc netem, where the kernel has it), random and total
-// loss (nftables), a thin link (tc tbf), a blackhole before the dial and in
-// the middle of a command — each action ends within its deadline (plus the
-// kill grace) with the outcome that fits.
-func TestNetworkFaults(t *testing.T) {
+// farTarget is a gateway in one namespace of a netPair and, in the other,
+// the sshd of its target "far", whose run the agent has approved.
+type farTarget struct {
+	p     *netPair
+	s     *sshtest.SSHD
+	g     *gw
+	agent *api.Client
+}
+
+// newFarTarget starts both ends and has the agent's first action, through
+// the reviewer CLI inside the gateway's namespace, approved and run.
+func newFarTarget(t *testing.T) *farTarget {
+	t.Helper()
 	p := newNetPair(t)
 	var s *sshtest.SSHD
 	if err := inNetNS(p.tg, func() (err error) {
@@ -210,52 +217,63 @@ func TestNetworkFaults(t *testing.T) {
 	if a := <-first; a == nil || !a.Success() {
 		t.Fatalf("first action across the veth pair: %+v", a)
 	}
+	return &farTarget{p: p, s: s, g: g, agent: agent}
+}
 
-	const grace = 2 * time.Second // sshexec.DefaultKillGrace
-	run := func(cmd string, timeoutS int, onOutput func()) (*api.Action, time.Duration) {
-		t.Helper()
-		var once sync.Once
-		start := time.Now()
-		a, err := agent.RunAction(context.Background(), api.ActionRequest{Target: "far", Command: cmd, TimeoutS: timeoutS},
-			api.Events{Output: func(string, []byte) {
-				if onOutput != nil {
-					once.Do(onOutput)
-				}
-			}})
-		took := time.Since(start)
-		if err != nil {
-			t.Fatalf("%s: %v", cmd, err)
-		}
-		if limit := time.Duration(timeoutS)*time.Second + grace + time.Second; took > limit {
-			t.Errorf("%q took %s, over its deadline %ds + kill grace", cmd, took.Round(time.Millisecond), timeoutS)
-		}
-		return a, took
+// run runs cmd on far with a deadline of timeoutS seconds, calling
+// onOutput at its first output, and checks that it ends within the
+// deadline and the kill grace (with a second to spare).
+func (f *farTarget) run(t *testing.T, cmd string, timeoutS int, onOutput func()) (*api.Action, time.Duration) {
+	t.Helper()
+	var once sync.Once
+	start := time.Now()
+	a, err := f.agent.RunAction(context.Background(), api.ActionRequest{Target: "far", Command: cmd, TimeoutS: timeoutS},
+		api.Events{Output: func(string, []byte) {
+			if onOutput != nil {
+				once.Do(onOutput)
+			}
+		}})
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("%s: %v", cmd, err)
 	}
+	if limit := time.Duration(timeoutS)*time.Second + sshexec.DefaultKillGrace + time.Second; took > limit {
+		t.Errorf("%q took %s, over its deadline %ds + kill grace", cmd, took.Round(time.Millisecond), timeoutS)
+	}
+	return a, took
+}
 
+// TestNetworkFaults: with the target behind a veth pair — a route
+// blackhole, delay (tc netem, where the kernel has it), random and total
+// loss (nftables), a thin link (tc tbf), a blackhole before the dial and in
+// the middle of a command — each action ends within its deadline (plus the
+// kill grace) with the outcome that fits.
+func TestNetworkFaults(t *testing.T) {
+	f := newFarTarget(t)
 	t.Run("route blackhole", func(t *testing.T) {
-		ipCmd(t, "-n", p.gw, "route", "add", "blackhole", p.tgIP+"/32")
-		defer ipCmd(t, "-n", p.gw, "route", "del", "blackhole", p.tgIP+"/32")
-		a, took := run("echo ok", 3, nil)
+		ipCmd(t, "-n", f.p.gw, "route", "add", "blackhole", f.p.tgIP+"/32")
+		defer ipCmd(t, "-n", f.p.gw, "route", "del", "blackhole", f.p.tgIP+"/32")
+		a, took := f.run(t, "echo ok", 3, nil)
 		if a.Outcome != sshexec.DialFailed {
 			t.Errorf("outcome %q (%s), want dial_failed", a.Outcome, a.Detail)
 		}
 		t.Logf("route blackhole: %s in %s", a.Outcome, took.Round(time.Millisecond))
 	})
 	t.Run("delay 100ms each way (netem)", func(t *testing.T) {
-		p.netem(t, "delay", "100ms")
-		defer p.netem(t)
-		a, took := run("echo ok", 20, nil)
+		f.p.netem(t, "delay", "100ms")
+		defer f.p.netem(t)
+		a, took := f.run(t, "echo ok", 20, nil)
 		if !a.Success() || a.Stdout != "ok\n" {
 			t.Errorf("outcome %q (%s), want exited 0", a.Outcome, a.Detail)
 		}
 		t.Logf("delay 100ms: %s in %s", a.Outcome, took.Round(time.Millisecond))
 	})
 	t.Run("loss 20% (nftables)", func(t *testing.T) {
-		p.loss(t, 20)
-		defer p.loss(t, 0)
+		f.p.loss(t, 20)
+		defer f.p.loss(t, 0)
 		counts := map[sshexec.Outcome]int{}
 		for range 5 {
-			a, took := run("echo ok", 10, nil)
+			a, took := f.run(t, "echo ok", 10, nil)
 			counts[a.Outcome]++
 			switch {
 			case a.Success() && a.Stdout == "ok\n":
@@ -270,8 +288,8 @@ func TestNetworkFaults(t *testing.T) {
 		t.Logf("loss 20%%: %v", counts)
 	})
 	t.Run("loss 100% mid-command (nftables)", func(t *testing.T) {
-		defer p.loss(t, 0)
-		a, took := run("echo started; sleep 30", 4, func() { p.loss(t, 100) })
+		defer f.p.loss(t, 0)
+		a, took := f.run(t, "echo started; sleep 30", 4, func() { f.p.loss(t, 100) })
 		if a.Outcome != sshexec.TimedOut && a.Outcome != sshexec.ConnectionLost {
 			t.Errorf("outcome %q (%s), want timed_out or connection_lost", a.Outcome, a.Detail)
 		}
@@ -281,38 +299,38 @@ func TestNetworkFaults(t *testing.T) {
 		t.Logf("loss 100%% mid-command: %s (%s) in %s", a.Outcome, a.Termination, took.Round(time.Millisecond))
 	})
 	t.Run("slow link 64 kbit/s (tbf)", func(t *testing.T) {
-		p.slowLink(t, "64kbit")
-		defer p.slowLink(t, "")
+		f.p.slowLink(t, "64kbit")
+		defer f.p.slowLink(t, "")
 		// 32 KiB of output needs about 4 s at 64 kbit/s on top of the
 		// handshake: it arrives whole within a 20 s deadline ...
-		a, took := run("head -c 32768 /dev/zero | tr '\\0' x", 20, nil)
+		a, took := f.run(t, "head -c 32768 /dev/zero | tr '\\0' x", 20, nil)
 		if !a.Success() || a.StdoutBytes != 32768 {
 			t.Errorf("outcome %q (%s), %d bytes of stdout; want exited 0 with 32768", a.Outcome, a.Detail, a.StdoutBytes)
 		}
 		t.Logf("slow link, 32 KiB: %s in %s", a.Outcome, took.Round(time.Millisecond))
 		// ... and 256 KiB (about 33 s) cannot: the deadline ends it.
-		a, took = run("head -c 262144 /dev/zero | tr '\\0' x", 5, nil)
+		a, took = f.run(t, "head -c 262144 /dev/zero | tr '\\0' x", 5, nil)
 		if a.Outcome != sshexec.TimedOut {
 			t.Errorf("outcome %q (%s), want timed_out", a.Outcome, a.Detail)
 		}
 		t.Logf("slow link, 256 KiB in 5 s: %s (%s) after %d bytes in %s", a.Outcome, a.Termination, a.StdoutBytes, took.Round(time.Millisecond))
 	})
 	t.Run("blackhole before the dial", func(t *testing.T) {
-		p.blackhole(t, true)
-		defer p.blackhole(t, false)
-		before := connections(s)
-		a, took := run("echo ok", 3, nil)
+		f.p.blackhole(t, true)
+		defer f.p.blackhole(t, false)
+		before := connections(f.s)
+		a, took := f.run(t, "echo ok", 3, nil)
 		if a.Outcome != sshexec.DialFailed {
 			t.Errorf("outcome %q (%s), want dial_failed", a.Outcome, a.Detail)
 		}
-		if got := connections(s) - before; got != 0 {
+		if got := connections(f.s) - before; got != 0 {
 			t.Errorf("sshd saw %d connections through the blackhole", got)
 		}
 		t.Logf("blackhole: %s in %s", a.Outcome, took.Round(time.Millisecond))
 	})
 	t.Run("blackhole mid-command", func(t *testing.T) {
-		defer p.blackhole(t, false)
-		a, took := run("echo started; sleep 30", 4, func() { p.blackhole(t, true) })
+		defer f.p.blackhole(t, false)
+		a, took := f.run(t, "echo started; sleep 30", 4, func() { f.p.blackhole(t, true) })
 		if a.Outcome != sshexec.TimedOut && a.Outcome != sshexec.ConnectionLost {
 			t.Errorf("outcome %q (%s), want timed_out or connection_lost", a.Outcome, a.Detail)
 		}
@@ -321,6 +339,6 @@ func TestNetworkFaults(t *testing.T) {
 		}
 		t.Logf("blackhole mid-command: %s (%s) in %s", a.Outcome, a.Termination, took.Round(time.Millisecond))
 	})
-	g.stop(0x0f)
-	g.verify()
+	f.g.stop(0x0f)
+	f.g.verify()
 }

@@ -33,66 +33,15 @@ func TestSlowClientsDoNotExhaust(t *testing.T) {
 	ctl, _ := api.ReadControl(g.socket)
 	addr := strings.TrimPrefix(g.HTTPURL, "http://")
 
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	keep := func(c net.Conn) {
-		mu.Lock()
-		conns = append(conns, c)
-		mu.Unlock()
-	}
-	for i := range nHTTP {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatalf("slow HTTP client %d: %v", i, err)
-		}
-		keep(c)
-		wg.Go(func() {
-			fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: %s\r\nX-Slow: ", addr)
-			tick := time.NewTicker(300 * time.Millisecond)
-			defer tick.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-tick.C:
-					if _, err := c.Write([]byte("a")); err != nil {
-						return
-					}
-				}
-			}
-		})
-	}
-	for i := range nSocket {
-		c, err := net.Dial("unix", g.socket)
-		if err != nil {
-			t.Fatalf("stalled socket client %d: %v", i, err)
-		}
-		keep(c)
-		if i%2 == 0 {
-			fmt.Fprintf(c, "POST /v1/actions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n", ctl.Token)
-		} else {
-			fmt.Fprintf(c, "POST /v1/actions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n{\"target\":", ctl.Token)
-		}
-	}
+	crowd := &slowCrowd{stop: make(chan struct{})}
+	defer crowd.release()
+	crowd.trickleHTTP(t, addr, nHTTP)
+	crowd.stallSocket(t, g.socket, ctl.Token, nSocket)
+
 	// An event stream nobody reads, of an action with 20 MB of output.
 	id := detached(t, agent, api.ActionRequest{Target: "box", Command: "head -c 20000000 /dev/zero"})
-	sc, err := net.Dial("unix", g.socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keep(sc)
+	sc := crowd.dial(t, "unix", g.socket, "the event stream's client")
 	fmt.Fprintf(sc, "GET /v1/actions/%s/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nAccept: text/event-stream\r\n\r\n", id, ctl.Token)
-	defer func() {
-		close(stop)
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	}()
 
 	time.Sleep(500 * time.Millisecond)
 	held := g.stats()
@@ -129,18 +78,86 @@ func TestSlowClientsDoNotExhaust(t *testing.T) {
 	}
 	t.Logf("held: %d fds, %d goroutines in the gateway", held.fds, held.goroutines)
 
-	close(stop)
-	mu.Lock()
-	for _, c := range conns {
-		c.Close()
-	}
-	conns = nil
-	mu.Unlock()
-	wg.Wait()
-	stop = make(chan struct{})
+	crowd.release()
 	after, ok := g.settle(base, 8, 20*time.Second)
 	t.Logf("gateway process: fds %d → %d → %d, goroutines %d → %d → %d", base.fds, held.fds, after.fds, base.goroutines, held.goroutines, after.goroutines)
 	if !ok {
 		t.Errorf("the gateway kept what the slow clients took: fds %d → %d, goroutines %d → %d", base.fds, after.fds, base.goroutines, after.goroutines)
 	}
+}
+
+// slowCrowd is clients of the gateway that hold their connections open
+// while sending next to nothing.
+type slowCrowd struct {
+	stop  chan struct{} // closed: the trickling clients stop
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	conns []net.Conn
+	once  sync.Once
+}
+
+// dial opens a connection for the client who, and keeps it.
+func (c *slowCrowd) dial(t *testing.T, network, addr, who string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial(network, addr)
+	if err != nil {
+		t.Fatalf("%s: %v", who, err)
+	}
+	c.mu.Lock()
+	c.conns = append(c.conns, conn)
+	c.mu.Unlock()
+	return conn
+}
+
+// trickleHTTP opens n connections to the HTTP listener at addr whose
+// clients send their headers a byte every 300 ms.
+func (c *slowCrowd) trickleHTTP(t *testing.T, addr string, n int) {
+	t.Helper()
+	for i := range n {
+		conn := c.dial(t, "tcp", addr, fmt.Sprintf("slow HTTP client %d", i))
+		c.wg.Go(func() {
+			fmt.Fprintf(conn, "GET /healthz HTTP/1.1\r\nHost: %s\r\nX-Slow: ", addr)
+			tick := time.NewTicker(300 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-c.stop:
+					return
+				case <-tick.C:
+					if _, err := conn.Write([]byte("a")); err != nil {
+						return
+					}
+				}
+			}
+		})
+	}
+}
+
+// stallSocket opens n connections to the local socket whose clients,
+// holding token, stop in their request's headers (half of them) or body.
+func (c *slowCrowd) stallSocket(t *testing.T, socket, token string, n int) {
+	t.Helper()
+	for i := range n {
+		conn := c.dial(t, "unix", socket, fmt.Sprintf("stalled socket client %d", i))
+		if i%2 == 0 {
+			fmt.Fprintf(conn, "POST /v1/actions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n", token)
+		} else {
+			fmt.Fprintf(conn, "POST /v1/actions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 4096\r\n\r\n{\"target\":", token)
+		}
+	}
+}
+
+// release stops the trickling clients, closes every connection and waits
+// for the clients to end; only the first call does anything.
+func (c *slowCrowd) release() {
+	c.once.Do(func() {
+		close(c.stop)
+		c.mu.Lock()
+		for _, conn := range c.conns {
+			conn.Close()
+		}
+		c.conns = nil
+		c.mu.Unlock()
+		c.wg.Wait()
+	})
 }
