@@ -155,11 +155,10 @@ func TestLocalRunsStayWithTheirHost(t *testing.T) {
 	}
 	// On its own host, the anchor's exit still ends it.
 	a.procs.kill(100)
-	var got Run
 	testkit.Eventually(t, func() bool {
-		got, _ = a.s.Run(ctx, run.ID)
+		got, _ := a.s.Run(ctx, run.ID)
 		return got.State == RunEnded && got.EndReason == EndAnchorExited
-	}, "the anchor's exit did not end the run on its host: %+v", &got)
+	}, "the anchor's exit did not end the run on its host")
 }
 
 // A decision whose notification never came (it was committed while the

@@ -2,6 +2,7 @@ package auditchain
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -51,11 +52,12 @@ func TestClockSetBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	covered := func() bool {
-		s := checkpointSizes(t, o)
-		return len(s) > 0 && s[len(s)-1] > ref.Seq
-	}
-	testkit.Eventually(t, covered, "checkpoint sizes %v: none covers entry %d, written after the clock was set back", checkpointSizes(t, o), ref.Seq)
+	testkit.EventuallyErr(t, func() error {
+		if s := checkpointSizes(t, o); len(s) == 0 || s[len(s)-1] <= ref.Seq {
+			return fmt.Errorf("checkpoint sizes %v", s)
+		}
+		return nil
+	}, "no checkpoint covers entry %d, written after the clock was set back", ref.Seq)
 	closeLog(t, l)
 	v, err := ReadVerifierKey(o.VerifierKeyPath)
 	if err != nil {

@@ -157,6 +157,14 @@ func TestCheckpointChecksProofs(t *testing.T) {
 	if err := other.CheckConsistency(con); err == nil {
 		t.Error("CheckConsistency held under another root")
 	}
+	// Every tree extends the empty one (audit consistency 0 N writes
+	// this proof), and no tree extends an empty tree of another root.
+	if err := c.CheckConsistency(ConsistencyProof{Old: 0, New: 20, OldRoot: emptyRoot}); err != nil {
+		t.Errorf("a tree extends the empty tree: %v", err)
+	}
+	if err := c.CheckConsistency(ConsistencyProof{Old: 0, New: 20, OldRoot: root}); err == nil {
+		t.Error("CheckConsistency held from an empty tree with another root")
+	}
 	if err := c.CheckConsistency(ConsistencyProof{Old: 20, New: 20, OldRoot: root}); err != nil {
 		t.Errorf("a tree is consistent with itself: %v", err)
 	}

@@ -252,20 +252,32 @@ func CheckDirs(dir string, wantUID int) (uid, gid int, err error) {
 // writable by group or others — a sticky directory excepted, where nobody
 // may rename what another owns, but never the file itself. A missing file
 // is the stat's error, unwrapped, for the caller to report as missing.
+//
+// The directories are those of the path as given, made absolute, and of
+// where it really leads; a path whose cleaned form names another file
+// than the path itself (".." after a link: the kernel follows the link
+// first) is refused, since its directories would not be the file's.
 func CheckUnchangeable(path string, uid int) error {
-	path, err := filepath.Abs(path)
+	fi, err := os.Stat(path) // the file that opening path opens
 	if err != nil {
 		return err
 	}
-	fi, err := os.Stat(path)
+	abs, err := filepath.Abs(path)
 	if err != nil {
 		return err
 	}
-	if err := unchangeable(path, fi, uid, false); err != nil {
+	if cfi, err := os.Stat(abs); err != nil || !os.SameFile(fi, cfi) {
+		return fmt.Errorf("securefile: %s leads elsewhere than %s (a link followed by \"..\"); give the file's real path", path, abs)
+	}
+	if err := unchangeable(abs, fi, uid, false); err != nil {
 		return err
 	}
-	dirs := []string{filepath.Dir(path)}
-	if real, err := filepath.EvalSymlinks(path); err == nil && filepath.Dir(real) != dirs[0] {
+	dirs := []string{filepath.Dir(abs)}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return fmt.Errorf("securefile: %w", err)
+	}
+	if real, err = filepath.Abs(real); err == nil && filepath.Dir(real) != dirs[0] {
 		dirs = append(dirs, filepath.Dir(real))
 	}
 	for _, dir := range dirs {

@@ -69,6 +69,30 @@ func TestCheckUnchangeable(t *testing.T) {
 			}
 		})
 	}
+	// The kernel follows a link before "..": dir/link/../policy opens the
+	// policy beside the link's target, not dir's. The guard must judge the
+	// file that is opened, or refuse.
+	t.Run("a link followed by ..", func(t *testing.T) {
+		base := t.TempDir()
+		theirs := filepath.Join(base, "theirs")
+		sub := filepath.Join(theirs, "sub")
+		os.MkdirAll(sub, 0o755)
+		os.WriteFile(filepath.Join(theirs, "policy"), []byte("the account's"), 0o644)
+		os.Chown(theirs, account, account)
+		ours := filepath.Join(base, "ours")
+		os.Mkdir(ours, 0o755)
+		os.WriteFile(filepath.Join(ours, "policy"), []byte("root's"), 0o644)
+		if err := os.Symlink(sub, filepath.Join(ours, "link")); err != nil {
+			t.Fatal(err)
+		}
+		tricky := ours + "/link/../policy"
+		if b, _ := os.ReadFile(tricky); string(b) != "the account's" {
+			t.Fatalf("opening %s read %q; the test's premise does not hold", tricky, b)
+		}
+		if err := CheckUnchangeable(tricky, account); err == nil {
+			t.Error("CheckUnchangeable passed a path that opens the account's file")
+		}
+	})
 	t.Run("root may own everything", func(t *testing.T) {
 		dir := t.TempDir()
 		file := filepath.Join(dir, "policy")
