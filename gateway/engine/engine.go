@@ -126,7 +126,7 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		actions: map[string]*Action{},
 		metrics: newMetrics(),
 		tracer:  o.Tracer,
-		limiter: newLimiter(),
+		limiter: newLimiter(o.Clock),
 
 		accountsChanged: make(chan struct{}),
 	}
@@ -177,6 +177,47 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 			return fail(err)
 		}
 	}
+	alog, err := auditchain.Open(ctx, e.auditOptions(cfg))
+	if err != nil {
+		return fail(err)
+	}
+	e.alog = alog
+	e.audit = timedAppender{alog, e.metrics, e.clock}
+	if o.WrapAudit != nil {
+		e.audit = o.WrapAudit(e.audit)
+	}
+
+	if e.outputs, err = auditchain.OpenOutputs(ctx, auditchain.OutputOptions{Path: filepath.Join(cfg.StateDir, "outputs.db"), DB: e.pg}); err != nil {
+		return fail(err)
+	}
+	if e.spool, err = openSpool(cfg.StateDir, e.clock.Now); err != nil {
+		return fail(err)
+	}
+
+	e.store, err = e.openApprovals(ctx, cfg, o.ProcessInspector)
+	if err != nil {
+		return fail(err)
+	}
+
+	if err := e.recover(ctx); err != nil {
+		return fail(err)
+	}
+	host, _ := os.Hostname()
+	if _, err := e.record(ctx, "", "", gatewayStarted{PID: int64(os.Getpid()), Host: host, Version: e.version}); err != nil {
+		return fail(fmt.Errorf("engine: audit log: %w", err))
+	}
+	if _, err := e.record(ctx, "", "", configLoaded{Path: cfg.Path, SHA256: cfg.Digest, Targets: int64(len(cfg.Targets))}); err != nil {
+		return fail(fmt.Errorf("engine: audit log: %w", err))
+	}
+	if e.replica != nil {
+		e.replica.run()
+	}
+	e.log.Info("state opened", "state_dir", cfg.StateDir, "targets", len(cfg.Targets), "audit_origin", alog.Origin())
+	return e, nil
+}
+
+// auditOptions are the options of the audit log of cfg.
+func (e *Engine) auditOptions(cfg *config.Config) auditchain.Options {
 	ao := auditchain.DefaultOptions(cfg.StateDir)
 	ao.DB = e.pg
 	if cfg.Storage != nil {
@@ -200,24 +241,13 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		e.metrics.auditCommit.Observe(took.Seconds())
 		e.metrics.auditBatch.Observe(float64(n))
 	}
-	alog, err := auditchain.Open(ctx, ao)
-	if err != nil {
-		return fail(err)
-	}
-	e.alog = alog
-	e.audit = timedAppender{alog, e.metrics}
-	if o.WrapAudit != nil {
-		e.audit = o.WrapAudit(e.audit)
-	}
+	return ao
+}
 
-	if e.outputs, err = auditchain.OpenOutputs(ctx, auditchain.OutputOptions{Path: filepath.Join(cfg.StateDir, "outputs.db"), DB: e.pg}); err != nil {
-		return fail(err)
-	}
-	if e.spool, err = openSpool(cfg.StateDir); err != nil {
-		return fail(err)
-	}
-
-	e.store, err = approvals.Open(ctx, approvals.Options{
+// openApprovals opens the approvals state of cfg; inspector reads the
+// processes of local runs (nil: /proc).
+func (e *Engine) openApprovals(ctx context.Context, cfg *config.Config, inspector approvals.Inspector) (*approvals.Store, error) {
+	return approvals.Open(ctx, approvals.Options{
 		Path:                   filepath.Join(cfg.StateDir, "state.db"),
 		DB:                     e.pg,
 		Replica:                e.replicaID,
@@ -230,29 +260,10 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		MaxPendingPerRun:       cfg.Approval.MaxPendingPerRun,
 		MaxPendingPerRequester: cfg.Approval.MaxPendingPerRequester,
 		Links:                  cfg.ReviewerLinks,
-		Inspector:              redactingInspector{Inspector: cmp.Or[approvals.Inspector](o.ProcessInspector, &approvals.ProcFS{}), redactor: func() *redact.Redactor { return e.conf().redactor }},
+		Inspector:              redactingInspector{Inspector: cmp.Or[approvals.Inspector](inspector, &approvals.ProcFS{}), redactor: func() *redact.Redactor { return e.conf().redactor }},
 		Clock:                  e.clock,
 		Logger:                 e.log.Named("approvals"),
 	})
-	if err != nil {
-		return fail(err)
-	}
-
-	if err := e.recover(ctx); err != nil {
-		return fail(err)
-	}
-	host, _ := os.Hostname()
-	if _, err := e.record(ctx, "", "", gatewayStarted{PID: int64(os.Getpid()), Host: host, Version: e.version}); err != nil {
-		return fail(fmt.Errorf("engine: audit log: %w", err))
-	}
-	if _, err := e.record(ctx, "", "", configLoaded{Path: cfg.Path, SHA256: cfg.Digest, Targets: int64(len(cfg.Targets))}); err != nil {
-		return fail(fmt.Errorf("engine: audit log: %w", err))
-	}
-	if e.replica != nil {
-		e.replica.run()
-	}
-	e.log.Info("state opened", "state_dir", cfg.StateDir, "targets", len(cfg.Targets), "audit_origin", alog.Origin())
-	return e, nil
 }
 
 // Config is the configuration in force.
@@ -360,14 +371,15 @@ func (e *Engine) closeStores(ctx context.Context) {
 
 // timedAppender measures audit append latency.
 type timedAppender struct {
-	l *auditchain.Log
-	m *metrics
+	l     *auditchain.Log
+	m     *metrics
+	clock approvals.Clock
 }
 
 func (t timedAppender) Append(ctx context.Context, e auditchain.Entry) (auditchain.Ref, error) {
-	start := time.Now()
+	start := t.clock.Elapsed()
 	ref, err := t.l.Append(ctx, e)
-	t.m.auditAppend.Observe(time.Since(start).Seconds())
+	t.m.auditAppend.Observe((t.clock.Elapsed() - start).Seconds())
 	return ref, err
 }
 

@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"time"
+
+	"github.com/airlockgw/airlock/approvals"
 )
 
 // limiter counts failures per key (an address, a reviewer name at an
@@ -20,8 +23,9 @@ type limiter struct {
 	now      func() time.Time
 }
 
-func newLimiter() *limiter {
-	return &limiter{window: time.Minute, max: 10, hits: map[string][]time.Time{}, inflight: map[string]int{}, now: time.Now}
+func newLimiter(clock approvals.Clock) *limiter {
+	clock = cmp.Or[approvals.Clock](clock, approvals.SystemClock{})
+	return &limiter{window: time.Minute, max: 10, hits: map[string][]time.Time{}, inflight: map[string]int{}, now: clock.Now}
 }
 
 // blocked reports whether key has failed too often in the window.

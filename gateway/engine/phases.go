@@ -58,12 +58,14 @@ type phase struct {
 type phases struct {
 	begun time.Time
 	list  []phase
+	// now is the engine's clock.
+	now func() time.Time
 }
 
 // mark ends the phase that began at the previous mark (or at begun) now,
 // under name.
 func (p *phases) mark(name string) {
-	now := time.Now()
+	now := p.now()
 	start := p.begun
 	if n := len(p.list); n > 0 {
 		start = p.list[n-1].end
@@ -99,7 +101,7 @@ func (e *Engine) observe(p *phases, obj api.Action) {
 	if e.tracer == nil {
 		return
 	}
-	end := time.Now()
+	end := p.now()
 	_, root := e.tracer.Start(context.Background(), "airlock.action", trace.WithTimestamp(p.begun),
 		trace.WithSpanKind(trace.SpanKindServer))
 	if !root.IsRecording() {

@@ -15,7 +15,7 @@ import (
 // testPhases is a whole action's phases, as an approved run's action has
 // them.
 func testPhases() *phases {
-	p := &phases{begun: time.Now()}
+	p := &phases{begun: time.Now(), now: time.Now}
 	for _, n := range []string{phaseCheck, phaseRun, phasePolicy, phaseRequested, phaseApproval, phaseSlot, phaseIntent} {
 		p.mark(n)
 	}

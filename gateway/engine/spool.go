@@ -35,6 +35,8 @@ type spool struct {
 	dir   string
 	mu    sync.Mutex
 	files map[string]*spoolFile
+	// now is the engine's clock.
+	now func() time.Time
 }
 
 // spoolFile is one file of the spool.
@@ -51,7 +53,7 @@ type spoolFile struct {
 }
 
 // openSpool empties and returns the spool under stateDir.
-func openSpool(stateDir string) (*spool, error) {
+func openSpool(stateDir string, now func() time.Time) (*spool, error) {
 	dir := filepath.Join(stateDir, spoolDir)
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, fmt.Errorf("engine: emptying the transfer spool: %w", err)
@@ -59,7 +61,7 @@ func openSpool(stateDir string) (*spool, error) {
 	if err := securefile.PrivateDir(dir, -1); err != nil {
 		return nil, err
 	}
-	return &spool{dir: dir, files: map[string]*spoolFile{}}, nil
+	return &spool{dir: dir, files: map[string]*spoolFile{}, now: now}, nil
 }
 
 // Errors of the spool, each a refusal the agent can act on.
@@ -82,7 +84,7 @@ func (s *spool) add(run approvals.RunID, id string, max int64, fill func(w io.Wr
 		s.mu.Unlock()
 		return nil, fmt.Errorf("engine: spool file %s exists", id)
 	}
-	f := &spoolFile{id: id, run: run, path: filepath.Join(s.dir, id), expires: time.Now().Add(spoolTTL)}
+	f := &spoolFile{id: id, run: run, path: filepath.Join(s.dir, id), expires: s.now().Add(spoolTTL)}
 	s.files[id] = f // holds its place while it fills
 	s.mu.Unlock()
 
