@@ -203,25 +203,25 @@ func New(o Options) http.Handler {
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(crossSiteGuard)
 		r.Post("/login", s.handleLogin)
-		r.With(s.reviewerOnly).Delete("/login", s.handleLogout)
+		r.With(reviewerOnly).Delete("/login", s.handleLogout)
 		r.Post("/login/device", s.handleDeviceLogin)
 		r.Post("/login/device/token", s.handleDeviceToken)
-		r.With(s.agent).Post("/actions", s.handlePostAction)
-		r.With(s.agentOrReviewer).Get("/actions/{id}", s.handleGetAction)
-		r.With(s.agentOrReviewer).Get("/actions/{id}/events", s.handleActionEvents)
-		r.With(s.agentOrReviewer).Get("/actions/{id}/output", s.handleActionOutput)
-		r.With(s.agent).Get("/actions/{id}/file", s.handleActionFile)
-		r.With(s.agent).Post("/uploads", s.handleUpload)
+		r.With(agentOnly).Post("/actions", s.handlePostAction)
+		r.With(agentOrReviewer).Get("/actions/{id}", s.handleGetAction)
+		r.With(agentOrReviewer).Get("/actions/{id}/events", s.handleActionEvents)
+		r.With(agentOrReviewer).Get("/actions/{id}/output", s.handleActionOutput)
+		r.With(agentOnly).Get("/actions/{id}/file", s.handleActionFile)
+		r.With(agentOnly).Post("/uploads", s.handleUpload)
 		r.Post("/runs", s.handleCreateRun)
-		r.With(s.reviewerOnly).Get("/runs", s.handleListRuns)
-		r.With(s.agentOrReviewer).Get("/runs/{id}", s.handleGetRun)
-		r.With(s.agentOrReviewer).Delete("/runs/{id}", s.handleEndRun)
-		r.With(s.reviewerOnly).Get("/approvals", s.handleListApprovals)
-		r.With(s.reviewerOnly).Post("/approvals/{id}/decision", s.handleDecision)
-		r.With(s.reviewerOnly).Get("/approvals/{id}/command", s.handleRevealCommand)
-		r.With(s.agentOrReviewer).Get("/targets", s.handleTargets)
-		r.With(s.reviewerOnly).Get("/audit/entries", s.handleAuditEntries)
-		r.With(s.reviewerOnly).Get("/audit/verify", s.handleAuditVerify)
+		r.With(reviewerOnly).Get("/runs", s.handleListRuns)
+		r.With(agentOrReviewer).Get("/runs/{id}", s.handleGetRun)
+		r.With(agentOrReviewer).Delete("/runs/{id}", s.handleEndRun)
+		r.With(reviewerOnly).Get("/approvals", s.handleListApprovals)
+		r.With(reviewerOnly).Post("/approvals/{id}/decision", s.handleDecision)
+		r.With(reviewerOnly).Get("/approvals/{id}/command", s.handleRevealCommand)
+		r.With(agentOrReviewer).Get("/targets", s.handleTargets)
+		r.With(reviewerOnly).Get("/audit/entries", s.handleAuditEntries)
+		r.With(reviewerOnly).Get("/audit/verify", s.handleAuditVerify)
 		r.Post("/token/rotate", s.handleRotateToken)
 		r.Post("/agents", s.handleAddAgent)
 		r.Get("/agents", s.handleListAgents)
@@ -376,45 +376,50 @@ func invalidRunToken(err error) bool {
 // address, on every HTTP route.
 func runTokenLimitKey(r *http.Request) string { return "run-token:" + engine.Host(r.RemoteAddr) }
 
-// agent lets through the local socket's callers and HTTP callers with a run
-// token; never reviewers (a reviewer is not an agent) or anonymous callers.
-func (s *server) agent(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := principalFrom(r.Context())
-		if !p.local && p.runToken.IsZero() {
-			writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "agents call over the local socket, or over HTTP with a run token from POST /v1/runs")
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-func (s *server) agentOrReviewer(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := principalFrom(r.Context())
-		if !p.local && p.runToken.IsZero() && !p.isReviewer {
-			writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "credentials required")
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// reviewerOnly refuses every agent credential: the local token and run
-// tokens never reach reviewer endpoints.
-func (s *server) reviewerOnly(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := principalFrom(r.Context())
-		switch {
-		case p.isReviewer:
+// guard lets a request through to a route when admit says its principal
+// may call it; any other principal is answered as refuse says.
+func guard(admit func(p *principal) bool, refuse func(p *principal) (status int, code, msg string)) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			p := principalFrom(r.Context())
+			if !admit(p) {
+				status, code, msg := refuse(p)
+				writeError(w, status, code, msg)
+				return
+			}
 			next.ServeHTTP(w, r)
-		case p.local || !p.runToken.IsZero():
-			writeError(w, http.StatusForbidden, api.CodeForbidden, "agent credentials cannot reach reviewer endpoints; log in as a reviewer over HTTP")
-		default:
-			writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "reviewer credentials required: POST /v1/login")
-		}
-	})
+		})
+	}
 }
+
+// isAgent reports whether p holds an agent's credentials: it is on the
+// local socket or holds a run token.
+func (p *principal) isAgent() bool { return p.local || !p.runToken.IsZero() }
+
+// unauthorized refuses with 401 and msg.
+func unauthorized(msg string) func(*principal) (int, string, string) {
+	return func(*principal) (int, string, string) { return http.StatusUnauthorized, api.CodeUnauthorized, msg }
+}
+
+var (
+	// agentOnly lets through the local socket's callers and HTTP callers
+	// with a run token; never reviewers (a reviewer is not an agent) or
+	// anonymous callers.
+	agentOnly = guard((*principal).isAgent,
+		unauthorized("agents call over the local socket, or over HTTP with a run token from POST /v1/runs"))
+	// agentOrReviewer lets through agents and reviewers.
+	agentOrReviewer = guard(func(p *principal) bool { return p.isAgent() || p.isReviewer },
+		unauthorized("credentials required"))
+	// reviewerOnly refuses every agent credential: the local token and run
+	// tokens never reach reviewer endpoints.
+	reviewerOnly = guard(func(p *principal) bool { return p.isReviewer },
+		func(p *principal) (int, string, string) {
+			if p.isAgent() {
+				return http.StatusForbidden, api.CodeForbidden, "agent credentials cannot reach reviewer endpoints; log in as a reviewer over HTTP"
+			}
+			return http.StatusUnauthorized, api.CodeUnauthorized, "reviewer credentials required: POST /v1/login"
+		})
+)
 
 // uiGuard keeps agent credentials and API tokens away from the pages: the
 // local socket (whatever token it carries), run tokens and any
@@ -423,7 +428,7 @@ func (s *server) reviewerOnly(next http.Handler) http.Handler {
 func uiGuard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := principalFrom(r.Context())
-		if p == nil || p.local || !p.runToken.IsZero() || p.isReviewer || r.Header.Get("Authorization") != "" {
+		if p == nil || p.isAgent() || p.isReviewer || r.Header.Get("Authorization") != "" {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			w.WriteHeader(http.StatusForbidden)
 			fmt.Fprintln(w, "The reviewer pages take no agent credentials and no bearer tokens: open them in a browser on the HTTP listener and log in.")
