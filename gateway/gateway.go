@@ -91,7 +91,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		s.grace = 30 * time.Second
 	}
 	s.local = &localListener{s: s}
-	backend := web.NewEngineBackend(eng)
+	backend := web.NewEngineBackend(eng.Review(), eng.Runs(), eng.Audit())
 	pages := web.New(backend, web.Options{MaxAge: engine.LoginTTL, Now: eng.Now, Logger: log.Named("ui"), SSO: backend.SSO})
 	s.handler = httpapi.New(httpapi.Options{Engine: eng, Local: s.local, UI: pages, Version: Version, Logger: log})
 	if o.Config.Notify != nil {
@@ -122,7 +122,7 @@ func (s *Server) Close(ctx context.Context) error {
 // SIGHUP does): see engine.Reload. On any error the configuration in
 // force stays.
 func (s *Server) Reload(ctx context.Context) error {
-	_, err := s.eng.ReloadFile(ctx)
+	_, err := s.eng.Admin().ReloadFile(ctx)
 	return err
 }
 
@@ -142,7 +142,7 @@ func (s *Server) LoginLink(ctx context.Context, reviewer string, ttl time.Durati
 	if base == "" {
 		return "", errors.New("gateway: no HTTP listener for the reviewer pages")
 	}
-	tok, err := s.eng.NewLoginLink(ctx, reviewer, ttl)
+	tok, err := s.eng.Admin().NewLoginLink(ctx, reviewer, ttl)
 	if err != nil {
 		return "", err
 	}

@@ -60,7 +60,7 @@ func (l *localListener) Rotate(ctx context.Context) error {
 	conns := l.conns
 	l.conns = map[net.Conn]struct{}{}
 	l.mu.Unlock()
-	if err := l.s.eng.RecordTokenRotated(ctx, len(conns)); err != nil {
+	if err := l.s.eng.Admin().RecordTokenRotated(ctx, len(conns)); err != nil {
 		l.s.log.Error("recording the token rotation", "error", err)
 	}
 	// Cut after this response is written: the rotating connection is one

@@ -12,7 +12,7 @@ import (
 // AddAgent issues a token for a remote agent named name, whose runs may
 // act only within limits ("target" or "account@target"; none: anywhere),
 // valid for ttl (zero: until revoked). The token is in the answer once.
-func (e *Engine) AddAgent(ctx context.Context, name string, limits []string, ttl time.Duration) (api.Agent, error) {
+func (e *Admin) AddAgent(ctx context.Context, name string, limits []string, ttl time.Duration) (api.Agent, error) {
 	if !approvals.ValidName(name) {
 		return api.Agent{}, refuse(ErrInvalid, "name: use 1 to 64 letters, digits, '.', '_' or '-'")
 	}
@@ -21,7 +21,7 @@ func (e *Engine) AddAgent(ctx context.Context, name string, limits []string, ttl
 	}
 	var scope []approvals.Scope
 	for _, l := range limits {
-		sc, err := e.Config().Limit(l)
+		sc, err := e.conf().cfg.Limit(l)
 		if err != nil {
 			return api.Agent{}, refuse(ErrInvalid, err.Error())
 		}
@@ -37,7 +37,7 @@ func (e *Engine) AddAgent(ctx context.Context, name string, limits []string, ttl
 }
 
 // Agents lists the agent tokens, revoked ones included; never a token.
-func (e *Engine) Agents(ctx context.Context) ([]api.Agent, error) {
+func (e *Admin) Agents(ctx context.Context) ([]api.Agent, error) {
 	as, err := e.store.Agents(ctx)
 	if err != nil {
 		return nil, err
@@ -51,7 +51,7 @@ func (e *Engine) Agents(ctx context.Context) ([]api.Agent, error) {
 
 // RevokeAgent revokes an agent token by id, or every token of an agent by
 // name; by says who.
-func (e *Engine) RevokeAgent(ctx context.Context, idOrName, by string) ([]api.Agent, error) {
+func (e *Admin) RevokeAgent(ctx context.Context, idOrName, by string) ([]api.Agent, error) {
 	as, err := e.store.RevokeAgent(ctx, idOrName, by)
 	if err != nil {
 		return nil, classify(err)
@@ -80,7 +80,7 @@ func AgentView(a approvals.Agent) api.Agent {
 
 // VerifyAgent returns the agent an agent token belongs to; a wrong,
 // revoked or expired token is ErrUnauthorized.
-func (e *Engine) VerifyAgent(ctx context.Context, token approvals.Secret) (approvals.Agent, error) {
+func (e *Identity) VerifyAgent(ctx context.Context, token approvals.Secret) (approvals.Agent, error) {
 	a, err := e.store.VerifyAgent(ctx, token)
 	switch {
 	case err == nil:

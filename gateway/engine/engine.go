@@ -52,9 +52,9 @@ type Options struct {
 	Tracer trace.Tracer
 }
 
-// Engine is the gateway's core: its stores are open, recovery is done, and
-// it runs actions until Close.
-type Engine struct {
+// core is what the engine holds, shared by its faces: the stores, the
+// configuration in force, the actions in flight.
+type core struct {
 	// cur is the configuration in force and what the engine made of it;
 	// a reload swaps it whole (Reload).
 	cur     atomic.Pointer[loaded]
@@ -119,7 +119,7 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 	if cfg == nil {
 		return nil, errors.New("engine: no config")
 	}
-	e := &Engine{
+	e := &core{
 		log:     cmp.Or[hclog.Logger](o.Logger, hclog.NewNullLogger()),
 		version: cmp.Or(o.Version, "dev"),
 		clock:   cmp.Or[approvals.Clock](o.Clock, approvals.SystemClock{}),
@@ -213,11 +213,11 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		e.replica.run()
 	}
 	e.log.Info("state opened", "state_dir", cfg.StateDir, "targets", len(cfg.Targets), "audit_origin", alog.Origin())
-	return e, nil
+	return newEngine(e), nil
 }
 
 // auditOptions are the options of the audit log of cfg.
-func (e *Engine) auditOptions(cfg *config.Config) auditchain.Options {
+func (e *core) auditOptions(cfg *config.Config) auditchain.Options {
 	ao := auditchain.DefaultOptions(cfg.StateDir)
 	ao.DB = e.pg
 	if cfg.Storage != nil {
@@ -246,7 +246,7 @@ func (e *Engine) auditOptions(cfg *config.Config) auditchain.Options {
 
 // openApprovals opens the approvals state of cfg; inspector reads the
 // processes of local runs (nil: /proc).
-func (e *Engine) openApprovals(ctx context.Context, cfg *config.Config, inspector approvals.Inspector) (*approvals.Store, error) {
+func (e *core) openApprovals(ctx context.Context, cfg *config.Config, inspector approvals.Inspector) (*approvals.Store, error) {
 	return approvals.Open(ctx, approvals.Options{
 		Path:                   filepath.Join(cfg.StateDir, "state.db"),
 		DB:                     e.pg,
@@ -270,7 +270,7 @@ func (e *Engine) openApprovals(ctx context.Context, cfg *config.Config, inspecto
 func (e *Engine) Config() *config.Config { return e.conf().cfg }
 
 // conf is the configuration in force and what the engine made of it.
-func (e *Engine) conf() *loaded { return e.cur.Load() }
+func (e *core) conf() *loaded { return e.cur.Load() }
 
 // Now is the engine's clock.
 func (e *Engine) Now() time.Time { return e.clock.Now() }
@@ -280,7 +280,7 @@ func (e *Engine) Now() time.Time { return e.clock.Now() }
 // and the remote state is unknown. On PostgreSQL only those no replica
 // holds are: a live replica's are its own, a dead one's a survivor's
 // once its lease runs out.
-func (e *Engine) recover(ctx context.Context) error {
+func (e *core) recover(ctx context.Context) error {
 	ids, err := e.alog.Dangling(ctx)
 	if err != nil {
 		return fmt.Errorf("engine: recovery: %w", err)
@@ -350,7 +350,7 @@ func (e *Engine) Close(ctx context.Context) error {
 
 // closeStores closes what Open opened, the audit log last (it signs a
 // final checkpoint).
-func (e *Engine) closeStores(ctx context.Context) {
+func (e *core) closeStores(ctx context.Context) {
 	// First, as its sweeps use the stores.
 	e.replica.leave()
 	if e.store != nil {

@@ -122,7 +122,7 @@ func CheckIdentityFiles(cfg *config.Config) []error {
 	if _, err := newWorkloads(cfg); err != nil {
 		errs = append(errs, err)
 	}
-	if _, err := newSSO(&Engine{}, cfg); err != nil {
+	if _, err := newSSO(&core{}, cfg); err != nil {
 		errs = append(errs, err)
 	}
 	if f := cfg.Listen.ClientCAFile; f != "" {
@@ -166,7 +166,7 @@ func unverifiedIssuer(raw string) string {
 // expired, with every required claim. The agent's subject is the token's
 // subject claim. A token no agent block accepts is ErrUnauthorized,
 // saying why; an issuer that cannot be reached is ErrUnavailable.
-func (e *Engine) VerifyWorkload(ctx context.Context, raw string) (approvals.Agent, error) {
+func (e *Identity) VerifyWorkload(ctx context.Context, raw string) (approvals.Agent, error) {
 	iss := unverifiedIssuer(raw) // compared exactly, as OpenID Connect does
 	workloads := e.conf().workloads
 	var names []string
@@ -246,7 +246,7 @@ func claimHas(v any, want string) bool {
 // the first agent block (by name) whose mtls.subjects names the
 // certificate's common name, a DNS name or a URI. false: no block does;
 // the message says which names the certificate has.
-func (e *Engine) CertificateAgent(cert *x509.Certificate) (approvals.Agent, error) {
+func (e *Identity) CertificateAgent(cert *x509.Certificate) (approvals.Agent, error) {
 	var certNames []string
 	if cert.Subject.CommonName != "" {
 		certNames = append(certNames, cert.Subject.CommonName)
@@ -255,7 +255,7 @@ func (e *Engine) CertificateAgent(cert *x509.Certificate) (approvals.Agent, erro
 	for _, u := range cert.URIs {
 		certNames = append(certNames, u.String())
 	}
-	agents := e.Config().Agents
+	agents := e.conf().cfg.Agents
 	for _, name := range slices.Sorted(maps.Keys(agents)) {
 		a := agents[name]
 		if a.MTLS == nil {

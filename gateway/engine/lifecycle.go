@@ -49,7 +49,7 @@ const (
 // it with everything else terminal at once, so that nobody ever reads an
 // outcome that a failed audit write would still change.
 type lifecycle struct {
-	e   *Engine
+	e   *core
 	a   *Action
 	c   Caller
 	req api.ActionRequest
@@ -113,7 +113,7 @@ type result struct {
 }
 
 // execute runs the lifecycle of a.
-func (e *Engine) execute(ctx context.Context, a *Action, c Caller, req api.ActionRequest) {
+func (e *core) execute(ctx context.Context, a *Action, c Caller, req api.ActionRequest) {
 	l := &lifecycle{e: e, a: a, c: c, req: req, conf: e.conf(), ph: phases{begun: e.clock.Now(), now: e.clock.Now}}
 	defer func() {
 		e.observe(&l.ph, l.a.Snapshot())
@@ -193,7 +193,7 @@ func (l *lifecycle) resolve(ctx context.Context) bool {
 	if problem == "" {
 		l.run, runErr = e.resolveRun(ctx, l.c)
 	} else {
-		l.run, _ = e.FindRun(ctx, l.c) // nothing is created or changed
+		l.run, _ = e.findRun(ctx, l.c) // nothing is created or changed
 	}
 	l.ph.mark(phaseRun)
 	if problem == "" && runErr == nil {

@@ -94,7 +94,7 @@ func (p *phases) connection(start time.Time, t sshexec.Timings) {
 // observe sends the phases to the histogram and, when tracing is on, to a
 // span. obj is the action as answered. Nothing of the command goes into a
 // span: only ids, names the configuration chose, the class and the outcome.
-func (e *Engine) observe(p *phases, obj api.Action) {
+func (e *core) observe(p *phases, obj api.Action) {
 	for _, ph := range p.list {
 		e.metrics.phase.WithLabelValues(ph.name).Observe(ph.end.Sub(ph.start).Seconds())
 	}

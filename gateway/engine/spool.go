@@ -212,7 +212,7 @@ func (l *loaded) maxTransfer() int64 {
 // Upload keeps the bytes of body (declared length size, -1 for unknown)
 // for a put of the caller's run: they are hashed as they arrive and kept
 // in the spool until a put takes them or spoolTTL passes.
-func (e *Engine) Upload(ctx context.Context, c Caller, body io.Reader, size int64) (api.Upload, error) {
+func (e *Actions) Upload(ctx context.Context, c Caller, body io.Reader, size int64) (api.Upload, error) {
 	limit := e.conf().maxTransfer()
 	switch {
 	case limit == 0:
@@ -247,8 +247,8 @@ func (e *Engine) Upload(ctx context.Context, c Caller, body io.Reader, size int6
 
 // File opens the got file of action id for its own run's agent, with its
 // size and SHA-256 (hex). The caller closes it.
-func (e *Engine) File(ctx context.Context, c Caller, id string) (*os.File, int64, string, error) {
-	run, err := e.FindRun(ctx, c)
+func (e *Actions) File(ctx context.Context, c Caller, id string) (*os.File, int64, string, error) {
+	run, err := e.findRun(ctx, c)
 	if err != nil {
 		return nil, 0, "", refuse(ErrNotFound, "no such file")
 	}
@@ -265,8 +265,8 @@ func (e *Engine) File(ctx context.Context, c Caller, id string) (*os.File, int64
 
 // FileDelivered forgets the got file of action id once its agent has all
 // of it.
-func (e *Engine) FileDelivered(c Caller, id string) {
-	run, err := e.FindRun(context.Background(), c)
+func (e *Actions) FileDelivered(c Caller, id string) {
+	run, err := e.findRun(context.Background(), c)
 	if err != nil {
 		return
 	}

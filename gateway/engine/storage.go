@@ -127,7 +127,7 @@ func recordSharedKey(ctx context.Context, db *sqldb.DB, name string, key []byte)
 
 // replica is this gateway's membership among those sharing the database.
 type replica struct {
-	e     *Engine
+	e     *core
 	db    *sqldb.DB
 	log   hclog.Logger
 	lease time.Duration
@@ -142,7 +142,7 @@ type replica struct {
 }
 
 // joinReplicas registers this gateway as a replica and starts its lease.
-func joinReplicas(ctx context.Context, e *Engine, db *sqldb.DB, lease time.Duration) (*replica, error) {
+func joinReplicas(ctx context.Context, e *core, db *sqldb.DB, lease time.Duration) (*replica, error) {
 	if err := db.Migrate(ctx, "replicas", replicaMigrations); err != nil {
 		return nil, err
 	}
@@ -188,7 +188,7 @@ func processSpace() string {
 }
 
 // replicaID is this gateway's replica id ("" on SQLite).
-func (e *Engine) replicaID() string {
+func (e *core) replicaID() string {
 	if e.replica == nil {
 		return ""
 	}
@@ -441,7 +441,7 @@ func (r *replica) leave() {
 
 // storageLost cancels every action in flight: the gateway no longer
 // holds its database.
-func (e *Engine) storageLost() {
+func (e *core) storageLost() {
 	old := e.inflightCtx.Swap(newCancelCtx())
 	old.cancel()
 }
@@ -457,10 +457,10 @@ func newCancelCtx() *cancelCtx {
 	return &cancelCtx{ctx, cancel}
 }
 
-// verifyOptions are where VerifyAudit reads the log.
-func (e *Engine) verifyOptions() auditchain.VerifyOptions {
+// verifyOptions are where Audit.Verify reads the log.
+func (e *core) verifyOptions() auditchain.VerifyOptions {
 	if e.pg != nil {
 		return auditchain.VerifyOptions{DB: e.pg}
 	}
-	return auditchain.VerifyOptions{Path: filepath.Join(e.Config().StateDir, "audit.db")}
+	return auditchain.VerifyOptions{Path: filepath.Join(e.conf().cfg.StateDir, "audit.db")}
 }

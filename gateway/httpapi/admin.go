@@ -43,7 +43,7 @@ func (s *server) handleReload(w http.ResponseWriter, r *http.Request) {
 	if !s.operator(w, r, "reload the configuration") {
 		return
 	}
-	cfg, err := s.e.ReloadFile(r.Context())
+	cfg, err := s.e.Admin().ReloadFile(r.Context())
 	if err != nil {
 		s.log.Error("configuration not reloaded; the one in force stays", "error", err)
 		var ce *config.Error
@@ -64,7 +64,7 @@ func (s *server) handleListReviewers(w http.ResponseWriter, r *http.Request) {
 	if !s.operator(w, r, "list reviewer accounts") {
 		return
 	}
-	list, err := s.e.Reviewers(r.Context())
+	list, err := s.e.Admin().Reviewers(r.Context())
 	if err != nil {
 		s.writeErr(w, err)
 		return
@@ -89,7 +89,7 @@ func (s *server) handleReviewerChange(change engine.ReviewerChange) http.Handler
 		if change == engine.ReviewerAdd {
 			name = req.Name
 		}
-		if err := s.e.ChangeReviewer(r.Context(), change, name, approvals.NewSecret(req.Password), operatorName()); err != nil {
+		if err := s.e.Admin().ChangeReviewer(r.Context(), change, name, approvals.NewSecret(req.Password), operatorName()); err != nil {
 			s.writeErr(w, err)
 			return
 		}
@@ -109,7 +109,7 @@ func (s *server) handleAddAgent(w http.ResponseWriter, r *http.Request) {
 	if !decodeJSON(w, r, &req) {
 		return
 	}
-	a, err := s.e.AddAgent(r.Context(), req.Name, req.Limits, time.Duration(req.TTLS)*time.Second)
+	a, err := s.e.Admin().AddAgent(r.Context(), req.Name, req.Limits, time.Duration(req.TTLS)*time.Second)
 	if err != nil {
 		s.writeErr(w, err)
 		return
@@ -121,7 +121,7 @@ func (s *server) handleListAgents(w http.ResponseWriter, r *http.Request) {
 	if p := principalFrom(r.Context()); !p.isReviewer && !s.operator(w, r, "list agent tokens") {
 		return
 	}
-	as, err := s.e.Agents(r.Context())
+	as, err := s.e.Admin().Agents(r.Context())
 	if err != nil {
 		s.writeErr(w, err)
 		return
@@ -133,7 +133,7 @@ func (s *server) handleRevokeAgent(w http.ResponseWriter, r *http.Request) {
 	if !s.operator(w, r, "revoke agent tokens") {
 		return
 	}
-	as, err := s.e.RevokeAgent(r.Context(), chi.URLParam(r, "id"), operatorName())
+	as, err := s.e.Admin().RevokeAgent(r.Context(), chi.URLParam(r, "id"), operatorName())
 	if err != nil {
 		s.writeErr(w, err)
 		return

@@ -37,7 +37,7 @@ func (s *server) handlePostAction(w http.ResponseWriter, r *http.Request) {
 	if detached {
 		ctx = context.WithoutCancel(ctx) // bounded by the engine's stop alone
 	}
-	a, err := s.e.Start(ctx, p.caller(), req)
+	a, err := s.e.Actions().Start(ctx, p.caller(), req)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, api.CodeUnavailable, "the gateway is shutting down; retry against the next one")
 		return
@@ -73,7 +73,7 @@ func (s *server) streamAction(w http.ResponseWriter, r *http.Request, a *engine.
 	}
 	// A reviewer disabled, removed or given a new password meanwhile
 	// loses the stream at once.
-	accounts := s.e.AccountsChanged()
+	accounts := s.e.Review().AccountsChanged()
 	events, unsubscribe := subscribe()
 	defer unsubscribe()
 	sse := newSSE(w)
@@ -103,8 +103,8 @@ func (s *server) streamAction(w http.ResponseWriter, r *http.Request, a *engine.
 				return
 			}
 		case <-accounts:
-			accounts = s.e.AccountsChanged()
-			if p != nil && p.isReviewer && !s.e.Enabled(r.Context(), p.reviewer) {
+			accounts = s.e.Review().AccountsChanged()
+			if p != nil && p.isReviewer && !s.e.Review().Enabled(r.Context(), p.reviewer) {
 				sse.send("error", api.Error{Err: api.ErrorBody{Code: api.CodeUnauthorized, Message: "your reviewer session ended: the account was disabled, removed or given a new password"}, Status: http.StatusUnauthorized})
 				return
 			}
@@ -126,9 +126,9 @@ func (s *server) actionFor(w http.ResponseWriter, r *http.Request) (*engine.Acti
 	var a *engine.Action
 	var err error
 	if p.isReviewer {
-		a, err = s.e.Action(r.Context(), id)
+		a, err = s.e.Actions().Action(r.Context(), id)
 	} else {
-		a, err = s.e.ActionOf(r.Context(), p.caller(), id)
+		a, err = s.e.Actions().ActionOf(r.Context(), p.caller(), id)
 	}
 	if err != nil {
 		s.writeErr(w, err)
@@ -145,7 +145,7 @@ func (s *server) handleGetAction(w http.ResponseWriter, r *http.Request) {
 	var obj api.Action
 	var err error
 	if p := principalFrom(r.Context()); p.isReviewer {
-		obj, err = s.e.ReviewerResult(r.Context(), p.reviewer, a, "api") // a reviewer's read is recorded
+		obj, err = s.e.Review().ReviewerResult(r.Context(), p.reviewer, a, "api") // a reviewer's read is recorded
 	} else {
 		obj, err = a.Result(r.Context())
 	}
@@ -162,7 +162,7 @@ func (s *server) handleActionEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if p := principalFrom(r.Context()); p.isReviewer {
-		if err := s.e.FollowedBy(r.Context(), p.reviewer, a, "api-events"); err != nil {
+		if err := s.e.Review().FollowedBy(r.Context(), p.reviewer, a, "api-events"); err != nil {
 			s.writeErr(w, err)
 			return
 		}
@@ -183,7 +183,7 @@ func (s *server) handleUpload(w http.ResponseWriter, r *http.Request) {
 	// A large file over a slow link takes longer than the server's read
 	// timeout for requests; the size is bounded by max_transfer.
 	http.NewResponseController(w).SetReadDeadline(time.Now().Add(uploadReadTimeout))
-	up, err := s.e.Upload(r.Context(), principalFrom(r.Context()).caller(), r.Body, r.ContentLength)
+	up, err := s.e.Actions().Upload(r.Context(), principalFrom(r.Context()).caller(), r.Body, r.ContentLength)
 	if err != nil {
 		s.writeErr(w, err)
 		return
@@ -196,7 +196,7 @@ func (s *server) handleUpload(w http.ResponseWriter, r *http.Request) {
 // all were sent, the gateway forgets them.
 func (s *server) handleActionFile(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
-	f, size, sum, err := s.e.File(r.Context(), principalFrom(r.Context()).caller(), id)
+	f, size, sum, err := s.e.Actions().File(r.Context(), principalFrom(r.Context()).caller(), id)
 	if err != nil {
 		s.writeErr(w, err)
 		return
@@ -208,7 +208,7 @@ func (s *server) handleActionFile(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Airlock-SHA256", sum)
 	w.WriteHeader(http.StatusOK)
 	if n, err := io.Copy(w, f); err == nil && n == size {
-		s.e.FileDelivered(principalFrom(r.Context()).caller(), id)
+		s.e.Actions().FileDelivered(principalFrom(r.Context()).caller(), id)
 	}
 }
 
@@ -251,7 +251,7 @@ func (s *server) handleActionOutput(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if p.isReviewer && pg.Bytes > 0 {
-		if err := s.e.FollowedBy(r.Context(), p.reviewer, a, "api-output"); err != nil {
+		if err := s.e.Review().FollowedBy(r.Context(), p.reviewer, a, "api-output"); err != nil {
 			s.writeErr(w, err)
 			return
 		}
@@ -260,5 +260,5 @@ func (s *server) handleActionOutput(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) handleTargets(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, s.e.Targets())
+	writeJSON(w, http.StatusOK, s.e.Actions().Targets())
 }

@@ -37,7 +37,7 @@ func (s *server) mcpHandler() http.Handler {
 		if p == nil || p.runToken.IsZero() {
 			return nil
 		}
-		return mcp.NewServer(mcp.NewEngineBackend(s.e, engine.Caller{RunToken: p.runToken, RemoteAddr: p.remoteAddr}), opts)
+		return mcp.NewServer(mcp.NewEngineBackend(s.e.Actions(), engine.Caller{RunToken: p.runToken, RemoteAddr: p.remoteAddr}), opts)
 	}, &sdk.StreamableHTTPOptions{
 		MaxRequestBodyBytes: MaxActionBody, // ssh_exec's stdin
 		SessionTimeout:      mcpSessionTimeout,
@@ -59,7 +59,7 @@ func (s *server) mcpGuard(next http.Handler) http.Handler {
 		case p.isReviewer:
 			writeError(w, http.StatusForbidden, api.CodeForbidden, "reviewers do not call agent tools; use a run token from POST /v1/runs")
 			return
-		case s.e.Blocked(runTokenLimitKey(r)):
+		case s.e.Identity().Blocked(runTokenLimitKey(r)):
 			writeError(w, http.StatusTooManyRequests, api.CodeRateLimited, "too many invalid run tokens from this address; wait a minute")
 			return
 		}
@@ -71,7 +71,7 @@ func (s *server) mcpGuard(next http.Handler) http.Handler {
 // belong to a run that may still act. The session is bound to the run's
 // id, and the token's expiry is the run's.
 func (s *server) verifyRunToken(ctx context.Context, token string, r *http.Request) (*sdkauth.TokenInfo, error) {
-	run, err := s.e.ResolveRunToken(ctx, approvals.NewSecret(token))
+	run, err := s.e.Runs().ResolveToken(ctx, approvals.NewSecret(token))
 	if err != nil {
 		why := runTokenProblem(err)
 		if why == "" {
@@ -79,7 +79,7 @@ func (s *server) verifyRunToken(ctx context.Context, token string, r *http.Reque
 			return nil, errors.New("the run token could not be verified")
 		}
 		if invalidRunToken(err) { // a guess; a genuine token of an ended run is not
-			s.e.AuthFailed(ctx, "run_token", runTokenLimitKey(r))
+			s.e.Identity().AuthFailed(ctx, "run_token", runTokenLimitKey(r))
 		}
 		return nil, fmt.Errorf("%w: %s", sdkauth.ErrInvalidToken, why)
 	}

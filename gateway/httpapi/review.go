@@ -20,15 +20,15 @@ func (s *server) handleListApprovals(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, api.CodeBadRequest, `state must be "pending"`)
 		return
 	}
-	reqs, err := s.e.Pending(r.Context())
+	reqs, err := s.e.Review().Pending(r.Context())
 	if err != nil {
 		s.writeErr(w, err)
 		return
 	}
 	out := make([]api.Approval, 0, len(reqs))
 	for i := len(reqs) - 1; i >= 0; i-- { // newest first
-		v := s.e.ApprovalView(reqs[i])
-		if run, err := s.e.Run(r.Context(), reqs[i].RunID); err == nil {
+		v := s.e.Review().ApprovalView(reqs[i])
+		if run, err := s.e.Runs().Get(r.Context(), reqs[i].RunID); err == nil {
 			rv := engine.RunView(run)
 			v.Run = &rv
 		}
@@ -46,7 +46,7 @@ func (s *server) handleRevealCommand(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, api.CodeNotFound, "no such approval request")
 		return
 	}
-	cmd, err := s.e.RevealCommand(r.Context(), p.reviewer, id, "api")
+	cmd, err := s.e.Review().RevealCommand(r.Context(), p.reviewer, id, "api")
 	if err != nil {
 		s.writeErr(w, err)
 		return
@@ -93,12 +93,12 @@ func (s *server) handleDecision(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	dec.Grant = time.Duration(d.GrantS) * time.Second
-	q, err := s.e.Decide(r.Context(), p.reviewer, id, dec, d.Digest)
+	q, err := s.e.Review().Decide(r.Context(), p.reviewer, id, dec, d.Digest)
 	if err != nil {
 		s.writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.e.ApprovalView(q))
+	writeJSON(w, http.StatusOK, s.e.Review().ApprovalView(q))
 }
 
 func (s *server) handleLogin(w http.ResponseWriter, r *http.Request) {
@@ -110,12 +110,12 @@ func (s *server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, api.CodeForbidden, "reviewers log in over the HTTP listener, not the agents' socket")
 		return
 	}
-	rv, err := s.e.Login(r.Context(), req.Reviewer, req.Password, r.RemoteAddr)
+	rv, err := s.e.Review().Login(r.Context(), req.Reviewer, req.Password, r.RemoteAddr)
 	if err != nil {
 		s.writeErr(w, err)
 		return
 	}
-	tok, expires, err := s.e.IssueToken(r.Context(), rv)
+	tok, expires, err := s.e.Review().IssueToken(r.Context(), rv)
 	if err != nil {
 		s.writeErr(w, err)
 		return
@@ -126,7 +126,7 @@ func (s *server) handleLogin(w http.ResponseWriter, r *http.Request) {
 // handleLogout revokes the reviewer token the request presents.
 func (s *server) handleLogout(w http.ResponseWriter, r *http.Request) {
 	bearer, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if err := s.e.Logout(r.Context(), approvals.NewSecret(bearer)); err != nil {
+	if err := s.e.Review().Logout(r.Context(), approvals.NewSecret(bearer)); err != nil {
 		s.writeErr(w, err)
 		return
 	}
@@ -139,7 +139,7 @@ func (s *server) handleDeviceLogin(w http.ResponseWriter, r *http.Request) {
 	if !decodeJSON(w, r, &struct{}{}) {
 		return
 	}
-	sso := s.e.SSO()
+	sso := s.e.Review().SSO()
 	if sso == nil {
 		writeError(w, http.StatusNotFound, api.CodeNotFound, "this gateway has no single sign-on (an sso block); log in with a reviewer name and password")
 		return
@@ -163,7 +163,7 @@ func (s *server) handleDeviceToken(w http.ResponseWriter, r *http.Request) {
 	if !decodeJSON(w, r, &req) {
 		return
 	}
-	sso := s.e.SSO()
+	sso := s.e.Review().SSO()
 	if sso == nil {
 		writeError(w, http.StatusNotFound, api.CodeNotFound, "this gateway has no single sign-on (an sso block)")
 		return
@@ -199,7 +199,7 @@ func (s *server) handleAuditEntries(w http.ResponseWriter, r *http.Request) {
 		limit = n
 	}
 	out := []rawJSON{}
-	for rec, err := range s.e.AuditReader().Entries(r.Context(), after) {
+	for rec, err := range s.e.Audit().Reader().Entries(r.Context(), after) {
 		if err != nil {
 			s.writeErr(w, err)
 			return
@@ -223,7 +223,7 @@ type rawJSON []byte
 func (r rawJSON) MarshalJSON() ([]byte, error) { return r, nil }
 
 func (s *server) handleAuditVerify(w http.ResponseWriter, r *http.Request) {
-	rep, err := s.e.VerifyAudit(r.Context())
+	rep, err := s.e.Audit().Verify(r.Context())
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, api.CodeInternal, "verification could not run: "+err.Error())
 		return

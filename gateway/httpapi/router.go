@@ -283,36 +283,36 @@ func (s *server) identify(next http.Handler) http.Handler {
 		if pc, ok := peerFrom(r.Context()); ok {
 			p.local, p.peer = true, pc
 			key := fmt.Sprintf("uid:%d", pc.UID)
-			if s.e.Blocked(key) {
+			if s.e.Identity().Blocked(key) {
 				writeError(w, http.StatusTooManyRequests, api.CodeRateLimited, "too many wrong local tokens; wait a minute")
 				return
 			}
 			if !hasBearer || s.local == nil || !s.local.ValidToken(bearer) {
-				s.e.AuthFailed(r.Context(), "local_token", key)
+				s.e.Identity().AuthFailed(r.Context(), "local_token", key)
 				s.log.Warn("local request with a wrong or missing token", "pid", pc.PID, "uid", pc.UID)
 				writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "the local token is missing or wrong; read it from the control file next to the socket")
 				return
 			}
 		} else if hasBearer {
 			tok := approvals.NewSecret(bearer)
-			rv, err := s.e.VerifyToken(r.Context(), tok)
+			rv, err := s.e.Review().VerifyToken(r.Context(), tok)
 			switch {
 			case err == nil:
 				p.reviewer, p.isReviewer = rv, true
 			case errors.Is(err, approvals.ErrMalformedToken) && (approvals.IsAgentToken(tok) || engine.LooksLikeJWT(bearer)):
 				key := runTokenLimitKey(r)
-				if s.e.Blocked(key) {
+				if s.e.Identity().Blocked(key) {
 					writeError(w, http.StatusTooManyRequests, api.CodeRateLimited, "too many invalid tokens from this address; wait a minute")
 					return
 				}
-				kind, verify := "agent_token", func() (approvals.Agent, error) { return s.e.VerifyAgent(r.Context(), tok) }
+				kind, verify := "agent_token", func() (approvals.Agent, error) { return s.e.Identity().VerifyAgent(r.Context(), tok) }
 				if !approvals.IsAgentToken(tok) {
-					kind, verify = "workload_token", func() (approvals.Agent, error) { return s.e.VerifyWorkload(r.Context(), bearer) }
+					kind, verify = "workload_token", func() (approvals.Agent, error) { return s.e.Identity().VerifyWorkload(r.Context(), bearer) }
 				}
 				a, err := verify()
 				if err != nil {
 					if errors.Is(err, engine.ErrUnauthorized) {
-						s.e.AuthFailed(r.Context(), kind, key)
+						s.e.Identity().AuthFailed(r.Context(), kind, key)
 						w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 					}
 					s.writeErr(w, err)
@@ -327,14 +327,14 @@ func (s *server) identify(next http.Handler) http.Handler {
 				// what it may still do (read, not act) is the endpoint's
 				// to say.
 				key := runTokenLimitKey(r)
-				if s.e.Blocked(key) {
+				if s.e.Identity().Blocked(key) {
 					writeError(w, http.StatusTooManyRequests, api.CodeRateLimited, "too many invalid run tokens from this address; wait a minute")
 					return
 				}
-				_, rerr := s.e.ResolveRunToken(r.Context(), tok)
+				_, rerr := s.e.Runs().ResolveToken(r.Context(), tok)
 				switch {
 				case invalidRunToken(rerr):
-					s.e.AuthFailed(r.Context(), "run_token", key)
+					s.e.Identity().AuthFailed(r.Context(), "run_token", key)
 					w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 					writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "the run token is not valid; create a run with POST /v1/runs")
 					return
@@ -347,14 +347,14 @@ func (s *server) identify(next http.Handler) http.Handler {
 				p.runToken = tok
 			default:
 				key := "addr:" + engine.Host(r.RemoteAddr)
-				s.e.AuthFailed(r.Context(), "reviewer_token", key)
+				s.e.Identity().AuthFailed(r.Context(), "reviewer_token", key)
 				writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "the reviewer token is not valid; log in again")
 				return
 			}
 		} else if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
 			// A client certificate the listener verified against
 			// listen.client_ca_file: the agent it names, if any.
-			a, err := s.e.CertificateAgent(r.TLS.VerifiedChains[0][0])
+			a, err := s.e.Identity().CertificateAgent(r.TLS.VerifiedChains[0][0])
 			if err != nil {
 				p.certRefused = err
 			} else {

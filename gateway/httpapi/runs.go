@@ -26,7 +26,7 @@ func (s *server) handleCreateRun(w http.ResponseWriter, r *http.Request) {
 	}
 	if p.local {
 		// airlock run and airlock mcp register themselves as anchors.
-		run, err := s.e.RegisterAnchor(r.Context(), p.peer)
+		run, err := s.e.Runs().RegisterAnchor(r.Context(), p.peer)
 		if err != nil {
 			s.writeErr(w, err)
 			return
@@ -52,7 +52,7 @@ func (s *server) handleCreateRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, api.CodeBadRequest, "name is not taken: a run is named after the agent that proved who it is ("+p.agent.Subject()+")")
 		return
 	}
-	run, tok, err := s.e.CreateRemoteRun(r.Context(), *p.agent, r.RemoteAddr, time.Duration(req.TTLS)*time.Second)
+	run, tok, err := s.e.Runs().CreateRemote(r.Context(), *p.agent, r.RemoteAddr, time.Duration(req.TTLS)*time.Second)
 	if err != nil {
 		s.writeErr(w, err)
 		return
@@ -63,10 +63,10 @@ func (s *server) handleCreateRun(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) handleListRuns(w http.ResponseWriter, r *http.Request) {
-	runs, err := s.e.Runs(r.Context())
+	runs, err := s.e.Runs().Active(r.Context())
 	if r.URL.Query().Get("all") == "1" {
 		// As the runs page: the active ones and those that ended lately.
-		runs, err = s.e.RecentRuns(r.Context(), recentRuns)
+		runs, err = s.e.Runs().Recent(r.Context(), recentRuns)
 	}
 	if err != nil {
 		s.writeErr(w, err)
@@ -93,13 +93,13 @@ func (s *server) runFor(w http.ResponseWriter, r *http.Request) (approvals.Run, 
 	}
 	p := principalFrom(r.Context())
 	if !p.isReviewer {
-		own, err := s.e.FindRun(r.Context(), p.caller())
+		own, err := s.e.Runs().Find(r.Context(), p.caller())
 		if err != nil || own.ID != id {
 			writeError(w, http.StatusNotFound, api.CodeNotFound, "no such run of yours")
 			return approvals.Run{}, false
 		}
 	}
-	run, err := s.e.Run(r.Context(), id)
+	run, err := s.e.Runs().Get(r.Context(), id)
 	if err != nil {
 		s.writeErr(w, err)
 		return approvals.Run{}, false
@@ -123,9 +123,9 @@ func (s *server) handleEndRun(w http.ResponseWriter, r *http.Request) {
 	p := principalFrom(r.Context())
 	var err error
 	if p.isReviewer {
-		run, err = s.e.Revoke(r.Context(), p.reviewer, run.ID, r.URL.Query().Get("reason"))
+		run, err = s.e.Runs().Revoke(r.Context(), p.reviewer, run.ID, r.URL.Query().Get("reason"))
 	} else {
-		run, err = s.e.EndRun(r.Context(), run.ID)
+		run, err = s.e.Runs().End(r.Context(), run.ID)
 	}
 	if err != nil {
 		s.writeErr(w, err)
