@@ -22,7 +22,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/engine"
 	"github.com/airlockgw/airlock/gateway/gatewaytest/idp"
@@ -303,7 +302,7 @@ func TestDisabledReviewerLosesItsStreamAtOnce(t *testing.T) {
 	g := startGateway(t, sharedSSHD(t), gwOptions{})
 	ctx := context.Background()
 	const pw = "rita's long enough password"
-	if err := g.srv.eng.Admin().ChangeReviewer(ctx, engine.ReviewerAdd, "rita", approvals.NewSecret(pw), "test"); err != nil {
+	if err := g.srv.eng.Admin().ChangeReviewer(ctx, engine.ReviewerAdd, "rita", engine.NewSecret(pw), "test"); err != nil {
 		t.Fatal(err)
 	}
 	l, err := api.NewHTTPClient(g.base, "").Login(ctx, "rita", pw)
@@ -336,7 +335,7 @@ func TestDisabledReviewerLosesItsStreamAtOnce(t *testing.T) {
 		ended <- err
 	}()
 	<-following
-	if err := g.srv.eng.Admin().ChangeReviewer(ctx, engine.ReviewerDisable, "rita", approvals.Secret{}, "test"); err != nil {
+	if err := g.srv.eng.Admin().ChangeReviewer(ctx, engine.ReviewerDisable, "rita", engine.Secret{}, "test"); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -26,7 +26,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/auditchain"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/config"
@@ -53,7 +52,7 @@ func connectInMemory(t *testing.T, g *testGateway) (*sdk.ClientSession, *mcptest
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := mcp.NewEngineBackend(g.srv.eng.Actions(), engine.Caller{RunToken: approvals.NewSecret(run.Token), RemoteAddr: "in-memory"})
+	b := mcp.NewEngineBackend(g.srv.eng.Actions(), engine.Caller{RunToken: engine.NewSecret(run.Token), RemoteAddr: "in-memory"})
 	st, ct := sdk.NewInMemoryTransports()
 	ss, err := mcp.NewServer(b, mcp.Options{ProgressInterval: 50 * time.Millisecond}).Connect(ctx, st, nil)
 	if err != nil {

@@ -127,7 +127,7 @@ sso {
 	})
 
 	t.Run("a disabled account is refused", func(t *testing.T) {
-		if err := g.srv.eng.Admin().ChangeReviewer(ctx, engine.ReviewerDisable, "sofia", approvals.Secret{}, "test"); err != nil {
+		if err := g.srv.eng.Admin().ChangeReviewer(ctx, engine.ReviewerDisable, "sofia", engine.Secret{}, "test"); err != nil {
 			t.Fatal(err)
 		}
 		tab := webtest.Tab(t, browser)

@@ -549,7 +549,7 @@ func TestUIBrowser(t *testing.T) {
 		if r := <-res; r.err != nil || !r.a.Success() {
 			t.Fatalf("first action: %+v %v", r.a, r.err)
 		}
-		run, err := g.srv.eng.Runs().Get(ctx, q.RunID)
+		run, err := g.srv.eng.Runs().Get(ctx, string(q.RunID))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -628,7 +628,7 @@ func TestUIBrowser(t *testing.T) {
 		if err != nil || status != http.StatusForbidden {
 			t.Errorf("POST without the CSRF token: %d %v, want 403", status, err)
 		}
-		if got, _ := g.srv.eng.Review().Request(ctx, q.ID); got.Status != approvals.StatusPending {
+		if got, _ := g.srv.eng.Review().Request(ctx, string(q.ID)); got.Status != approvals.StatusPending {
 			t.Errorf("the request is %s after a refused POST", got.Status)
 		}
 		// Approving twice: once here, then from a second tab of the same
@@ -759,7 +759,7 @@ func TestUIBrowserExpiredCard(t *testing.T) {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(patience); ; time.Sleep(50 * time.Millisecond) {
-		if got, _ := g.srv.eng.Review().Request(context.Background(), q.ID); got.Status == approvals.StatusExpired {
+		if got, _ := g.srv.eng.Review().Request(context.Background(), string(q.ID)); got.Status == approvals.StatusExpired {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -808,7 +808,7 @@ func TestUIDecisionBoundToTheShownDigest(t *testing.T) {
 	if page := decide(fmt.Sprintf("%x", other[:])); !strings.Contains(page, "its digest differs") {
 		t.Error("a decision for another digest was not refused clearly")
 	}
-	if got, _ := g.srv.eng.Review().Request(context.Background(), q.ID); got.Status != approvals.StatusPending {
+	if got, _ := g.srv.eng.Review().Request(context.Background(), string(q.ID)); got.Status != approvals.StatusPending {
 		t.Fatalf("after a decision with the wrong digest the request is %s", got.Status)
 	}
 	if page := decide(fmt.Sprintf("%x", q.Digest[:])); !strings.Contains(page, "Approved call "+string(q.ID)) {

@@ -33,9 +33,9 @@ type Caller struct {
 	// Local callers come over the Unix socket with their kernel-reported
 	// credentials (SO_PEERCRED).
 	Local bool
-	Peer  approvals.Peer
+	Peer  Peer
 	// RunToken is a remote caller's bearer token.
-	RunToken   approvals.Secret
+	RunToken   Secret
 	RemoteAddr string
 }
 

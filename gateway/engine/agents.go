@@ -80,13 +80,13 @@ func AgentView(a approvals.Agent) api.Agent {
 
 // VerifyAgent returns the agent an agent token belongs to; a wrong,
 // revoked or expired token is ErrUnauthorized.
-func (e *Identity) VerifyAgent(ctx context.Context, token approvals.Secret) (approvals.Agent, error) {
-	a, err := e.store.VerifyAgent(ctx, token)
+func (e *Identity) VerifyAgent(ctx context.Context, token Secret) (Agent, error) {
+	a, err := e.store.VerifyAgent(ctx, token.s)
 	switch {
 	case err == nil:
-		return a, nil
+		return Agent{a}, nil
 	case errors.Is(err, approvals.ErrWrongToken), errors.Is(err, approvals.ErrMalformedToken), errors.Is(err, approvals.ErrAgentNotUsable):
-		return a, refuse(ErrUnauthorized, "the agent token is not valid: it is wrong, revoked or expired; ask an operator for one (airlock agent add)")
+		return Agent{a}, refuse(ErrUnauthorized, "the agent token is not valid: it is wrong, revoked or expired; ask an operator for one (airlock agent add)")
 	}
-	return a, err
+	return Agent{a}, err
 }

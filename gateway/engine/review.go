@@ -38,7 +38,7 @@ func loginName(name, host string) string { return "login:" + name + "@" + host }
 // refused (ErrRateLimited). A wrong name or password is ErrUnauthorized; a
 // name no reviewer can have never reaches a key, the log or the audit
 // log.
-func (e *Review) Login(ctx context.Context, name, password, remoteAddr string) (approvals.Reviewer, error) {
+func (e *Review) Login(ctx context.Context, name, password, remoteAddr string) (Reviewer, error) {
 	host := Host(remoteAddr)
 	keys := []string{loginAddr(host)}
 	if approvals.ValidName(name) {
@@ -46,7 +46,7 @@ func (e *Review) Login(ctx context.Context, name, password, remoteAddr string) (
 	}
 	done, ok := e.limiter.reserve(keys...)
 	if !ok {
-		return approvals.Reviewer{}, refuse(ErrRateLimited, "too many failed logins; wait a minute")
+		return Reviewer{}, refuse(ErrRateLimited, "too many failed logins; wait a minute")
 	}
 	var rv approvals.Reviewer
 	err := approvals.ErrBadCredentials
@@ -64,15 +64,16 @@ func (e *Review) Login(ctx context.Context, name, password, remoteAddr string) (
 		} else {
 			e.log.Warn("failed reviewer login with a name no reviewer can have", "name_bytes", len(name), "addr", host)
 		}
-		return approvals.Reviewer{}, refuse(ErrUnauthorized, "wrong reviewer name or password")
+		return Reviewer{}, refuse(ErrUnauthorized, "wrong reviewer name or password")
 	}
-	return rv, classify(err)
+	return Reviewer{rv}, classify(err)
 }
 
 // IssueToken issues a reviewer token for the API (POST /v1/login), valid
 // for LoginTTL, and says until when.
-func (e *Review) IssueToken(ctx context.Context, rv approvals.Reviewer) (approvals.Secret, time.Time, error) {
-	return e.issueToken(ctx, rv)
+func (e *Review) IssueToken(ctx context.Context, rv Reviewer) (Secret, time.Time, error) {
+	tok, until, err := e.issueToken(ctx, rv.rv)
+	return Secret{tok}, until, err
 }
 
 // issueToken is Review.IssueToken.
@@ -82,23 +83,23 @@ func (e *core) issueToken(ctx context.Context, rv approvals.Reviewer) (approvals
 }
 
 // Logout revokes a reviewer token.
-func (e *Review) Logout(ctx context.Context, tok approvals.Secret) error {
-	return e.store.Accounts().RevokeToken(ctx, tok)
+func (e *Review) Logout(ctx context.Context, tok Secret) error {
+	return e.store.Accounts().RevokeToken(ctx, tok.s)
 }
 
 // VerifyToken returns the reviewer a reviewer token stands for.
 // ErrUnauthorized for a token that is not a reviewer's (approvals'
 // ErrMalformedToken says whether it even looks like one).
-func (e *Review) VerifyToken(ctx context.Context, tok approvals.Secret) (approvals.Reviewer, error) {
-	rv, err := e.store.Accounts().VerifyToken(ctx, tok)
-	return rv, classify(err)
+func (e *Review) VerifyToken(ctx context.Context, tok Secret) (Reviewer, error) {
+	rv, err := e.store.Accounts().VerifyToken(ctx, tok.s)
+	return Reviewer{rv}, classify(err)
 }
 
 // Enabled reports whether a reviewer may still act: one disabled,
 // removed or given a new password since it logged in is logged out at
 // its next request.
-func (e *Review) Enabled(ctx context.Context, rv approvals.Reviewer) bool {
-	on, err := e.store.Accounts().Active(ctx, rv)
+func (e *Review) Enabled(ctx context.Context, rv Reviewer) bool {
+	on, err := e.store.Accounts().Active(ctx, rv.rv)
 	if err != nil {
 		e.log.Error("reading a reviewer", "error", err)
 		return false
@@ -133,19 +134,19 @@ func (e *Admin) NewLoginLink(ctx context.Context, reviewer string, ttl time.Dura
 // remoteAddr:
 // ErrUnauthorized when it is unknown, used or expired, ErrRateLimited as
 // Login.
-func (e *Review) LoginLink(ctx context.Context, token, remoteAddr string) (approvals.Reviewer, error) {
+func (e *Review) LoginLink(ctx context.Context, token, remoteAddr string) (Reviewer, error) {
 	host := Host(remoteAddr)
 	addrKey := loginAddr(host)
 	if e.blocked(addrKey) {
-		return approvals.Reviewer{}, refuse(ErrRateLimited, "too many failed logins; wait a minute")
+		return Reviewer{}, refuse(ErrRateLimited, "too many failed logins; wait a minute")
 	}
 	apiToken, ok := e.links.consume(token, e.clock.Now())
 	if !ok {
 		e.authFailed(ctx, "login_link", addrKey)
 		e.log.Warn("unknown, used or expired login link", "addr", host)
-		return approvals.Reviewer{}, refuse(ErrUnauthorized, "unknown, used or expired login link")
+		return Reviewer{}, refuse(ErrUnauthorized, "unknown, used or expired login link")
 	}
-	return e.VerifyToken(ctx, apiToken)
+	return e.VerifyToken(ctx, Secret{apiToken})
 }
 
 // loginLinks are one-time reviewer login links: a random token in the URL,
@@ -196,7 +197,11 @@ func (e *Review) Pending(ctx context.Context) ([]approvals.Request, error) {
 }
 
 // Request returns one approval request.
-func (e *Review) Request(ctx context.Context, id approvals.RequestID) (approvals.Request, error) {
+func (e *Review) Request(ctx context.Context, raw string) (approvals.Request, error) {
+	id, err := requestID(raw)
+	if err != nil {
+		return approvals.Request{}, err
+	}
 	q, err := e.store.Request(ctx, id)
 	return q, classify(err)
 }
@@ -207,7 +212,11 @@ func (e *Review) Request(ctx context.Context, id approvals.RequestID) (approvals
 // run's end expired is refused as ErrRunEnded, one its own deadline
 // expired as ErrExpired; limits the policy does not allow are ErrInvalid,
 // saying which.
-func (e *Review) Decide(ctx context.Context, rv approvals.Reviewer, id approvals.RequestID, d approvals.Decision, digest string) (approvals.Request, error) {
+func (e *Review) Decide(ctx context.Context, rv Reviewer, raw string, d Decision, digest string) (approvals.Request, error) {
+	id, err := requestID(raw)
+	if err != nil {
+		return approvals.Request{}, err
+	}
 	if digest != "" {
 		q, err := e.store.Request(ctx, id)
 		if err != nil {
@@ -217,7 +226,7 @@ func (e *Review) Decide(ctx context.Context, rv approvals.Reviewer, id approvals
 			return approvals.Request{}, refuse(ErrChanged, "the request is not the one you reviewed (its digest differs); reload it")
 		}
 	}
-	q, err := e.store.Decide(ctx, rv, id, d)
+	q, err := e.store.Decide(ctx, rv.rv, id, d.store())
 	switch {
 	case err == nil:
 		e.log.Info("decision", "approval", id, "kind", q.Kind.String(), "decision", q.Status.String(), "reviewer", rv.Name())
@@ -357,7 +366,7 @@ type Output struct {
 // ReadOutput returns an action's stored output to reviewer rv, after
 // recording in the audit log (output.read, via names the front end) that
 // rv read it: no record, no output (ErrUnavailable).
-func (e *Review) ReadOutput(ctx context.Context, rv approvals.Reviewer, id, via string) (Output, error) {
+func (e *Review) ReadOutput(ctx context.Context, rv Reviewer, id, via string) (Output, error) {
 	if !e.Enabled(ctx, rv) {
 		return Output{}, refuse(ErrForbidden, "the reviewer may not read output")
 	}
@@ -403,7 +412,11 @@ func (e *Review) ReadOutput(ctx context.Context, rv approvals.Reviewer, id, via 
 // (command.revealed, via names the front end) that rv read it: no record,
 // no command (ErrUnavailable). A request that was not redacted, or is no
 // longer pending (the original is erased then), has none (ErrNotFound).
-func (e *Review) RevealCommand(ctx context.Context, rv approvals.Reviewer, id approvals.RequestID, via string) (string, error) {
+func (e *Review) RevealCommand(ctx context.Context, rv Reviewer, raw string, via string) (string, error) {
+	id, err := requestID(raw)
+	if err != nil {
+		return "", err
+	}
 	if !e.Enabled(ctx, rv) {
 		return "", refuse(ErrForbidden, "the reviewer may not reveal commands")
 	}
@@ -429,7 +442,7 @@ func (e *Review) RevealCommand(ctx context.Context, rv approvals.Reviewer, id ap
 // after recording in the audit log (output.read, via names the front end)
 // that rv read its output, when it returns any: no record, no output
 // (ErrUnavailable).
-func (e *Review) ReviewerResult(ctx context.Context, rv approvals.Reviewer, a *Action, via string) (api.Action, error) {
+func (e *Review) ReviewerResult(ctx context.Context, rv Reviewer, a *Action, via string) (api.Action, error) {
 	obj, err := a.Result(ctx)
 	if err != nil || (obj.Stdout == "" && obj.Stderr == "") {
 		return obj, err
@@ -447,7 +460,7 @@ func (e *Review) ReviewerResult(ctx context.Context, rv approvals.Reviewer, a *A
 // FollowedBy records that reviewer rv follows an action's event stream,
 // its output included as it comes (via names the front end), before any
 // event is sent: no record, no stream (ErrUnavailable).
-func (e *Review) FollowedBy(ctx context.Context, rv approvals.Reviewer, a *Action, via string) error {
+func (e *Review) FollowedBy(ctx context.Context, rv Reviewer, a *Action, via string) error {
 	return e.recordRead(ctx, a.Snapshot(), outputRead{Reviewer: rv.Name(), Via: via})
 }
 

@@ -20,31 +20,35 @@ func (e *Runs) Find(ctx context.Context, c Caller) (approvals.Run, error) { retu
 // findRun is Runs.Find.
 func (e *core) findRun(ctx context.Context, c Caller) (approvals.Run, error) {
 	if c.Local {
-		return e.store.FindLocal(ctx, c.Peer)
+		return e.store.FindLocal(ctx, approvals.Peer(c.Peer))
 	}
-	return e.store.FindRemote(ctx, c.RunToken)
+	return e.store.FindRemote(ctx, c.RunToken.s)
 }
 
 // resolveRun finds or creates the caller's run, if it may act; with a
 // refusal it returns the run it refused, for naming.
 func (e *core) resolveRun(ctx context.Context, c Caller) (approvals.Run, error) {
 	if c.Local {
-		return e.store.ResolveLocal(ctx, c.Peer)
+		return e.store.ResolveLocal(ctx, approvals.Peer(c.Peer))
 	}
-	return e.store.ResolveRemote(ctx, c.RunToken)
+	return e.store.ResolveRemote(ctx, c.RunToken.s)
 }
 
 // ResolveToken returns the run a bearer token belongs to if that run may
 // still act (see approvals.Store.ResolveRemote).
-func (e *Runs) ResolveToken(ctx context.Context, tok approvals.Secret) (approvals.Run, error) {
-	return e.store.ResolveRemote(ctx, tok)
+func (e *Runs) ResolveToken(ctx context.Context, tok Secret) (approvals.Run, error) {
+	run, err := e.store.ResolveRemote(ctx, tok.s)
+	return run, classify(err)
 }
 
 // RegisterAnchor makes a local process the anchor of a new run (airlock
 // run, airlock mcp).
-func (e *Runs) RegisterAnchor(ctx context.Context, peer approvals.Peer) (approvals.Run, error) {
-	run, err := e.store.RegisterAnchor(ctx, peer)
-	return run, classify(err)
+func (e *Runs) RegisterAnchor(ctx context.Context, peer Peer) (api.Run, error) {
+	run, err := e.store.RegisterAnchor(ctx, approvals.Peer(peer))
+	if err != nil {
+		return api.Run{}, classify(err)
+	}
+	return RunView(run), nil
 }
 
 // Host is the host part of a client's address (host:port), the unit
@@ -62,29 +66,39 @@ func runsPerAddress(host string) string { return "runs:" + host }
 // CreateRemote creates a run for a remote agent that proved its
 // identity with an agent token: the run's requester is the agent's
 // subject (agent:NAME/ID), never a name the caller chose, and the agent's
-// limits bind its every action. The token of the run is returned once.
-func (e *Runs) CreateRemote(ctx context.Context, agent approvals.Agent, remoteAddr string, ttl time.Duration) (approvals.Run, approvals.Secret, error) {
+// limits bind its every action. The run's token is in the view it
+// returns, the one time it is shown.
+func (e *Runs) CreateRemote(ctx context.Context, agent Agent, remoteAddr string, ttl time.Duration) (api.Run, error) {
 	host := Host(remoteAddr)
 	if e.count(runsPerAddress(host)) {
-		return approvals.Run{}, approvals.Secret{}, refuse(ErrRateLimited, "too many runs created from this address; wait a minute")
+		return api.Run{}, refuse(ErrRateLimited, "too many runs created from this address; wait a minute")
 	}
-	if blk, ok := e.conf().cfg.Agents[agent.Name]; ok {
-		limits, ok := approvals.Intersect(agent.Limits, blk.Limits)
+	if blk, ok := e.conf().cfg.Agents[agent.a.Name]; ok {
+		limits, ok := approvals.Intersect(agent.a.Limits, blk.Limits)
 		if !ok {
-			return approvals.Run{}, approvals.Secret{}, refuse(ErrForbidden, fmt.Sprintf("agent %q: this token's limits and its agent block's have no target in common; ask an operator for a token within %s", agent.Name, scopeText(blk.Limits)))
+			return api.Run{}, refuse(ErrForbidden, fmt.Sprintf("agent %q: this token's limits and its agent block's have no target in common; ask an operator for a token within %s", agent.a.Name, scopeText(blk.Limits)))
 		}
-		agent.Limits = limits
+		agent.a.Limits = limits
 	}
-	rr := approvals.RemoteRun{Requester: agent.Subject(), Agent: &agent}
+	rr := approvals.RemoteRun{Requester: agent.Subject(), Agent: &agent.a}
 	if ttl != 0 {
 		rr.TTL = &ttl
 	}
 	run, tok, err := e.store.CreateRemote(ctx, rr)
-	return run, tok, classify(err)
+	if err != nil {
+		return api.Run{}, classify(err)
+	}
+	v := RunView(run)
+	v.Token = tok.Reveal() // the one time it is shown
+	return v, nil
 }
 
 // Get returns one run.
-func (e *Runs) Get(ctx context.Context, id approvals.RunID) (approvals.Run, error) {
+func (e *Runs) Get(ctx context.Context, raw string) (approvals.Run, error) {
+	id, err := runID(raw)
+	if err != nil {
+		return approvals.Run{}, err
+	}
 	run, err := e.store.Run(ctx, id)
 	return run, classify(err)
 }
@@ -121,30 +135,40 @@ func (e *Runs) Active(ctx context.Context) ([]approvals.Run, error) {
 
 // End ends a run at its own agent's wish (DELETE by its token or from
 // its local process). A run that ended already is left as it is.
-func (e *Runs) End(ctx context.Context, id approvals.RunID) (approvals.Run, error) {
+func (e *Runs) End(ctx context.Context, raw string) (api.Run, error) {
+	id, err := runID(raw)
+	if err != nil {
+		return api.Run{}, err
+	}
 	return e.endRun(ctx, id, func() error { return e.store.EndRun(ctx, id) })
 }
 
 // Revoke ends a run at a reviewer's wish; its next action is refused, and
 // actions waiting for approval in it are told the run ended. A run that
 // ended already is left as it is.
-func (e *Runs) Revoke(ctx context.Context, rv approvals.Reviewer, id approvals.RunID, note string) (approvals.Run, error) {
-	return e.endRun(ctx, id, func() error { return e.store.Revoke(ctx, rv, id, note) })
+func (e *Runs) Revoke(ctx context.Context, rv Reviewer, raw string, note string) (api.Run, error) {
+	id, err := runID(raw)
+	if err != nil {
+		return api.Run{}, err
+	}
+	return e.endRun(ctx, id, func() error { return e.store.Revoke(ctx, rv.rv, id, note) })
 }
 
-func (e *core) endRun(ctx context.Context, id approvals.RunID, end func() error) (approvals.Run, error) {
+func (e *core) endRun(ctx context.Context, id approvals.RunID, end func() error) (api.Run, error) {
 	run, err := e.store.Run(ctx, id)
 	switch {
 	case err != nil:
-		return approvals.Run{}, classify(err)
+		return api.Run{}, classify(err)
 	case run.State.Terminal():
-		return run, nil // ended already: ending is idempotent
+		return RunView(run), nil // ended already: ending is idempotent
 	}
 	if err := end(); err != nil {
-		return approvals.Run{}, classify(err)
+		return api.Run{}, classify(err)
 	}
-	run, err = e.store.Run(ctx, id)
-	return run, classify(err)
+	if run, err = e.store.Run(ctx, id); err != nil {
+		return api.Run{}, classify(err)
+	}
+	return RunView(run), nil
 }
 
 // AnchorCovers is how many processes an anchor covers now: itself and

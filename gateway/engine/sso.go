@@ -112,14 +112,14 @@ func (s *SSO) AuthCodeURL(ctx context.Context, redirectURL, state, nonce, verifi
 // verifier), verifies the ID token (issuer, audience, expiry, nonce), and
 // returns the reviewer it names, if one of the reviewer groups is in its
 // groups claim. A refusal says why, for the page to show.
-func (s *SSO) Finish(ctx context.Context, redirectURL, code, verifier, nonce, remoteAddr string) (approvals.Reviewer, error) {
+func (s *SSO) Finish(ctx context.Context, redirectURL, code, verifier, nonce, remoteAddr string) (Reviewer, error) {
 	oc, p, err := s.oauth(ctx, redirectURL)
 	if err != nil {
-		return approvals.Reviewer{}, err
+		return Reviewer{}, err
 	}
 	key := loginAddr(Host(remoteAddr))
 	if s.e.blocked(key) {
-		return approvals.Reviewer{}, refuse(ErrRateLimited, "too many failed logins from this address; wait a minute")
+		return Reviewer{}, refuse(ErrRateLimited, "too many failed logins from this address; wait a minute")
 	}
 	fail := func(why string) (approvals.Reviewer, error) {
 		s.e.authFailed(ctx, "sso", key)
@@ -128,9 +128,11 @@ func (s *SSO) Finish(ctx context.Context, redirectURL, code, verifier, nonce, re
 	}
 	tok, err := oc.Exchange(s.context(ctx), code, oauth2.VerifierOption(verifier))
 	if err != nil {
-		return fail("the identity provider did not accept the login: " + err.Error())
+		rv, err := fail("the identity provider did not accept the login: " + err.Error())
+		return Reviewer{rv}, err
 	}
-	return s.admit(ctx, p, s.cfg.ClientID, tok, nonce, fail)
+	rv, err := s.admit(ctx, p, s.cfg.ClientID, tok, nonce, fail)
+	return Reviewer{rv}, err
 }
 
 // admit verifies the ID token of tok for clientID (and nonce, when one

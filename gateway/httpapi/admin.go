@@ -10,7 +10,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/gateway/engine"
@@ -89,7 +88,7 @@ func (s *server) handleReviewerChange(change engine.ReviewerChange) http.Handler
 		if change == engine.ReviewerAdd {
 			name = req.Name
 		}
-		if err := s.e.Admin().ChangeReviewer(r.Context(), change, name, approvals.NewSecret(req.Password), operatorName()); err != nil {
+		if err := s.e.Admin().ChangeReviewer(r.Context(), change, name, engine.NewSecret(req.Password), operatorName()); err != nil {
 			s.writeErr(w, err)
 			return
 		}

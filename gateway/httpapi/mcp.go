@@ -10,7 +10,6 @@ import (
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/engine"
 	"github.com/airlockgw/airlock/gateway/mcp"
@@ -71,7 +70,7 @@ func (s *server) mcpGuard(next http.Handler) http.Handler {
 // belong to a run that may still act. The session is bound to the run's
 // id, and the token's expiry is the run's.
 func (s *server) verifyRunToken(ctx context.Context, token string, r *http.Request) (*sdkauth.TokenInfo, error) {
-	run, err := s.e.Runs().ResolveToken(ctx, approvals.NewSecret(token))
+	run, err := s.e.Runs().ResolveToken(ctx, engine.NewSecret(token))
 	if err != nil {
 		why := runTokenProblem(err)
 		if why == "" {
@@ -96,12 +95,12 @@ func runTokenProblem(err error) string {
 	switch {
 	case invalidRunToken(err):
 		return "the run token is not valid; create a run with POST /v1/runs"
-	case errors.Is(err, approvals.ErrTokenExpired), errors.Is(err, approvals.ErrRunExpired):
+	case errors.Is(err, engine.ErrTokenExpired), errors.Is(err, engine.ErrRunExpired):
 		return "the run has expired; create a new run with POST /v1/runs"
-	case errors.Is(err, approvals.ErrRunEnded):
-		return "the run has ended; create a new run with POST /v1/runs"
-	case errors.Is(err, approvals.ErrRunDenied):
+	case errors.Is(err, engine.ErrRunDenied):
 		return "a reviewer denied this run; ask a human before creating a new one"
+	case errors.Is(err, engine.ErrRunEnded):
+		return "the run has ended; create a new run with POST /v1/runs"
 	}
 	return ""
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/gateway/engine"
@@ -28,7 +27,7 @@ func (s *server) handleListApprovals(w http.ResponseWriter, r *http.Request) {
 	out := make([]api.Approval, 0, len(reqs))
 	for i := len(reqs) - 1; i >= 0; i-- { // newest first
 		v := s.e.Review().ApprovalView(reqs[i])
-		if run, err := s.e.Runs().Get(r.Context(), reqs[i].RunID); err == nil {
+		if run, err := s.e.Runs().Get(r.Context(), string(reqs[i].RunID)); err == nil {
 			rv := engine.RunView(run)
 			v.Run = &rv
 		}
@@ -41,23 +40,19 @@ func (s *server) handleListApprovals(w http.ResponseWriter, r *http.Request) {
 // it is stored redacted; the reveal is recorded first.
 func (s *server) handleRevealCommand(w http.ResponseWriter, r *http.Request) {
 	p := principalFrom(r.Context())
-	id, err := approvals.ParseRequestID(chi.URLParam(r, "id"))
-	if err != nil {
-		writeError(w, http.StatusNotFound, api.CodeNotFound, "no such approval request")
-		return
-	}
+	id := chi.URLParam(r, "id")
 	cmd, err := s.e.Review().RevealCommand(r.Context(), p.reviewer, id, "api")
 	if err != nil {
 		s.writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.RevealedCommand{ApprovalID: string(id), Command: cmd})
+	writeJSON(w, http.StatusOK, api.RevealedCommand{ApprovalID: id, Command: cmd})
 }
 
 func (s *server) handleDecision(w http.ResponseWriter, r *http.Request) {
 	p := principalFrom(r.Context())
-	id, err := approvals.ParseRequestID(chi.URLParam(r, "id"))
-	if err != nil {
+	id := chi.URLParam(r, "id")
+	if !engine.ValidRequestID(id) {
 		writeError(w, http.StatusNotFound, api.CodeNotFound, "no such approval request")
 		return
 	}
@@ -65,12 +60,11 @@ func (s *server) handleDecision(w http.ResponseWriter, r *http.Request) {
 	if !decodeJSON(w, r, &d) {
 		return
 	}
-	var dec approvals.Decision
+	var dec engine.Decision
 	switch d.Decision {
 	case api.DecisionApprove:
-		dec.Verdict = approvals.Approve
-	case api.DecisionDeny:
-		dec.Verdict = approvals.Deny
+		dec.Approve = true
+	case api.DecisionDeny: // Approve stays false
 	default:
 		writeError(w, http.StatusBadRequest, api.CodeBadRequest, `decision must be "approve" or "deny"`)
 		return
@@ -82,7 +76,7 @@ func (s *server) handleDecision(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, api.CodeBadRequest, fmt.Sprintf("scope %q: write TARGET or TARGET/ACCOUNT", sc))
 			return
 		}
-		dec.Scope = append(dec.Scope, approvals.Scope{Target: target, Account: account})
+		dec.Scope = append(dec.Scope, engine.Scope{Target: target, Account: account})
 	}
 	if d.TTLS != 0 {
 		ttl := time.Duration(d.TTLS) * time.Second
@@ -126,7 +120,7 @@ func (s *server) handleLogin(w http.ResponseWriter, r *http.Request) {
 // handleLogout revokes the reviewer token the request presents.
 func (s *server) handleLogout(w http.ResponseWriter, r *http.Request) {
 	bearer, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if err := s.e.Review().Logout(r.Context(), approvals.NewSecret(bearer)); err != nil {
+	if err := s.e.Review().Logout(r.Context(), engine.NewSecret(bearer)); err != nil {
 		s.writeErr(w, err)
 		return
 	}

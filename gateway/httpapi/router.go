@@ -19,7 +19,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/gateway/engine"
@@ -44,18 +43,18 @@ const (
 // credentials presented.
 type principal struct {
 	local      bool
-	peer       approvals.Peer
+	peer       engine.Peer
 	remoteAddr string
 	// runToken is the bearer token of an HTTP agent: identify checked that
 	// it is a run's; whether that run may still act is checked when used.
-	runToken approvals.Secret
+	runToken engine.Secret
 	// agent is the agent an agent token, a workload identity token or a
 	// client certificate proved (it may create runs).
-	agent *approvals.Agent
+	agent *engine.Agent
 	// certRefused says why a verified client certificate is no agent's.
 	certRefused error
 	// reviewer is set only from a verified reviewer credential.
-	reviewer   approvals.Reviewer
+	reviewer   engine.Reviewer
 	isReviewer bool
 }
 
@@ -294,20 +293,20 @@ func (s *server) identify(next http.Handler) http.Handler {
 				return
 			}
 		} else if hasBearer {
-			tok := approvals.NewSecret(bearer)
+			tok := engine.NewSecret(bearer)
 			rv, err := s.e.Review().VerifyToken(r.Context(), tok)
 			switch {
 			case err == nil:
 				p.reviewer, p.isReviewer = rv, true
-			case errors.Is(err, approvals.ErrMalformedToken) && (approvals.IsAgentToken(tok) || engine.LooksLikeJWT(bearer)):
+			case errors.Is(err, engine.ErrMalformedToken) && (engine.IsAgentToken(bearer) || engine.LooksLikeJWT(bearer)):
 				key := runTokenLimitKey(r)
 				if s.e.Identity().Blocked(key) {
 					writeError(w, http.StatusTooManyRequests, api.CodeRateLimited, "too many invalid tokens from this address; wait a minute")
 					return
 				}
-				kind, verify := "agent_token", func() (approvals.Agent, error) { return s.e.Identity().VerifyAgent(r.Context(), tok) }
-				if !approvals.IsAgentToken(tok) {
-					kind, verify = "workload_token", func() (approvals.Agent, error) { return s.e.Identity().VerifyWorkload(r.Context(), bearer) }
+				kind, verify := "agent_token", func() (engine.Agent, error) { return s.e.Identity().VerifyAgent(r.Context(), tok) }
+				if !engine.IsAgentToken(bearer) {
+					kind, verify = "workload_token", func() (engine.Agent, error) { return s.e.Identity().VerifyWorkload(r.Context(), bearer) }
 				}
 				a, err := verify()
 				if err != nil {
@@ -319,7 +318,7 @@ func (s *server) identify(next http.Handler) http.Handler {
 					return
 				}
 				p.agent = &a
-			case errors.Is(err, approvals.ErrMalformedToken):
+			case errors.Is(err, engine.ErrMalformedToken):
 				// Not a reviewer token: it must be a run's. A token of no
 				// run is refused here, counted and rate-limited like any
 				// wrong credential; an expired one is refused too. A
@@ -338,7 +337,7 @@ func (s *server) identify(next http.Handler) http.Handler {
 					w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 					writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "the run token is not valid; create a run with POST /v1/runs")
 					return
-				case errors.Is(rerr, approvals.ErrTokenExpired):
+				case errors.Is(rerr, engine.ErrTokenExpired):
 					// Genuine but past its lifetime: not a guess, not counted.
 					w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 					writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "the run token has expired; create a new run with POST /v1/runs")
@@ -365,11 +364,11 @@ func (s *server) identify(next http.Handler) http.Handler {
 	})
 }
 
-// invalidRunToken reports whether err says the token belongs to no run
-// (as opposed to a run that has ended, or a failure that is not the
-// caller's).
+// invalidRunToken reports whether err (of Runs.ResolveToken) says the
+// token belongs to no run (as opposed to a run that has ended, or a
+// failure that is not the caller's).
 func invalidRunToken(err error) bool {
-	return errors.Is(err, approvals.ErrMalformedToken) || errors.Is(err, approvals.ErrWrongToken) || errors.Is(err, approvals.ErrUnknownRun)
+	return errors.Is(err, engine.ErrMalformedToken) || errors.Is(err, engine.ErrWrongToken) || errors.Is(err, engine.ErrNotFound)
 }
 
 // runTokenLimitKey is the rate-limit key of run-token failures from r's

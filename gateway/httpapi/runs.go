@@ -6,7 +6,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/engine"
 )
@@ -31,7 +30,7 @@ func (s *server) handleCreateRun(w http.ResponseWriter, r *http.Request) {
 			s.writeErr(w, err)
 			return
 		}
-		writeJSON(w, http.StatusCreated, engine.RunView(run))
+		writeJSON(w, http.StatusCreated, run)
 		return
 	}
 	if p.isReviewer {
@@ -52,14 +51,12 @@ func (s *server) handleCreateRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, api.CodeBadRequest, "name is not taken: a run is named after the agent that proved who it is ("+p.agent.Subject()+")")
 		return
 	}
-	run, tok, err := s.e.Runs().CreateRemote(r.Context(), *p.agent, r.RemoteAddr, time.Duration(req.TTLS)*time.Second)
+	run, err := s.e.Runs().CreateRemote(r.Context(), *p.agent, r.RemoteAddr, time.Duration(req.TTLS)*time.Second)
 	if err != nil {
 		s.writeErr(w, err)
 		return
 	}
-	v := engine.RunView(run)
-	v.Token = tok.Reveal()
-	writeJSON(w, http.StatusCreated, v)
+	writeJSON(w, http.StatusCreated, run)
 }
 
 func (s *server) handleListRuns(w http.ResponseWriter, r *http.Request) {
@@ -85,31 +82,31 @@ const recentRuns = 50
 
 // runFor returns a run the principal may see: reviewers any, agents their
 // own.
-func (s *server) runFor(w http.ResponseWriter, r *http.Request) (approvals.Run, bool) {
-	id, err := approvals.ParseRunID(chi.URLParam(r, "id"))
-	if err != nil {
+func (s *server) runFor(w http.ResponseWriter, r *http.Request) (api.Run, bool) {
+	id := chi.URLParam(r, "id")
+	if !engine.ValidRunID(id) {
 		writeError(w, http.StatusNotFound, api.CodeNotFound, "no such run")
-		return approvals.Run{}, false
+		return api.Run{}, false
 	}
 	p := principalFrom(r.Context())
 	if !p.isReviewer {
 		own, err := s.e.Runs().Find(r.Context(), p.caller())
-		if err != nil || own.ID != id {
+		if err != nil || string(own.ID) != id {
 			writeError(w, http.StatusNotFound, api.CodeNotFound, "no such run of yours")
-			return approvals.Run{}, false
+			return api.Run{}, false
 		}
 	}
 	run, err := s.e.Runs().Get(r.Context(), id)
 	if err != nil {
 		s.writeErr(w, err)
-		return approvals.Run{}, false
+		return api.Run{}, false
 	}
-	return run, true
+	return engine.RunView(run), true
 }
 
 func (s *server) handleGetRun(w http.ResponseWriter, r *http.Request) {
 	if run, ok := s.runFor(w, r); ok {
-		writeJSON(w, http.StatusOK, engine.RunView(run))
+		writeJSON(w, http.StatusOK, run)
 	}
 }
 
@@ -131,5 +128,5 @@ func (s *server) handleEndRun(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, engine.RunView(run))
+	writeJSON(w, http.StatusOK, run)
 }

@@ -70,8 +70,8 @@ func pageError(err error) error {
 	return err
 }
 
-func reviewerOf(rv Reviewer) (approvals.Reviewer, bool) {
-	r, ok := rv.(approvals.Reviewer)
+func reviewerOf(rv Reviewer) (engine.Reviewer, bool) {
+	r, ok := rv.(engine.Reviewer)
 	return r, ok
 }
 
@@ -139,7 +139,7 @@ func (b *EngineBackend) card(ctx context.Context, q approvals.Request, mem []api
 			c.HostKeys = append(c.HostKeys, ssh.FingerprintSHA256(k))
 		}
 	}
-	if run, err := b.runs.Get(ctx, q.RunID); err == nil {
+	if run, err := b.runs.Get(ctx, string(q.RunID)); err == nil {
 		c.Run = runOf(run, mem)
 	}
 	for _, a := range mem {
@@ -202,8 +202,8 @@ func (b *EngineBackend) Decide(ctx context.Context, rv Reviewer, d Decision) (Ca
 	if !ok {
 		return Card{}, ErrForbidden
 	}
-	id, err := approvals.ParseRequestID(d.RequestID)
-	if err != nil {
+	id := d.RequestID
+	if !engine.ValidRequestID(id) {
 		return Card{}, ErrNotFound
 	}
 	if d.Digest == "" {
@@ -213,9 +213,8 @@ func (b *EngineBackend) Decide(ctx context.Context, rv Reviewer, d Decision) (Ca
 	if err != nil {
 		return Card{}, pageError(err)
 	}
-	dec := approvals.Decision{Verdict: approvals.Deny, Reason: d.Reason}
+	dec := engine.Decision{Approve: d.Approve, Reason: d.Reason}
 	if d.Approve {
-		dec.Verdict = approvals.Approve
 		if q.Kind == approvals.KindCall {
 			dec.Grant = d.Grant
 		}
@@ -226,7 +225,7 @@ func (b *EngineBackend) Decide(ctx context.Context, rv Reviewer, d Decision) (Ca
 			}
 			dec.MaxActions = d.MaxActions
 			if d.OnlyThisAccount {
-				dec.Scope = []approvals.Scope{{Target: q.Target, Account: q.Account}}
+				dec.Scope = []engine.Scope{{Target: q.Target, Account: q.Account}}
 			}
 		}
 	}
@@ -258,7 +257,7 @@ func (b *EngineBackend) Runs(ctx context.Context) ([]Run, error) {
 			continue
 		}
 		seen[id] = true
-		run, err := b.runs.Get(ctx, id)
+		run, err := b.runs.Get(ctx, string(id))
 		if err != nil {
 			continue
 		}
@@ -274,18 +273,17 @@ func (b *EngineBackend) Revoke(ctx context.Context, rv Reviewer, runID, note str
 	if !ok {
 		return ErrForbidden
 	}
-	id, err := approvals.ParseRunID(runID)
-	if err != nil {
+	if !engine.ValidRunID(runID) {
 		return ErrNotFound
 	}
-	run, err := b.runs.Get(ctx, id)
+	run, err := b.runs.Get(ctx, runID)
 	switch {
 	case err != nil:
 		return pageError(err)
 	case run.State.Terminal():
 		return ErrRunEnded
 	}
-	if _, err := b.runs.Revoke(ctx, reviewer, id, note); err != nil {
+	if _, err := b.runs.Revoke(ctx, reviewer, runID, note); err != nil {
 		return pageError(err)
 	}
 	return nil
@@ -357,11 +355,10 @@ func (b *EngineBackend) RevealCommand(ctx context.Context, rv Reviewer, id strin
 	if !ok {
 		return "", ErrForbidden
 	}
-	qid, err := approvals.ParseRequestID(id)
-	if err != nil {
+	if !engine.ValidRequestID(id) {
 		return "", ErrNotFound
 	}
-	cmd, err := b.review.RevealCommand(ctx, reviewer, qid, "web")
+	cmd, err := b.review.RevealCommand(ctx, reviewer, id, "web")
 	if err != nil {
 		return "", pageError(err)
 	}
