@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/gateway/engine"
 	"github.com/airlockgw/airlock/gateway/httpapi"
+	"github.com/airlockgw/airlock/gateway/mcp"
 	"github.com/airlockgw/airlock/gateway/notify"
 	"github.com/airlockgw/airlock/gateway/web"
 )
@@ -93,12 +95,23 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	s.local = &localListener{s: s}
 	backend := web.NewEngineBackend(eng.Review(), eng.Runs(), eng.Audit())
 	pages := web.New(backend, web.Options{MaxAge: engine.LoginTTL, Now: eng.Now, Logger: log.Named("ui"), SSO: backend.SSO})
-	s.handler = httpapi.New(httpapi.Options{Engine: eng, Local: s.local, UI: pages, Version: Version, Logger: log})
+	s.handler = httpapi.New(httpapi.Options{Engine: eng, Local: s.local, UI: pages, MCP: mcpSessions(eng, o.Config, log), Logger: log})
 	if o.Config.Notify != nil {
 		notify.Start(eng, notify.Options{Config: o.Config.Notify, Base: s.uiBase, Ready: s.ready,
 			Version: Version, Attempt: o.notifyAttempt, Logger: log.Named("notify")})
 	}
 	return s, nil
+}
+
+// mcpSessions builds the MCP server of each session the API opens at /mcp:
+// the tools over the engine's actions, for that session's caller. The
+// front ends know nothing of each other; this wiring joins them.
+func mcpSessions(eng *engine.Engine, cfg *config.Config, log hclog.Logger) func(engine.Caller) *sdk.Server {
+	opts := mcp.Options{Version: Version, Logger: log.Named("mcp"),
+		OutputBudget: cfg.MCP.OutputBudget, ApprovalTimeout: cfg.Approval.Timeout}
+	return func(c engine.Caller) *sdk.Server {
+		return mcp.NewServer(mcp.NewEngineBackend(eng.Actions(), c), opts)
+	}
 }
 
 // Close stops the gateway without waiting: in-flight actions are cancelled

@@ -67,14 +67,8 @@ func (e *Admin) RevokeAgent(ctx context.Context, idOrName, by string) ([]api.Age
 func AgentView(a approvals.Agent) api.Agent {
 	v := api.Agent{ID: string(a.ID), Name: a.Name, Subject: a.Subject(), CreatedAt: a.CreatedAt, RevokedBy: a.RevokedBy}
 	v.Limits = limitTexts(a.Limits)
-	if !a.ExpiresAt.IsZero() {
-		t := a.ExpiresAt
-		v.ExpiresAt = &t
-	}
-	if !a.RevokedAt.IsZero() {
-		t := a.RevokedAt
-		v.RevokedAt = &t
-	}
+	v.ExpiresAt = timeOrNil(a.ExpiresAt)
+	v.RevokedAt = timeOrNil(a.RevokedAt)
 	return v
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -260,4 +261,13 @@ func (e *Actions) Targets() []api.Target {
 		out = append(out, v)
 	}
 	return out
+}
+
+// quoteArgv renders argv for the audit log, each argument quoted.
+func quoteArgv(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = strconv.Quote(a)
+	}
+	return strings.Join(q, " ")
 }

@@ -1,10 +1,13 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/crypto/ssh"
 
@@ -146,4 +149,16 @@ func (l *lifecycle) credentials(ctx context.Context) (ssh.Signer, []sshexec.Hop,
 	}
 	connecting.Via = strings.Join(route, ", ")
 	return signer, via, connecting, true
+}
+
+// stdinFacts describes standard input for reviewers and the digest.
+func stdinFacts(b []byte) *approvals.Stdin {
+	if b == nil {
+		return nil
+	}
+	in := &approvals.Stdin{Size: int64(len(b)), SHA256: sha256.Sum256(b)}
+	if len(b) <= approvals.MaxStdinText && utf8.Valid(b) && bytes.IndexByte(b, 0) < 0 {
+		in.Text = string(b)
+	}
+	return in
 }

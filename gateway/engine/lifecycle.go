@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"golang.org/x/crypto/ssh"
 
@@ -678,25 +676,4 @@ func (l *lifecycle) endRunError(ctx context.Context, err error) {
 		l.e.log.Error("approval failed", "action", l.a.id, "error", err)
 		l.end(ctx, sshexec.Rejected, "the approval could not be obtained: "+err.Error(), 0)
 	}
-}
-
-// stdinFacts describes standard input for reviewers and the digest.
-func stdinFacts(b []byte) *approvals.Stdin {
-	if b == nil {
-		return nil
-	}
-	in := &approvals.Stdin{Size: int64(len(b)), SHA256: sha256.Sum256(b)}
-	if len(b) <= approvals.MaxStdinText && utf8.Valid(b) && bytes.IndexByte(b, 0) < 0 {
-		in.Text = string(b)
-	}
-	return in
-}
-
-// quoteArgv renders argv for the audit log, each argument quoted.
-func quoteArgv(argv []string) string {
-	q := make([]string, len(argv))
-	for i, a := range argv {
-		q[i] = strconv.Quote(a)
-	}
-	return strings.Join(q, " ")
 }

@@ -327,10 +327,7 @@ func ApprovalView(q approvals.Request) api.Approval {
 	if in := q.Stdin; in != nil {
 		v.StdinBytes, v.StdinSHA256, v.StdinText = in.Size, hex.EncodeToString(in.SHA256[:]), in.Text
 	}
-	if !q.DecidedAt.IsZero() {
-		t := q.DecidedAt
-		v.DecidedAt = &t
-	}
+	v.DecidedAt = timeOrNil(q.DecidedAt)
 	if !q.GrantUntil.IsZero() {
 		t := q.GrantUntil.UTC()
 		v.GrantUntil = &t

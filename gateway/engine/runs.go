@@ -193,14 +193,8 @@ func AnchorCovers(id approvals.ProcessID) int {
 // RunView is a run as the API shows it.
 func RunView(r approvals.Run) api.Run {
 	v := api.Run{ID: string(r.ID), State: api.RunState(r.State.String()), Kind: api.RunRemote, Requester: r.Requester, CreatedAt: r.CreatedAt, Actions: r.Actions}
-	if !r.ExpiresAt.IsZero() {
-		t := r.ExpiresAt
-		v.ExpiresAt = &t
-	}
-	if !r.TokenExpiresAt.IsZero() {
-		t := r.TokenExpiresAt
-		v.TokenExpiresAt = &t
-	}
+	v.ExpiresAt = timeOrNil(r.ExpiresAt)
+	v.TokenExpiresAt = timeOrNil(r.TokenExpiresAt)
 	v.Limits = limitTexts(r.Limits)
 	if r.State.Terminal() {
 		v.EndReason, v.EndedBy, v.EndNote = r.EndReason.String(), r.EndedBy, r.EndNote

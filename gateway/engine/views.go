@@ -130,3 +130,11 @@ func requestID(id string) (approvals.RequestID, error) {
 	}
 	return q, nil
 }
+
+// timeOrNil is t for a view's optional time: nil when t is zero.
+func timeOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/engine"
-	"github.com/airlockgw/airlock/gateway/mcp"
 )
 
 // mcpSessionTimeout closes an MCP session no request has used for this
@@ -27,16 +26,13 @@ const mcpSessionTimeout = 30 * time.Minute
 // The SDK's DNS-rebinding protection stays on (a loopback listener refuses
 // a non-loopback Host), cross-origin browser requests are refused, and
 // bodies are capped like the rest of the API.
-func (s *server) mcpHandler() http.Handler {
-	cfg := s.e.Config()
-	opts := mcp.Options{Version: s.opts.Version, Logger: s.log.Named("mcp"),
-		OutputBudget: cfg.MCP.OutputBudget, ApprovalTimeout: cfg.Approval.Timeout}
+func (s *server) mcpHandler(session func(engine.Caller) *sdk.Server) http.Handler {
 	h := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		p := principalFrom(r.Context())
 		if p == nil || p.runToken.IsZero() {
 			return nil
 		}
-		return mcp.NewServer(mcp.NewEngineBackend(s.e.Actions(), engine.Caller{RunToken: p.runToken, RemoteAddr: p.remoteAddr}), opts)
+		return session(engine.Caller{RunToken: p.runToken, RemoteAddr: p.remoteAddr})
 	}, &sdk.StreamableHTTPOptions{
 		MaxRequestBodyBytes: MaxActionBody, // ssh_exec's stdin
 		SessionTimeout:      mcpSessionTimeout,

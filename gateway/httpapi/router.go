@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/hashicorp/go-hclog"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/airlockgw/airlock/gateway/api"
@@ -89,8 +90,11 @@ type Options struct {
 	Local Local
 	// UI serves the reviewer pages under /ui/; nil: none.
 	UI http.Handler
-	// Version is the gateway's version, as MCP reports it.
-	Version string
+	// MCP, when set, serves MCP over Streamable HTTP at /mcp: it returns
+	// the MCP server of a new session for c, a remote agent holding a run
+	// token. The wiring builds it (gateway/mcp): the API carries the
+	// sessions, checks their tokens and knows nothing of the tools.
+	MCP func(c engine.Caller) *sdk.Server
 	// Logger receives the handler's log; nil discards.
 	Logger hclog.Logger
 }
@@ -100,7 +104,6 @@ type server struct {
 	e     *engine.Engine
 	local Local
 	log   hclog.Logger
-	opts  Options
 }
 
 // hostGuard refuses an HTTP request whose Host is not one of the
@@ -191,14 +194,16 @@ func (c *challenger) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 // pages under /ui, for both the local socket and the HTTP listener (the
 // socket's connections carry their peer credentials: see ConnContext).
 func New(o Options) http.Handler {
-	s := &server{e: o.Engine, local: o.Local, log: cmp.Or[hclog.Logger](o.Logger, hclog.NewNullLogger()), opts: o}
+	s := &server{e: o.Engine, local: o.Local, log: cmp.Or[hclog.Logger](o.Logger, hclog.NewNullLogger())}
 	r := chi.NewRouter()
 	r.Use(s.recoverer, apiHeaders, s.hostGuard, bearerChallenge, s.identify)
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.e.Metrics(), promhttp.HandlerOpts{}))
-	r.Handle("/mcp", s.mcpHandler())
+	if o.MCP != nil {
+		r.Handle("/mcp", s.mcpHandler(o.MCP))
+	}
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(crossSiteGuard)
 		r.Post("/login", s.handleLogin)
