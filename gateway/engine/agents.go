@@ -31,7 +31,7 @@ func (e *Admin) AddAgent(ctx context.Context, name string, limits []string, ttl 
 	if err != nil {
 		return api.Agent{}, classify(err)
 	}
-	v := AgentView(a)
+	v := agentView(a)
 	v.Token = tok.Reveal()
 	return v, nil
 }
@@ -44,7 +44,7 @@ func (e *Admin) Agents(ctx context.Context) ([]api.Agent, error) {
 	}
 	out := make([]api.Agent, 0, len(as))
 	for _, a := range as {
-		out = append(out, AgentView(a))
+		out = append(out, agentView(a))
 	}
 	return out, nil
 }
@@ -58,13 +58,13 @@ func (e *Admin) RevokeAgent(ctx context.Context, idOrName, by string) ([]api.Age
 	}
 	out := make([]api.Agent, 0, len(as))
 	for _, a := range as {
-		out = append(out, AgentView(a))
+		out = append(out, agentView(a))
 	}
 	return out, nil
 }
 
-// AgentView is an agent token as the API shows it (without the token).
-func AgentView(a approvals.Agent) api.Agent {
+// agentView is an agent token as the API shows it (without the token).
+func agentView(a approvals.Agent) api.Agent {
 	v := api.Agent{ID: string(a.ID), Name: a.Name, Subject: a.Subject(), CreatedAt: a.CreatedAt, RevokedBy: a.RevokedBy}
 	v.Limits = limitTexts(a.Limits)
 	v.ExpiresAt = timeOrNil(a.ExpiresAt)

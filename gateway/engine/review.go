@@ -315,8 +315,8 @@ func (e *Review) GrantChoices(target, account string) []time.Duration {
 	return out
 }
 
-// ApprovalView is an approval request as the API shows it.
-func ApprovalView(q approvals.Request) api.Approval {
+// approvalView is an approval request as the API shows it.
+func approvalView(q approvals.Request) api.Approval {
 	v := api.Approval{
 		ID: string(q.ID), Kind: api.Mode(q.Kind.String()), RunID: string(q.RunID), Target: q.Target, Account: q.Account,
 		Command: q.Command, TimeoutS: int(q.Timeout / time.Second), Digest: q.Digest.String(),
@@ -345,7 +345,7 @@ func ApprovalView(q approvals.Request) api.Approval {
 // ApprovalView is an approval request as the API shows it, with the
 // grant its account allows.
 func (e *Review) ApprovalView(q approvals.Request) api.Approval {
-	v := ApprovalView(q)
+	v := approvalView(q)
 	if q.Kind == approvals.KindCall && q.Status == approvals.StatusPending {
 		v.MaxGrantS = int(e.MaxGrant(q.Target, q.Account) / time.Second)
 	}

@@ -15,7 +15,13 @@ import (
 // Find returns the caller's existing run, whatever its state, without
 // creating or changing one: for reading, and for naming the run of a
 // refused request.
-func (e *Runs) Find(ctx context.Context, c Caller) (approvals.Run, error) { return e.findRun(ctx, c) }
+func (e *Runs) Find(ctx context.Context, c Caller) (api.Run, error) {
+	run, err := e.findRun(ctx, c)
+	if err != nil {
+		return api.Run{}, err
+	}
+	return RunView(run), nil
+}
 
 // findRun is Runs.Find.
 func (e *core) findRun(ctx context.Context, c Caller) (approvals.Run, error) {
@@ -36,9 +42,12 @@ func (e *core) resolveRun(ctx context.Context, c Caller) (approvals.Run, error) 
 
 // ResolveToken returns the run a bearer token belongs to if that run may
 // still act (see approvals.Store.ResolveRemote).
-func (e *Runs) ResolveToken(ctx context.Context, tok Secret) (approvals.Run, error) {
+func (e *Runs) ResolveToken(ctx context.Context, tok Secret) (api.Run, error) {
 	run, err := e.store.ResolveRemote(ctx, tok.s)
-	return run, classify(err)
+	if err != nil {
+		return api.Run{}, classify(err)
+	}
+	return RunView(run), nil
 }
 
 // RegisterAnchor makes a local process the anchor of a new run (airlock

@@ -78,11 +78,14 @@ func (s *server) verifyRunToken(ctx context.Context, token string, r *http.Reque
 		}
 		return nil, fmt.Errorf("%w: %s", sdkauth.ErrInvalidToken, why)
 	}
-	exp := run.TokenExpiresAt
-	if !run.ExpiresAt.IsZero() && run.ExpiresAt.Before(exp) {
-		exp = run.ExpiresAt
+	var exp time.Time
+	if run.TokenExpiresAt != nil {
+		exp = *run.TokenExpiresAt
 	}
-	return &sdkauth.TokenInfo{UserID: string(run.ID), Expiration: exp}, nil
+	if run.ExpiresAt != nil && run.ExpiresAt.Before(exp) {
+		exp = *run.ExpiresAt
+	}
+	return &sdkauth.TokenInfo{UserID: run.ID, Expiration: exp}, nil
 }
 
 // runTokenProblem says why a token was refused, or "" for a failure that

@@ -91,7 +91,7 @@ func (s *server) runFor(w http.ResponseWriter, r *http.Request) (api.Run, bool) 
 	p := principalFrom(r.Context())
 	if !p.isReviewer {
 		own, err := s.e.Runs().Find(r.Context(), p.caller())
-		if err != nil || string(own.ID) != id {
+		if err != nil || own.ID != id {
 			writeError(w, http.StatusNotFound, api.CodeNotFound, "no such run of yours")
 			return api.Run{}, false
 		}
