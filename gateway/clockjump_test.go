@@ -51,11 +51,11 @@ func TestClockSetBackDoesNotLengthenRun(t *testing.T) {
 		t.Errorf("verify: time_set_back = %+v, want the clock's step back noted", rep.TimeSetBack)
 	}
 	// The reviewer page's verification says so too.
-	rv, err := web.NewEngineBackend(g.srv.eng).Login(ctx, testReviewer, testPassword, "127.0.0.1:1")
+	rv, err := web.NewEngineBackend(g.srv.eng.Review(), g.srv.eng.Runs(), g.srv.eng.Audit()).Login(ctx, testReviewer, testPassword, "127.0.0.1:1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := web.NewEngineBackend(g.srv.eng).VerifyAudit(ctx, rv)
+	v, err := web.NewEngineBackend(g.srv.eng.Review(), g.srv.eng.Runs(), g.srv.eng.Audit()).VerifyAudit(ctx, rv)
 	if err != nil || !v.Intact || len(v.Notes) != 1 || !strings.Contains(v.Notes[0], "system clock was set back") {
 		t.Errorf("page verification: intact %v, notes %q, %v", v.Intact, v.Notes, err)
 	}

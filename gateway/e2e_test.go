@@ -250,7 +250,7 @@ type actionResult struct {
 
 func (g *testGateway) verifyAudit() *auditchain.Report {
 	g.t.Helper()
-	rep, err := g.srv.eng.VerifyAudit(context.Background())
+	rep, err := g.srv.eng.Audit().Verify(context.Background())
 	if err != nil {
 		g.t.Fatal(err)
 	}
@@ -861,7 +861,7 @@ func TestPerActionCertificate(t *testing.T) {
 	if r.err != nil || !r.a.Success() || r.a.Stdout != "certified\n" {
 		t.Fatalf("%+v %v", r.a, r.err)
 	}
-	recs, err := g.srv.eng.AuditReader().ActionEntries(context.Background(), r.a.ID)
+	recs, err := g.srv.eng.Audit().Reader().ActionEntries(context.Background(), r.a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

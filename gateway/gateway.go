@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/gateway/engine"
 	"github.com/airlockgw/airlock/gateway/httpapi"
+	"github.com/airlockgw/airlock/gateway/mcp"
 	"github.com/airlockgw/airlock/gateway/notify"
 	"github.com/airlockgw/airlock/gateway/web"
 )
@@ -91,14 +93,25 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		s.grace = 30 * time.Second
 	}
 	s.local = &localListener{s: s}
-	backend := web.NewEngineBackend(eng)
+	backend := web.NewEngineBackend(eng.Review(), eng.Runs(), eng.Audit())
 	pages := web.New(backend, web.Options{MaxAge: engine.LoginTTL, Now: eng.Now, Logger: log.Named("ui"), SSO: backend.SSO})
-	s.handler = httpapi.New(httpapi.Options{Engine: eng, Local: s.local, UI: pages, Version: Version, Logger: log})
+	s.handler = httpapi.New(httpapi.Options{Engine: eng, Local: s.local, UI: pages, MCP: mcpSessions(eng, o.Config, log), Logger: log})
 	if o.Config.Notify != nil {
 		notify.Start(eng, notify.Options{Config: o.Config.Notify, Base: s.uiBase, Ready: s.ready,
 			Version: Version, Attempt: o.notifyAttempt, Logger: log.Named("notify")})
 	}
 	return s, nil
+}
+
+// mcpSessions builds the MCP server of each session the API opens at /mcp:
+// the tools over the engine's actions, for that session's caller. The
+// front ends know nothing of each other; this wiring joins them.
+func mcpSessions(eng *engine.Engine, cfg *config.Config, log hclog.Logger) func(engine.Caller) *sdk.Server {
+	opts := mcp.Options{Version: Version, Logger: log.Named("mcp"),
+		OutputBudget: cfg.MCP.OutputBudget, ApprovalTimeout: cfg.Approval.Timeout}
+	return func(c engine.Caller) *sdk.Server {
+		return mcp.NewServer(mcp.NewEngineBackend(eng.Actions(), c), opts)
+	}
 }
 
 // Close stops the gateway without waiting: in-flight actions are cancelled
@@ -122,7 +135,7 @@ func (s *Server) Close(ctx context.Context) error {
 // SIGHUP does): see engine.Reload. On any error the configuration in
 // force stays.
 func (s *Server) Reload(ctx context.Context) error {
-	_, err := s.eng.ReloadFile(ctx)
+	_, err := s.eng.Admin().ReloadFile(ctx)
 	return err
 }
 
@@ -142,7 +155,7 @@ func (s *Server) LoginLink(ctx context.Context, reviewer string, ttl time.Durati
 	if base == "" {
 		return "", errors.New("gateway: no HTTP listener for the reviewer pages")
 	}
-	tok, err := s.eng.NewLoginLink(ctx, reviewer, ttl)
+	tok, err := s.eng.Admin().NewLoginLink(ctx, reviewer, ttl)
 	if err != nil {
 		return "", err
 	}

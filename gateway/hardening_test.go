@@ -155,7 +155,7 @@ func TestRemoteRunsNeedAnAgentToken(t *testing.T) {
 		t.Errorf("requester %q, %v", run.Requester, err)
 	}
 	for _, name := range []string{"ci-bot\u202eexe.sh", strings.Repeat("a", 65), "two words", "ci/bot"} {
-		if _, err := g.srv.eng.AddAgent(ctx, name, nil, 0); !errors.Is(err, engine.ErrInvalid) {
+		if _, err := g.srv.eng.Admin().AddAgent(ctx, name, nil, 0); !errors.Is(err, engine.ErrInvalid) {
 			t.Errorf("agent name %.20q…: %v, want invalid", name, err)
 		}
 	}
@@ -164,7 +164,7 @@ func TestRemoteRunsNeedAnAgentToken(t *testing.T) {
 	if _, err := wrong.CreateRun(ctx); !errors.As(err, &ae) || ae.Status != http.StatusUnauthorized {
 		t.Errorf("a wrong agent token: %v, want 401", err)
 	}
-	if _, err := g.srv.eng.RevokeAgent(ctx, "ci-bot.v2_x", "operator:test"); err != nil {
+	if _, err := g.srv.eng.Admin().RevokeAgent(ctx, "ci-bot.v2_x", "operator:test"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := bot.CreateRun(ctx); !errors.As(err, &ae) || ae.Status != http.StatusUnauthorized {
@@ -178,7 +178,7 @@ func TestAgentLimitsBindItsRuns(t *testing.T) {
 	t.Parallel()
 	g := startGateway(t, sharedSSHD(t), gwOptions{})
 	ctx := context.Background()
-	a, err := g.srv.eng.AddAgent(ctx, "limited", []string{"box-run"}, 0)
+	a, err := g.srv.eng.Admin().AddAgent(ctx, "limited", []string{"box-run"}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestAgentLimitsBindItsRuns(t *testing.T) {
 	if a := <-done; a == nil || !a.Success() || a.Stdout != "inside\n" {
 		t.Errorf("inside its limits: %+v", a)
 	}
-	if _, err := g.srv.eng.AddAgent(ctx, "nowhere", []string{"no-such-box"}, 0); !errors.Is(err, engine.ErrInvalid) {
+	if _, err := g.srv.eng.Admin().AddAgent(ctx, "nowhere", []string{"no-such-box"}, 0); !errors.Is(err, engine.ErrInvalid) {
 		t.Errorf("a limit naming no target: %v", err)
 	}
 }
@@ -222,7 +222,7 @@ func TestOutputIsReadFromTheStore(t *testing.T) {
 	if r.err != nil || r.a.Stdout != "from the store" || r.a.Stderr != "and err" {
 		t.Fatalf("the action's answer: %+v %v", r.a, r.err)
 	}
-	held, err := g.srv.eng.Action(context.Background(), r.a.ID)
+	held, err := g.srv.eng.Actions().Action(context.Background(), r.a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -516,7 +516,7 @@ func TestRebindingAndCrossSiteRequestsAreRefused(t *testing.T) {
 		resp.Body.Close()
 		return resp
 	}
-	a, err := g.srv.eng.AddAgent(context.Background(), "rebind-test", nil, 0)
+	a, err := g.srv.eng.Admin().AddAgent(context.Background(), "rebind-test", nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/engine"
 	"github.com/airlockgw/airlock/gateway/gatewaytest/idp"
@@ -119,7 +118,7 @@ agent "ci" {
 
 	// An agent token of the same name is held to the block's limits
 	// too: one whose own limits leave none of them creates no run.
-	tok, err := g.srv.eng.AddAgent(ctx, "ci", []string{"box-call"}, 0)
+	tok, err := g.srv.eng.Admin().AddAgent(ctx, "ci", []string{"box-call"}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +127,7 @@ agent "ci" {
 	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusForbidden || !strings.Contains(apiErr.Err.Message, "no target in common") {
 		t.Errorf("a token outside its agent block's limits: %v", err)
 	}
-	tok, err = g.srv.eng.AddAgent(ctx, "ci", nil, 0)
+	tok, err = g.srv.eng.Admin().AddAgent(ctx, "ci", nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +302,7 @@ func TestDisabledReviewerLosesItsStreamAtOnce(t *testing.T) {
 	g := startGateway(t, sharedSSHD(t), gwOptions{})
 	ctx := context.Background()
 	const pw = "rita's long enough password"
-	if err := g.srv.eng.ChangeReviewer(ctx, engine.ReviewerAdd, "rita", approvals.NewSecret(pw), "test"); err != nil {
+	if err := g.srv.eng.Admin().ChangeReviewer(ctx, engine.ReviewerAdd, "rita", engine.NewSecret(pw), "test"); err != nil {
 		t.Fatal(err)
 	}
 	l, err := api.NewHTTPClient(g.base, "").Login(ctx, "rita", pw)
@@ -336,7 +335,7 @@ func TestDisabledReviewerLosesItsStreamAtOnce(t *testing.T) {
 		ended <- err
 	}()
 	<-following
-	if err := g.srv.eng.ChangeReviewer(ctx, engine.ReviewerDisable, "rita", approvals.Secret{}, "test"); err != nil {
+	if err := g.srv.eng.Admin().ChangeReviewer(ctx, engine.ReviewerDisable, "rita", engine.Secret{}, "test"); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -26,7 +26,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/auditchain"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/config"
@@ -53,7 +52,7 @@ func connectInMemory(t *testing.T, g *testGateway) (*sdk.ClientSession, *mcptest
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := mcp.NewEngineBackend(g.srv.eng, engine.Caller{RunToken: approvals.NewSecret(run.Token), RemoteAddr: "in-memory"})
+	b := mcp.NewEngineBackend(g.srv.eng.Actions(), engine.Caller{RunToken: engine.NewSecret(run.Token), RemoteAddr: "in-memory"})
 	st, ct := sdk.NewInMemoryTransports()
 	ss, err := mcp.NewServer(b, mcp.Options{ProgressInterval: 50 * time.Millisecond}).Connect(ctx, st, nil)
 	if err != nil {
@@ -119,7 +118,7 @@ func (g *testGateway) finishedEntry(t *testing.T, actionID string) map[string]an
 	t.Helper()
 	deadline := time.Now().Add(patience)
 	for {
-		recs, err := g.srv.eng.AuditReader().ActionEntries(context.Background(), actionID)
+		recs, err := g.srv.eng.Audit().Reader().ActionEntries(context.Background(), actionID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,7 +150,7 @@ func mcpLifecycle(t *testing.T, g *testGateway, cs *sdk.ClientSession, l *mcptes
 	var list mcp.TargetList
 	b, _ := json.Marshal(res.StructuredContent)
 	json.Unmarshal(b, &list)
-	if diff := cmp.Diff(g.srv.eng.Targets(), list.Targets); diff != "" {
+	if diff := cmp.Diff(g.srv.eng.Actions().Targets(), list.Targets); diff != "" {
 		t.Errorf("list_targets (-want +got):\n%s", diff)
 	}
 

@@ -60,7 +60,7 @@ func (l *localListener) Rotate(ctx context.Context) error {
 	conns := l.conns
 	l.conns = map[net.Conn]struct{}{}
 	l.mu.Unlock()
-	if err := l.s.eng.RecordTokenRotated(ctx, len(conns)); err != nil {
+	if err := l.s.eng.Admin().RecordTokenRotated(ctx, len(conns)); err != nil {
 		l.s.log.Error("recording the token rotation", "error", err)
 	}
 	// Cut after this response is written: the rotating connection is one
@@ -95,52 +95,24 @@ func (s *Server) Serve(ctx context.Context) error {
 		s.Close(context.Background())
 		return err
 	}
-	gid, err := s.cfg.Listen.GroupID()
-	if err != nil {
-		return fail(err)
-	}
-	dir := filepath.Dir(s.cfg.Listen.Socket)
-	if err := securefile.PrivateDir(dir, gid); err != nil {
-		return fail(err)
-	}
-	tok, err := newLocalToken()
-	if err != nil {
-		return fail(err)
-	}
-	uln, err := listenSocket(s.cfg.Listen.Socket, gid)
+	uln, err := s.listenLocal()
 	if err != nil {
 		return fail(err)
 	}
 	l := s.local
-	l.path, l.dir, l.gid, l.ln, l.conns = s.cfg.Listen.Socket, dir, gid, uln, map[net.Conn]struct{}{}
-	l.mu.Lock()
-	l.token = tok
-	l.mu.Unlock()
-	if err := writeControl(dir, gid, api.Control{Socket: l.path, Token: tok.hex}); err != nil {
-		uln.Close()
-		return fail(err)
-	}
-	handler := s.handler
-	l.srv = &http.Server{
-		Handler:           handler,
-		ConnContext:       httpapi.ConnContext,
-		ConnState:         l.track,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		IdleTimeout:       60 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          s.log.Named("socket").StandardLogger(nil),
-	}
 
 	var servers []*http.Server
 	var wg sync.WaitGroup
 	errc := make(chan error, 3)
-	servers = append(servers, l.srv)
-	wg.Go(func() {
-		if err := l.srv.Serve(uln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			errc <- err
-		}
-	})
+	serve := func(hs *http.Server, ln net.Listener) {
+		servers = append(servers, hs)
+		wg.Go(func() {
+			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- err
+			}
+		})
+	}
+	serve(l.srv, uln)
 	s.log.Info("listening", "socket", l.path)
 
 	// A listener that cannot start stops those already serving.
@@ -149,21 +121,16 @@ func (s *Server) Serve(ctx context.Context) error {
 			hs.Close()
 		}
 		wg.Wait()
-		os.Remove(filepath.Join(dir, ControlFileName))
+		os.Remove(filepath.Join(l.dir, ControlFileName))
 		return fail(err)
 	}
 	if s.cfg.Listen.HTTP != "" {
-		hs, ln, err := s.httpServer(handler)
+		hs, ln, err := s.httpServer(s.handler)
 		if err != nil {
 			return abort(err)
 		}
-		servers = append(servers, hs)
 		useTLS := hs.TLSConfig != nil
-		wg.Go(func() {
-			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				errc <- err
-			}
-		})
+		serve(hs, ln)
 		s.httpAddr = ln.Addr().String()
 		s.log.Info("listening", "http", s.httpAddr, "tls", useTLS)
 	}
@@ -172,12 +139,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		if err != nil {
 			return abort(err)
 		}
-		servers = append(servers, ps)
-		wg.Go(func() {
-			if err := ps.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				errc <- err
-			}
-		})
+		serve(ps, ln)
 		s.log.Warn("serving Go profiles to this host", "pprof", ln.Addr().String())
 	}
 	s.log.Info("gateway ready")
@@ -188,7 +150,14 @@ func (s *Server) Serve(ctx context.Context) error {
 	case <-ctx.Done():
 	case serveErr = <-errc:
 	}
+	return s.stop(servers, &wg, serveErr)
+}
 
+// stop stops the gateway that serves on servers (whose Serve calls wg
+// waits for), after serveErr: it stops accepting, lets in-flight actions
+// finish within the grace and cancels the rest, removes the control file
+// and closes the engine.
+func (s *Server) stop(servers []*http.Server, wg *sync.WaitGroup, serveErr error) error {
 	// Stop accepting; let in-flight actions finish within the grace.
 	s.eng.Drain()
 	s.log.Info("stopping: waiting for in-flight actions", "grace", s.grace)
@@ -211,7 +180,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	swg.Wait()
 	wg.Wait()
-	os.Remove(filepath.Join(dir, ControlFileName))
+	os.Remove(filepath.Join(s.local.dir, ControlFileName))
 	if err := s.Close(context.Background()); err != nil && serveErr == nil {
 		serveErr = err
 	}
@@ -219,6 +188,48 @@ func (s *Server) Serve(ctx context.Context) error {
 		s.log.Info("stopped: every action recorded, audit log closed")
 	}
 	return serveErr
+}
+
+// listenLocal opens the agents' Unix socket in its private directory and
+// publishes a fresh local token in the control file beside it.
+func (s *Server) listenLocal() (*net.UnixListener, error) {
+	gid, err := s.cfg.Listen.GroupID()
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Dir(s.cfg.Listen.Socket)
+	if err := securefile.PrivateDir(dir, gid); err != nil {
+		return nil, err
+	}
+	tok, err := newLocalToken()
+	if err != nil {
+		return nil, err
+	}
+	uln, err := listenSocket(s.cfg.Listen.Socket, gid)
+	if err != nil {
+		return nil, err
+	}
+	l := s.local
+	l.path, l.dir, l.gid, l.ln, l.conns = s.cfg.Listen.Socket, dir, gid, uln, map[net.Conn]struct{}{}
+	l.mu.Lock()
+	l.token = tok
+	l.mu.Unlock()
+	if err := writeControl(dir, gid, api.Control{Socket: l.path, Token: tok.hex}); err != nil {
+		uln.Close()
+		return nil, err
+	}
+	l.srv = &http.Server{
+		Handler:           s.handler,
+		ConnContext:       httpapi.ConnContext,
+		ConnState:         l.track,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          s.log.Named("socket").StandardLogger(nil),
+	}
+
+	return uln, nil
 }
 
 func (s *Server) httpServer(h http.Handler) (*http.Server, net.Listener, error) {

@@ -98,7 +98,7 @@ sso {
 		if err := webtest.WaitFor(tab, `location.pathname === '/ui/login' && document.body.textContent.includes('You are logged out')`, webtest.Patience); err != nil {
 			t.Fatal(err)
 		}
-		list, err := g.srv.eng.Reviewers(ctx)
+		list, err := g.srv.eng.Admin().Reviewers(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +127,7 @@ sso {
 	})
 
 	t.Run("a disabled account is refused", func(t *testing.T) {
-		if err := g.srv.eng.ChangeReviewer(ctx, engine.ReviewerDisable, "sofia", approvals.Secret{}, "test"); err != nil {
+		if err := g.srv.eng.Admin().ChangeReviewer(ctx, engine.ReviewerDisable, "sofia", engine.Secret{}, "test"); err != nil {
 			t.Fatal(err)
 		}
 		tab := webtest.Tab(t, browser)

@@ -64,7 +64,7 @@ func (g *testGateway) pendingFor(cmd string) approvals.Request {
 	g.t.Helper()
 	deadline := time.Now().Add(patience)
 	for time.Now().Before(deadline) {
-		reqs, err := g.srv.eng.Pending(context.Background())
+		reqs, err := g.srv.eng.Review().Pending(context.Background())
 		if err != nil {
 			g.t.Fatal(err)
 		}
@@ -94,7 +94,7 @@ func (g *testGateway) remoteAgent(name string) (*api.Client, api.Run) {
 // issued as an operator would (airlock agent add).
 func (g *testGateway) agentClient(t testing.TB, name string) *api.Client {
 	t.Helper()
-	a, err := g.srv.eng.AddAgent(context.Background(), name, nil, 0)
+	a, err := g.srv.eng.Admin().AddAgent(context.Background(), name, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestUIOutputReadIsAudited(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(page), "secret-output") {
 		t.Fatalf("output page: status %d, output missing", resp.StatusCode)
 	}
-	recs, err := g.srv.eng.AuditReader().ActionEntries(context.Background(), r.a.ID)
+	recs, err := g.srv.eng.Audit().Reader().ActionEntries(context.Background(), r.a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +261,7 @@ func TestUIOutputReadIsAudited(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	recs2, _ := g.srv.eng.AuditReader().ActionEntries(context.Background(), r.a.ID)
+	recs2, _ := g.srv.eng.Audit().Reader().ActionEntries(context.Background(), r.a.ID)
 	if resp.StatusCode != http.StatusForbidden || len(recs2) != len(recs) {
 		t.Errorf("a CSRF-less read: status %d, %d new entries", resp.StatusCode, len(recs2)-len(recs))
 	}
@@ -549,7 +549,7 @@ func TestUIBrowser(t *testing.T) {
 		if r := <-res; r.err != nil || !r.a.Success() {
 			t.Fatalf("first action: %+v %v", r.a, r.err)
 		}
-		run, err := g.srv.eng.Run(ctx, q.RunID)
+		run, err := g.srv.eng.Runs().Get(ctx, string(q.RunID))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -560,7 +560,7 @@ func TestUIBrowser(t *testing.T) {
 		if err != nil || !a.Success() || a.Approval.ID != string(q.ID) {
 			t.Fatalf("the run's next action: %+v %v", a, err)
 		}
-		if p, _ := g.srv.eng.Pending(ctx); len(p) != 0 {
+		if p, _ := g.srv.eng.Review().Pending(ctx); len(p) != 0 {
 			t.Errorf("the approved run asked again: %d pending", len(p))
 		}
 	})
@@ -628,7 +628,7 @@ func TestUIBrowser(t *testing.T) {
 		if err != nil || status != http.StatusForbidden {
 			t.Errorf("POST without the CSRF token: %d %v, want 403", status, err)
 		}
-		if got, _ := g.srv.eng.Request(ctx, q.ID); got.Status != approvals.StatusPending {
+		if got, _ := g.srv.eng.Review().Request(ctx, string(q.ID)); got.Status != approvals.StatusPending {
 			t.Errorf("the request is %s after a refused POST", got.Status)
 		}
 		// Approving twice: once here, then from a second tab of the same
@@ -702,7 +702,7 @@ func TestUIBrowser(t *testing.T) {
 			t.Errorf("output section %q", out)
 		}
 		webtest.Screenshot(t, tab, "", "action-page.png", screenshotDir())
-		recs, _ := g.srv.eng.AuditReader().ActionEntries(ctx, approvedCall.ID)
+		recs, _ := g.srv.eng.Audit().Reader().ActionEntries(ctx, approvedCall.ID)
 		if last := recs[len(recs)-1]; last.Kind != auditchain.KindOutputRead {
 			t.Errorf("last entry of the action is %s, want output.read", last.Kind)
 		}
@@ -759,7 +759,7 @@ func TestUIBrowserExpiredCard(t *testing.T) {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(patience); ; time.Sleep(50 * time.Millisecond) {
-		if got, _ := g.srv.eng.Request(context.Background(), q.ID); got.Status == approvals.StatusExpired {
+		if got, _ := g.srv.eng.Review().Request(context.Background(), string(q.ID)); got.Status == approvals.StatusExpired {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -808,7 +808,7 @@ func TestUIDecisionBoundToTheShownDigest(t *testing.T) {
 	if page := decide(fmt.Sprintf("%x", other[:])); !strings.Contains(page, "its digest differs") {
 		t.Error("a decision for another digest was not refused clearly")
 	}
-	if got, _ := g.srv.eng.Request(context.Background(), q.ID); got.Status != approvals.StatusPending {
+	if got, _ := g.srv.eng.Review().Request(context.Background(), string(q.ID)); got.Status != approvals.StatusPending {
 		t.Fatalf("after a decision with the wrong digest the request is %s", got.Status)
 	}
 	if page := decide(fmt.Sprintf("%x", q.Digest[:])); !strings.Contains(page, "Approved call "+string(q.ID)) {

@@ -33,9 +33,9 @@ type Caller struct {
 	// Local callers come over the Unix socket with their kernel-reported
 	// credentials (SO_PEERCRED).
 	Local bool
-	Peer  approvals.Peer
+	Peer  Peer
 	// RunToken is a remote caller's bearer token.
-	RunToken   approvals.Secret
+	RunToken   Secret
 	RemoteAddr string
 }
 
@@ -295,7 +295,7 @@ func (a *Action) markResolved() { a.resolvedOnce.Do(func() { close(a.resolved) }
 // Start registers a new action and runs its lifecycle in a goroutine the
 // engine owns. ctx bounds the action (a waiting caller's request: when it
 // ends, the action is cancelled); the engine's stop cancels it too.
-func (e *Engine) Start(ctx context.Context, c Caller, req api.ActionRequest) (*Action, error) {
+func (e *Actions) Start(ctx context.Context, c Caller, req api.ActionRequest) (*Action, error) {
 	if e.draining.Load() {
 		return nil, ErrDraining
 	}
@@ -381,7 +381,10 @@ func isDone(c <-chan struct{}) bool {
 // Action returns an action: from memory while the engine holds it, else
 // rebuilt from its audit entries (an older one, or one from before a
 // restart). Reviewers may read any; see ActionOf for agents.
-func (e *Engine) Action(ctx context.Context, id string) (*Action, error) {
+func (e *Actions) Action(ctx context.Context, id string) (*Action, error) { return e.action(ctx, id) }
+
+// action is Actions.Action.
+func (e *core) action(ctx context.Context, id string) (*Action, error) {
 	e.mu.Lock()
 	a, ok := e.actions[id]
 	e.mu.Unlock()
@@ -396,8 +399,8 @@ func (e *Engine) Action(ctx context.Context, id string) (*Action, error) {
 
 // ActionOf returns an action of the caller's own run: an agent reads its
 // run's actions, also after the run ended, and nothing else.
-func (e *Engine) ActionOf(ctx context.Context, c Caller, id string) (*Action, error) {
-	a, err := e.Action(ctx, id)
+func (e *Actions) ActionOf(ctx context.Context, c Caller, id string) (*Action, error) {
+	a, err := e.action(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -407,7 +410,7 @@ func (e *Engine) ActionOf(ctx context.Context, c Caller, id string) (*Action, er
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	run, err := e.FindRun(ctx, c)
+	run, err := e.findRun(ctx, c)
 	if err != nil || string(run.ID) != a.Snapshot().RunID {
 		return nil, refuse(ErrNotFound, "no action "+strconv.Quote(id)+" in your run")
 	}
@@ -415,7 +418,10 @@ func (e *Engine) ActionOf(ctx context.Context, c Caller, id string) (*Action, er
 }
 
 // Recent returns the actions the engine still holds, newest first.
-func (e *Engine) Recent() []api.Action {
+func (e *Actions) Recent() []api.Action { return e.recentActions() }
+
+// recentActions is Actions.Recent.
+func (e *core) recentActions() []api.Action {
 	e.mu.Lock()
 	held := make([]*Action, 0, len(e.recent))
 	for i := len(e.recent) - 1; i >= 0; i-- {

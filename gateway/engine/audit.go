@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,13 +19,13 @@ import (
 )
 
 // record appends one audit record durably and returns where it landed.
-func (e *Engine) record(ctx context.Context, actionID, runID string, rec record) (auditchain.Ref, error) {
+func (e *core) record(ctx context.Context, actionID, runID string, rec record) (auditchain.Ref, error) {
 	return e.recordKind(ctx, rec.kind(), actionID, runID, rec)
 }
 
 // recordKind appends a record whose kind is given: runEvent serves
 // several.
-func (e *Engine) recordKind(ctx context.Context, kind auditchain.Kind, actionID, runID string, rec any) (auditchain.Ref, error) {
+func (e *core) recordKind(ctx context.Context, kind auditchain.Kind, actionID, runID string, rec any) (auditchain.Ref, error) {
 	f, err := auditchain.FieldsOf(rec)
 	if err != nil {
 		return auditchain.Ref{}, err
@@ -34,14 +35,14 @@ func (e *Engine) recordKind(ctx context.Context, kind auditchain.Kind, actionID,
 
 // RecordTokenRotated records that the local token was replaced and how
 // many connections that cut.
-func (e *Engine) RecordTokenRotated(ctx context.Context, connectionsCut int) error {
+func (e *Admin) RecordTokenRotated(ctx context.Context, connectionsCut int) error {
 	_, err := e.record(ctx, "", "", tokenRotated{ConnectionsCut: int64(connectionsCut)})
 	return err
 }
 
 // recordApprovalEvent is the approvals store's EventSink: every run and
 // approval state change becomes an audit entry before it takes effect.
-func (e *Engine) recordApprovalEvent(ctx context.Context, ev approvals.Event) error {
+func (e *core) recordApprovalEvent(ctx context.Context, ev approvals.Event) error {
 	kind, err := auditchain.ParseKind(ev.Kind.String())
 	if err != nil {
 		return err
@@ -101,22 +102,22 @@ func scopeText(limits []approvals.Scope) string {
 	return strings.Join(s, ", ")
 }
 
-// AuditReader reads the audit log.
-func (e *Engine) AuditReader() *auditchain.Reader { return e.alog.Reader() }
+// Reader reads the audit log.
+func (e *Audit) Reader() *auditchain.Reader { return e.alog.Reader() }
 
-// AuditOrigin is the audit log's origin line (its checkpoints' name).
-func (e *Engine) AuditOrigin() string { return e.alog.Origin() }
+// Origin is the audit log's origin line (its checkpoints' name).
+func (e *Audit) Origin() string { return e.alog.Origin() }
 
-// VerifyAudit verifies the engine's own chain with its own verifier key
+// Verify verifies the engine's own chain with its own verifier key
 // and checkpoints.log.
-func (e *Engine) VerifyAudit(ctx context.Context) (*auditchain.Report, error) {
+func (e *Audit) Verify(ctx context.Context) (*auditchain.Report, error) {
 	key, err := auditchain.ParseVerifierKey(e.alog.VerifierKey())
 	if err != nil {
 		return nil, err
 	}
 	vo := e.verifyOptions()
 	vo.Key = key
-	if notes, err := auditchain.ReadTrustedNotes(filepath.Join(e.Config().StateDir, "checkpoints.log")); err == nil {
+	if notes, err := auditchain.ReadTrustedNotes(filepath.Join(e.conf().cfg.StateDir, "checkpoints.log")); err == nil {
 		vo.Trusted = notes
 	}
 	return auditchain.Verify(ctx, vo)
@@ -161,7 +162,7 @@ func OutputStored(e auditchain.Entry) bool {
 // actionFromAudit rebuilds an action's object from its audit entries (for
 // actions no longer in memory, or from before a restart), and where its
 // output is, returned as the account's policy says now.
-func (e *Engine) actionFromAudit(ctx context.Context, id string) (api.Action, *heldOutput, bool) {
+func (e *core) actionFromAudit(ctx context.Context, id string) (api.Action, *heldOutput, bool) {
 	recs, err := e.alog.Reader().ActionEntries(ctx, id)
 	if err != nil || len(recs) == 0 {
 		return api.Action{}, nil, false
@@ -222,8 +223,8 @@ func (e *Engine) actionFromAudit(ctx context.Context, id string) (api.Action, *h
 
 // outputPolicy is the output policy the configuration sets now for an
 // account; one that is gone returns nothing.
-func (e *Engine) outputPolicy(target, account string) config.OutputPolicy {
-	if t, ok := e.Config().Targets[target]; ok {
+func (e *core) outputPolicy(target, account string) config.OutputPolicy {
+	if t, ok := e.conf().cfg.Targets[target]; ok {
 		if a, ok := t.Accounts[account]; ok {
 			return a.Output
 		}
@@ -233,8 +234,8 @@ func (e *Engine) outputPolicy(target, account string) config.OutputPolicy {
 
 // Targets lists the configured targets: names, addresses, accounts,
 // approval modes and pinned fingerprints, never secrets.
-func (e *Engine) Targets() []api.Target {
-	cfg := e.Config()
+func (e *Actions) Targets() []api.Target {
+	cfg := e.conf().cfg
 	out := make([]api.Target, 0, len(cfg.TargetNames))
 	for _, name := range cfg.TargetNames {
 		t := cfg.Targets[name]
@@ -260,4 +261,13 @@ func (e *Engine) Targets() []api.Target {
 		out = append(out, v)
 	}
 	return out
+}
+
+// quoteArgv renders argv for the audit log, each argument quoted.
+func quoteArgv(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = strconv.Quote(a)
+	}
+	return strings.Join(q, " ")
 }

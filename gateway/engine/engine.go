@@ -52,9 +52,9 @@ type Options struct {
 	Tracer trace.Tracer
 }
 
-// Engine is the gateway's core: its stores are open, recovery is done, and
-// it runs actions until Close.
-type Engine struct {
+// core is what the engine holds, shared by its faces: the stores, the
+// configuration in force, the actions in flight.
+type core struct {
 	// cur is the configuration in force and what the engine made of it;
 	// a reload swaps it whole (Reload).
 	cur     atomic.Pointer[loaded]
@@ -119,14 +119,14 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 	if cfg == nil {
 		return nil, errors.New("engine: no config")
 	}
-	e := &Engine{
+	e := &core{
 		log:     cmp.Or[hclog.Logger](o.Logger, hclog.NewNullLogger()),
 		version: cmp.Or(o.Version, "dev"),
 		clock:   cmp.Or[approvals.Clock](o.Clock, approvals.SystemClock{}),
 		actions: map[string]*Action{},
 		metrics: newMetrics(),
 		tracer:  o.Tracer,
-		limiter: newLimiter(),
+		limiter: newLimiter(o.Clock),
 
 		accountsChanged: make(chan struct{}),
 	}
@@ -177,6 +177,47 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 			return fail(err)
 		}
 	}
+	alog, err := auditchain.Open(ctx, e.auditOptions(cfg))
+	if err != nil {
+		return fail(err)
+	}
+	e.alog = alog
+	e.audit = timedAppender{alog, e.metrics, e.clock}
+	if o.WrapAudit != nil {
+		e.audit = o.WrapAudit(e.audit)
+	}
+
+	if e.outputs, err = auditchain.OpenOutputs(ctx, auditchain.OutputOptions{Path: filepath.Join(cfg.StateDir, "outputs.db"), DB: e.pg}); err != nil {
+		return fail(err)
+	}
+	if e.spool, err = openSpool(cfg.StateDir, e.clock.Now); err != nil {
+		return fail(err)
+	}
+
+	e.store, err = e.openApprovals(ctx, cfg, o.ProcessInspector)
+	if err != nil {
+		return fail(err)
+	}
+
+	if err := e.recover(ctx); err != nil {
+		return fail(err)
+	}
+	host, _ := os.Hostname()
+	if _, err := e.record(ctx, "", "", gatewayStarted{PID: int64(os.Getpid()), Host: host, Version: e.version}); err != nil {
+		return fail(fmt.Errorf("engine: audit log: %w", err))
+	}
+	if _, err := e.record(ctx, "", "", configLoaded{Path: cfg.Path, SHA256: cfg.Digest, Targets: int64(len(cfg.Targets))}); err != nil {
+		return fail(fmt.Errorf("engine: audit log: %w", err))
+	}
+	if e.replica != nil {
+		e.replica.run()
+	}
+	e.log.Info("state opened", "state_dir", cfg.StateDir, "targets", len(cfg.Targets), "audit_origin", alog.Origin())
+	return newEngine(e), nil
+}
+
+// auditOptions are the options of the audit log of cfg.
+func (e *core) auditOptions(cfg *config.Config) auditchain.Options {
 	ao := auditchain.DefaultOptions(cfg.StateDir)
 	ao.DB = e.pg
 	if cfg.Storage != nil {
@@ -200,24 +241,13 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		e.metrics.auditCommit.Observe(took.Seconds())
 		e.metrics.auditBatch.Observe(float64(n))
 	}
-	alog, err := auditchain.Open(ctx, ao)
-	if err != nil {
-		return fail(err)
-	}
-	e.alog = alog
-	e.audit = timedAppender{alog, e.metrics}
-	if o.WrapAudit != nil {
-		e.audit = o.WrapAudit(e.audit)
-	}
+	return ao
+}
 
-	if e.outputs, err = auditchain.OpenOutputs(ctx, auditchain.OutputOptions{Path: filepath.Join(cfg.StateDir, "outputs.db"), DB: e.pg}); err != nil {
-		return fail(err)
-	}
-	if e.spool, err = openSpool(cfg.StateDir); err != nil {
-		return fail(err)
-	}
-
-	e.store, err = approvals.Open(ctx, approvals.Options{
+// openApprovals opens the approvals state of cfg; inspector reads the
+// processes of local runs (nil: /proc).
+func (e *core) openApprovals(ctx context.Context, cfg *config.Config, inspector approvals.Inspector) (*approvals.Store, error) {
+	return approvals.Open(ctx, approvals.Options{
 		Path:                   filepath.Join(cfg.StateDir, "state.db"),
 		DB:                     e.pg,
 		Replica:                e.replicaID,
@@ -230,36 +260,17 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		MaxPendingPerRun:       cfg.Approval.MaxPendingPerRun,
 		MaxPendingPerRequester: cfg.Approval.MaxPendingPerRequester,
 		Links:                  cfg.ReviewerLinks,
-		Inspector:              redactingInspector{Inspector: cmp.Or[approvals.Inspector](o.ProcessInspector, &approvals.ProcFS{}), redactor: func() *redact.Redactor { return e.conf().redactor }},
+		Inspector:              redactingInspector{Inspector: cmp.Or[approvals.Inspector](inspector, &approvals.ProcFS{}), redactor: func() *redact.Redactor { return e.conf().redactor }},
 		Clock:                  e.clock,
 		Logger:                 e.log.Named("approvals"),
 	})
-	if err != nil {
-		return fail(err)
-	}
-
-	if err := e.recover(ctx); err != nil {
-		return fail(err)
-	}
-	host, _ := os.Hostname()
-	if _, err := e.record(ctx, "", "", gatewayStarted{PID: int64(os.Getpid()), Host: host, Version: e.version}); err != nil {
-		return fail(fmt.Errorf("engine: audit log: %w", err))
-	}
-	if _, err := e.record(ctx, "", "", configLoaded{Path: cfg.Path, SHA256: cfg.Digest, Targets: int64(len(cfg.Targets))}); err != nil {
-		return fail(fmt.Errorf("engine: audit log: %w", err))
-	}
-	if e.replica != nil {
-		e.replica.run()
-	}
-	e.log.Info("state opened", "state_dir", cfg.StateDir, "targets", len(cfg.Targets), "audit_origin", alog.Origin())
-	return e, nil
 }
 
 // Config is the configuration in force.
 func (e *Engine) Config() *config.Config { return e.conf().cfg }
 
 // conf is the configuration in force and what the engine made of it.
-func (e *Engine) conf() *loaded { return e.cur.Load() }
+func (e *core) conf() *loaded { return e.cur.Load() }
 
 // Now is the engine's clock.
 func (e *Engine) Now() time.Time { return e.clock.Now() }
@@ -269,7 +280,7 @@ func (e *Engine) Now() time.Time { return e.clock.Now() }
 // and the remote state is unknown. On PostgreSQL only those no replica
 // holds are: a live replica's are its own, a dead one's a survivor's
 // once its lease runs out.
-func (e *Engine) recover(ctx context.Context) error {
+func (e *core) recover(ctx context.Context) error {
 	ids, err := e.alog.Dangling(ctx)
 	if err != nil {
 		return fmt.Errorf("engine: recovery: %w", err)
@@ -339,7 +350,7 @@ func (e *Engine) Close(ctx context.Context) error {
 
 // closeStores closes what Open opened, the audit log last (it signs a
 // final checkpoint).
-func (e *Engine) closeStores(ctx context.Context) {
+func (e *core) closeStores(ctx context.Context) {
 	// First, as its sweeps use the stores.
 	e.replica.leave()
 	if e.store != nil {
@@ -360,14 +371,15 @@ func (e *Engine) closeStores(ctx context.Context) {
 
 // timedAppender measures audit append latency.
 type timedAppender struct {
-	l *auditchain.Log
-	m *metrics
+	l     *auditchain.Log
+	m     *metrics
+	clock approvals.Clock
 }
 
 func (t timedAppender) Append(ctx context.Context, e auditchain.Entry) (auditchain.Ref, error) {
-	start := time.Now()
+	start := t.clock.Elapsed()
 	ref, err := t.l.Append(ctx, e)
-	t.m.auditAppend.Observe(time.Since(start).Seconds())
+	t.m.auditAppend.Observe((t.clock.Elapsed() - start).Seconds())
 	return ref, err
 }
 

@@ -51,6 +51,23 @@ var (
 	ErrTooLarge = errors.New("engine: too large")
 	// ErrTooMany: a run holds as many of something as it may.
 	ErrTooMany = errors.New("engine: too many")
+
+	// Finer kinds of the refusals above, for a front end whose answer
+	// depends on them (a bearer token's kind, why a run's token fails).
+
+	// ErrMalformedToken (an ErrUnauthorized): the token is not of the
+	// kind asked for (a run's token where a reviewer's is verified).
+	ErrMalformedToken = errors.New("engine: malformed token")
+	// ErrWrongToken (an ErrUnauthorized): the token has the right form
+	// but belongs to nothing.
+	ErrWrongToken = errors.New("engine: wrong token")
+	// ErrTokenExpired (an ErrUnauthorized): a genuine token past its
+	// lifetime.
+	ErrTokenExpired = errors.New("engine: token expired")
+	// ErrRunExpired (an ErrRunEnded): the run's time ran out.
+	ErrRunExpired = errors.New("engine: run expired")
+	// ErrRunDenied (an ErrRunEnded): a reviewer denied the run.
+	ErrRunDenied = errors.New("engine: run denied")
 )
 
 // wireCodes are the API's error codes of the refusals, for every front
@@ -88,12 +105,14 @@ func WireError(err error) *api.Error {
 	return nil
 }
 
-// refusal is a refusal of kind (one of the errors above) whose message is
-// err's, or msg when err is nil.
+// refusal is a refusal of kind (one of the errors above), and of the
+// finer kind detail when it has one, whose message is err's, or msg when
+// err is nil.
 type refusal struct {
-	kind error
-	msg  string
-	err  error
+	kind   error
+	detail error
+	msg    string
+	err    error
 }
 
 func (r *refusal) Error() string {
@@ -104,10 +123,14 @@ func (r *refusal) Error() string {
 }
 
 func (r *refusal) Unwrap() []error {
-	if r.err != nil {
-		return []error{r.kind, r.err}
+	errs := []error{r.kind}
+	if r.detail != nil {
+		errs = append(errs, r.detail)
 	}
-	return []error{r.kind}
+	if r.err != nil {
+		errs = append(errs, r.err)
+	}
+	return errs
 }
 
 // refuse returns a refusal of kind with the message msg.
@@ -119,34 +142,34 @@ func classify(err error) error {
 	if err == nil {
 		return nil
 	}
-	for _, c := range []struct{ from, to error }{
-		{approvals.ErrUnknownRun, ErrNotFound},
-		{approvals.ErrUnknownRequest, ErrNotFound},
-		{approvals.ErrAlreadyDecided, ErrAlreadyDecided},
-		{approvals.ErrRequestExpired, ErrExpired},
-		{approvals.ErrWithdrawn, ErrAlreadyDecided},
-		{approvals.ErrRunEnded, ErrRunEnded},
-		{approvals.ErrRunExpired, ErrRunEnded},
-		{approvals.ErrRunDenied, ErrRunEnded},
-		{approvals.ErrSelfApproval, ErrSelfApproval},
-		{approvals.ErrNotReviewer, ErrForbidden},
-		{approvals.ErrNoProcess, ErrForbidden},
-		{approvals.ErrNoAnchor, ErrForbidden},
-		{approvals.ErrNotAncestor, ErrForbidden},
-		{approvals.ErrBadTTL, ErrInvalid},
-		{approvals.ErrTTLOverCap, ErrInvalid},
-		{approvals.ErrTTLForCall, ErrInvalid},
-		{approvals.ErrBadScope, ErrInvalid},
-		{approvals.ErrWrongToken, ErrUnauthorized},
-		{approvals.ErrMalformedToken, ErrUnauthorized},
-		{approvals.ErrUnknownAgent, ErrNotFound},
-		{approvals.ErrTokenExpired, ErrUnauthorized},
-		{approvals.ErrBadCredentials, ErrUnauthorized},
-		{approvals.ErrEventNotRecorded, ErrUnavailable},
-		{approvals.ErrTooManyPending, ErrRateLimited},
+	for _, c := range []struct{ from, to, detail error }{
+		{from: approvals.ErrUnknownRun, to: ErrNotFound},
+		{from: approvals.ErrUnknownRequest, to: ErrNotFound},
+		{from: approvals.ErrAlreadyDecided, to: ErrAlreadyDecided},
+		{from: approvals.ErrRequestExpired, to: ErrExpired},
+		{from: approvals.ErrWithdrawn, to: ErrAlreadyDecided},
+		{from: approvals.ErrRunEnded, to: ErrRunEnded},
+		{from: approvals.ErrRunExpired, to: ErrRunEnded, detail: ErrRunExpired},
+		{from: approvals.ErrRunDenied, to: ErrRunEnded, detail: ErrRunDenied},
+		{from: approvals.ErrSelfApproval, to: ErrSelfApproval},
+		{from: approvals.ErrNotReviewer, to: ErrForbidden},
+		{from: approvals.ErrNoProcess, to: ErrForbidden},
+		{from: approvals.ErrNoAnchor, to: ErrForbidden},
+		{from: approvals.ErrNotAncestor, to: ErrForbidden},
+		{from: approvals.ErrBadTTL, to: ErrInvalid},
+		{from: approvals.ErrTTLOverCap, to: ErrInvalid},
+		{from: approvals.ErrTTLForCall, to: ErrInvalid},
+		{from: approvals.ErrBadScope, to: ErrInvalid},
+		{from: approvals.ErrWrongToken, to: ErrUnauthorized, detail: ErrWrongToken},
+		{from: approvals.ErrMalformedToken, to: ErrUnauthorized, detail: ErrMalformedToken},
+		{from: approvals.ErrUnknownAgent, to: ErrNotFound},
+		{from: approvals.ErrTokenExpired, to: ErrUnauthorized, detail: ErrTokenExpired},
+		{from: approvals.ErrBadCredentials, to: ErrUnauthorized},
+		{from: approvals.ErrEventNotRecorded, to: ErrUnavailable},
+		{from: approvals.ErrTooManyPending, to: ErrRateLimited},
 	} {
 		if errors.Is(err, c.from) {
-			return &refusal{kind: c.to, err: err}
+			return &refusal{kind: c.to, detail: c.detail, err: err}
 		}
 	}
 	return err

@@ -122,7 +122,7 @@ func CheckIdentityFiles(cfg *config.Config) []error {
 	if _, err := newWorkloads(cfg); err != nil {
 		errs = append(errs, err)
 	}
-	if _, err := newSSO(&Engine{}, cfg); err != nil {
+	if _, err := newSSO(&core{}, cfg); err != nil {
 		errs = append(errs, err)
 	}
 	if f := cfg.Listen.ClientCAFile; f != "" {
@@ -166,7 +166,7 @@ func unverifiedIssuer(raw string) string {
 // expired, with every required claim. The agent's subject is the token's
 // subject claim. A token no agent block accepts is ErrUnauthorized,
 // saying why; an issuer that cannot be reached is ErrUnavailable.
-func (e *Engine) VerifyWorkload(ctx context.Context, raw string) (approvals.Agent, error) {
+func (e *Identity) VerifyWorkload(ctx context.Context, raw string) (Agent, error) {
 	iss := unverifiedIssuer(raw) // compared exactly, as OpenID Connect does
 	workloads := e.conf().workloads
 	var names []string
@@ -176,7 +176,7 @@ func (e *Engine) VerifyWorkload(ctx context.Context, raw string) (approvals.Agen
 		}
 	}
 	if len(names) == 0 {
-		return approvals.Agent{}, refuse(ErrUnauthorized, fmt.Sprintf("the bearer token's issuer %q is no agent's: an operator names it in an agent block's oidc.issuer", clip(iss, 200)))
+		return Agent{}, refuse(ErrUnauthorized, fmt.Sprintf("the bearer token's issuer %q is no agent's: an operator names it in an agent block's oidc.issuer", clip(iss, 200)))
 	}
 	slices.Sort(names)
 	var why []string
@@ -185,7 +185,7 @@ func (e *Engine) VerifyWorkload(ctx context.Context, raw string) (approvals.Agen
 		v, err := w.verifierFor(ctx, e.clock.Now())
 		if err != nil {
 			e.log.Warn("oidc discovery failed", "agent", name, "issuer", iss, "error", err)
-			return approvals.Agent{}, refuse(ErrUnavailable, fmt.Sprintf("the issuer %s cannot be reached to verify the token; try again", iss))
+			return Agent{}, refuse(ErrUnavailable, fmt.Sprintf("the issuer %s cannot be reached to verify the token; try again", iss))
 		}
 		a, err := w.check(ctx, v, raw)
 		if err != nil {
@@ -193,10 +193,10 @@ func (e *Engine) VerifyWorkload(ctx context.Context, raw string) (approvals.Agen
 			continue
 		}
 		a.CreatedAt = e.clock.Now()
-		return a, nil
+		return Agent{a}, nil
 	}
 	e.log.Warn("workload identity token refused", "issuer", iss, "why", strings.Join(why, "; "))
-	return approvals.Agent{}, refuse(ErrUnauthorized, "the workload identity token is not valid: "+strings.Join(why, "; "))
+	return Agent{}, refuse(ErrUnauthorized, "the workload identity token is not valid: "+strings.Join(why, "; "))
 }
 
 // check verifies one token against one agent block.
@@ -246,7 +246,7 @@ func claimHas(v any, want string) bool {
 // the first agent block (by name) whose mtls.subjects names the
 // certificate's common name, a DNS name or a URI. false: no block does;
 // the message says which names the certificate has.
-func (e *Engine) CertificateAgent(cert *x509.Certificate) (approvals.Agent, error) {
+func (e *Identity) CertificateAgent(cert *x509.Certificate) (Agent, error) {
 	var certNames []string
 	if cert.Subject.CommonName != "" {
 		certNames = append(certNames, cert.Subject.CommonName)
@@ -255,7 +255,7 @@ func (e *Engine) CertificateAgent(cert *x509.Certificate) (approvals.Agent, erro
 	for _, u := range cert.URIs {
 		certNames = append(certNames, u.String())
 	}
-	agents := e.Config().Agents
+	agents := e.conf().cfg.Agents
 	for _, name := range slices.Sorted(maps.Keys(agents)) {
 		a := agents[name]
 		if a.MTLS == nil {
@@ -266,14 +266,14 @@ func (e *Engine) CertificateAgent(cert *x509.Certificate) (approvals.Agent, erro
 				continue
 			}
 			if !approvals.ValidSubject(s) {
-				return approvals.Agent{}, refuse(ErrUnauthorized, fmt.Sprintf("agent %q: the certificate name %q holds characters a requester may not", name, clip(s, 200)))
+				return Agent{}, refuse(ErrUnauthorized, fmt.Sprintf("agent %q: the certificate name %q holds characters a requester may not", name, clip(s, 200)))
 			}
-			return approvals.Agent{Name: name, Limits: a.Limits, Via: "mtls", Verified: s, CreatedAt: e.clock.Now()}, nil
+			return Agent{approvals.Agent{Name: name, Limits: a.Limits, Via: "mtls", Verified: s, CreatedAt: e.clock.Now()}}, nil
 		}
 	}
 	quoted := make([]string, 0, len(certNames))
 	for _, n := range certNames {
 		quoted = append(quoted, fmt.Sprintf("%q", clip(n, 100)))
 	}
-	return approvals.Agent{}, refuse(ErrUnauthorized, fmt.Sprintf("the client certificate (%s) is no agent's: an operator names it in an agent block's mtls.subjects", strings.Join(quoted, ", ")))
+	return Agent{}, refuse(ErrUnauthorized, fmt.Sprintf("the client certificate (%s) is no agent's: an operator names it in an agent block's mtls.subjects", strings.Join(quoted, ", ")))
 }

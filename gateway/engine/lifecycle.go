@@ -1,32 +1,25 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"golang.org/x/crypto/ssh"
 
 	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/auditchain"
-	"github.com/airlockgw/airlock/deploy"
-	"github.com/airlockgw/airlock/deploy/policy"
 	"github.com/airlockgw/airlock/deploy/sqldb"
 	"github.com/airlockgw/airlock/gateway/api"
 	cmdclass "github.com/airlockgw/airlock/gateway/classify"
 	"github.com/airlockgw/airlock/gateway/config"
-	"github.com/airlockgw/airlock/gateway/opa"
 	"github.com/airlockgw/airlock/gateway/redact"
 	"github.com/airlockgw/airlock/sshexec"
 )
@@ -54,7 +47,7 @@ const (
 // it with everything else terminal at once, so that nobody ever reads an
 // outcome that a failed audit write would still change.
 type lifecycle struct {
-	e   *Engine
+	e   *core
 	a   *Action
 	c   Caller
 	req api.ActionRequest
@@ -98,8 +91,9 @@ type lifecycle struct {
 	requested auditchain.Ref
 	// ph times the steps (see phases).
 	ph phases
-	// deadline is the action's, from the slot wait on.
-	deadline time.Time
+	// deadline is the action's, from the slot wait on, on the engine
+	// clock's monotonic scale (Elapsed).
+	deadline time.Duration
 
 	res result
 }
@@ -117,8 +111,8 @@ type result struct {
 }
 
 // execute runs the lifecycle of a.
-func (e *Engine) execute(ctx context.Context, a *Action, c Caller, req api.ActionRequest) {
-	l := &lifecycle{e: e, a: a, c: c, req: req, conf: e.conf(), ph: phases{begun: time.Now()}}
+func (e *core) execute(ctx context.Context, a *Action, c Caller, req api.ActionRequest) {
+	l := &lifecycle{e: e, a: a, c: c, req: req, conf: e.conf(), ph: phases{begun: e.clock.Now(), now: e.clock.Now}}
 	defer func() {
 		e.observe(&l.ph, l.a.Snapshot())
 		if l.upload != nil {
@@ -136,8 +130,8 @@ func (e *Engine) execute(ctx context.Context, a *Action, c Caller, req api.Actio
 	defer release()
 	// Past its deadline the action waits for no slow reader: it is being
 	// stopped, and its outcome must not wait either.
-	t := time.AfterFunc(time.Until(l.deadline), a.releaseNow)
-	defer t.Stop()
+	stop := e.clock.AfterFunc(l.remaining(), a.releaseNow)
+	defer stop()
 	l.connect(ctx)
 }
 
@@ -197,7 +191,7 @@ func (l *lifecycle) resolve(ctx context.Context) bool {
 	if problem == "" {
 		l.run, runErr = e.resolveRun(ctx, l.c)
 	} else {
-		l.run, _ = e.FindRun(ctx, l.c) // nothing is created or changed
+		l.run, _ = e.findRun(ctx, l.c) // nothing is created or changed
 	}
 	l.ph.mark(phaseRun)
 	if problem == "" && runErr == nil {
@@ -260,7 +254,7 @@ func (l *lifecycle) resolve(ctx context.Context) bool {
 // approve is step 2.
 func (l *lifecycle) approve(ctx context.Context) bool {
 	e := l.e
-	waitStart := time.Now()
+	waitStart := e.clock.Elapsed()
 	res, err := e.store.Authorize(ctx, l.run.ID, approvals.Action{
 		Target: l.target.Name, Account: l.account.Name, Command: l.req.Command, Timeout: l.timeout,
 		Stdin: l.stdinFacts(), Secret: l.secret, AgentReason: l.a.Snapshot().Reason,
@@ -274,7 +268,7 @@ func (l *lifecycle) approve(ctx context.Context) bool {
 			Message: fmt.Sprintf("waiting for a reviewer to approve this %s (until %s)", r.Kind, r.ExpiresAt.UTC().Format(time.RFC3339)),
 		})
 	})
-	e.metrics.approvalWait.Observe(time.Since(waitStart).Seconds())
+	e.metrics.approvalWait.Observe((e.clock.Elapsed() - waitStart).Seconds())
 	l.ph.mark(phaseApproval)
 	if err != nil {
 		l.endRunError(ctx, err)
@@ -316,9 +310,10 @@ func (l *lifecycle) approve(ctx context.Context) bool {
 // slot is step 3: a slot on the target, within the action's deadline,
 // which starts here.
 func (l *lifecycle) slot(ctx context.Context) (release func(), ok bool) {
-	l.deadline = time.Now().Add(l.timeout)
-	dctx, cancel := context.WithDeadline(ctx, l.deadline)
+	l.deadline = l.e.clock.Elapsed() + l.timeout
+	dctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	defer l.e.clock.AfterFunc(l.timeout, cancel)()
 	slots := l.conf.slots[l.target.Name]
 	select {
 	case slots <- struct{}{}:
@@ -350,6 +345,9 @@ func (l *lifecycle) slot(ctx context.Context) (release func(), ok bool) {
 	}
 }
 
+// remaining is what is left of the action's deadline.
+func (l *lifecycle) remaining() time.Duration { return l.deadline - l.e.clock.Elapsed() }
+
 // slotTimedOut ends an action that found no free slot before its deadline
 // or its cancellation.
 func (l *lifecycle) slotTimedOut(ctx context.Context) {
@@ -363,89 +361,17 @@ func (l *lifecycle) slotTimedOut(ctx context.Context) {
 // connect is step 4.
 func (l *lifecycle) connect(ctx context.Context) {
 	e := l.e
-	// The intent, durable before anything is dialed. A per-action
-	// certificate names the action (key ID) and its action.requested
-	// entry (serial), so the target's sshd log points into the chain.
-	signer, cert, err := l.conf.signerFor(l.account, l.a.id, uint64(l.requested.Seq), l.timeout, false)
-	if err != nil {
-		l.end(ctx, sshexec.Rejected, err.Error(), 0)
+	signer, via, connecting, ok := l.credentials(ctx)
+	if !ok || !l.recordIntent(ctx, connecting) {
 		return
 	}
-	connecting := actionConnecting{Address: l.target.Address, Account: l.account.Name, Credential: l.account.Credential, Cert: cert}
-	// Each jump host with its own credential: a certificate per hop for
-	// a ca = true one, naming the same action.
-	hops, hopAccounts := l.conf.cfg.Route(l.target)
-	via := make([]sshexec.Hop, len(hops))
-	var route []string
-	for i, h := range hops {
-		hs, hc, err := l.conf.signerFor(hopAccounts[i], l.a.id, uint64(l.requested.Seq), l.timeout, true)
-		if err != nil {
-			l.end(ctx, sshexec.Rejected, "jump host "+h.Name+": "+err.Error(), 0)
-			return
-		}
-		via[i] = sshexec.Hop{Name: h.Name, Addr: h.Address, User: hopAccounts[i].Name, Signers: []ssh.Signer{hs}, HostKeys: hostKeysOf(h)}
-		hop := hopAccounts[i].Name + "@" + h.Name + " " + h.Address
-		if hc != nil {
-			hop += fmt.Sprintf(" (certificate %s serial %d valid before %s)", hc.KeyID, hc.Serial, hc.ValidBefore.UTC().Format(time.RFC3339))
-		}
-		route = append(route, hop)
-	}
-	connecting.Via = strings.Join(route, ", ")
-	connecting.Secret = l.secret
-	if l.stdin != nil && l.secret == "" {
-		// Kept only now that it is about to be sent: a refused action's
-		// input is described, never stored.
-		blobs, err := e.outputs.PutAll(ctx, l.stdin)
-		if err != nil {
-			e.log.Error("output store failed; nothing dialed", "action", l.a.id, "error", err)
-			l.answerUnrecorded("the standard input could not be stored, so nothing was run")
-			return
-		}
-		connecting.Stdin = &blobs[0]
-	}
-	if !e.replica.healthy() {
-		l.answerUnrecorded("the gateway has lost its database (storage), so nothing was dialed")
-		return
-	}
-	if _, err := e.record(ctx, l.a.id, string(l.run.ID), connecting); err != nil {
-		e.log.Error("audit append failed; nothing dialed", "action", l.a.id, "error", err)
-		l.answerUnrecorded("the intent could not be recorded in the audit log, so nothing was dialed")
-		return
-	}
-	l.intentRecorded = true
-	l.ph.mark(phaseIntent)
 
 	// One fresh connection, one command.
 	started := e.clock.Now().UTC()
 	l.a.update(func(o *api.Action) { o.StartedAt = &started })
 	l.a.setState(api.StateConnecting, api.StateEvent{})
-	cfg := &sshexec.Config{
-		Addr:     l.target.Address,
-		Name:     l.target.Name,
-		User:     l.account.Name,
-		Signers:  []ssh.Signer{signer},
-		HostKeys: hostKeysOf(l.target),
-		Via:      via,
-		Timeout:  time.Until(l.deadline),
-		// The end of a stream over the store's cap is kept too.
-		TailLimit: tailKeep,
-		Stdin:     l.stdin,
-	}
-	var runningOnce sync.Once
-	running := func() { runningOnce.Do(func() { l.a.setState(api.StateRunning, api.StateEvent{}) }) }
-	cfg.Started = running
-	cfg.Output = func(stream sshexec.Stream, p []byte) {
-		running() // output can be read before the exec reply is
-		if l.mask != nil {
-			// Nothing of a secret's value goes on, not even live.
-			p = l.mask.stream(stream).write(p)
-		}
-		if l.account.Output == config.OutputFull && len(p) > 0 {
-			l.a.output(stream, p)
-		}
-	}
-	execStart := time.Now()
-	r, err := l.exec(ctx, cfg)
+	execStart := e.clock.Now()
+	r, err := l.exec(ctx, l.execConfig(signer, via))
 	if r == nil {
 		// The configuration was validated at start; this is a bug or a
 		// known_hosts file that vanished. Nothing was dialed.
@@ -465,9 +391,75 @@ func (l *lifecycle) connect(ctx context.Context) {
 	case r.Success():
 		l.res.detail = fmt.Sprintf("got %d bytes of %s", t.Bytes, t.Path)
 	}
+	l.finish(ctx, r)
+}
 
-	// Outputs to the store, the result to the chain — also when the
-	// caller has gone (cancelled): what ran is recorded in full.
+// recordIntent records action.connecting, durably, before anything is
+// dialed; false: the action has ended (answered) without a connection.
+func (l *lifecycle) recordIntent(ctx context.Context, connecting actionConnecting) bool {
+	e := l.e
+	connecting.Secret = l.secret
+	if l.stdin != nil && l.secret == "" {
+		// Kept only now that it is about to be sent: a refused action's
+		// input is described, never stored.
+		blobs, err := e.outputs.PutAll(ctx, l.stdin)
+		if err != nil {
+			e.log.Error("output store failed; nothing dialed", "action", l.a.id, "error", err)
+			l.answerUnrecorded("the standard input could not be stored, so nothing was run")
+			return false
+		}
+		connecting.Stdin = &blobs[0]
+	}
+	if !e.replica.healthy() {
+		l.answerUnrecorded("the gateway has lost its database (storage), so nothing was dialed")
+		return false
+	}
+	if _, err := e.record(ctx, l.a.id, string(l.run.ID), connecting); err != nil {
+		e.log.Error("audit append failed; nothing dialed", "action", l.a.id, "error", err)
+		l.answerUnrecorded("the intent could not be recorded in the audit log, so nothing was dialed")
+		return false
+	}
+	l.intentRecorded = true
+	l.ph.mark(phaseIntent)
+	return true
+}
+
+// execConfig is the one connection of the action: the target, its account
+// signed in with signer, through the jump hosts via.
+func (l *lifecycle) execConfig(signer ssh.Signer, via []sshexec.Hop) *sshexec.Config {
+	cfg := &sshexec.Config{
+		Addr:     l.target.Address,
+		Name:     l.target.Name,
+		User:     l.account.Name,
+		Signers:  []ssh.Signer{signer},
+		HostKeys: hostKeysOf(l.target),
+		Via:      via,
+		Timeout:  l.remaining(),
+		// The end of a stream over the store's cap is kept too.
+		TailLimit: tailKeep,
+		Stdin:     l.stdin,
+	}
+	var runningOnce sync.Once
+	running := func() { runningOnce.Do(func() { l.a.setState(api.StateRunning, api.StateEvent{}) }) }
+	cfg.Started = running
+	cfg.Output = func(stream sshexec.Stream, p []byte) {
+		running() // output can be read before the exec reply is
+		if l.mask != nil {
+			// Nothing of a secret's value goes on, not even live.
+			p = l.mask.stream(stream).write(p)
+		}
+		if l.account.Output == config.OutputFull && len(p) > 0 {
+			l.a.output(stream, p)
+		}
+	}
+	return cfg
+}
+
+// finish stores what the connection r gave and records action.finished —
+// also when the caller has gone (cancelled): what ran is recorded in
+// full — and answers.
+func (l *lifecycle) finish(ctx context.Context, r *sshexec.Result) {
+	e := l.e
 	fin := actionFinished{Result: resultOf(r)}
 	if t := r.Transfer; t != nil {
 		fin.Transfer = &transferDone{Bytes: t.Bytes, SHA256: t.SHA256, Complete: t.Complete,
@@ -684,391 +676,4 @@ func (l *lifecycle) endRunError(ctx context.Context, err error) {
 		l.e.log.Error("approval failed", "action", l.a.id, "error", err)
 		l.end(ctx, sshexec.Rejected, "the approval could not be obtained: "+err.Error(), 0)
 	}
-}
-
-// pendingLimitDetail says which cap on waiting requests err hit.
-func pendingLimitDetail(err error) string {
-	var pl *approvals.PendingLimitError
-	if !errors.As(err, &pl) {
-		return "too many requests are waiting for a decision; wait for a reviewer"
-	}
-	whose := "this run"
-	if pl.Of == "requester" {
-		whose = "this run's requester"
-	}
-	return fmt.Sprintf("%d requests of %s are waiting for a decision already (approval.max_pending_per_%s); wait for a reviewer to decide them", pl.Limit, whose, pl.Of)
-}
-
-// maxListedNames bounds the names an error lists.
-const maxListedNames = 12
-
-// nameList lists names for an error, at most maxListedNames of them.
-func nameList(names []string) string {
-	if len(names) == 0 {
-		return "none"
-	}
-	if len(names) > maxListedNames {
-		return fmt.Sprintf("%s and %d more", strings.Join(names[:maxListedNames], ", "), len(names)-maxListedNames)
-	}
-	return strings.Join(names, ", ")
-}
-
-// resolveRequest checks a request against the configuration; problem says
-// why it is rejected.
-func resolveRequest(cfg *config.Config, req api.ActionRequest) (*config.Target, *config.Account, time.Duration, string) {
-	t, ok := cfg.Targets[req.Target]
-	if !ok {
-		return nil, nil, 0, fmt.Sprintf("unknown target %q (targets: %s)", clip(req.Target, maxNameLen), nameList(cfg.TargetNames))
-	}
-	name := req.Account
-	if name == "" {
-		name = t.DefaultAccount
-		if name == "" {
-			return nil, nil, 0, fmt.Sprintf("target %q has no default account; name one of %s", t.Name, nameList(t.AccountNames))
-		}
-	}
-	acct, ok := t.Accounts[name]
-	if !ok {
-		return nil, nil, 0, fmt.Sprintf("target %q has no account %q (accounts: %s)", t.Name, clip(name, maxNameLen), nameList(t.AccountNames))
-	}
-	// Compare seconds before multiplying: a huge timeout_s would overflow
-	// a Duration into a small or negative one.
-	timeout := min(config.DefaultActionTimeout, acct.MaxTimeout)
-	switch {
-	case req.TimeoutS < 0:
-		return t, acct, 0, "timeout_s must be positive"
-	case int64(req.TimeoutS) > int64(acct.MaxTimeout/time.Second):
-		return t, acct, 0, fmt.Sprintf("timeout_s %d is over the account's maximum of %d seconds", req.TimeoutS, int64(acct.MaxTimeout/time.Second))
-	case req.TimeoutS != 0:
-		timeout = time.Duration(req.TimeoutS) * time.Second
-	}
-	switch n := utf8.RuneCountInString(req.Reason); {
-	case n > api.MaxReason:
-		return t, acct, timeout, fmt.Sprintf("the reason is %d characters, over the limit of %d", n, api.MaxReason)
-	case strings.ContainsRune(req.Reason, 0) || !utf8.ValidString(req.Reason):
-		return t, acct, timeout, "the reason is not text: it must be valid UTF-8 without NUL bytes"
-	}
-	switch {
-	case strings.TrimSpace(req.Command) == "":
-		return t, acct, timeout, "the command is empty; an action is one command"
-	case len(req.Command) > MaxCommandLen:
-		return t, acct, timeout, fmt.Sprintf("the command is %d bytes, over the %d-byte limit", len(req.Command), MaxCommandLen)
-	case strings.ContainsRune(req.Command, 0):
-		return t, acct, timeout, "the command contains a NUL byte"
-	case !utf8.ValidString(req.Command):
-		return t, acct, timeout, "the command is not valid UTF-8"
-	}
-	return t, acct, timeout, ""
-}
-
-// stdinOf decodes a request's standard input (base64) and checks it
-// against the account's max_stdin; problem says why it is refused. An
-// empty input is none.
-func stdinOf(b64 string, acct *config.Account) (stdin []byte, problem string) {
-	if b64 == "" {
-		return nil, ""
-	}
-	// The body that carried it is bounded (MaxActionBody): decoding it is.
-	b, err := base64.StdEncoding.Strict().DecodeString(b64)
-	switch {
-	case err != nil:
-		return nil, "stdin is not valid base64 (standard alphabet, padded): " + err.Error()
-	case int64(len(b)) > acct.MaxStdin:
-		return nil, fmt.Sprintf("the standard input is %d bytes, over the account's max_stdin of %d bytes", len(b), acct.MaxStdin)
-	case len(b) == 0:
-		return nil, ""
-	}
-	return b, ""
-}
-
-// classify classifies the command (gateway/classify) and applies the
-// account's policy: refuse and deny_patterns reject it (problem says why),
-// escalate takes it out of what a run approval covers. Policy only ever
-// narrows what a reviewer approved.
-func (l *lifecycle) classify() (problem string) {
-	var res cmdclass.Result
-	if t := l.xfer; t != nil {
-		res = cmdclass.Transfer(t.Direction, t.Path, t.Overwrite)
-	} else if p := l.account.ActionPolicy; p != nil {
-		if res, problem = judgeVerb(p, l.req.Command, l.hide); problem != "" {
-			// The refusal may quote an argument: hidden like the command.
-			return "the account's airlock-action policy (" + l.account.ActionPolicyFile + ") refuses it, so nothing was sent: " + l.hide(problem)
-		}
-	} else {
-		res = cmdclass.ClassifyHiding(l.req.Command, l.hide)
-	}
-	// The parts quote the command: what looks like a credential in them
-	// is hidden as it is in the command (part by part, before they are
-	// cut or quoted; and once more in the reason as a whole).
-	l.classReason = l.hide(res.Reason())
-	l.parts = res.Parts
-	l.a.update(func(o *api.Action) { o.Class = res.Class.String() })
-	for _, re := range l.account.DenyPatterns {
-		if re.MatchString(l.req.Command) {
-			return fmt.Sprintf("the command matches the account's deny pattern %q; the policy refuses it", re.String())
-		}
-	}
-	for _, cl := range l.account.Refuse {
-		if res.Class == cl {
-			return "the account's policy refuses " + l.classReason
-		}
-	}
-	for _, cl := range l.account.Escalate {
-		if res.Class >= cl {
-			l.escalation = "the account's policy escalates " + res.Class.String() + " commands: " + l.classReason
-			break
-		}
-	}
-	// What looks like a credential, and a gateway-held secret (which a
-	// read-only program can print in a form the output mask does not
-	// catch), always go to a reviewer.
-	l.unreviewed = l.escalation == "" && !l.a.redaction.Found() && l.req.Secret == "" &&
-		slices.Contains(l.account.AllowUnreviewed, res.Class)
-	return ""
-}
-
-// askOPA asks the policy block's engine (OPA) about the action, which the
-// local policy allows, and records what it answered; problem says why it
-// refused. Without an answer, fail_closed decides.
-func (l *lifecycle) askOPA(ctx context.Context) (problem string) {
-	client, o := l.conf.opa, l.conf.cfg.OPA
-	if client == nil {
-		return ""
-	}
-	obj := l.a.Snapshot()
-	in := opa.Input{
-		Subject: opa.Subject{Type: "agent", ID: l.run.Requester, Properties: opa.SubjectProperties{
-			Run: string(l.run.ID), RunState: l.run.State.String(), Transport: "http", Agent: string(l.run.AgentID)}},
-		Action: opa.Action{Name: obj.Class, Properties: opa.ActionProperties{
-			Mode: l.account.Approval.String(), Escalated: l.escalation != "", Unreviewed: l.unreviewed}},
-		Resource: opa.Resource{Type: "ssh_account", ID: l.target.Name + "/" + l.account.Name, Properties: opa.ResourceProperties{
-			Target: l.target.Name, Account: l.account.Name, Command: obj.Command, Secret: l.secret,
-			TimeoutS: int(l.timeout / time.Second), StdinSize: int64(len(l.stdin))}},
-		Context: opa.Context{Time: l.e.clock.Now().UTC(), Gateway: l.e.alog.Origin(), Action: l.a.id},
-	}
-	if l.c.Local {
-		in.Subject.Properties.Transport = "socket"
-	}
-	if l.secret != "" {
-		in.Resource.Properties.StdinSize = 0 // the secret's size is its own
-	}
-	for _, p := range l.parts {
-		in.Resource.Properties.Parts = append(in.Resource.Properties.Parts, opa.Part{Text: p.Text, Class: p.Class.String(), Rule: p.Rule})
-	}
-	d, err := client.Decide(ctx, in)
-	switch {
-	case err != nil:
-		l.opa = &opaFacts{Decision: "error", Error: err.Error(), FailClosed: o.FailClosed, DecisionID: d.DecisionID}
-		l.e.log.Warn("the policy engine gave no decision", "action", l.a.id, "error", err, "fail_closed", o.FailClosed)
-		if o.FailClosed {
-			return "the external policy engine (OPA) could not be asked, and the gateway fails closed (policy.fail_closed): " + err.Error()
-		}
-		return ""
-	case !d.Allow:
-		l.opa = &opaFacts{Decision: "deny", Rule: d.Rule, Reason: d.Reason, DecisionID: d.DecisionID}
-		detail := "the external policy engine (OPA) refused it"
-		if d.Rule != "" {
-			detail += " (rule " + d.Rule + ")"
-		}
-		if d.Reason != "" {
-			detail += ": " + d.Reason
-		}
-		return detail
-	}
-	l.opa = &opaFacts{Decision: "allow", Rule: d.Rule, Reason: d.Reason, DecisionID: d.DecisionID}
-	return ""
-}
-
-// takeQuota counts the action against the account's quotas; problem says
-// which one is spent.
-func (l *lifecycle) takeQuota(ctx context.Context) (problem string) {
-	q := l.account.Quota
-	err := l.e.store.TakeQuota(ctx, l.run.ID, l.target.Name, l.account.Name, q)
-	var qe *approvals.QuotaError
-	switch {
-	case err == nil:
-		return ""
-	case errors.As(err, &qe) && qe.Of == "run":
-		return fmt.Sprintf("this run has used its quota of %d actions on %s@%s (quota.per_run); a looping agent is stopped here: ask a human before going on, or start a new run",
-			qe.Limit, l.account.Name, l.target.Name)
-	case errors.As(err, &qe):
-		return fmt.Sprintf("%s@%s has had its quota of %d actions in the last %s (quota.per_window); the next may start at %s",
-			l.account.Name, l.target.Name, qe.Limit, qe.Window, qe.Next.UTC().Format(time.RFC3339))
-	}
-	l.e.log.Error("quota could not be counted", "action", l.a.id, "error", err)
-	return "the account's quota could not be counted, so nothing was run: " + err.Error()
-}
-
-// judgeVerb classifies a request to an airlock-action account by the
-// verb it names in p: the class the verb declares, or else the class of
-// the program it runs (root's, through run_as = "root", is privileged);
-// problem says why p refuses the request.
-func judgeVerb(p *policy.Policy, command string, hide func(string) string) (cmdclass.Result, string) {
-	plan, err := p.MatchText(command)
-	if err != nil {
-		return cmdclass.Result{}, err.Error()
-	}
-	v := plan.Verb
-	if v.Class != "" {
-		cl, err := cmdclass.ParseClass(v.Class)
-		if err != nil {
-			return cmdclass.Result{}, err.Error()
-		}
-		rule := fmt.Sprintf("verb %s of the action policy, declared %s", v.Name, cl)
-		if v.RunAs == "root" && cl < cmdclass.Privileged {
-			cl, rule = cmdclass.Privileged, rule+", runs as root"
-		}
-		return cmdclass.Result{Class: cl, Parts: []cmdclass.Part{{Text: hide(command), Class: cl, Rule: rule}}}, ""
-	}
-	argv := plan.Argv
-	if v.RunAs != "" {
-		argv = argv[len(policy.SudoPrefix(v.RunAs, p.Reaper)):]
-	}
-	words := make([]string, len(argv))
-	for i, a := range argv {
-		words[i] = policy.Quote(a)
-	}
-	inner := cmdclass.ClassifyHiding(strings.Join(words, " "), hide)
-	cl := inner.Class
-	if v.RunAs == "root" {
-		cl = max(cl, cmdclass.Privileged)
-	}
-	rule := fmt.Sprintf("verb %s of the action policy runs %s: %s", v.Name, strings.Join(words, " "), inner.Reason())
-	if v.RunAs != "" {
-		rule += " (as " + v.RunAs + ")"
-	}
-	return cmdclass.Result{Class: cl, Parts: []cmdclass.Part{{Text: hide(command), Class: cl, Rule: hide(rule)}}}, ""
-}
-
-// hide replaces what looks like a credential in s, as in the command.
-func (l *lifecycle) hide(s string) string { return l.conf.redactor.Redact(s).Text }
-
-// escalationText is the escalation as reviewers read it: inside which
-// approved run, when the run is one.
-func (l *lifecycle) escalationText() string {
-	if l.escalation != "" && l.run.State == approvals.RunApproved {
-		return "inside approved run " + string(l.run.ID) + ", " + l.escalation
-	}
-	return l.escalation
-}
-
-// secretStdin makes the secret the request names the action's standard
-// input, when its block grants it to the account; problem says why not.
-func (l *lifecycle) secretStdin() (problem string) {
-	name := l.req.Secret
-	sc, ok := l.conf.cfg.Secrets[name]
-	switch {
-	case l.req.Stdin != "":
-		return "a secret and stdin cannot both be sent: the secret is the command's standard input"
-	case !ok:
-		return fmt.Sprintf("no secret %q is configured on this gateway", clip(name, 64))
-	}
-	grant, ok := sc.GrantFor(l.target.Name, l.account.Name)
-	if !ok {
-		return fmt.Sprintf("secret %q is not granted to account %q of target %q", name, l.account.Name, l.target.Name)
-	}
-	value := l.conf.secrets[name]
-	if int64(len(value)) > l.account.MaxStdin {
-		return fmt.Sprintf("secret %q is %d bytes, over the account's max_stdin of %d bytes", name, len(value), l.account.MaxStdin)
-	}
-	l.secret, l.grant, l.stdin = name, grant, value
-	l.mask = newSecretMask(name, value)
-	return ""
-}
-
-// hideSecret replaces the secret's value in what sshexec kept of the
-// output, and gives the sizes of the output as replaced.
-func (l *lifecycle) hideSecret(r *sshexec.Result) {
-	for _, s := range []struct {
-		stream     sshexec.Stream
-		head, tail *[]byte
-		total      *int64
-		cut        bool
-	}{
-		{sshexec.Stdout, &r.Stdout, &r.StdoutTail, &r.StdoutBytes, r.StdoutTruncated},
-		{sshexec.Stderr, &r.Stderr, &r.StderrTail, &r.StderrBytes, r.StderrTruncated},
-	} {
-		sm := l.mask.stream(s.stream)
-		if rest := sm.flush(); len(rest) > 0 && l.account.Output == config.OutputFull {
-			l.a.output(s.stream, rest)
-		}
-		*s.head, *s.tail = l.mask.stored(*s.head, *s.tail, s.cut)
-		*s.total = sm.total
-		if !s.cut {
-			*s.total = int64(len(*s.head))
-		}
-		// A mark is longer than a short value: what is stored stays
-		// within the store's cap all the same.
-		if h := *s.head; len(h) > sshexec.DefaultOutputLimit {
-			if !s.cut {
-				// It held the whole stream: keep its end, as for a cut one.
-				*s.tail = append([]byte(nil), h[len(h)-tailKeep:]...)
-			}
-			*s.head = h[:sshexec.DefaultOutputLimit]
-		}
-	}
-}
-
-// stdinFacts describes the standard input for reviewers and the digest:
-// nothing for a secret, which the digest binds by name.
-func (l *lifecycle) stdinFacts() *approvals.Stdin {
-	switch {
-	case l.xfer != nil:
-		return l.uploaded // a put's bytes; nil for a get
-	case l.secret != "":
-		return nil
-	}
-	return stdinFacts(l.stdin)
-}
-
-// stdinFacts describes standard input for reviewers and the digest.
-func stdinFacts(b []byte) *approvals.Stdin {
-	if b == nil {
-		return nil
-	}
-	in := &approvals.Stdin{Size: int64(len(b)), SHA256: sha256.Sum256(b)}
-	if len(b) <= approvals.MaxStdinText && utf8.Valid(b) && bytes.IndexByte(b, 0) < 0 {
-		in.Text = string(b)
-	}
-	return in
-}
-
-// signerFor returns the credential of an account: its key, or a fresh
-// key with a certificate for this one action, described for the audit log;
-// a jump host's certificate permits port forwarding (and nothing else).
-func (l *loaded) signerFor(a *config.Account, actionID string, serial uint64, timeout time.Duration, jump bool) (ssh.Signer, *certIssued, error) {
-	cred := l.cfg.Credentials[a.Credential]
-	if cred != nil && cred.CA {
-		cert, err := deploy.NewActionCert(l.ca, deploy.CertRequest{
-			ActionID: actionID, Account: a.Name, Serial: serial, Timeout: timeout,
-			ForceCommand: cred.ForceCommand, SourceAddress: cred.SourceAddress, PortForwarding: jump,
-		})
-		if err != nil {
-			return nil, nil, fmt.Errorf("the certificate for this action could not be made: %v", err)
-		}
-		return cert.Signer, &certIssued{KeyID: cert.KeyID, Serial: cert.Serial, ValidBefore: cert.ValidBefore}, nil
-	}
-	signer, ok := l.signers[a.Credential]
-	if !ok {
-		return nil, nil, fmt.Errorf("credential %q of account %q is not usable", a.Credential, a.Name)
-	}
-	return signer, nil, nil
-}
-
-// hostKeysOf returns the host keys a target is trusted with.
-func hostKeysOf(t *config.Target) sshexec.HostKeys {
-	hk := sshexec.HostKeys{Pinned: t.HostKeys}
-	if t.KnownHostsFile != "" {
-		hk.KnownHostsFiles = []string{t.KnownHostsFile}
-	}
-	return hk
-}
-
-// quoteArgv renders argv for the audit log, each argument quoted.
-func quoteArgv(argv []string) string {
-	q := make([]string, len(argv))
-	for i, a := range argv {
-		q[i] = strconv.Quote(a)
-	}
-	return strings.Join(q, " ")
 }

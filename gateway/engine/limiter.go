@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"time"
+
+	"github.com/airlockgw/airlock/approvals"
 )
 
 // limiter counts failures per key (an address, a reviewer name at an
@@ -20,8 +23,9 @@ type limiter struct {
 	now      func() time.Time
 }
 
-func newLimiter() *limiter {
-	return &limiter{window: time.Minute, max: 10, hits: map[string][]time.Time{}, inflight: map[string]int{}, now: time.Now}
+func newLimiter(clock approvals.Clock) *limiter {
+	clock = cmp.Or[approvals.Clock](clock, approvals.SystemClock{})
+	return &limiter{window: time.Minute, max: 10, hits: map[string][]time.Time{}, inflight: map[string]int{}, now: clock.Now}
 }
 
 // blocked reports whether key has failed too often in the window.
@@ -104,7 +108,12 @@ func (l *limiter) prune(key string) []time.Time {
 // audit log (see authRecord). credential names what was presented
 // (reviewer_password, run_token, local_token, …). The guess itself is never
 // recorded.
-func (e *Engine) AuthFailed(ctx context.Context, credential, key string) {
+func (e *Identity) AuthFailed(ctx context.Context, credential, key string) {
+	e.authFailed(ctx, credential, key)
+}
+
+// authFailed is Identity.AuthFailed.
+func (e *core) authFailed(ctx context.Context, credential, key string) {
 	e.authRecord(ctx, credential, key, e.limiter.fail(key))
 }
 
@@ -119,7 +128,7 @@ const authFailedLimit = 60
 // blocks the key, so that guessing shows in the record without an
 // attacker being able to make the gateway write (and fsync) once per
 // guess; and no more than authFailedLimit a window in all.
-func (e *Engine) authRecord(ctx context.Context, credential, key string, n int) {
+func (e *core) authRecord(ctx context.Context, credential, key string, n int) {
 	e.metrics.authFailures.WithLabelValues(credential).Inc()
 	if n != 1 && n != e.limiter.max {
 		return
@@ -161,11 +170,17 @@ func (a *authLog) take(now time.Time, window time.Duration) (suppressed int64, o
 
 // Blocked reports whether key has failed too often in the last minute:
 // whoever presents it waits.
-func (e *Engine) Blocked(key string) bool { return e.limiter.blocked(key) }
+func (e *Identity) Blocked(key string) bool { return e.blocked(key) }
+
+// blocked is Identity.Blocked.
+func (e *core) blocked(key string) bool { return e.limiter.blocked(key) }
 
 // Count charges key one attempt without recording it (creating runs counts
 // toward an address's budget) and reports whether it was blocked already.
-func (e *Engine) Count(key string) (blocked bool) {
+func (e *Identity) Count(key string) (blocked bool) { return e.count(key) }
+
+// count is Identity.Count.
+func (e *core) count(key string) (blocked bool) {
 	if e.limiter.blocked(key) {
 		return true
 	}

@@ -7,7 +7,7 @@ import (
 
 // Attempts in flight count against the budget before they are decided.
 func TestLimiterReserve(t *testing.T) {
-	l := newLimiter()
+	l := newLimiter(nil)
 	var dones []func(bool) []int
 	for i := range l.max {
 		done, ok := l.reserve("a", "b")

@@ -58,12 +58,14 @@ type phase struct {
 type phases struct {
 	begun time.Time
 	list  []phase
+	// now is the engine's clock.
+	now func() time.Time
 }
 
 // mark ends the phase that began at the previous mark (or at begun) now,
 // under name.
 func (p *phases) mark(name string) {
-	now := time.Now()
+	now := p.now()
 	start := p.begun
 	if n := len(p.list); n > 0 {
 		start = p.list[n-1].end
@@ -92,14 +94,14 @@ func (p *phases) connection(start time.Time, t sshexec.Timings) {
 // observe sends the phases to the histogram and, when tracing is on, to a
 // span. obj is the action as answered. Nothing of the command goes into a
 // span: only ids, names the configuration chose, the class and the outcome.
-func (e *Engine) observe(p *phases, obj api.Action) {
+func (e *core) observe(p *phases, obj api.Action) {
 	for _, ph := range p.list {
 		e.metrics.phase.WithLabelValues(ph.name).Observe(ph.end.Sub(ph.start).Seconds())
 	}
 	if e.tracer == nil {
 		return
 	}
-	end := time.Now()
+	end := p.now()
 	_, root := e.tracer.Start(context.Background(), "airlock.action", trace.WithTimestamp(p.begun),
 		trace.WithSpanKind(trace.SpanKindServer))
 	if !root.IsRecording() {

@@ -15,7 +15,7 @@ import (
 // testPhases is a whole action's phases, as an approved run's action has
 // them.
 func testPhases() *phases {
-	p := &phases{begun: time.Now()}
+	p := &phases{begun: time.Now(), now: time.Now}
 	for _, n := range []string{phaseCheck, phaseRun, phasePolicy, phaseRequested, phaseApproval, phaseSlot, phaseIntent} {
 		p.mark(n)
 	}
@@ -30,7 +30,7 @@ func TestPhasesAreContiguousAndTraced(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	defer tp.Shutdown(context.Background())
-	e := &Engine{metrics: newMetrics(), tracer: tp.Tracer("test")}
+	e := &core{metrics: newMetrics(), tracer: tp.Tracer("test")}
 	p := testPhases()
 	for i := 1; i < len(p.list); i++ {
 		if p.list[i].start.Before(p.list[i-1].end) && p.list[i].name != phaseDial {
@@ -62,7 +62,7 @@ func BenchmarkObserve(b *testing.B) {
 	code := 0
 	obj := api.Action{ID: "act_x", RunID: "run_y", Target: "t", Account: "a", Outcome: sshexec.Exited, ExitCode: &code}
 	b.Run("impl=off", func(b *testing.B) {
-		e := &Engine{metrics: newMetrics()}
+		e := &core{metrics: newMetrics()}
 		for b.Loop() {
 			e.observe(testPhases(), obj)
 		}
@@ -70,7 +70,7 @@ func BenchmarkObserve(b *testing.B) {
 	b.Run("impl=on", func(b *testing.B) {
 		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discard{}))
 		defer tp.Shutdown(context.Background())
-		e := &Engine{metrics: newMetrics(), tracer: tp.Tracer("bench")}
+		e := &core{metrics: newMetrics(), tracer: tp.Tracer("bench")}
 		for b.Loop() {
 			e.observe(testPhases(), obj)
 		}

@@ -41,7 +41,7 @@ type loaded struct {
 // a target's slots (so that max_parallel still counts the actions in
 // flight), an issuer's discovered keys, the single sign-on's logins in
 // progress.
-func (e *Engine) load(cfg *config.Config, prev *loaded) (*loaded, error) {
+func (e *core) load(cfg *config.Config, prev *loaded) (*loaded, error) {
 	l := &loaded{cfg: cfg, signers: map[string]ssh.Signer{}, slots: map[string]chan struct{}{}}
 	for _, c := range cfg.Credentials {
 		if c.CA {
@@ -120,7 +120,7 @@ var ErrNeedsRestart = errors.New("engine: these settings change only with a rest
 // error says why. Settings of the listeners, the state directory, the
 // audit log, approvals, MCP, notifications and logging need a restart
 // (ErrNeedsRestart names them).
-func (e *Engine) Reload(ctx context.Context, cfg *config.Config) error {
+func (e *Admin) Reload(ctx context.Context, cfg *config.Config) error {
 	// One reload at a time (SIGHUP and the API may race): the last one
 	// recorded is the one in force.
 	e.reloadMu.Lock()
@@ -172,8 +172,8 @@ func restartOnly(a, b *config.Config) []string {
 
 // ReloadFile reads the configuration file in force again and reloads it
 // (Reload). A file with problems changes nothing; the error lists them.
-func (e *Engine) ReloadFile(ctx context.Context) (*config.Config, error) {
-	cfg, err := config.Load(e.Config().Path)
+func (e *Admin) ReloadFile(ctx context.Context) (*config.Config, error) {
+	cfg, err := config.Load(e.conf().cfg.Path)
 	if err != nil {
 		return nil, err
 	}

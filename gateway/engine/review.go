@@ -38,7 +38,7 @@ func loginName(name, host string) string { return "login:" + name + "@" + host }
 // refused (ErrRateLimited). A wrong name or password is ErrUnauthorized; a
 // name no reviewer can have never reaches a key, the log or the audit
 // log.
-func (e *Engine) Login(ctx context.Context, name, password, remoteAddr string) (approvals.Reviewer, error) {
+func (e *Review) Login(ctx context.Context, name, password, remoteAddr string) (Reviewer, error) {
 	host := Host(remoteAddr)
 	keys := []string{loginAddr(host)}
 	if approvals.ValidName(name) {
@@ -46,7 +46,7 @@ func (e *Engine) Login(ctx context.Context, name, password, remoteAddr string) (
 	}
 	done, ok := e.limiter.reserve(keys...)
 	if !ok {
-		return approvals.Reviewer{}, refuse(ErrRateLimited, "too many failed logins; wait a minute")
+		return Reviewer{}, refuse(ErrRateLimited, "too many failed logins; wait a minute")
 	}
 	var rv approvals.Reviewer
 	err := approvals.ErrBadCredentials
@@ -64,36 +64,42 @@ func (e *Engine) Login(ctx context.Context, name, password, remoteAddr string) (
 		} else {
 			e.log.Warn("failed reviewer login with a name no reviewer can have", "name_bytes", len(name), "addr", host)
 		}
-		return approvals.Reviewer{}, refuse(ErrUnauthorized, "wrong reviewer name or password")
+		return Reviewer{}, refuse(ErrUnauthorized, "wrong reviewer name or password")
 	}
-	return rv, classify(err)
+	return Reviewer{rv}, classify(err)
 }
 
 // IssueToken issues a reviewer token for the API (POST /v1/login), valid
 // for LoginTTL, and says until when.
-func (e *Engine) IssueToken(ctx context.Context, rv approvals.Reviewer) (approvals.Secret, time.Time, error) {
+func (e *Review) IssueToken(ctx context.Context, rv Reviewer) (Secret, time.Time, error) {
+	tok, until, err := e.issueToken(ctx, rv.rv)
+	return Secret{tok}, until, err
+}
+
+// issueToken is Review.IssueToken.
+func (e *core) issueToken(ctx context.Context, rv approvals.Reviewer) (approvals.Secret, time.Time, error) {
 	tok, err := e.store.Accounts().IssueToken(ctx, rv.Name(), LoginTTL)
 	return tok, e.clock.Now().Add(LoginTTL).UTC(), classify(err)
 }
 
 // Logout revokes a reviewer token.
-func (e *Engine) Logout(ctx context.Context, tok approvals.Secret) error {
-	return e.store.Accounts().RevokeToken(ctx, tok)
+func (e *Review) Logout(ctx context.Context, tok Secret) error {
+	return e.store.Accounts().RevokeToken(ctx, tok.s)
 }
 
 // VerifyToken returns the reviewer a reviewer token stands for.
 // ErrUnauthorized for a token that is not a reviewer's (approvals'
 // ErrMalformedToken says whether it even looks like one).
-func (e *Engine) VerifyToken(ctx context.Context, tok approvals.Secret) (approvals.Reviewer, error) {
-	rv, err := e.store.Accounts().VerifyToken(ctx, tok)
-	return rv, classify(err)
+func (e *Review) VerifyToken(ctx context.Context, tok Secret) (Reviewer, error) {
+	rv, err := e.store.Accounts().VerifyToken(ctx, tok.s)
+	return Reviewer{rv}, classify(err)
 }
 
 // Enabled reports whether a reviewer may still act: one disabled,
 // removed or given a new password since it logged in is logged out at
 // its next request.
-func (e *Engine) Enabled(ctx context.Context, rv approvals.Reviewer) bool {
-	on, err := e.store.Accounts().Active(ctx, rv)
+func (e *Review) Enabled(ctx context.Context, rv Reviewer) bool {
+	on, err := e.store.Accounts().Active(ctx, rv.rv)
 	if err != nil {
 		e.log.Error("reading a reviewer", "error", err)
 		return false
@@ -107,7 +113,7 @@ const maxLoginLinkTTL = 30 * time.Minute
 // NewLoginLink makes the token of a one-time link that logs reviewer in
 // without a password, valid for ttl (at most 30 minutes). It stands for a
 // short-lived reviewer token that never leaves the gateway.
-func (e *Engine) NewLoginLink(ctx context.Context, reviewer string, ttl time.Duration) (string, error) {
+func (e *Admin) NewLoginLink(ctx context.Context, reviewer string, ttl time.Duration) (string, error) {
 	if ttl <= 0 || ttl > maxLoginLinkTTL {
 		return "", errors.New("engine: a login link lives between 0 and 30 minutes")
 	}
@@ -128,19 +134,19 @@ func (e *Engine) NewLoginLink(ctx context.Context, reviewer string, ttl time.Dur
 // remoteAddr:
 // ErrUnauthorized when it is unknown, used or expired, ErrRateLimited as
 // Login.
-func (e *Engine) LoginLink(ctx context.Context, token, remoteAddr string) (approvals.Reviewer, error) {
+func (e *Review) LoginLink(ctx context.Context, token, remoteAddr string) (Reviewer, error) {
 	host := Host(remoteAddr)
 	addrKey := loginAddr(host)
-	if e.Blocked(addrKey) {
-		return approvals.Reviewer{}, refuse(ErrRateLimited, "too many failed logins; wait a minute")
+	if e.blocked(addrKey) {
+		return Reviewer{}, refuse(ErrRateLimited, "too many failed logins; wait a minute")
 	}
 	apiToken, ok := e.links.consume(token, e.clock.Now())
 	if !ok {
-		e.AuthFailed(ctx, "login_link", addrKey)
+		e.authFailed(ctx, "login_link", addrKey)
 		e.log.Warn("unknown, used or expired login link", "addr", host)
-		return approvals.Reviewer{}, refuse(ErrUnauthorized, "unknown, used or expired login link")
+		return Reviewer{}, refuse(ErrUnauthorized, "unknown, used or expired login link")
 	}
-	return e.VerifyToken(ctx, apiToken)
+	return e.VerifyToken(ctx, Secret{apiToken})
 }
 
 // loginLinks are one-time reviewer login links: a random token in the URL,
@@ -185,13 +191,17 @@ func (l *loginLinks) consume(tok string, now time.Time) (approvals.Secret, bool)
 }
 
 // Pending returns the pending approval requests, oldest first.
-func (e *Engine) Pending(ctx context.Context) ([]approvals.Request, error) {
+func (e *Review) Pending(ctx context.Context) ([]approvals.Request, error) {
 	reqs, err := e.store.Pending(ctx)
 	return reqs, classify(err)
 }
 
 // Request returns one approval request.
-func (e *Engine) Request(ctx context.Context, id approvals.RequestID) (approvals.Request, error) {
+func (e *Review) Request(ctx context.Context, raw string) (approvals.Request, error) {
+	id, err := requestID(raw)
+	if err != nil {
+		return approvals.Request{}, err
+	}
 	q, err := e.store.Request(ctx, id)
 	return q, classify(err)
 }
@@ -202,7 +212,11 @@ func (e *Engine) Request(ctx context.Context, id approvals.RequestID) (approvals
 // run's end expired is refused as ErrRunEnded, one its own deadline
 // expired as ErrExpired; limits the policy does not allow are ErrInvalid,
 // saying which.
-func (e *Engine) Decide(ctx context.Context, rv approvals.Reviewer, id approvals.RequestID, d approvals.Decision, digest string) (approvals.Request, error) {
+func (e *Review) Decide(ctx context.Context, rv Reviewer, raw string, d Decision, digest string) (approvals.Request, error) {
+	id, err := requestID(raw)
+	if err != nil {
+		return approvals.Request{}, err
+	}
 	if digest != "" {
 		q, err := e.store.Request(ctx, id)
 		if err != nil {
@@ -212,7 +226,7 @@ func (e *Engine) Decide(ctx context.Context, rv approvals.Reviewer, id approvals
 			return approvals.Request{}, refuse(ErrChanged, "the request is not the one you reviewed (its digest differs); reload it")
 		}
 	}
-	q, err := e.store.Decide(ctx, rv, id, d)
+	q, err := e.store.Decide(ctx, rv.rv, id, d.store())
 	switch {
 	case err == nil:
 		e.log.Info("decision", "approval", id, "kind", q.Kind.String(), "decision", q.Status.String(), "reviewer", rv.Name())
@@ -240,7 +254,7 @@ func (e *Engine) Decide(ctx context.Context, rv approvals.Reviewer, id approvals
 // ended: a run that ends expires its pending requests in the same change,
 // at the same instant. (Comparing with the request's deadline would depend
 // on the clock not moving.)
-func (e *Engine) endedWithItsRun(ctx context.Context, id approvals.RequestID) bool {
+func (e *core) endedWithItsRun(ctx context.Context, id approvals.RequestID) bool {
 	q, err := e.store.Request(ctx, id)
 	if err != nil {
 		return false
@@ -252,8 +266,8 @@ func (e *Engine) endedWithItsRun(ctx context.Context, id approvals.RequestID) bo
 // TTLChoices are the run-approval lifetimes a reviewer is offered: common
 // ones up to the policy's cap, the default and the cap itself (the last).
 // It returns them and the default.
-func (e *Engine) TTLChoices() ([]time.Duration, time.Duration) {
-	ap := e.Config().Approval
+func (e *Review) TTLChoices() ([]time.Duration, time.Duration) {
+	ap := e.conf().cfg.Approval
 	def, maxTTL := ap.RunTTL, ap.MaxRunTTL
 	if def <= 0 {
 		def = approvals.DefaultRunTTL
@@ -274,8 +288,8 @@ func (e *Engine) TTLChoices() ([]time.Duration, time.Duration) {
 
 // MaxGrant is the longest grant a reviewer may give on a call approval of
 // target/account (its max_grant), 0 for none.
-func (e *Engine) MaxGrant(target, account string) time.Duration {
-	if t, ok := e.Config().Targets[target]; ok {
+func (e *Review) MaxGrant(target, account string) time.Duration {
+	if t, ok := e.conf().cfg.Targets[target]; ok {
 		if a, ok := t.Accounts[account]; ok {
 			return a.MaxGrant
 		}
@@ -286,7 +300,7 @@ func (e *Engine) MaxGrant(target, account string) time.Duration {
 // GrantChoices are the grants a reviewer is offered on a call approval of
 // target/account: common lengths up to its max_grant, and that; none when
 // it allows none.
-func (e *Engine) GrantChoices(target, account string) []time.Duration {
+func (e *Review) GrantChoices(target, account string) []time.Duration {
 	limit := e.MaxGrant(target, account)
 	if limit <= 0 {
 		return nil
@@ -301,8 +315,8 @@ func (e *Engine) GrantChoices(target, account string) []time.Duration {
 	return out
 }
 
-// ApprovalView is an approval request as the API shows it.
-func ApprovalView(q approvals.Request) api.Approval {
+// approvalView is an approval request as the API shows it.
+func approvalView(q approvals.Request) api.Approval {
 	v := api.Approval{
 		ID: string(q.ID), Kind: api.Mode(q.Kind.String()), RunID: string(q.RunID), Target: q.Target, Account: q.Account,
 		Command: q.Command, TimeoutS: int(q.Timeout / time.Second), Digest: q.Digest.String(),
@@ -313,10 +327,7 @@ func ApprovalView(q approvals.Request) api.Approval {
 	if in := q.Stdin; in != nil {
 		v.StdinBytes, v.StdinSHA256, v.StdinText = in.Size, hex.EncodeToString(in.SHA256[:]), in.Text
 	}
-	if !q.DecidedAt.IsZero() {
-		t := q.DecidedAt
-		v.DecidedAt = &t
-	}
+	v.DecidedAt = timeOrNil(q.DecidedAt)
 	if !q.GrantUntil.IsZero() {
 		t := q.GrantUntil.UTC()
 		v.GrantUntil = &t
@@ -333,8 +344,8 @@ func ApprovalView(q approvals.Request) api.Approval {
 
 // ApprovalView is an approval request as the API shows it, with the
 // grant its account allows.
-func (e *Engine) ApprovalView(q approvals.Request) api.Approval {
-	v := ApprovalView(q)
+func (e *Review) ApprovalView(q approvals.Request) api.Approval {
+	v := approvalView(q)
 	if q.Kind == approvals.KindCall && q.Status == approvals.StatusPending {
 		v.MaxGrantS = int(e.MaxGrant(q.Target, q.Account) / time.Second)
 	}
@@ -352,7 +363,7 @@ type Output struct {
 // ReadOutput returns an action's stored output to reviewer rv, after
 // recording in the audit log (output.read, via names the front end) that
 // rv read it: no record, no output (ErrUnavailable).
-func (e *Engine) ReadOutput(ctx context.Context, rv approvals.Reviewer, id, via string) (Output, error) {
+func (e *Review) ReadOutput(ctx context.Context, rv Reviewer, id, via string) (Output, error) {
 	if !e.Enabled(ctx, rv) {
 		return Output{}, refuse(ErrForbidden, "the reviewer may not read output")
 	}
@@ -398,7 +409,11 @@ func (e *Engine) ReadOutput(ctx context.Context, rv approvals.Reviewer, id, via 
 // (command.revealed, via names the front end) that rv read it: no record,
 // no command (ErrUnavailable). A request that was not redacted, or is no
 // longer pending (the original is erased then), has none (ErrNotFound).
-func (e *Engine) RevealCommand(ctx context.Context, rv approvals.Reviewer, id approvals.RequestID, via string) (string, error) {
+func (e *Review) RevealCommand(ctx context.Context, rv Reviewer, raw string, via string) (string, error) {
+	id, err := requestID(raw)
+	if err != nil {
+		return "", err
+	}
 	if !e.Enabled(ctx, rv) {
 		return "", refuse(ErrForbidden, "the reviewer may not reveal commands")
 	}
@@ -424,7 +439,7 @@ func (e *Engine) RevealCommand(ctx context.Context, rv approvals.Reviewer, id ap
 // after recording in the audit log (output.read, via names the front end)
 // that rv read its output, when it returns any: no record, no output
 // (ErrUnavailable).
-func (e *Engine) ReviewerResult(ctx context.Context, rv approvals.Reviewer, a *Action, via string) (api.Action, error) {
+func (e *Review) ReviewerResult(ctx context.Context, rv Reviewer, a *Action, via string) (api.Action, error) {
 	obj, err := a.Result(ctx)
 	if err != nil || (obj.Stdout == "" && obj.Stderr == "") {
 		return obj, err
@@ -442,11 +457,11 @@ func (e *Engine) ReviewerResult(ctx context.Context, rv approvals.Reviewer, a *A
 // FollowedBy records that reviewer rv follows an action's event stream,
 // its output included as it comes (via names the front end), before any
 // event is sent: no record, no stream (ErrUnavailable).
-func (e *Engine) FollowedBy(ctx context.Context, rv approvals.Reviewer, a *Action, via string) error {
+func (e *Review) FollowedBy(ctx context.Context, rv Reviewer, a *Action, via string) error {
 	return e.recordRead(ctx, a.Snapshot(), outputRead{Reviewer: rv.Name(), Via: via})
 }
 
-func (e *Engine) recordRead(ctx context.Context, obj api.Action, rec outputRead) error {
+func (e *core) recordRead(ctx context.Context, obj api.Action, rec outputRead) error {
 	if _, err := e.record(ctx, obj.ID, obj.RunID, rec); err != nil {
 		e.log.Error("output.read not recorded; output withheld", "action", obj.ID, "error", err)
 		return refuse(ErrUnavailable, "the read could not be recorded in the audit log, so the output is withheld")

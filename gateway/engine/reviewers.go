@@ -10,7 +10,7 @@ import (
 )
 
 // Reviewers lists the reviewer accounts; never a password or its hash.
-func (e *Engine) Reviewers(ctx context.Context) ([]api.Reviewer, error) {
+func (e *Admin) Reviewers(ctx context.Context) ([]api.Reviewer, error) {
 	list, err := e.store.Accounts().List(ctx)
 	if err != nil {
 		return nil, err
@@ -39,18 +39,18 @@ const (
 // by says who, and the change is recorded in the audit log before it
 // takes effect. Disable, remove and a new password end the reviewer's
 // sessions and tokens at once.
-func (e *Engine) ChangeReviewer(ctx context.Context, change ReviewerChange, name string, password approvals.Secret, by string) error {
+func (e *Admin) ChangeReviewer(ctx context.Context, change ReviewerChange, name string, password Secret, by string) error {
 	acc := e.store.Accounts()
 	var err error
 	switch change {
 	case ReviewerAdd:
-		err = acc.Add(ctx, name, password, by)
+		err = acc.Add(ctx, name, password.s, by)
 	case ReviewerDisable, ReviewerEnable:
 		err = acc.SetEnabled(ctx, name, change == ReviewerEnable, by)
 	case ReviewerRemove:
 		err = acc.Remove(ctx, name, by)
 	case ReviewerPassword:
-		err = acc.SetPassword(ctx, name, password, by)
+		err = acc.SetPassword(ctx, name, password.s, by)
 	default:
 		return fmt.Errorf("engine: unknown reviewer change %d", change)
 	}
@@ -65,7 +65,7 @@ func (e *Engine) ChangeReviewer(ctx context.Context, change ReviewerChange, name
 
 // AccountsChanged is closed at the next change to a reviewer account:
 // what holds a reviewer's session open (an event stream) checks it again.
-func (e *Engine) AccountsChanged() <-chan struct{} {
+func (e *Review) AccountsChanged() <-chan struct{} {
 	e.accountsMu.Lock()
 	defer e.accountsMu.Unlock()
 	return e.accountsChanged

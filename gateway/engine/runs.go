@@ -12,36 +12,52 @@ import (
 	"github.com/airlockgw/airlock/gateway/api"
 )
 
-// FindRun returns the caller's existing run, whatever its state, without
+// Find returns the caller's existing run, whatever its state, without
 // creating or changing one: for reading, and for naming the run of a
 // refused request.
-func (e *Engine) FindRun(ctx context.Context, c Caller) (approvals.Run, error) {
-	if c.Local {
-		return e.store.FindLocal(ctx, c.Peer)
+func (e *Runs) Find(ctx context.Context, c Caller) (api.Run, error) {
+	run, err := e.findRun(ctx, c)
+	if err != nil {
+		return api.Run{}, err
 	}
-	return e.store.FindRemote(ctx, c.RunToken)
+	return RunView(run), nil
+}
+
+// findRun is Runs.Find.
+func (e *core) findRun(ctx context.Context, c Caller) (approvals.Run, error) {
+	if c.Local {
+		return e.store.FindLocal(ctx, approvals.Peer(c.Peer))
+	}
+	return e.store.FindRemote(ctx, c.RunToken.s)
 }
 
 // resolveRun finds or creates the caller's run, if it may act; with a
 // refusal it returns the run it refused, for naming.
-func (e *Engine) resolveRun(ctx context.Context, c Caller) (approvals.Run, error) {
+func (e *core) resolveRun(ctx context.Context, c Caller) (approvals.Run, error) {
 	if c.Local {
-		return e.store.ResolveLocal(ctx, c.Peer)
+		return e.store.ResolveLocal(ctx, approvals.Peer(c.Peer))
 	}
-	return e.store.ResolveRemote(ctx, c.RunToken)
+	return e.store.ResolveRemote(ctx, c.RunToken.s)
 }
 
-// ResolveRunToken returns the run a bearer token belongs to if that run may
+// ResolveToken returns the run a bearer token belongs to if that run may
 // still act (see approvals.Store.ResolveRemote).
-func (e *Engine) ResolveRunToken(ctx context.Context, tok approvals.Secret) (approvals.Run, error) {
-	return e.store.ResolveRemote(ctx, tok)
+func (e *Runs) ResolveToken(ctx context.Context, tok Secret) (api.Run, error) {
+	run, err := e.store.ResolveRemote(ctx, tok.s)
+	if err != nil {
+		return api.Run{}, classify(err)
+	}
+	return RunView(run), nil
 }
 
 // RegisterAnchor makes a local process the anchor of a new run (airlock
 // run, airlock mcp).
-func (e *Engine) RegisterAnchor(ctx context.Context, peer approvals.Peer) (approvals.Run, error) {
-	run, err := e.store.RegisterAnchor(ctx, peer)
-	return run, classify(err)
+func (e *Runs) RegisterAnchor(ctx context.Context, peer Peer) (api.Run, error) {
+	run, err := e.store.RegisterAnchor(ctx, approvals.Peer(peer))
+	if err != nil {
+		return api.Run{}, classify(err)
+	}
+	return RunView(run), nil
 }
 
 // Host is the host part of a client's address (host:port), the unit
@@ -56,39 +72,49 @@ func Host(addr string) string {
 // runsPerAddress is the limiter key of the runs created from an address.
 func runsPerAddress(host string) string { return "runs:" + host }
 
-// CreateRemoteRun creates a run for a remote agent that proved its
+// CreateRemote creates a run for a remote agent that proved its
 // identity with an agent token: the run's requester is the agent's
 // subject (agent:NAME/ID), never a name the caller chose, and the agent's
-// limits bind its every action. The token of the run is returned once.
-func (e *Engine) CreateRemoteRun(ctx context.Context, agent approvals.Agent, remoteAddr string, ttl time.Duration) (approvals.Run, approvals.Secret, error) {
+// limits bind its every action. The run's token is in the view it
+// returns, the one time it is shown.
+func (e *Runs) CreateRemote(ctx context.Context, agent Agent, remoteAddr string, ttl time.Duration) (api.Run, error) {
 	host := Host(remoteAddr)
-	if e.Count(runsPerAddress(host)) {
-		return approvals.Run{}, approvals.Secret{}, refuse(ErrRateLimited, "too many runs created from this address; wait a minute")
+	if e.count(runsPerAddress(host)) {
+		return api.Run{}, refuse(ErrRateLimited, "too many runs created from this address; wait a minute")
 	}
-	if blk, ok := e.Config().Agents[agent.Name]; ok {
-		limits, ok := approvals.Intersect(agent.Limits, blk.Limits)
+	if blk, ok := e.conf().cfg.Agents[agent.a.Name]; ok {
+		limits, ok := approvals.Intersect(agent.a.Limits, blk.Limits)
 		if !ok {
-			return approvals.Run{}, approvals.Secret{}, refuse(ErrForbidden, fmt.Sprintf("agent %q: this token's limits and its agent block's have no target in common; ask an operator for a token within %s", agent.Name, scopeText(blk.Limits)))
+			return api.Run{}, refuse(ErrForbidden, fmt.Sprintf("agent %q: this token's limits and its agent block's have no target in common; ask an operator for a token within %s", agent.a.Name, scopeText(blk.Limits)))
 		}
-		agent.Limits = limits
+		agent.a.Limits = limits
 	}
-	rr := approvals.RemoteRun{Requester: agent.Subject(), Agent: &agent}
+	rr := approvals.RemoteRun{Requester: agent.Subject(), Agent: &agent.a}
 	if ttl != 0 {
 		rr.TTL = &ttl
 	}
 	run, tok, err := e.store.CreateRemote(ctx, rr)
-	return run, tok, classify(err)
+	if err != nil {
+		return api.Run{}, classify(err)
+	}
+	v := RunView(run)
+	v.Token = tok.Reveal() // the one time it is shown
+	return v, nil
 }
 
-// Run returns one run.
-func (e *Engine) Run(ctx context.Context, id approvals.RunID) (approvals.Run, error) {
+// Get returns one run.
+func (e *Runs) Get(ctx context.Context, raw string) (approvals.Run, error) {
+	id, err := runID(raw)
+	if err != nil {
+		return approvals.Run{}, err
+	}
 	run, err := e.store.Run(ctx, id)
 	return run, classify(err)
 }
 
-// RecentRuns returns the active runs and the ones that ended lately (the
+// Recent returns the active runs and the ones that ended lately (the
 // n created last, whatever their state), oldest first.
-func (e *Engine) RecentRuns(ctx context.Context, n int) ([]approvals.Run, error) {
+func (e *Runs) Recent(ctx context.Context, n int) ([]approvals.Run, error) {
 	active, err := e.store.Runs(ctx)
 	if err != nil {
 		return nil, classify(err)
@@ -110,38 +136,48 @@ func (e *Engine) RecentRuns(ctx context.Context, n int) ([]approvals.Run, error)
 	return recent, nil
 }
 
-// Runs returns the active runs.
-func (e *Engine) Runs(ctx context.Context) ([]approvals.Run, error) {
+// Active returns the active runs.
+func (e *Runs) Active(ctx context.Context) ([]approvals.Run, error) {
 	runs, err := e.store.Runs(ctx)
 	return runs, classify(err)
 }
 
-// EndRun ends a run at its own agent's wish (DELETE by its token or from
+// End ends a run at its own agent's wish (DELETE by its token or from
 // its local process). A run that ended already is left as it is.
-func (e *Engine) EndRun(ctx context.Context, id approvals.RunID) (approvals.Run, error) {
+func (e *Runs) End(ctx context.Context, raw string) (api.Run, error) {
+	id, err := runID(raw)
+	if err != nil {
+		return api.Run{}, err
+	}
 	return e.endRun(ctx, id, func() error { return e.store.EndRun(ctx, id) })
 }
 
 // Revoke ends a run at a reviewer's wish; its next action is refused, and
 // actions waiting for approval in it are told the run ended. A run that
 // ended already is left as it is.
-func (e *Engine) Revoke(ctx context.Context, rv approvals.Reviewer, id approvals.RunID, note string) (approvals.Run, error) {
-	return e.endRun(ctx, id, func() error { return e.store.Revoke(ctx, rv, id, note) })
+func (e *Runs) Revoke(ctx context.Context, rv Reviewer, raw string, note string) (api.Run, error) {
+	id, err := runID(raw)
+	if err != nil {
+		return api.Run{}, err
+	}
+	return e.endRun(ctx, id, func() error { return e.store.Revoke(ctx, rv.rv, id, note) })
 }
 
-func (e *Engine) endRun(ctx context.Context, id approvals.RunID, end func() error) (approvals.Run, error) {
+func (e *core) endRun(ctx context.Context, id approvals.RunID, end func() error) (api.Run, error) {
 	run, err := e.store.Run(ctx, id)
 	switch {
 	case err != nil:
-		return approvals.Run{}, classify(err)
+		return api.Run{}, classify(err)
 	case run.State.Terminal():
-		return run, nil // ended already: ending is idempotent
+		return RunView(run), nil // ended already: ending is idempotent
 	}
 	if err := end(); err != nil {
-		return approvals.Run{}, classify(err)
+		return api.Run{}, classify(err)
 	}
-	run, err = e.store.Run(ctx, id)
-	return run, classify(err)
+	if run, err = e.store.Run(ctx, id); err != nil {
+		return api.Run{}, classify(err)
+	}
+	return RunView(run), nil
 }
 
 // AnchorCovers is how many processes an anchor covers now: itself and
@@ -166,14 +202,8 @@ func AnchorCovers(id approvals.ProcessID) int {
 // RunView is a run as the API shows it.
 func RunView(r approvals.Run) api.Run {
 	v := api.Run{ID: string(r.ID), State: api.RunState(r.State.String()), Kind: api.RunRemote, Requester: r.Requester, CreatedAt: r.CreatedAt, Actions: r.Actions}
-	if !r.ExpiresAt.IsZero() {
-		t := r.ExpiresAt
-		v.ExpiresAt = &t
-	}
-	if !r.TokenExpiresAt.IsZero() {
-		t := r.TokenExpiresAt
-		v.TokenExpiresAt = &t
-	}
+	v.ExpiresAt = timeOrNil(r.ExpiresAt)
+	v.TokenExpiresAt = timeOrNil(r.TokenExpiresAt)
 	v.Limits = limitTexts(r.Limits)
 	if r.State.Terminal() {
 		v.EndReason, v.EndedBy, v.EndNote = r.EndReason.String(), r.EndedBy, r.EndNote

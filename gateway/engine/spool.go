@@ -35,6 +35,8 @@ type spool struct {
 	dir   string
 	mu    sync.Mutex
 	files map[string]*spoolFile
+	// now is the engine's clock.
+	now func() time.Time
 }
 
 // spoolFile is one file of the spool.
@@ -51,7 +53,7 @@ type spoolFile struct {
 }
 
 // openSpool empties and returns the spool under stateDir.
-func openSpool(stateDir string) (*spool, error) {
+func openSpool(stateDir string, now func() time.Time) (*spool, error) {
 	dir := filepath.Join(stateDir, spoolDir)
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, fmt.Errorf("engine: emptying the transfer spool: %w", err)
@@ -59,7 +61,7 @@ func openSpool(stateDir string) (*spool, error) {
 	if err := securefile.PrivateDir(dir, -1); err != nil {
 		return nil, err
 	}
-	return &spool{dir: dir, files: map[string]*spoolFile{}}, nil
+	return &spool{dir: dir, files: map[string]*spoolFile{}, now: now}, nil
 }
 
 // Errors of the spool, each a refusal the agent can act on.
@@ -82,7 +84,7 @@ func (s *spool) add(run approvals.RunID, id string, max int64, fill func(w io.Wr
 		s.mu.Unlock()
 		return nil, fmt.Errorf("engine: spool file %s exists", id)
 	}
-	f := &spoolFile{id: id, run: run, path: filepath.Join(s.dir, id), expires: time.Now().Add(spoolTTL)}
+	f := &spoolFile{id: id, run: run, path: filepath.Join(s.dir, id), expires: s.now().Add(spoolTTL)}
 	s.files[id] = f // holds its place while it fills
 	s.mu.Unlock()
 
@@ -210,7 +212,7 @@ func (l *loaded) maxTransfer() int64 {
 // Upload keeps the bytes of body (declared length size, -1 for unknown)
 // for a put of the caller's run: they are hashed as they arrive and kept
 // in the spool until a put takes them or spoolTTL passes.
-func (e *Engine) Upload(ctx context.Context, c Caller, body io.Reader, size int64) (api.Upload, error) {
+func (e *Actions) Upload(ctx context.Context, c Caller, body io.Reader, size int64) (api.Upload, error) {
 	limit := e.conf().maxTransfer()
 	switch {
 	case limit == 0:
@@ -245,8 +247,8 @@ func (e *Engine) Upload(ctx context.Context, c Caller, body io.Reader, size int6
 
 // File opens the got file of action id for its own run's agent, with its
 // size and SHA-256 (hex). The caller closes it.
-func (e *Engine) File(ctx context.Context, c Caller, id string) (*os.File, int64, string, error) {
-	run, err := e.FindRun(ctx, c)
+func (e *Actions) File(ctx context.Context, c Caller, id string) (*os.File, int64, string, error) {
+	run, err := e.findRun(ctx, c)
 	if err != nil {
 		return nil, 0, "", refuse(ErrNotFound, "no such file")
 	}
@@ -263,8 +265,8 @@ func (e *Engine) File(ctx context.Context, c Caller, id string) (*os.File, int64
 
 // FileDelivered forgets the got file of action id once its agent has all
 // of it.
-func (e *Engine) FileDelivered(c Caller, id string) {
-	run, err := e.FindRun(context.Background(), c)
+func (e *Actions) FileDelivered(c Caller, id string) {
+	run, err := e.findRun(context.Background(), c)
 	if err != nil {
 		return
 	}

@@ -26,7 +26,7 @@ import (
 // account of source "sso" at the first login (recorded), which the
 // operator disables and removes like any other.
 type SSO struct {
-	e      *Engine
+	e      *core
 	cfg    *config.SSO
 	secret string
 	// deviceSecret is the device client's secret (the web client's when
@@ -39,7 +39,7 @@ type SSO struct {
 }
 
 // newSSO makes the sso block's login, nil without one.
-func newSSO(e *Engine, cfg *config.Config) (*SSO, error) {
+func newSSO(e *core, cfg *config.Config) (*SSO, error) {
 	if cfg.SSO == nil {
 		return nil, nil
 	}
@@ -81,7 +81,7 @@ func readClientSecret(attr, file string) (string, error) {
 }
 
 // SSO returns the reviewers' single sign-on, nil when none is configured.
-func (e *Engine) SSO() *SSO { return e.conf().sso }
+func (e *Review) SSO() *SSO { return e.conf().sso }
 
 // Issuer is the provider's issuer URL.
 func (s *SSO) Issuer() string { return s.cfg.Issuer }
@@ -112,25 +112,27 @@ func (s *SSO) AuthCodeURL(ctx context.Context, redirectURL, state, nonce, verifi
 // verifier), verifies the ID token (issuer, audience, expiry, nonce), and
 // returns the reviewer it names, if one of the reviewer groups is in its
 // groups claim. A refusal says why, for the page to show.
-func (s *SSO) Finish(ctx context.Context, redirectURL, code, verifier, nonce, remoteAddr string) (approvals.Reviewer, error) {
+func (s *SSO) Finish(ctx context.Context, redirectURL, code, verifier, nonce, remoteAddr string) (Reviewer, error) {
 	oc, p, err := s.oauth(ctx, redirectURL)
 	if err != nil {
-		return approvals.Reviewer{}, err
+		return Reviewer{}, err
 	}
 	key := loginAddr(Host(remoteAddr))
-	if s.e.Blocked(key) {
-		return approvals.Reviewer{}, refuse(ErrRateLimited, "too many failed logins from this address; wait a minute")
+	if s.e.blocked(key) {
+		return Reviewer{}, refuse(ErrRateLimited, "too many failed logins from this address; wait a minute")
 	}
 	fail := func(why string) (approvals.Reviewer, error) {
-		s.e.AuthFailed(ctx, "sso", key)
+		s.e.authFailed(ctx, "sso", key)
 		s.e.log.Warn("single sign-on refused", "issuer", s.cfg.Issuer, "why", why, "addr", Host(remoteAddr))
 		return approvals.Reviewer{}, refuse(ErrUnauthorized, why)
 	}
 	tok, err := oc.Exchange(s.context(ctx), code, oauth2.VerifierOption(verifier))
 	if err != nil {
-		return fail("the identity provider did not accept the login: " + err.Error())
+		rv, err := fail("the identity provider did not accept the login: " + err.Error())
+		return Reviewer{rv}, err
 	}
-	return s.admit(ctx, p, s.cfg.ClientID, tok, nonce, fail)
+	rv, err := s.admit(ctx, p, s.cfg.ClientID, tok, nonce, fail)
+	return Reviewer{rv}, err
 }
 
 // admit verifies the ID token of tok for clientID (and nonce, when one
@@ -254,7 +256,7 @@ func (s *SSO) DeviceLogin(ctx context.Context, remoteAddr string) (api.DeviceLog
 	if s.e.draining.Load() {
 		return api.DeviceLogin{}, refuse(ErrDraining, "the gateway is stopping; log in again once it is back")
 	}
-	if s.e.Count("device:" + Host(remoteAddr)) {
+	if s.e.count("device:" + Host(remoteAddr)) {
 		return api.DeviceLogin{}, refuse(ErrRateLimited, "too many logins begun from this address; wait a minute")
 	}
 	s.sweepDevices(s.e.clock.Now())
@@ -311,7 +313,7 @@ func (s *SSO) DeviceLogin(ctx context.Context, remoteAddr string) (api.DeviceLog
 			return
 		}
 		rv, err := s.admit(wctx, p, oc.ClientID, tok, "", func(why string) (approvals.Reviewer, error) {
-			s.e.AuthFailed(wctx, "sso", loginAddr(Host(remoteAddr)))
+			s.e.authFailed(wctx, "sso", loginAddr(Host(remoteAddr)))
 			s.e.log.Warn("single sign-on refused", "issuer", s.cfg.Issuer, "why", why, "via", "device")
 			return approvals.Reviewer{}, refuse(ErrUnauthorized, why)
 		})
@@ -320,7 +322,7 @@ func (s *SSO) DeviceLogin(ctx context.Context, remoteAddr string) (api.DeviceLog
 			return
 		}
 		d.name = rv.Name()
-		d.token, d.tokenAt, d.err = s.e.IssueToken(wctx, rv)
+		d.token, d.tokenAt, d.err = s.e.issueToken(wctx, rv)
 	}()
 	interval := int(resp.Interval)
 	if interval <= 0 {

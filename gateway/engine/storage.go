@@ -127,15 +127,14 @@ func recordSharedKey(ctx context.Context, db *sqldb.DB, name string, key []byte)
 
 // replica is this gateway's membership among those sharing the database.
 type replica struct {
-	e     *Engine
+	e     *core
 	db    *sqldb.DB
 	log   hclog.Logger
 	lease time.Duration
 	host  string
 
 	id     atomic.Pointer[string]
-	start  time.Time    // monotonic origin of lastOK
-	lastOK atomic.Int64 // when a renewal last succeeded, since start
+	lastOK atomic.Int64 // when a renewal last succeeded, on the engine clock's Elapsed
 	down   atomic.Bool  // past half the lease without a renewal
 
 	stop context.CancelFunc
@@ -143,12 +142,12 @@ type replica struct {
 }
 
 // joinReplicas registers this gateway as a replica and starts its lease.
-func joinReplicas(ctx context.Context, e *Engine, db *sqldb.DB, lease time.Duration) (*replica, error) {
+func joinReplicas(ctx context.Context, e *core, db *sqldb.DB, lease time.Duration) (*replica, error) {
 	if err := db.Migrate(ctx, "replicas", replicaMigrations); err != nil {
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	r := &replica{e: e, db: db, log: e.log.Named("replica"), lease: lease, host: host, start: time.Now()}
+	r := &replica{e: e, db: db, log: e.log.Named("replica"), lease: lease, host: host}
 	if err := r.register(ctx); err != nil {
 		return nil, err
 	}
@@ -160,11 +159,11 @@ func (r *replica) register(ctx context.Context) error {
 	id := fmt.Sprintf("%s/%d/%s", r.host, os.Getpid(), rand.Text()[:8])
 	if _, err := r.db.ExecContext(ctx, `INSERT INTO replicas (id, host, pid, started_at, lease_until)
 		VALUES (?, ?, ?, ?, clock_timestamp() + make_interval(secs => ?))`,
-		id, r.host, os.Getpid(), time.Now().UnixNano(), r.lease.Seconds()); err != nil {
+		id, r.host, os.Getpid(), r.e.clock.Now().UnixNano(), r.lease.Seconds()); err != nil {
 		return fmt.Errorf("engine: storage: register this replica: %w", err)
 	}
 	r.id.Store(&id)
-	r.lastOK.Store(int64(time.Since(r.start)))
+	r.lastOK.Store(int64(r.e.clock.Elapsed()))
 	r.log.Info("joined the replicas", "replica", id, "lease", r.lease)
 	return nil
 }
@@ -189,7 +188,7 @@ func processSpace() string {
 }
 
 // replicaID is this gateway's replica id ("" on SQLite).
-func (e *Engine) replicaID() string {
+func (e *core) replicaID() string {
 	if e.replica == nil {
 		return ""
 	}
@@ -258,13 +257,13 @@ func (r *replica) renew(ctx context.Context) {
 			return
 		}
 	}
-	r.lastOK.Store(int64(time.Since(r.start)))
+	r.lastOK.Store(int64(r.e.clock.Elapsed()))
 	r.check()
 }
 
 // check fails closed when the lease has gone unrenewed for half of it.
 func (r *replica) check() {
-	since := time.Since(r.start) - time.Duration(r.lastOK.Load())
+	since := r.e.clock.Elapsed() - time.Duration(r.lastOK.Load())
 	r.setDown(since > r.lease/2)
 }
 
@@ -401,7 +400,7 @@ func (r *replica) tryClaim(ctx context.Context, key int64, actionID, runID, targ
 		}
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO inflight (action_id, replica, run_id, target, since) VALUES (?, ?, ?, ?, ?)`,
-		actionID, r.ID(), runID, target, time.Now().UnixNano()); err != nil {
+		actionID, r.ID(), runID, target, r.e.clock.Now().UnixNano()); err != nil {
 		return false, err
 	}
 	return true, tx.Commit()
@@ -442,7 +441,7 @@ func (r *replica) leave() {
 
 // storageLost cancels every action in flight: the gateway no longer
 // holds its database.
-func (e *Engine) storageLost() {
+func (e *core) storageLost() {
 	old := e.inflightCtx.Swap(newCancelCtx())
 	old.cancel()
 }
@@ -458,10 +457,10 @@ func newCancelCtx() *cancelCtx {
 	return &cancelCtx{ctx, cancel}
 }
 
-// verifyOptions are where VerifyAudit reads the log.
-func (e *Engine) verifyOptions() auditchain.VerifyOptions {
+// verifyOptions are where Audit.Verify reads the log.
+func (e *core) verifyOptions() auditchain.VerifyOptions {
 	if e.pg != nil {
 		return auditchain.VerifyOptions{DB: e.pg}
 	}
-	return auditchain.VerifyOptions{Path: filepath.Join(e.Config().StateDir, "audit.db")}
+	return auditchain.VerifyOptions{Path: filepath.Join(e.conf().cfg.StateDir, "audit.db")}
 }

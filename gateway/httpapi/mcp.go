@@ -10,10 +10,8 @@ import (
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/engine"
-	"github.com/airlockgw/airlock/gateway/mcp"
 )
 
 // mcpSessionTimeout closes an MCP session no request has used for this
@@ -28,16 +26,13 @@ const mcpSessionTimeout = 30 * time.Minute
 // The SDK's DNS-rebinding protection stays on (a loopback listener refuses
 // a non-loopback Host), cross-origin browser requests are refused, and
 // bodies are capped like the rest of the API.
-func (s *server) mcpHandler() http.Handler {
-	cfg := s.e.Config()
-	opts := mcp.Options{Version: s.opts.Version, Logger: s.log.Named("mcp"),
-		OutputBudget: cfg.MCP.OutputBudget, ApprovalTimeout: cfg.Approval.Timeout}
+func (s *server) mcpHandler(session func(engine.Caller) *sdk.Server) http.Handler {
 	h := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		p := principalFrom(r.Context())
 		if p == nil || p.runToken.IsZero() {
 			return nil
 		}
-		return mcp.NewServer(mcp.NewEngineBackend(s.e, engine.Caller{RunToken: p.runToken, RemoteAddr: p.remoteAddr}), opts)
+		return session(engine.Caller{RunToken: p.runToken, RemoteAddr: p.remoteAddr})
 	}, &sdk.StreamableHTTPOptions{
 		MaxRequestBodyBytes: MaxActionBody, // ssh_exec's stdin
 		SessionTimeout:      mcpSessionTimeout,
@@ -59,7 +54,7 @@ func (s *server) mcpGuard(next http.Handler) http.Handler {
 		case p.isReviewer:
 			writeError(w, http.StatusForbidden, api.CodeForbidden, "reviewers do not call agent tools; use a run token from POST /v1/runs")
 			return
-		case s.e.Blocked(runTokenLimitKey(r)):
+		case s.e.Identity().Blocked(runTokenLimitKey(r)):
 			writeError(w, http.StatusTooManyRequests, api.CodeRateLimited, "too many invalid run tokens from this address; wait a minute")
 			return
 		}
@@ -71,7 +66,7 @@ func (s *server) mcpGuard(next http.Handler) http.Handler {
 // belong to a run that may still act. The session is bound to the run's
 // id, and the token's expiry is the run's.
 func (s *server) verifyRunToken(ctx context.Context, token string, r *http.Request) (*sdkauth.TokenInfo, error) {
-	run, err := s.e.ResolveRunToken(ctx, approvals.NewSecret(token))
+	run, err := s.e.Runs().ResolveToken(ctx, engine.NewSecret(token))
 	if err != nil {
 		why := runTokenProblem(err)
 		if why == "" {
@@ -79,15 +74,18 @@ func (s *server) verifyRunToken(ctx context.Context, token string, r *http.Reque
 			return nil, errors.New("the run token could not be verified")
 		}
 		if invalidRunToken(err) { // a guess; a genuine token of an ended run is not
-			s.e.AuthFailed(ctx, "run_token", runTokenLimitKey(r))
+			s.e.Identity().AuthFailed(ctx, "run_token", runTokenLimitKey(r))
 		}
 		return nil, fmt.Errorf("%w: %s", sdkauth.ErrInvalidToken, why)
 	}
-	exp := run.TokenExpiresAt
-	if !run.ExpiresAt.IsZero() && run.ExpiresAt.Before(exp) {
-		exp = run.ExpiresAt
+	var exp time.Time
+	if run.TokenExpiresAt != nil {
+		exp = *run.TokenExpiresAt
 	}
-	return &sdkauth.TokenInfo{UserID: string(run.ID), Expiration: exp}, nil
+	if run.ExpiresAt != nil && run.ExpiresAt.Before(exp) {
+		exp = *run.ExpiresAt
+	}
+	return &sdkauth.TokenInfo{UserID: run.ID, Expiration: exp}, nil
 }
 
 // runTokenProblem says why a token was refused, or "" for a failure that
@@ -96,12 +94,12 @@ func runTokenProblem(err error) string {
 	switch {
 	case invalidRunToken(err):
 		return "the run token is not valid; create a run with POST /v1/runs"
-	case errors.Is(err, approvals.ErrTokenExpired), errors.Is(err, approvals.ErrRunExpired):
+	case errors.Is(err, engine.ErrTokenExpired), errors.Is(err, engine.ErrRunExpired):
 		return "the run has expired; create a new run with POST /v1/runs"
-	case errors.Is(err, approvals.ErrRunEnded):
-		return "the run has ended; create a new run with POST /v1/runs"
-	case errors.Is(err, approvals.ErrRunDenied):
+	case errors.Is(err, engine.ErrRunDenied):
 		return "a reviewer denied this run; ask a human before creating a new one"
+	case errors.Is(err, engine.ErrRunEnded):
+		return "the run has ended; create a new run with POST /v1/runs"
 	}
 	return ""
 }

@@ -8,32 +8,32 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/gateway/engine"
 )
 
 // peerCred returns the identity the kernel reports for the other end of a
 // local connection (SO_PEERCRED): taken when the connection was made, so
 // it cannot be forged by the client.
-func peerCred(c net.Conn) (approvals.Peer, error) {
+func peerCred(c net.Conn) (engine.Peer, error) {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
-		return approvals.Peer{}, errors.New("httpapi: not a unix connection")
+		return engine.Peer{}, errors.New("httpapi: not a unix connection")
 	}
 	raw, err := uc.SyscallConn()
 	if err != nil {
-		return approvals.Peer{}, err
+		return engine.Peer{}, err
 	}
 	var cred *unix.Ucred
 	var serr error
 	if err := raw.Control(func(fd uintptr) {
 		cred, serr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
 	}); err != nil {
-		return approvals.Peer{}, err
+		return engine.Peer{}, err
 	}
 	if serr != nil {
-		return approvals.Peer{}, fmt.Errorf("httpapi: SO_PEERCRED: %w", serr)
+		return engine.Peer{}, fmt.Errorf("httpapi: SO_PEERCRED: %w", serr)
 	}
-	return approvals.Peer{PID: int(cred.Pid), UID: int(cred.Uid), GID: int(cred.Gid)}, nil
+	return engine.Peer{PID: int(cred.Pid), UID: int(cred.Uid), GID: int(cred.Gid)}, nil
 }
 
 type peerKey struct{}
@@ -52,7 +52,7 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 
 // peerFrom returns the local caller's credentials, if the request came
 // over the local socket.
-func peerFrom(ctx context.Context) (approvals.Peer, bool) {
-	pc, ok := ctx.Value(peerKey{}).(approvals.Peer)
+func peerFrom(ctx context.Context) (engine.Peer, bool) {
+	pc, ok := ctx.Value(peerKey{}).(engine.Peer)
 	return pc, ok
 }

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/gateway/engine"
 )
 
 // A request over a Unix socket carries the kernel's word on its peer.
@@ -18,7 +18,7 @@ func TestConnContextPeerCred(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan approvals.Peer, 1)
+	got := make(chan engine.Peer, 1)
 	srv := &http.Server{
 		ConnContext: ConnContext,
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

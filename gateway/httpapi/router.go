@@ -17,9 +17,9 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/hashicorp/go-hclog"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/gateway/engine"
@@ -44,18 +44,18 @@ const (
 // credentials presented.
 type principal struct {
 	local      bool
-	peer       approvals.Peer
+	peer       engine.Peer
 	remoteAddr string
 	// runToken is the bearer token of an HTTP agent: identify checked that
 	// it is a run's; whether that run may still act is checked when used.
-	runToken approvals.Secret
+	runToken engine.Secret
 	// agent is the agent an agent token, a workload identity token or a
 	// client certificate proved (it may create runs).
-	agent *approvals.Agent
+	agent *engine.Agent
 	// certRefused says why a verified client certificate is no agent's.
 	certRefused error
 	// reviewer is set only from a verified reviewer credential.
-	reviewer   approvals.Reviewer
+	reviewer   engine.Reviewer
 	isReviewer bool
 }
 
@@ -90,8 +90,11 @@ type Options struct {
 	Local Local
 	// UI serves the reviewer pages under /ui/; nil: none.
 	UI http.Handler
-	// Version is the gateway's version, as MCP reports it.
-	Version string
+	// MCP, when set, serves MCP over Streamable HTTP at /mcp: it returns
+	// the MCP server of a new session for c, a remote agent holding a run
+	// token. The wiring builds it (gateway/mcp): the API carries the
+	// sessions, checks their tokens and knows nothing of the tools.
+	MCP func(c engine.Caller) *sdk.Server
 	// Logger receives the handler's log; nil discards.
 	Logger hclog.Logger
 }
@@ -101,7 +104,6 @@ type server struct {
 	e     *engine.Engine
 	local Local
 	log   hclog.Logger
-	opts  Options
 }
 
 // hostGuard refuses an HTTP request whose Host is not one of the
@@ -192,36 +194,38 @@ func (c *challenger) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 // pages under /ui, for both the local socket and the HTTP listener (the
 // socket's connections carry their peer credentials: see ConnContext).
 func New(o Options) http.Handler {
-	s := &server{e: o.Engine, local: o.Local, log: cmp.Or[hclog.Logger](o.Logger, hclog.NewNullLogger()), opts: o}
+	s := &server{e: o.Engine, local: o.Local, log: cmp.Or[hclog.Logger](o.Logger, hclog.NewNullLogger())}
 	r := chi.NewRouter()
 	r.Use(s.recoverer, apiHeaders, s.hostGuard, bearerChallenge, s.identify)
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.e.Metrics(), promhttp.HandlerOpts{}))
-	r.Handle("/mcp", s.mcpHandler())
+	if o.MCP != nil {
+		r.Handle("/mcp", s.mcpHandler(o.MCP))
+	}
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(crossSiteGuard)
 		r.Post("/login", s.handleLogin)
-		r.With(s.reviewerOnly).Delete("/login", s.handleLogout)
+		r.With(reviewerOnly).Delete("/login", s.handleLogout)
 		r.Post("/login/device", s.handleDeviceLogin)
 		r.Post("/login/device/token", s.handleDeviceToken)
-		r.With(s.agent).Post("/actions", s.handlePostAction)
-		r.With(s.agentOrReviewer).Get("/actions/{id}", s.handleGetAction)
-		r.With(s.agentOrReviewer).Get("/actions/{id}/events", s.handleActionEvents)
-		r.With(s.agentOrReviewer).Get("/actions/{id}/output", s.handleActionOutput)
-		r.With(s.agent).Get("/actions/{id}/file", s.handleActionFile)
-		r.With(s.agent).Post("/uploads", s.handleUpload)
+		r.With(agentOnly).Post("/actions", s.handlePostAction)
+		r.With(agentOrReviewer).Get("/actions/{id}", s.handleGetAction)
+		r.With(agentOrReviewer).Get("/actions/{id}/events", s.handleActionEvents)
+		r.With(agentOrReviewer).Get("/actions/{id}/output", s.handleActionOutput)
+		r.With(agentOnly).Get("/actions/{id}/file", s.handleActionFile)
+		r.With(agentOnly).Post("/uploads", s.handleUpload)
 		r.Post("/runs", s.handleCreateRun)
-		r.With(s.reviewerOnly).Get("/runs", s.handleListRuns)
-		r.With(s.agentOrReviewer).Get("/runs/{id}", s.handleGetRun)
-		r.With(s.agentOrReviewer).Delete("/runs/{id}", s.handleEndRun)
-		r.With(s.reviewerOnly).Get("/approvals", s.handleListApprovals)
-		r.With(s.reviewerOnly).Post("/approvals/{id}/decision", s.handleDecision)
-		r.With(s.reviewerOnly).Get("/approvals/{id}/command", s.handleRevealCommand)
-		r.With(s.agentOrReviewer).Get("/targets", s.handleTargets)
-		r.With(s.reviewerOnly).Get("/audit/entries", s.handleAuditEntries)
-		r.With(s.reviewerOnly).Get("/audit/verify", s.handleAuditVerify)
+		r.With(reviewerOnly).Get("/runs", s.handleListRuns)
+		r.With(agentOrReviewer).Get("/runs/{id}", s.handleGetRun)
+		r.With(agentOrReviewer).Delete("/runs/{id}", s.handleEndRun)
+		r.With(reviewerOnly).Get("/approvals", s.handleListApprovals)
+		r.With(reviewerOnly).Post("/approvals/{id}/decision", s.handleDecision)
+		r.With(reviewerOnly).Get("/approvals/{id}/command", s.handleRevealCommand)
+		r.With(agentOrReviewer).Get("/targets", s.handleTargets)
+		r.With(reviewerOnly).Get("/audit/entries", s.handleAuditEntries)
+		r.With(reviewerOnly).Get("/audit/verify", s.handleAuditVerify)
 		r.Post("/token/rotate", s.handleRotateToken)
 		r.Post("/agents", s.handleAddAgent)
 		r.Get("/agents", s.handleListAgents)
@@ -283,43 +287,43 @@ func (s *server) identify(next http.Handler) http.Handler {
 		if pc, ok := peerFrom(r.Context()); ok {
 			p.local, p.peer = true, pc
 			key := fmt.Sprintf("uid:%d", pc.UID)
-			if s.e.Blocked(key) {
+			if s.e.Identity().Blocked(key) {
 				writeError(w, http.StatusTooManyRequests, api.CodeRateLimited, "too many wrong local tokens; wait a minute")
 				return
 			}
 			if !hasBearer || s.local == nil || !s.local.ValidToken(bearer) {
-				s.e.AuthFailed(r.Context(), "local_token", key)
+				s.e.Identity().AuthFailed(r.Context(), "local_token", key)
 				s.log.Warn("local request with a wrong or missing token", "pid", pc.PID, "uid", pc.UID)
 				writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "the local token is missing or wrong; read it from the control file next to the socket")
 				return
 			}
 		} else if hasBearer {
-			tok := approvals.NewSecret(bearer)
-			rv, err := s.e.VerifyToken(r.Context(), tok)
+			tok := engine.NewSecret(bearer)
+			rv, err := s.e.Review().VerifyToken(r.Context(), tok)
 			switch {
 			case err == nil:
 				p.reviewer, p.isReviewer = rv, true
-			case errors.Is(err, approvals.ErrMalformedToken) && (approvals.IsAgentToken(tok) || engine.LooksLikeJWT(bearer)):
+			case errors.Is(err, engine.ErrMalformedToken) && (engine.IsAgentToken(bearer) || engine.LooksLikeJWT(bearer)):
 				key := runTokenLimitKey(r)
-				if s.e.Blocked(key) {
+				if s.e.Identity().Blocked(key) {
 					writeError(w, http.StatusTooManyRequests, api.CodeRateLimited, "too many invalid tokens from this address; wait a minute")
 					return
 				}
-				kind, verify := "agent_token", func() (approvals.Agent, error) { return s.e.VerifyAgent(r.Context(), tok) }
-				if !approvals.IsAgentToken(tok) {
-					kind, verify = "workload_token", func() (approvals.Agent, error) { return s.e.VerifyWorkload(r.Context(), bearer) }
+				kind, verify := "agent_token", func() (engine.Agent, error) { return s.e.Identity().VerifyAgent(r.Context(), tok) }
+				if !engine.IsAgentToken(bearer) {
+					kind, verify = "workload_token", func() (engine.Agent, error) { return s.e.Identity().VerifyWorkload(r.Context(), bearer) }
 				}
 				a, err := verify()
 				if err != nil {
 					if errors.Is(err, engine.ErrUnauthorized) {
-						s.e.AuthFailed(r.Context(), kind, key)
+						s.e.Identity().AuthFailed(r.Context(), kind, key)
 						w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 					}
 					s.writeErr(w, err)
 					return
 				}
 				p.agent = &a
-			case errors.Is(err, approvals.ErrMalformedToken):
+			case errors.Is(err, engine.ErrMalformedToken):
 				// Not a reviewer token: it must be a run's. A token of no
 				// run is refused here, counted and rate-limited like any
 				// wrong credential; an expired one is refused too. A
@@ -327,18 +331,18 @@ func (s *server) identify(next http.Handler) http.Handler {
 				// what it may still do (read, not act) is the endpoint's
 				// to say.
 				key := runTokenLimitKey(r)
-				if s.e.Blocked(key) {
+				if s.e.Identity().Blocked(key) {
 					writeError(w, http.StatusTooManyRequests, api.CodeRateLimited, "too many invalid run tokens from this address; wait a minute")
 					return
 				}
-				_, rerr := s.e.ResolveRunToken(r.Context(), tok)
+				_, rerr := s.e.Runs().ResolveToken(r.Context(), tok)
 				switch {
 				case invalidRunToken(rerr):
-					s.e.AuthFailed(r.Context(), "run_token", key)
+					s.e.Identity().AuthFailed(r.Context(), "run_token", key)
 					w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 					writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "the run token is not valid; create a run with POST /v1/runs")
 					return
-				case errors.Is(rerr, approvals.ErrTokenExpired):
+				case errors.Is(rerr, engine.ErrTokenExpired):
 					// Genuine but past its lifetime: not a guess, not counted.
 					w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 					writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "the run token has expired; create a new run with POST /v1/runs")
@@ -347,14 +351,14 @@ func (s *server) identify(next http.Handler) http.Handler {
 				p.runToken = tok
 			default:
 				key := "addr:" + engine.Host(r.RemoteAddr)
-				s.e.AuthFailed(r.Context(), "reviewer_token", key)
+				s.e.Identity().AuthFailed(r.Context(), "reviewer_token", key)
 				writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "the reviewer token is not valid; log in again")
 				return
 			}
 		} else if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
 			// A client certificate the listener verified against
 			// listen.client_ca_file: the agent it names, if any.
-			a, err := s.e.CertificateAgent(r.TLS.VerifiedChains[0][0])
+			a, err := s.e.Identity().CertificateAgent(r.TLS.VerifiedChains[0][0])
 			if err != nil {
 				p.certRefused = err
 			} else {
@@ -365,56 +369,61 @@ func (s *server) identify(next http.Handler) http.Handler {
 	})
 }
 
-// invalidRunToken reports whether err says the token belongs to no run
-// (as opposed to a run that has ended, or a failure that is not the
-// caller's).
+// invalidRunToken reports whether err (of Runs.ResolveToken) says the
+// token belongs to no run (as opposed to a run that has ended, or a
+// failure that is not the caller's).
 func invalidRunToken(err error) bool {
-	return errors.Is(err, approvals.ErrMalformedToken) || errors.Is(err, approvals.ErrWrongToken) || errors.Is(err, approvals.ErrUnknownRun)
+	return errors.Is(err, engine.ErrMalformedToken) || errors.Is(err, engine.ErrWrongToken) || errors.Is(err, engine.ErrNotFound)
 }
 
 // runTokenLimitKey is the rate-limit key of run-token failures from r's
 // address, on every HTTP route.
 func runTokenLimitKey(r *http.Request) string { return "run-token:" + engine.Host(r.RemoteAddr) }
 
-// agent lets through the local socket's callers and HTTP callers with a run
-// token; never reviewers (a reviewer is not an agent) or anonymous callers.
-func (s *server) agent(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := principalFrom(r.Context())
-		if !p.local && p.runToken.IsZero() {
-			writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "agents call over the local socket, or over HTTP with a run token from POST /v1/runs")
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-func (s *server) agentOrReviewer(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := principalFrom(r.Context())
-		if !p.local && p.runToken.IsZero() && !p.isReviewer {
-			writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "credentials required")
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// reviewerOnly refuses every agent credential: the local token and run
-// tokens never reach reviewer endpoints.
-func (s *server) reviewerOnly(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := principalFrom(r.Context())
-		switch {
-		case p.isReviewer:
+// guard lets a request through to a route when admit says its principal
+// may call it; any other principal is answered as refuse says.
+func guard(admit func(p *principal) bool, refuse func(p *principal) (status int, code, msg string)) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			p := principalFrom(r.Context())
+			if !admit(p) {
+				status, code, msg := refuse(p)
+				writeError(w, status, code, msg)
+				return
+			}
 			next.ServeHTTP(w, r)
-		case p.local || !p.runToken.IsZero():
-			writeError(w, http.StatusForbidden, api.CodeForbidden, "agent credentials cannot reach reviewer endpoints; log in as a reviewer over HTTP")
-		default:
-			writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "reviewer credentials required: POST /v1/login")
-		}
-	})
+		})
+	}
 }
+
+// isAgent reports whether p holds an agent's credentials: it is on the
+// local socket or holds a run token.
+func (p *principal) isAgent() bool { return p.local || !p.runToken.IsZero() }
+
+// unauthorized refuses with 401 and msg.
+func unauthorized(msg string) func(*principal) (int, string, string) {
+	return func(*principal) (int, string, string) { return http.StatusUnauthorized, api.CodeUnauthorized, msg }
+}
+
+var (
+	// agentOnly lets through the local socket's callers and HTTP callers
+	// with a run token; never reviewers (a reviewer is not an agent) or
+	// anonymous callers.
+	agentOnly = guard((*principal).isAgent,
+		unauthorized("agents call over the local socket, or over HTTP with a run token from POST /v1/runs"))
+	// agentOrReviewer lets through agents and reviewers.
+	agentOrReviewer = guard(func(p *principal) bool { return p.isAgent() || p.isReviewer },
+		unauthorized("credentials required"))
+	// reviewerOnly refuses every agent credential: the local token and run
+	// tokens never reach reviewer endpoints.
+	reviewerOnly = guard(func(p *principal) bool { return p.isReviewer },
+		func(p *principal) (int, string, string) {
+			if p.isAgent() {
+				return http.StatusForbidden, api.CodeForbidden, "agent credentials cannot reach reviewer endpoints; log in as a reviewer over HTTP"
+			}
+			return http.StatusUnauthorized, api.CodeUnauthorized, "reviewer credentials required: POST /v1/login"
+		})
+)
 
 // uiGuard keeps agent credentials and API tokens away from the pages: the
 // local socket (whatever token it carries), run tokens and any
@@ -423,7 +432,7 @@ func (s *server) reviewerOnly(next http.Handler) http.Handler {
 func uiGuard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := principalFrom(r.Context())
-		if p == nil || p.local || !p.runToken.IsZero() || p.isReviewer || r.Header.Get("Authorization") != "" {
+		if p == nil || p.isAgent() || p.isReviewer || r.Header.Get("Authorization") != "" {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			w.WriteHeader(http.StatusForbidden)
 			fmt.Fprintln(w, "The reviewer pages take no agent credentials and no bearer tokens: open them in a browser on the HTTP listener and log in.")

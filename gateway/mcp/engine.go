@@ -12,12 +12,13 @@ import (
 // engine: its action lifecycle, as POST /v1/actions runs it for that
 // caller (MCP over Streamable HTTP: a run token).
 type EngineBackend struct {
-	e *engine.Engine
+	e *engine.Actions
 	c engine.Caller
 }
 
-// NewEngineBackend returns the tools' Backend for caller c over e.
-func NewEngineBackend(e *engine.Engine, c engine.Caller) *EngineBackend {
+// NewEngineBackend returns the tools' Backend for caller c over the
+// engine's actions: the tools act and read, nothing else.
+func NewEngineBackend(e *engine.Actions, c engine.Caller) *EngineBackend {
 	return &EngineBackend{e: e, c: c}
 }
 

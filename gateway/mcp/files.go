@@ -12,6 +12,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlockgw/airlock/gateway/api"
@@ -39,27 +40,52 @@ type Files interface {
 
 var _ Files = (*api.Client)(nil)
 
+// transferFields describe the fields ssh_put and ssh_get share, once for
+// both (transferSchema).
+var transferFields = map[string]string{
+	"target":    "name of a configured target, as list_targets shows it",
+	"account":   "remote account on the target; omit it for the target's default account",
+	"reason":    "what this transfer is for, in a sentence: shown to the reviewer as your own claim",
+	"timeout_s": "seconds the transfer may take once connected (default 60, capped by the account's max_timeout_s)",
+}
+
+// transferSchema is the input schema of a file tool (PutInput, GetInput):
+// inferred from T, with the shared fields' descriptions and bounds.
+func transferSchema[T any]() *jsonschema.Schema {
+	s := mustSchema[T]()
+	for name, d := range transferFields {
+		s.Properties[name].Description = d
+	}
+	one := 1
+	for _, f := range []string{"target", "local_path", "path"} {
+		s.Properties[f].MinLength = &one
+	}
+	s.Properties["timeout_s"].Minimum = new(1.0)
+	s.Properties["reason"].MaxLength = new(api.MaxReason)
+	return s
+}
+
 // PutInput is the input of ssh_put.
 type PutInput struct {
-	Target    string `json:"target" jsonschema:"name of a configured target, as list_targets shows it"`
+	Target    string `json:"target"`
 	LocalPath string `json:"local_path" jsonschema:"the file to send, as a relative path in this session's transfer directory (the result of an earlier ssh_get, or a file your host placed there); never an absolute path, never through a symbolic link"`
 	Path      string `json:"path" jsonschema:"where the file goes on the target: an absolute path"`
 	Mode      string `json:"mode,omitempty" jsonschema:"the file's mode in octal, such as 0640 (default 0644); setuid, setgid and sticky are refused"`
 	Overwrite bool   `json:"overwrite,omitempty" jsonschema:"replace an existing file at path; without it an existing file makes the put fail and nothing changes"`
-	Account   string `json:"account,omitempty" jsonschema:"remote account on the target; omit it for the target's default account"`
-	Reason    string `json:"reason,omitempty" jsonschema:"what this transfer is for, in a sentence: shown to the reviewer as your own claim"`
-	TimeoutS  int    `json:"timeout_s,omitempty" jsonschema:"seconds the transfer may take once connected (default 60, capped by the account's max_timeout_s)"`
+	Account   string `json:"account,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	TimeoutS  int    `json:"timeout_s,omitempty"`
 }
 
 // GetInput is the input of ssh_get.
 type GetInput struct {
-	Target    string `json:"target" jsonschema:"name of a configured target, as list_targets shows it"`
+	Target    string `json:"target"`
 	Path      string `json:"path" jsonschema:"the file to read on the target: an absolute path to a regular file"`
 	LocalPath string `json:"local_path" jsonschema:"where to save it, as a relative path in this session's transfer directory; the bytes never come back in the result"`
 	Overwrite bool   `json:"overwrite,omitempty" jsonschema:"replace an existing file at local_path"`
-	Account   string `json:"account,omitempty" jsonschema:"remote account on the target; omit it for the target's default account"`
-	Reason    string `json:"reason,omitempty" jsonschema:"what this transfer is for, in a sentence: shown to the reviewer as your own claim"`
-	TimeoutS  int    `json:"timeout_s,omitempty" jsonschema:"seconds the transfer may take once connected (default 60, capped by the account's max_timeout_s)"`
+	Account   string `json:"account,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	TimeoutS  int    `json:"timeout_s,omitempty"`
 }
 
 // FileResult is the result of ssh_put and ssh_get: the action object, and

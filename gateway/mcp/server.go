@@ -212,26 +212,11 @@ var (
 	}()
 	targetListSchema = mustSchema[TargetList]()
 	putInputSchema   = func() *jsonschema.Schema {
-		s := mustSchema[PutInput]()
-		one := 1
-		for _, f := range []string{"target", "local_path", "path"} {
-			s.Properties[f].MinLength = &one
-		}
-		s.Properties["timeout_s"].Minimum = new(1.0)
-		s.Properties["reason"].MaxLength = new(api.MaxReason)
+		s := transferSchema[PutInput]()
 		s.Properties["mode"].Pattern = "^0?[0-7]{3}$"
 		return s
 	}()
-	getInputSchema = func() *jsonschema.Schema {
-		s := mustSchema[GetInput]()
-		one := 1
-		for _, f := range []string{"target", "local_path", "path"} {
-			s.Properties[f].MinLength = &one
-		}
-		s.Properties["timeout_s"].Minimum = new(1.0)
-		s.Properties["reason"].MaxLength = new(api.MaxReason)
-		return s
-	}()
+	getInputSchema   = transferSchema[GetInput]()
 	fileResultSchema = func() *jsonschema.Schema {
 		s := mustSchema[FileResult]()
 		for name, d := range actionFieldDescriptions {

@@ -77,9 +77,17 @@ type Options struct {
 	Logger hclog.Logger
 }
 
+// Engine is what the notifier needs of the engine (*engine.Engine): its
+// audit log to follow, its clock, and a goroutine whose end Close awaits.
+type Engine interface {
+	Audit() *engine.Audit
+	Now() time.Time
+	Go(f func(ctx context.Context))
+}
+
 // notifier follows the audit log.
 type notifier struct {
-	e      *engine.Engine
+	audit  *engine.Audit
 	o      Options
 	log    hclog.Logger
 	secret []byte
@@ -90,7 +98,7 @@ type notifier struct {
 // Start starts the webhook sender in a goroutine e owns, from the entries
 // after the log's current end. A secret file that is missing, empty or
 // readable by others disables notifications, loudly (the gateway runs on).
-func Start(e *engine.Engine, o Options) {
+func Start(e Engine, o Options) {
 	log := cmp.Or[hclog.Logger](o.Logger, hclog.NewNullLogger())
 	secret, err := securefile.ReadSecret(o.Config.SecretFile, config.MaxSecretFile)
 	if err == nil && len(bytes.TrimSpace(secret)) == 0 {
@@ -101,7 +109,7 @@ func Start(e *engine.Engine, o Options) {
 		return
 	}
 	n := &notifier{
-		e: e, o: o, log: log, secret: bytes.TrimRight(secret, "\r\n"), now: e.Now,
+		audit: e.Audit(), o: o, log: log, secret: bytes.TrimRight(secret, "\r\n"), now: e.Now,
 		client: &http.Client{
 			Timeout: cmp.Or(o.Attempt, DefaultAttempt),
 			// A signed Notification goes where it was configured to,
@@ -109,7 +117,7 @@ func Start(e *engine.Engine, o Options) {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 	}
-	after, err := e.AuditReader().Size(context.Background())
+	after, err := e.Audit().Reader().Size(context.Background())
 	if err != nil {
 		log.Error("notifications disabled: reading the audit log", "error", err)
 		return
@@ -135,7 +143,7 @@ func (n *notifier) run(ctx context.Context, after int64) {
 			return
 		case <-tick.C:
 		}
-		for rec, err := range n.e.AuditReader().Entries(ctx, after) {
+		for rec, err := range n.audit.Reader().Entries(ctx, after) {
 			if err != nil {
 				if ctx.Err() == nil {
 					n.log.Warn("reading the audit log", "error", err)
@@ -156,7 +164,7 @@ func (n *notifier) notificationOf(e auditchain.Entry, base string) (Notification
 		return Notification{}, false
 	}
 	ev := Notification{
-		Delivery: fmt.Sprintf("%s/%d", n.e.AuditOrigin(), ae.Seq), Event: ae.Kind.String(), Time: ae.Time.UTC(),
+		Delivery: fmt.Sprintf("%s/%d", n.audit.Origin(), ae.Seq), Event: ae.Kind.String(), Time: ae.Time.UTC(),
 		ApprovalID: string(ae.ID), Kind: ae.Request.String(), State: ae.Status.String(), RunID: ae.RunID,
 		Target: ae.Target, Account: ae.Account, DecidedBy: ae.DecidedBy,
 	}

@@ -31,15 +31,20 @@ const (
 // EngineBackend is the pages' Backend over the gateway's engine: it
 // translates the engine's views and refusals into the pages' own.
 type EngineBackend struct {
-	e *engine.Engine
+	review *engine.Review
+	runs   *engine.Runs
+	audit  *engine.Audit
 
 	verifyMu   sync.Mutex // one verification at a time
 	mu         sync.Mutex
 	lastVerify *Verification
 }
 
-// NewEngineBackend returns the Backend of the pages over e.
-func NewEngineBackend(e *engine.Engine) *EngineBackend { return &EngineBackend{e: e} }
+// NewEngineBackend returns the Backend of the pages over the engine's
+// review, its runs and its audit log: what reviewers do and read.
+func NewEngineBackend(review *engine.Review, runs *engine.Runs, audit *engine.Audit) *EngineBackend {
+	return &EngineBackend{review: review, runs: runs, audit: audit}
+}
 
 // pageError turns the engine's refusal into the pages' word for it.
 func pageError(err error) error {
@@ -65,8 +70,8 @@ func pageError(err error) error {
 	return err
 }
 
-func reviewerOf(rv Reviewer) (approvals.Reviewer, bool) {
-	r, ok := rv.(approvals.Reviewer)
+func reviewerOf(rv Reviewer) (engine.Reviewer, bool) {
+	r, ok := rv.(engine.Reviewer)
 	return r, ok
 }
 
@@ -74,7 +79,7 @@ func reviewerOf(rv Reviewer) (approvals.Reviewer, bool) {
 // /v1/login: a guesser gains nothing by switching between the API and the
 // pages.
 func (b *EngineBackend) Login(ctx context.Context, name, password, remoteAddr string) (Reviewer, error) {
-	rv, err := b.e.Login(ctx, name, password, remoteAddr)
+	rv, err := b.review.Login(ctx, name, password, remoteAddr)
 	if err != nil {
 		return nil, pageError(err)
 	}
@@ -83,7 +88,7 @@ func (b *EngineBackend) Login(ctx context.Context, name, password, remoteAddr st
 
 // LoginLink consumes a one-time login link.
 func (b *EngineBackend) LoginLink(ctx context.Context, token, remoteAddr string) (Reviewer, error) {
-	rv, err := b.e.LoginLink(ctx, token, remoteAddr)
+	rv, err := b.review.LoginLink(ctx, token, remoteAddr)
 	if err != nil {
 		return nil, pageError(err)
 	}
@@ -93,16 +98,16 @@ func (b *EngineBackend) LoginLink(ctx context.Context, token, remoteAddr string)
 // Enabled reports whether rv may still act.
 func (b *EngineBackend) Enabled(ctx context.Context, rv Reviewer) bool {
 	r, ok := reviewerOf(rv)
-	return ok && b.e.Enabled(ctx, r)
+	return ok && b.review.Enabled(ctx, r)
 }
 
 // Pending lists the pending requests, newest first.
 func (b *EngineBackend) Pending(ctx context.Context) ([]Card, error) {
-	reqs, err := b.e.Pending(ctx)
+	reqs, err := b.review.Pending(ctx)
 	if err != nil {
 		return nil, pageError(err)
 	}
-	mem := b.e.Recent()
+	mem := b.review.Recent()
 	cards := make([]Card, 0, len(reqs))
 	for i := len(reqs) - 1; i >= 0; i-- { // newest first
 		cards = append(cards, b.card(ctx, reqs[i], mem))
@@ -128,13 +133,13 @@ func (b *EngineBackend) card(ctx context.Context, q approvals.Request, mem []api
 	if in := q.Stdin; in != nil {
 		c.Stdin = &StdinView{Size: int(in.Size), SHA256: hex.EncodeToString(in.SHA256[:]), Text: in.Text}
 	}
-	if t, ok := b.e.Config().Targets[q.Target]; ok {
+	if t, ok := b.review.Target(q.Target); ok {
 		c.Address, c.KnownHosts = t.Address, t.KnownHostsFile != ""
 		for _, k := range t.HostKeys {
 			c.HostKeys = append(c.HostKeys, ssh.FingerprintSHA256(k))
 		}
 	}
-	if run, err := b.e.Run(ctx, q.RunID); err == nil {
+	if run, err := b.runs.Get(ctx, string(q.RunID)); err == nil {
 		c.Run = runOf(run, mem)
 	}
 	for _, a := range mem {
@@ -143,9 +148,9 @@ func (b *EngineBackend) card(ctx context.Context, q approvals.Request, mem []api
 		}
 	}
 	if q.Kind == approvals.KindRun {
-		c.TTLs, c.DefaultTTL = b.e.TTLChoices()
+		c.TTLs, c.DefaultTTL = b.review.TTLChoices()
 	} else if q.Status == approvals.StatusPending {
-		c.Grants = b.e.GrantChoices(q.Target, q.Account)
+		c.Grants = b.review.GrantChoices(q.Target, q.Account)
 	}
 	c.GrantUntil = q.GrantUntil
 	return c
@@ -197,20 +202,19 @@ func (b *EngineBackend) Decide(ctx context.Context, rv Reviewer, d Decision) (Ca
 	if !ok {
 		return Card{}, ErrForbidden
 	}
-	id, err := approvals.ParseRequestID(d.RequestID)
-	if err != nil {
+	id := d.RequestID
+	if !engine.ValidRequestID(id) {
 		return Card{}, ErrNotFound
 	}
 	if d.Digest == "" {
 		return Card{}, ErrChanged // a card always shows one
 	}
-	q, err := b.e.Request(ctx, id)
+	q, err := b.review.Request(ctx, id)
 	if err != nil {
 		return Card{}, pageError(err)
 	}
-	dec := approvals.Decision{Verdict: approvals.Deny, Reason: d.Reason}
+	dec := engine.Decision{Approve: d.Approve, Reason: d.Reason}
 	if d.Approve {
-		dec.Verdict = approvals.Approve
 		if q.Kind == approvals.KindCall {
 			dec.Grant = d.Grant
 		}
@@ -221,11 +225,11 @@ func (b *EngineBackend) Decide(ctx context.Context, rv Reviewer, d Decision) (Ca
 			}
 			dec.MaxActions = d.MaxActions
 			if d.OnlyThisAccount {
-				dec.Scope = []approvals.Scope{{Target: q.Target, Account: q.Account}}
+				dec.Scope = []engine.Scope{{Target: q.Target, Account: q.Account}}
 			}
 		}
 	}
-	decided, err := b.e.Decide(ctx, reviewer, id, dec, d.Digest)
+	decided, err := b.review.Decide(ctx, reviewer, id, dec, d.Digest)
 	if err != nil {
 		return Card{}, pageError(err)
 	}
@@ -235,11 +239,11 @@ func (b *EngineBackend) Decide(ctx context.Context, rv Reviewer, d Decision) (Ca
 // Runs lists the active runs and the recently ended ones whose actions
 // the engine still holds, newest first.
 func (b *EngineBackend) Runs(ctx context.Context) ([]Run, error) {
-	active, err := b.e.Runs(ctx)
+	active, err := b.runs.Active(ctx)
 	if err != nil {
 		return nil, pageError(err)
 	}
-	mem := b.e.Recent()
+	mem := b.review.Recent()
 	seen := map[approvals.RunID]bool{}
 	var out []Run
 	for i := len(active) - 1; i >= 0; i-- {
@@ -253,7 +257,7 @@ func (b *EngineBackend) Runs(ctx context.Context) ([]Run, error) {
 			continue
 		}
 		seen[id] = true
-		run, err := b.e.Run(ctx, id)
+		run, err := b.runs.Get(ctx, string(id))
 		if err != nil {
 			continue
 		}
@@ -269,18 +273,17 @@ func (b *EngineBackend) Revoke(ctx context.Context, rv Reviewer, runID, note str
 	if !ok {
 		return ErrForbidden
 	}
-	id, err := approvals.ParseRunID(runID)
-	if err != nil {
+	if !engine.ValidRunID(runID) {
 		return ErrNotFound
 	}
-	run, err := b.e.Run(ctx, id)
+	run, err := b.runs.Get(ctx, runID)
 	switch {
 	case err != nil:
 		return pageError(err)
 	case run.State.Terminal():
 		return ErrRunEnded
 	}
-	if _, err := b.e.Revoke(ctx, reviewer, id, note); err != nil {
+	if _, err := b.runs.Revoke(ctx, reviewer, runID, note); err != nil {
 		return pageError(err)
 	}
 	return nil
@@ -288,11 +291,11 @@ func (b *EngineBackend) Revoke(ctx context.Context, rv Reviewer, runID, note str
 
 // Action returns an action with its audit trail.
 func (b *EngineBackend) Action(ctx context.Context, id string) (Action, error) {
-	recs, err := b.e.AuditReader().ActionEntries(ctx, id)
+	recs, err := b.audit.Reader().ActionEntries(ctx, id)
 	if err != nil {
 		return Action{}, err
 	}
-	h, err := b.e.Action(ctx, id)
+	h, err := b.review.Action(ctx, id)
 	if err != nil {
 		return Action{}, pageError(err)
 	}
@@ -338,7 +341,7 @@ func (b *EngineBackend) ReadOutput(ctx context.Context, rv Reviewer, id string) 
 	if !ok {
 		return Output{}, ErrForbidden
 	}
-	o, err := b.e.ReadOutput(ctx, reviewer, id, "web")
+	o, err := b.review.ReadOutput(ctx, reviewer, id, "web")
 	if err != nil {
 		return Output{}, pageError(err)
 	}
@@ -352,11 +355,10 @@ func (b *EngineBackend) RevealCommand(ctx context.Context, rv Reviewer, id strin
 	if !ok {
 		return "", ErrForbidden
 	}
-	qid, err := approvals.ParseRequestID(id)
-	if err != nil {
+	if !engine.ValidRequestID(id) {
 		return "", ErrNotFound
 	}
-	cmd, err := b.e.RevealCommand(ctx, reviewer, qid, "web")
+	cmd, err := b.review.RevealCommand(ctx, reviewer, id, "web")
 	if err != nil {
 		return "", pageError(err)
 	}
@@ -365,12 +367,12 @@ func (b *EngineBackend) RevealCommand(ctx context.Context, rv Reviewer, id strin
 
 // AuditStatus summarises the audit log.
 func (b *EngineBackend) AuditStatus(ctx context.Context) (AuditStatus, error) {
-	rd := b.e.AuditReader()
+	rd := b.audit.Reader()
 	size, err := rd.Size(ctx)
 	if err != nil {
 		return AuditStatus{}, err
 	}
-	st := AuditStatus{Origin: b.e.AuditOrigin(), Entries: size, Uncovered: size}
+	st := AuditStatus{Origin: b.audit.Origin(), Entries: size, Uncovered: size}
 	cps, err := rd.Checkpoints(ctx)
 	if err != nil {
 		return AuditStatus{}, err
@@ -397,11 +399,11 @@ func (b *EngineBackend) AuditStatus(ctx context.Context) (AuditStatus, error) {
 func (b *EngineBackend) VerifyAudit(ctx context.Context, rv Reviewer) (Verification, error) {
 	b.verifyMu.Lock()
 	defer b.verifyMu.Unlock()
-	rep, err := b.e.VerifyAudit(ctx)
+	rep, err := b.audit.Verify(ctx)
 	if err != nil {
 		return Verification{}, err
 	}
-	v := Verification{At: b.e.Now().UTC(), By: rv.Name(), Intact: rep.Intact(), Entries: rep.Entries, Verified: rep.Verified,
+	v := Verification{At: b.review.Now().UTC(), By: rv.Name(), Intact: rep.Intact(), Entries: rep.Entries, Verified: rep.Verified,
 		Checkpoints: rep.Checkpoints, TrustedCheckpoints: rep.TrustedCheckpoints, Covered: rep.Covered, Uncovered: rep.Uncovered}
 	for _, d := range rep.Damage {
 		v.Problems = append(v.Problems, fmt.Sprintf("%s at seq %d (%s): %s", d.Kind, d.Seq, d.Source, d.Detail))
@@ -444,7 +446,7 @@ func entryOf(e auditchain.Entry) Entry {
 // SSO is the pages' single sign-on over the engine's, nil when the
 // gateway has none.
 func (b *EngineBackend) SSO() SSO {
-	if s := b.e.SSO(); s != nil {
+	if s := b.review.SSO(); s != nil {
 		return engineSSO{s}
 	}
 	return nil

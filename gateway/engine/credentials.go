@@ -1,0 +1,164 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/deploy"
+	"github.com/airlockgw/airlock/gateway/config"
+	"github.com/airlockgw/airlock/sshexec"
+)
+
+// secretStdin makes the secret the request names the action's standard
+// input, when its block grants it to the account; problem says why not.
+func (l *lifecycle) secretStdin() (problem string) {
+	name := l.req.Secret
+	sc, ok := l.conf.cfg.Secrets[name]
+	switch {
+	case l.req.Stdin != "":
+		return "a secret and stdin cannot both be sent: the secret is the command's standard input"
+	case !ok:
+		return fmt.Sprintf("no secret %q is configured on this gateway", clip(name, 64))
+	}
+	grant, ok := sc.GrantFor(l.target.Name, l.account.Name)
+	if !ok {
+		return fmt.Sprintf("secret %q is not granted to account %q of target %q", name, l.account.Name, l.target.Name)
+	}
+	value := l.conf.secrets[name]
+	if int64(len(value)) > l.account.MaxStdin {
+		return fmt.Sprintf("secret %q is %d bytes, over the account's max_stdin of %d bytes", name, len(value), l.account.MaxStdin)
+	}
+	l.secret, l.grant, l.stdin = name, grant, value
+	l.mask = newSecretMask(name, value)
+	return ""
+}
+
+// hideSecret replaces the secret's value in what sshexec kept of the
+// output, and gives the sizes of the output as replaced.
+func (l *lifecycle) hideSecret(r *sshexec.Result) {
+	for _, s := range []struct {
+		stream     sshexec.Stream
+		head, tail *[]byte
+		total      *int64
+		cut        bool
+	}{
+		{sshexec.Stdout, &r.Stdout, &r.StdoutTail, &r.StdoutBytes, r.StdoutTruncated},
+		{sshexec.Stderr, &r.Stderr, &r.StderrTail, &r.StderrBytes, r.StderrTruncated},
+	} {
+		sm := l.mask.stream(s.stream)
+		if rest := sm.flush(); len(rest) > 0 && l.account.Output == config.OutputFull {
+			l.a.output(s.stream, rest)
+		}
+		*s.head, *s.tail = l.mask.stored(*s.head, *s.tail, s.cut)
+		*s.total = sm.total
+		if !s.cut {
+			*s.total = int64(len(*s.head))
+		}
+		// A mark is longer than a short value: what is stored stays
+		// within the store's cap all the same.
+		if h := *s.head; len(h) > sshexec.DefaultOutputLimit {
+			if !s.cut {
+				// It held the whole stream: keep its end, as for a cut one.
+				*s.tail = append([]byte(nil), h[len(h)-tailKeep:]...)
+			}
+			*s.head = h[:sshexec.DefaultOutputLimit]
+		}
+	}
+}
+
+// stdinFacts describes the standard input for reviewers and the digest:
+// nothing for a secret, which the digest binds by name.
+func (l *lifecycle) stdinFacts() *approvals.Stdin {
+	switch {
+	case l.xfer != nil:
+		return l.uploaded // a put's bytes; nil for a get
+	case l.secret != "":
+		return nil
+	}
+	return stdinFacts(l.stdin)
+}
+
+// signerFor returns the credential of an account: its key, or a fresh
+// key with a certificate for this one action, described for the audit log;
+// a jump host's certificate permits port forwarding (and nothing else).
+func (l *loaded) signerFor(a *config.Account, actionID string, serial uint64, timeout time.Duration, jump bool) (ssh.Signer, *certIssued, error) {
+	cred := l.cfg.Credentials[a.Credential]
+	if cred != nil && cred.CA {
+		cert, err := deploy.NewActionCert(l.ca, deploy.CertRequest{
+			ActionID: actionID, Account: a.Name, Serial: serial, Timeout: timeout,
+			ForceCommand: cred.ForceCommand, SourceAddress: cred.SourceAddress, PortForwarding: jump,
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("the certificate for this action could not be made: %v", err)
+		}
+		return cert.Signer, &certIssued{KeyID: cert.KeyID, Serial: cert.Serial, ValidBefore: cert.ValidBefore}, nil
+	}
+	signer, ok := l.signers[a.Credential]
+	if !ok {
+		return nil, nil, fmt.Errorf("credential %q of account %q is not usable", a.Credential, a.Name)
+	}
+	return signer, nil, nil
+}
+
+// hostKeysOf returns the host keys a target is trusted with.
+func hostKeysOf(t *config.Target) sshexec.HostKeys {
+	hk := sshexec.HostKeys{Pinned: t.HostKeys}
+	if t.KnownHostsFile != "" {
+		hk.KnownHostsFiles = []string{t.KnownHostsFile}
+	}
+	return hk
+}
+
+// credentials are what the action signs in with: the account's signer and
+// each jump host's, described for action.connecting; false: the action has
+// ended (rejected). A per-action certificate names the action (key ID) and
+// its action.requested entry (serial), so the target's sshd log points
+// into the chain.
+func (l *lifecycle) credentials(ctx context.Context) (ssh.Signer, []sshexec.Hop, actionConnecting, bool) {
+	signer, cert, err := l.conf.signerFor(l.account, l.a.id, uint64(l.requested.Seq), l.timeout, false)
+	if err != nil {
+		l.end(ctx, sshexec.Rejected, err.Error(), 0)
+		return nil, nil, actionConnecting{}, false
+	}
+	connecting := actionConnecting{Address: l.target.Address, Account: l.account.Name, Credential: l.account.Credential, Cert: cert}
+	// Each jump host with its own credential: a certificate per hop for
+	// a ca = true one, naming the same action.
+	hops, hopAccounts := l.conf.cfg.Route(l.target)
+	via := make([]sshexec.Hop, len(hops))
+	var route []string
+	for i, h := range hops {
+		hs, hc, err := l.conf.signerFor(hopAccounts[i], l.a.id, uint64(l.requested.Seq), l.timeout, true)
+		if err != nil {
+			l.end(ctx, sshexec.Rejected, "jump host "+h.Name+": "+err.Error(), 0)
+			return nil, nil, actionConnecting{}, false
+		}
+		via[i] = sshexec.Hop{Name: h.Name, Addr: h.Address, User: hopAccounts[i].Name, Signers: []ssh.Signer{hs}, HostKeys: hostKeysOf(h)}
+		hop := hopAccounts[i].Name + "@" + h.Name + " " + h.Address
+		if hc != nil {
+			hop += fmt.Sprintf(" (certificate %s serial %d valid before %s)", hc.KeyID, hc.Serial, hc.ValidBefore.UTC().Format(time.RFC3339))
+		}
+		route = append(route, hop)
+	}
+	connecting.Via = strings.Join(route, ", ")
+	return signer, via, connecting, true
+}
+
+// stdinFacts describes standard input for reviewers and the digest.
+func stdinFacts(b []byte) *approvals.Stdin {
+	if b == nil {
+		return nil
+	}
+	in := &approvals.Stdin{Size: int64(len(b)), SHA256: sha256.Sum256(b)}
+	if len(b) <= approvals.MaxStdinText && utf8.Valid(b) && bytes.IndexByte(b, 0) < 0 {
+		in.Text = string(b)
+	}
+	return in
+}
