@@ -18,6 +18,7 @@ import (
 	"github.com/airlockgw/airlock/deploy/securefile"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/config"
+	"github.com/airlockgw/airlock/gateway/engine"
 	"github.com/airlockgw/airlock/gateway/httpapi"
 )
 
@@ -193,7 +194,7 @@ func (s *Server) stop(servers []*http.Server, wg *sync.WaitGroup, serveErr error
 // listenLocal opens the agents' Unix socket in its private directory and
 // publishes a fresh local token in the control file beside it.
 func (s *Server) listenLocal() (*net.UnixListener, error) {
-	gid, err := s.cfg.Listen.GroupID()
+	gid, err := engine.SocketGroupID(s.cfg.Listen)
 	if err != nil {
 		return nil, err
 	}

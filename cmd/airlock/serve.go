@@ -298,7 +298,7 @@ func configCheck(args []string, stdout, stderr io.Writer) int {
 			problems++
 		}
 	}
-	if err := cfg.SocketReachable(); err != nil {
+	if err := engine.CheckSocketReachable(cfg); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", cfg.Path, err)
 		problems++
 	}

@@ -136,11 +136,11 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 	// The state directory is the gateway's alone; when the socket its
 	// group uses is inside it (the default layout), that group may pass
 	// through it (0710), never list or read it.
-	gid, err := cfg.Listen.GroupID()
+	gid, err := SocketGroupID(cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	if gid >= 0 && cfg.SocketUnderStateDir() {
+	if gid >= 0 && socketUnderStateDir(cfg) {
 		err = securefile.PassageDir(cfg.StateDir, gid)
 	} else {
 		err = securefile.PrivateDir(cfg.StateDir, -1)
