@@ -441,7 +441,7 @@ func get(c *sftp.Client, g GetFile, t *Transfer) (string, error) {
 	h := sha256.New()
 	out := &localWriter{w: g.Out}
 	cw := &countWriter{w: io.MultiWriter(out, h)}
-	_, err = r.WriteTo(&limitWriter{w: cw, left: g.MaxSize})
+	_, err = r.WriteTo(&LimitWriter{W: cw, Left: g.MaxSize})
 	t.Bytes = cw.n
 	copy(t.SHA256[:], h.Sum(nil))
 	switch {
@@ -479,17 +479,25 @@ func (l *localWriter) Write(p []byte) (int, error) {
 // errOverLimit: a file grew past GetFile.MaxSize while it was read.
 var errOverLimit = errors.New("over the size limit")
 
-type limitWriter struct {
-	w    io.Writer
-	left int64
+// LimitWriter passes writes on to W while they fit in Left bytes, and
+// refuses a write that does not, whole, with Err (or an over-the-limit
+// error): a transferred file's bound, on the target's side and in the
+// gateway's spool alike. Left is what remains.
+type LimitWriter struct {
+	W    io.Writer
+	Left int64
+	Err  error
 }
 
-func (l *limitWriter) Write(p []byte) (int, error) {
-	if int64(len(p)) > l.left {
+func (l *LimitWriter) Write(p []byte) (int, error) {
+	if int64(len(p)) > l.Left {
+		if l.Err != nil {
+			return 0, l.Err
+		}
 		return 0, errOverLimit
 	}
-	n, err := l.w.Write(p)
-	l.left -= int64(n)
+	n, err := l.W.Write(p)
+	l.Left -= int64(n)
 	return n, err
 }
 
@@ -549,7 +557,7 @@ func putExec(ctx context.Context, cfg *Config, f PutFile) (*Result, error) {
 func getExec(ctx context.Context, cfg *Config, g GetFile) (*Result, error) {
 	h := sha256.New()
 	out := &localWriter{w: g.Out}
-	lw := &limitWriter{w: io.MultiWriter(out, h), left: g.MaxSize}
+	lw := &LimitWriter{W: io.MultiWriter(out, h), Left: g.MaxSize}
 	cw := &countWriter{w: lw}
 	var over bool
 	c := *cfg

@@ -17,6 +17,7 @@ import (
 	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/deploy/securefile"
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/sshexec"
 )
 
 // The spool holds the files of transfers on the gateway's disk: an
@@ -94,7 +95,7 @@ func (s *spool) add(run approvals.RunID, id string, max int64, fill func(w io.Wr
 			return err
 		}
 		h := sha256.New()
-		lw := &spoolWriter{w: io.MultiWriter(out, h), left: max}
+		lw := &sshexec.LimitWriter{W: io.MultiWriter(out, h), Left: max, Err: errTooLarge}
 		err = fill(lw)
 		if err == nil {
 			err = out.Sync()
@@ -102,7 +103,7 @@ func (s *spool) add(run approvals.RunID, id string, max int64, fill func(w io.Wr
 		if cerr := out.Close(); err == nil {
 			err = cerr
 		}
-		f.size = max - lw.left
+		f.size = max - lw.Left
 		copy(f.sum[:], h.Sum(nil))
 		return err
 	}()
@@ -114,21 +115,6 @@ func (s *spool) add(run approvals.RunID, id string, max int64, fill func(w io.Wr
 	f.timer = time.AfterFunc(spoolTTL, func() { s.remove(id) })
 	s.mu.Unlock()
 	return f, nil
-}
-
-// spoolWriter refuses bytes past its limit.
-type spoolWriter struct {
-	w    io.Writer
-	left int64
-}
-
-func (s *spoolWriter) Write(p []byte) (int, error) {
-	if int64(len(p)) > s.left {
-		return 0, errTooLarge
-	}
-	n, err := s.w.Write(p)
-	s.left -= int64(n)
-	return n, err
 }
 
 // take gives run's upload id to one put: no other can take it.
