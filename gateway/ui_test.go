@@ -27,11 +27,11 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/approvals/clocktest"
 	"github.com/airlockgw/airlock/auditchain"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/config"
+	"github.com/airlockgw/airlock/gateway/engine"
 	"github.com/airlockgw/airlock/gateway/notify"
 	"github.com/airlockgw/airlock/gateway/web"
 	"github.com/airlockgw/airlock/gateway/web/webtest"
@@ -60,7 +60,7 @@ func shownText(s string) string {
 }
 
 // pendingFor waits for the pending request whose command is cmd.
-func (g *testGateway) pendingFor(cmd string) approvals.Request {
+func (g *testGateway) pendingFor(cmd string) engine.Request {
 	g.t.Helper()
 	deadline := time.Now().Add(patience)
 	for time.Now().Before(deadline) {
@@ -76,7 +76,7 @@ func (g *testGateway) pendingFor(cmd string) approvals.Request {
 		time.Sleep(20 * time.Millisecond)
 	}
 	g.t.Fatalf("no pending request for %q", cmd)
-	return approvals.Request{}
+	return engine.Request{}
 }
 
 // remoteAgent creates a remote run with a new agent token of name and
@@ -336,7 +336,7 @@ func TestUIWebhookNotifies(t *testing.T) {
 		return webhookCall{}
 	}
 	req := waitFor("approval.requested")
-	if _, err := g.reviewer.Decide(context.Background(), string(q.ID), api.DecisionRequest{Decision: "approve", Digest: fmt.Sprintf("%x", q.Digest[:])}); err != nil {
+	if _, err := g.reviewer.Decide(context.Background(), q.ID, api.DecisionRequest{Decision: "approve", Digest: q.Digest}); err != nil {
 		t.Fatal(err)
 	}
 	dec := waitFor("approval.decided")
@@ -365,14 +365,14 @@ func TestUIWebhookNotifies(t *testing.T) {
 	if err := json.Unmarshal(req.body, &n); err != nil {
 		t.Fatal(err)
 	}
-	if n.Event != "approval.requested" || n.ApprovalID != string(q.ID) || n.Kind != "call" || n.State != "pending" || n.Target != "box-call" ||
-		n.URL != g.base+"/ui/pending#"+string(q.ID) {
+	if n.Event != "approval.requested" || n.ApprovalID != q.ID || n.Kind != "call" || n.State != "pending" || n.Target != "box-call" ||
+		n.URL != g.base+"/ui/pending#"+q.ID {
 		t.Errorf("requested notification %+v", n)
 	}
 	if err := json.Unmarshal(dec.body, &n); err != nil {
 		t.Fatal(err)
 	}
-	if n.Event != "approval.decided" || n.ApprovalID != string(q.ID) || n.State != "approved" || n.DecidedBy != testReviewer {
+	if n.Event != "approval.decided" || n.ApprovalID != q.ID || n.State != "approved" || n.DecidedBy != testReviewer {
 		t.Errorf("decided notification %+v", n)
 	}
 	// The first delivery was retried after two failures, under one id.
@@ -409,7 +409,7 @@ func TestUIWebhookNeverBlocksTheLifecycle(t *testing.T) {
 		cmd := fmt.Sprintf("echo %d", i)
 		res := g.runAsync(api.ActionRequest{Target: "box-call", Command: cmd})
 		q := g.pendingFor(cmd)
-		if _, err := g.reviewer.Decide(context.Background(), string(q.ID), api.DecisionRequest{Decision: "approve"}); err != nil {
+		if _, err := g.reviewer.Decide(context.Background(), q.ID, api.DecisionRequest{Decision: "approve"}); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -440,7 +440,7 @@ func TestUIBrowser(t *testing.T) {
 			t.Errorf("the page ran or tried to run something: %q %v", hits, err)
 		}
 	}
-	waitCard := func(t *testing.T, tab context.Context, id approvals.RequestID) {
+	waitCard := func(t *testing.T, tab context.Context, id string) {
 		t.Helper()
 		if err := webtest.WaitFor(tab, fmt.Sprintf(`document.getElementById(%q) !== null`, id), webtest.Patience); err != nil {
 			t.Fatalf("card %s did not appear live: %v", id, err)
@@ -494,21 +494,21 @@ func TestUIBrowser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range []string{cmd, "box-call", s.User, ssh.FingerprintSHA256(s.CurrentHostKey()), "agent:deploy-bot/agt_", fmt.Sprintf("%x", q.Digest[:]), "call: approving lets exactly this command run once"} {
+		for _, want := range []string{cmd, "box-call", s.User, ssh.FingerprintSHA256(s.CurrentHostKey()), "agent:deploy-bot/agt_", q.Digest, "call: approving lets exactly this command run once"} {
 			if !strings.Contains(card, want) {
 				t.Errorf("the card lacks %q", want)
 			}
 		}
 		webtest.Screenshot(t, tab, "", "pending-page.png", screenshotDir())
-		if err := chromedp.Do(tab, chromedp.Click(chromedp.ID("approve-"+string(q.ID)))); err != nil {
+		if err := chromedp.Do(tab, chromedp.Click(chromedp.ID("approve-"+q.ID))); err != nil {
 			t.Fatal(err)
 		}
-		flash(t, tab, "Approved call "+string(q.ID))
+		flash(t, tab, "Approved call "+q.ID)
 		r := <-res
 		if r.err != nil || !r.a.Success() || !strings.Contains(r.a.Stdout, "approved-in-the-browser") {
 			t.Fatalf("the waiting action: %+v %v", r.a, r.err)
 		}
-		if r.a.Approval.DecidedBy != testReviewer || r.a.Approval.ID != string(q.ID) {
+		if r.a.Approval.DecidedBy != testReviewer || r.a.Approval.ID != q.ID {
 			t.Errorf("approval %+v", r.a.Approval)
 		}
 		approvedCall = r.a
@@ -521,7 +521,7 @@ func TestUIBrowser(t *testing.T) {
 		q := g.pendingFor(cmd)
 		waitCard(t, tab, q.ID)
 		sel := fmt.Sprintf(`#%s input[name=reason]`, q.ID)
-		if err := chromedp.Do(tab, chromedp.SendKeys(chromedp.CSS(sel), "not on a Friday"), chromedp.Click(chromedp.ID("deny-"+string(q.ID)))); err != nil {
+		if err := chromedp.Do(tab, chromedp.SendKeys(chromedp.CSS(sel), "not on a Friday"), chromedp.Click(chromedp.ID("deny-"+q.ID))); err != nil {
 			t.Fatal(err)
 		}
 		flash(t, tab, "Denied call")
@@ -535,29 +535,32 @@ func TestUIBrowser(t *testing.T) {
 		cmd := "echo first of the run"
 		res := g.runAsync(api.ActionRequest{Target: "box-run", Command: cmd})
 		q := g.pendingFor(cmd)
-		if q.Kind != approvals.KindRun {
+		if q.Kind != api.ModeRun {
 			t.Fatalf("request kind %s, want run", q.Kind)
 		}
 		waitCard(t, tab, q.ID)
 		if err := chromedp.Do(tab,
 			chromedp.SetValue(chromedp.CSS(fmt.Sprintf(`#%s select[name=ttl_s]`, q.ID)), "900"),
 			chromedp.SendKeys(chromedp.CSS(fmt.Sprintf(`#%s input[name=max_actions]`, q.ID)), "3"),
-			chromedp.Click(chromedp.ID("approve-"+string(q.ID)))); err != nil {
+			chromedp.Click(chromedp.ID("approve-"+q.ID))); err != nil {
 			t.Fatal(err)
 		}
 		flash(t, tab, "Approved run")
 		if r := <-res; r.err != nil || !r.a.Success() {
 			t.Fatalf("first action: %+v %v", r.a, r.err)
 		}
-		run, err := g.srv.eng.Runs().Get(ctx, string(q.RunID))
+		run, err := g.srv.eng.Runs().Get(ctx, q.RunID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if left := time.Until(run.ExpiresAt); run.State != approvals.RunApproved || left < 14*time.Minute || left > 15*time.Minute || run.MaxActions != 3 {
+		if run.ExpiresAt == nil {
+			t.Fatalf("run %s has no expiry; want approved for 15m", run.State)
+		}
+		if left := time.Until(*run.ExpiresAt); run.State != api.RunApproved || left < 14*time.Minute || left > 15*time.Minute || run.MaxActions != 3 {
 			t.Errorf("run %s, expires in %s, max actions %d; want approved for 15m, at most 3", run.State, left, run.MaxActions)
 		}
 		a, err := g.agent.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: "echo second"}, api.Events{})
-		if err != nil || !a.Success() || a.Approval.ID != string(q.ID) {
+		if err != nil || !a.Success() || a.Approval.ID != q.ID {
 			t.Fatalf("the run's next action: %+v %v", a, err)
 		}
 		if p, _ := g.srv.eng.Review().Pending(ctx); len(p) != 0 {
@@ -573,7 +576,7 @@ func TestUIBrowser(t *testing.T) {
 			"echo safe # \u202e ; rm -rf ~ \u202c \u2066x\u2069 \u200b\u200d\ufeff\u00a0",
 			"echo hi\nrm -rf /tmp/x\r\n\t\u2028end",
 		}
-		want := map[approvals.RequestID]string{}
+		want := map[string]string{}
 		results := make([]<-chan actionResult, len(cmds))
 		for i, c := range cmds {
 			results[i] = g.runAsync(api.ActionRequest{Target: "box-call", Command: c})
@@ -624,21 +627,21 @@ func TestUIBrowser(t *testing.T) {
 		res := g.runAsync(api.ActionRequest{Target: "box-call", Command: cmd})
 		q := g.pendingFor(cmd)
 		waitCard(t, tab, q.ID)
-		status, err := webtest.Eval[int](tab, fmt.Sprintf(`fetch('/ui/approvals/%s/decision', {method: 'POST', body: new URLSearchParams({decision: 'approve', digest: '%x'})}).then(r => r.status)`, q.ID, q.Digest[:]))
+		status, err := webtest.Eval[int](tab, fmt.Sprintf(`fetch('/ui/approvals/%s/decision', {method: 'POST', body: new URLSearchParams({decision: 'approve', digest: '%s'})}).then(r => r.status)`, q.ID, q.Digest))
 		if err != nil || status != http.StatusForbidden {
 			t.Errorf("POST without the CSRF token: %d %v, want 403", status, err)
 		}
-		if got, _ := g.srv.eng.Review().Request(ctx, string(q.ID)); got.Status != approvals.StatusPending {
-			t.Errorf("the request is %s after a refused POST", got.Status)
+		if got, _ := g.srv.eng.Review().Request(ctx, q.ID); !got.Pending() {
+			t.Errorf("the request is %s after a refused POST", got.State)
 		}
 		// Approving twice: once here, then from a second tab of the same
 		// session that still shows the card.
 		tab2, cancel := chromedp.NewContext(tab)
 		defer cancel()
-		if err := chromedp.Do(tab2, chromedp.Navigate(g.base+"/ui/pending"), chromedp.WaitVisible(chromedp.ID(string(q.ID)))); err != nil {
+		if err := chromedp.Do(tab2, chromedp.Navigate(g.base+"/ui/pending"), chromedp.WaitVisible(chromedp.ID(q.ID))); err != nil {
 			t.Fatal(err)
 		}
-		if err := chromedp.Do(tab, chromedp.Navigate(g.base+"/ui/pending"), chromedp.WaitVisible(chromedp.ID("approve-"+string(q.ID))), chromedp.Click(chromedp.ID("approve-"+string(q.ID)))); err != nil {
+		if err := chromedp.Do(tab, chromedp.Navigate(g.base+"/ui/pending"), chromedp.WaitVisible(chromedp.ID("approve-"+q.ID)), chromedp.Click(chromedp.ID("approve-"+q.ID))); err != nil {
 			t.Fatal(err)
 		}
 		flash(t, tab, "Approved call")
@@ -759,7 +762,7 @@ func TestUIBrowserExpiredCard(t *testing.T) {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(patience); ; time.Sleep(50 * time.Millisecond) {
-		if got, _ := g.srv.eng.Review().Request(context.Background(), string(q.ID)); got.Status == approvals.StatusExpired {
+		if got, _ := g.srv.eng.Review().Request(context.Background(), q.ID); got.State == "expired" {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -778,6 +781,16 @@ func TestUIBrowserExpiredCard(t *testing.T) {
 	}
 }
 
+// otherDigest is a well-formed digest that is not digest: its last hex
+// digit changed.
+func otherDigest(digest string) string {
+	last := "0"
+	if strings.HasSuffix(digest, "0") {
+		last = "1"
+	}
+	return digest[:len(digest)-1] + last
+}
+
 func TestUIDecisionBoundToTheShownDigest(t *testing.T) {
 	s := sharedSSHD(t)
 	g := startGateway(t, s, gwOptions{})
@@ -788,7 +801,7 @@ func TestUIDecisionBoundToTheShownDigest(t *testing.T) {
 	tok := uiCSRF(t, c, g.base+"/ui/pending")
 	decide := func(digest string) string {
 		t.Helper()
-		resp, err := c.PostForm(g.base+"/ui/approvals/"+string(q.ID)+"/decision", url.Values{"csrf": {tok}, "decision": {"approve"}, "digest": {digest}})
+		resp, err := c.PostForm(g.base+"/ui/approvals/"+q.ID+"/decision", url.Values{"csrf": {tok}, "decision": {"approve"}, "digest": {digest}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -804,14 +817,13 @@ func TestUIDecisionBoundToTheShownDigest(t *testing.T) {
 		resp.Body.Close()
 		return string(page)
 	}
-	other := approvals.DigestOf(q.RunID, approvals.Action{Target: q.Target, Account: q.Account, Command: cmd + " ", Timeout: q.Timeout})
-	if page := decide(fmt.Sprintf("%x", other[:])); !strings.Contains(page, "its digest differs") {
+	if page := decide(otherDigest(q.Digest)); !strings.Contains(page, "its digest differs") {
 		t.Error("a decision for another digest was not refused clearly")
 	}
-	if got, _ := g.srv.eng.Review().Request(context.Background(), string(q.ID)); got.Status != approvals.StatusPending {
-		t.Fatalf("after a decision with the wrong digest the request is %s", got.Status)
+	if got, _ := g.srv.eng.Review().Request(context.Background(), q.ID); !got.Pending() {
+		t.Fatalf("after a decision with the wrong digest the request is %s", got.State)
 	}
-	if page := decide(fmt.Sprintf("%x", q.Digest[:])); !strings.Contains(page, "Approved call "+string(q.ID)) {
+	if page := decide(q.Digest); !strings.Contains(page, "Approved call "+q.ID) {
 		t.Error("the decision with the shown digest was not confirmed")
 	}
 	if r := <-res; r.err != nil || !r.a.Success() {
