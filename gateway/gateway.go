@@ -38,7 +38,7 @@ type Options struct {
 	// auditWrap, when set, wraps the audit log (tests inject failures).
 	auditWrap func(engine.Appender) engine.Appender
 	// clock, when set, stamps and expires everything (tests move it).
-	clock approvals.Clock
+	clock engine.Clock
 	// notifyAttempt, when set, bounds one webhook delivery attempt
 	// (tests make a stalled webhook stall for good).
 	notifyAttempt time.Duration

@@ -202,3 +202,18 @@ func timeOrNil(t time.Time) *time.Time {
 	}
 	return &t
 }
+
+// Clock is the time the engine keeps (Options.Clock): the wall clock,
+// and a monotonic one that only moves forward. The approvals store keeps
+// the same clock; tests move one instead of sleeping.
+type Clock interface {
+	// Now returns the wall-clock time.
+	Now() time.Time
+	// Elapsed returns the time since a fixed origin on the monotonic
+	// clock.
+	Elapsed() time.Duration
+	// AfterFunc calls f in its own goroutine once d has passed on the
+	// monotonic clock and returns a function that cancels the call if it
+	// has not started, reporting whether it did. Like time.AfterFunc.
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
+}
