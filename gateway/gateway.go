@@ -11,7 +11,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/gateway/engine"
 	"github.com/airlockgw/airlock/gateway/httpapi"
@@ -32,13 +31,11 @@ type Options struct {
 	// ShutdownGrace is how long in-flight actions may run on after Serve's
 	// context ends before they are cancelled. Zero: 30 s.
 	ShutdownGrace time.Duration
-	// ProcessInspector reads processes for local runs; nil: /proc.
-	ProcessInspector approvals.Inspector
 
 	// auditWrap, when set, wraps the audit log (tests inject failures).
 	auditWrap func(engine.Appender) engine.Appender
 	// clock, when set, stamps and expires everything (tests move it).
-	clock approvals.Clock
+	clock engine.Clock
 	// notifyAttempt, when set, bounds one webhook delivery attempt
 	// (tests make a stalled webhook stall for good).
 	notifyAttempt time.Duration
@@ -81,7 +78,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		return nil, err
 	}
 	eng, err := engine.Open(ctx, engine.Options{
-		Config: o.Config, Logger: log, Version: Version, ProcessInspector: o.ProcessInspector,
+		Config: o.Config, Logger: log, Version: Version,
 		Clock: o.clock, WrapAudit: o.auditWrap, Tracer: tr.tracer(),
 	})
 	if err != nil {

@@ -23,15 +23,16 @@ import (
 	"time"
 
 	"github.com/airlockgw/airlock/sshexec"
+	"github.com/airlockgw/airlock/sshexec/sshtest"
 	"golang.org/x/crypto/ssh"
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/approvals/clocktest"
 	"github.com/airlockgw/airlock/auditchain"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/config"
+	"github.com/airlockgw/airlock/gateway/engine"
 	"github.com/airlockgw/airlock/gateway/notify"
 	"github.com/airlockgw/airlock/gateway/web"
 	"github.com/airlockgw/airlock/gateway/web/webtest"
@@ -60,7 +61,7 @@ func shownText(s string) string {
 }
 
 // pendingFor waits for the pending request whose command is cmd.
-func (g *testGateway) pendingFor(cmd string) approvals.Request {
+func (g *testGateway) pendingFor(cmd string) engine.Request {
 	g.t.Helper()
 	deadline := time.Now().Add(patience)
 	for time.Now().Before(deadline) {
@@ -76,7 +77,7 @@ func (g *testGateway) pendingFor(cmd string) approvals.Request {
 		time.Sleep(20 * time.Millisecond)
 	}
 	g.t.Fatalf("no pending request for %q", cmd)
-	return approvals.Request{}
+	return engine.Request{}
 }
 
 // remoteAgent creates a remote run with a new agent token of name and
@@ -336,7 +337,7 @@ func TestUIWebhookNotifies(t *testing.T) {
 		return webhookCall{}
 	}
 	req := waitFor("approval.requested")
-	if _, err := g.reviewer.Decide(context.Background(), string(q.ID), api.DecisionRequest{Decision: "approve", Digest: fmt.Sprintf("%x", q.Digest[:])}); err != nil {
+	if _, err := g.reviewer.Decide(context.Background(), q.ID, api.DecisionRequest{Decision: "approve", Digest: q.Digest}); err != nil {
 		t.Fatal(err)
 	}
 	dec := waitFor("approval.decided")
@@ -365,14 +366,14 @@ func TestUIWebhookNotifies(t *testing.T) {
 	if err := json.Unmarshal(req.body, &n); err != nil {
 		t.Fatal(err)
 	}
-	if n.Event != "approval.requested" || n.ApprovalID != string(q.ID) || n.Kind != "call" || n.State != "pending" || n.Target != "box-call" ||
-		n.URL != g.base+"/ui/pending#"+string(q.ID) {
+	if n.Event != "approval.requested" || n.ApprovalID != q.ID || n.Kind != "call" || n.State != "pending" || n.Target != "box-call" ||
+		n.URL != g.base+"/ui/pending#"+q.ID {
 		t.Errorf("requested notification %+v", n)
 	}
 	if err := json.Unmarshal(dec.body, &n); err != nil {
 		t.Fatal(err)
 	}
-	if n.Event != "approval.decided" || n.ApprovalID != string(q.ID) || n.State != "approved" || n.DecidedBy != testReviewer {
+	if n.Event != "approval.decided" || n.ApprovalID != q.ID || n.State != "approved" || n.DecidedBy != testReviewer {
 		t.Errorf("decided notification %+v", n)
 	}
 	// The first delivery was retried after two failures, under one id.
@@ -409,7 +410,7 @@ func TestUIWebhookNeverBlocksTheLifecycle(t *testing.T) {
 		cmd := fmt.Sprintf("echo %d", i)
 		res := g.runAsync(api.ActionRequest{Target: "box-call", Command: cmd})
 		q := g.pendingFor(cmd)
-		if _, err := g.reviewer.Decide(context.Background(), string(q.ID), api.DecisionRequest{Decision: "approve"}); err != nil {
+		if _, err := g.reviewer.Decide(context.Background(), q.ID, api.DecisionRequest{Decision: "approve"}); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -432,304 +433,359 @@ func TestUIBrowser(t *testing.T) {
 	s := sharedSSHD(t)
 	browser := webtest.Browser(t)
 	g := startGateway(t, s, gwOptions{extraConfig: "audit {\n  checkpoint_every = \"10 entries\"\n}\n"})
-	tab := webtest.Tab(t, browser)
+	b := &browserTour{sshd: s, g: g, tab: webtest.Tab(t, browser)}
+	t.Run("login", b.login)
+	t.Run("a pending call appears live and approving it completes the waiting action", b.approveCall)
+	t.Run("deny with a reason", b.denyWithReason)
+	t.Run("a run approval with a TTL lets the run's next actions pass", b.approveRun)
+	t.Run("hostile commands are shown escaped and nothing runs", b.hostileCommands)
+	t.Run("CSRF-less POST refused", b.refuseWithoutCSRF)
+	t.Run("approving after the run ended", b.approveAfterRunEnded)
+	t.Run("action detail and audited output", b.actionDetail)
+	t.Run("audit status", b.auditStatus)
+	t.Run("logout ends the session", b.logout)
+}
+
+// browserTour is TestUIBrowser's fixture: one gateway, one reviewer's tab,
+// shared by its phases in order.
+type browserTour struct {
+	sshd *sshtest.SSHD
+	g    *testGateway
+	tab  context.Context
+	// approvedCall is the call the browser approved, for the phases that
+	// read it; nil until then.
+	approvedCall *api.Action
+}
+
+// login refuses a wrong password, then logs the reviewer in.
+func (b *browserTour) login(t *testing.T) {
+	if err := chromedp.Do(b.tab, chromedp.Navigate(b.g.base+"/ui/login"), chromedp.WaitVisible(chromedp.ID("reviewer")),
+		chromedp.SendKeys(chromedp.ID("reviewer"), testReviewer), chromedp.SendKeys(chromedp.ID("password"), "not it at all"),
+		chromedp.Click(chromedp.ID("login-button"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := webtest.WaitFor(b.tab, `document.getElementById('problem') && document.getElementById('problem').textContent.includes('Wrong reviewer name or password')`, webtest.Patience); err != nil {
+		t.Fatal(err)
+	}
+	webtest.Screenshot(t, b.tab, "", "login-page.png", screenshotDir())
+	if err := webtest.Login(b.tab, b.g.base, testReviewer, testPassword); err != nil {
+		t.Fatal(err)
+	}
+	if title, _ := chromedp.Run(b.tab, chromedp.Title()); title != "(0) Pending approvals · airlock" {
+		t.Errorf("title %q", title)
+	}
+	noPageHits(t, b.tab)
+}
+
+// approveCall approves a call request that appeared live; the waiting
+// action completes (and is the approved call the later phases read).
+func (b *browserTour) approveCall(t *testing.T) {
+	if err := chromedp.Do(b.tab, chromedp.Navigate(b.g.base+"/ui/pending"), chromedp.WaitVisible(chromedp.ID("empty"))); err != nil {
+		t.Fatal(err)
+	}
+	agent, _ := b.g.remoteAgent("deploy-bot")
+	cmd := "df -h /tmp > /dev/null && echo approved-in-the-browser"
+	res := runAsAgent(agent, api.ActionRequest{Target: "box-call", Command: cmd})
+	q := b.g.pendingFor(cmd)
+	waitForCard(t, b.tab, q.ID)
+	if err := webtest.WaitFor(b.tab, `document.title.startsWith('(1) ')`, webtest.Patience); err != nil {
+		t.Error(err)
+	}
+	card, err := webtest.Eval[string](b.tab, fmt.Sprintf(`document.getElementById(%q).textContent`, q.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{cmd, "box-call", b.sshd.User, ssh.FingerprintSHA256(b.sshd.CurrentHostKey()), "agent:deploy-bot/agt_", q.Digest, "call: approving lets exactly this command run once"} {
+		if !strings.Contains(card, want) {
+			t.Errorf("the card lacks %q", want)
+		}
+	}
+	webtest.Screenshot(t, b.tab, "", "pending-page.png", screenshotDir())
+	if err := chromedp.Do(b.tab, chromedp.Click(chromedp.ID("approve-"+q.ID))); err != nil {
+		t.Fatal(err)
+	}
+	waitForFlash(t, b.tab, "Approved call "+q.ID)
+	r := <-res
+	if r.err != nil || !r.a.Success() || !strings.Contains(r.a.Stdout, "approved-in-the-browser") {
+		t.Fatalf("the waiting action: %+v %v", r.a, r.err)
+	}
+	if r.a.Approval.DecidedBy != testReviewer || r.a.Approval.ID != q.ID {
+		t.Errorf("approval %+v", r.a.Approval)
+	}
+	b.approvedCall = r.a
+	noPageHits(t, b.tab)
+}
+
+// denyWithReason denies a call with a reason the action ends with.
+func (b *browserTour) denyWithReason(t *testing.T) {
+	res, q := b.callCard(t, "rm -rf /srv/releases/old")
+	sel := fmt.Sprintf(`#%s input[name=reason]`, q.ID)
+	if err := chromedp.Do(b.tab, chromedp.SendKeys(chromedp.CSS(sel), "not on a Friday"), chromedp.Click(chromedp.ID("deny-"+q.ID))); err != nil {
+		t.Fatal(err)
+	}
+	waitForFlash(t, b.tab, "Denied call")
+	r := <-res
+	if r.err != nil || r.a.Outcome != sshexec.Denied || r.a.Approval.Reason != "not on a Friday" {
+		t.Fatalf("the denied action: %+v %v", r.a, r.err)
+	}
+}
+
+// approveRun approves a run with a TTL and an action limit; the run's
+// next action passes without asking.
+func (b *browserTour) approveRun(t *testing.T) {
 	ctx := context.Background()
-	noHits := func(t *testing.T, tab context.Context) {
-		t.Helper()
-		if hits, err := webtest.Hits(tab); err != nil || len(hits) != 0 {
-			t.Errorf("the page ran or tried to run something: %q %v", hits, err)
-		}
+	cmd := "echo first of the run"
+	res := b.g.runAsync(api.ActionRequest{Target: "box-run", Command: cmd})
+	q := b.g.pendingFor(cmd)
+	if q.Kind != api.ModeRun {
+		t.Fatalf("request kind %s, want run", q.Kind)
 	}
-	waitCard := func(t *testing.T, tab context.Context, id approvals.RequestID) {
-		t.Helper()
-		if err := webtest.WaitFor(tab, fmt.Sprintf(`document.getElementById(%q) !== null`, id), webtest.Patience); err != nil {
-			t.Fatalf("card %s did not appear live: %v", id, err)
-		}
+	waitForCard(t, b.tab, q.ID)
+	if err := chromedp.Do(b.tab,
+		chromedp.SetValue(chromedp.CSS(fmt.Sprintf(`#%s select[name=ttl_s]`, q.ID)), "900"),
+		chromedp.SendKeys(chromedp.CSS(fmt.Sprintf(`#%s input[name=max_actions]`, q.ID)), "3"),
+		chromedp.Click(chromedp.ID("approve-"+q.ID))); err != nil {
+		t.Fatal(err)
 	}
-	flash := func(t *testing.T, tab context.Context, want string) {
-		t.Helper()
-		if err := webtest.WaitFor(tab, fmt.Sprintf(`document.getElementById('flash') !== null && document.getElementById('flash').textContent.includes(%q)`, want), webtest.Patience); err != nil {
-			text, _ := webtest.Eval[string](tab, `(document.getElementById('flash') || document.body).textContent.slice(0, 400)`)
-			t.Fatalf("no message %q; the page says %q", want, text)
-		}
+	waitForFlash(t, b.tab, "Approved run")
+	if r := <-res; r.err != nil || !r.a.Success() {
+		t.Fatalf("first action: %+v %v", r.a, r.err)
 	}
+	run, err := b.g.srv.eng.Runs().Get(ctx, q.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.ExpiresAt == nil {
+		t.Fatalf("run %s has no expiry; want approved for 15m", run.State)
+	}
+	if left := time.Until(*run.ExpiresAt); run.State != api.RunApproved || left < 14*time.Minute || left > 15*time.Minute || run.MaxActions != 3 {
+		t.Errorf("run %s, expires in %s, max actions %d; want approved for 15m, at most 3", run.State, left, run.MaxActions)
+	}
+	a, err := b.g.agent.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: "echo second"}, api.Events{})
+	if err != nil || !a.Success() || a.Approval.ID != q.ID {
+		t.Fatalf("the run's next action: %+v %v", a, err)
+	}
+	if p, _ := b.g.srv.eng.Review().Pending(ctx); len(p) != 0 {
+		t.Errorf("the approved run asked again: %d pending", len(p))
+	}
+}
 
-	t.Run("login", func(t *testing.T) {
-		if err := chromedp.Do(tab, chromedp.Navigate(g.base+"/ui/login"), chromedp.WaitVisible(chromedp.ID("reviewer")),
-			chromedp.SendKeys(chromedp.ID("reviewer"), testReviewer), chromedp.SendKeys(chromedp.ID("password"), "not it at all"),
-			chromedp.Click(chromedp.ID("login-button"))); err != nil {
-			t.Fatal(err)
-		}
-		if err := webtest.WaitFor(tab, `document.getElementById('problem') && document.getElementById('problem').textContent.includes('Wrong reviewer name or password')`, webtest.Patience); err != nil {
-			t.Fatal(err)
-		}
-		webtest.Screenshot(t, tab, "", "login-page.png", screenshotDir())
-		if err := webtest.Login(tab, g.base, testReviewer, testPassword); err != nil {
-			t.Fatal(err)
-		}
-		if title, _ := chromedp.Run(tab, chromedp.Title()); title != "(0) Pending approvals · airlock" {
-			t.Errorf("title %q", title)
-		}
-		noHits(t, tab)
-	})
-
-	var approvedCall *api.Action
-	t.Run("a pending call appears live and approving it completes the waiting action", func(t *testing.T) {
-		if err := chromedp.Do(tab, chromedp.Navigate(g.base+"/ui/pending"), chromedp.WaitVisible(chromedp.ID("empty"))); err != nil {
-			t.Fatal(err)
-		}
-		agent, _ := g.remoteAgent("deploy-bot")
-		cmd := "df -h /tmp > /dev/null && echo approved-in-the-browser"
-		res := make(chan actionResult, 1)
-		go func() {
-			a, err := agent.RunAction(ctx, api.ActionRequest{Target: "box-call", Command: cmd}, api.Events{})
-			res <- actionResult{a: a, err: err}
-		}()
-		q := g.pendingFor(cmd)
-		waitCard(t, tab, q.ID)
-		if err := webtest.WaitFor(tab, `document.title.startsWith('(1) ')`, webtest.Patience); err != nil {
-			t.Error(err)
-		}
-		card, err := webtest.Eval[string](tab, fmt.Sprintf(`document.getElementById(%q).textContent`, q.ID))
+// hostileCommands shows hostile commands escaped, and nothing on the page
+// runs.
+func (b *browserTour) hostileCommands(t *testing.T) {
+	cmds := []string{
+		`echo "</script><script>window.__xss('close')</script>"`,
+		`<img src=x onerror="window.__xss('img')"> " autofocus onfocus="window.__xss('attr')" x="`,
+		"javascript:window.__xss('url') \x1b[8m hidden \x1b[0m",
+		"echo safe # \u202e ; rm -rf ~ \u202c \u2066x\u2069 \u200b\u200d\ufeff\u00a0",
+		"echo hi\nrm -rf /tmp/x\r\n\t\u2028end",
+	}
+	want := map[string]string{}
+	results := make([]<-chan actionResult, len(cmds))
+	for i, c := range cmds {
+		results[i] = b.g.runAsync(api.ActionRequest{Target: "box-call", Command: c})
+		want[b.g.pendingFor(c).ID] = c
+	}
+	for id, c := range want {
+		waitForCard(t, b.tab, id)
+		got, err := webtest.Eval[map[string]any](b.tab, fmt.Sprintf(`(function () {
+			const pre = document.getElementById(%q).querySelector('pre.cmd');
+			return {text: pre.textContent, escapes: pre.querySelectorAll('span.esc').length, elements: pre.querySelectorAll('*').length - pre.querySelectorAll('span.esc, span.na').length};
+		})()`, id))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range []string{cmd, "box-call", s.User, ssh.FingerprintSHA256(s.CurrentHostKey()), "agent:deploy-bot/agt_", fmt.Sprintf("%x", q.Digest[:]), "call: approving lets exactly this command run once"} {
-			if !strings.Contains(card, want) {
-				t.Errorf("the card lacks %q", want)
+		escapes := 0
+		for _, seg := range web.Reveal(c) {
+			if seg.Escaped() {
+				escapes++
 			}
 		}
-		webtest.Screenshot(t, tab, "", "pending-page.png", screenshotDir())
-		if err := chromedp.Do(tab, chromedp.Click(chromedp.ID("approve-"+string(q.ID)))); err != nil {
+		if got["text"] != shownText(c) || int(got["escapes"].(float64)) != escapes || got["elements"].(float64) != 0 {
+			t.Errorf("%q is shown as %s, want %q with %d escapes", c, webtest.JSON(got), shownText(c), escapes)
+		}
+	}
+	if n, _ := webtest.Eval[int](b.tab, `document.querySelectorAll('img, svg, iframe, script:not([src])').length`); n != 0 {
+		t.Errorf("%d injected elements", n)
+	}
+	noPageHits(t, b.tab)
+	for id := range want {
+		if err := chromedp.Do(b.tab, chromedp.WaitVisible(chromedp.ID("deny-"+string(id))), chromedp.Click(chromedp.ID("deny-"+string(id)))); err != nil {
 			t.Fatal(err)
 		}
-		flash(t, tab, "Approved call "+string(q.ID))
-		r := <-res
-		if r.err != nil || !r.a.Success() || !strings.Contains(r.a.Stdout, "approved-in-the-browser") {
-			t.Fatalf("the waiting action: %+v %v", r.a, r.err)
+		// The decision's page no longer shows the card.
+		if err := webtest.WaitFor(b.tab, fmt.Sprintf(`document.readyState === 'complete' && document.getElementById(%q) === null`, id), webtest.Patience); err != nil {
+			t.Fatal(err)
 		}
-		if r.a.Approval.DecidedBy != testReviewer || r.a.Approval.ID != string(q.ID) {
-			t.Errorf("approval %+v", r.a.Approval)
+		waitForFlash(t, b.tab, "Denied call "+string(id))
+	}
+	for _, res := range results {
+		if r := <-res; r.err != nil || r.a.Outcome != sshexec.Denied {
+			t.Errorf("hostile action: %+v %v", r.a, r.err)
 		}
-		approvedCall = r.a
-		noHits(t, tab)
-	})
+	}
+}
 
-	t.Run("deny with a reason", func(t *testing.T) {
-		cmd := "rm -rf /srv/releases/old"
-		res := g.runAsync(api.ActionRequest{Target: "box-call", Command: cmd})
-		q := g.pendingFor(cmd)
-		waitCard(t, tab, q.ID)
-		sel := fmt.Sprintf(`#%s input[name=reason]`, q.ID)
-		if err := chromedp.Do(tab, chromedp.SendKeys(chromedp.CSS(sel), "not on a Friday"), chromedp.Click(chromedp.ID("deny-"+string(q.ID)))); err != nil {
-			t.Fatal(err)
-		}
-		flash(t, tab, "Denied call")
-		r := <-res
-		if r.err != nil || r.a.Outcome != sshexec.Denied || r.a.Approval.Reason != "not on a Friday" {
-			t.Fatalf("the denied action: %+v %v", r.a, r.err)
-		}
-	})
+// refuseWithoutCSRF refuses a decision POSTed without the CSRF token, and a
+// second approval of the same request from another tab.
+func (b *browserTour) refuseWithoutCSRF(t *testing.T) {
+	ctx := context.Background()
+	res, q := b.callCard(t, "echo csrf")
+	status, err := webtest.Eval[int](b.tab, fmt.Sprintf(`fetch('/ui/approvals/%s/decision', {method: 'POST', body: new URLSearchParams({decision: 'approve', digest: '%s'})}).then(r => r.status)`, q.ID, q.Digest))
+	if err != nil || status != http.StatusForbidden {
+		t.Errorf("POST without the CSRF token: %d %v, want 403", status, err)
+	}
+	if got, _ := b.g.srv.eng.Review().Request(ctx, q.ID); !got.Pending() {
+		t.Errorf("the request is %s after a refused POST", got.State)
+	}
+	// Approving twice: once here, then from a second tab of the same
+	// session that still shows the card.
+	tab2, cancel := chromedp.NewContext(b.tab)
+	defer cancel()
+	if err := chromedp.Do(tab2, chromedp.Navigate(b.g.base+"/ui/pending"), chromedp.WaitVisible(chromedp.ID(q.ID))); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(b.tab, chromedp.Navigate(b.g.base+"/ui/pending"), chromedp.WaitVisible(chromedp.ID("approve-"+q.ID)), chromedp.Click(chromedp.ID("approve-"+q.ID))); err != nil {
+		t.Fatal(err)
+	}
+	waitForFlash(t, b.tab, "Approved call")
+	if _, err := webtest.Eval[bool](tab2, fmt.Sprintf(`document.querySelector('#approve-%s').form.submit(), true`, q.ID)); err != nil {
+		t.Fatal(err)
+	}
+	waitForFlash(t, tab2, "already approved or denied")
+	if r := <-res; r.err != nil || !r.a.Success() {
+		t.Errorf("action: %+v %v", r.a, r.err)
+	}
+}
 
-	t.Run("a run approval with a TTL lets the run's next actions pass", func(t *testing.T) {
-		cmd := "echo first of the run"
-		res := g.runAsync(api.ActionRequest{Target: "box-run", Command: cmd})
-		q := g.pendingFor(cmd)
-		if q.Kind != approvals.KindRun {
-			t.Fatalf("request kind %s, want run", q.Kind)
-		}
-		waitCard(t, tab, q.ID)
-		if err := chromedp.Do(tab,
-			chromedp.SetValue(chromedp.CSS(fmt.Sprintf(`#%s select[name=ttl_s]`, q.ID)), "900"),
-			chromedp.SendKeys(chromedp.CSS(fmt.Sprintf(`#%s input[name=max_actions]`, q.ID)), "3"),
-			chromedp.Click(chromedp.ID("approve-"+string(q.ID)))); err != nil {
-			t.Fatal(err)
-		}
-		flash(t, tab, "Approved run")
-		if r := <-res; r.err != nil || !r.a.Success() {
-			t.Fatalf("first action: %+v %v", r.a, r.err)
-		}
-		run, err := g.srv.eng.Runs().Get(ctx, string(q.RunID))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if left := time.Until(run.ExpiresAt); run.State != approvals.RunApproved || left < 14*time.Minute || left > 15*time.Minute || run.MaxActions != 3 {
-			t.Errorf("run %s, expires in %s, max actions %d; want approved for 15m, at most 3", run.State, left, run.MaxActions)
-		}
-		a, err := g.agent.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: "echo second"}, api.Events{})
-		if err != nil || !a.Success() || a.Approval.ID != string(q.ID) {
-			t.Fatalf("the run's next action: %+v %v", a, err)
-		}
-		if p, _ := g.srv.eng.Review().Pending(ctx); len(p) != 0 {
-			t.Errorf("the approved run asked again: %d pending", len(p))
-		}
-	})
+// approveAfterRunEnded approves a request whose run was revoked meanwhile.
+func (b *browserTour) approveAfterRunEnded(t *testing.T) {
+	agent, run := b.g.remoteAgent("short-lived")
+	cmd := "echo from a run that ends"
+	res := runAsAgent(agent, api.ActionRequest{Target: "box-call", Command: cmd})
+	q := b.g.pendingFor(cmd)
+	waitForCard(t, b.tab, q.ID)
+	// Revoke the run from the runs page in a second tab.
+	tab2, cancel := chromedp.NewContext(b.tab)
+	defer cancel()
+	if err := chromedp.Do(tab2, chromedp.Navigate(b.g.base+"/ui/runs"), chromedp.WaitVisible(chromedp.ID("revoke-"+run.ID))); err != nil {
+		t.Fatal(err)
+	}
+	webtest.Screenshot(t, tab2, "#"+run.ID, "run-card.png", screenshotDir())
+	if err := chromedp.Do(tab2, chromedp.SendKeys(chromedp.CSS("#"+run.ID+" input[name=note]"), "no longer needed"), chromedp.Click(chromedp.ID("revoke-"+run.ID))); err != nil {
+		t.Fatal(err)
+	}
+	waitForFlash(t, tab2, "Revoked run "+run.ID)
+	if _, err := webtest.Eval[bool](b.tab, fmt.Sprintf(`document.querySelector('#approve-%s').form.submit(), true`, q.ID)); err != nil {
+		t.Fatal(err)
+	}
+	waitForFlash(t, b.tab, "the run ended")
+	if r := <-res; r.err != nil || r.a.Outcome == sshexec.Exited {
+		t.Errorf("the action of the revoked run: %+v %v", r.a, r.err)
+	}
+}
 
-	t.Run("hostile commands are shown escaped and nothing runs", func(t *testing.T) {
-		cmds := []string{
-			`echo "</script><script>window.__xss('close')</script>"`,
-			`<img src=x onerror="window.__xss('img')"> " autofocus onfocus="window.__xss('attr')" x="`,
-			"javascript:window.__xss('url') \x1b[8m hidden \x1b[0m",
-			"echo safe # \u202e ; rm -rf ~ \u202c \u2066x\u2069 \u200b\u200d\ufeff\u00a0",
-			"echo hi\nrm -rf /tmp/x\r\n\t\u2028end",
+// actionDetail shows the approved call's page, and reading its output is
+// audited.
+func (b *browserTour) actionDetail(t *testing.T) {
+	ctx := context.Background()
+	if b.approvedCall == nil {
+		t.Skip("no approved action")
+	}
+	if err := chromedp.Do(b.tab, chromedp.Navigate(b.g.base+"/ui/actions/"+b.approvedCall.ID), chromedp.WaitVisible(chromedp.ID("read-output"))); err != nil {
+		t.Fatal(err)
+	}
+	page, _ := webtest.Eval[string](b.tab, `document.querySelector('main').textContent`)
+	for _, want := range []string{"exited", ssh.FingerprintSHA256(b.sshd.CurrentHostKey()), "action.requested", "action.connecting", "action.finished", "approve by " + testReviewer} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the action page lacks %q", want)
 		}
-		want := map[approvals.RequestID]string{}
-		results := make([]<-chan actionResult, len(cmds))
-		for i, c := range cmds {
-			results[i] = g.runAsync(api.ActionRequest{Target: "box-call", Command: c})
-			want[g.pendingFor(c).ID] = c
-		}
-		for id, c := range want {
-			waitCard(t, tab, id)
-			got, err := webtest.Eval[map[string]any](tab, fmt.Sprintf(`(function () {
-				const pre = document.getElementById(%q).querySelector('pre.cmd');
-				return {text: pre.textContent, escapes: pre.querySelectorAll('span.esc').length, elements: pre.querySelectorAll('*').length - pre.querySelectorAll('span.esc, span.na').length};
-			})()`, id))
-			if err != nil {
-				t.Fatal(err)
-			}
-			escapes := 0
-			for _, seg := range web.Reveal(c) {
-				if seg.Escaped() {
-					escapes++
-				}
-			}
-			if got["text"] != shownText(c) || int(got["escapes"].(float64)) != escapes || got["elements"].(float64) != 0 {
-				t.Errorf("%q is shown as %s, want %q with %d escapes", c, webtest.JSON(got), shownText(c), escapes)
-			}
-		}
-		if n, _ := webtest.Eval[int](tab, `document.querySelectorAll('img, svg, iframe, script:not([src])').length`); n != 0 {
-			t.Errorf("%d injected elements", n)
-		}
-		noHits(t, tab)
-		for id := range want {
-			if err := chromedp.Do(tab, chromedp.WaitVisible(chromedp.ID("deny-"+string(id))), chromedp.Click(chromedp.ID("deny-"+string(id)))); err != nil {
-				t.Fatal(err)
-			}
-			// The decision's page no longer shows the card.
-			if err := webtest.WaitFor(tab, fmt.Sprintf(`document.readyState === 'complete' && document.getElementById(%q) === null`, id), webtest.Patience); err != nil {
-				t.Fatal(err)
-			}
-			flash(t, tab, "Denied call "+string(id))
-		}
-		for _, res := range results {
-			if r := <-res; r.err != nil || r.a.Outcome != sshexec.Denied {
-				t.Errorf("hostile action: %+v %v", r.a, r.err)
-			}
-		}
-	})
+	}
+	if err := chromedp.Do(b.tab, chromedp.Click(chromedp.ID("read-output")), chromedp.WaitVisible(chromedp.ID("output"))); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := webtest.Eval[string](b.tab, `document.getElementById('output').textContent`)
+	if !strings.Contains(out, "approved-in-the-browser") {
+		t.Errorf("output section %q", out)
+	}
+	webtest.Screenshot(t, b.tab, "", "action-page.png", screenshotDir())
+	recs, _ := b.g.srv.eng.Audit().Reader().ActionEntries(ctx, b.approvedCall.ID)
+	if last := recs[len(recs)-1]; last.Kind != auditchain.KindOutputRead {
+		t.Errorf("last entry of the action is %s, want output.read", last.Kind)
+	}
+	noPageHits(t, b.tab)
+}
 
-	t.Run("CSRF-less POST refused", func(t *testing.T) {
-		cmd := "echo csrf"
-		res := g.runAsync(api.ActionRequest{Target: "box-call", Command: cmd})
-		q := g.pendingFor(cmd)
-		waitCard(t, tab, q.ID)
-		status, err := webtest.Eval[int](tab, fmt.Sprintf(`fetch('/ui/approvals/%s/decision', {method: 'POST', body: new URLSearchParams({decision: 'approve', digest: '%x'})}).then(r => r.status)`, q.ID, q.Digest[:]))
-		if err != nil || status != http.StatusForbidden {
-			t.Errorf("POST without the CSRF token: %d %v, want 403", status, err)
-		}
-		if got, _ := g.srv.eng.Review().Request(ctx, string(q.ID)); got.Status != approvals.StatusPending {
-			t.Errorf("the request is %s after a refused POST", got.Status)
-		}
-		// Approving twice: once here, then from a second tab of the same
-		// session that still shows the card.
-		tab2, cancel := chromedp.NewContext(tab)
-		defer cancel()
-		if err := chromedp.Do(tab2, chromedp.Navigate(g.base+"/ui/pending"), chromedp.WaitVisible(chromedp.ID(string(q.ID)))); err != nil {
-			t.Fatal(err)
-		}
-		if err := chromedp.Do(tab, chromedp.Navigate(g.base+"/ui/pending"), chromedp.WaitVisible(chromedp.ID("approve-"+string(q.ID))), chromedp.Click(chromedp.ID("approve-"+string(q.ID)))); err != nil {
-			t.Fatal(err)
-		}
-		flash(t, tab, "Approved call")
-		if _, err := webtest.Eval[bool](tab2, fmt.Sprintf(`document.querySelector('#approve-%s').form.submit(), true`, q.ID)); err != nil {
-			t.Fatal(err)
-		}
-		flash(t, tab2, "already approved or denied")
-		if r := <-res; r.err != nil || !r.a.Success() {
-			t.Errorf("action: %+v %v", r.a, r.err)
-		}
-	})
+// auditStatus verifies the audit log from its page.
+func (b *browserTour) auditStatus(t *testing.T) {
+	if err := chromedp.Do(b.tab, chromedp.Navigate(b.g.base+"/ui/audit"), chromedp.Click(chromedp.ID("verify"))); err != nil {
+		t.Fatal(err)
+	}
+	waitForFlash(t, b.tab, "The audit log verified")
+	webtest.Screenshot(t, b.tab, "#status", "audit-status.png", screenshotDir())
+	noPageHits(t, b.tab)
+}
 
-	t.Run("approving after the run ended", func(t *testing.T) {
-		agent, run := g.remoteAgent("short-lived")
-		cmd := "echo from a run that ends"
-		res := make(chan actionResult, 1)
-		go func() {
-			a, err := agent.RunAction(ctx, api.ActionRequest{Target: "box-call", Command: cmd}, api.Events{})
-			res <- actionResult{a: a, err: err}
-		}()
-		q := g.pendingFor(cmd)
-		waitCard(t, tab, q.ID)
-		// Revoke the run from the runs page in a second tab.
-		tab2, cancel := chromedp.NewContext(tab)
-		defer cancel()
-		if err := chromedp.Do(tab2, chromedp.Navigate(g.base+"/ui/runs"), chromedp.WaitVisible(chromedp.ID("revoke-"+run.ID))); err != nil {
-			t.Fatal(err)
-		}
-		webtest.Screenshot(t, tab2, "#"+run.ID, "run-card.png", screenshotDir())
-		if err := chromedp.Do(tab2, chromedp.SendKeys(chromedp.CSS("#"+run.ID+" input[name=note]"), "no longer needed"), chromedp.Click(chromedp.ID("revoke-"+run.ID))); err != nil {
-			t.Fatal(err)
-		}
-		flash(t, tab2, "Revoked run "+run.ID)
-		if _, err := webtest.Eval[bool](tab, fmt.Sprintf(`document.querySelector('#approve-%s').form.submit(), true`, q.ID)); err != nil {
-			t.Fatal(err)
-		}
-		flash(t, tab, "the run ended")
-		if r := <-res; r.err != nil || r.a.Outcome == sshexec.Exited {
-			t.Errorf("the action of the revoked run: %+v %v", r.a, r.err)
-		}
-	})
+// logout ends the session.
+func (b *browserTour) logout(t *testing.T) {
+	if err := chromedp.Do(b.tab, chromedp.Navigate(b.g.base+"/ui/pending"), chromedp.Click(chromedp.ID("logout"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := webtest.WaitFor(b.tab, `location.pathname === '/ui/login'`, webtest.Patience); err != nil {
+		t.Fatal(err)
+	}
+	status, _ := webtest.Eval[int](b.tab, `fetch('/ui/pending/cards').then(r => r.status)`)
+	if status != http.StatusUnauthorized {
+		t.Errorf("after logout the cards answer %d, want 401", status)
+	}
+}
 
-	t.Run("action detail and audited output", func(t *testing.T) {
-		if approvedCall == nil {
-			t.Skip("no approved action")
-		}
-		if err := chromedp.Do(tab, chromedp.Navigate(g.base+"/ui/actions/"+approvedCall.ID), chromedp.WaitVisible(chromedp.ID("read-output"))); err != nil {
-			t.Fatal(err)
-		}
-		page, _ := webtest.Eval[string](tab, `document.querySelector('main').textContent`)
-		for _, want := range []string{"exited", ssh.FingerprintSHA256(s.CurrentHostKey()), "action.requested", "action.connecting", "action.finished", "approve by " + testReviewer} {
-			if !strings.Contains(page, want) {
-				t.Errorf("the action page lacks %q", want)
-			}
-		}
-		if err := chromedp.Do(tab, chromedp.Click(chromedp.ID("read-output")), chromedp.WaitVisible(chromedp.ID("output"))); err != nil {
-			t.Fatal(err)
-		}
-		out, _ := webtest.Eval[string](tab, `document.getElementById('output').textContent`)
-		if !strings.Contains(out, "approved-in-the-browser") {
-			t.Errorf("output section %q", out)
-		}
-		webtest.Screenshot(t, tab, "", "action-page.png", screenshotDir())
-		recs, _ := g.srv.eng.Audit().Reader().ActionEntries(ctx, approvedCall.ID)
-		if last := recs[len(recs)-1]; last.Kind != auditchain.KindOutputRead {
-			t.Errorf("last entry of the action is %s, want output.read", last.Kind)
-		}
-		noHits(t, tab)
-	})
+// callCard runs cmd on box-call as the gateway's agent, and waits for
+// its request and the request's card; the channel receives the action's
+// result.
+func (b *browserTour) callCard(t *testing.T, cmd string) (<-chan actionResult, engine.Request) {
+	t.Helper()
+	res := b.g.runAsync(api.ActionRequest{Target: "box-call", Command: cmd})
+	q := b.g.pendingFor(cmd)
+	waitForCard(t, b.tab, q.ID)
+	return res, q
+}
 
-	t.Run("audit status", func(t *testing.T) {
-		if err := chromedp.Do(tab, chromedp.Navigate(g.base+"/ui/audit"), chromedp.Click(chromedp.ID("verify"))); err != nil {
-			t.Fatal(err)
-		}
-		flash(t, tab, "The audit log verified")
-		webtest.Screenshot(t, tab, "#status", "audit-status.png", screenshotDir())
-		noHits(t, tab)
-	})
+// runAsAgent runs req as agent in the background; the channel receives
+// its result.
+func runAsAgent(agent *api.Client, req api.ActionRequest) <-chan actionResult {
+	res := make(chan actionResult, 1)
+	go func() {
+		a, err := agent.RunAction(context.Background(), req, api.Events{})
+		res <- actionResult{a: a, err: err}
+	}()
+	return res
+}
 
-	t.Run("logout ends the session", func(t *testing.T) {
-		if err := chromedp.Do(tab, chromedp.Navigate(g.base+"/ui/pending"), chromedp.Click(chromedp.ID("logout"))); err != nil {
-			t.Fatal(err)
-		}
-		if err := webtest.WaitFor(tab, `location.pathname === '/ui/login'`, webtest.Patience); err != nil {
-			t.Fatal(err)
-		}
-		status, _ := webtest.Eval[int](tab, `fetch('/ui/pending/cards').then(r => r.status)`)
-		if status != http.StatusUnauthorized {
-			t.Errorf("after logout the cards answer %d, want 401", status)
-		}
-	})
+// noPageHits fails t if the page in tab ran, or tried to run, anything
+// it was shown.
+func noPageHits(t *testing.T, tab context.Context) {
+	t.Helper()
+	if hits, err := webtest.Hits(tab); err != nil || len(hits) != 0 {
+		t.Errorf("the page ran or tried to run something: %q %v", hits, err)
+	}
+}
+
+// waitForCard waits until the card of request id is on the page in tab.
+func waitForCard(t *testing.T, tab context.Context, id string) {
+	t.Helper()
+	if err := webtest.WaitFor(tab, fmt.Sprintf(`document.getElementById(%q) !== null`, id), webtest.Patience); err != nil {
+		t.Fatalf("card %s did not appear live: %v", id, err)
+	}
+}
+
+// waitForFlash waits until the page in tab says want in its message.
+func waitForFlash(t *testing.T, tab context.Context, want string) {
+	t.Helper()
+	if err := webtest.WaitFor(tab, fmt.Sprintf(`document.getElementById('flash') !== null && document.getElementById('flash').textContent.includes(%q)`, want), webtest.Patience); err != nil {
+		text, _ := webtest.Eval[string](tab, `(document.getElementById('flash') || document.body).textContent.slice(0, 400)`)
+		t.Fatalf("no message %q; the page says %q", want, text)
+	}
 }
 
 // TestUIBrowserExpiredCard approves a call after its request expired: the
@@ -759,7 +815,7 @@ func TestUIBrowserExpiredCard(t *testing.T) {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(patience); ; time.Sleep(50 * time.Millisecond) {
-		if got, _ := g.srv.eng.Review().Request(context.Background(), string(q.ID)); got.Status == approvals.StatusExpired {
+		if got, _ := g.srv.eng.Review().Request(context.Background(), q.ID); got.State == "expired" {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -778,6 +834,16 @@ func TestUIBrowserExpiredCard(t *testing.T) {
 	}
 }
 
+// otherDigest is a well-formed digest that is not digest: its last hex
+// digit changed.
+func otherDigest(digest string) string {
+	last := "0"
+	if strings.HasSuffix(digest, "0") {
+		last = "1"
+	}
+	return digest[:len(digest)-1] + last
+}
+
 func TestUIDecisionBoundToTheShownDigest(t *testing.T) {
 	s := sharedSSHD(t)
 	g := startGateway(t, s, gwOptions{})
@@ -788,7 +854,7 @@ func TestUIDecisionBoundToTheShownDigest(t *testing.T) {
 	tok := uiCSRF(t, c, g.base+"/ui/pending")
 	decide := func(digest string) string {
 		t.Helper()
-		resp, err := c.PostForm(g.base+"/ui/approvals/"+string(q.ID)+"/decision", url.Values{"csrf": {tok}, "decision": {"approve"}, "digest": {digest}})
+		resp, err := c.PostForm(g.base+"/ui/approvals/"+q.ID+"/decision", url.Values{"csrf": {tok}, "decision": {"approve"}, "digest": {digest}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -804,14 +870,13 @@ func TestUIDecisionBoundToTheShownDigest(t *testing.T) {
 		resp.Body.Close()
 		return string(page)
 	}
-	other := approvals.DigestOf(q.RunID, approvals.Action{Target: q.Target, Account: q.Account, Command: cmd + " ", Timeout: q.Timeout})
-	if page := decide(fmt.Sprintf("%x", other[:])); !strings.Contains(page, "its digest differs") {
+	if page := decide(otherDigest(q.Digest)); !strings.Contains(page, "its digest differs") {
 		t.Error("a decision for another digest was not refused clearly")
 	}
-	if got, _ := g.srv.eng.Review().Request(context.Background(), string(q.ID)); got.Status != approvals.StatusPending {
-		t.Fatalf("after a decision with the wrong digest the request is %s", got.Status)
+	if got, _ := g.srv.eng.Review().Request(context.Background(), q.ID); !got.Pending() {
+		t.Fatalf("after a decision with the wrong digest the request is %s", got.State)
 	}
-	if page := decide(fmt.Sprintf("%x", q.Digest[:])); !strings.Contains(page, "Approved call "+string(q.ID)) {
+	if page := decide(q.Digest); !strings.Contains(page, "Approved call "+q.ID) {
 		t.Error("the decision with the shown digest was not confirmed")
 	}
 	if r := <-res; r.err != nil || !r.a.Success() {

@@ -126,13 +126,15 @@ func (e *Audit) Verify(ctx context.Context) (*auditchain.Report, error) {
 // ApprovalEvent is an approval.requested or approval.decided entry read
 // back from the audit log.
 type ApprovalEvent struct {
-	Seq       int64
-	Kind      auditchain.Kind
-	Time      time.Time
-	RunID     string
-	ID        approvals.RequestID
-	Request   approvals.Kind
-	Status    approvals.Status
+	Seq   int64
+	Kind  auditchain.Kind
+	Time  time.Time
+	RunID string
+	// ID is the request's; Request what it asks for (a run or one
+	// call); Status "pending", "approved", "denied" or "expired".
+	ID        string
+	Request   api.Mode
+	Status    string
 	Target    string
 	Account   string
 	DecidedBy string
@@ -148,8 +150,8 @@ func ApprovalEventOf(e auditchain.Entry) (ApprovalEvent, bool) {
 		return ApprovalEvent{}, false
 	}
 	q := rec.Request
-	return ApprovalEvent{Seq: e.Seq, Kind: e.Kind, Time: e.Time, RunID: e.RunID, ID: q.ID, Request: q.Kind,
-		Status: q.Status, Target: q.Target, Account: q.Account, DecidedBy: q.DecidedBy}, true
+	return ApprovalEvent{Seq: e.Seq, Kind: e.Kind, Time: e.Time, RunID: e.RunID, ID: string(q.ID), Request: api.Mode(q.Kind.String()),
+		Status: q.Status.String(), Target: q.Target, Account: q.Account, DecidedBy: q.DecidedBy}, true
 }
 
 // OutputStored reports whether an action.finished entry names stored

@@ -43,7 +43,7 @@ type Options struct {
 	// Clock stamps audit entries and action objects and drives every
 	// expiry (approval requests, runs, tokens, login links); nil: the
 	// system clock. Tests move it instead of sleeping.
-	Clock approvals.Clock
+	Clock Clock
 	// WrapAudit, when set, wraps the audit log the engine appends to (tests
 	// make appends fail, as a full disk does).
 	WrapAudit func(Appender) Appender

@@ -191,19 +191,29 @@ func (l *loginLinks) consume(tok string, now time.Time) (approvals.Secret, bool)
 }
 
 // Pending returns the pending approval requests, oldest first.
-func (e *Review) Pending(ctx context.Context) ([]approvals.Request, error) {
+func (e *Review) Pending(ctx context.Context) ([]Request, error) {
 	reqs, err := e.store.Pending(ctx)
-	return reqs, classify(err)
+	if err != nil {
+		return nil, classify(err)
+	}
+	out := make([]Request, 0, len(reqs))
+	for _, q := range reqs {
+		out = append(out, e.requestView(q))
+	}
+	return out, nil
 }
 
 // Request returns one approval request.
-func (e *Review) Request(ctx context.Context, raw string) (approvals.Request, error) {
+func (e *Review) Request(ctx context.Context, raw string) (Request, error) {
 	id, err := requestID(raw)
 	if err != nil {
-		return approvals.Request{}, err
+		return Request{}, err
 	}
 	q, err := e.store.Request(ctx, id)
-	return q, classify(err)
+	if err != nil {
+		return Request{}, classify(err)
+	}
+	return e.requestView(q), nil
 }
 
 // Decide records rv's decision on request id. The decision is bound to
@@ -212,7 +222,16 @@ func (e *Review) Request(ctx context.Context, raw string) (approvals.Request, er
 // run's end expired is refused as ErrRunEnded, one its own deadline
 // expired as ErrExpired; limits the policy does not allow are ErrInvalid,
 // saying which.
-func (e *Review) Decide(ctx context.Context, rv Reviewer, raw string, d Decision, digest string) (approvals.Request, error) {
+func (e *Review) Decide(ctx context.Context, rv Reviewer, raw string, d Decision, digest string) (Request, error) {
+	q, err := e.decide(ctx, rv, raw, d, digest)
+	if err != nil {
+		return Request{}, err
+	}
+	return e.requestView(q), nil
+}
+
+// decide is Decide, answering with the request as the store has it.
+func (e *Review) decide(ctx context.Context, rv Reviewer, raw string, d Decision, digest string) (approvals.Request, error) {
 	id, err := requestID(raw)
 	if err != nil {
 		return approvals.Request{}, err
@@ -342,10 +361,10 @@ func approvalView(q approvals.Request) api.Approval {
 	return v
 }
 
-// ApprovalView is an approval request as the API shows it, with the
+// requestView is an approval request as the front ends show it, with the
 // grant its account allows.
-func (e *Review) ApprovalView(q approvals.Request) api.Approval {
-	v := approvalView(q)
+func (e *Review) requestView(q approvals.Request) Request {
+	v := Request{Approval: approvalView(q), Timeout: q.Timeout}
 	if q.Kind == approvals.KindCall && q.Status == approvals.StatusPending {
 		v.MaxGrantS = int(e.MaxGrant(q.Target, q.Account) / time.Second)
 	}

@@ -20,7 +20,7 @@ func (e *Runs) Find(ctx context.Context, c Caller) (api.Run, error) {
 	if err != nil {
 		return api.Run{}, err
 	}
-	return RunView(run), nil
+	return apiRun(run), nil
 }
 
 // findRun is Runs.Find.
@@ -47,7 +47,7 @@ func (e *Runs) ResolveToken(ctx context.Context, tok Secret) (api.Run, error) {
 	if err != nil {
 		return api.Run{}, classify(err)
 	}
-	return RunView(run), nil
+	return apiRun(run), nil
 }
 
 // RegisterAnchor makes a local process the anchor of a new run (airlock
@@ -57,7 +57,7 @@ func (e *Runs) RegisterAnchor(ctx context.Context, peer Peer) (api.Run, error) {
 	if err != nil {
 		return api.Run{}, classify(err)
 	}
-	return RunView(run), nil
+	return apiRun(run), nil
 }
 
 // Host is the host part of a client's address (host:port), the unit
@@ -97,24 +97,27 @@ func (e *Runs) CreateRemote(ctx context.Context, agent Agent, remoteAddr string,
 	if err != nil {
 		return api.Run{}, classify(err)
 	}
-	v := RunView(run)
+	v := apiRun(run)
 	v.Token = tok.Reveal() // the one time it is shown
 	return v, nil
 }
 
 // Get returns one run.
-func (e *Runs) Get(ctx context.Context, raw string) (approvals.Run, error) {
+func (e *Runs) Get(ctx context.Context, raw string) (Run, error) {
 	id, err := runID(raw)
 	if err != nil {
-		return approvals.Run{}, err
+		return Run{}, err
 	}
 	run, err := e.store.Run(ctx, id)
-	return run, classify(err)
+	if err != nil {
+		return Run{}, classify(err)
+	}
+	return runView(run), nil
 }
 
 // Recent returns the active runs and the ones that ended lately (the
 // n created last, whatever their state), oldest first.
-func (e *Runs) Recent(ctx context.Context, n int) ([]approvals.Run, error) {
+func (e *Runs) Recent(ctx context.Context, n int) ([]Run, error) {
 	active, err := e.store.Runs(ctx)
 	if err != nil {
 		return nil, classify(err)
@@ -133,13 +136,16 @@ func (e *Runs) Recent(ctx context.Context, n int) ([]approvals.Run, error) {
 		}
 	}
 	slices.SortStableFunc(recent, func(a, b approvals.Run) int { return a.CreatedAt.Compare(b.CreatedAt) })
-	return recent, nil
+	return runViews(recent), nil
 }
 
 // Active returns the active runs.
-func (e *Runs) Active(ctx context.Context) ([]approvals.Run, error) {
+func (e *Runs) Active(ctx context.Context) ([]Run, error) {
 	runs, err := e.store.Runs(ctx)
-	return runs, classify(err)
+	if err != nil {
+		return nil, classify(err)
+	}
+	return runViews(runs), nil
 }
 
 // End ends a run at its own agent's wish (DELETE by its token or from
@@ -169,7 +175,7 @@ func (e *core) endRun(ctx context.Context, id approvals.RunID, end func() error)
 	case err != nil:
 		return api.Run{}, classify(err)
 	case run.State.Terminal():
-		return RunView(run), nil // ended already: ending is idempotent
+		return apiRun(run), nil // ended already: ending is idempotent
 	}
 	if err := end(); err != nil {
 		return api.Run{}, classify(err)
@@ -177,13 +183,13 @@ func (e *core) endRun(ctx context.Context, id approvals.RunID, end func() error)
 	if run, err = e.store.Run(ctx, id); err != nil {
 		return api.Run{}, classify(err)
 	}
-	return RunView(run), nil
+	return apiRun(run), nil
 }
 
-// AnchorCovers is how many processes an anchor covers now: itself and
+// anchorCovers is how many processes an anchor covers now: itself and
 // every process under it; 0 when it is gone (or its pid is another
 // process's).
-func AnchorCovers(id approvals.ProcessID) int {
+func anchorCovers(id approvals.ProcessID) int {
 	table, err := proctree.Table()
 	if err != nil {
 		return 0
@@ -199,8 +205,8 @@ func AnchorCovers(id approvals.ProcessID) int {
 	return 0
 }
 
-// RunView is a run as the API shows it.
-func RunView(r approvals.Run) api.Run {
+// apiRun is a run as the API shows it.
+func apiRun(r approvals.Run) api.Run {
 	v := api.Run{ID: string(r.ID), State: api.RunState(r.State.String()), Kind: api.RunRemote, Requester: r.Requester, CreatedAt: r.CreatedAt, Actions: r.Actions}
 	v.ExpiresAt = timeOrNil(r.ExpiresAt)
 	v.TokenExpiresAt = timeOrNil(r.TokenExpiresAt)
@@ -216,7 +222,7 @@ func RunView(r approvals.Run) api.Run {
 		v.Anchor = &api.Process{PID: a.ID.PID, StartTime: a.ID.StartTime, Executable: a.Exe, SHA256: a.ExeSHA256,
 			Argv: a.Argv, Cwd: a.Cwd, UID: a.UID, User: a.User, Warnings: a.Warnings}
 		if !r.State.Terminal() {
-			v.Anchor.Covers = AnchorCovers(a.ID)
+			v.Anchor.Covers = anchorCovers(a.ID)
 		}
 		for _, c := range a.Chain {
 			v.Anchor.Parents = append(v.Anchor.Parents, api.Process{PID: c.ID.PID, StartTime: c.ID.StartTime, Executable: c.Exe, UID: c.UID, Argv: []string{c.Comm}})

@@ -1,11 +1,11 @@
 package engine
 
 import (
+	"fmt"
 	"time"
 
-	"fmt"
-
 	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/gateway/api"
 )
 
 // The values front ends hold between calls to the engine: defined here, so
@@ -97,6 +97,70 @@ func (d Decision) store() approvals.Decision {
 	return v
 }
 
+// Run is a run as the front ends show it: the API's view of it, and what
+// a reviewer is shown beyond that.
+type Run struct {
+	api.Run
+	// Explicit: the anchor process registered itself (airlock run,
+	// airlock mcp).
+	Explicit bool
+	// DecidedBy and Reason are the decision on the run, if any.
+	DecidedBy, Reason string
+	// MaxActions and Scope are an approved run's limits, where the
+	// reviewer set them (0 and empty: none); Scope as "target" or
+	// "account@target".
+	MaxActions int
+	Scope      []string
+	// EndedAt is when an ended run ended.
+	EndedAt time.Time
+	// AnchorWarnings are the anchor's Warnings worded for a reviewer, in
+	// the same order.
+	AnchorWarnings []string
+}
+
+// Ended reports whether the run can act no more (denied, ended or
+// expired), and so be revoked no more.
+func (r Run) Ended() bool {
+	return r.State == api.RunDenied || r.State == api.RunEnded || r.State == api.RunExpired
+}
+
+// runView is r as the front ends show it.
+func runView(r approvals.Run) Run {
+	v := Run{Run: apiRun(r), Explicit: r.Explicit, DecidedBy: r.DecidedBy, Reason: r.Reason,
+		MaxActions: r.MaxActions, Scope: limitTexts(r.Scope), EndedAt: r.EndedAt}
+	if a := r.Anchor; a != nil {
+		for _, w := range a.Warnings {
+			v.AnchorWarnings = append(v.AnchorWarnings, approvals.WarningText(w))
+		}
+	}
+	return v
+}
+
+// runViews is runView of each of runs, in order.
+func runViews(runs []approvals.Run) []Run {
+	out := make([]Run, 0, len(runs))
+	for _, r := range runs {
+		out = append(out, runView(r))
+	}
+	return out
+}
+
+// Request is an approval request as the front ends show it: the API's
+// view of it (with the grant its account allows while it is pending), and
+// what a reviewer is shown beyond that.
+type Request struct {
+	api.Approval
+	// Timeout is the action's timeout (TimeoutS in whole seconds).
+	Timeout time.Duration
+}
+
+// Pending reports whether the request waits for a decision.
+func (q Request) Pending() bool { return q.State == approvals.StatusPending.String() }
+
+// ForRun reports whether the request asks for a run's approval, as
+// opposed to one call's.
+func (q Request) ForRun() bool { return q.Kind == api.ModeRun }
+
 // ValidRunID reports whether id has the form of a run's id (run_ and 32
 // hex digits); whether there is such a run is another question.
 func ValidRunID(id string) bool {
@@ -137,4 +201,19 @@ func timeOrNil(t time.Time) *time.Time {
 		return nil
 	}
 	return &t
+}
+
+// Clock is the time the engine keeps (Options.Clock): the wall clock,
+// and a monotonic one that only moves forward. The approvals store keeps
+// the same clock; tests move one instead of sleeping.
+type Clock interface {
+	// Now returns the wall-clock time.
+	Now() time.Time
+	// Elapsed returns the time since a fixed origin on the monotonic
+	// clock.
+	Elapsed() time.Duration
+	// AfterFunc calls f in its own goroutine once d has passed on the
+	// monotonic clock and returns a function that cancels the call if it
+	// has not started, reporting whether it did. Like time.AfterFunc.
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
 }

@@ -26,10 +26,9 @@ func (s *server) handleListApprovals(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]api.Approval, 0, len(reqs))
 	for i := len(reqs) - 1; i >= 0; i-- { // newest first
-		v := s.e.Review().ApprovalView(reqs[i])
-		if run, err := s.e.Runs().Get(r.Context(), string(reqs[i].RunID)); err == nil {
-			rv := engine.RunView(run)
-			v.Run = &rv
+		v := reqs[i].Approval
+		if run, err := s.e.Runs().Get(r.Context(), v.RunID); err == nil {
+			v.Run = &run.Run
 		}
 		out = append(out, v)
 	}
@@ -92,7 +91,7 @@ func (s *server) handleDecision(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.e.Review().ApprovalView(q))
+	writeJSON(w, http.StatusOK, q.Approval)
 }
 
 func (s *server) handleLogin(w http.ResponseWriter, r *http.Request) {

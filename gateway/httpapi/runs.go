@@ -71,7 +71,7 @@ func (s *server) handleListRuns(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]api.Run, 0, len(runs))
 	for _, run := range runs {
-		out = append(out, engine.RunView(run))
+		out = append(out, run.Run)
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -101,7 +101,7 @@ func (s *server) runFor(w http.ResponseWriter, r *http.Request) (api.Run, bool) 
 		s.writeErr(w, err)
 		return api.Run{}, false
 	}
-	return engine.RunView(run), true
+	return run.Run, true
 }
 
 func (s *server) handleGetRun(w http.ResponseWriter, r *http.Request) {

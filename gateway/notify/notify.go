@@ -165,7 +165,7 @@ func (n *notifier) notificationOf(e auditchain.Entry, base string) (Notification
 	}
 	ev := Notification{
 		Delivery: fmt.Sprintf("%s/%d", n.audit.Origin(), ae.Seq), Event: ae.Kind.String(), Time: ae.Time.UTC(),
-		ApprovalID: string(ae.ID), Kind: ae.Request.String(), State: ae.Status.String(), RunID: ae.RunID,
+		ApprovalID: ae.ID, Kind: string(ae.Request), State: ae.Status, RunID: ae.RunID,
 		Target: ae.Target, Account: ae.Account, DecidedBy: ae.DecidedBy,
 	}
 	if base != "" {

@@ -18,142 +18,162 @@ import (
 // TestBrowser runs the pages in Chromium against the fake backend: one
 // browser, one isolated tab per subtest.
 func TestBrowser(t *testing.T) {
-	browser := webtest.Browser(t)
-	start := func(t *testing.T) (*fakeBackend, string, context.Context) {
-		f := newFake(time.Now)
-		srv := httptest.NewServer(New(f, Options{PollInterval: 500 * time.Millisecond}))
-		t.Cleanup(srv.Close)
-		tab := webtest.Tab(t, browser)
-		if err := webtest.Login(tab, srv.URL, testReviewer, testPassword); err != nil {
-			t.Fatalf("login: %v", err)
-		}
-		return f, srv.URL, tab
+	p := browserPages{browser: webtest.Browser(t)}
+	t.Run("hook sees injection", p.hookSeesInjection)
+	t.Run("hostile commands", func(t *testing.T) { testHostileCorpus(t, p.start, noHits) })
+	t.Run("live updates", p.liveUpdates)
+	t.Run("expired card", p.expiredCard)
+	t.Run("CSRF-less POST refused", p.refuseWithoutCSRF)
+	t.Run("logout", p.logout)
+}
+
+// browserPages is TestBrowser's fixture: one browser, in which each
+// subtest opens its own tab.
+type browserPages struct{ browser context.Context }
+
+// start serves the pages over a new fake backend and logs a reviewer in
+// on a new tab: the backend, the pages' address and the tab.
+func (p browserPages) start(t *testing.T) (*fakeBackend, string, context.Context) {
+	f := newFake(time.Now)
+	srv := httptest.NewServer(New(f, Options{PollInterval: 500 * time.Millisecond}))
+	t.Cleanup(srv.Close)
+	tab := webtest.Tab(t, p.browser)
+	if err := webtest.Login(tab, srv.URL, testReviewer, testPassword); err != nil {
+		t.Fatalf("login: %v", err)
 	}
-	noHits := func(t *testing.T, tab context.Context) {
-		t.Helper()
+	return f, srv.URL, tab
+}
+
+// noHits fails t if the page in tab ran, or tried to run, anything it
+// was shown.
+func noHits(t *testing.T, tab context.Context) {
+	t.Helper()
+	hits, err := webtest.Hits(tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 0 {
+		t.Errorf("the page ran or tried to run something: %q", hits)
+	}
+}
+
+// hookSeesInjection: the detector itself sees an injected handler and script,
+// both when the CSP blocks them and when nothing does.
+func (p browserPages) hookSeesInjection(t *testing.T) {
+	injected := `<!doctype html><title>x</title><img src="/nothing" onerror="window.__xss('img')"><script>window.__xss('script')</script>`
+	mux := http.NewServeMux()
+	mux.HandleFunc("/strict", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", csp)
+		io.WriteString(w, injected)
+	})
+	mux.HandleFunc("/open", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, injected) })
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	tab := webtest.Tab(t, p.browser)
+	for path, want := range map[string]string{"/strict": "csp: script-src", "/open": "exec: script"} {
+		if err := chromedp.Do(tab, chromedp.Navigate(srv.URL+path)); err != nil {
+			t.Fatal(err)
+		}
+		webtest.WaitFor(tab, `window.__airlockHits.length >= 2`, webtest.Patience)
 		hits, err := webtest.Hits(tab)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(hits) != 0 {
-			t.Errorf("the page ran or tried to run something: %q", hits)
+		if !strings.Contains(strings.Join(hits, "\n"), want) {
+			t.Errorf("%s: hits %q, want one with %q", path, hits, want)
 		}
 	}
+}
 
-	// The detector itself: an injected handler and script are seen, both
-	// when the CSP blocks them and when nothing does.
-	t.Run("hook sees injection", func(t *testing.T) {
-		injected := `<!doctype html><title>x</title><img src="/nothing" onerror="window.__xss('img')"><script>window.__xss('script')</script>`
-		mux := http.NewServeMux()
-		mux.HandleFunc("/strict", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Security-Policy", csp)
-			io.WriteString(w, injected)
-		})
-		mux.HandleFunc("/open", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, injected) })
-		srv := httptest.NewServer(mux)
-		t.Cleanup(srv.Close)
-		tab := webtest.Tab(t, browser)
-		for path, want := range map[string]string{"/strict": "csp: script-src", "/open": "exec: script"} {
-			if err := chromedp.Do(tab, chromedp.Navigate(srv.URL+path)); err != nil {
-				t.Fatal(err)
-			}
-			webtest.WaitFor(tab, `window.__airlockHits.length >= 2`, webtest.Patience)
-			hits, err := webtest.Hits(tab)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !strings.Contains(strings.Join(hits, "\n"), want) {
-				t.Errorf("%s: hits %q, want one with %q", path, hits, want)
-			}
-		}
-	})
+// liveUpdates: new requests appear without a reload, newest first; one
+// decided elsewhere stays in view, marked and disabled.
+func (p browserPages) liveUpdates(t *testing.T) {
+	f, base, tab := p.start(t)
+	if err := chromedp.Do(tab, chromedp.Navigate(base+"/ui/pending"), chromedp.WaitVisible(chromedp.ID("empty"))); err != nil {
+		t.Fatal(err)
+	}
+	first := callCard("live1", "echo first")
+	first.ExpiresAt = time.Now().Add(time.Minute)
+	f.add(first)
+	if err := webtest.WaitFor(tab, `document.querySelectorAll('#cards article.card').length === 1 && document.title.startsWith('(1) ')`, webtest.Patience); err != nil {
+		t.Fatalf("a new request did not appear without a reload: %v", err)
+	}
+	second := runCard("live2", "echo second")
+	second.ExpiresAt = time.Now().Add(time.Minute)
+	f.add(second)
+	if err := webtest.WaitFor(tab, `document.querySelectorAll('#cards article.card').length === 2 && document.title.startsWith('(2) ')`, webtest.Patience); err != nil {
+		t.Fatal(err)
+	}
+	order, err := webtest.Eval[[]string](tab, `Array.from(document.querySelectorAll('#cards article.card')).map(a => a.id)`)
+	if err != nil || len(order) != 2 || order[0] != second.ID || order[1] != first.ID {
+		t.Errorf("cards %v, want newest first [%s %s]", order, second.ID, first.ID)
+	}
+	// Decided elsewhere: the card stays in view, marked and disabled.
+	if _, err := f.Decide(context.Background(), fakeReviewer("bob"), Decision{RequestID: first.ID, Digest: first.Digest, Approve: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := webtest.WaitFor(tab, fmt.Sprintf(`document.getElementById(%q).classList.contains('gone') && document.querySelector('#approve-%s').disabled && document.title.startsWith('(1) ')`, first.ID, first.ID), webtest.Patience); err != nil {
+		t.Errorf("a request decided elsewhere is not marked: %v", err)
+	}
+	noHits(t, tab)
+}
 
-	t.Run("hostile commands", func(t *testing.T) { testHostileCorpus(t, start, noHits) })
+// expiredCard: a card is marked expired in time, and the server refuses
+// even a form submitted past its disabled button.
+func (p browserPages) expiredCard(t *testing.T) {
+	f, base, tab := p.start(t)
+	card := callCard("soon", "echo too late")
+	card.ExpiresAt = time.Now().Add(1500 * time.Millisecond)
+	f.add(card)
+	if err := chromedp.Do(tab, chromedp.Navigate(base+"/ui/pending"), chromedp.WaitVisible(chromedp.ID(card.ID))); err != nil {
+		t.Fatal(err)
+	}
+	if err := webtest.WaitFor(tab, fmt.Sprintf(`document.getElementById(%q).classList.contains('expired') && document.querySelector('#approve-%s').disabled`, card.ID, card.ID), webtest.Patience); err != nil {
+		t.Fatalf("the card was not marked expired: %v", err)
+	}
+	// The server refuses even a form submitted past the disabled button.
+	if _, err := webtest.Eval[bool](tab, fmt.Sprintf(`document.querySelector('#approve-%s').form.submit(), true`, card.ID)); err != nil {
+		t.Fatal(err)
+	}
+	if err := webtest.WaitFor(tab, `document.getElementById('flash') && document.getElementById('flash').textContent.includes('expired before your decision')`, webtest.Patience); err != nil {
+		t.Errorf("no clear refusal after expiry: %v", err)
+	}
+	noHits(t, tab)
+}
 
-	t.Run("live updates", func(t *testing.T) {
-		f, base, tab := start(t)
-		if err := chromedp.Do(tab, chromedp.Navigate(base+"/ui/pending"), chromedp.WaitVisible(chromedp.ID("empty"))); err != nil {
-			t.Fatal(err)
-		}
-		first := callCard("live1", "echo first")
-		first.ExpiresAt = time.Now().Add(time.Minute)
-		f.add(first)
-		if err := webtest.WaitFor(tab, `document.querySelectorAll('#cards article.card').length === 1 && document.title.startsWith('(1) ')`, webtest.Patience); err != nil {
-			t.Fatalf("a new request did not appear without a reload: %v", err)
-		}
-		second := runCard("live2", "echo second")
-		second.ExpiresAt = time.Now().Add(time.Minute)
-		f.add(second)
-		if err := webtest.WaitFor(tab, `document.querySelectorAll('#cards article.card').length === 2 && document.title.startsWith('(2) ')`, webtest.Patience); err != nil {
-			t.Fatal(err)
-		}
-		order, err := webtest.Eval[[]string](tab, `Array.from(document.querySelectorAll('#cards article.card')).map(a => a.id)`)
-		if err != nil || len(order) != 2 || order[0] != second.ID || order[1] != first.ID {
-			t.Errorf("cards %v, want newest first [%s %s]", order, second.ID, first.ID)
-		}
-		// Decided elsewhere: the card stays in view, marked and disabled.
-		if _, err := f.Decide(context.Background(), fakeReviewer("bob"), Decision{RequestID: first.ID, Digest: first.Digest, Approve: true}); err != nil {
-			t.Fatal(err)
-		}
-		if err := webtest.WaitFor(tab, fmt.Sprintf(`document.getElementById(%q).classList.contains('gone') && document.querySelector('#approve-%s').disabled && document.title.startsWith('(1) ')`, first.ID, first.ID), webtest.Patience); err != nil {
-			t.Errorf("a request decided elsewhere is not marked: %v", err)
-		}
-		noHits(t, tab)
-	})
+// refuseWithoutCSRF: a decision POSTed without the CSRF token is refused.
+func (p browserPages) refuseWithoutCSRF(t *testing.T) {
+	f, base, tab := p.start(t)
+	card := callCard("csrf", "echo x")
+	card.ExpiresAt = time.Now().Add(time.Minute)
+	f.add(card)
+	if err := chromedp.Do(tab, chromedp.Navigate(base+"/ui/pending"), chromedp.WaitVisible(chromedp.ID(card.ID))); err != nil {
+		t.Fatal(err)
+	}
+	status, err := webtest.Eval[int](tab, fmt.Sprintf(`fetch('/ui/approvals/%s/decision', {method: 'POST', body: new URLSearchParams({decision: 'approve', digest: %q})}).then(r => r.status)`, card.ID, card.Digest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status != 403 || len(f.decisions) != 0 {
+		t.Errorf("POST without the CSRF token: status %d, %d decisions; want 403 and none", status, len(f.decisions))
+	}
+}
 
-	t.Run("expired card", func(t *testing.T) {
-		f, base, tab := start(t)
-		card := callCard("soon", "echo too late")
-		card.ExpiresAt = time.Now().Add(1500 * time.Millisecond)
-		f.add(card)
-		if err := chromedp.Do(tab, chromedp.Navigate(base+"/ui/pending"), chromedp.WaitVisible(chromedp.ID(card.ID))); err != nil {
-			t.Fatal(err)
-		}
-		if err := webtest.WaitFor(tab, fmt.Sprintf(`document.getElementById(%q).classList.contains('expired') && document.querySelector('#approve-%s').disabled`, card.ID, card.ID), webtest.Patience); err != nil {
-			t.Fatalf("the card was not marked expired: %v", err)
-		}
-		// The server refuses even a form submitted past the disabled button.
-		if _, err := webtest.Eval[bool](tab, fmt.Sprintf(`document.querySelector('#approve-%s').form.submit(), true`, card.ID)); err != nil {
-			t.Fatal(err)
-		}
-		if err := webtest.WaitFor(tab, `document.getElementById('flash') && document.getElementById('flash').textContent.includes('expired before your decision')`, webtest.Patience); err != nil {
-			t.Errorf("no clear refusal after expiry: %v", err)
-		}
-		noHits(t, tab)
-	})
-
-	t.Run("CSRF-less POST refused", func(t *testing.T) {
-		f, base, tab := start(t)
-		card := callCard("csrf", "echo x")
-		card.ExpiresAt = time.Now().Add(time.Minute)
-		f.add(card)
-		if err := chromedp.Do(tab, chromedp.Navigate(base+"/ui/pending"), chromedp.WaitVisible(chromedp.ID(card.ID))); err != nil {
-			t.Fatal(err)
-		}
-		status, err := webtest.Eval[int](tab, fmt.Sprintf(`fetch('/ui/approvals/%s/decision', {method: 'POST', body: new URLSearchParams({decision: 'approve', digest: %q})}).then(r => r.status)`, card.ID, card.Digest))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if status != 403 || len(f.decisions) != 0 {
-			t.Errorf("POST without the CSRF token: status %d, %d decisions; want 403 and none", status, len(f.decisions))
-		}
-	})
-
-	t.Run("logout", func(t *testing.T) {
-		_, base, tab := start(t)
-		if err := chromedp.Do(tab, chromedp.Navigate(base+"/ui/pending"), chromedp.Click(chromedp.ID("logout"))); err != nil {
-			t.Fatal(err)
-		}
-		if err := webtest.WaitFor(tab, `location.pathname === '/ui/login' && document.body.textContent.includes('You are logged out')`, webtest.Patience); err != nil {
-			t.Fatal(err)
-		}
-		if err := chromedp.Do(tab, chromedp.Navigate(base+"/ui/pending")); err != nil {
-			t.Fatal(err)
-		}
-		if loc, _ := chromedp.Run(tab, chromedp.Location()); !strings.HasSuffix(loc, "/ui/login") {
-			t.Errorf("after logout the pending page leads to %s, want the login", loc)
-		}
-	})
+// logout ends the session: the pending page leads to the login.
+func (p browserPages) logout(t *testing.T) {
+	_, base, tab := p.start(t)
+	if err := chromedp.Do(tab, chromedp.Navigate(base+"/ui/pending"), chromedp.Click(chromedp.ID("logout"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := webtest.WaitFor(tab, `location.pathname === '/ui/login' && document.body.textContent.includes('You are logged out')`, webtest.Patience); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(tab, chromedp.Navigate(base+"/ui/pending")); err != nil {
+		t.Fatal(err)
+	}
+	if loc, _ := chromedp.Run(tab, chromedp.Location()); !strings.HasSuffix(loc, "/ui/login") {
+		t.Errorf("after logout the pending page leads to %s, want the login", loc)
+	}
 }
 
 // cardCheck is what the browser reports of one card's command.

@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,7 +12,6 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/auditchain"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/engine"
@@ -116,11 +114,11 @@ func (b *EngineBackend) Pending(ctx context.Context) ([]Card, error) {
 }
 
 // card describes a request with everything a reviewer judges it by.
-func (b *EngineBackend) card(ctx context.Context, q approvals.Request, mem []api.Action) Card {
+func (b *EngineBackend) card(ctx context.Context, q engine.Request, mem []api.Action) Card {
 	c := Card{
-		ID: string(q.ID), Kind: q.Kind.String(), Status: q.Status.String(), RunID: string(q.RunID),
+		ID: q.ID, Kind: string(q.Kind), Status: q.State, RunID: q.RunID,
 		Target: q.Target, Account: q.Account, Command: q.Command, Timeout: q.Timeout,
-		Digest: q.Digest.String(), RequestedAt: q.RequestedAt, ExpiresAt: q.ExpiresAt,
+		Digest: q.Digest, RequestedAt: q.RequestedAt, ExpiresAt: q.ExpiresAt,
 		Requester: q.Requester, DecidedBy: q.DecidedBy, Reason: q.Reason, AgentReason: q.AgentReason,
 		Secret: q.Secret, Class: q.Class, ClassReason: q.ClassReason, Escalation: q.Escalation,
 	}
@@ -130,8 +128,8 @@ func (b *EngineBackend) card(ctx context.Context, q approvals.Request, mem []api
 	if t := q.Transfer; t != nil {
 		c.Transfer = t.Direction
 	}
-	if in := q.Stdin; in != nil {
-		c.Stdin = &StdinView{Size: int(in.Size), SHA256: hex.EncodeToString(in.SHA256[:]), Text: in.Text}
+	if q.StdinSHA256 != "" {
+		c.Stdin = &StdinView{Size: int(q.StdinBytes), SHA256: q.StdinSHA256, Text: q.StdinText}
 	}
 	if t, ok := b.review.Target(q.Target); ok {
 		c.Address, c.KnownHosts = t.Address, t.KnownHostsFile != ""
@@ -139,56 +137,44 @@ func (b *EngineBackend) card(ctx context.Context, q approvals.Request, mem []api
 			c.HostKeys = append(c.HostKeys, ssh.FingerprintSHA256(k))
 		}
 	}
-	if run, err := b.runs.Get(ctx, string(q.RunID)); err == nil {
+	if run, err := b.runs.Get(ctx, q.RunID); err == nil {
 		c.Run = runOf(run, mem)
 	}
 	for _, a := range mem {
-		if a.Approval.ID == string(q.ID) && a.State == api.StateWaitingApproval {
+		if a.Approval.ID == q.ID && a.State == api.StateWaitingApproval {
 			c.Waiting = append(c.Waiting, a.ID)
 		}
 	}
-	if q.Kind == approvals.KindRun {
+	if q.ForRun() {
 		c.TTLs, c.DefaultTTL = b.review.TTLChoices()
-	} else if q.Status == approvals.StatusPending {
+	} else if q.Pending() {
 		c.Grants = b.review.GrantChoices(q.Target, q.Account)
 	}
-	c.GrantUntil = q.GrantUntil
+	if q.GrantUntil != nil {
+		c.GrantUntil = *q.GrantUntil
+	}
 	return c
 }
 
 // runOf is a run as the pages show it, with its actions among mem.
-func runOf(r approvals.Run, mem []api.Action) *Run {
+func runOf(r engine.Run, mem []api.Action) *Run {
 	v := &Run{
-		ID: string(r.ID), State: r.State.String(), Kind: "remote", Requester: r.Requester, CreatedAt: r.CreatedAt,
-		Explicit: r.Explicit, DecidedBy: r.DecidedBy, Reason: r.Reason, ExpiresAt: r.ExpiresAt,
-		MaxActions: r.MaxActions, Actions: r.Actions, EndedAt: r.EndedAt, EndedBy: r.EndedBy, EndNote: r.EndNote,
+		ID: r.ID, State: string(r.State), Kind: string(r.Kind), Requester: r.Requester, CreatedAt: r.CreatedAt,
+		Explicit: r.Explicit, DecidedBy: r.DecidedBy, Reason: r.Reason, MaxActions: r.MaxActions, Actions: r.Actions,
+		Scope: r.Scope, EndedAt: r.EndedAt, EndReason: r.EndReason, EndedBy: r.EndedBy, EndNote: r.EndNote,
 	}
-	if r.EndReason != 0 {
-		v.EndReason = r.EndReason.String()
-	}
-	for _, sc := range r.Scope {
-		s := sc.Target
-		if sc.Account != "" {
-			s = sc.Account + "@" + sc.Target
-		}
-		v.Scope = append(v.Scope, s)
+	if r.ExpiresAt != nil {
+		v.ExpiresAt = *r.ExpiresAt
 	}
 	if a := r.Anchor; a != nil {
-		v.Kind = "local"
-		v.Process = &Process{PID: a.ID.PID, StartTime: a.ID.StartTime, Exe: a.Exe, SHA256: a.ExeSHA256,
-			Argv: a.Argv, Cwd: a.Cwd, UID: a.UID, User: a.User}
-		for _, w := range a.Warnings {
-			v.Process.Warnings = append(v.Process.Warnings, approvals.WarningText(w))
-		}
-		if !r.State.Terminal() {
-			v.Process.Covers = engine.AnchorCovers(a.ID)
-		}
-		for _, p := range a.Chain {
-			v.Process.Parents = append(v.Process.Parents, Parent{PID: p.ID.PID, UID: p.UID, Comm: p.Comm, Exe: p.Exe})
+		v.Process = &Process{PID: a.PID, StartTime: a.StartTime, Exe: a.Executable, SHA256: a.SHA256,
+			Argv: a.Argv, Cwd: a.Cwd, UID: a.UID, User: a.User, Warnings: r.AnchorWarnings, Covers: a.Covers}
+		for _, p := range a.Parents {
+			v.Process.Parents = append(v.Process.Parents, Parent{PID: p.PID, UID: p.UID, Comm: p.Argv[0], Exe: p.Executable})
 		}
 	}
 	for _, a := range mem {
-		if a.RunID == string(r.ID) && len(v.Recent) < runHistory {
+		if a.RunID == r.ID && len(v.Recent) < runHistory {
 			v.Recent = append(v.Recent, ActionSummary{ID: a.ID, Target: a.Target, Account: a.Account, Command: a.Command,
 				State: string(a.State), Outcome: nameOf(a.Outcome), ExitCode: a.ExitCode, RequestedAt: a.RequestedAt})
 		}
@@ -215,10 +201,10 @@ func (b *EngineBackend) Decide(ctx context.Context, rv Reviewer, d Decision) (Ca
 	}
 	dec := engine.Decision{Approve: d.Approve, Reason: d.Reason}
 	if d.Approve {
-		if q.Kind == approvals.KindCall {
+		if !q.ForRun() {
 			dec.Grant = d.Grant
 		}
-		if q.Kind == approvals.KindRun {
+		if q.ForRun() {
 			if d.TTL > 0 {
 				ttl := d.TTL
 				dec.TTL = &ttl
@@ -244,7 +230,7 @@ func (b *EngineBackend) Runs(ctx context.Context) ([]Run, error) {
 		return nil, pageError(err)
 	}
 	mem := b.review.Recent()
-	seen := map[approvals.RunID]bool{}
+	seen := map[string]bool{}
 	var out []Run
 	for i := len(active) - 1; i >= 0; i-- {
 		seen[active[i].ID] = true
@@ -252,12 +238,12 @@ func (b *EngineBackend) Runs(ctx context.Context) ([]Run, error) {
 	}
 	ended := 0
 	for _, a := range mem {
-		id := approvals.RunID(a.RunID)
-		if a.RunID == "" || seen[id] || ended == recentRuns {
+		id := a.RunID
+		if id == "" || seen[id] || ended == recentRuns {
 			continue
 		}
 		seen[id] = true
-		run, err := b.runs.Get(ctx, string(id))
+		run, err := b.runs.Get(ctx, id)
 		if err != nil {
 			continue
 		}
@@ -280,7 +266,7 @@ func (b *EngineBackend) Revoke(ctx context.Context, rv Reviewer, runID, note str
 	switch {
 	case err != nil:
 		return pageError(err)
-	case run.State.Terminal():
+	case run.Ended():
 		return ErrRunEnded
 	}
 	if _, err := b.runs.Revoke(ctx, reviewer, runID, note); err != nil {

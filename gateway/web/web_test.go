@@ -463,29 +463,34 @@ func TestDecisions(t *testing.T) {
 			}
 		})
 	}
-	t.Run("bad input", func(t *testing.T) {
-		for name, v := range map[string]url.Values{
-			"no digest":      {"decision": {"approve"}},
-			"bad verdict":    {"decision": {"maybe"}, "digest": {call.Digest}},
-			"bad ttl":        {"decision": {"approve"}, "digest": {call.Digest}, "ttl_s": {"-5"}},
-			"bad max":        {"decision": {"approve"}, "digest": {call.Digest}, "max_actions": {"many"}},
-			"bad grant":      {"decision": {"approve"}, "digest": {call.Digest}, "grant_s": {"-1"}},
-			"huge grant":     {"decision": {"approve"}, "digest": {call.Digest}, "grant_s": {"99999999999999999"}},
-			"long reason":    {"decision": {"deny"}, "digest": {call.Digest}, "reason": {strings.Repeat("x", 1001)}},
-			"invalid reason": {"decision": {"deny"}, "digest": {call.Digest}, "reason": {"\xff"}},
-		} {
-			v.Set("csrf", tok)
-			n := len(f.decisions)
-			res, _ := post(t, c, srv.URL+"/ui/approvals/"+call.ID+"/decision", v)
-			if res.StatusCode != http.StatusBadRequest || len(f.decisions) != n {
-				t.Errorf("%s: status %d, want 400 and no decision", name, res.StatusCode)
-			}
+	t.Run("bad input", func(t *testing.T) { refusesBadDecisions(t, f, c, srv.URL, tok, call) })
+}
+
+// refusesBadDecisions posts malformed decisions on call's request (the
+// pages at base, the form token tok): each is refused, and decides
+// nothing.
+func refusesBadDecisions(t *testing.T, f *fakeBackend, c *http.Client, base, tok string, call Card) {
+	for name, v := range map[string]url.Values{
+		"no digest":      {"decision": {"approve"}},
+		"bad verdict":    {"decision": {"maybe"}, "digest": {call.Digest}},
+		"bad ttl":        {"decision": {"approve"}, "digest": {call.Digest}, "ttl_s": {"-5"}},
+		"bad max":        {"decision": {"approve"}, "digest": {call.Digest}, "max_actions": {"many"}},
+		"bad grant":      {"decision": {"approve"}, "digest": {call.Digest}, "grant_s": {"-1"}},
+		"huge grant":     {"decision": {"approve"}, "digest": {call.Digest}, "grant_s": {"99999999999999999"}},
+		"long reason":    {"decision": {"deny"}, "digest": {call.Digest}, "reason": {strings.Repeat("x", 1001)}},
+		"invalid reason": {"decision": {"deny"}, "digest": {call.Digest}, "reason": {"\xff"}},
+	} {
+		v.Set("csrf", tok)
+		n := len(f.decisions)
+		res, _ := post(t, c, base+"/ui/approvals/"+call.ID+"/decision", v)
+		if res.StatusCode != http.StatusBadRequest || len(f.decisions) != n {
+			t.Errorf("%s: status %d, want 400 and no decision", name, res.StatusCode)
 		}
-		v := url.Values{"csrf": {tok}, "decision": {"approve"}, "digest": {call.Digest}}
-		if res, _ := post(t, c, srv.URL+"/ui/approvals/apr_nope/decision", v); res.StatusCode != http.StatusNotFound {
-			t.Errorf("malformed id: status %d, want 404", res.StatusCode)
-		}
-	})
+	}
+	v := url.Values{"csrf": {tok}, "decision": {"approve"}, "digest": {call.Digest}}
+	if res, _ := post(t, c, base+"/ui/approvals/apr_nope/decision", v); res.StatusCode != http.StatusNotFound {
+		t.Errorf("malformed id: status %d, want 404", res.StatusCode)
+	}
 }
 
 func TestForbiddenDecisionLogsOut(t *testing.T) {
