@@ -38,8 +38,6 @@ type Options struct {
 	Logger hclog.Logger
 	// Version is recorded in gateway.started.
 	Version string
-	// ProcessInspector reads processes for local runs; nil: /proc.
-	ProcessInspector approvals.Inspector
 	// Clock stamps audit entries and action objects and drives every
 	// expiry (approval requests, runs, tokens, login links); nil: the
 	// system clock. Tests move it instead of sleeping.
@@ -194,7 +192,7 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		return fail(err)
 	}
 
-	e.store, err = e.openApprovals(ctx, cfg, o.ProcessInspector)
+	e.store, err = e.openApprovals(ctx, cfg)
 	if err != nil {
 		return fail(err)
 	}
@@ -244,9 +242,9 @@ func (e *core) auditOptions(cfg *config.Config) auditchain.Options {
 	return ao
 }
 
-// openApprovals opens the approvals state of cfg; inspector reads the
-// processes of local runs (nil: /proc).
-func (e *core) openApprovals(ctx context.Context, cfg *config.Config, inspector approvals.Inspector) (*approvals.Store, error) {
+// openApprovals opens the approvals state of cfg, reading local runs'
+// processes from /proc.
+func (e *core) openApprovals(ctx context.Context, cfg *config.Config) (*approvals.Store, error) {
 	return approvals.Open(ctx, approvals.Options{
 		Path:                   filepath.Join(cfg.StateDir, "state.db"),
 		DB:                     e.pg,
@@ -260,7 +258,7 @@ func (e *core) openApprovals(ctx context.Context, cfg *config.Config, inspector 
 		MaxPendingPerRun:       cfg.Approval.MaxPendingPerRun,
 		MaxPendingPerRequester: cfg.Approval.MaxPendingPerRequester,
 		Links:                  cfg.ReviewerLinks,
-		Inspector:              redactingInspector{Inspector: cmp.Or[approvals.Inspector](inspector, &approvals.ProcFS{}), redactor: func() *redact.Redactor { return e.conf().redactor }},
+		Inspector:              redactingInspector{Inspector: &approvals.ProcFS{}, redactor: func() *redact.Redactor { return e.conf().redactor }},
 		Clock:                  e.clock,
 		Logger:                 e.log.Named("approvals"),
 	})
