@@ -332,21 +332,31 @@ func approvalsList(args []string, stdout, stderr io.Writer) int {
 
 // approvalsShow prints one pending request with everything a reviewer
 // judges it by.
+// approvalArg parses a verb's flags and its one argument, an approval's
+// id, and logs the reviewer in.
+func (rf *reviewerFlags) approvalArg(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (string, *api.Client, int, bool) {
+	id, code, ok := parseVerb(fs, args, 1, stdout, stderr)
+	if !ok {
+		return "", nil, code, false
+	}
+	if id == "" {
+		return "", nil, failf(stderr, "which approval? pass its ID (see airlock approvals list)"), false
+	}
+	c, err := rf.login(ctx, stderr)
+	if err != nil {
+		return "", nil, failf(stderr, "%v", err), false
+	}
+	return id, c, 0, true
+}
+
 func approvalsShow(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("airlock approvals show", "airlock approvals show [flags] ID", stderr)
 	rf := addReviewerFlags(fs, true)
 	reveal := fs.Bool("reveal", false, "also show the original of a command stored redacted (recorded in the audit log as command.revealed)")
-	id, code, ok := parseVerb(fs, args, 1, stdout, stderr)
+	ctx := context.Background()
+	id, c, code, ok := rf.approvalArg(ctx, fs, args, stdout, stderr)
 	if !ok {
 		return code
-	}
-	if id == "" {
-		return failf(stderr, "which approval? pass its ID (see airlock approvals list)")
-	}
-	ctx := context.Background()
-	c, err := rf.login(ctx, stderr)
-	if err != nil {
-		return failf(stderr, "%v", err)
 	}
 	list, err := c.Approvals(ctx, "pending")
 	if err != nil {
@@ -469,17 +479,10 @@ func approvalsDecide(verb string, args []string, stdout, stderr io.Writer) int {
 	} else {
 		fs.StringVar(&d.Reason, "reason", "", "the reason the agent is told")
 	}
-	id, code, ok := parseVerb(fs, args, 1, stdout, stderr)
+	ctx := context.Background()
+	id, c, code, ok := rf.approvalArg(ctx, fs, args, stdout, stderr)
 	if !ok {
 		return code
-	}
-	if id == "" {
-		return failf(stderr, "which approval? pass its ID (see airlock approvals list)")
-	}
-	ctx := context.Background()
-	c, err := rf.login(ctx, stderr)
-	if err != nil {
-		return failf(stderr, "%v", err)
 	}
 	d.Decision = api.Decision(verb)
 	if ttl > 0 {
