@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/sshexec"
 
 	"github.com/google/go-cmp/cmp"
@@ -116,26 +117,23 @@ func callParams(name string, args map[string]any) *sdk.CallToolParams {
 // waiting for it.
 func (g *testGateway) finishedEntry(t *testing.T, actionID string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(patience)
-	for {
+	f := map[string]any{}
+	testkit.EventuallyErr(t, func() error {
 		recs, err := g.srv.eng.Audit().Reader().ActionEntries(context.Background(), actionID)
 		if err != nil {
-			t.Fatal(err)
+			return testkit.Stop(err)
 		}
 		for _, r := range recs {
 			if r.Kind == auditchain.KindActionFinished {
-				f := map[string]any{}
 				for _, name := range []string{"outcome", "detail", "termination"} {
 					f[name], _ = r.Field(name)
 				}
-				return f
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("action %s was never finished in the audit log", actionID)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return errors.New("no action.finished entry yet")
+	}, "action %s to be finished in the audit log", actionID)
+	return f
 }
 
 // mcpLifecycle drives every tool through a session on g: list_targets,
