@@ -211,6 +211,36 @@ func mcpLifecycle(t *testing.T, g *testGateway, cs *sdk.ClientSession, l *mcptes
 		t.Errorf("denied: isError %v %+v\n%s", res.IsError, a, mcptest.Text(res))
 	}
 
+	mcpCancel(t, g, cs, l)
+
+	res, err = cs.CallTool(ctx, callParams("ssh_exec", map[string]any{"target": "box-run", "command": 7}))
+	if err != nil || !res.IsError {
+		t.Errorf("bad arguments: %v %+v", err, res)
+	}
+	_, err = cs.CallTool(ctx, callParams("ssh_shell", map[string]any{"host": "10.0.0.1"}))
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) {
+		t.Errorf("unknown tool: %v, want a JSON-RPC error", err)
+	}
+	g.verifyAudit()
+}
+
+// seqText is what `seq 1 n` prints.
+func seqText(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		b.WriteString(strconv.Itoa(i))
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// mcpCancel: a call cancelled while its action waits for a reviewer, or
+// while the command runs, ends the action as cancelled in the audit log;
+// a request left waiting is withdrawn, not left for a reviewer to approve.
+func mcpCancel(t *testing.T, g *testGateway, cs *sdk.ClientSession, l *mcptest.Events) {
+	t.Helper()
+	ctx := context.Background()
 	for _, tt := range []struct {
 		name    string
 		target  string
@@ -252,27 +282,6 @@ func mcpLifecycle(t *testing.T, g *testGateway, cs *sdk.ClientSession, l *mcptes
 			}
 		})
 	}
-
-	res, err = cs.CallTool(ctx, callParams("ssh_exec", map[string]any{"target": "box-run", "command": 7}))
-	if err != nil || !res.IsError {
-		t.Errorf("bad arguments: %v %+v", err, res)
-	}
-	_, err = cs.CallTool(ctx, callParams("ssh_shell", map[string]any{"host": "10.0.0.1"}))
-	var werr *jsonrpc.Error
-	if !errors.As(err, &werr) {
-		t.Errorf("unknown tool: %v, want a JSON-RPC error", err)
-	}
-	g.verifyAudit()
-}
-
-// seqText is what `seq 1 n` prints.
-func seqText(n int) string {
-	var b strings.Builder
-	for i := 1; i <= n; i++ {
-		b.WriteString(strconv.Itoa(i))
-		b.WriteByte('\n')
-	}
-	return b.String()
 }
 
 // mcpSizedOutput: long output comes as its head and its end with the
