@@ -11,6 +11,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/airlockgw/airlock/deploy"
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/gateway/gatewaytest"
@@ -110,7 +111,7 @@ target %q {
 	if a.Outcome != sshexec.DialFailed || a.Hop != "db-other" || !strings.Contains(a.Detail, "jump host bastion") {
 		t.Fatalf("unpermitted destination: outcome %s hop %q (%s)", a.Outcome, a.Hop, a.Detail)
 	}
-	if !bastion.WaitLog("to connect to host 127.0.0.1 port 1, but the request was denied", patience) {
+	if !bastion.WaitLog("to connect to host 127.0.0.1 port 1, but the request was denied", testkit.Patience) {
 		t.Errorf("the bastion did not refuse the destination itself")
 	}
 	if strings.Contains(bastion.Log(), "Starting session") {
@@ -165,7 +166,7 @@ func TestBastionWithGatewayCA(t *testing.T) {
 	if len(conn) != 1 || !strings.Contains(fmt.Sprint(conn[0].Fields["via"]), "(certificate airlock:"+r.a.ID) {
 		t.Errorf("action.connecting does not name the hop's certificate: %+v", conn)
 	}
-	if !bastion.WaitLog("ID airlock:"+r.a.ID, patience) {
+	if !bastion.WaitLog("ID airlock:"+r.a.ID, testkit.Patience) {
 		t.Errorf("the bastion's log does not name the action's certificate")
 	}
 	g.verifyAudit()

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/airlockgw/airlock/deploy/securefile"
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/sshexec"
 
 	"github.com/google/go-cmp/cmp"
@@ -38,7 +39,7 @@ const tailPolicySize = 64 << 10
 
 const (
 	testReviewer = "alice"
-	testPassword = "correct horse battery staple"
+	testPassword = testkit.Password
 )
 
 // testGateway is a running gateway for one test.
@@ -203,27 +204,15 @@ func (g *testGateway) decideNext(kind, decision, reason string) api.Approval {
 // (bound to the digest it read).
 func (g *testGateway) decideNextWith(kind string, d api.DecisionRequest) api.Approval {
 	g.t.Helper()
-	deadline := time.Now().Add(patience)
-	for time.Now().Before(deadline) {
-		pending, err := g.reviewer.Approvals(context.Background(), "pending")
-		if err != nil {
-			g.t.Fatal(err)
-		}
-		if len(pending) > 0 {
-			a := pending[0]
-			if string(a.Kind) != kind {
-				g.t.Fatalf("pending approval is a %s, want a %s", a.Kind, kind)
-			}
-			d.Digest = a.Digest
-			if _, err := g.reviewer.Decide(context.Background(), a.ID, d); err != nil {
-				g.t.Fatalf("decide: %v", err)
-			}
-			return a
-		}
-		time.Sleep(20 * time.Millisecond)
+	a := g.waitPending(1)[0]
+	if string(a.Kind) != kind {
+		g.t.Fatalf("pending approval is a %s, want a %s", a.Kind, kind)
 	}
-	g.t.Fatal("no approval request appeared")
-	return api.Approval{}
+	d.Digest = a.Digest
+	if _, err := g.reviewer.Decide(context.Background(), a.ID, d); err != nil {
+		g.t.Fatalf("decide: %v", err)
+	}
+	return a
 }
 
 // runAsync starts an action and returns a channel with its result.
@@ -461,11 +450,10 @@ func TestRefusedOutcomeIsRecordedLate(t *testing.T) {
 		t.Fatalf("got %+v %v, want audit_unavailable saying the command may have run", r.a, r.err)
 	}
 	var got []auditEntry
-	for deadline := time.Now().Add(patience); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if got = g.auditEntries("action.finished", r.a.ID); len(got) > 0 {
-			break
-		}
-	}
+	testkit.Poll(testkit.Patience, func() bool {
+		got = g.auditEntries("action.finished", r.a.ID)
+		return len(got) > 0
+	})
 	if len(got) != 1 {
 		t.Fatalf("%d action.finished entries for the action, want 1", len(got))
 	}
@@ -770,17 +758,18 @@ func TestTokenRotationCutsLiveConnections(t *testing.T) {
 	}
 }
 
-func (g *testGateway) waitPending(n int) {
+// waitPending waits until the reviewer sees at least n pending approvals
+// and returns them.
+func (g *testGateway) waitPending(n int) []api.Approval {
 	g.t.Helper()
-	deadline := time.Now().Add(patience)
-	for time.Now().Before(deadline) {
-		p, err := g.reviewer.Approvals(context.Background(), "pending")
-		if err == nil && len(p) >= n {
-			return
+	var pending []api.Approval
+	testkit.EventuallyErr(g.t, func() (err error) {
+		if pending, err = g.reviewer.Approvals(context.Background(), "pending"); err == nil && len(pending) < n {
+			err = fmt.Errorf("%d pending", len(pending))
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	g.t.Fatalf("%d pending approvals did not appear", n)
+		return err
+	}, "%d pending approvals to appear", n)
+	return pending
 }
 
 func TestMaxParallelQueuesWithinTheDeadline(t *testing.T) {
@@ -798,11 +787,7 @@ func TestMaxParallelQueuesWithinTheDeadline(t *testing.T) {
 	// the target's one slot from before its dial to its end.
 	holding := func(before int) {
 		t.Helper()
-		for deadline := time.Now().Add(patience); accepted() == before; time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the action holding the slot did not log in")
-			}
-		}
+		testkit.Eventually(t, func() bool { return accepted() != before }, "the action holding the slot to log in")
 	}
 	// One slot: the second action waits for the first.
 	before := accepted()
@@ -883,7 +868,7 @@ func TestPerActionCertificate(t *testing.T) {
 		t.Errorf("action.connecting records key id %q serial %d; want airlock:%s and the action.requested seq %d", keyID, serial, r.a.ID, requestedSeq)
 	}
 	want := fmt.Sprintf("ID airlock:%s (serial %d)", r.a.ID, requestedSeq)
-	if !s.WaitLog(want, patience) {
+	if !s.WaitLog(want, testkit.Patience) {
 		t.Errorf("sshd did not log %q", want)
 	}
 }
@@ -979,12 +964,10 @@ func TestCallerGoingAwayCancels(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	var a *api.Action
-	for deadline := time.Now().Add(patience); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	testkit.Poll(testkit.Patience, func() bool {
 		a, err = g.reviewer.Action(context.Background(), id)
-		if err == nil && a.Outcome.Valid() {
-			break
-		}
-	}
+		return err == nil && a.Outcome.Valid()
+	})
 	if a == nil || a.Outcome != sshexec.Cancelled || a.Termination != sshexec.Confirmed || a.Stdout != "started\n" {
 		t.Fatalf("after the caller went away: %+v %v, want cancelled/confirmed with the output so far", a, err)
 	}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/airlockgw/airlock/auditchain"
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/gateway/engine"
@@ -31,7 +32,7 @@ import (
 // address, as the gateway sees it.
 func fromAddress(ip string) *http.Client {
 	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
-	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}, Timeout: patience}
+	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}, Timeout: testkit.Patience}
 }
 
 // postLogin sends one POST /v1/login and returns its status.
@@ -307,18 +308,17 @@ func TestPendingRequestsAreCapped(t *testing.T) {
 	ctx := context.Background()
 	pending := func(want int) []api.Approval {
 		t.Helper()
-		for deadline := time.Now().Add(patience); ; time.Sleep(20 * time.Millisecond) {
-			ps, err := g.reviewer.Approvals(ctx, "pending")
-			if err != nil {
-				t.Fatal(err)
+		var ps []api.Approval
+		testkit.EventuallyErr(t, func() (err error) {
+			if ps, err = g.reviewer.Approvals(ctx, "pending"); err != nil {
+				return testkit.Stop(err)
 			}
-			if len(ps) == want || time.Now().After(deadline) {
-				if len(ps) != want {
-					t.Fatalf("%d pending requests, want %d", len(ps), want)
-				}
-				return ps
+			if len(ps) != want {
+				return fmt.Errorf("%d pending requests, want %d", len(ps), want)
 			}
-		}
+			return nil
+		}, "the pending requests")
+		return ps
 	}
 	type result struct {
 		a   *api.Action
@@ -566,13 +566,7 @@ func TestLinkedReviewerCannotApproveHerAgent(t *testing.T) {
 		a, _ := c.RunAction(actx, api.ActionRequest{Target: "box-run", Command: "echo must not run"}, api.Events{})
 		res <- a
 	}()
-	var pending []api.Approval
-	for deadline := time.Now().Add(patience); len(pending) == 0; time.Sleep(20 * time.Millisecond) {
-		pending, _ = g.reviewer.Approvals(ctx, "pending")
-		if time.Now().After(deadline) {
-			t.Fatal("no request appeared")
-		}
-	}
+	pending := g.waitPending(1)
 	_, err := g.reviewer.Decide(ctx, pending[0].ID, api.DecisionRequest{Decision: api.DecisionApprove, Digest: pending[0].Digest})
 	var ae *api.Error
 	if !errors.As(err, &ae) || ae.Status != http.StatusForbidden {

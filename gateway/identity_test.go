@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/engine"
 	"github.com/airlockgw/airlock/gateway/gatewaytest/idp"
@@ -344,7 +345,7 @@ func TestDisabledReviewerLosesItsStreamAtOnce(t *testing.T) {
 		if !errors.As(err, &ae) || ae.Err.Code != api.CodeUnauthorized || !strings.Contains(ae.Err.Message, "session ended") {
 			t.Errorf("the stream ended with %v, want the session's end", err)
 		}
-	case <-time.After(patience):
+	case <-time.After(testkit.Patience):
 		t.Fatal("a disabled reviewer still follows the action")
 	}
 	if _, err := rita.Approvals(ctx, "pending"); err == nil {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/gateway/gatewaytest"
@@ -153,7 +154,7 @@ func TestSelfApprovalThroughSu(t *testing.T) {
 	}
 	select {
 	case <-done:
-	case <-time.After(patience):
+	case <-time.After(testkit.Patience):
 		agent.Process.Kill()
 		t.Fatal("the agent did not end after the denial")
 	}

@@ -4,17 +4,16 @@ import (
 	"os"
 	"runtime"
 	"testing"
-	"time"
 
 	"github.com/airlockgw/airlock/deploy/pgtest"
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/gateway/gatewaytest"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
 
-// patience bounds a test's wait for something that must happen. It only
-// turns a hang into a failure: a wait ends as soon as the condition
-// holds, so a busy machine makes the suite slower, never red.
-const patience = time.Minute
+// patience is testkit.Patience under the name the tests not yet moved to
+// the kit still use.
+const patience = testkit.Patience
 
 // shared is one real sshd for the package's tests that do not change it.
 var (

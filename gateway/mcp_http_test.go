@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/sshexec"
 
 	"github.com/google/go-cmp/cmp"
@@ -116,26 +117,23 @@ func callParams(name string, args map[string]any) *sdk.CallToolParams {
 // waiting for it.
 func (g *testGateway) finishedEntry(t *testing.T, actionID string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(patience)
-	for {
+	f := map[string]any{}
+	testkit.EventuallyErr(t, func() error {
 		recs, err := g.srv.eng.Audit().Reader().ActionEntries(context.Background(), actionID)
 		if err != nil {
-			t.Fatal(err)
+			return testkit.Stop(err)
 		}
 		for _, r := range recs {
 			if r.Kind == auditchain.KindActionFinished {
-				f := map[string]any{}
 				for _, name := range []string{"outcome", "detail", "termination"} {
 					f[name], _ = r.Field(name)
 				}
-				return f
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("action %s was never finished in the audit log", actionID)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return errors.New("no action.finished entry yet")
+	}, "action %s to be finished in the audit log", actionID)
+	return f
 }
 
 // mcpLifecycle drives every tool through a session on g: list_targets,
@@ -213,6 +211,36 @@ func mcpLifecycle(t *testing.T, g *testGateway, cs *sdk.ClientSession, l *mcptes
 		t.Errorf("denied: isError %v %+v\n%s", res.IsError, a, mcptest.Text(res))
 	}
 
+	mcpCancel(t, g, cs, l)
+
+	res, err = cs.CallTool(ctx, callParams("ssh_exec", map[string]any{"target": "box-run", "command": 7}))
+	if err != nil || !res.IsError {
+		t.Errorf("bad arguments: %v %+v", err, res)
+	}
+	_, err = cs.CallTool(ctx, callParams("ssh_shell", map[string]any{"host": "10.0.0.1"}))
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) {
+		t.Errorf("unknown tool: %v, want a JSON-RPC error", err)
+	}
+	g.verifyAudit()
+}
+
+// seqText is what `seq 1 n` prints.
+func seqText(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		b.WriteString(strconv.Itoa(i))
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// mcpCancel: a call cancelled while its action waits for a reviewer, or
+// while the command runs, ends the action as cancelled in the audit log;
+// a request left waiting is withdrawn, not left for a reviewer to approve.
+func mcpCancel(t *testing.T, g *testGateway, cs *sdk.ClientSession, l *mcptest.Events) {
+	t.Helper()
+	ctx := context.Background()
 	for _, tt := range []struct {
 		name    string
 		target  string
@@ -254,27 +282,6 @@ func mcpLifecycle(t *testing.T, g *testGateway, cs *sdk.ClientSession, l *mcptes
 			}
 		})
 	}
-
-	res, err = cs.CallTool(ctx, callParams("ssh_exec", map[string]any{"target": "box-run", "command": 7}))
-	if err != nil || !res.IsError {
-		t.Errorf("bad arguments: %v %+v", err, res)
-	}
-	_, err = cs.CallTool(ctx, callParams("ssh_shell", map[string]any{"host": "10.0.0.1"}))
-	var werr *jsonrpc.Error
-	if !errors.As(err, &werr) {
-		t.Errorf("unknown tool: %v, want a JSON-RPC error", err)
-	}
-	g.verifyAudit()
-}
-
-// seqText is what `seq 1 n` prints.
-func seqText(n int) string {
-	var b strings.Builder
-	for i := 1; i <= n; i++ {
-		b.WriteString(strconv.Itoa(i))
-		b.WriteByte('\n')
-	}
-	return b.String()
 }
 
 // mcpSizedOutput: long output comes as its head and its end with the

@@ -93,14 +93,7 @@ func TestPolicyGrantCoversARepeatNotAVariant(t *testing.T) {
 
 	// Over the account's bound: refused, nothing decided.
 	res := g.runAsync(req)
-	var first api.Approval
-	deadline := time.Now().Add(patience)
-	for first.ID == "" && time.Now().Before(deadline) {
-		if p, _ := g.reviewer.Approvals(ctx, "pending"); len(p) > 0 {
-			first = p[0]
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	first := g.waitPending(1)[0]
 	if first.MaxGrantS != 600 {
 		t.Errorf("the pending call offers a grant of %ds, want 600", first.MaxGrantS)
 	}

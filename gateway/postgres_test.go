@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/airlockgw/airlock/deploy/pgtest"
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/gateway/gatewaytest"
@@ -26,6 +27,18 @@ func storageBlock(dsn string) string {
 // With a storage block, the whole flow runs on PostgreSQL: nothing of the
 // state, the audit log or the outputs goes to SQLite files, and the log
 // verifies from the database.
+// succeeds is nil for an action that ran and succeeded, else what it
+// ended as: the condition of a wait for actions to be taken again.
+func succeeds(a *api.Action, err error) error {
+	if err != nil {
+		return err
+	}
+	if !a.Success() {
+		return fmt.Errorf("%s: %s", a.Outcome, a.Detail)
+	}
+	return nil
+}
+
 func TestPostgresStorage(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.Shared(t).NewDatabase(t)
@@ -97,15 +110,7 @@ func TestPostgresReplicas(t *testing.T) {
 	ctx := context.Background()
 
 	res := a.runAsync(api.ActionRequest{Target: "box-call", Command: "echo from-a"})
-	var pending []api.Approval
-	deadline := time.Now().Add(patience)
-	for len(pending) == 0 && time.Now().Before(deadline) {
-		var err error
-		if pending, err = c.reviewer.Approvals(ctx, "pending"); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	pending := c.waitPending(1)
 	if len(pending) != 1 || pending[0].Command != "echo from-a" {
 		t.Fatalf("C's pending list: %+v", pending)
 	}
@@ -161,17 +166,9 @@ func TestPostgresRestartFailsClosed(t *testing.T) {
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(patience)
-	for {
-		a, err := run()
-		if err == nil && a.Success() {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the gateway did not take actions again after PostgreSQL came back: %+v %v", a, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	testkit.EventuallyErr(t, func() error {
+		return succeeds(run())
+	}, "the gateway to take actions again after PostgreSQL came back")
 	g.verifyAudit()
 }
 
@@ -289,18 +286,14 @@ func TestPostgresReplicaCutOff(t *testing.T) {
 	}
 	long := a.runAsync(api.ActionRequest{Target: "box-run", Command: "sleep 60"})
 	var inflight string
-	deadline := time.Now().Add(patience)
-	for inflight == "" {
-		if time.Now().After(deadline) {
-			t.Fatal("the long action did not connect")
-		}
-		time.Sleep(50 * time.Millisecond)
+	testkit.Eventually(t, func() bool {
 		for _, e := range b.auditEntries("action.connecting", "") {
 			if len(b.auditEntries("action.finished", e.ActionID)) == 0 {
 				inflight = e.ActionID
 			}
 		}
-	}
+		return inflight != ""
+	}, "the long action to connect")
 	heal := cutOff(t, pgtest.AltHost, c.Port)
 
 	// A cancels its action and refuses new ones without dialing.
@@ -312,30 +305,17 @@ func TestPostgresReplicaCutOff(t *testing.T) {
 		t.Errorf("the cut replica took an action: %+v", a2)
 	}
 	// B finishes A's action once A's lease ran out.
-	deadline = time.Now().Add(patience)
-	for {
-		fin := b.auditEntries("action.finished", inflight)
-		if len(fin) == 1 && fin[0].Fields["outcome"] == "interrupted" {
-			break
+	testkit.EventuallyErr(t, func() error {
+		if fin := b.auditEntries("action.finished", inflight); len(fin) != 1 || fin[0].Fields["outcome"] != "interrupted" {
+			return fmt.Errorf("action.finished entries %+v, want one interrupted", fin)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("B did not finish the cut replica's action: %+v", fin)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	}, "B to finish the cut replica's action")
 	heal()
 	// A comes back by itself; nothing has two outcomes.
-	deadline = time.Now().Add(patience)
-	for {
-		a3, err := a.agent.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: "echo back"}, api.Events{})
-		if err == nil && a3.Success() {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the replica did not take actions again after the cut healed: %+v %v", a3, err)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	testkit.EventuallyErr(t, func() error {
+		return succeeds(a.agent.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: "echo back"}, api.Events{}))
+	}, "the replica to take actions again after the cut healed")
 	seen := map[string]int{}
 	for _, e := range b.auditEntries("action.finished", "") {
 		seen[e.ActionID]++
@@ -401,17 +381,9 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 	}
 	// Both replicas take actions again by themselves.
 	for _, g := range []*testGateway{a, b} {
-		deadline := time.Now().Add(patience)
-		for {
-			ac, err := g.agent.RunAction(context.Background(), api.ActionRequest{Target: "box-run", Command: "echo back"}, api.Events{})
-			if err == nil && ac.Success() {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("a replica did not take actions again: %+v %v", ac, err)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+		testkit.EventuallyErr(t, func() error {
+			return succeeds(g.agent.RunAction(context.Background(), api.ActionRequest{Target: "box-run", Command: "echo back"}, api.Events{}))
+		}, "a replica to take actions again")
 	}
 	stop()
 	wg.Wait()
@@ -427,8 +399,7 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 	}
 	// Outcomes recorded late land once the database is back: wait until
 	// every action that connected has one, then check there is one each.
-	deadline := time.Now().Add(patience)
-	for {
+	testkit.EventuallyErr(t, func() error {
 		fin := map[string]int{}
 		for _, e := range a.auditEntries("action.finished", "") {
 			fin[e.ActionID]++
@@ -441,17 +412,14 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 		}
 		for id, n := range fin {
 			if n != 1 {
-				t.Fatalf("action %s has %d outcomes", id, n)
+				return testkit.Stop(fmt.Errorf("action %s has %d outcomes", id, n))
 			}
 		}
-		if missing == 0 {
-			break
+		if missing > 0 {
+			return fmt.Errorf("%d actions that connected have no outcome", missing)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d actions that connected have no outcome", missing)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return nil
+	}, "every action that connected to have one outcome")
 	a.verifyAudit()
 }
 

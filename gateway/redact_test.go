@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/config"
@@ -36,21 +35,7 @@ func TestCommandRedaction(t *testing.T) {
 	// A call: the reviewer sees it redacted, reveals it (recorded), and
 	// after the decision the original is gone.
 	res := g.runAsync(api.ActionRequest{Target: "box-call", Command: command})
-	var ap api.Approval
-	for deadline := time.Now().Add(patience); ; {
-		pending, err := g.reviewer.Approvals(ctx, "pending")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(pending) > 0 {
-			ap = pending[0]
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no approval request")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	ap := g.waitPending(1)[0]
 	if ap.Command != shown || len(ap.Redactions) != 1 || ap.Redactions[0] != (api.Redaction{Rule: "aws-access-key", Offset: 10, Length: 20}) {
 		t.Fatalf("the reviewer's view: %q %+v", ap.Command, ap.Redactions)
 	}

@@ -3,15 +3,16 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/crypto/ssh"
 
 	"github.com/airlockgw/airlock/deploy"
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/engine"
 	"github.com/airlockgw/airlock/sshexec"
@@ -61,15 +62,7 @@ func TestReloadAfterAHostKeyRotation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(patience); ; time.Sleep(20 * time.Millisecond) {
-		a, err := g.agent.Action(ctx, inflightID)
-		if err != nil || a.State == api.StateFinished || time.Now().After(deadline) {
-			t.Fatalf("the action to keep in flight: %+v %v", a, err)
-		}
-		if a.State == api.StateRunning {
-			break
-		}
-	}
+	g.waitRunning(inflightID)
 	src, err := os.ReadFile(g.cfg.Path)
 	if err != nil {
 		t.Fatal(err)
@@ -154,4 +147,22 @@ func dropTarget(t *testing.T, src, name string) string {
 	}
 	end := strings.Index(src[start:], "\n}\n")
 	return src[:start] + src[start+end+3:]
+}
+
+// waitRunning waits until the agent sees action id running, and fails at
+// once when it finished instead.
+func (g *testGateway) waitRunning(id string) {
+	g.t.Helper()
+	testkit.EventuallyErr(g.t, func() error {
+		a, err := g.agent.Action(context.Background(), id)
+		switch {
+		case err != nil:
+			return testkit.Stop(err)
+		case a.State == api.StateFinished:
+			return testkit.Stop(fmt.Errorf("finished: %+v", a))
+		case a.State != api.StateRunning:
+			return fmt.Errorf("state %s", a.State)
+		}
+		return nil
+	}, "action %s to run", id)
 }

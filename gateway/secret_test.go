@@ -85,28 +85,7 @@ func TestSecretDeliveredOnStdin(t *testing.T) {
 	if err != nil || !a.Success() || a.Stdout != "[secret db-password]\n" {
 		t.Fatalf("tail account: %v %+v", err, a)
 	}
-	var answers [][]byte
-	for _, id := range []string{r.a.ID, a.ID} {
-		for _, c := range []*api.Client{g.agent, g.reviewer} {
-			got, err := c.Action(ctx, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, _ := json.Marshal(got)
-			answers = append(answers, b)
-			for _, stream := range []string{"stdout", "stderr", "stdin"} {
-				if p, err := c.Output(ctx, id, stream, 0, 1<<20); err == nil {
-					b, _ := json.Marshal(p)
-					answers = append(answers, b)
-				}
-			}
-		}
-	}
-	raw, err := g.reviewer.AuditEntries(ctx, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	answers = append(answers, raw)
+	answers := g.readBack(t, r.a.ID, a.ID)
 	for _, b := range answers {
 		if bytes.Contains(b, []byte(value)) {
 			t.Errorf("an API answer holds the secret's value: %s", b)
@@ -143,33 +122,68 @@ func TestSecretDeliveredOnStdin(t *testing.T) {
 	}
 	// Every file of the state directory, WAL files included: while the
 	// gateway runs, and once it stopped and checkpointed them.
-	scan := func(when string) map[string]bool {
-		seen := map[string]bool{}
-		err := filepath.WalkDir(g.cfg.StateDir, func(path string, d os.DirEntry, err error) error {
-			if err != nil || d.IsDir() || d.Type()&os.ModeSocket != 0 {
-				return err
-			}
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			seen[filepath.Base(path)] = true
-			if bytes.Contains(b, []byte(value)) {
-				t.Errorf("%s: %s holds the secret's value", when, filepath.Base(path))
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return seen
-	}
-	running := scan("running")
+	running := scanForValue(t, g.cfg.StateDir, value, "running")
 	for _, f := range []string{"audit.db", "audit.db-wal", "outputs.db", "outputs.db-wal", "state.db"} {
 		if !running[f] {
 			t.Errorf("no %s was read (files: %v)", f, running)
 		}
 	}
 	g.stop()
-	scan("stopped")
+	scanForValue(t, g.cfg.StateDir, value, "stopped")
+}
+
+// readBack is every answer the agent and a reviewer get about the actions
+// ids: each action, each of its streams, and then the whole audit log.
+// The agent's view of ids[0] comes first.
+func (g *testGateway) readBack(t *testing.T, ids ...string) [][]byte {
+	t.Helper()
+	ctx := context.Background()
+	var answers [][]byte
+	for _, id := range ids {
+		for _, c := range []*api.Client{g.agent, g.reviewer} {
+			got, err := c.Action(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := json.Marshal(got)
+			answers = append(answers, b)
+			for _, stream := range []string{"stdout", "stderr", "stdin"} {
+				if p, err := c.Output(ctx, id, stream, 0, 1<<20); err == nil {
+					b, _ := json.Marshal(p)
+					answers = append(answers, b)
+				}
+			}
+		}
+	}
+	raw, err := g.reviewer.AuditEntries(ctx, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(answers, raw)
+}
+
+// scanForValue reads every file under dir (sockets aside) and fails t for
+// each that holds value, saying when it looked; it returns the names of
+// the files it read.
+func scanForValue(t *testing.T, dir, value, when string) map[string]bool {
+	t.Helper()
+	seen := map[string]bool{}
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Type()&os.ModeSocket != 0 {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		seen[filepath.Base(path)] = true
+		if bytes.Contains(b, []byte(value)) {
+			t.Errorf("%s: %s holds the secret's value", when, filepath.Base(path))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seen
 }

@@ -48,26 +48,9 @@ sso {
 	p.AddWebClient("airlock-web", "web client secret", g.base+"/ui/sso/callback")
 	ctx := context.Background()
 
-	ssoLogin := func(t *testing.T, tab context.Context, user, password string) {
-		t.Helper()
-		if err := chromedp.Do(tab, chromedp.Navigate(g.base+"/ui/login"), chromedp.WaitVisible(chromedp.ID("sso-button")),
-			chromedp.Click(chromedp.ID("sso-button")), chromedp.WaitVisible(chromedp.ID("username")),
-			chromedp.SendKeys(chromedp.ID("username"), user), chromedp.SendKeys(chromedp.ID("password"), password),
-			chromedp.Submit(chromedp.ID("password"))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	problem := func(t *testing.T, tab context.Context, want string) {
-		t.Helper()
-		if err := webtest.WaitFor(tab, fmt.Sprintf(`document.getElementById('problem') && document.getElementById('problem').textContent.includes(%q)`, want), webtest.Patience); err != nil {
-			text, _ := webtest.Eval[string](tab, `document.body.textContent.slice(0, 600)`)
-			t.Fatalf("the page does not say %q; it says %q", want, text)
-		}
-	}
-
 	t.Run("a group member logs in, approves and logs out", func(t *testing.T) {
 		tab := webtest.Tab(t, browser)
-		ssoLogin(t, tab, "sofia", "sofia's idp password")
+		ssoLogin(t, tab, g.base, "sofia", "sofia's idp password")
 		if err := webtest.WaitFor(tab, `location.pathname === '/ui/pending' && document.title.includes('Pending approvals')`, webtest.Patience); err != nil {
 			text, _ := webtest.Eval[string](tab, `location.href + ' ' + document.body.textContent.slice(0, 600)`)
 			t.Fatalf("after the provider's login: %v; the page: %q", err, text)
@@ -116,14 +99,14 @@ sso {
 
 	t.Run("a member of no reviewer group is refused", func(t *testing.T) {
 		tab := webtest.Tab(t, browser)
-		ssoLogin(t, tab, "mallory", "mallory's idp password")
-		problem(t, tab, "mallory is in none of the reviewer groups")
+		ssoLogin(t, tab, g.base, "mallory", "mallory's idp password")
+		wantProblem(t, tab, "mallory is in none of the reviewer groups")
 	})
 
 	t.Run("a password account's name is not taken over", func(t *testing.T) {
 		tab := webtest.Tab(t, browser)
-		ssoLogin(t, tab, testReviewer, "the namesake's password")
-		problem(t, tab, "a password account is named "+testReviewer)
+		ssoLogin(t, tab, g.base, testReviewer, "the namesake's password")
+		wantProblem(t, tab, "a password account is named "+testReviewer)
 	})
 
 	t.Run("a disabled account is refused", func(t *testing.T) {
@@ -131,8 +114,8 @@ sso {
 			t.Fatal(err)
 		}
 		tab := webtest.Tab(t, browser)
-		ssoLogin(t, tab, "sofia", "sofia's idp password")
-		problem(t, tab, "the reviewer account sofia is disabled")
+		ssoLogin(t, tab, g.base, "sofia", "sofia's idp password")
+		wantProblem(t, tab, "the reviewer account sofia is disabled")
 	})
 
 	t.Run("a callback this browser did not begin is refused", func(t *testing.T) {
@@ -140,7 +123,7 @@ sso {
 		if err := chromedp.Do(tab, chromedp.Navigate(g.base+"/ui/sso/callback?state=forged&code=forged")); err != nil {
 			t.Fatal(err)
 		}
-		problem(t, tab, "did not begin in this browser")
+		wantProblem(t, tab, "did not begin in this browser")
 	})
 
 	entries, err := g.reviewer.AuditEntries(ctx, -1)
@@ -149,5 +132,27 @@ sso {
 	}
 	if !strings.Contains(string(entries), `"reviewer.added"`) || !strings.Contains(string(entries), "sso:"+p.Issuer) {
 		t.Error("the sso account's making is not in the audit log")
+	}
+}
+
+// ssoLogin logs user in to the pages at base through the provider's own
+// login form, as a reviewer would.
+func ssoLogin(t *testing.T, tab context.Context, base, user, password string) {
+	t.Helper()
+	if err := chromedp.Do(tab, chromedp.Navigate(base+"/ui/login"), chromedp.WaitVisible(chromedp.ID("sso-button")),
+		chromedp.Click(chromedp.ID("sso-button")), chromedp.WaitVisible(chromedp.ID("username")),
+		chromedp.SendKeys(chromedp.ID("username"), user), chromedp.SendKeys(chromedp.ID("password"), password),
+		chromedp.Submit(chromedp.ID("password"))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wantProblem waits for the page in tab to say want where it reports a
+// problem, and fails t with what the page says instead.
+func wantProblem(t *testing.T, tab context.Context, want string) {
+	t.Helper()
+	if err := webtest.WaitFor(tab, fmt.Sprintf(`document.getElementById('problem') && document.getElementById('problem').textContent.includes(%q)`, want), webtest.Patience); err != nil {
+		text, _ := webtest.Eval[string](tab, `document.body.textContent.slice(0, 600)`)
+		t.Fatalf("the page does not say %q; it says %q", want, text)
 	}
 }

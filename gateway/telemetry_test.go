@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -21,7 +22,6 @@ import (
 
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/config"
-	"github.com/airlockgw/airlock/gateway/gatewaytest"
 	"github.com/airlockgw/airlock/sshexec"
 	"github.com/hashicorp/go-hclog"
 )
@@ -206,8 +206,13 @@ telemetry {
 func TestPprofOnlyWhereConfigured(t *testing.T) {
 	t.Parallel()
 	s := sharedSSHD(t)
-	addr := gatewaytest.FreeAddr(t)
-	g := startGateway(t, s, gwOptions{extraConfig: fmt.Sprintf("telemetry {\n  pprof_listen = %q\n}\n", addr)})
+	g := startGateway(t, s, gwOptions{extraConfig: "telemetry {\n  pprof_listen = \"127.0.0.1:0\"\n}\n"})
+	// The gateway binds the port and says which it got before it is ready.
+	m := regexp.MustCompile(`serving Go profiles to this host: pprof=(\S+)`).FindStringSubmatch(g.logs.String())
+	if m == nil {
+		t.Fatal("the gateway did not log the profiler's address")
+	}
+	addr := m[1]
 	get := func(c *http.Client, url string) int {
 		resp, err := c.Get(url)
 		if err != nil {

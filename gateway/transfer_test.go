@@ -5,15 +5,16 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/crypto/ssh"
 
 	"github.com/airlockgw/airlock/deploy/policy"
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/sshexec"
@@ -247,17 +248,12 @@ func TestCutPutThroughAirlockAction(t *testing.T) {
 	if _, err := os.Stat(remote); err == nil {
 		t.Fatal("a cut put was published")
 	}
-	deadline := time.Now().Add(patience)
-	for {
-		left, _ := filepath.Glob(filepath.Join(in, ".airlock-*"))
-		if len(left) == 0 {
-			break
+	testkit.EventuallyErr(t, func() error {
+		if left, _ := filepath.Glob(filepath.Join(in, ".airlock-*")); len(left) > 0 {
+			return fmt.Errorf("airlock-action left %v", left)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("airlock-action left %v", left)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	}, "a cut put's temporary files to be removed")
 }
 
 // TestTransferAtTheCap: a file of exactly the account's max_transfer moves

@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -153,20 +152,6 @@ func (c Config) Write(tb testing.TB, dir string) string {
 // KeyLine is a public key as one authorized_keys line, without newline.
 func KeyLine(k ssh.PublicKey) string {
 	return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(k)))
-}
-
-// FreeAddr returns a loopback address with a port free just now.
-//
-// Deprecated: the port can be taken before the child binds it. Give a
-// gateway "127.0.0.1:0" and read the address it bound instead.
-func FreeAddr(tb testing.TB) string {
-	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 var (

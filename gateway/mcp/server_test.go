@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"slices"
 	"strings"
@@ -15,16 +16,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/mcp"
 	"github.com/airlockgw/airlock/gateway/mcp/mcptest"
 	"github.com/airlockgw/airlock/sshexec"
 )
-
-// patience bounds a test's wait for something that must happen. It only
-// turns a hang into a failure: a wait ends as soon as the condition
-// holds, so a busy machine makes the suite slower, never red.
-const patience = time.Minute
 
 // fakeBackend stands in for the gateway where a real one cannot produce an
 // outcome on demand (interrupted, connection_lost, …) or a failure of the
@@ -332,28 +329,22 @@ func testProgressAndLogs(t *testing.T, version string) {
 		done <- res
 	}()
 	// The heartbeat repeats the waiting notice until a decision.
-	deadline := time.Now().Add(patience)
-	for {
-		progress, _ := n.snapshot()
-		if len(progress) >= 4 {
-			break
+	testkit.EventuallyErr(t, func() error {
+		if progress, _ := n.snapshot(); len(progress) < 4 {
+			return fmt.Errorf("only %d progress notifications", len(progress))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d progress notifications while waiting", len(progress))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	}, "the waiting notice to repeat")
 	close(release)
 	if res := <-done; res == nil || res.IsError {
 		t.Fatalf("result %+v", res)
 	}
 	// Notifications are handled concurrently with the result: give the
 	// last ones a moment.
-	for deadline := time.Now().Add(patience); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if _, logs := n.snapshot(); len(logs) >= 4 {
-			break
-		}
-	}
+	testkit.Poll(testkit.Patience, func() bool {
+		_, logs := n.snapshot()
+		return len(logs) >= 4
+	})
 	progress, logs := n.snapshot()
 	last := 0.0
 	var messages []string
@@ -430,7 +421,7 @@ func testCancel(t *testing.T, version string) {
 	}
 	select {
 	case <-sawCancel:
-	case <-time.After(patience):
+	case <-time.After(testkit.Patience):
 		t.Fatal("the backend's action was not cancelled")
 	}
 	// The session carries on.
