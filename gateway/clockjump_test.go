@@ -11,6 +11,7 @@ import (
 	"github.com/airlockgw/airlock/sshexec"
 
 	"github.com/airlockgw/airlock/approvals/clocktest"
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/gateway/web"
@@ -51,7 +52,7 @@ func TestClockSetBackDoesNotLengthenRun(t *testing.T) {
 		t.Errorf("verify: time_set_back = %+v, want the clock's step back noted", rep.TimeSetBack)
 	}
 	// The reviewer page's verification says so too.
-	rv, err := web.NewEngineBackend(g.srv.eng.Review(), g.srv.eng.Runs(), g.srv.eng.Audit()).Login(ctx, testReviewer, testPassword, "127.0.0.1:1")
+	rv, err := web.NewEngineBackend(g.srv.eng.Review(), g.srv.eng.Runs(), g.srv.eng.Audit()).Login(ctx, testReviewer, testkit.Password, "127.0.0.1:1")
 	if err != nil {
 		t.Fatal(err)
 	}

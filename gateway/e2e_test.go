@@ -37,10 +37,7 @@ import (
 // tailPolicySize is what output = "tail" returns of each stream.
 const tailPolicySize = 64 << 10
 
-const (
-	testReviewer = "alice"
-	testPassword = testkit.Password
-)
+const testReviewer = "alice"
 
 // testGateway is a running gateway for one test.
 type testGateway struct {
@@ -145,7 +142,7 @@ func runGateway(t testing.TB, cfg *config.Config, o gwOptions) *testGateway {
 		o.options(&opts)
 	}
 	ctx := context.Background()
-	addReviewer(t, cfg, testReviewer, testPassword)
+	addReviewer(t, cfg, testReviewer, testkit.Password)
 	srv, err := New(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +165,7 @@ func runGateway(t testing.TB, cfg *config.Config, o gwOptions) *testGateway {
 	if cfg.Listen.TLSCert != "" {
 		g.base, g.httpc = "https://"+srv.HTTPAddr(), tlsClient(t, cfg.Listen.TLSCert, nil)
 	}
-	login, err := api.NewHTTPClient(g.base, "").WithHTTP(g.httpc).Login(ctx, testReviewer, testPassword)
+	login, err := api.NewHTTPClient(g.base, "").WithHTTP(g.httpc).Login(ctx, testReviewer, testkit.Password)
 	if err != nil {
 		t.Fatalf("login: %v", err)
 	}
@@ -882,7 +879,7 @@ func TestSecretsNeverLeave(t *testing.T) {
 	g := startGateway(t, s, gwOptions{})
 	ctx := context.Background()
 	ctl, _ := api.ReadControl(g.cfg.Listen.Socket)
-	login, err := api.NewHTTPClient(g.base, "").Login(ctx, testReviewer, testPassword)
+	login, err := api.NewHTTPClient(g.base, "").Login(ctx, testReviewer, testkit.Password)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -913,7 +910,7 @@ func TestSecretsNeverLeave(t *testing.T) {
 		"local token":    ctl.Token,
 		"reviewer token": login.Token,
 		"run token":      run.Token,
-		"password":       testPassword,
+		"password":       testkit.Password,
 		"wrong password": "wrong-guess-password",
 		"wrong token":    "0123456789abcdef0123456789abcdef",
 		"private key":    keyBody,

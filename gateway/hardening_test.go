@@ -73,10 +73,10 @@ func TestLoginGuessesAtOnceAreCounted(t *testing.T) {
 	if statuses[http.StatusUnauthorized] != 10 || statuses[http.StatusTooManyRequests] != 189 {
 		t.Errorf("199 guesses at once: %v, want 10 checked (401) and 189 refused (429)", statuses)
 	}
-	if st := postLogin(t, attacker, g.base, testReviewer, testPassword); st != http.StatusTooManyRequests {
+	if st := postLogin(t, attacker, g.base, testReviewer, testkit.Password); st != http.StatusTooManyRequests {
 		t.Errorf("the right password after the burst, from the same address: status %d, want 429", st)
 	}
-	if st := postLogin(t, fromAddress("127.0.0.3"), g.base, testReviewer, testPassword); st != http.StatusOK {
+	if st := postLogin(t, fromAddress("127.0.0.3"), g.base, testReviewer, testkit.Password); st != http.StatusOK {
 		t.Errorf("the reviewer from another address: status %d, want 200 (not locked out)", st)
 	}
 }

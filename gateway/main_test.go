@@ -6,14 +6,9 @@ import (
 	"testing"
 
 	"github.com/airlockgw/airlock/deploy/pgtest"
-	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/gateway/gatewaytest"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
-
-// patience is testkit.Patience under the name the tests not yet moved to
-// the kit still use.
-const patience = testkit.Patience
 
 // shared is one real sshd for the package's tests that do not change it.
 var (

@@ -521,7 +521,7 @@ func TestMCPHTTPRefusals(t *testing.T) {
 
 func reviewerToken(t *testing.T, g *testGateway) string {
 	t.Helper()
-	login, err := api.NewHTTPClient(g.base, "").Login(context.Background(), testReviewer, testPassword)
+	login, err := api.NewHTTPClient(g.base, "").Login(context.Background(), testReviewer, testkit.Password)
 	if err != nil {
 		t.Fatal(err)
 	}

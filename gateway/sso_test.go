@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/engine"
 	"github.com/airlockgw/airlock/gateway/gatewaytest/idp"
@@ -51,7 +52,7 @@ sso {
 	t.Run("a group member logs in, approves and logs out", func(t *testing.T) {
 		tab := webtest.Tab(t, browser)
 		ssoLogin(t, tab, g.base, "sofia", "sofia's idp password")
-		if err := webtest.WaitFor(tab, `location.pathname === '/ui/pending' && document.title.includes('Pending approvals')`, webtest.Patience); err != nil {
+		if err := webtest.WaitFor(tab, `location.pathname === '/ui/pending' && document.title.includes('Pending approvals')`, testkit.Patience); err != nil {
 			text, _ := webtest.Eval[string](tab, `location.href + ' ' + document.body.textContent.slice(0, 600)`)
 			t.Fatalf("after the provider's login: %v; the page: %q", err, text)
 		}
@@ -66,7 +67,7 @@ sso {
 			res <- a
 		}()
 		q := g.pendingFor(cmd)
-		if err := webtest.WaitFor(tab, fmt.Sprintf(`document.getElementById(%q) !== null`, q.ID), webtest.Patience); err != nil {
+		if err := webtest.WaitFor(tab, fmt.Sprintf(`document.getElementById(%q) !== null`, q.ID), testkit.Patience); err != nil {
 			t.Fatal(err)
 		}
 		if err := chromedp.Do(tab, chromedp.Click(chromedp.ID("approve-"+string(q.ID)))); err != nil {
@@ -78,7 +79,7 @@ sso {
 		if err := chromedp.Do(tab, chromedp.Click(chromedp.ID("logout"))); err != nil {
 			t.Fatal(err)
 		}
-		if err := webtest.WaitFor(tab, `location.pathname === '/ui/login' && document.body.textContent.includes('You are logged out')`, webtest.Patience); err != nil {
+		if err := webtest.WaitFor(tab, `location.pathname === '/ui/login' && document.body.textContent.includes('You are logged out')`, testkit.Patience); err != nil {
 			t.Fatal(err)
 		}
 		list, err := g.srv.eng.Admin().Reviewers(ctx)
@@ -151,7 +152,7 @@ func ssoLogin(t *testing.T, tab context.Context, base, user, password string) {
 // problem, and fails t with what the page says instead.
 func wantProblem(t *testing.T, tab context.Context, want string) {
 	t.Helper()
-	if err := webtest.WaitFor(tab, fmt.Sprintf(`document.getElementById('problem') && document.getElementById('problem').textContent.includes(%q)`, want), webtest.Patience); err != nil {
+	if err := webtest.WaitFor(tab, fmt.Sprintf(`document.getElementById('problem') && document.getElementById('problem').textContent.includes(%q)`, want), testkit.Patience); err != nil {
 		text, _ := webtest.Eval[string](tab, `document.body.textContent.slice(0, 600)`)
 		t.Fatalf("the page does not say %q; it says %q", want, text)
 	}

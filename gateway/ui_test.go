@@ -30,6 +30,7 @@ import (
 
 	"github.com/airlockgw/airlock/approvals/clocktest"
 	"github.com/airlockgw/airlock/auditchain"
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/gateway/engine"
@@ -63,21 +64,21 @@ func shownText(s string) string {
 // pendingFor waits for the pending request whose command is cmd.
 func (g *testGateway) pendingFor(cmd string) engine.Request {
 	g.t.Helper()
-	deadline := time.Now().Add(patience)
-	for time.Now().Before(deadline) {
+	var found engine.Request
+	testkit.EventuallyErr(g.t, func() error {
 		reqs, err := g.srv.eng.Review().Pending(context.Background())
 		if err != nil {
-			g.t.Fatal(err)
+			return testkit.Stop(err)
 		}
 		for _, q := range reqs {
 			if q.Command == cmd {
-				return q
+				found = q
+				return nil
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	g.t.Fatalf("no pending request for %q", cmd)
-	return engine.Request{}
+		return fmt.Errorf("%d other requests pending", len(reqs))
+	}, "no pending request for %q", cmd)
+	return found
 }
 
 // remoteAgent creates a remote run with a new agent token of name and
@@ -109,7 +110,7 @@ func uiClient(t *testing.T, base string) *http.Client {
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	tok := uiCSRF(t, c, base+"/ui/login")
-	res, err := c.PostForm(base+"/ui/login", url.Values{"csrf": {tok}, "reviewer": {testReviewer}, "password": {testPassword}})
+	res, err := c.PostForm(base+"/ui/login", url.Values{"csrf": {tok}, "reviewer": {testReviewer}, "password": {testkit.Password}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +150,7 @@ func TestUIRefusesAgentCredentials(t *testing.T) {
 	local := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", g.cfg.Listen.Socket)
 	}}}
-	login, err := api.NewHTTPClient(g.base, "").Login(context.Background(), testReviewer, testPassword)
+	login, err := api.NewHTTPClient(g.base, "").Login(context.Background(), testReviewer, testkit.Password)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +218,7 @@ func TestUILoginRateLimited(t *testing.T) {
 		t.Errorf("after 11 wrong passwords: status %d, want 429", status)
 	}
 	// The address is now blocked for every name, on the API too.
-	if _, err := api.NewHTTPClient(g.base, "").Login(context.Background(), testReviewer, testPassword); err == nil || err.(*api.Error).Err.Code != api.CodeRateLimited {
+	if _, err := api.NewHTTPClient(g.base, "").Login(context.Background(), testReviewer, testkit.Password); err == nil || err.(*api.Error).Err.Code != api.CodeRateLimited {
 		t.Errorf("API login from the blocked address: %v, want rate_limited", err)
 	}
 }
@@ -326,15 +327,15 @@ func TestUIWebhookNotifies(t *testing.T) {
 	q := g.pendingFor("echo notify-me --password=[redacted:assignment]")
 	waitFor := func(event string) webhookCall {
 		t.Helper()
-		deadline := time.Now().Add(patience)
-		for time.Now().Before(deadline) {
-			if d := hook.delivered(event); len(d) > 0 {
-				return d[0]
+		var call webhookCall
+		testkit.Eventually(t, func() bool {
+			d := hook.delivered(event)
+			if len(d) > 0 {
+				call = d[0]
 			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		t.Fatalf("no %s notification delivered; calls %d", event, len(hook.calls))
-		return webhookCall{}
+			return len(d) > 0
+		}, "no %s notification delivered", event)
+		return call
 	}
 	req := waitFor("approval.requested")
 	if _, err := g.reviewer.Decide(context.Background(), q.ID, api.DecisionRequest{Decision: "approve", Digest: q.Digest}); err != nil {
@@ -356,7 +357,7 @@ func TestUIWebhookNotifies(t *testing.T) {
 		if c.header.Get("Content-Type") != "application/json" || c.header.Get("X-Airlock-Delivery") == "" {
 			t.Errorf("%s: headers %v", name, c.header)
 		}
-		for _, secretish := range []string{secret, "hunter2", cmd, testPassword, g.srv.local.token.hex} {
+		for _, secretish := range []string{secret, "hunter2", cmd, testkit.Password, g.srv.local.token.hex} {
 			if strings.Contains(string(c.body), secretish) || strings.Contains(fmt.Sprint(c.header), secretish) {
 				t.Errorf("%s: the notification carries %q", name, secretish)
 			}
@@ -464,11 +465,11 @@ func (b *browserTour) login(t *testing.T) {
 		chromedp.Click(chromedp.ID("login-button"))); err != nil {
 		t.Fatal(err)
 	}
-	if err := webtest.WaitFor(b.tab, `document.getElementById('problem') && document.getElementById('problem').textContent.includes('Wrong reviewer name or password')`, webtest.Patience); err != nil {
+	if err := webtest.WaitFor(b.tab, `document.getElementById('problem') && document.getElementById('problem').textContent.includes('Wrong reviewer name or password')`, testkit.Patience); err != nil {
 		t.Fatal(err)
 	}
 	webtest.Screenshot(t, b.tab, "", "login-page.png", screenshotDir())
-	if err := webtest.Login(b.tab, b.g.base, testReviewer, testPassword); err != nil {
+	if err := webtest.Login(b.tab, b.g.base, testReviewer, testkit.Password); err != nil {
 		t.Fatal(err)
 	}
 	if title, _ := chromedp.Run(b.tab, chromedp.Title()); title != "(0) Pending approvals · airlock" {
@@ -488,7 +489,7 @@ func (b *browserTour) approveCall(t *testing.T) {
 	res := runAsAgent(agent, api.ActionRequest{Target: "box-call", Command: cmd})
 	q := b.g.pendingFor(cmd)
 	waitForCard(t, b.tab, q.ID)
-	if err := webtest.WaitFor(b.tab, `document.title.startsWith('(1) ')`, webtest.Patience); err != nil {
+	if err := webtest.WaitFor(b.tab, `document.title.startsWith('(1) ')`, testkit.Patience); err != nil {
 		t.Error(err)
 	}
 	card, err := webtest.Eval[string](b.tab, fmt.Sprintf(`document.getElementById(%q).textContent`, q.ID))
@@ -614,7 +615,7 @@ func (b *browserTour) hostileCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The decision's page no longer shows the card.
-		if err := webtest.WaitFor(b.tab, fmt.Sprintf(`document.readyState === 'complete' && document.getElementById(%q) === null`, id), webtest.Patience); err != nil {
+		if err := webtest.WaitFor(b.tab, fmt.Sprintf(`document.readyState === 'complete' && document.getElementById(%q) === null`, id), testkit.Patience); err != nil {
 			t.Fatal(err)
 		}
 		waitForFlash(t, b.tab, "Denied call "+string(id))
@@ -731,7 +732,7 @@ func (b *browserTour) logout(t *testing.T) {
 	if err := chromedp.Do(b.tab, chromedp.Navigate(b.g.base+"/ui/pending"), chromedp.Click(chromedp.ID("logout"))); err != nil {
 		t.Fatal(err)
 	}
-	if err := webtest.WaitFor(b.tab, `location.pathname === '/ui/login'`, webtest.Patience); err != nil {
+	if err := webtest.WaitFor(b.tab, `location.pathname === '/ui/login'`, testkit.Patience); err != nil {
 		t.Fatal(err)
 	}
 	status, _ := webtest.Eval[int](b.tab, `fetch('/ui/pending/cards').then(r => r.status)`)
@@ -774,7 +775,7 @@ func noPageHits(t *testing.T, tab context.Context) {
 // waitForCard waits until the card of request id is on the page in tab.
 func waitForCard(t *testing.T, tab context.Context, id string) {
 	t.Helper()
-	if err := webtest.WaitFor(tab, fmt.Sprintf(`document.getElementById(%q) !== null`, id), webtest.Patience); err != nil {
+	if err := webtest.WaitFor(tab, fmt.Sprintf(`document.getElementById(%q) !== null`, id), testkit.Patience); err != nil {
 		t.Fatalf("card %s did not appear live: %v", id, err)
 	}
 }
@@ -782,7 +783,7 @@ func waitForCard(t *testing.T, tab context.Context, id string) {
 // waitForFlash waits until the page in tab says want in its message.
 func waitForFlash(t *testing.T, tab context.Context, want string) {
 	t.Helper()
-	if err := webtest.WaitFor(tab, fmt.Sprintf(`document.getElementById('flash') !== null && document.getElementById('flash').textContent.includes(%q)`, want), webtest.Patience); err != nil {
+	if err := webtest.WaitFor(tab, fmt.Sprintf(`document.getElementById('flash') !== null && document.getElementById('flash').textContent.includes(%q)`, want), testkit.Patience); err != nil {
 		text, _ := webtest.Eval[string](tab, `(document.getElementById('flash') || document.body).textContent.slice(0, 400)`)
 		t.Fatalf("no message %q; the page says %q", want, text)
 	}
@@ -801,31 +802,27 @@ func TestUIBrowserExpiredCard(t *testing.T) {
 		options: func(o *Options) { o.clock = clk },
 	})
 	tab := webtest.Tab(t, browser)
-	if err := webtest.Login(tab, g.base, testReviewer, testPassword); err != nil {
+	if err := webtest.Login(tab, g.base, testReviewer, testkit.Password); err != nil {
 		t.Fatal(err)
 	}
 	cmd := "echo too late"
 	res := g.runAsync(api.ActionRequest{Target: "box-call", Command: cmd})
 	q := g.pendingFor(cmd)
-	if err := webtest.WaitFor(tab, fmt.Sprintf(`document.getElementById(%q) !== null`, q.ID), webtest.Patience); err != nil {
+	if err := webtest.WaitFor(tab, fmt.Sprintf(`document.getElementById(%q) !== null`, q.ID), testkit.Patience); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(4 * time.Second)
-	if err := webtest.WaitFor(tab, fmt.Sprintf(`document.getElementById(%q).classList.contains('expired') || document.getElementById(%q).classList.contains('gone')`, q.ID, q.ID), webtest.Patience); err != nil {
+	if err := webtest.WaitFor(tab, fmt.Sprintf(`document.getElementById(%q).classList.contains('expired') || document.getElementById(%q).classList.contains('gone')`, q.ID, q.ID), testkit.Patience); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(patience); ; time.Sleep(50 * time.Millisecond) {
-		if got, _ := g.srv.eng.Review().Request(context.Background(), q.ID); got.State == "expired" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the request did not expire")
-		}
-	}
+	testkit.Eventually(t, func() bool {
+		got, _ := g.srv.eng.Review().Request(context.Background(), q.ID)
+		return got.State == "expired"
+	}, "the request did not expire")
 	if _, err := webtest.Eval[bool](tab, fmt.Sprintf(`document.querySelector('#approve-%s').form.submit(), true`, q.ID)); err != nil {
 		t.Fatal(err)
 	}
-	if err := webtest.WaitFor(tab, `document.getElementById('flash') !== null && document.getElementById('flash').textContent.includes('expired before your decision')`, webtest.Patience); err != nil {
+	if err := webtest.WaitFor(tab, `document.getElementById('flash') !== null && document.getElementById('flash').textContent.includes('expired before your decision')`, testkit.Patience); err != nil {
 		text, _ := webtest.Eval[string](tab, `document.body.textContent.slice(0, 300)`)
 		t.Fatalf("%v; the page says %q", err, text)
 	}

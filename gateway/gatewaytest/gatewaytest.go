@@ -36,10 +36,6 @@ const (
 	Password = testkit.Password
 )
 
-// Patience bounds a wait for something that must happen (a daemon to
-// answer, to stop): it only turns a hang into a failure.
-const Patience = testkit.Patience
-
 // Config is a gateway configuration.
 type Config struct {
 	// StateDir is state_dir. Required.
@@ -297,7 +293,7 @@ func (d *Daemon) Start() {
 	d.mu.Lock()
 	d.cmd, d.done = cmd, done
 	d.mu.Unlock()
-	err := testkit.PollErr(Patience, func() error {
+	err := testkit.PollErr(testkit.Patience, func() error {
 		select {
 		case <-done:
 			return testkit.Stop(errors.New("airlock serve exited at start"))
@@ -350,7 +346,7 @@ func ListeningHTTP(log string) string {
 }
 
 // Stop sends sig and waits for the daemon to exit (killing it if it has
-// not within Patience).
+// not within testkit.Patience).
 func (d *Daemon) Stop(sig syscall.Signal) {
 	d.mu.Lock()
 	cmd, done := d.cmd, d.done
@@ -362,7 +358,7 @@ func (d *Daemon) Stop(sig syscall.Signal) {
 	cmd.Process.Signal(sig)
 	select {
 	case <-done:
-	case <-time.After(Patience):
+	case <-time.After(testkit.Patience):
 		cmd.Process.Kill()
 		<-done
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/gateway/web/webtest"
 )
 
@@ -74,7 +75,7 @@ func (p browserPages) hookSeesInjection(t *testing.T) {
 		if err := chromedp.Do(tab, chromedp.Navigate(srv.URL+path)); err != nil {
 			t.Fatal(err)
 		}
-		webtest.WaitFor(tab, `window.__airlockHits.length >= 2`, webtest.Patience)
+		webtest.WaitFor(tab, `window.__airlockHits.length >= 2`, testkit.Patience)
 		hits, err := webtest.Hits(tab)
 		if err != nil {
 			t.Fatal(err)
@@ -95,13 +96,13 @@ func (p browserPages) liveUpdates(t *testing.T) {
 	first := callCard("live1", "echo first")
 	first.ExpiresAt = time.Now().Add(time.Minute)
 	f.add(first)
-	if err := webtest.WaitFor(tab, `document.querySelectorAll('#cards article.card').length === 1 && document.title.startsWith('(1) ')`, webtest.Patience); err != nil {
+	if err := webtest.WaitFor(tab, `document.querySelectorAll('#cards article.card').length === 1 && document.title.startsWith('(1) ')`, testkit.Patience); err != nil {
 		t.Fatalf("a new request did not appear without a reload: %v", err)
 	}
 	second := runCard("live2", "echo second")
 	second.ExpiresAt = time.Now().Add(time.Minute)
 	f.add(second)
-	if err := webtest.WaitFor(tab, `document.querySelectorAll('#cards article.card').length === 2 && document.title.startsWith('(2) ')`, webtest.Patience); err != nil {
+	if err := webtest.WaitFor(tab, `document.querySelectorAll('#cards article.card').length === 2 && document.title.startsWith('(2) ')`, testkit.Patience); err != nil {
 		t.Fatal(err)
 	}
 	order, err := webtest.Eval[[]string](tab, `Array.from(document.querySelectorAll('#cards article.card')).map(a => a.id)`)
@@ -112,7 +113,7 @@ func (p browserPages) liveUpdates(t *testing.T) {
 	if _, err := f.Decide(context.Background(), fakeReviewer("bob"), Decision{RequestID: first.ID, Digest: first.Digest, Approve: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := webtest.WaitFor(tab, fmt.Sprintf(`document.getElementById(%q).classList.contains('gone') && document.querySelector('#approve-%s').disabled && document.title.startsWith('(1) ')`, first.ID, first.ID), webtest.Patience); err != nil {
+	if err := webtest.WaitFor(tab, fmt.Sprintf(`document.getElementById(%q).classList.contains('gone') && document.querySelector('#approve-%s').disabled && document.title.startsWith('(1) ')`, first.ID, first.ID), testkit.Patience); err != nil {
 		t.Errorf("a request decided elsewhere is not marked: %v", err)
 	}
 	noHits(t, tab)
@@ -128,14 +129,14 @@ func (p browserPages) expiredCard(t *testing.T) {
 	if err := chromedp.Do(tab, chromedp.Navigate(base+"/ui/pending"), chromedp.WaitVisible(chromedp.ID(card.ID))); err != nil {
 		t.Fatal(err)
 	}
-	if err := webtest.WaitFor(tab, fmt.Sprintf(`document.getElementById(%q).classList.contains('expired') && document.querySelector('#approve-%s').disabled`, card.ID, card.ID), webtest.Patience); err != nil {
+	if err := webtest.WaitFor(tab, fmt.Sprintf(`document.getElementById(%q).classList.contains('expired') && document.querySelector('#approve-%s').disabled`, card.ID, card.ID), testkit.Patience); err != nil {
 		t.Fatalf("the card was not marked expired: %v", err)
 	}
 	// The server refuses even a form submitted past the disabled button.
 	if _, err := webtest.Eval[bool](tab, fmt.Sprintf(`document.querySelector('#approve-%s').form.submit(), true`, card.ID)); err != nil {
 		t.Fatal(err)
 	}
-	if err := webtest.WaitFor(tab, `document.getElementById('flash') && document.getElementById('flash').textContent.includes('expired before your decision')`, webtest.Patience); err != nil {
+	if err := webtest.WaitFor(tab, `document.getElementById('flash') && document.getElementById('flash').textContent.includes('expired before your decision')`, testkit.Patience); err != nil {
 		t.Errorf("no clear refusal after expiry: %v", err)
 	}
 	noHits(t, tab)
@@ -165,7 +166,7 @@ func (p browserPages) logout(t *testing.T) {
 	if err := chromedp.Do(tab, chromedp.Navigate(base+"/ui/pending"), chromedp.Click(chromedp.ID("logout"))); err != nil {
 		t.Fatal(err)
 	}
-	if err := webtest.WaitFor(tab, `location.pathname === '/ui/login' && document.body.textContent.includes('You are logged out')`, webtest.Patience); err != nil {
+	if err := webtest.WaitFor(tab, `location.pathname === '/ui/login' && document.body.textContent.includes('You are logged out')`, testkit.Patience); err != nil {
 		t.Fatal(err)
 	}
 	if err := chromedp.Do(tab, chromedp.Navigate(base+"/ui/pending")); err != nil {

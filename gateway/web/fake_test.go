@@ -14,11 +14,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/airlockgw/airlock/deploy/testkit"
 )
 
 const (
 	testReviewer = "alice"
-	testPassword = "correct horse battery staple"
+	testPassword = testkit.Password
 )
 
 // t0 is the fixed "now" of rendered pages.

@@ -11,6 +11,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/mcp"
 )
@@ -65,11 +66,11 @@ func (e *Events) Reset() {
 	e.events = nil
 }
 
-// Wait returns the first event in state s, waiting up to 20 s for it, and
-// forgets it and every event before it.
+// Wait returns the first event in state s, waiting up to testkit.Patience
+// for it, and forgets it and every event before it.
 func (e *Events) Wait(t testing.TB, s api.State) mcp.LogEvent {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(testkit.Patience)
 	for time.Now().Before(deadline) {
 		e.mu.Lock()
 		for i, ev := range e.events {

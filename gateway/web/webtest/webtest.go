@@ -19,6 +19,8 @@ import (
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+
+	"github.com/airlockgw/airlock/deploy/testkit"
 )
 
 // ChromiumPath is where Debian's chromium package puts the browser.
@@ -102,11 +104,6 @@ func Eval[T any](ctx context.Context, expr string) (T, error) {
 	return chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
 }
 
-// Patience is how long a test waits for a page to reach a state it must
-// reach. It only bounds a failure: a wait ends as soon as the state holds,
-// so a busy machine makes it slower, never red.
-const Patience = 60 * time.Second
-
 // WaitFor evaluates a JavaScript expression until it is true, or fails
 // after timeout. (chromedp.Poll compiles its predicate with new Function,
 // which the pages' CSP refuses, so the loop runs here.)
@@ -143,7 +140,7 @@ func Login(ctx context.Context, base, name, password string) error {
 	); err != nil {
 		return err
 	}
-	return WaitFor(ctx, `location.pathname === '/ui/pending' && document.readyState === 'complete'`, Patience)
+	return WaitFor(ctx, `location.pathname === '/ui/pending' && document.readyState === 'complete'`, testkit.Patience)
 }
 
 // Screenshot saves a PNG of the element sel (or of the page when sel is
