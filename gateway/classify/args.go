@@ -2,10 +2,12 @@ package classify
 
 import "strings"
 
-// arg is one word of a simple command: its value when it is a literal.
-type arg struct {
-	v   string
-	lit bool
+// arg is one word of a simple command.
+type arg = word
+
+// write classifies a write of target opened for writing.
+func (c *classifier) write(text, target, rule string) {
+	c.writePath(text, target, rule, writeOpen)
 }
 
 // operands are the arguments that are not options (after "--", all).

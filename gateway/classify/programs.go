@@ -13,7 +13,7 @@ func (c *classifier) call(src string, ws []*syntax.Word, depth int) {
 	text := src[int(ws[0].Pos().Offset()):int(ws[len(ws)-1].End().Offset())]
 	args := make([]arg, len(ws))
 	for i, w := range ws {
-		args[i].v, args[i].lit = literal(w)
+		args[i] = readWord(src, w)
 	}
 	c.program(text, args, depth)
 }

@@ -1,0 +1,215 @@
+package classify
+
+import (
+	"path"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// writeMode is how a program writes a path.
+type writeMode uint8
+
+const (
+	// writeOpen: the path is opened for writing (a redirection, tee,
+	// sort -o); /dev/null and the standard streams take the bytes and
+	// change nothing.
+	writeOpen writeMode = iota
+	// writeReplace: the path is renamed over, linked, removed or made
+	// anew (mv, cp, ln): a device node is replaced, not written.
+	writeReplace
+	// writeInDir: files are made inside the path (cp -t, sort -T).
+	writeInDir
+)
+
+// home is how a path in the home directory is written once resolved:
+// "~" and the directory a command starts in become this absolute
+// stand-in, which the table's "~/" rows match.
+const home = "/~"
+
+// harmlessOpen reports whether opening p for writing changes nothing:
+// the bytes go to the null device, a standard stream or an open
+// descriptor.
+func harmlessOpen(p string) bool {
+	switch p {
+	case "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero", "/dev/full":
+		return true
+	}
+	n, ok := strings.CutPrefix(p, "/dev/fd/")
+	return ok && allDigits(n)
+}
+
+// writeWord classifies a write to the path w names. rule says what
+// writes it ("sort -o writes").
+func (c *classifier) writeWord(text string, w word, rule string, mode writeMode) {
+	if w.lit {
+		c.writePath(text, w.v, rule, mode)
+		return
+	}
+	// A path the classifier cannot read: at least destructive, and what
+	// its literal start already names when that is more (> /etc/cron.d/$x).
+	cl, why := Destructive, rule+" "+w.src+", a path the classifier cannot read"
+	if prefix := literalPrefix(w.src); prefix != "" {
+		for _, p := range c.resolve(prefix + "\x01") {
+			if s, sw := sensitive(p.path); s > cl {
+				cl, why = s, rule+" "+w.src+": "+sw
+			}
+		}
+	}
+	c.add(text, cl, why)
+}
+
+// literalPrefix is the start of a word as written up to its first quote,
+// expansion or glob: the part of a path that is known.
+func literalPrefix(src string) string {
+	i := strings.IndexAny(src, "$`\"'\\*?[{")
+	if i < 0 {
+		return src
+	}
+	return src[:i]
+}
+
+// writePath classifies a write to p.
+func (c *classifier) writePath(text, p, rule string, mode writeMode) {
+	if mode == writeOpen && harmlessOpen(p) {
+		c.add(text, ReadOnly, rule+" "+p+", which keeps nothing")
+		return
+	}
+	if strings.HasPrefix(path.Clean(p), "/dev/") {
+		c.add(text, Destructive, rule+" "+p+", a device")
+		return
+	}
+	cl, why := Mutating, ""
+	for _, r := range c.resolve(p) {
+		if !r.known && cl < Destructive {
+			cl, why = Destructive, "a path relative to a directory the classifier cannot place"
+		}
+		probe := r.path
+		if mode == writeInDir {
+			probe += "/\x01"
+		}
+		if s, sw := sensitive(probe); s > cl {
+			cl, why = s, sw
+		}
+		if mode == writeInDir {
+			if s, sw := sensitive(r.path); s > cl {
+				cl, why = s, sw
+			}
+		}
+	}
+	if why != "" {
+		rule += " " + p + ": " + why
+	} else {
+		rule += " " + p
+	}
+	c.add(text, cl, rule)
+}
+
+// resolved is a path as the classifier places it.
+type resolved struct {
+	path string
+	// known: the path is absolute, or relative to a directory the
+	// classifier knows.
+	known bool
+}
+
+// resolve places p: absolute as it is; in the home directory for "~";
+// relative against every directory a `cd` earlier in the line may have
+// entered (and the one the command starts in, the home directory).
+func (c *classifier) resolve(p string) []resolved {
+	switch {
+	case strings.HasPrefix(p, "/"):
+		return []resolved{{path.Clean(p), true}}
+	case p == "~" || strings.HasPrefix(p, "~"):
+		rest := ""
+		if i := strings.IndexByte(p, '/'); i >= 0 {
+			rest = p[i:]
+		}
+		return []resolved{placeInHome(home + rest)}
+	}
+	var out []resolved
+	for _, d := range c.cwd.dirs() {
+		out = append(out, placeInHome(path.Join(d, p)))
+	}
+	if c.cwd.unknown {
+		out = append(out, resolved{path.Clean(p), false})
+	}
+	return out
+}
+
+// placeInHome cleans p; a path that climbs out of the home directory
+// ("~/../x") is not known: the home may be anywhere.
+func placeInHome(p string) resolved {
+	clean := path.Clean(p)
+	if strings.HasPrefix(p, home) && clean != home && !strings.HasPrefix(clean, home+"/") {
+		return resolved{clean, false}
+	}
+	return resolved{clean, true}
+}
+
+// cwdSet is where a command of the line may run: the home directory, and
+// every directory a cd, pushd or env -C earlier in the line may have
+// entered (conditions and subshells are not followed: any of them).
+type cwdSet struct {
+	extra   []string
+	unknown bool
+}
+
+// maxDirs bounds the directories followed.
+const maxDirs = 16
+
+func (s *cwdSet) dirs() []string { return append([]string{home}, s.extra...) }
+
+// enter records a change of directory to w (nil: the home directory).
+func (s *cwdSet) enter(w *word) {
+	if w == nil {
+		return
+	}
+	if !w.lit || w.v == "-" || len(s.extra) >= maxDirs {
+		s.unknown = true
+		return
+	}
+	for _, r := range (&classifier{cwd: *s}).resolve(w.v) {
+		if !r.known {
+			s.unknown = true
+			continue
+		}
+		s.extra = append(s.extra, r.path)
+	}
+}
+
+// redirect classifies a redirection: reading a file reads; writing one
+// is at least destructive (it may replace what was there), more for the
+// paths of the table; a descriptor duplicated or closed changes nothing.
+func (c *classifier) redirect(src string, r *syntax.Redirect) {
+	text := nodeText(src, r)
+	if r.N != nil && strings.HasPrefix(r.N.Value, "{") {
+		c.add(text, Destructive, "assigns a descriptor to a variable ("+r.N.Value+")")
+	}
+	var w word
+	if r.Word != nil {
+		w = readWord(src, r.Word)
+	}
+	switch r.Op {
+	case syntax.RdrIn, syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
+		return // reads
+	case syntax.DplIn, syntax.DplOut:
+		if w.lit && (w.v == "-" || allDigits(strings.TrimSuffix(w.v, "-"))) {
+			return // duplicates, moves or closes a descriptor
+		}
+		if r.Op == syntax.DplIn {
+			c.add(text, Destructive, "a redirection the classifier cannot read")
+			return
+		}
+	case syntax.RdrOut, syntax.AppOut, syntax.ClbOut, syntax.RdrAll, syntax.AppAll, syntax.RdrInOut:
+	default:
+		c.add(text, Destructive, "a redirection the classifier does not know")
+		return
+	}
+	if w.lit && harmlessOpen(w.v) {
+		c.add(text, ReadOnly, "writes to "+w.v+", which keeps nothing")
+		return
+	}
+	c.add(text, Destructive, "writes a file, replacing or adding to what it holds")
+	c.writeWord(text, w, "writes", writeOpen)
+}
