@@ -2,17 +2,11 @@ package classify
 
 import "strings"
 
-// arg is one word of a simple command.
-type arg = word
 
-// write classifies a write of target opened for writing.
-func (c *classifier) write(text, target, rule string) {
-	c.writePath(text, target, rule, writeOpen)
-}
 
 // operands are the arguments that are not options (after "--", all).
-func operands(rest []arg) []arg {
-	var out []arg
+func operands(rest []word) []word {
+	var out []word
 	dash := false
 	for _, a := range rest {
 		switch {
@@ -28,7 +22,7 @@ func operands(rest []arg) []arg {
 	return out
 }
 
-func firstOperand(rest []arg) string {
+func firstOperand(rest []word) string {
 	for _, o := range operands(rest) {
 		if o.lit {
 			return o.v
@@ -38,7 +32,7 @@ func firstOperand(rest []arg) string {
 	return ""
 }
 
-func anyArg(rest []arg, names ...string) bool {
+func anyArg(rest []word, names ...string) bool {
 	for _, a := range rest {
 		if !a.lit {
 			continue
@@ -52,7 +46,7 @@ func anyArg(rest []arg, names ...string) bool {
 	return false
 }
 
-func anyExact(rest []arg, names ...string) bool {
+func anyExact(rest []word, names ...string) bool {
 	for _, a := range rest {
 		for _, n := range names {
 			if a.lit && a.v == n {
@@ -63,7 +57,7 @@ func anyExact(rest []arg, names ...string) bool {
 	return false
 }
 
-func anyPrefix(rest []arg, prefixes ...string) bool {
+func anyPrefix(rest []word, prefixes ...string) bool {
 	for _, a := range rest {
 		for _, p := range prefixes {
 			if a.lit && strings.HasPrefix(a.v, p) {
@@ -74,7 +68,7 @@ func anyPrefix(rest []arg, prefixes ...string) bool {
 	return false
 }
 
-func anyContains(rest []arg, s string) bool {
+func anyContains(rest []word, s string) bool {
 	for _, a := range rest {
 		if a.lit && strings.Contains(a.v, s) {
 			return true
@@ -83,7 +77,7 @@ func anyContains(rest []arg, s string) bool {
 	return false
 }
 
-func hasPair(rest []arg, opt, val string) bool {
+func hasPair(rest []word, opt, val string) bool {
 	for i := 0; i+1 < len(rest); i++ {
 		if rest[i].lit && rest[i].v == opt && rest[i+1].lit && rest[i+1].v == val {
 			return true
@@ -92,16 +86,16 @@ func hasPair(rest []arg, opt, val string) bool {
 	return false
 }
 
-func optValue(rest []arg, names ...string) (arg, bool) {
+func optValue(rest []word, names ...string) (word, bool) {
 	for i, a := range rest {
 		for _, n := range names {
 			if a.lit && a.v == n && i+1 < len(rest) {
 				return rest[i+1], true
 			}
 			if a.lit && strings.HasPrefix(a.v, n+"=") {
-				return arg{v: strings.TrimPrefix(a.v, n+"="), lit: true}, true
+				return word{v: strings.TrimPrefix(a.v, n+"="), lit: true}, true
 			}
 		}
 	}
-	return arg{}, false
+	return word{}, false
 }

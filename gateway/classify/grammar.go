@@ -226,88 +226,108 @@ func (g *grammar) lookLong(name string) (*option, string) {
 	return nil, "--" + name + " abbreviates more than one option of " + g.name + " (--" + strings.Join(found, ", --") + ")"
 }
 
+// parsed is one option of a command line, with its value (nil when it
+// has none).
+type parsed struct {
+	o   *option
+	val *word
+}
+
 // check classifies a modelled program's arguments: each option by what
 // it does, then the operands.
 func (c *classifier) check(text string, g *grammar, rest []word) {
-	var ops []word
+	opts, ops, ok := c.parse(text, g, rest)
+	if !ok {
+		return
+	}
+	for _, p := range opts {
+		if !c.option(text, g, p.o, p.val) {
+			return
+		}
+	}
+	c.operands(text, g, ops)
+	c.add(text, ReadOnly, g.name+" reads")
+}
+
+// parse reads rest by g's grammar: the options with their values, and
+// the operands (for a posix grammar, every word from the first operand
+// on). false when the proof failed: a part says why.
+func (c *classifier) parse(text string, g *grammar, rest []word) (opts []parsed, ops []word, ok bool) {
 	dashdash := false
 	for i := 0; i < len(rest); i++ {
 		w := rest[i]
 		switch {
-		case dashdash || g.posix && len(ops) > 0:
+		case dashdash:
 			ops = append(ops, w)
 			continue
+		case g.posix && len(ops) > 0:
+			return opts, append(ops, rest[i:]...), true
 		case !w.lit:
 			if w.safe {
 				ops = append(ops, w)
 				continue
 			}
 			c.add(text, Destructive, g.name+": the argument "+w.src+" is not a literal and could be an option")
-			return
+			return nil, nil, false
 		case w.v == "--":
 			dashdash = true
 			continue
-		case w.v == "-" || !strings.HasPrefix(w.v, "-"):
+		case w.v == "-" || !strings.HasPrefix(w.v, "-") || g.numeric && allDigits(w.v[1:]):
+			if strings.HasPrefix(w.v, "-") && w.v != "-" {
+				continue // -NUM
+			}
 			ops = append(ops, w)
 			continue
 		}
-		next, ok := c.checkOption(text, g, rest, i)
+		got, next, ok := c.parseOption(text, g, rest, i)
 		if !ok {
-			return
+			return nil, nil, false
 		}
-		i = next
+		opts, i = append(opts, got...), next
 	}
-	c.operands(text, g, ops)
-	c.add(text, ReadOnly, g.name+" reads")
+	return opts, ops, true
 }
 
-// checkOption classifies the option word rest[i] (and its value); it
-// returns the index of the last word it used, false when it decided the
-// command is not proved.
-func (c *classifier) checkOption(text string, g *grammar, rest []word, i int) (int, bool) {
+// parseOption reads the option word rest[i] (a cluster of short options,
+// or a long one) and its value; next is the index of the last word it
+// used.
+func (c *classifier) parseOption(text string, g *grammar, rest []word, i int) (got []parsed, next int, ok bool) {
 	v := rest[i].v
-	if long, ok := strings.CutPrefix(v, "--"); ok {
+	if long, isLong := strings.CutPrefix(v, "--"); isLong {
 		name, val, hasVal := strings.Cut(long, "=")
 		o, problem := g.lookLong(name)
-		if o == nil {
-			c.add(text, Destructive, problem)
-			return i, false
-		}
 		switch {
+		case o == nil:
+			c.add(text, Destructive, problem)
+			return nil, i, false
 		case o.arg == NoArg && hasVal:
 			c.add(text, Destructive, "--"+o.long+" of "+g.name+" takes no value")
-			return i, false
+			return nil, i, false
 		case hasVal:
-			return i, c.option(text, g, o, &word{v: val, lit: true, one: true, src: val})
+			return []parsed{{o, &word{v: val, lit: true, one: true, src: val}}}, i, true
 		case o.arg == RequiredArg && i+1 < len(rest):
-			return i + 1, c.option(text, g, o, &rest[i+1])
+			return []parsed{{o, &rest[i+1]}}, i + 1, true
 		}
-		return i, c.option(text, g, o, nil)
-	}
-	if g.numeric && allDigits(v[1:]) {
-		return i, true
+		return []parsed{{o, nil}}, i, true
 	}
 	for j := 1; j < len(v); j++ {
 		o := g.byShort[v[j]]
-		if o == nil {
-			c.add(text, Destructive, "-"+v[j:j+1]+" is not an option "+g.name+" is known to take")
-			return i, false
-		}
 		switch {
+		case o == nil:
+			c.add(text, Destructive, "-"+v[j:j+1]+" is not an option "+g.name+" is known to take")
+			return nil, i, false
 		case o.arg == NoArg:
-			if !c.option(text, g, o, nil) {
-				return i, false
-			}
+			got = append(got, parsed{o, nil})
 			continue
 		case j+1 < len(v):
 			val := v[j+1:]
-			return i, c.option(text, g, o, &word{v: val, lit: true, one: true, src: val})
+			return append(got, parsed{o, &word{v: val, lit: true, one: true, src: val}}), i, true
 		case o.arg == RequiredArg && i+1 < len(rest):
-			return i + 1, c.option(text, g, o, &rest[i+1])
+			return append(got, parsed{o, &rest[i+1]}), i + 1, true
 		}
-		return i, c.option(text, g, o, nil)
+		return append(got, parsed{o, nil}), i, true
 	}
-	return i, true
+	return got, i, true
 }
 
 // option classifies one option of g with its value (nil when it has
