@@ -2,8 +2,6 @@ package classify
 
 import "strings"
 
-
-
 // operands are the arguments that are not options (after "--", all).
 func operands(rest []word) []word {
 	var out []word
