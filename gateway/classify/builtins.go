@@ -206,7 +206,8 @@ func (c *classifier) set(text string, rest []word) {
 		case a.v == "--" || !strings.HasPrefix(a.v, "-") && !strings.HasPrefix(a.v, "+"):
 			c.add(text, Mutating, "set assigns the positional parameters")
 			return
-		case a.v == "-o" || a.v == "+o":
+		case strings.HasSuffix(a.v, "o") && strings.Trim(a.v[1:len(a.v)-1], "eufxvC") == "":
+			// -o NAME, or a cluster ending in it (-euo pipefail).
 			if i+1 < len(rest) && !(rest[i+1].lit && setOptions[rest[i+1].v]) {
 				c.add(text, Destructive, "set -o "+rest[i+1].src+" is not an option the classifier reads")
 				return

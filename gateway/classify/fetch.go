@@ -5,7 +5,7 @@ import "strings"
 // curlModel: curl's options that fetch and print, and those that write
 // (their value is a file; "-" is standard output), send data or run; an
 // option not here is not proved (curl 7.88).
-var curlModel = compile(&model{names: "curl", short: "sSLfIikv46H:A:X:m:u:x:e:b:c:D:o:Od:F:T:w:K:E:r:C:z:U:GJRNqZ#",
+var curlModel = compile(&model{exact: true, names: "curl", short: "sSLfIikv46H:A:X:m:u:x:e:b:c:D:o:Od:F:T:w:K:E:r:C:z:U:GJRNqZ#",
 	long: "silent show-error location location-trusted fail fail-with-body head include insecure verbose ipv4 ipv6 " +
 		"header= user-agent= request= max-time= user= proxy= referer= cookie= cookie-jar= dump-header= output= " +
 		"remote-name remote-name-all remote-header-name data= data-raw= data-binary= data-ascii= data-urlencode= " +
@@ -48,7 +48,7 @@ func (c *classifier) curl(text string, rest []word) {
 
 // wgetModel: wget's options that fetch to standard output and print;
 // wget saves what it fetches unless -O - or --spider says otherwise.
-var wgetModel = compile(&model{names: "wget", short: "qvnSO:T:t:U:c4",
+var wgetModel = compile(&model{exact: true, names: "wget", short: "qvnSO:T:t:U:c4",
 	long: "quiet verbose no-verbose server-response output-document= timeout= tries= user-agent= continue inet4-only " +
 		"spider header= no-check-certificate ca-certificate= connect-timeout= read-timeout= max-redirect= " +
 		"compression= method= body-data= post-data= post-file= save-headers output-file= append-output= " +
@@ -86,7 +86,7 @@ func (c *classifier) wget(text string, rest []word) {
 // tarList: tar's options when it lists an archive (-t): which archive,
 // how to decompress it (by name only: -I and --use-compress-program run
 // a program), what to print.
-var tarList = compile(&model{names: "tar", short: "tvf:zjJaZwOC:", long: "list verbose file= gzip gunzip bzip2 xz lzip lzma lzop " +
+var tarList = compile(&model{exact: true, names: "tar", short: "tvf:zjJaZwOC:", long: "list verbose file= gzip gunzip bzip2 xz lzip lzma lzop " +
 	"zstd auto-compress compress uncompress wildcards no-wildcards anchored no-anchored ignore-case no-ignore-case " +
 	"numeric-owner full-time utc quoting-style= quote-chars= show-transformed-names occurrence? exclude= " +
 	"exclude-from= files-from= null no-null directory= to-stdout blocking-factor= record-size= help version",

@@ -51,7 +51,7 @@ var gitVerbs = func() map[string]*grammar {
 	return out
 }()
 
-var gitGlobal = compile(&model{names: "git", short: "C:Phc:p", posix: true,
+var gitGlobal = compile(&model{exact: true, names: "git", short: "C:Phc:p", posix: true,
 	long:    "git-dir= work-tree= namespace= no-pager no-replace-objects literal-pathspecs glob-pathspecs noglob-pathspecs icase-pathspecs no-optional-locks bare version help html-path man-path info-path no-advice no-lazy-fetch paginate exec-path? config-env= list-cmds= super-prefix= attr-source=",
 	effects: "c,exec-path,config-env:destructive:git_configuration_on_the_command_line_can_name_any_program_to_run p,paginate:destructive:git_--paginate_runs_a_pager"})
 

@@ -102,6 +102,14 @@ type model struct {
 	// numeric: -NUM is an option; posix: options end at the first
 	// operand.
 	numeric, posix bool
+	// exact: long options are matched by their whole name only. A table
+	// that lists only some of a program's options must be exact: an
+	// abbreviation it resolves to one of its options may be, in the
+	// program, the whole name of an option the table does not list
+	// (kubectl --server is not --server-print). A complete table may
+	// resolve abbreviations as getopt_long does: where the program has
+	// more options with that prefix, it refuses the abbreviation.
+	exact bool
 }
 
 // option is one option of a compiled model.
@@ -123,13 +131,14 @@ type grammar struct {
 	longs          []string // sorted, for abbreviations
 	opts           []*option
 	numeric, posix bool
+	exact          bool
 }
 
 // compile builds a model's grammar; it panics on a malformed table (the
 // tables are the package's own, checked by its tests).
 func compile(m *model) *grammar {
 	names := strings.Fields(m.names)
-	g := &grammar{name: names[0], m: m, byShort: map[byte]*option{}, byLong: map[string]*option{}, numeric: m.numeric, posix: m.posix}
+	g := &grammar{name: names[0], m: m, byShort: map[byte]*option{}, byLong: map[string]*option{}, numeric: m.numeric, posix: m.posix, exact: m.exact}
 	for i := 0; i < len(m.short); i++ {
 		o := &option{short: m.short[i]}
 		if i+1 < len(m.short) && m.short[i+1] == ':' {
@@ -211,6 +220,9 @@ func (g *grammar) effect(e string) {
 func (g *grammar) lookLong(name string) (*option, string) {
 	if o := g.byLong[name]; o != nil {
 		return o, ""
+	}
+	if g.exact {
+		return nil, "--" + name + " is not an option of " + g.name + " the classifier knows"
 	}
 	i := sort.SearchStrings(g.longs, name)
 	var found []string

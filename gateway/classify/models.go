@@ -9,7 +9,7 @@ import (
 // writes it can read from their arguments), by name.
 var grammars = func() map[string]*grammar {
 	out := map[string]*grammar{}
-	for _, table := range [][]model{coreutilsModels, systemModels, writerModels, otherModels} {
+	for _, table := range [][]model{coreutilsModels, systemModels, writerModels, otherModels, netModels} {
 		for i := range table {
 			g := compile(&table[i])
 			for _, n := range strings.Fields(table[i].names) {

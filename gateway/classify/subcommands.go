@@ -79,7 +79,7 @@ var systemdVerbs = set(`status show cat help list-units list-unit-files list-soc
 	get-default show-environment list-timezones list-sessions list-users list-seats session-status user-status
 	seat-status show-session show-user show-seat`)
 
-var systemdOptions = compile(&model{names: "systemctl", short: "t:p:aP:lqn:o:", long: "type= state= property= all recursive " +
+var systemdOptions = compile(&model{exact: true, names: "systemctl", short: "t:p:aP:lqn:o:", long: "type= state= property= all recursive " +
 	"reverse after before with-dependencies full value show-types job-mode= show-transaction ignore-inhibitors quiet " +
 	"no-block no-wall no-reload no-legend no-pager no-ask-password system user global lines= output= plain " +
 	"failed firmware-setup now runtime timestamp= check-inhibitors= kill-whom= signal= what= preset-mode= root= " +
@@ -132,7 +132,7 @@ func (c *classifier) systemd(text, name string, rest []word) {
 }
 
 // sysctlModel: sysctl's options (procps).
-var sysctlModel = compile(&model{names: "sysctl", short: "abeNnqoxAXdr:hVwpf::", long: "all binary ignore names values " +
+var sysctlModel = compile(&model{exact: true, names: "sysctl", short: "abeNnqoxAXdr:hVwpf::", long: "all binary ignore names values " +
 	"pattern= quiet write load? system deprecated help version",
 	effects: "w,write,p,f,load,system:privileged:sysctl_changes_kernel_parameters"})
 

@@ -18,15 +18,15 @@ func verbModels(prog string, ms ...model) map[string]*grammar {
 // containerVerbs are the read verbs of docker, podman and nerdctl with
 // their options (docker 28).
 var containerVerbs = verbModels("docker",
-	model{names: "ps", short: "aqsnlf:", long: "all quiet size no-trunc latest last= filter= format= help"},
-	model{names: "images", short: "aqf:", long: "all quiet digests no-trunc filter= format= tree help"},
-	model{names: "logs", short: "ft:n:", long: "follow timestamps tail= since= until= details help"},
-	model{names: "inspect", short: "f:s", long: "format= size type= help"},
-	model{names: "version info", short: "f:", long: "format= help"},
-	model{names: "stats", short: "a", long: "all no-stream no-trunc format= help"},
-	model{names: "top port diff", long: "help"},
-	model{names: "history", short: "qH", long: "quiet human? no-trunc format= platform= help"},
-	model{names: "events", short: "f:", long: "filter= format= since= until= help"},
+	model{exact: true, names: "ps", short: "aqsnlf:", long: "all quiet size no-trunc latest last= filter= format= help"},
+	model{exact: true, names: "images", short: "aqf:", long: "all quiet digests no-trunc filter= format= tree help"},
+	model{exact: true, names: "logs", short: "ft:n:", long: "follow timestamps tail= since= until= details help"},
+	model{exact: true, names: "inspect", short: "f:s", long: "format= size type= help"},
+	model{exact: true, names: "version info", short: "f:", long: "format= help"},
+	model{exact: true, names: "stats", short: "a", long: "all no-stream no-trunc format= help"},
+	model{exact: true, names: "top port diff", long: "help"},
+	model{exact: true, names: "history", short: "qH", long: "quiet human? no-trunc format= platform= help"},
+	model{exact: true, names: "events", short: "f:", long: "filter= format= since= until= help"},
 )
 
 // container classifies docker and its kind: the read verbs by their
@@ -73,11 +73,11 @@ func (c *classifier) container(text, name string, rest []word) {
 // choose another configuration, server or identity (--kubeconfig,
 // --server, --token, --as) are not among them.
 var kubectlVerbs = verbModels("kubectl",
-	model{names: "get", short: "n:Ao:l:wL:f:Rk:", long: "namespace= all-namespaces output= selector= watch watch-only field-selector= show-labels sort-by= no-headers label-columns= ignore-not-found show-kind chunk-size= template= allow-missing-template-keys? raw= request-timeout= v= subresource= server-print? show-managed-fields output-watch-events filename= recursive? kustomize= help", effects: "f,filename,k,kustomize:read"},
-	model{names: "describe", short: "n:Al:f:R", long: "namespace= all-namespaces selector= show-events? chunk-size= filename= recursive? request-timeout= v= help", effects: "f,filename:read"},
-	model{names: "logs", short: "n:c:fpl:", long: "namespace= container= follow previous selector= tail= since= since-time= timestamps all-containers? prefix? limit-bytes= max-log-requests= pod-running-timeout= ignore-errors request-timeout= v= help"},
-	model{names: "top", short: "n:Al:", long: "namespace= all-namespaces selector= containers no-headers sort-by= use-protocol-buffers? sum? request-timeout= v= help"},
-	model{names: "version api-resources api-versions explain", short: "o:", long: "client? output= short? namespaced? api-group= verbs= sort-by= no-headers recursive? api-version= output-format= request-timeout= v= help"},
+	model{exact: true, names: "get", short: "n:Ao:l:wL:f:Rk:", long: "namespace= all-namespaces output= selector= watch watch-only field-selector= show-labels sort-by= no-headers label-columns= ignore-not-found show-kind chunk-size= template= allow-missing-template-keys? raw= request-timeout= v= subresource= server-print? show-managed-fields output-watch-events filename= recursive? kustomize= help", effects: "f,filename,k,kustomize:read"},
+	model{exact: true, names: "describe", short: "n:Al:f:R", long: "namespace= all-namespaces selector= show-events? chunk-size= filename= recursive? request-timeout= v= help", effects: "f,filename:read"},
+	model{exact: true, names: "logs", short: "n:c:fpl:", long: "namespace= container= follow previous selector= tail= since= since-time= timestamps all-containers? prefix? limit-bytes= max-log-requests= pod-running-timeout= ignore-errors request-timeout= v= help"},
+	model{exact: true, names: "top", short: "n:Al:", long: "namespace= all-namespaces selector= containers no-headers sort-by= use-protocol-buffers? sum? request-timeout= v= help"},
+	model{exact: true, names: "version api-resources api-versions explain", short: "o:", long: "client? output= short? namespaced? api-group= verbs= sort-by= no-headers recursive? api-version= output-format= request-timeout= v= help"},
 )
 
 // kubectl classifies kubectl and oc: the read verbs by their grammar;
