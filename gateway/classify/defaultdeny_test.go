@@ -209,3 +209,21 @@ func TestSensitivePaths(t *testing.T) {
 		}
 	}
 }
+
+// TestWordForms: how expansions stand where options may.
+func TestWordForms(t *testing.T) {
+	for line, want := range map[string]Class{
+		"diff <(ls a) <(ls b)":           ReadOnly,
+		"cat /tmp/\"$(ls | head -1)\"":   ReadOnly,
+		"cat \"$(ls | head -1)\"":        Destructive,
+		"cat $\"-n\" f":                  Destructive,
+		"a=([x]=1)":                      Destructive,
+		"a=(x y)":                        Mutating,
+		"echo $((${#x}+1))":              ReadOnly,
+		"echo ${x:0:3} ${#a[@]} ${a[0]}": ReadOnly,
+	} {
+		if r := Classify(line); r.Class != want {
+			t.Errorf("%q: %s (%s), want %s", line, r.Class, r.Reason(), want)
+		}
+	}
+}

@@ -59,7 +59,7 @@ func (c *classifier) assigns(src string, as []*syntax.Assign, prefix bool) {
 			name = a.Name.Value
 		}
 		switch {
-		case a.Index != nil:
+		case a.Index != nil || a.Array != nil && hasIndex(a.Array):
 			c.add(text, Destructive, "assigns an array element, whose subscript is evaluated as arithmetic")
 		case prefix:
 			c.environ(text, name)
@@ -69,6 +69,17 @@ func (c *classifier) assigns(src string, as []*syntax.Assign, prefix bool) {
 			c.add(text, Mutating, "sets a shell variable")
 		}
 	}
+}
+
+// hasIndex reports whether an array assignment names an element's index
+// ([i]=v), which is evaluated as arithmetic.
+func hasIndex(a *syntax.ArrayExpr) bool {
+	for _, e := range a.Elems {
+		if e.Index != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // decl classifies declare, local, export, readonly and typeset: at least
@@ -129,8 +140,8 @@ func (c *classifier) arithWord(text string, w *syntax.Word) {
 		return // a number
 	}
 	if len(w.Parts) == 1 {
-		if pe, ok := w.Parts[0].(*syntax.ParamExp); ok && pe.Param != nil && strings.Contains("?#$!", pe.Param.Value) && pe.Exp == nil && pe.Index == nil {
-			return // $? $# $$ $!: numbers the shell sets
+		if pe, ok := w.Parts[0].(*syntax.ParamExp); ok && (pe.Length || pe.Param != nil && strings.Contains("?#$!", pe.Param.Value) && pe.Exp == nil && pe.Index == nil) {
+			return // ${#x}, $? $# $$ $!: numbers the shell makes
 		}
 	}
 	c.add(text, Destructive, "arithmetic evaluates a variable's or an expansion's value as an expression, which can run commands (a[$(…)])")

@@ -40,8 +40,10 @@ func readWord(src string, w *syntax.Word) word {
 				out.one = false // a glob or a brace list
 			}
 		case *syntax.SglQuoted:
+		case *syntax.ProcSubst:
+			// <(…) becomes one path, /dev/fd/N.
 		case *syntax.DblQuoted:
-			if splitsInQuotes(p) {
+			if p.Dollar || splitsInQuotes(p) {
 				out.one, out.safe = false, false
 			}
 		default:
@@ -68,8 +70,10 @@ func leadsWithLiteral(w *syntax.Word) bool {
 			return false
 		}
 		first = p.Value
+	case *syntax.ProcSubst:
+		return true // /dev/fd/N
 	case *syntax.DblQuoted:
-		if len(p.Parts) == 0 {
+		if len(p.Parts) == 0 || p.Dollar {
 			return false
 		}
 		l, ok := p.Parts[0].(*syntax.Lit)
@@ -125,6 +129,9 @@ func literal(w *syntax.Word) (string, bool) {
 			}
 			b.WriteString(p.Value)
 		case *syntax.DblQuoted:
+			if p.Dollar {
+				return "", false // $"…" is translated by the target's locale
+			}
 			for _, q := range p.Parts {
 				l, ok := q.(*syntax.Lit)
 				if !ok {
