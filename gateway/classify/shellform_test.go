@@ -60,6 +60,8 @@ var shellFormCases = []struct {
 	{"env -S", "env -S'terraform destroy'", []ShellForm{line("env -Sterraform destroy"), cmd("terraform destroy")}},
 	{"wrappers in a row", "sudo -u deploy timeout -s KILL 5m nice -n 5 terraform destroy",
 		[]ShellForm{cmd("timeout -s KILL 5m nice -n 5 terraform destroy"), cmd("nice -n 5 terraform destroy"), cmd("terraform destroy")}},
+	{"sudo env", "sudo env TF_LOG=1 terraform destroy",
+		[]ShellForm{cmd("env TF_LOG=1 terraform destroy"), cmd("terraform destroy")}},
 	{"a wrapper and a shell", "sudo sh -c 'terraform destroy'",
 		[]ShellForm{line("sudo sh -c terraform destroy"), cmd("sh -c terraform destroy"), cmd("terraform destroy")}},
 	{"xargs", "echo x | xargs -I{} terraform destroy -target={}",
