@@ -77,11 +77,20 @@ func ShellForms(command string) (forms []ShellForm, complete bool) {
 		return r.forms, true
 	}
 	cmds := formCommands(command, f)
-	line := make([]string, len(cmds))
+	// The line is built within the bound: nested substitutions repeat
+	// their text in each command that holds them.
+	var line strings.Builder
 	for i, c := range cmds {
-		line[i] = formJoin(c.words)
+		if line.Len() > maxFormBytes {
+			r.complete = false
+			break
+		}
+		if i > 0 {
+			line.WriteString("; ")
+		}
+		line.WriteString(formJoin(c.words))
 	}
-	r.add(LineForm, strings.Join(line, "; "))
+	r.add(LineForm, line.String())
 	for _, c := range cmds {
 		r.command(c, 0)
 	}
