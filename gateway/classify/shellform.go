@@ -226,18 +226,21 @@ func formQuoted(src string, delim *syntax.Word) bool {
 	return !lit || strings.Contains(formSource(src, delim), `\`)
 }
 
-// Where a word's literal text stands, which decides the backslashes the
-// shell removes.
+// formQuoting is where a word's literal text stands, which decides the
+// backslashes the shell removes.
+type formQuoting uint8
+
+// Where literal text stands.
 const (
-	formUnquoted = iota // before any character
-	formDouble          // in double quotes: before $ ` " \ and a newline
-	formHeredoc         // in a here-document: before $ ` \ and a newline
-	formVerbatim        // in a here-document with a quoted delimiter: none
+	formUnquoted formQuoting = iota // before any character
+	formDouble                      // in double quotes: before $ ` " \ and a newline
+	formHeredoc                     // in a here-document: before $ ` \ and a newline
+	formVerbatim                    // in a here-document with a quoted delimiter: none
 )
 
 // formRead reads a word as the shell does after quote removal, or as
 // written when it holds an expansion.
-func formRead(src string, w *syntax.Word, mode int) formWord {
+func formRead(src string, w *syntax.Word, mode formQuoting) formWord {
 	var b strings.Builder
 	for _, p := range w.Parts {
 		switch p := p.(type) {
@@ -268,11 +271,14 @@ func formRead(src string, w *syntax.Word, mode int) formWord {
 
 // formUnescape removes the backslashes the shell removes where a literal
 // stands (mode).
-func formUnescape(s string, mode int) string {
+func formUnescape(s string, mode formQuoting) string {
 	if mode == formVerbatim || !strings.Contains(s, `\`) {
 		return s
 	}
-	special := map[int]string{formDouble: "$`\"\\\n", formHeredoc: "$`\\\n"}[mode]
+	special := "$`\\\n" // in a here-document
+	if mode == formDouble {
+		special = "$`\"\\\n"
+	}
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		if s[i] == '\\' && i+1 < len(s) && (mode == formUnquoted || strings.IndexByte(special, s[i+1]) >= 0) {
