@@ -108,9 +108,30 @@ func (l *lifecycle) classify() (problem string) {
 	l.classReason = l.hide(res.Reason())
 	l.parts = res.Parts
 	l.a.update(func(o *api.Action) { o.Class = res.Class.String() })
-	for _, re := range l.account.DenyPatterns {
-		if re.MatchString(l.req.Command) {
-			return fmt.Sprintf("the command matches the account's deny pattern %q; the policy refuses it", re.String())
+	// A pattern is matched against the line as sent and as the shell
+	// reads it: "terraform" destroy, ls; terraform destroy and
+	// sh -c 'terraform destroy' all hold the command terraform destroy.
+	if len(l.account.DenyPatterns) > 0 {
+		const maxQuoted = 200 // what a refusal quotes of a form
+		forms, complete := cmdclass.ShellForms(l.req.Command)
+		for _, re := range l.account.DenyPatterns {
+			for _, f := range forms {
+				if !re.MatchString(f.Text) {
+					continue
+				}
+				// The form quotes the command: hidden as it is.
+				as := fmt.Sprintf("%q", clip(l.hide(f.Text), maxQuoted))
+				switch f.Kind {
+				case cmdclass.LineForm:
+					return fmt.Sprintf("the command, as the shell reads it (%s), matches the account's deny pattern %q; the policy refuses it", as, re.String())
+				case cmdclass.CommandForm:
+					return fmt.Sprintf("a command in it, as the shell reads it (%s), matches the account's deny pattern %q; the policy refuses it", as, re.String())
+				}
+				return fmt.Sprintf("the command matches the account's deny pattern %q; the policy refuses it", re.String())
+			}
+		}
+		if !complete {
+			return "the command nests or holds more than the gateway reads to match the account's deny patterns; the policy refuses it"
 		}
 	}
 	for _, cl := range l.account.Refuse {

@@ -210,6 +210,9 @@ func parse(raw []byte) (Decision, error) {
 	if err := json.Unmarshal(raw, &top); err != nil || top == nil {
 		return Decision{}, errors.New("opa: the answer is not a JSON object")
 	}
+	if err := uniqueKeys(raw); err != nil {
+		return Decision{}, err
+	}
 	var d Decision
 	if id, ok := top["decision_id"]; ok {
 		_ = json.Unmarshal(id, &d.DecisionID) // an id of another type is left out
@@ -258,6 +261,69 @@ func parse(raw []byte) (Decision, error) {
 	}
 	d.Allow = allow || dec
 	return d, nil
+}
+
+// uniqueKeys refuses an answer in which an object, at any depth, names a
+// key twice. encoding/json keeps the last of them and other parsers the
+// first, so {"allow": false, "allow": true} reads as a deny to one reader
+// and an allow to the next; OPA itself never sends one. raw is valid
+// JSON (parse has read it).
+func uniqueKeys(raw []byte) error {
+	type level struct {
+		keys    map[string]bool // nil for an array
+		wantKey bool
+		last    string // the last key of an object
+		where   string // the path of the object or array, "" at the top
+	}
+	var stack []*level
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("opa: the answer is not JSON: %w", err)
+		}
+		var top *level
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if key, ok := tok.(string); ok && top != nil && top.wantKey {
+			if top.keys[key] {
+				if top.where == "" {
+					return fmt.Errorf("opa: the answer has the key %q twice", clip(key))
+				}
+				return fmt.Errorf("opa: the answer has the key %q twice in %s", clip(key), clip(top.where))
+			}
+			top.keys[key], top.wantKey, top.last = true, false, key
+			continue
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			in := &level{}
+			if tok == json.Delim('{') {
+				in.keys, in.wantKey = map[string]bool{}, true
+			}
+			switch {
+			case top == nil:
+			case top.keys == nil:
+				in.where = top.where + "[]"
+			case top.where == "":
+				in.where = top.last
+			default:
+				in.where = top.where + "." + top.last
+			}
+			stack = append(stack, in)
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+		// A value ended: the object it is in wants its next key.
+		if len(stack) > 0 && stack[len(stack)-1].keys != nil {
+			stack[len(stack)-1].wantKey = true
+		}
+	}
 }
 
 // boolField reads obj[key] as a boolean: present says whether it is

@@ -2,6 +2,9 @@ package opa_test
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -126,6 +129,32 @@ func TestNewChecksItsFiles(t *testing.T) {
 	} {
 		if _, err := opa.New(o); err == nil {
 			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// TestDecideRefusesDuplicateKeys: an answer that names a key twice is
+// no decision, whichever of the two a reader would keep; the caller's
+// fail_closed decides. A real OPA never sends one, so a server stands in
+// for it.
+func TestDecideRefusesDuplicateKeys(t *testing.T) {
+	t.Parallel()
+	for _, body := range []string{
+		`{"result": {"allow": false, "allow": true}}`,
+		`{"result": {"allow": true, "allow": false}}`,
+		`{"decision_id": "d-1", "result": {"decision": true, "rule": "r", "rule": "other"}}`,
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, body)
+		}))
+		defer srv.Close()
+		c, err := opa.New(opa.Options{URL: srv.URL + "/v1/data/airlock/decision", Timeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, err := c.Decide(context.Background(), input("web-1", "read_only")); err == nil || d.Allow || !strings.Contains(err.Error(), "twice") {
+			t.Errorf("%s: %+v, %v; want an error naming the key", body, d, err)
 		}
 	}
 }

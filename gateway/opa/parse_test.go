@@ -32,6 +32,15 @@ func TestParseIsExact(t *testing.T) {
 		{`[true]`, false, "not a JSON object"},
 		{`true`, false, "not a JSON object"},
 		{`not json`, false, "not a JSON object"},
+		// A key twice, at any depth: parsers disagree on which one
+		// counts, so none does.
+		{`{"result": {"allow": false, "allow": true}}`, false, `key "allow" twice in result`},
+		{`{"result": {"allow": true, "\u0061llow": false}}`, false, `key "allow" twice in result`},
+		{`{"result": false, "result": true}`, false, `key "result" twice`},
+		{`{"decision_id": "a", "result": true, "decision_id": "b"}`, false, `key "decision_id" twice`},
+		{`{"result": {"allow": true, "why": {"a": 1, "a": 2}}}`, false, `key "a" twice in result.why`},
+		{`{"result": {"allow": true, "all": [{"k": 1}, {"k": 1, "k": 2}]}}`, false, `key "k" twice in result.all[]`},
+		{`{"result": {"allow": true, "x": {"allow": 1}, "y": [{"allow": 2}, {"allow": 3}]}}`, true, ""},
 	} {
 		d, err := parse([]byte(c.answer))
 		switch {
