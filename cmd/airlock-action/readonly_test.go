@@ -23,8 +23,9 @@ import (
 // TestReadOnlyThroughSSHD: a request the gateway marks read-only, served
 // by a real sshd to an account that is not root (so airlock-action makes
 // a user namespace as well as a mount namespace): a verb that writes
-// fails with EROFS and leaves nothing, one that reads runs, and the log
-// line says read_only.
+// fails with EROFS and leaves nothing, one that reads runs, the program
+// holds no capability and has no_new_privs, and the log line says
+// read_only.
 func TestReadOnlyThroughSSHD(t *testing.T) {
 	t.Parallel()
 	e := sharedEnv(t)
@@ -42,6 +43,15 @@ func TestReadOnlyThroughSSHD(t *testing.T) {
 	res, err = sshexec.Run(context.Background(), e.config(e.key), policy.MarkReadOnly("echo confined"))
 	if err != nil || !res.Success() || string(res.Stdout) != "confined\n" {
 		t.Errorf("marked echo: %v %+v", err, res)
+	}
+	// No capability, none to gain.
+	res, err = sshexec.Run(context.Background(), e.config(e.key), policy.MarkReadOnly("privileges"))
+	wantPrivileges := "CapInh:\t0000000000000000\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapAmb:\t0000000000000000\nNoNewPrivs:\t1\n"
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if !res.Success() || string(res.Stdout) != wantPrivileges {
+		t.Errorf("marked privileges: %v, stdout %q, want %q", res.Outcome, res.Stdout, wantPrivileges)
 	}
 	want := `decision=allow read_only=true verb="touch" args=["` + file + `"] exit=1`
 	if log := e.logText(t); !strings.Contains(log, want) {

@@ -41,10 +41,13 @@ import (
 //     when the supervisor ends or stays silent without saying "ok".
 //
 // A write by the program then fails with EROFS ("Read-only file system").
-// Inside a user namespace the program holds no capability (it is not
-// root there, and no_new_privs ignores setuid bits and file
-// capabilities), so it cannot undo the read-only mounts; files of other
-// users show as owned by the overflow id (nobody). A root account's
+// Inside a user namespace the program holds no capability (the thread
+// that starts it has none, and under no_new_privs neither setuid bits nor
+// file capabilities add any), so it cannot undo the read-only mounts, nor
+// reach the writable mounts of a process outside the namespace through
+// /proc/PID/root (the kernel lets only a process of the same user
+// namespace, or one with CAP_SYS_PTRACE over it, follow that); files of
+// other users show as owned by the overflow id (nobody). A root account's
 // program stays root in its own mount namespace: the read-only mounts stop
 // mistakes, not a root program set on writing. A verb with run_as is
 // refused: sudo is setuid, which no_new_privs defeats.
@@ -168,6 +171,16 @@ func confineSelf() error {
 	}
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
 		return fmt.Errorf("dropping the ambient capabilities: %w", err)
+	}
+	if os.Geteuid() != 0 {
+		// No capability at all on this thread: under no_new_privs a
+		// program gets no more than its parent had, so not even
+		// inheritable file capabilities give it one.
+		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+		var none [2]unix.CapUserData
+		if err := unix.Capset(&hdr, &none[0]); err != nil {
+			return fmt.Errorf("dropping the capabilities: %w", err)
+		}
 	}
 	if v, err := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0); err != nil || v != 1 {
 		return fmt.Errorf("no_new_privs is not set (%d, %v)", v, err)
