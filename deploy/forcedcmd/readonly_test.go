@@ -141,3 +141,24 @@ func TestAllReadOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestExplainReadOnly: --explain says a marked request runs read-only,
+// and refuses what a mark cannot run.
+func TestExplainReadOnly(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pol, err := policy.Load(writePolicy(t, dir, readOnlyPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if code := Explain(pol, policy.MarkReadOnly("cat "+filepath.Join(dir, "f")), &out); code != 0 || !strings.Contains(out.String(), "marked:  @read-only") {
+		t.Errorf("marked cat: exit %d\n%s", code, out.String())
+	}
+	for _, command := range []string{policy.MarkReadOnly("as-nobody"), policy.MarkReadOnly("get " + filepath.Join(dir, "f"))} {
+		out.Reset()
+		if code := Explain(pol, command, &out); code != ExitRefused {
+			t.Errorf("%q: exit %d\n%s", command, code, out.String())
+		}
+	}
+}
