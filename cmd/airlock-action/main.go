@@ -10,9 +10,12 @@
 //	airlock-action --check [--policy FILE]          validate the policy (problems as FILE:LINE)
 //	airlock-action --explain "CMD" [--policy FILE]  show what CMD would run, or why it is refused
 //	airlock-action --reap -- PROGRAM [ARGS…]        supervise a verb (airlock-action, or sudo for run_as, runs this)
+//	airlock-action --reap --read-only -- PROGRAM…   supervise a verb marked read-only (airlock-action runs this)
 //	airlock-action --version                        print the version and the commit it was built from
 //
-// A refused request exits 126 with one line on stderr. See
+// A request that begins with "@read-only " was marked read-only by the
+// gateway: its verb runs with every mount read-only, or is refused. A
+// refused request exits 126 with one line on stderr. See
 // deploy/forcedcmd for the exit statuses and the log line.
 package main
 

@@ -25,6 +25,12 @@
 // ("airlock:<action id>") and serial, so that the target's own log names the
 // gateway's audited action.
 //
+// A request marked read-only (policy.ReadOnlyMark, which a gateway sends
+// for a command it rates read_only on an account with enforce_read_only)
+// runs its verb in namespaces of its own where every mount is read-only,
+// with no_new_privs; when the kernel cannot do that, the request is
+// refused and nothing runs (see startConfined).
+//
 // Check validates a policy file for airlock-action --check, and Explain
 // shows what a command would run for --explain.
 //

@@ -65,6 +65,9 @@ type Record struct {
 	Auth AuthInfo
 	// Duration is how long the program ran.
 	Duration time.Duration
+	// ReadOnly is set for a request marked read-only
+	// (policy.ReadOnlyMark): its verb runs with every mount read-only.
+	ReadOnly bool
 }
 
 // maxLoggedCommand bounds how much of a refused request is logged.
@@ -76,6 +79,9 @@ const maxLoggedCommand = 512
 func (r *Record) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "decision=%s", r.Decision)
+	if r.ReadOnly {
+		b.WriteString(" read_only=true")
+	}
 	if r.Verb != "" {
 		fmt.Fprintf(&b, " verb=%s args=[", strconv.QuoteToASCII(r.Verb))
 		for i, a := range r.Args {

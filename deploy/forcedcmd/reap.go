@@ -46,7 +46,12 @@ type ReapStatus struct {
 // runs then, Reap names them on stderr and returns ExitUnconfirmed. A
 // stopped verb's status is always a code (128+N for signal N): only an
 // unstopped program's death by a signal is passed on as that signal.
-func Reap(argv []string, stderr io.Writer) ReapStatus {
+//
+// With readOnly (airlock-action --reap --read-only, which only Serve
+// runs, for a request marked read-only) it first confines what it starts:
+// every mount read-only, no_new_privs; when it cannot, it starts nothing
+// and returns ExitRefused.
+func Reap(argv []string, readOnly bool, stderr io.Writer) ReapStatus {
 	if len(argv) == 0 || !filepath.IsAbs(argv[0]) {
 		fmt.Fprintln(stderr, "airlock-action: --reap runs one program by its absolute path: airlock-action --reap -- /usr/bin/PROGRAM [ARGS…]")
 		return ReapStatus{Code: ExitRefused}
@@ -80,6 +85,14 @@ func Reap(argv []string, stderr io.Writer) ReapStatus {
 	if stopping {
 		fmt.Fprintln(stderr, "airlock-action: --reap: its parent ended before the program started; nothing ran")
 		return ReapStatus{Code: ExitCannotRun}
+	}
+	if readOnly {
+		if told, err := enterReadOnly(); err != nil {
+			if !told { // else airlock-action says it
+				fmt.Fprintf(stderr, "airlock-action: --reap: read-only enforcement failed, so nothing ran: %s\n", oneLine(err))
+			}
+			return ReapStatus{Code: ExitRefused}
+		}
 	}
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(stderr, "airlock-action: cannot run: %s\n", oneLine(err))
@@ -201,11 +214,15 @@ func confirmReaped() []proctree.Proc {
 // --reap. It returns the exit status, or ends the process by the signal
 // that killed the program.
 func ReapMain(args []string, stderr io.Writer) int {
+	readOnly := len(args) > 0 && args[0] == readOnlyFlag
+	if readOnly {
+		args = args[1:]
+	}
 	if len(args) == 0 || args[0] != "--" {
 		fmt.Fprintln(stderr, "airlock-action: usage: airlock-action --reap -- /usr/bin/PROGRAM [ARGS…]")
 		return 2
 	}
-	st := Reap(args[1:], stderr)
+	st := Reap(args[1:], readOnly, stderr)
 	if st.Signal != 0 {
 		raise(st.Signal)
 	}

@@ -172,7 +172,14 @@ func Serve(ctx context.Context, o Options) int {
 	if o.Reaper != "" {
 		pol.Reaper = o.Reaper
 	}
-	if tr, err := pol.MatchTransfer(rec.Command, true); tr != nil || err != nil {
+	// The gateway's mark comes first: what follows it is the request.
+	command, readOnly := policy.CutReadOnly(rec.Command)
+	rec.ReadOnly = readOnly
+	if tr, err := pol.MatchTransfer(command, true); tr != nil || err != nil {
+		if readOnly {
+			rec.Reason = "a built-in put or get is never marked read-only"
+			return finish()
+		}
 		if err != nil {
 			rec.Reason = oneLine(err)
 			return finish()
@@ -180,7 +187,10 @@ func Serve(ctx context.Context, o Options) int {
 		serveTransfer(tr, pol.Transfer, o, rec)
 		return finish()
 	}
-	plan, err := pol.Match(rec.Command)
+	plan, err := pol.Match(command)
+	if err == nil && readOnly && plan.Verb.RunAs != "" {
+		err = readOnlyRunAs(plan.Verb)
+	}
 	if err == nil && plan.Verb.RunAs != "" && !o.ownPolicy {
 		if gerr := reaperGuard(pol.Reaper, os.Geteuid()); gerr != nil {
 			err = fmt.Errorf("verb %s runs as %s: %w", plan.Verb.Name, plan.Verb.RunAs, gerr)
@@ -221,7 +231,11 @@ func run(ctx context.Context, plan *policy.Plan, o Options, rec *Record) {
 			rec.Reason = oneLine(&os.PathError{Op: "exec", Path: argv[0], Err: err})
 			return
 		}
-		argv = append([]string{o.supervisor(), "--reap", "--"}, argv...)
+		reap := []string{o.supervisor(), "--reap", "--"}
+		if rec.ReadOnly {
+			reap = []string{o.supervisor(), "--reap", readOnlyFlag, "--"}
+		}
+		argv = append(reap, argv...)
 	}
 	cmd := &exec.Cmd{
 		Path:   argv[0],
@@ -245,9 +259,20 @@ func run(ctx context.Context, plan *policy.Plan, o Options, rec *Record) {
 	defer signal.Stop(sigs)
 
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	var startErr error
+	if rec.ReadOnly {
+		startErr = startConfined(cmd)
+	} else {
+		startErr = cmd.Start()
+	}
+	var ce *confineError
+	switch {
+	case errors.As(startErr, &ce):
+		rec.Decision, rec.Exit, rec.Reason = Refuse, ExitRefused, oneLine(startErr)
+		return
+	case startErr != nil:
 		rec.Exit = ExitCannotRun
-		rec.Reason = oneLine(err)
+		rec.Reason = oneLine(startErr)
 		return
 	}
 	pgid := cmd.Process.Pid
@@ -419,7 +444,11 @@ func signalName(s syscall.Signal) string {
 // it would be refused. It returns 0 when the command would run and
 // ExitRefused otherwise. Nothing is run and nothing is logged.
 func Explain(pol *policy.Policy, command string, w io.Writer) int {
+	command, readOnly := policy.CutReadOnly(command)
 	if tr, err := pol.MatchTransfer(command, true); tr != nil || err != nil {
+		if readOnly {
+			err = errors.New("a built-in put or get is never marked read-only")
+		}
 		if err != nil {
 			fmt.Fprintf(w, "refused (exit %d): %s\n", ExitRefused, oneLine(err))
 			return ExitRefused
@@ -432,6 +461,9 @@ func Explain(pol *policy.Policy, command string, w io.Writer) int {
 		return 0
 	}
 	plan, err := pol.Match(command)
+	if err == nil && readOnly && plan.Verb.RunAs != "" {
+		err = readOnlyRunAs(plan.Verb)
+	}
 	if err != nil {
 		fmt.Fprintf(w, "refused (exit %d): %s\n", ExitRefused, oneLine(err))
 		return ExitRefused
@@ -453,6 +485,9 @@ func Explain(pol *policy.Policy, command string, w io.Writer) int {
 	fmt.Fprintf(w, "dir:     %s\n", dir)
 	fmt.Fprintf(w, "timeout: %s (then every process of it is killed: exit %d, or %d when that cannot be confirmed)\n", plan.Timeout, ExitTimeout, ExitUnconfirmed)
 	fmt.Fprintf(w, "env:     %s\n", env)
+	if readOnly {
+		fmt.Fprintf(w, "marked:  %s: every mount read-only and no_new_privs, in namespaces of its own; refused (exit %d) when the kernel cannot do that\n", policy.ReadOnlyMark, ExitRefused)
+	}
 	return 0
 }
 

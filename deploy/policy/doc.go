@@ -33,5 +33,10 @@
 // element ("{{" and "}}" stand for literal braces). argv[0] is a fixed
 // absolute path.
 //
+// Two request forms are built in: put and get (MatchTransfer), with a
+// transfer block, and the read-only mark, "@read-only " before a request
+// (ReadOnlyMark, CutReadOnly), which airlock-action reads before anything
+// else.
+//
 // This package knows nothing of SSH connections, HTTP or approvals.
 package policy

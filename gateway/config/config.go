@@ -385,6 +385,12 @@ type Account struct {
 	// a shell account.
 	ActionPolicy     *policy.Policy
 	ActionPolicyFile string
+	// EnforceReadOnly (enforce_read_only) sends every command the
+	// gateway rates read_only to the target marked read-only
+	// (policy.ReadOnlyMark), where airlock-action runs it with every
+	// mount read-only, or refuses it. Only for an account with an
+	// ActionPolicy: a target that runs airlock-action.
+	EnforceReadOnly bool
 }
 
 // Bounds of the policy fields.

@@ -289,6 +289,8 @@ type rawAccount struct {
 	MaxXfer         *hcl.Attribute `hcl:"max_transfer,optional"`
 	ActionPol       string         `hcl:"action_policy,optional"`
 	ActionPolRange  hcl.Range      `hcl:"action_policy,attr_range"`
+	EnforceRO       bool           `hcl:"enforce_read_only,optional"`
+	EnforceRORange  hcl.Range      `hcl:"enforce_read_only,attr_range"`
 	MaxGrant        string         `hcl:"max_grant,optional"`
 	MaxGrantRange   hcl.Range      `hcl:"max_grant,attr_range"`
 	Quota           *hcl.Attribute `hcl:"quota,optional"`

@@ -117,6 +117,7 @@ func (c *checker) account(cfg *Config, t *Target, ra *rawAccount, base string) {
 			a.ActionPolicy = p
 		}
 	}
+	c.enforceReadOnly(a, ra, t.Name)
 	if _, ok := cfg.Credentials[a.Credential]; !ok && set(ra.CredentialRange) {
 		c.Errorf(ra.CredentialRange, "target %q account %q: no credential %q is defined (defined: %s)", t.Name, ra.Name, a.Credential, names(cfg.Credentials))
 	}
@@ -237,4 +238,26 @@ func (c *checker) classes(a *hcl.Attribute, target, account string) []classify.C
 		out = append(out, cl)
 	}
 	return out
+}
+
+// enforceReadOnly reads an account's enforce_read_only: only a target
+// that runs airlock-action can enforce it, and the gateway knows one does
+// by the copy of its policy (action_policy).
+func (c *checker) enforceReadOnly(a *Account, ra *rawAccount, target string) {
+	if !c.Value(ra.EnforceRORange) || !ra.EnforceRO {
+		return
+	}
+	a.EnforceReadOnly = true
+	if a.ActionPolicyFile == "" {
+		c.Errorf(ra.EnforceRORange, "target %q account %q: enforce_read_only needs action_policy: only a target whose forced command is airlock-action can run a command read-only, and the account names the copy of its policy to say it is one", target, ra.Name)
+		return
+	}
+	if a.ActionPolicy == nil {
+		return // action_policy's own problem is reported
+	}
+	for _, v := range a.ActionPolicy.Verbs {
+		if v.RunAs != "" && v.Class == "read_only" {
+			c.Errorf(ra.EnforceRORange, "target %q account %q: enforce_read_only: verb %s (%s:%d) runs as %s and is declared read_only, but sudo cannot run read-only-enforced (no_new_privs defeats its setuid), so the target would refuse every request of it; declare it another class", target, ra.Name, v.Name, a.ActionPolicy.File, v.Line, v.RunAs)
+		}
+	}
 }

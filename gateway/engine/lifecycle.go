@@ -75,6 +75,9 @@ type lifecycle struct {
 	// the account's policy lets the class pass with no reviewer.
 	parts      []cmdclass.Part
 	unreviewed bool
+	// readOnly is set when the command goes to the target marked
+	// read-only (marksReadOnly).
+	readOnly bool
 	// opa is what the external policy engine answered, nil when it was
 	// not asked.
 	opa *opaFacts
@@ -371,6 +374,7 @@ func (l *lifecycle) connect(ctx context.Context) {
 	l.a.update(func(o *api.Action) { o.StartedAt = &started })
 	l.a.setState(api.StateConnecting, api.StateEvent{})
 	execStart := e.clock.Now()
+	l.readOnly = l.marksReadOnly()
 	r, err := l.exec(ctx, l.execConfig(signer, via))
 	if r == nil {
 		// The configuration was validated at start; this is a bug or a
@@ -390,6 +394,9 @@ func (l *lifecycle) connect(ctx context.Context) {
 		l.res.detail = fmt.Sprintf("put %d bytes to %s", t.Bytes, t.Path)
 	case r.Success():
 		l.res.detail = fmt.Sprintf("got %d bytes of %s", t.Bytes, t.Path)
+	}
+	if l.readOnly {
+		l.res.detail += readOnlyNote(r)
 	}
 	l.finish(ctx, r)
 }

@@ -173,7 +173,7 @@ func (l *lifecycle) exec(ctx context.Context, cfg *sshexec.Config) (*sshexec.Res
 	t := l.xfer
 	switch {
 	case t == nil:
-		return sshexec.Run(ctx, cfg, l.req.Command)
+		return sshexec.Run(ctx, cfg, l.sentCommand())
 	case t.Direction == "put":
 		f, err := os.Open(l.upload.path)
 		if err != nil {
