@@ -21,7 +21,9 @@ type Action struct {
 	Stdin *Stdin `json:"stdin,omitempty"`
 	// Secret names the gateway-held secret written to the command's
 	// standard input instead of Stdin: the digest binds its name, never
-	// its value (which reviewers and the store never see).
+	// its value (which reviewers and the store never see). An action
+	// with a Secret always asks a call approval of its own: no run
+	// approval, grant or Unreviewed covers it.
 	Secret string `json:"secret,omitempty"`
 	// AgentReason is what the agent says the action is for: its own
 	// claim, shown to reviewers as such. Not part of the digest.
@@ -47,7 +49,7 @@ type Action struct {
 	// Unreviewed asks no reviewer: the account's policy lets the action's
 	// class through unreviewed (allow_unreviewed). The run must still be
 	// one that may act (not denied, ended or expired) and the action
-	// within its limits. Ignored with Redactions or Escalation.
+	// within its limits. Ignored with Redactions, Escalation or Secret.
 	Unreviewed bool `json:"-"`
 }
 

@@ -8,10 +8,11 @@ import (
 // reviewer when the policy says so, and blocks until it knows:
 //
 //   - call mode (the policy's ModeFor(a.Target, a.Account), or an action
-//     with Redactions or an Escalation): a new request bound to
+//     with Redactions, an Escalation or a Secret): a new request bound to
 //     DigestOf(id, a) is raised, also in an approved run; its approval
 //     lets exactly this action through once, and, with a grant, the same
-//     digest again until the grant ends (no request is raised then).
+//     digest again until the grant ends (no request is raised then; an
+//     action with a Secret is never granted: it is asked every time).
 //   - a.Unreviewed (and neither of those): no reviewer; the run must be
 //     one that may act and a within its agent's limits.
 //   - run mode, run approved: the action passes at once if it is within
@@ -37,10 +38,12 @@ func (s *Store) Authorize(ctx context.Context, id RunID, a Action, onPending fun
 	mode := s.policy.ModeFor(a.Target, a.Account)
 	s.mu.Unlock()
 	switch {
-	case len(a.Redactions) > 0 || a.Escalation != "":
-		// Part of the command is hidden from the record, or policy says
-		// its class needs a reviewer each time: a reviewer sees this one
-		// on its own; no run approval covers it.
+	case len(a.Redactions) > 0 || a.Escalation != "" || a.Secret != "":
+		// Part of the command is hidden from the record, policy says its
+		// class needs a reviewer each time, or it receives a gateway-held
+		// secret (which any program can pass on in a form no output mask
+		// catches): a reviewer sees this one on its own; no run approval
+		// covers it.
 		mode = ModeCall
 	case a.Unreviewed:
 		return s.admitUnreviewed(ctx, id, a)

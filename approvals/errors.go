@@ -53,7 +53,8 @@ var (
 	// actions, empty target in the scope).
 	ErrBadScope = errors.New("approvals: invalid run approval limits")
 	// ErrGrantNotAllowed: a grant on a run approval or a denial, on an
-	// account whose policy allows none, or longer than it allows.
+	// account whose policy allows none, longer than it allows, or on an
+	// action that uses a gateway-held secret.
 	ErrGrantNotAllowed = errors.New("approvals: grant not allowed")
 	// ErrQuota: a quota on the account's actions is spent (QuotaError).
 	ErrQuota = errors.New("approvals: quota spent")

@@ -336,3 +336,38 @@ func TestTransferRequestRoundTrip(t *testing.T) {
 		t.Fatal("a swapped payload has the approved digest")
 	}
 }
+
+// TestSecretActionNeverCoveredButByItsCall: an action that uses a
+// gateway-held secret asks a call approval of its own inside an approved
+// run, even with Unreviewed set, and a grant on it is refused.
+func TestSecretActionNeverCoveredButByItsCall(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, grantPolicy)
+	ctx := context.Background()
+	rv := e.reviewer("alice")
+	run, _ := e.remoteRun()
+	q, done := e.authorize(ctx, run.ID, act("run-box", "true"))
+	if _, err := e.s.Decide(ctx, rv, q.ID, Decision{Verdict: Approve}); err != nil {
+		t.Fatal(err)
+	}
+	if o := recv(t, done); o.err != nil || o.res.Status != StatusApproved {
+		t.Fatalf("the run's first action: %+v %v", o.res, o.err)
+	}
+	for _, target := range []string{"run-box", "call-box"} {
+		a := act(target, "base64")
+		a.Secret, a.Unreviewed = "db", true
+		q, done := e.authorize(ctx, run.ID, a)
+		if q.ID == "" || q.Kind != KindCall || q.Secret != "db" {
+			t.Fatalf("%s: not asked on its own: %+v %+v", target, q, recv(t, done))
+		}
+		if _, err := e.s.Decide(ctx, rv, q.ID, Decision{Verdict: Approve, Grant: time.Minute}); !errors.Is(err, ErrGrantNotAllowed) {
+			t.Fatalf("%s: a grant on a secret's action: %v", target, err)
+		}
+		if _, err := e.s.Decide(ctx, rv, q.ID, Decision{Verdict: Approve}); err != nil {
+			t.Fatal(err)
+		}
+		if o := recv(t, done); o.err != nil || o.res.Status != StatusApproved || o.res.Mode != ModeCall || o.res.Unreviewed {
+			t.Fatalf("%s: approved: %+v %v", target, o.res, o.err)
+		}
+	}
+}

@@ -11,10 +11,11 @@ import (
 //
 // The policy in force bounds a grant too: a reload that lowers max_grant
 // shortens the grants given before (GrantUntil of the result is the
-// bounded end), and one that sets it to 0 ends them.
+// bounded end), and one that sets it to 0 ends them. No grant covers an
+// action that uses a gateway-held secret (a.Secret): each use is asked.
 func (s *Store) grantFor(ctx context.Context, r *Run, a Action) (*Request, error) {
 	maxGrant := s.policy.MaxGrantFor(a.Target, a.Account)
-	if maxGrant <= 0 {
+	if maxGrant <= 0 || a.Secret != "" {
 		return nil, nil
 	}
 	now := s.clock.Now()

@@ -199,6 +199,8 @@ func (s *Store) Decide(ctx context.Context, rv Reviewer, id RequestID, d Decisio
 		switch maxGrant := s.policy.MaxGrantFor(q.Target, q.Account); {
 		case q.Kind != KindCall || d.Verdict != Approve:
 			return Request{}, fmt.Errorf("approvals: a grant is given with a call approval only: %w", ErrGrantNotAllowed)
+		case q.Secret != "":
+			return Request{}, fmt.Errorf("approvals: no grant covers an action that uses a gateway-held secret: %w", ErrGrantNotAllowed)
 		case d.Grant < 0:
 			return Request{}, fmt.Errorf("approvals: grant %s: %w", d.Grant, ErrGrantNotAllowed)
 		case maxGrant <= 0:

@@ -152,8 +152,8 @@ type Decision struct {
 	Scope []Scope
 	// Grant (call approvals only) lets the same action pass again for
 	// this long without a reviewer (see Request.GrantUntil); 0 approves
-	// it once. Past the policy's bound (Rule.MaxGrant) it is
-	// ErrGrantNotAllowed.
+	// it once. Past the policy's bound (Rule.MaxGrant), or on a request
+	// whose action uses a gateway-held secret, it is ErrGrantNotAllowed.
 	Grant time.Duration
 }
 

@@ -8,14 +8,20 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/classify"
+	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/sshexec"
+	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
 
 // TestSecretDeliveredOnStdin: a gateway-held secret reaches a real sshd
@@ -53,7 +59,7 @@ func TestSecretDeliveredOnStdin(t *testing.T) {
 			}})
 		ch <- actionResult{a: a, err: err}
 	}()
-	ap := g.decideNext("run", "approve", "")
+	ap := g.decideNext("call", "approve", "") // a secret is always asked on its own
 	if ap.Secret != "db-password" || ap.StdinBytes != 0 {
 		t.Errorf("the reviewer's view: secret %q, stdin %d bytes", ap.Secret, ap.StdinBytes)
 	}
@@ -81,7 +87,10 @@ func TestSecretDeliveredOnStdin(t *testing.T) {
 	}
 
 	// A tail account, and every way the agent and a reviewer read back.
-	a, err := g.agent.RunAction(ctx, api.ActionRequest{Target: "box-tail", Secret: "db-password", Command: `cat`}, api.Events{})
+	res := g.runAsync(api.ActionRequest{Target: "box-tail", Secret: "db-password", Command: `cat`})
+	g.decideNext("call", "approve", "")
+	tail := <-res
+	a, err := tail.a, tail.err
 	if err != nil || !a.Success() || a.Stdout != "[secret db-password]\n" {
 		t.Fatalf("tail account: %v %+v", err, a)
 	}
@@ -186,4 +195,119 @@ func scanForValue(t *testing.T, dir, value, when string) map[string]bool {
 		t.Fatal(err)
 	}
 	return seen
+}
+
+// secretBlock writes value (and a line end) to a file of its own and
+// returns a secret block named name that grants it to accounts.
+func secretBlock(t *testing.T, name, value string, accounts ...string) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(file, []byte(value+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	list, _ := json.Marshal(accounts)
+	return fmt.Sprintf("secret %q {\n  file     = %q\n  accounts = %s\n}\n", name, file, list)
+}
+
+// TestSecretAlwaysAskedOnItsOwn: an action that asks for a gateway-held
+// secret is covered by nothing but its own call approval — not an
+// approved run, not allow_unreviewed covering its class, not a grant —
+// and the reviewer sees the command, the secret's name and why; the
+// agent, while it waits, is told why too. Approved, it runs.
+func TestSecretAlwaysAskedOnItsOwn(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	dir := sshtest.WritableDir(t)
+	value := "pw-" + rand.Text()
+	g := startGateway(t, s, gwOptions{extraConfig: secretBlock(t, "s1", value, "box-run", "box-call"), mutate: func(c *config.Config) {
+		c.Targets["box-run"].Accounts[s.User].AllowUnreviewed = []classify.Class{classify.ReadOnly}
+		c.Targets["box-call"].Accounts[s.User].MaxGrant = 10 * time.Minute
+	}})
+	ctx := context.Background()
+
+	// An approved run, whose read-only commands pass unreviewed.
+	res := g.runAsync(api.ActionRequest{Target: "box-run", Command: "touch " + dir + "/run-marker"})
+	g.decideNext("run", "approve", "")
+	if r := <-res; r.err != nil || !r.a.Success() {
+		t.Fatalf("first action: %v %+v", r.err, r.a)
+	}
+	if a, err := g.agent.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: "base64 /etc/hostname"}, api.Events{}); err != nil || !a.Success() || a.Approval.Mode != api.ModeUnreviewed {
+		t.Fatalf("read-only without a secret: %v %+v", err, a)
+	}
+
+	// The same class with the secret: its own call approval, inside the
+	// approved run, whose card says what and why.
+	for _, cmd := range []string{"base64", "tr a-z A-Z", "head -c 15; cat >&2"} {
+		res := g.runAsync(api.ActionRequest{Target: "box-run", Command: cmd, Secret: "s1"})
+		ap := g.decideNext("call", "approve", "")
+		if ap.Command != cmd || ap.Secret != "s1" || ap.MaxGrantS != 0 ||
+			!strings.Contains(ap.Escalation, "inside approved run "+ap.RunID+", it receives the gateway-held secret s1") ||
+			!strings.Contains(ap.Escalation, "no run approval, grant or allow_unreviewed covers it") {
+			t.Errorf("%q: the reviewer saw command %q, secret %q, grant %ds, escalation %q", cmd, ap.Command, ap.Secret, ap.MaxGrantS, ap.Escalation)
+		}
+		r := <-res
+		if r.err != nil || !r.a.Success() || r.a.Approval.Mode != api.ModeCall || r.a.Approval.ID != ap.ID {
+			t.Fatalf("%q approved: %v %+v", cmd, r.err, r.a)
+		}
+		if !toldWhy(r.states, "secret s1") {
+			t.Errorf("%q: the agent was not told why it waits: %+v", cmd, r.states)
+		}
+		if rq := g.auditEntries("action.requested", r.a.ID); len(rq) != 1 || !strings.Contains(fmt.Sprint(rq[0].Fields["escalation"]), "secret s1") {
+			t.Errorf("%q: action.requested: %+v", cmd, rq)
+		}
+	}
+
+	// A call account that allows grants: none is offered or taken for a
+	// secret, on the page or through the API, and a repeat asks again.
+	req := api.ActionRequest{Target: "box-call", Command: "rev", Secret: "s1"}
+	res = g.runAsync(req)
+	q := g.waitPending(1)[0]
+	page := uiPage(t, uiClient(t, g.base), g.base+"/ui/pending")
+	if !strings.Contains(page, "it receives the gateway-held secret s1") || strings.Contains(page, "let this exact action repeat") {
+		t.Errorf("the pending page does not say why, or offers a grant:\n%s", page)
+	}
+	if _, err := g.reviewer.Decide(ctx, q.ID, api.DecisionRequest{Decision: "approve", Digest: q.Digest, GrantS: 300}); err == nil || !strings.Contains(err.Error(), "no grant covers an action that uses a gateway-held secret") {
+		t.Fatalf("a grant on a secret's action: %v", err)
+	}
+	if d, err := g.reviewer.Decide(ctx, q.ID, api.DecisionRequest{Decision: "approve", Digest: q.Digest}); err != nil || d.GrantUntil != nil {
+		t.Fatalf("approve: %v %+v", err, d)
+	}
+	if r := <-res; r.err != nil || !r.a.Success() {
+		t.Fatalf("approved: %v %+v", r.err, r.a)
+	}
+	res = g.runAsync(req)
+	g.decideNext("call", "deny", "")
+	if r := <-res; r.err != nil || r.a.Outcome != sshexec.Denied {
+		t.Fatalf("the repeat: %v %+v", r.err, r.a)
+	}
+	if strings.Contains(g.logs.String(), value) {
+		t.Error("the gateway's log holds the secret's value")
+	}
+	g.verifyAudit()
+}
+
+// toldWhy reports whether the agent, waiting, was told a reason holding
+// want.
+func toldWhy(states []api.StateEvent, want string) bool {
+	for _, s := range states {
+		if s.State == api.StateWaitingApproval && strings.Contains(s.Reason, want) && strings.Contains(s.Message, want) {
+			return true
+		}
+	}
+	return false
+}
+
+// uiPage reads the page at u with c, the client of a reviewer's session.
+func uiPage(t *testing.T, c *http.Client, u string) string {
+	t.Helper()
+	res, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("%s: status %d, %v", u, res.StatusCode, err)
+	}
+	return string(b)
 }

@@ -3,9 +3,11 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -329,4 +331,74 @@ func TestTransferAtTheCap(t *testing.T) {
 	if r := <-res; r.err != nil || r.a.Success() || !strings.Contains(r.a.Detail, "over the limit") || r.a.Transfer.File != "" {
 		t.Errorf("a get over the cap: %v %+v", r.err, r.a)
 	}
+}
+
+// TestTransferGetRefusesASecretsValue: a file that holds the value of a
+// gateway-held secret (an approved action wrote it there) is read but not
+// delivered, with an answer that says why and what to do; its value and
+// digest are nowhere, and the audit log stays intact. A file without one
+// is delivered as ever.
+func TestTransferGetRefusesASecretsValue(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	dir := sshtest.WritableDir(t)
+	value := "pw-" + rand.Text()
+	g := startGateway(t, s, gwOptions{extraConfig: secretBlock(t, "s1", value, "box-call")})
+	ctx := context.Background()
+	leak, big, clean := filepath.Join(dir, "leak"), filepath.Join(dir, "big"), filepath.Join(dir, "clean")
+	res := g.runAsync(api.ActionRequest{Target: "box-call", Secret: "s1", Command: "cat > " + leak})
+	g.decideNext("call", "approve", "")
+	if r := <-res; r.err != nil || !r.a.Success() {
+		t.Fatalf("writing the secret to a file: %v %+v", r.err, r.a)
+	}
+	// Far into a file, where it spans the transfer's chunks.
+	if err := os.WriteFile(big, append(bytes.Repeat([]byte("x"), 100<<10-5), "k="+value+"\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(clean, []byte("pw-"+value[:len(value)-1]+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, remote := range []string{leak, big} {
+		res := g.runAsync(api.ActionRequest{Target: "box-call", Get: &api.GetRequest{Path: remote}})
+		g.decideNext("call", "approve", "")
+		r := <-res
+		if r.err != nil || r.a.Outcome != sshexec.Exited || r.a.ExitCode == nil || *r.a.ExitCode != 1 ||
+			!strings.Contains(r.a.Detail, "holds the value of the gateway-held secret s1, so it was not delivered") || !strings.Contains(r.a.Detail, "ask a human") {
+			t.Fatalf("get %s: %v %+v", remote, r.err, r.a)
+		}
+		if tr := r.a.Transfer; tr == nil || tr.File != "" || tr.SHA256 != "" {
+			t.Errorf("get %s: the transfer offers the file or its digest: %+v", remote, tr)
+		}
+		if _, err := g.agent.Fetch(ctx, r.a, io.Discard); err == nil {
+			t.Errorf("get %s: the file was fetched", remote)
+		}
+		fin := g.auditEntries("action.finished", r.a.ID)
+		if len(fin) != 1 || !strings.Contains(fmt.Sprint(fin[0].Fields["detail"]), "secret s1") {
+			t.Errorf("get %s: action.finished %+v", remote, fin)
+		}
+		ids = append(ids, r.a.ID)
+	}
+	// A near miss is no secret's value: delivered.
+	res = g.runAsync(api.ActionRequest{Target: "box-call", Get: &api.GetRequest{Path: clean}})
+	g.decideNext("call", "approve", "")
+	r := <-res
+	var got bytes.Buffer
+	if r.err != nil || !r.a.Success() {
+		t.Fatalf("get %s: %v %+v", clean, r.err, r.a)
+	}
+	if _, err := g.agent.Fetch(ctx, r.a, &got); err != nil || got.String() != "pw-"+value[:len(value)-1]+"\n" {
+		t.Fatalf("fetch %s: %v %q", clean, err, got.String())
+	}
+	for _, b := range g.readBack(t, ids...) {
+		if bytes.Contains(b, []byte(value)) {
+			t.Errorf("an API answer holds the secret's value: %s", b)
+		}
+	}
+	if strings.Contains(g.logs.String(), value) {
+		t.Error("the gateway's log holds the secret's value")
+	}
+	g.verifyAudit()
+	g.stop()
+	scanForValue(t, g.cfg.StateDir, value, "stopped")
 }

@@ -398,6 +398,10 @@ func TestSecretFlag(t *testing.T) {
 	if code != 0 || out.String() != "got [secret db]\n" {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), stderr)
 	}
+	// It waited for a call approval of its own, and was told why.
+	if !strings.Contains(stderr, "waiting for a reviewer to approve this call") || !strings.Contains(stderr, "it asks its own approval: it receives the gateway-held secret db") {
+		t.Errorf("the wait as the agent was told it: %q", stderr)
+	}
 	out.Reset()
 	stderr, code = agentIn(t, d, strings.NewReader("mine\n"), &out, "--secret", "db", "box", "--", "cat")
 	if code != 255 || !strings.Contains(stderr, "with --secret the secret is the command's standard input") || out.Len() != 0 {

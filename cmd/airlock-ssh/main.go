@@ -122,7 +122,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			}
 			if s.State == api.StateWaitingApproval && !waited {
 				waited = true
-				fmt.Fprintf(stderr, "airlock-ssh: waiting for a reviewer to approve this %s (approval %s)\n", s.Kind, s.ApprovalID)
+				why := ""
+				if s.Reason != "" {
+					why = "; it asks its own approval: " + s.Reason
+				}
+				fmt.Fprintf(stderr, "airlock-ssh: waiting for a reviewer to approve this %s (approval %s)%s\n", s.Kind, s.ApprovalID, why)
 			}
 		},
 		Output: func(stream string, p []byte) {

@@ -318,6 +318,11 @@ type StateEvent struct {
 	// Kind is "run" or "call" for StateWaitingApproval.
 	Kind    string `json:"kind,omitempty"`
 	Message string `json:"message,omitempty"`
+	// Reason, for StateWaitingApproval, says why the action asks a call
+	// approval of its own where a run approval would otherwise cover it
+	// (the account's policy escalates its class, or it uses a
+	// gateway-held secret); "" when nothing took it out.
+	Reason string `json:"reason,omitempty"`
 	// ActionID is set on the first event of an action.
 	ActionID string `json:"action_id,omitempty"`
 }
@@ -529,7 +534,8 @@ type Approval struct {
 	ClassReason string `json:"class_reason,omitempty"`
 	Escalation  string `json:"escalation,omitempty"`
 	// MaxGrantS is the longest grant a reviewer may give on this call
-	// request (the account's max_grant), 0 for none; GrantUntil is the
+	// request (the account's max_grant), 0 for none (always for an
+	// action that uses a gateway-held secret); GrantUntil is the
 	// grant given, once approved with one.
 	MaxGrantS int `json:"max_grant_s,omitempty"`
 	// Transfer is the file transfer the request is for (its direction,

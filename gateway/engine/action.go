@@ -79,6 +79,8 @@ type Action struct {
 	// redaction is what of the command was found to be credentials and
 	// replaced in the object (and so everywhere it is stored or shown).
 	redaction redact.Result
+	// state is the last state event published, "" State before the first.
+	state api.StateEvent
 }
 
 func newActionID() string {
@@ -255,9 +257,23 @@ func (a *Action) releaseNow() { a.releaseOnce.Do(func() { close(a.release) }) }
 
 // setState moves the action to state s and tells its followers.
 func (a *Action) setState(s api.State, ev api.StateEvent) {
-	a.update(func(o *api.Action) { o.State = s })
 	ev.State = s
+	a.update(func(o *api.Action) { o.State, a.state = s, ev })
 	a.publish(Event{"state", ev})
+}
+
+// StateEvent is where the action stands now, as the first event of a
+// stream that starts late: the last state event published (with its kind,
+// message and reason while it waits for a reviewer), naming the action.
+func (a *Action) StateEvent() api.StateEvent {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ev := a.state
+	if ev.State != a.obj.State {
+		ev = api.StateEvent{State: a.obj.State}
+	}
+	ev.ActionID, ev.ApprovalID = a.id, a.obj.Approval.ID
+	return ev
 }
 
 // output passes output on to the action's followers.

@@ -145,6 +145,15 @@ func (l *lifecycle) classify() (problem string) {
 			break
 		}
 	}
+	if l.secret != "" {
+		// Any program can pass a secret on in a form the output mask
+		// does not catch (base64, rev, a file): each use is asked.
+		esc := secretEscalation(l.secret)
+		if l.escalation != "" {
+			esc = l.escalation + "; and " + esc
+		}
+		l.escalation = esc
+	}
 	// What looks like a credential, and a gateway-held secret (which a
 	// read-only program can print in a form the output mask does not
 	// catch), always go to a reviewer.

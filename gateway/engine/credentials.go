@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -39,6 +41,40 @@ func (l *lifecycle) secretStdin() (problem string) {
 	l.secret, l.grant, l.stdin = name, grant, value
 	l.mask = newSecretMask(name, value)
 	return ""
+}
+
+// maskedValue is a secret's value as the output mask and the check of a
+// get look for it: without a trailing line end (which a command reading
+// it drops as often as not).
+func maskedValue(v []byte) []byte { return bytes.TrimRight(v, "\r\n") }
+
+// getScan is the check of a get's bytes for the values of the secrets
+// granted to any account of the action's target — those the gateway may
+// have delivered there, in this action's account or another, whose
+// values the output mask hides — in the order of their names; nil when
+// there are none.
+func (l *lifecycle) getScan() *secretScan {
+	var s secretScan
+	for _, name := range slices.Sorted(maps.Keys(l.conf.cfg.Secrets)) {
+		for _, g := range l.conf.cfg.Secrets[name].Grants {
+			if v := maskedValue(l.conf.secrets[name]); g.Target == l.target.Name && len(v) > 0 {
+				s.names, s.values = append(s.names, name), append(s.values, v)
+				break
+			}
+		}
+	}
+	if len(s.values) == 0 {
+		return nil
+	}
+	return &s
+}
+
+// secretEscalation says, for reviewers and the agent, why an action that
+// receives the gateway-held secret name asks a call approval of its own.
+func secretEscalation(name string) string {
+	return "it receives the gateway-held secret " + name + " on its standard input, and an action that uses a secret " +
+		"is always asked on its own: no run approval, grant or allow_unreviewed covers it, since a command can pass " +
+		"the value on in a form the output mask does not catch (base64, rev, a file)"
 }
 
 // hideSecret replaces the secret's value in what sshexec kept of the

@@ -266,9 +266,12 @@ func (l *lifecycle) approve(ctx context.Context) bool {
 		Unreviewed: l.unreviewed, Transfer: l.xfer,
 	}, func(r approvals.Request) {
 		l.a.update(func(o *api.Action) { o.Approval.ID = string(r.ID) })
+		msg := fmt.Sprintf("waiting for a reviewer to approve this %s (until %s)", r.Kind, r.ExpiresAt.UTC().Format(time.RFC3339))
+		if l.escalation != "" {
+			msg += "; it asks its own approval: " + l.escalation
+		}
 		l.a.setState(api.StateWaitingApproval, api.StateEvent{
-			ApprovalID: string(r.ID), Kind: r.Kind.String(),
-			Message: fmt.Sprintf("waiting for a reviewer to approve this %s (until %s)", r.Kind, r.ExpiresAt.UTC().Format(time.RFC3339)),
+			ApprovalID: string(r.ID), Kind: r.Kind.String(), Message: msg, Reason: l.escalation,
 		})
 	})
 	e.metrics.approvalWait.Observe((e.clock.Elapsed() - waitStart).Seconds())

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"io"
 
 	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/gateway/redact"
@@ -26,7 +27,7 @@ type secretMask struct {
 }
 
 func newSecretMask(name string, value []byte) *secretMask {
-	m := &secretMask{value: bytes.TrimRight(value, "\r\n"), mark: []byte("[secret " + name + "]")}
+	m := &secretMask{value: maskedValue(value), mark: []byte("[secret " + name + "]")}
 	m.out.m, m.err.m = m, m
 	return m
 }
@@ -126,6 +127,52 @@ func (m *secretMask) stored(head, tail []byte, cut bool) ([]byte, []byte) {
 		}
 	}
 	return head, tail
+}
+
+// secretScan checks the bytes of a get for the values of gateway-held
+// secrets, as the output mask knows them (without a trailing line end),
+// on their way to w: it passes on only what cannot be part of a value,
+// holding back the end of what came while that end could start one, and
+// once a value is found it passes nothing more on. A value never reaches
+// w whole, whatever the chunks.
+type secretScan struct {
+	w       io.Writer
+	names   []string
+	values  [][]byte
+	pending []byte
+	// found names the first secret whose value came, "" for none.
+	found string
+}
+
+func (s *secretScan) Write(p []byte) (int, error) {
+	if s.found != "" {
+		return len(p), nil
+	}
+	buf := append(s.pending, p...)
+	keep := 0
+	for i, v := range s.values {
+		if bytes.Contains(buf, v) {
+			s.found, s.pending = s.names[i], nil
+			return len(p), nil
+		}
+		keep = max(keep, overlapEnd(buf, v))
+	}
+	if _, err := s.w.Write(buf[:len(buf)-keep]); err != nil {
+		return 0, err
+	}
+	s.pending = append([]byte(nil), buf[len(buf)-keep:]...)
+	return len(p), nil
+}
+
+// flush passes on what was held back, at the end of the file.
+func (s *secretScan) flush() error {
+	p := s.pending
+	s.pending = nil
+	if s.found != "" || len(p) == 0 {
+		return nil
+	}
+	_, err := s.w.Write(p)
+	return err
 }
 
 // redactingInspector reads processes as the store's inspector does, with

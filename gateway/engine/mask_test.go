@@ -44,6 +44,49 @@ func TestSecretMaskStreams(t *testing.T) {
 	}
 }
 
+// TestSecretScanChunks: however a get's bytes are cut into chunks, a file
+// without a secret's value passes whole, and one with a value is found,
+// named, and never passed on with the value whole.
+func TestSecretScanChunks(t *testing.T) {
+	values := map[string][]byte{"api": []byte("tok-123456"), "db": []byte("s3cr3t-v4lue")}
+	files := []struct {
+		file []byte
+		want string
+	}{
+		{[]byte("nothing here, s3cr3t-v4lu and tok-12345 near misses"), ""},
+		{[]byte("s3cr3t-v4lus3cr3t-v4lue"), "db"},
+		{[]byte("password=s3cr3t-v4lue\n"), "db"},
+		{append(bytes.Repeat([]byte("x"), 70000), "tok-123456"...), "api"},
+		{[]byte("s3cr3t-v4lu"), ""}, // a prefix at the end
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, f := range files {
+		for range 50 {
+			var out bytes.Buffer
+			s := &secretScan{w: &out, names: []string{"api", "db"}, values: [][]byte{values["api"], values["db"]}}
+			for rest := f.file; len(rest) > 0; {
+				n := 1 + rng.IntN(len(rest))
+				if k, err := s.Write(rest[:n]); k != n || err != nil {
+					t.Fatalf("Write: %d %v", k, err)
+				}
+				rest = rest[n:]
+			}
+			if err := s.flush(); err != nil {
+				t.Fatal(err)
+			}
+			if s.found != f.want {
+				t.Fatalf("%.40q: found %q, want %q", f.file, s.found, f.want)
+			}
+			switch {
+			case f.want == "" && !bytes.Equal(out.Bytes(), f.file):
+				t.Fatalf("%.40q: passed on %.40q", f.file, out.Bytes())
+			case f.want != "" && bytes.Contains(out.Bytes(), values[f.want]):
+				t.Fatalf("%.40q: the value was passed on", f.file)
+			}
+		}
+	}
+}
+
 func TestSecretMaskStoredCuts(t *testing.T) {
 	m := newSecretMask("db", []byte("s3cr3t-v4lue"))
 	head, tail := m.stored([]byte("out s3cr3t-v4lue and s3cr"), []byte("3t-v4lue end"), true)

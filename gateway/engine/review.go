@@ -259,6 +259,9 @@ func (e *Review) decide(ctx context.Context, rv Reviewer, raw string, d Decision
 		return approvals.Request{}, refuse(ErrInvalid, "the approval's time must be positive")
 	case errors.Is(err, approvals.ErrGrantNotAllowed):
 		q, _ := e.store.Request(ctx, id)
+		if q.Secret != "" && q.Kind == approvals.KindCall {
+			return approvals.Request{}, refuse(ErrInvalid, "no grant covers an action that uses a gateway-held secret (secret "+q.Secret+"): approve it without one; each use is asked")
+		}
 		if limit := e.MaxGrant(q.Target, q.Account); limit > 0 && q.Kind == approvals.KindCall {
 			return approvals.Request{}, refuse(ErrInvalid, fmt.Sprintf("a grant lasts more than 0 and at most %s on %s@%s (max_grant), and goes with an approval", limit, q.Account, q.Target))
 		}
@@ -362,10 +365,10 @@ func approvalView(q approvals.Request) api.Approval {
 }
 
 // requestView is an approval request as the front ends show it, with the
-// grant its account allows.
+// grant its account allows (none for an action that uses a secret).
 func (e *Review) requestView(q approvals.Request) Request {
 	v := Request{Approval: approvalView(q), Timeout: q.Timeout}
-	if q.Kind == approvals.KindCall && q.Status == approvals.StatusPending {
+	if q.Kind == approvals.KindCall && q.Status == approvals.StatusPending && q.Secret == "" {
 		v.MaxGrantS = int(e.MaxGrant(q.Target, q.Account) / time.Second)
 	}
 	return v

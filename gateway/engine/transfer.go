@@ -165,8 +165,29 @@ func (l *lifecycle) maxTransfer() int64 {
 	return m
 }
 
-// errGetFailed: a get ended without the whole file; its spool file goes.
-var errGetFailed = errors.New("the get did not succeed")
+// Errors of a get's spool file, which goes with them: the get ended
+// without the whole file, or the file holds a secret's value.
+var (
+	errGetFailed    = errors.New("the get did not succeed")
+	errSecretInFile = errors.New("the file holds a gateway-held secret's value")
+)
+
+// refuseSecretFile makes r, a get whose bytes held the value of the
+// gateway-held secret name, say that nothing was delivered and why; the
+// file's digest goes too (it is a digest of the value when the file holds
+// little else).
+func (l *lifecycle) refuseSecretFile(r *sshexec.Result, name string) {
+	l.e.log.Warn("a get was not delivered: the file holds a gateway-held secret's value", "action", l.a.id, "secret", name)
+	r.Transfer.SHA256 = [32]byte{}
+	if r.Outcome != sshexec.Exited {
+		// It failed on its own: say that what came held the value too.
+		r.Detail += "; what was read held the value of the gateway-held secret " + name + ", and none of it was kept"
+		return
+	}
+	r.ExitCode, r.HasExitCode = 1, true
+	r.Detail = "the file holds the value of the gateway-held secret " + name + ", so it was not delivered: the gateway kept none of it " +
+		"and returns none (a secret's value never leaves the gateway); do not retry: ask a human to read the file, or to take the secret out of it"
+}
 
 // exec runs the action on the target: its command, or its transfer.
 func (l *lifecycle) exec(ctx context.Context, cfg *sshexec.Config) (*sshexec.Result, error) {
@@ -185,13 +206,30 @@ func (l *lifecycle) exec(ctx context.Context, cfg *sshexec.Config) (*sshexec.Res
 	}
 	var r *sshexec.Result
 	var runErr error
+	scan := l.getScan()
 	_, err := l.e.spool.add(l.run.ID, l.a.id+getSuffix, l.maxTransfer(), func(w io.Writer) error {
-		r, runErr = sshexec.Get(ctx, cfg, sshexec.GetFile{Path: t.Path, MaxSize: l.maxTransfer(), Out: w, Exec: l.account.ActionPolicy != nil})
-		if r == nil || !r.Success() {
+		out := w
+		if scan != nil {
+			scan.w, out = w, scan
+		}
+		r, runErr = sshexec.Get(ctx, cfg, sshexec.GetFile{Path: t.Path, MaxSize: l.maxTransfer(), Out: out, Exec: l.account.ActionPolicy != nil})
+		switch {
+		case r == nil || !r.Success():
 			return errGetFailed
+		case scan != nil:
+			if err := scan.flush(); err != nil {
+				return err
+			}
+			if scan.found != "" {
+				return errSecretInFile
+			}
 		}
 		return nil
 	})
+	if r != nil && scan != nil && scan.found != "" {
+		l.refuseSecretFile(r, scan.found)
+		return r, runErr
+	}
 	switch {
 	case r != nil:
 		if err != nil && !errors.Is(err, errGetFailed) && r.Success() {
@@ -228,6 +266,9 @@ func (l *lifecycle) transferView() *api.Transfer {
 	v.Published, v.Replaced, v.Leftover = rt.Published, rt.Replaced, rt.Leftover
 	if t.Direction == "get" {
 		v.Size, v.SHA256 = rt.Bytes, hex.EncodeToString(rt.SHA256[:])
+		if rt.SHA256 == ([32]byte{}) {
+			v.SHA256 = "" // withheld: the file held a secret's value
+		}
 		if f, ok := l.e.spool.lookup(l.run.ID, l.a.id+getSuffix); ok && r.Success() {
 			v.File = "/v1/actions/" + l.a.id + "/file"
 			exp := f.expires.UTC()

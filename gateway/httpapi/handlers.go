@@ -77,8 +77,7 @@ func (s *server) streamAction(w http.ResponseWriter, r *http.Request, a *engine.
 	events, unsubscribe := subscribe()
 	defer unsubscribe()
 	sse := newSSE(w)
-	snap := a.Snapshot()
-	if err := sse.send("state", api.StateEvent{State: snap.State, ActionID: snap.ID, ApprovalID: snap.Approval.ID}); err != nil {
+	if err := sse.send("state", a.StateEvent()); err != nil {
 		return
 	}
 	tick := time.NewTicker(heartbeat)

@@ -42,9 +42,8 @@ func (b *EngineBackend) follow(ctx context.Context, a *engine.Action, ev api.Eve
 	events, unsubscribe := a.Subscribe()
 	defer unsubscribe()
 	// Events before the subscription are summed up by the current state.
-	snap := a.Snapshot()
 	if ev.State != nil {
-		ev.State(api.StateEvent{State: snap.State, ActionID: snap.ID, ApprovalID: snap.Approval.ID})
+		ev.State(a.StateEvent())
 	}
 	for {
 		select {

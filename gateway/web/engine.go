@@ -147,7 +147,7 @@ func (b *EngineBackend) card(ctx context.Context, q engine.Request, mem []api.Ac
 	}
 	if q.ForRun() {
 		c.TTLs, c.DefaultTTL = b.review.TTLChoices()
-	} else if q.Pending() {
+	} else if q.Pending() && q.MaxGrantS > 0 { // none for an action that uses a secret
 		c.Grants = b.review.GrantChoices(q.Target, q.Account)
 	}
 	if q.GrantUntil != nil {
