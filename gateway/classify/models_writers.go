@@ -7,9 +7,9 @@ var writerModels = []model{
 	{names: "tee", short: "aip", ops: ValueCustom, opsFn: opsEachOpened,
 		long: "append ignore-interrupts output-error? help version"},
 	{names: "touch", short: "acd:fhmr:t:", ops: ValueCustom, opsFn: opsEachChanged,
-		long: "no-create date= no-dereference reference= time= help version",
+		long:    "no-create date= no-dereference reference= time= help version",
 		effects: "r,reference:read"},
 	{names: "mv", short: "bfinS:t:TuvZ", ops: ValueCustom, opsFn: opsMove,
-		long: "backup? force interactive no-clobber strip-trailing-slashes suffix= target-directory= no-target-directory update verbose context help version",
+		long:    "backup? force interactive no-clobber strip-trailing-slashes suffix= target-directory= no-target-directory update verbose context help version",
 		effects: "t,target-directory:writedir"},
 }

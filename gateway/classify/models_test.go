@@ -1,0 +1,397 @@
+package classify
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// The option tables are checked against the programs themselves: what
+// `PROGRAM --help` lists must be in the table with the same arity, and
+// what the table has beyond it must be accounted for here.
+
+// helpName is one option name a help line lists.
+type helpName struct {
+	short byte
+	long  string
+	arg   ArgKind
+	// explicit: the name itself shows its value (-t SEP, -I[FMT]); a
+	// short name without one takes its long names' arity.
+	explicit bool
+	// literal: the value shown is one of its choices (--check=quiet),
+	// not a placeholder.
+	literal bool
+}
+
+// helpByHand are the modelled programs whose --help is not in a form
+// the test reads, with why; their tables were checked by hand against
+// their manual pages and sources.
+var helpByHand = map[string]string{
+	"ps":       "--help prints only sections; ps takes BSD, UNIX and GNU forms, see the table's comment",
+	"lsof":     "its help is a usage summary of single-dash options, several with optional values",
+	"which":    "debianutils' which takes only -a and has no --help",
+	"pidof":    "pidof has no --help",
+	"jq":       "--arg, --argjson, --slurpfile and --rawfile take two values",
+	"hostname": "--help lists -F without its value",
+	"netstat":  "--help lists --numeric-hosts and the rest without a short name in a form of its own",
+}
+
+// helpNotOptions are what a help text shows like an option but is not
+// one (a range of fields in cut's list of its syntax), per program.
+var helpNotOptions = map[string]map[string]bool{
+	"cut":    {"-M": true},
+	"numfmt": {"-M": true},
+}
+
+// helpHidden are options a table has that --help does not list (from
+// the manual page or the source), per program, with why.
+var helpHidden = map[string]map[string]string{}
+
+// helpArity corrects what a help line says of a short option's value
+// where the program's getopt string says otherwise.
+var helpArity = map[string]map[string]ArgKind{}
+
+// helpNames reads the option names of a GNU-formed --help: lines that
+// start, indented a little, with "-".
+func helpNames(text string) [][]helpName {
+	var out [][]helpName
+	for _, line := range strings.Split(text, "\n") {
+		trimmed := strings.TrimLeft(line, " \t")
+		if len(line)-len(trimmed) > 12 || !strings.HasPrefix(trimmed, "-") {
+			continue
+		}
+		if names := helpLine(strings.Fields(namesPart(trimmed))); len(names) > 0 {
+			out = append(out, names)
+		}
+	}
+	// A long name listed on one line with a value and on another
+	// without takes an optional one.
+	arities := map[string]map[ArgKind]bool{}
+	for _, line := range out {
+		for _, n := range line {
+			if n.long != "" {
+				if arities[n.long] == nil {
+					arities[n.long] = map[ArgKind]bool{}
+				}
+				arities[n.long][n.arg] = true
+			}
+		}
+	}
+	for _, line := range out {
+		for i, n := range line {
+			if a := arities[n.long]; a[OptionalArg] || a[NoArg] && len(a) > 1 {
+				line[i].arg = OptionalArg
+			}
+		}
+	}
+	return out
+}
+
+// namesPart is a help line up to its description: the first run of
+// two spaces that is not followed by another name (stat's "-c  --format").
+func namesPart(line string) string {
+	for i := 0; i+2 < len(line); i++ {
+		if line[i] == ' ' && line[i+1] == ' ' {
+			rest := strings.TrimLeft(line[i:], " ")
+			if !strings.HasPrefix(rest, "-") {
+				return line[:i]
+			}
+		}
+	}
+	return line
+}
+
+// helpLine reads the names of one help line, given as fields, up to the
+// first that is neither a name nor a value's placeholder.
+func helpLine(fields []string) []helpName {
+	var names []helpName
+	for i := 0; i < len(fields); i++ {
+		f := strings.TrimSuffix(fields[i], ",")
+		placeholder := i+1 < len(fields) && isPlaceholder(strings.TrimSuffix(fields[i+1], ","))
+		var n helpName
+		switch {
+		case strings.HasPrefix(f, "--") && len(f) > 2:
+			n.long = f[2:]
+			if name, val, ok := strings.Cut(n.long, "["); ok && strings.HasPrefix(val, "=") {
+				n.long, n.arg, n.explicit = name, OptionalArg, true
+			} else if name, val, ok := strings.Cut(n.long, "="); ok {
+				n.long, n.arg, n.explicit = name, RequiredArg, true
+				n.literal = !isPlaceholder(val) && !strings.HasPrefix(val, "{")
+			}
+		case strings.HasPrefix(f, "-") && len(f) >= 2 && isOptionLetter(f[1]):
+			n.short = f[1]
+			switch rest := f[2:]; {
+			case strings.HasPrefix(rest, "[") && strings.HasSuffix(rest, "]"):
+				n.arg, n.explicit = OptionalArg, true
+			case rest != "":
+				// -NUM, -COLUMN: a numeric form, not a letter.
+				continue
+			}
+		default:
+			return mergeHelp(names)
+		}
+		if placeholder && !n.explicit {
+			n.arg, n.explicit = RequiredArg, true
+			i++
+		}
+		names = append(names, n)
+	}
+	return mergeHelp(names)
+}
+
+func isOptionLetter(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '?'
+}
+
+// isPlaceholder: a help line's name for a value (FILE, <list>, [N]).
+func isPlaceholder(f string) bool {
+	switch {
+	case strings.HasPrefix(f, "<") || strings.HasPrefix(f, "["):
+		return true
+	case strings.HasPrefix(f, "-"):
+		return false
+	}
+	upper := false
+	for _, r := range f {
+		switch {
+		case r >= 'A' && r <= 'Z':
+			upper = true
+		case strings.ContainsRune("_-.:,", r) || r >= '0' && r <= '9':
+		default:
+			return false
+		}
+	}
+	return upper
+}
+
+// mergeHelp settles one line's arities: a long name listed both with and
+// without a value (--check, --check=quiet) takes an optional one; a
+// short name without a value of its own takes a value when a long name
+// of its line requires one (GNU: "mandatory arguments to long options
+// are mandatory for short options too").
+func mergeHelp(names []helpName) []helpName {
+	var out []helpName
+	seen := map[string]int{}
+	for _, n := range names {
+		if n.long != "" {
+			if j, ok := seen[n.long]; ok {
+				if out[j].arg != n.arg {
+					out[j].arg = OptionalArg
+				}
+				continue
+			}
+			seen[n.long] = len(out)
+		}
+		out = append(out, n)
+	}
+	required := false
+	for _, n := range out {
+		required = required || n.long != "" && n.arg == RequiredArg && !n.literal
+	}
+	for i := range out {
+		if out[i].short != 0 && !out[i].explicit && required {
+			out[i].arg = RequiredArg
+		}
+	}
+	return out
+}
+
+// runHelp runs PROGRAM --help in the C locale.
+func runHelp(t *testing.T, prog string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, prog, "--help")
+	cmd.Env = append(os.Environ(), "LC_ALL=C", "PAGER=cat", "SYSTEMD_PAGER=cat")
+	out, _ := cmd.CombinedOutput() // some exit 1 or 2 after printing
+	return string(out)
+}
+
+func optName(o *option) string {
+	if o.long != "" {
+		return "--" + o.long
+	}
+	return "-" + string(o.short)
+}
+
+var argNames = map[ArgKind]string{NoArg: "no value", RequiredArg: "a value", OptionalArg: "an optional value"}
+
+// checkHelp compares g with what help lists; it returns the problems.
+func checkHelp(prog string, g *grammar, help string) []string {
+	var problems []string
+	listed := map[*option]bool{}
+	for _, line := range helpNames(help) {
+		var first *option
+		for _, n := range line {
+			o, key := g.byShort[n.short], "-"+string(n.short)
+			if n.long != "" {
+				o, key = g.byLong[n.long], "--"+n.long
+			}
+			if helpNotOptions[prog][key] {
+				continue
+			}
+			want := n.arg
+			if a, ok := helpArity[prog][key]; ok {
+				want = a
+			}
+			switch {
+			case o == nil:
+				problems = append(problems, fmt.Sprintf("%s lists %s, the table does not have it", prog, key))
+				continue
+			case o.arg != want:
+				problems = append(problems, fmt.Sprintf("%s %s takes %s, the table gives it %s", prog, key, argNames[want], argNames[o.arg]))
+			}
+			listed[o] = true
+			if first == nil {
+				first = o
+			} else if o.class != first.class || o.value != first.value {
+				problems = append(problems, fmt.Sprintf("%s %s and %s are one option, the table gives them different effects", prog, optName(first), key))
+			}
+		}
+	}
+	for _, o := range g.opts {
+		key := optName(o)
+		if !listed[o] && helpHidden[prog][key] == "" {
+			problems = append(problems, fmt.Sprintf("%s: the table has %s, --help does not list it and helpHidden does not say why", prog, key))
+		}
+	}
+	return problems
+}
+
+// TestGrammarsMatchHelp checks every modelled program found on this
+// machine against its --help.
+func TestGrammarsMatchHelp(t *testing.T) {
+	var names []string
+	for n := range grammars {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		g := grammars[n]
+		if why, ok := helpByHand[n]; ok && why != "" {
+			t.Logf("%s: checked by hand: %s", n, why)
+			continue
+		}
+		p, err := exec.LookPath(n)
+		if err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Logf("%s is not installed here", n)
+				continue
+			}
+			t.Errorf("%s is modelled but not installed: %v", n, err)
+			continue
+		}
+		help := runHelp(t, p)
+		if len(helpNames(help)) == 0 {
+			t.Errorf("%s --help lists no option the test can read:\n%s", n, help)
+			continue
+		}
+		for _, pr := range checkHelp(n, g, help) {
+			t.Error(pr)
+		}
+	}
+	for prog := range helpHidden {
+		if grammars[prog] == nil {
+			t.Errorf("helpHidden names %s, which is not modelled", prog)
+		}
+	}
+}
+
+// TestGrammarTablesCompile compiles every table and checks that a
+// program's names are its own.
+func TestGrammarTablesCompile(t *testing.T) {
+	for _, table := range [][]model{coreutilsModels, systemModels, writerModels, otherModels} {
+		for i := range table {
+			m := &table[i]
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Errorf("the table of %q does not compile: %v", m.names, r)
+					}
+				}()
+				g := compile(m)
+				if m.ops == ValueCustom && m.opsFn == nil {
+					t.Errorf("%s: custom operands without an opsFn", g.name)
+				}
+				if m.opsFn != nil && m.ops != ValueCustom {
+					t.Errorf("%s: an opsFn the operands' kind does not use", g.name)
+				}
+			}()
+		}
+	}
+}
+
+// TestGrammarEffectsOnUnknown checks that compile rejects an effect on
+// an option the table does not have, and a value kind on a flag.
+func TestGrammarEffectsOnUnknown(t *testing.T) {
+	for _, m := range []model{
+		{names: "x", short: "a", effects: "b:write"},
+		{names: "x", long: "out", effects: "output:write"},
+		{names: "x", short: "a", effects: "a:write"},
+		{names: "x", short: "a:", effects: "a:sideways"},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("compile accepted %+v", m)
+				}
+			}()
+			compile(&m)
+		}()
+	}
+}
+
+// verdict classifies one simple command by its program's grammar.
+func verdict(t *testing.T, line string) Result {
+	t.Helper()
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(line), "")
+	if err != nil {
+		t.Fatalf("%q: %v", line, err)
+	}
+	call, ok := f.Stmts[0].Cmd.(*syntax.CallExpr)
+	if !ok || len(call.Args) == 0 {
+		t.Fatalf("%q is not a simple command", line)
+	}
+	var words []word
+	for _, a := range call.Args {
+		words = append(words, readWord(line, a))
+	}
+	g := grammars[words[0].v]
+	if g == nil {
+		t.Fatalf("%q: %s is not modelled", line, words[0].v)
+	}
+	c := &classifier{src: line}
+	c.check(line, g, words[1:])
+	return c.res
+}
+
+// TestGrammarVerdicts classifies a few commands of each modelled program
+// by its grammar alone.
+func TestGrammarVerdicts(t *testing.T) {
+	for _, tc := range verdictCases {
+		got := verdict(t, tc.line)
+		if got.Class != tc.want {
+			t.Errorf("%q: %v, want %v (%s)", tc.line, got.Class, tc.want, got.Reason())
+		}
+	}
+}
+
+var (
+	ro  = ReadOnly
+	mut = Mutating
+	des = Destructive
+	pri = Privileged
+	frb = Forbidden
+)
+
+var verdictCases = []struct {
+	line string
+	want Class
+}{}
