@@ -48,15 +48,29 @@ var helpByHand = map[string]string{
 var helpNotOptions = map[string]map[string]bool{
 	"cut":    {"-M": true},
 	"numfmt": {"-M": true},
+	"diff":   {"--GTYPE-group-format": true, "--LTYPE-line-format": true},
 }
 
 // helpHidden are options a table has that --help does not list (from
 // the manual page or the source), per program, with why.
-var helpHidden = map[string]map[string]string{}
+var helpHidden = map[string]map[string]string{
+	"diff": {
+		"--old-group-format": "what --GTYPE-group-format stands for", "--new-group-format": "what --GTYPE-group-format stands for",
+		"--unchanged-group-format": "what --GTYPE-group-format stands for", "--changed-group-format": "what --GTYPE-group-format stands for",
+		"--old-line-format": "what --LTYPE-line-format stands for", "--new-line-format": "what --LTYPE-line-format stands for",
+		"--unchanged-line-format": "what --LTYPE-line-format stands for",
+	},
+	"strings": {"-H": "the source's other name for -h"},
+}
 
 // helpArity corrects what a help line says of a short option's value
 // where the program's getopt string says otherwise.
-var helpArity = map[string]map[string]ArgKind{}
+var helpArity = map[string]map[string]ArgKind{
+	// file's getopt string has "P:"; its help forgets the value.
+	"file": {"-P": RequiredArg, "--parameter": RequiredArg},
+	// util-linux hexdump: "L::" (hexdump -Lx: "unsupported color mode").
+	"hexdump": {"-L": OptionalArg},
+}
 
 // helpNames reads the option names of a GNU-formed --help: lines that
 // start, indented a little, with "-".
@@ -114,6 +128,13 @@ func helpLine(fields []string) []helpName {
 	var names []helpName
 	for i := 0; i < len(fields); i++ {
 		f := strings.TrimSuffix(fields[i], ",")
+		if f == "-" {
+			continue // strings' "-a - --all"
+		}
+		if r := digitRange(fields[i:]); r != nil {
+			names, i = append(names, r...), i+2
+			continue
+		}
 		placeholder := i+1 < len(fields) && isPlaceholder(strings.TrimSuffix(fields[i+1], ","))
 		var n helpName
 		switch {
@@ -146,6 +167,21 @@ func helpLine(fields []string) []helpName {
 	return mergeHelp(names)
 }
 
+// digitRange reads "-1 .. -9" (or "-0 ... -9"), digits as options.
+func digitRange(fields []string) []helpName {
+	if len(fields) < 3 || len(fields[0]) != 2 || len(fields[2]) != 2 || fields[0][0] != '-' || fields[2][0] != '-' ||
+		strings.Trim(fields[1], ".") != "" || !isDigit(fields[0][1]) || !isDigit(fields[2][1]) {
+		return nil
+	}
+	var out []helpName
+	for d := fields[0][1]; d <= fields[2][1]; d++ {
+		out = append(out, helpName{short: d, explicit: true})
+	}
+	return out
+}
+
+func isDigit(b byte) bool { return b >= '0' && b <= '9' }
+
 func isOptionLetter(b byte) bool {
 	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '?'
 }
@@ -153,7 +189,7 @@ func isOptionLetter(b byte) bool {
 // isPlaceholder: a help line's name for a value (FILE, <list>, [N]).
 func isPlaceholder(f string) bool {
 	switch {
-	case strings.HasPrefix(f, "<") || strings.HasPrefix(f, "["):
+	case strings.HasPrefix(f, "<") || strings.HasPrefix(f, "[") || strings.HasPrefix(f, "{"):
 		return true
 	case strings.HasPrefix(f, "-"):
 		return false
@@ -256,10 +292,20 @@ func checkHelp(prog string, g *grammar, help string) []string {
 			}
 		}
 	}
+	keys := map[string]bool{}
 	for _, o := range g.opts {
 		key := optName(o)
-		if !listed[o] && helpHidden[prog][key] == "" {
+		keys[key] = true
+		switch why := helpHidden[prog][key]; {
+		case !listed[o] && why == "":
 			problems = append(problems, fmt.Sprintf("%s: the table has %s, --help does not list it and helpHidden does not say why", prog, key))
+		case listed[o] && why != "":
+			problems = append(problems, fmt.Sprintf("%s: helpHidden has %s, which --help lists", prog, key))
+		}
+	}
+	for key := range helpHidden[prog] {
+		if !keys[key] {
+			problems = append(problems, fmt.Sprintf("%s: helpHidden has %s, which the table does not", prog, key))
 		}
 	}
 	return problems
