@@ -68,8 +68,18 @@ var helpHidden = map[string]map[string]string{
 var helpArity = map[string]map[string]ArgKind{
 	// file's getopt string has "P:"; its help forgets the value.
 	"file": {"-P": RequiredArg, "--parameter": RequiredArg},
-	// util-linux hexdump: "L::" (hexdump -Lx: "unsupported color mode").
+	// util-linux's getopt strings give a short option an optional value
+	// where its long one has one (hexdump -Lx: "unsupported color mode").
 	"hexdump": {"-L": OptionalArg},
+	"dmesg":   {"-L": OptionalArg},
+	"findmnt": {"-p": OptionalArg},
+	"lsblk":   {"-T": OptionalArg},
+	"lscpu":   {"-C": OptionalArg, "-e": OptionalArg, "-p": OptionalArg},
+	"lsns":    {"-T": OptionalArg, "--tree": OptionalArg},
+	// journalctl: "b::", "n::".
+	"journalctl": {"-b": OptionalArg, "-n": OptionalArg},
+	// ss: "N:" (the namespace's name); its help forgets the value.
+	"ss": {"-N": RequiredArg, "--net": RequiredArg},
 }
 
 // helpNames reads the option names of a GNU-formed --help: lines that
@@ -343,11 +353,21 @@ func TestGrammarsMatchHelp(t *testing.T) {
 			t.Error(pr)
 		}
 	}
-	for prog := range helpHidden {
-		if grammars[prog] == nil {
-			t.Errorf("helpHidden names %s, which is not modelled", prog)
+	for _, m := range []map[string]bool{keys(helpByHand), keys(helpHidden), keys(helpArity), keys(helpNotOptions)} {
+		for prog := range m {
+			if grammars[prog] == nil {
+				t.Errorf("the test's allowances name %s, which is not modelled", prog)
+			}
 		}
 	}
+}
+
+func keys[V any](m map[string]V) map[string]bool {
+	out := map[string]bool{}
+	for k := range m {
+		out[k] = true
+	}
+	return out
 }
 
 // TestGrammarTablesCompile compiles every table and checks that a
