@@ -2,7 +2,7 @@ package classify
 
 // writerModels are programs that write the files their arguments name:
 // their grammar says which arguments those are, so the write is
-// classified by its path.
+// classified by its path (coreutils 9.1).
 var writerModels = []model{
 	{names: "tee", short: "aip", ops: ValueCustom, opsFn: opsEachOpened,
 		long: "append ignore-interrupts output-error? help version"},
@@ -12,4 +12,40 @@ var writerModels = []model{
 	{names: "mv", short: "bfinS:t:TuvZ", ops: ValueCustom, opsFn: opsMove,
 		long:    "backup? force interactive no-clobber strip-trailing-slashes suffix= target-directory= no-target-directory update verbose context help version",
 		effects: "t,target-directory:writedir"},
+	// cp --parents writes DEST/SOURCE, the source's whole path below the
+	// destination, which the operands' rule does not follow.
+	{names: "cp", short: "abdfiHlLnPpRrsS:t:TuvxZ", ops: ValueCustom, opsFn: opsCopy,
+		long:    "archive attributes-only backup? copy-contents force interactive link dereference no-clobber no-dereference preserve? no-preserve= parents recursive reflink? remove-destination sparse= strip-trailing-slashes symbolic-link suffix= target-directory= no-target-directory update verbose one-file-system context? help version",
+		effects: "t,target-directory:writedir parents:destructive:cp_--parents_writes_below_the_destination_by_the_sources'_paths"},
+	{names: "ln", short: "bdFfiLnPrsS:t:Tv", ops: ValueCustom, opsFn: opsLink,
+		long:    "backup? directory force interactive logical no-dereference physical relative symbolic suffix= target-directory= no-target-directory verbose help version",
+		effects: "t,target-directory:writedir"},
+	{names: "install", short: "bcCdDg:m:o:psS:t:TvZ", ops: ValueCustom, opsFn: opsInstall,
+		long:    "backup? compare directory group= mode= owner= preserve-timestamps strip strip-program= suffix= target-directory= no-target-directory verbose preserve-context context? help version",
+		effects: "t,target-directory:writedir strip-program:run"},
+	{names: "mkdir", short: "m:pvZ", ops: ValueCustom, opsFn: opsEachChanged,
+		long: "mode= parents verbose context? help version"},
+	// chmod's MODE, chown's and chgrp's OWNER and GROUP are operands
+	// too: with --reference there are none.
+	{names: "chmod", short: "cfvR", ops: ValueCustom, opsFn: opsEachChanged,
+		long:    "changes silent quiet verbose no-preserve-root preserve-root reference= recursive help version",
+		effects: "reference:read"},
+	{names: "chown", short: "cfvhRHLP", ops: ValueCustom, opsFn: opsEachChanged,
+		long:    "changes silent quiet verbose dereference no-dereference from= no-preserve-root preserve-root reference= recursive help version",
+		effects: "reference:read"},
+	{names: "chgrp", short: "cfvhRHLP", ops: ValueCustom, opsFn: opsEachChanged,
+		long:    "changes silent quiet verbose dereference no-dereference no-preserve-root preserve-root reference= recursive help version",
+		effects: "reference:read"},
+	{names: "split", short: "a:b:C:dxel:n:t:u", numeric: true, ops: ValueCustom, opsFn: opsSplit,
+		long:    "suffix-length= additional-suffix= bytes= line-bytes= numeric-suffixes? hex-suffixes? elide-empty-files filter= lines= number= separator= unbuffered verbose help version",
+		effects: "filter:run"},
+	// csplit -f PREFIX writes PREFIX00, PREFIX01, …: any name that starts
+	// with PREFIX may be one of them.
+	{names: "csplit", short: "b:f:kn:sz", ops: ValueCustom, opsFn: opsCsplit,
+		long:    "suffix-format= prefix= keep-files suppress-matched digits= quiet silent elide-empty-files help version",
+		effects: "f,prefix:write f,prefix:destructive:csplit_-f_writes_files_whose_names_start_with_the_prefix"},
+	// truncate cannot run without -s or -r: either makes it destructive.
+	{names: "truncate", short: "cor:s:", ops: ValueCustom, opsFn: opsEachChanged,
+		long:    "no-create io-blocks reference= size= help version",
+		effects: "r,reference:read r,reference,s,size:destructive:truncate_cuts_or_extends_files"},
 }
