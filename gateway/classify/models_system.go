@@ -37,7 +37,7 @@ var systemModels = []model{
 	// --update-catalog and --setup-keys change journald's files or
 	// state; --cursor-file reads FILE and writes the last cursor to it;
 	// --image attaches a disk image.
-	{names: "journalctl", short: "M:mD:S:U:c:b::u:t:p:g:ko:n::rxafqehNF:",
+	{names: "journalctl", numeric: true, short: "M:mD:S:U:c:b::u:t:p:g:ko:n::rxafqehNF:",
 		long:    "system user machine= merge directory= file= root= image= namespace= since= until= cursor= after-cursor= cursor-file= boot? unit= user-unit= identifier= priority= facility= grep= case-sensitive? dmesg output= output-fields= lines? reverse show-cursor utc catalog no-hostname no-full all follow no-tail quiet no-pager pager-end interval= verify-key= force help version fields field= list-boots disk-usage vacuum-size= vacuum-files= vacuum-time= verify sync relinquish-var smart-relinquish-var flush rotate header list-catalog dump-catalog update-catalog setup-keys",
 		effects: "vacuum-size,vacuum-files,vacuum-time:destructive:journalctl_--vacuum_deletes_journal_files rotate,flush,sync,relinquish-var,smart-relinquish-var,update-catalog,setup-keys:privileged:journalctl_changes_the_journal's_files_or_state cursor-file:write image:destructive:journalctl_--image_attaches_a_disk_image D,directory,file,root:read"},
 
