@@ -34,13 +34,12 @@ type helpName struct {
 // the test reads, with why; their tables were checked by hand against
 // their manual pages and sources.
 var helpByHand = map[string]string{
-	"ps":       "--help prints only sections; ps takes BSD, UNIX and GNU forms, see the table's comment",
-	"lsof":     "its help is a usage summary of single-dash options, several with optional values",
-	"which":    "debianutils' which takes only -a and has no --help",
-	"pidof":    "pidof has no --help",
-	"jq":       "--arg, --argjson, --slurpfile and --rawfile take two values",
-	"hostname": "--help lists -F without its value",
-	"netstat":  "--help lists --numeric-hosts and the rest without a short name in a form of its own",
+	"ps":      "--help prints sections, UNIX (-o), BSD (o) and GNU (--format) forms mixed; the table follows procps 4.0's parser",
+	"lsof":    "its help is a usage summary; the table follows lsof 4.95's option rules",
+	"which":   "debianutils' which is a script: getopts a, no --help",
+	"pidof":   "sysvinit's pidof has no --help: getopt \"qhco:d:sxzn\", no long options",
+	"jq":      "jq 1.6 reads its options itself, and --arg, --argjson, --slurpfile and --rawfile take two values",
+	"netstat": "--help lists the socket options in braces on one line; getopt \"A:CFMacdeghilnNoprsStuUvVWw2fx64?Z\"",
 }
 
 // helpNotOptions are what a help text shows like an option but is not
@@ -61,10 +60,14 @@ var helpHidden = map[string]map[string]string{
 		"--unchanged-line-format": "what --LTYPE-line-format stands for",
 	},
 	"strings": {"-H": "the source's other name for -h"},
+	"hostname": {
+		"-h": "its usage line", "-?": "the source's other name for -h", "-V": "its usage line",
+		"--help": "its usage line", "--version": "its usage line",
+	},
 }
 
-// helpArity corrects what a help line says of a short option's value
-// where the program's getopt string says otherwise.
+// helpArity corrects what a help line says of an option's value where
+// the program's getopt string says otherwise.
 var helpArity = map[string]map[string]ArgKind{
 	// file's getopt string has "P:"; its help forgets the value.
 	"file": {"-P": RequiredArg, "--parameter": RequiredArg},
@@ -78,6 +81,8 @@ var helpArity = map[string]map[string]ArgKind{
 	"lsns":    {"-T": OptionalArg, "--tree": OptionalArg},
 	// journalctl: "b::", "n::".
 	"journalctl": {"-b": OptionalArg, "-n": OptionalArg},
+	// hostname: "aAdfbF:h?iIsVy"; its help forgets -F's value.
+	"hostname": {"-F": RequiredArg, "--file": RequiredArg},
 	// ss: "N:" (the namespace's name); its help forgets the value.
 	"ss": {"-N": RequiredArg, "--net": RequiredArg},
 }
