@@ -1,6 +1,9 @@
 package classify
 
-import "path"
+import (
+	"path"
+	"strings"
+)
 
 // More rules for operands that are not all files read (a model's opsFn).
 
@@ -51,4 +54,31 @@ func opsSplit(c *classifier, text string, ops []word) {
 // directory (-f PREFIX is the option's effect).
 func opsCsplit(c *classifier, text string, ops []word) {
 	c.writePath(text, "xx00", "writes", writeReplace)
+}
+
+// opsRsync: SRC... DEST as opsCopy; an operand that names another host
+// (HOST:PATH, HOST::MODULE, rsync://HOST/…) makes rsync run a remote
+// shell or reach a daemon, where what it writes is not on this machine's
+// table of paths.
+func opsRsync(c *classifier, text string, ops []word) {
+	for _, o := range ops {
+		switch {
+		case !o.lit:
+			c.add(text, Destructive, "rsync "+o.src+": an operand the classifier cannot read may name another host")
+			return
+		case remoteOperand(o.v):
+			c.add(text, Destructive, "rsync "+o.src+" reaches another host")
+			return
+		}
+	}
+	opsCopy(c, text, ops)
+}
+
+// remoteOperand: rsync's rule, a ':' before any '/' (or rsync://).
+func remoteOperand(s string) bool {
+	if strings.HasPrefix(s, "rsync://") {
+		return true
+	}
+	colon, slash := strings.IndexByte(s, ':'), strings.IndexByte(s, '/')
+	return colon >= 0 && (slash < 0 || colon < slash)
 }

@@ -3,7 +3,7 @@ package classify
 // systemModels are the programs of util-linux, procps and their kind that
 // read the system's state, with their options as `PROGRAM --help` lists
 // them (util-linux 2.38, procps-ng 4.0, systemd 252, iproute2 6.1,
-// net-tools 2.10, lsof 4.95, shadow 4.13).
+// net-tools 2.10, lsof 4.95, shadow 4.13, sysstat 12.6).
 var systemModels = []model{
 	// util-linux.
 	{names: "lsblk", short: "ADE:I:JMOPST::abde:filmno:prstw:x:yzhV", ops: ValueReadPath,
@@ -58,6 +58,17 @@ var systemModels = []model{
 		long: "Group= User= context cols= columns= cumulative deselect forest format= group= headers help? lines= no-headers pid= ppid= quick-pid= rows= sid= sort= tty= user= version width="},
 	// sysvinit-utils' pidof (getopt "qhco:d:sxzn", no long options).
 	{names: "pidof", short: "qhco:d:sxzn"},
+
+	// sysstat reads its options itself: a value is always the next word
+	// (-C bash, never -Cbash; the table's attached form only fails
+	// there). iostat -p and pidstat -U take a value only when one
+	// follows, so it is an operand here, where operands are text.
+	// pidstat -e PROGRAM ARGS... runs the program.
+	{names: "iostat", short: "cdhkmNstVxyzf:j:Hg:po:", long: "compact dec= human pretty",
+		effects: "f:read"},
+	{names: "mpstat", short: "AnTuVI:N:o:P:", long: "dec="},
+	{names: "pidstat", short: "dHhIlRrstuVvwUC:G:p:T:e:", long: "dec= human",
+		effects: "e:run"},
 
 	// Users, names and the network.
 	// shadow's lastlog: -C, -S change the records.

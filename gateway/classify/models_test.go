@@ -39,6 +39,9 @@ var helpByHand = map[string]string{
 	"which":   "debianutils' which is a script: getopts a, no --help",
 	"pidof":   "sysvinit's pidof has no --help: getopt \"qhco:d:sxzn\", no long options",
 	"jq":      "jq 1.6 reads its options itself, and --arg, --argjson, --slurpfile and --rawfile take two values",
+	"iostat":  "sysstat's usage lines in brackets; its options read from its source (sysstat 12.6)",
+	"mpstat":  "sysstat's usage lines in brackets; its options read from its source (sysstat 12.6)",
+	"pidstat": "sysstat's usage lines in brackets; its options read from its source (sysstat 12.6)",
 	"netstat": "--help lists the socket options in braces on one line; getopt \"A:CFMacdeghilnNoprsStuUvVWw2fx64?Z\"",
 }
 
@@ -48,6 +51,7 @@ var helpNotOptions = map[string]map[string]bool{
 	"cut":    {"-M": true},
 	"numfmt": {"-M": true},
 	"diff":   {"--GTYPE-group-format": true, "--LTYPE-line-format": true},
+	"rsync":  {"--no-OPTION": true},
 }
 
 // helpHidden are options a table has that --help does not list (from
@@ -518,5 +522,11 @@ var verdictCases = []struct {
 	{"mkdir -p /tmp/a", mut}, {"chmod 600 f", mut}, {"chmod --reference=a b", mut}, {"chown root /etc/passwd", frb},
 	{"split -l 10 f", mut}, {"split -l 10 f part_", des}, {"split --filter=gzip f", des},
 	{"csplit f /x/", mut}, {"csplit -f /etc/cron.d/x f /x/", frb}, {"csplit -f part f /x/", des},
+	{"iostat -xz 1 3", ro}, {"iostat -p ALL", ro}, {"mpstat -P ALL 1", ro}, {"pidstat -dru 1", ro},
+	{"pidstat -e sh -c x", des}, {"pidstat -U -e x", des},
+	{"rsync -av src/ /tmp/dst/", mut}, {"rsync -a src ~/.ssh/authorized_keys", frb}, {"rsync -a --delete src/ dst/", des},
+	{"rsync -e 'ssh -p 2' src host:dst", des}, {"rsync -a host:src dst", des}, {"rsync -a src rsync://h/m", des},
+	{"rsync -a --log-file=/etc/cron.d/x a b", frb}, {"rsync -n -a a b", mut}, {"rsync --no-perms a b", des},
+	{"rsync -M--remove-source-files a b", des}, {"rsync -a --exclude-from=list a b", mut},
 	{"truncate -s 0 f", des}, {"tee -a /tmp/x", mut}, {"touch f", mut}, {"mv a b", mut}, {"mv -t /etc/cron.d a", frb},
 }

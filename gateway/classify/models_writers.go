@@ -48,4 +48,20 @@ var writerModels = []model{
 	{names: "truncate", short: "cor:s:", ops: ValueCustom, opsFn: opsEachChanged,
 		long:    "no-create io-blocks reference= size= help version",
 		effects: "r,reference:read r,reference,s,size:destructive:truncate_cuts_or_extends_files"},
+	// rsync (3.x) SRC... DEST: the destination is written as cp's is, and
+	// a remote operand (HOST:PATH, HOST::MODULE, rsync://) makes it reach
+	// another host (opsRsync). --delete* and --remove-source-files remove
+	// files; -e, --rsync-path run programs; -M passes any option to the
+	// other side; --trust-sender, --insecure-links drop rsync's own
+	// checks; --copy-as switches user; --write-devices writes devices.
+	// A --no-OPTION not listed here is unknown, so destructive.
+	{names: "rsync", short: "vqcarRbudlLkKHpEAXogDtUNOJSnWxB:e:mIT:yzCf:F0s8hPiM:46V", ops: ValueCustom, opsFn: opsRsync,
+		long: "verbose info= debug= stderr= quiet no-motd checksum archive recursive inc-recursive i-r no-inc-recursive no-i-r relative no-implied-dirs backup backup-dir= suffix= update inplace append append-verify dirs old-dirs old-d mkpath links copy-links copy-unsafe-links safe-links insecure-links confine-root= munge-links copy-dirlinks keep-dirlinks hard-links perms executability chmod= acls xattrs owner group devices copy-devices write-devices specials drop-D times atimes open-noatime crtimes omit-dir-times omit-link-times super fake-super sparse preallocate dry-run whole-file no-whole-file no-W checksum-choice= one-file-system block-size= rsh= rsync-path= existing ignore-non-existing ignore-existing remove-source-files del delete delete-before delete-during delete-delay delete-after delete-excluded ignore-missing-args delete-missing-args ignore-errors force max-delete= max-size= min-size= max-alloc= partial partial-dir= delay-updates prune-empty-dirs numeric-ids usermap= groupmap= chown= timeout= contimeout= ignore-times size-only modify-window= temp-dir= fuzzy compare-dest= copy-dest= link-dest= compress compress-choice= compress-level= compress-threads= skip-compress= cvs-exclude filter= exclude= exclude-from= include= include-from= files-from= from0 old-args secluded-args trust-sender copy-as= address= port= sockopts= blocking-io outbuf= stats 8-bit-output human-readable progress itemize-changes remote-option= out-format= log-file= log-file-format= password-file= early-input= list-only bwlimit= stop-after= stop-at= fsync write-batch= only-write-batch= read-batch= protocol= iconv= checksum-seed= ipv4 ipv6 version help",
+		effects: "e,rsh,rsync-path:run " +
+			"del,delete,delete-before,delete-during,delete-delay,delete-after,delete-excluded,delete-missing-args,remove-source-files,force:destructive:rsync_removes_files " +
+			"M,remote-option:destructive:rsync_-M_passes_an_option_to_the_other_side " +
+			"trust-sender,insecure-links:destructive:rsync_drops_its_checks_of_what_the_other_side_sends " +
+			"copy-as:destructive:rsync_--copy-as_switches_user write-devices:destructive:rsync_--write-devices_writes_devices " +
+			"log-file,write-batch,only-write-batch:write backup-dir,partial-dir,T,temp-dir:writedir " +
+			"files-from,exclude-from,include-from,password-file,early-input,read-batch,compare-dest,copy-dest,link-dest:read"},
 }
