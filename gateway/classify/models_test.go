@@ -379,6 +379,46 @@ func keys[V any](m map[string]V) map[string]bool {
 	return out
 }
 
+// TestGrammarHelpParser checks the reading of help lines on the forms
+// the programs use.
+func TestGrammarHelpParser(t *testing.T) {
+	for _, tc := range []struct{ help, want string }{
+		{"  -k, --key=KEYDEF   sort via a key", "-k= --key="},
+		{"  -c, --check, --check=diagnose-first  check", "-c --check?"},
+		{"      --color[=WHEN]  colorize", "--color?"},
+		{"  -t SEP   use SEP", "-t="},
+		{"  -n, --lines=[-]NUM   print", "-n= --lines="},
+		{"  -I[FMT], --iso-8601[=FMT]  output", "-I? --iso-8601?"},
+		{"  -F, --classify[=WHEN]  append", "-F --classify?"},
+		{"  -c  --format=FORMAT   use", "-c= --format="},
+		{" -o, --output <list>  output columns", "-o= --output="},
+		{"     --since <time>   display", "--since="},
+		{"   -f, --family=FAMILY display sockets", "-f= --family="},
+		{"  -i, --ignore-initial=SKIP1:SKIP2  skip", "-i= --ignore-initial="},
+		{"   -1 .. -9            set block size", "-1 -2 -3 -4 -5 -6 -7 -8 -9"},
+		{"  -a - --all    Scan", "-a --all"},
+		{"  -U {d|s|i|x|e|h}   Specify", "-U="},
+		{"  -NUM   same as --context=NUM", ""},
+		{"  -M    from first to M'th", "-M"},
+		{"                    -h \"\" prints a blank line", ""},
+		{"  -S BYTES, --strings[=BYTES]  output", "-S= --strings?"},
+	} {
+		var got []string
+		for _, line := range helpNames(tc.help) {
+			for _, n := range line {
+				name := "-" + string(n.short)
+				if n.long != "" {
+					name = "--" + n.long
+				}
+				got = append(got, name+map[ArgKind]string{NoArg: "", RequiredArg: "=", OptionalArg: "?"}[n.arg])
+			}
+		}
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("%q: %q, want %q", tc.help, strings.Join(got, " "), tc.want)
+		}
+	}
+}
+
 // TestGrammarTablesCompile compiles every table and checks that a
 // program's names are its own.
 func TestGrammarTablesCompile(t *testing.T) {
@@ -527,6 +567,7 @@ var verdictCases = []struct {
 	{"rsync -av src/ /tmp/dst/", mut}, {"rsync -a src ~/.ssh/authorized_keys", frb}, {"rsync -a --delete src/ dst/", des},
 	{"rsync -e 'ssh -p 2' src host:dst", des}, {"rsync -a host:src dst", des}, {"rsync -a src rsync://h/m", des},
 	{"rsync -a --log-file=/etc/cron.d/x a b", frb}, {"rsync -n -a a b", mut}, {"rsync --no-perms a b", des},
-	{"rsync -M--remove-source-files a b", des}, {"rsync -a --exclude-from=list a b", mut},
+	{"rsync -M--remove-source-files a b", des},
+	{"rsync -a ./a:b /tmp/c", mut}, {"rsync -a --exclude-from=list a b", mut},
 	{"truncate -s 0 f", des}, {"tee -a /tmp/x", mut}, {"touch f", mut}, {"mv a b", mut}, {"mv -t /etc/cron.d a", frb},
 }
