@@ -56,7 +56,13 @@ func (c *classifier) builtin(text, name string, rest []word) bool {
 			c.add(text, Destructive, "ends processes")
 		}
 	case "export", "declare", "typeset", "local", "readonly":
-		c.flagsOnly(text, name, rest, "p", name+" declares variables, which later commands see")
+		// As a simple command (behind builtin or command): only printing
+		// (-p, or -f/-F for functions) is proved.
+		if len(operands(rest)) > 0 && name == "export" || anyContains(rest, "=") {
+			c.add(text, Destructive, name+" declares variables, which later commands see")
+		} else {
+			c.flagsOnly(text, name, rest, "pfF", name+" declares variables, which later commands see")
+		}
 	default:
 		return false
 	}
