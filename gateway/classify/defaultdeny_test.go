@@ -123,6 +123,10 @@ func TestNotProvedIsNotReadOnly(t *testing.T) {
 		{"docker -H ssh://x ps", Destructive},
 		{"apt list -o APT::Update::Pre-Invoke::=x", Destructive},
 		{"openssl x509 -in c -out d", Destructive},
+		{"nohup sleep 30 </dev/null >/dev/null 2>&1 &", Mutating},
+		{"setsid sleep 30", Mutating},
+		{"(sleep 30 &)", Mutating},
+		{"sleep 30 & disown", Mutating},
 	} {
 		if r := Classify(c.line); r.Class < c.min {
 			t.Errorf("%q: %s (%s), want at least %s", c.line, r.Class, r.Reason(), c.min)

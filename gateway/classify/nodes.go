@@ -10,6 +10,10 @@ import (
 // after it).
 func (c *classifier) node(src string, n syntax.Node, depth int) {
 	switch n := n.(type) {
+	case *syntax.Stmt:
+		if n.Background {
+			c.add(nodeText(src, n), Mutating, "runs a command in the background, where it can outlive the action")
+		}
 	case *syntax.CallExpr:
 		c.assigns(src, n.Assigns, len(n.Args) > 0)
 		if len(n.Args) > 0 {

@@ -69,6 +69,11 @@ func (c *classifier) wrapper(text, name string, rest []word, depth int) {
 		c.add(text, ReadOnly, "looks a command up")
 		return
 	}
+	if name == "setsid" && !hasOption(opts, 'w', "wait") {
+		// Without -w setsid may fork and return at once, leaving the
+		// command running in a session of its own.
+		c.add(text, Mutating, "setsid leaves the command running after the action")
+	}
 	if name == "env" {
 		for len(ops) > 0 && !(ops[0].lit && !isAssignment(ops[0].v)) {
 			if !ops[0].lit {
@@ -91,6 +96,17 @@ func (c *classifier) wrapper(text, name string, rest []word, depth int) {
 		}
 	}
 	c.program(text, ops[w.skip:], depth+1)
+}
+
+// hasOption reports whether opts hold the option of that short or long
+// name.
+func hasOption(opts []parsed, short byte, long string) bool {
+	for _, p := range opts {
+		if p.o.short == short && short != 0 || p.o.long == long && long != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // harmlessEnv are the variables whose value in a program's environment
