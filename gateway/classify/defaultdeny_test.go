@@ -1,6 +1,7 @@
 package classify
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -228,6 +229,29 @@ func TestWordForms(t *testing.T) {
 	} {
 		if r := Classify(line); r.Class != want {
 			t.Errorf("%q: %s (%s), want %s", line, r.Class, r.Reason(), want)
+		}
+	}
+}
+
+// TestDocsListTheTables: docs/classification.md names every row of the
+// table of paths and every modelled program, so the page says what the
+// code does.
+func TestDocsListTheTables(t *testing.T) {
+	b, err := os.ReadFile("../../docs/classification.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, r := range sensitivePaths {
+		if !strings.Contains(doc, "`"+r.pattern+"`") {
+			t.Errorf("docs/classification.md does not list the path %s", r.pattern)
+		}
+	}
+	for _, p := range Programs() {
+		for _, n := range p.Names {
+			if !strings.Contains(doc, "`"+n+"`") {
+				t.Errorf("docs/classification.md does not list the program %s", n)
+			}
 		}
 	}
 }
