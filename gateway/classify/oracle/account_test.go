@@ -1,0 +1,243 @@
+package oracle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/airlockgw/airlock/deploy/testkit"
+	"github.com/airlockgw/airlock/sshexec"
+	"github.com/airlockgw/airlock/sshexec/sshtest"
+)
+
+// maxAccounts is how many oracle accounts exist: lines run on that many
+// at once, each in its own home with its own sshd login.
+const maxAccounts = 4
+
+// accountPrefix names the accounts: airlock-oracle0, airlock-oracle1…
+const accountPrefix = "airlock-oracle"
+
+// lineTimeout bounds one line, from the dial to its end.
+const lineTimeout = 10 * time.Second
+
+// account is one unprivileged login the corpus runs as. Its home is the
+// scratch tree, emptied and filled with the fixture before every line.
+type account struct {
+	name     string
+	uid, gid int
+	home     string
+	// markers is a directory outside the home, owned by the account,
+	// that the payload program also marks.
+	markers string
+	sshd    *sshtest.SSHD
+	cfg     *sshexec.Config
+	// lock holds the account for this process (flock): the test and
+	// each fuzzing worker take accounts no one else holds.
+	lock *os.File
+}
+
+// needRoot stops tb unless the oracle can run: as root (it makes the
+// accounts and resets their homes), with sshd. Like sshtest.Need, it
+// fails under CI=true and skips elsewhere.
+func needRoot(tb testing.TB) {
+	tb.Helper()
+	sshtest.Need(tb)
+	if os.Geteuid() == 0 {
+		return
+	}
+	msg := "the effect oracle runs as root: it makes the accounts " + accountPrefix + "0…" +
+		strconv.Itoa(maxAccounts-1) + " and resets their homes (run `sudo go test ./gateway/classify/oracle/`)"
+	if os.Getenv("CI") == "true" {
+		tb.Fatal(msg)
+	}
+	tb.Skip(msg)
+}
+
+// ensureAccount creates the account if it is missing, with /bin/bash as
+// its shell (the classifier reads lines as bash does) and its own home,
+// and makes sure it is not locked (sshd without PAM refuses a locked
+// account even for keys; "*" allows no password yet does not lock).
+func ensureAccount(name string) (*account, error) {
+	if _, err := user.Lookup(name); err != nil {
+		out, err := exec.Command("useradd", "--create-home", "--shell", "/bin/bash", name).CombinedOutput()
+		if err != nil {
+			// Another test process may have created it meanwhile.
+			if _, lerr := user.Lookup(name); lerr != nil {
+				return nil, fmt.Errorf("oracle: useradd %s: %v: %s", name, err, out)
+			}
+		}
+	}
+	if out, err := exec.Command("usermod", "-p", "*", "-s", "/bin/bash", name).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("oracle: usermod %s: %v: %s", name, err, out)
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	a := &account{name: name, home: filepath.Clean(u.HomeDir),
+		markers: filepath.Join(os.TempDir(), name+"-markers")}
+	if a.uid, err = strconv.Atoi(u.Uid); err != nil {
+		return nil, err
+	}
+	if a.gid, err = strconv.Atoi(u.Gid); err != nil {
+		return nil, err
+	}
+	if err := a.checkHome(); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// checkHome refuses to use a home the oracle must not empty: one that is
+// not a directory of the account's own, or is the root or a system
+// directory.
+func (a *account) checkHome() error {
+	fi, err := os.Lstat(a.home)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(a.home, 0o755); err != nil {
+			return err
+		}
+		if err := os.Chown(a.home, a.uid, a.gid); err != nil {
+			return err
+		}
+		fi, err = os.Lstat(a.home)
+	}
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok || int(st.Uid) != a.uid || strings.Count(a.home, "/") < 2 || !strings.Contains(a.home, accountPrefix) {
+		return fmt.Errorf("oracle: %s's home %s is not a directory of its own the oracle may empty", a.name, a.home)
+	}
+	return nil
+}
+
+// takeAccounts holds up to n free oracle accounts for tb, each with a
+// running sshd that logs in as it; at least one, waiting (up to
+// Patience) while other processes hold them all.
+func takeAccounts(tb testing.TB, n int) []*account {
+	tb.Helper()
+	var got []*account
+	tb.Cleanup(func() {
+		for _, a := range got {
+			a.release()
+		}
+	})
+	testkit.EventuallyErr(tb, func() error {
+		for i := 0; i < maxAccounts && len(got) < n; i++ {
+			a, err := tryAccount(accountPrefix + strconv.Itoa(i))
+			if err != nil {
+				return testkit.Stop(err)
+			}
+			if a != nil {
+				got = append(got, a)
+			}
+		}
+		if len(got) == 0 {
+			return errors.New("every oracle account is held by another process")
+		}
+		return nil
+	}, "take an oracle account")
+	return got
+}
+
+// tryAccount takes the named account if no other holder has it; nil
+// when one does.
+func tryAccount(name string) (*account, error) {
+	lock, err := os.OpenFile(filepath.Join("/run/lock", name+".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	a, err := ensureAccount(name)
+	if err == nil {
+		a.lock = lock
+		err = a.start()
+	}
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// start gives the account its own sshd and a client config for it: host
+// key pinned, the harness's client key.
+func (a *account) start() error {
+	s, err := sshtest.StartSSHD(sshtest.Options{User: a.name})
+	if err != nil {
+		return err
+	}
+	a.sshd = s
+	a.cfg = &sshexec.Config{
+		Addr:        s.Addr,
+		User:        a.name,
+		Signers:     []ssh.Signer{s.ClientSigner},
+		HostKeys:    sshexec.HostKeys{Pinned: []ssh.PublicKey{s.CurrentHostKey()}},
+		Timeout:     lineTimeout,
+		KillGrace:   time.Second,
+		OutputLimit: 4 << 10,
+	}
+	return nil
+}
+
+// release stops the account's processes and sshd, leaves its home empty
+// and lets other processes take it.
+func (a *account) release() {
+	if a.sshd != nil {
+		a.sshd.Close()
+	}
+	a.killAll()
+	a.clear()
+	a.lock.Close()
+}
+
+// run runs line as the account, through sshd, with empty standard
+// input. It fails only when the line could not be run at all: a line
+// that exits non-zero, is killed or times out ran.
+func (a *account) run(line string) (*sshexec.Result, error) {
+	var res *sshexec.Result
+	var err error
+	for try := 0; try < 2; try++ {
+		res, err = sshexec.Run(context.Background(), a.cfg, line)
+		if res != nil && ran(res.Outcome) {
+			return res, nil
+		}
+	}
+	return res, fmt.Errorf("oracle: %s could not run the line: %v", a.name, err)
+}
+
+// ran reports whether an outcome means the command was started.
+func ran(o sshexec.Outcome) bool {
+	switch o {
+	case sshexec.Exited, sshexec.Signaled, sshexec.ExitMissing, sshexec.TimedOut:
+		return true
+	}
+	return false
+}
+
+// expand puts the account's home in place of @HOME@ in a corpus line:
+// lines name the payload program by its absolute path.
+func (a *account) expand(line string) string {
+	return strings.ReplaceAll(line, homeMark, a.home)
+}
+
+// homeMark stands for the account's home in corpus lines.
+const homeMark = "@HOME@"

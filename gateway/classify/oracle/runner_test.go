@@ -1,0 +1,189 @@
+package oracle
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/airlockgw/airlock/deploy/testkit"
+	"github.com/airlockgw/airlock/gateway/classify"
+	"github.com/airlockgw/airlock/sshexec"
+)
+
+// runner runs lines as one account, each in a fresh copy of its fixture.
+type runner struct {
+	*account
+	// template is the account's fixture, built once, copied into the
+	// home before every line.
+	template string
+}
+
+// verdict is a line, the classifier's verdict and what running it did.
+type verdict struct {
+	line
+	// text is the line as run: @HOME@ replaced.
+	text    string
+	result  classify.Result
+	effects []string
+	// outcome is how the line ended (exit status, timeout).
+	outcome string
+}
+
+// disagrees reports whether the verdict said read_only and the line
+// changed something.
+func (v verdict) disagrees() bool {
+	return v.result.Class == classify.ReadOnly && len(v.effects) > 0
+}
+
+func (v verdict) String() string {
+	return fmt.Sprintf("%q (%s)\n\tverdict: %s\n\tran: %s\n\teffects:\n\t\t%s", v.text, v.origin,
+		v.result.Reason(), v.outcome, joinLines(v.effects))
+}
+
+func joinLines(s []string) string {
+	out := ""
+	for i, l := range s {
+		if i > 0 {
+			out += "\n\t\t"
+		}
+		out += l
+	}
+	return out
+}
+
+// newRunners takes up to n oracle accounts for tb and builds each one's
+// fixture.
+func newRunners(tb testing.TB, n int) []*runner {
+	tb.Helper()
+	var out []*runner
+	for _, a := range takeAccounts(tb, n) {
+		r, err := newRunner(a, tb.TempDir())
+		if err != nil {
+			tb.Fatal(err)
+		}
+		a.sshd.LogOnFailure(tb)
+		out = append(out, r)
+	}
+	return out
+}
+
+func newRunner(a *account, dir string) (*runner, error) {
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := a.buildTemplate(dir); err != nil {
+		return nil, err
+	}
+	return &runner{account: a, template: dir}, nil
+}
+
+// check classifies l and runs it. An error means the oracle could not
+// look: the fixture could not be made, or the line could not be started.
+func (r *runner) check(l line) (verdict, error) {
+	v := verdict{line: l, text: r.expand(l.text)}
+	v.result = classify.Classify(v.text)
+	if err := r.reset(r.template); err != nil {
+		return v, err
+	}
+	before, err := r.snapshot()
+	if err != nil {
+		return v, err
+	}
+	res, err := r.run(v.text)
+	if err != nil {
+		return v, err
+	}
+	v.outcome = describe(res)
+	left := r.leftRunning()
+	if err := r.killAll(); err != nil {
+		return v, err
+	}
+	after, err := r.snapshot()
+	if err != nil {
+		return v, err
+	}
+	v.effects = append(before.diff(after), left...)
+	return v, nil
+}
+
+// describe says how a line ended, with the start of what it printed on
+// stderr.
+func describe(res *sshexec.Result) string {
+	s := res.Outcome.String()
+	if res.HasExitCode {
+		s += " " + strconv.Itoa(res.ExitCode)
+	}
+	if len(res.Stderr) > 0 {
+		e := string(res.Stderr)
+		if len(e) > 120 {
+			e = e[:120] + "…"
+		}
+		s += ": " + strconv.Quote(e)
+	}
+	return s
+}
+
+// checkAll runs lines on the runners in parallel and returns the
+// verdicts in the order of lines.
+func checkAll(tb testing.TB, runners []*runner, lines []line) []verdict {
+	tb.Helper()
+	out := make([]verdict, len(lines))
+	errs := make([]error, len(lines))
+	next := make(chan int)
+	done := make(chan struct{})
+	for _, r := range runners {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range next {
+				out[i], errs[i] = r.check(lines[i])
+			}
+		}()
+	}
+	for i := range lines {
+		next <- i
+	}
+	close(next)
+	for range runners {
+		<-done
+	}
+	if err := errors.Join(errs...); err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
+
+// selfCheck makes sure the oracle sees what it must: the payload's
+// marker, a file written, a file removed, a process left running, and
+// nothing for a line that changes nothing. Without it, a blind oracle
+// would pass every verdict.
+func selfCheck(tb testing.TB, r *runner) {
+	tb.Helper()
+	for _, c := range []struct {
+		text      string
+		effective bool
+	}{
+		{"true", false},
+		{"cat a.txt; ls -la; false", false},
+		{homeMark + "/bin/mark", true},
+		{"echo x > out.txt", true},
+		{"rm c.txt", true},
+		{"touch a.txt", true},
+		{"echo x > /tmp/x", true},
+		{"nohup sleep 30 </dev/null >/dev/null 2>&1 &", true},
+	} {
+		v, err := r.check(line{group: "self-check", text: c.text, origin: "self-check"})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if got := len(v.effects) > 0; got != c.effective {
+			tb.Fatalf("self-check: the oracle is blind or sees ghosts: %v, want effects %v", v, c.effective)
+		}
+	}
+	// The last line left a process running: the next reset must end it.
+	if err := r.reset(r.template); err != nil {
+		tb.Fatal(err)
+	}
+	testkit.Eventually(tb, func() bool { return len(r.processes()) == 0 }, "%s's processes are gone", r.name)
+}
