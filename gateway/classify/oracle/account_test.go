@@ -1,7 +1,6 @@
 package oracle
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -14,10 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/crypto/ssh"
-
 	"github.com/airlockgw/airlock/deploy/testkit"
-	"github.com/airlockgw/airlock/sshexec"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
 
@@ -41,7 +37,9 @@ type account struct {
 	// that the payload program also marks.
 	markers string
 	sshd    *sshtest.SSHD
-	cfg     *sshexec.Config
+	// conn is the connection lines run on; nil until the first line and
+	// after one ended it.
+	conn *conn
 	// lock holds the account for this process (flock): the test and
 	// each fuzzing worker take accounts no one else holds.
 	lock *os.File
@@ -178,59 +176,29 @@ func tryAccount(name string) (*account, error) {
 	return a, nil
 }
 
-// start gives the account its own sshd and a client config for it: host
-// key pinned, the harness's client key.
+// start gives the account its own sshd.
 func (a *account) start() error {
 	s, err := sshtest.StartSSHD(sshtest.Options{User: a.name})
 	if err != nil {
 		return err
 	}
 	a.sshd = s
-	a.cfg = &sshexec.Config{
-		Addr:        s.Addr,
-		User:        a.name,
-		Signers:     []ssh.Signer{s.ClientSigner},
-		HostKeys:    sshexec.HostKeys{Pinned: []ssh.PublicKey{s.CurrentHostKey()}},
-		Timeout:     lineTimeout,
-		KillGrace:   time.Second,
-		OutputLimit: 4 << 10,
-	}
 	return nil
 }
 
 // release stops the account's processes and sshd, leaves its home empty
 // and lets other processes take it.
 func (a *account) release() {
+	if a.conn != nil {
+		a.conn.client.Close()
+		a.conn = nil
+	}
 	if a.sshd != nil {
 		a.sshd.Close()
 	}
 	a.killAll()
 	a.clear()
 	a.lock.Close()
-}
-
-// run runs line as the account, through sshd, with empty standard
-// input. It fails only when the line could not be run at all: a line
-// that exits non-zero, is killed or times out ran.
-func (a *account) run(line string) (*sshexec.Result, error) {
-	var res *sshexec.Result
-	var err error
-	for try := 0; try < 2; try++ {
-		res, err = sshexec.Run(context.Background(), a.cfg, line)
-		if res != nil && ran(res.Outcome) {
-			return res, nil
-		}
-	}
-	return res, fmt.Errorf("oracle: %s could not run the line: %v", a.name, err)
-}
-
-// ran reports whether an outcome means the command was started.
-func ran(o sshexec.Outcome) bool {
-	switch o {
-	case sshexec.Exited, sshexec.Signaled, sshexec.ExitMissing, sshexec.TimedOut:
-		return true
-	}
-	return false
 }
 
 // expand puts the account's home in place of @HOME@ in a corpus line:

@@ -259,12 +259,13 @@ func copyTree(src, dst string, uid, gid int) error {
 	})
 }
 
-// processes lists the account's processes that have not ended.
+// processes lists the account's processes that have not ended, but for
+// those that serve its connection.
 func (a *account) processes() []proctree.Proc {
 	table, _ := proctree.Table()
 	var out []proctree.Proc
 	for _, p := range table {
-		if p.UID == a.uid && !p.Exited() {
+		if p.UID == a.uid && !p.Exited() && (a.conn == nil || !a.conn.own[p.PID]) {
 			out = append(out, p)
 		}
 	}

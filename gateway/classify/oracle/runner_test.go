@@ -4,20 +4,22 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"testing"
 
 	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/gateway/classify"
-	"github.com/airlockgw/airlock/sshexec"
 )
 
 // runner runs lines as one account, each in a fresh copy of its fixture.
 type runner struct {
 	*account
 	// template is the account's fixture, built once, copied into the
-	// home before every line.
+	// home before a line unless the home is the fixture still.
 	template string
+	// pristine is the snapshot of the fixture in the home; dirty says
+	// the last line left something else.
+	pristine snapshot
+	dirty    bool
 }
 
 // verdict is a line, the classifier's verdict and what running it did.
@@ -76,7 +78,7 @@ func newRunner(a *account, dir string) (*runner, error) {
 	if err := a.buildTemplate(dir); err != nil {
 		return nil, err
 	}
-	return &runner{account: a, template: dir}, nil
+	return &runner{account: a, template: dir, dirty: true}, nil
 }
 
 // check classifies l and runs it. An error means the oracle could not
@@ -84,18 +86,14 @@ func newRunner(a *account, dir string) (*runner, error) {
 func (r *runner) check(l line) (verdict, error) {
 	v := verdict{line: l, text: r.expand(l.text)}
 	v.result = classify.Classify(v.text)
-	if err := r.reset(r.template); err != nil {
-		return v, err
-	}
-	before, err := r.snapshot()
-	if err != nil {
+	if err := r.fresh(); err != nil {
 		return v, err
 	}
 	res, err := r.run(v.text)
 	if err != nil {
 		return v, err
 	}
-	v.outcome = describe(res)
+	v.outcome = res.String()
 	left := r.leftRunning()
 	if err := r.killAll(); err != nil {
 		return v, err
@@ -104,25 +102,33 @@ func (r *runner) check(l line) (verdict, error) {
 	if err != nil {
 		return v, err
 	}
-	v.effects = append(before.diff(after), left...)
+	v.effects = append(r.pristine.diff(after), left...)
+	r.dirty = len(v.effects) > 0
 	return v, nil
 }
 
-// describe says how a line ended, with the start of what it printed on
-// stderr.
-func describe(res *sshexec.Result) string {
-	s := res.Outcome.String()
-	if res.HasExitCode {
-		s += " " + strconv.Itoa(res.ExitCode)
+// fresh makes the home the fixture, and nothing of the account's left
+// elsewhere. A home the last line left as the fixture was (its snapshot
+// after the line equals the fixture's) is not rebuilt: nothing the
+// oracle compares tells them apart.
+func (r *runner) fresh() error {
+	if !r.dirty {
+		return nil
 	}
-	if len(res.Stderr) > 0 {
-		e := string(res.Stderr)
-		if len(e) > 120 {
-			e = e[:120] + "…"
+	if err := r.reset(r.template); err != nil {
+		return err
+	}
+	s, err := r.snapshot()
+	if err != nil {
+		return err
+	}
+	if r.pristine != nil {
+		if d := r.pristine.diff(s); len(d) > 0 {
+			return fmt.Errorf("oracle: %s's fixture differs from its first copy: %v", r.name, d)
 		}
-		s += ": " + strconv.Quote(e)
 	}
-	return s
+	r.pristine, r.dirty = s, false
+	return nil
 }
 
 // checkAll runs lines on the runners in parallel and returns the
@@ -182,7 +188,7 @@ func selfCheck(tb testing.TB, r *runner) {
 		}
 	}
 	// The last line left a process running: the next reset must end it.
-	if err := r.reset(r.template); err != nil {
+	if err := r.fresh(); err != nil {
 		tb.Fatal(err)
 	}
 	testkit.Eventually(tb, func() bool { return len(r.processes()) == 0 }, "%s's processes are gone", r.name)

@@ -157,15 +157,12 @@ func isMarker(p string) bool {
 }
 
 // leftRunning waits a little for the account's processes to end after a
-// line (its sshd session ends with it), then lists those still running,
-// but for sshd's own.
+// line, then lists those still running.
 func (a *account) leftRunning() []string {
-	testkit.Poll(2*time.Second, func() bool { return len(a.processes()) == 0 })
+	testkit.Poll(time.Second, func() bool { return len(a.processes()) == 0 })
 	var out []string
 	for _, p := range a.processes() {
-		if p.Comm != "sshd" {
-			out = append(out, fmt.Sprintf("left running: %s", p))
-		}
+		out = append(out, fmt.Sprintf("left running: %s", p))
 	}
 	return out
 }
