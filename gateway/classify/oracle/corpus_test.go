@@ -38,16 +38,26 @@ var fixtureValues = map[classify.ValueKind]string{
 const operand = "a.txt"
 
 // contexts are what a generated line's option is put behind or before:
-// wrappers, an assignment, redirections. The options of a program take
-// them in turn, each spelled the long way (short when it has no long
-// name), so that every context meets every program.
+// wrappers, an assignment, redirections; each applied to the option's
+// plainest spelling.
 var contexts = []string{"env %s", "nice %s", "timeout 5 %s", "LC_ALL=C %s", "%s 2>/dev/null", "%s > out.txt"}
 
 // generated spells every option of every modelled program every way a
-// shell and getopt_long allow: short, clustered with another flag, long,
-// abbreviated, --opt=value, double-quoted, $'…'-quoted; and in turn
-// behind the contexts.
-func generated(specs []classify.ProgramSpec) []line {
+// shell and getopt_long allow — short, clustered with another flag,
+// long, abbreviated, --opt=value, double-quoted, $'…'-quoted — and its
+// plainest spelling behind each context: at most budget lines (0: no
+// limit), each option at least once. When the budget cuts, each option
+// keeps an equal share of its ways, taken in turn from where the last
+// option's share ended, so that every way still meets every program.
+func generated(specs []classify.ProgramSpec, budget int) []line {
+	options := 0
+	for _, p := range specs {
+		options += len(p.Options)
+	}
+	share := 1 << 30
+	if budget > 0 {
+		share = max(1, (budget-len(specs))/max(1, options))
+	}
 	var out []line
 	seen := map[string]bool{}
 	add := func(group, text, origin string) {
@@ -56,24 +66,27 @@ func generated(specs []classify.ProgramSpec) []line {
 			out = append(out, line{group: group, text: text, origin: origin})
 		}
 	}
-	n := 0
+	turn := 0
 	for _, p := range specs {
 		name := p.Names[0]
+		add(name, name+" "+operand, "no option")
 		flag := firstFlag(p)
 		for _, o := range p.Options {
-			origin := optionName(o)
-			spellings := spell(p, o, flag)
-			for _, s := range spellings {
-				add(name, name+" "+s+" "+operand, origin)
+			var ways []string
+			for _, sp := range spell(p, o, flag) {
+				ways = append(ways, name+" "+sp+" "+operand)
 			}
-			if len(spellings) == 0 {
+			if len(ways) == 0 {
 				continue
 			}
-			ctx := contexts[n%len(contexts)]
-			n++
-			add(name, fmt.Sprintf(ctx, name+" "+spellings[0]+" "+operand), origin+" in "+strings.ReplaceAll(ctx, "%s", "…"))
+			for _, c := range contexts {
+				ways = append(ways, fmt.Sprintf(c, ways[0]))
+			}
+			for j := 0; j < min(share, len(ways)); j++ {
+				add(name, ways[(turn+j)%len(ways)], optionName(o))
+			}
+			turn += min(share, len(ways))
 		}
-		add(name, name+" "+operand, "no option")
 	}
 	return out
 }

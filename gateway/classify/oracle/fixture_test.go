@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -219,53 +221,100 @@ func copyTree(src, dst string, uid, gid int) error {
 		if rel == "." {
 			return nil
 		}
-		to := filepath.Join(dst, rel)
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.Type()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			if err := os.Symlink(target, to); err != nil {
-				return err
-			}
-			return os.Lchown(to, uid, gid)
-		case d.IsDir():
-			if err := os.Mkdir(to, fi.Mode().Perm()); err != nil {
-				return err
-			}
-		default:
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			if err := os.WriteFile(to, b, fi.Mode().Perm()); err != nil {
-				return err
-			}
-		}
-		if err := os.Chmod(to, fi.Mode().Perm()); err != nil {
-			return err
-		}
-		if err := os.Lchown(to, uid, gid); err != nil {
-			return err
-		}
-		// A directory's time is set before its files are copied into it;
-		// the snapshot ignores the times of directories anyway.
-		return os.Chtimes(to, fi.ModTime(), fi.ModTime())
+		return copyEntry(p, filepath.Join(dst, rel), uid, gid)
 	})
 }
 
+// copyEntry copies one file, directory (without its entries) or
+// symbolic link from p to to, keeping its mode and time, owned by
+// uid:gid.
+func copyEntry(p, to string, uid, gid int) error {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return err
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		target, err := os.Readlink(p)
+		if err != nil {
+			return err
+		}
+		if err := os.Symlink(target, to); err != nil {
+			return err
+		}
+		return os.Lchown(to, uid, gid)
+	case fi.IsDir():
+		if err := os.Mkdir(to, fi.Mode().Perm()); err != nil {
+			return err
+		}
+	default:
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(to, b, fi.Mode().Perm()); err != nil {
+			return err
+		}
+	}
+	if err := os.Chmod(to, fi.Mode().Perm()); err != nil {
+		return err
+	}
+	if err := os.Lchown(to, uid, gid); err != nil {
+		return err
+	}
+	// A directory's time is set before its files are copied into it;
+	// the snapshot ignores the times of directories anyway.
+	return os.Chtimes(to, fi.ModTime(), fi.ModTime())
+}
+
+// repair undoes what a line changed in the home, as the snapshots show
+// it: removes what is not the fixture's, copies back what is missing.
+// false when it cannot (the home itself, or the marker directory,
+// changed): the caller resets instead. The caller checks the result.
+func (a *account) repair(template string, pristine, now snapshot) bool {
+	if now[a.home] != pristine[a.home] || now[a.markers] != pristine[a.markers] {
+		return false
+	}
+	var gone []string
+	for p, e := range now {
+		if b, ok := pristine[p]; !ok || b != e {
+			if err := removeAll(p); err != nil {
+				return false
+			}
+		}
+	}
+	for p := range pristine {
+		if _, err := os.Lstat(p); os.IsNotExist(err) {
+			gone = append(gone, p)
+		}
+	}
+	// Parents before their entries.
+	sort.Strings(gone)
+	for _, p := range gone {
+		rel, err := filepath.Rel(a.home, p)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			return false
+		}
+		if err := copyEntry(filepath.Join(template, rel), p, a.uid, a.gid); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
 // processes lists the account's processes that have not ended, but for
-// those that serve its connection.
+// those that serve its connection. It reads /proc/PID/stat only for the
+// account's processes (/proc/PID is owned by a process's effective uid):
+// reading every process's would cost most of the oracle's time.
 func (a *account) processes() []proctree.Proc {
-	table, _ := proctree.Table()
+	ents, _ := os.ReadDir("/proc")
 	var out []proctree.Proc
-	for _, p := range table {
-		if p.UID == a.uid && !p.Exited() && (a.conn == nil || !a.conn.own[p.PID]) {
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || owner(filepath.Join("/proc", e.Name())) != a.uid || a.conn != nil && a.conn.own[pid] {
+			continue
+		}
+		if p, err := proctree.Read(pid); err == nil && !p.Exited() {
 			out = append(out, p)
 		}
 	}

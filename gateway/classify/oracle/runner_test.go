@@ -17,9 +17,9 @@ type runner struct {
 	// home before a line unless the home is the fixture still.
 	template string
 	// pristine is the snapshot of the fixture in the home; dirty says
-	// the last line left something else.
-	pristine snapshot
-	dirty    bool
+	// the last line left something else, last is what.
+	pristine, last snapshot
+	dirty          bool
 }
 
 // verdict is a line, the classifier's verdict and what running it did.
@@ -95,25 +95,35 @@ func (r *runner) check(l line) (verdict, error) {
 	}
 	v.outcome = res.String()
 	left := r.leftRunning()
-	if err := r.killAll(); err != nil {
-		return v, err
+	if len(left) > 0 {
+		if err := r.killAll(); err != nil {
+			return v, err
+		}
 	}
 	after, err := r.snapshot()
 	if err != nil {
 		return v, err
 	}
 	v.effects = append(r.pristine.diff(after), left...)
-	r.dirty = len(v.effects) > 0
+	r.dirty, r.last = len(v.effects) > 0, after
 	return v, nil
 }
 
 // fresh makes the home the fixture, and nothing of the account's left
 // elsewhere. A home the last line left as the fixture was (its snapshot
 // after the line equals the fixture's) is not rebuilt: nothing the
-// oracle compares tells them apart.
+// oracle compares tells them apart. One the last line changed is
+// repaired — what it changed removed or copied back — and rebuilt from
+// scratch when the repair does not give the fixture back.
 func (r *runner) fresh() error {
 	if !r.dirty {
 		return nil
+	}
+	if r.pristine != nil && r.repair(r.template, r.pristine, r.last) {
+		if s, err := r.snapshot(); err == nil && len(r.pristine.diff(s)) == 0 {
+			r.dirty = false
+			return nil
+		}
 	}
 	if err := r.reset(r.template); err != nil {
 		return err
