@@ -37,6 +37,8 @@ type account struct {
 	// that the payload program also marks.
 	markers string
 	sshd    *sshtest.SSHD
+	// timeout bounds each line.
+	timeout time.Duration
 	// conn is the connection lines run on; nil until the first line and
 	// after one ended it.
 	conn *conn
@@ -83,7 +85,7 @@ func ensureAccount(name string) (*account, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &account{name: name, home: filepath.Clean(u.HomeDir),
+	a := &account{name: name, home: filepath.Clean(u.HomeDir), timeout: lineTimeout,
 		markers: filepath.Join(os.TempDir(), name+"-markers")}
 	if a.uid, err = strconv.Atoi(u.Uid); err != nil {
 		return nil, err
@@ -143,12 +145,15 @@ func takeAccounts(tb testing.TB, n int) []*account {
 			}
 		}
 		if len(got) == 0 {
-			return errors.New("every oracle account is held by another process")
+			return errAllHeld
 		}
 		return nil
 	}, "take an oracle account")
 	return got
 }
+
+// errAllHeld says every oracle account is held by another process.
+var errAllHeld = errors.New("oracle: every account is held by another process")
 
 // tryAccount takes the named account if no other holder has it; nil
 // when one does.

@@ -86,7 +86,7 @@ func (r ran) String() string {
 var errNotStarted = errors.New("oracle: the session did not start")
 
 // run runs line as the account, in a session of its own, with empty
-// standard input, for at most lineTimeout. It fails only when the line
+// standard input, for at most the account's timeout. It fails only when the line
 // could not be started (after one new connection): a line that exits
 // non-zero, is killed or times out ran.
 func (a *account) run(line string) (ran, error) {
@@ -126,7 +126,7 @@ func (a *account) session(line string) (ran, error) {
 	var r ran
 	select {
 	case err = <-done:
-	case <-time.After(lineTimeout):
+	case <-time.After(a.timeout):
 		s.Signal(ssh.SIGKILL)
 		s.Close()
 		<-done
