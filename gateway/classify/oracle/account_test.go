@@ -128,13 +128,23 @@ func (a *account) checkHome() error {
 // Patience) while other processes hold them all.
 func takeAccounts(tb testing.TB, n int) []*account {
 	tb.Helper()
-	var got []*account
+	got, err := acquire(n)
 	tb.Cleanup(func() {
 		for _, a := range got {
 			a.release()
 		}
 	})
-	testkit.EventuallyErr(tb, func() error {
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return got
+}
+
+// acquire takes up to n free oracle accounts, at least one, waiting up
+// to Patience while other processes hold them all.
+func acquire(n int) ([]*account, error) {
+	var got []*account
+	err := testkit.PollErr(testkit.Patience, func() error {
 		for i := 0; i < maxAccounts && len(got) < n; i++ {
 			a, err := tryAccount(accountPrefix + strconv.Itoa(i))
 			if err != nil {
@@ -148,8 +158,8 @@ func takeAccounts(tb testing.TB, n int) []*account {
 			return errAllHeld
 		}
 		return nil
-	}, "take an oracle account")
-	return got
+	})
+	return got, err
 }
 
 // errAllHeld says every oracle account is held by another process.

@@ -34,8 +34,20 @@ var fixtureValues = map[classify.ValueKind]string{
 	classify.ValueCustom:    "a.txt",
 }
 
-// operand is what every generated line reads: a fixture file.
+// operand is what generated lines read: a fixture file.
 const operand = "a.txt"
+
+// operandOf is what p's generated lines end with: the fixture file,
+// unless p rates a file operand higher than none (date's operand sets
+// the clock): then nothing, so that its options meet the classifier on
+// their own.
+func operandOf(p classify.ProgramSpec) string {
+	name := p.Names[0]
+	if classify.Classify(name+" "+operand).Class > classify.Classify(name).Class {
+		return ""
+	}
+	return " " + operand
+}
 
 // contexts are what a generated line's option is put behind or before:
 // wrappers, an assignment, redirections; each applied to the option's
@@ -68,13 +80,13 @@ func generated(specs []classify.ProgramSpec, budget int) []line {
 	}
 	turn := 0
 	for _, p := range specs {
-		name := p.Names[0]
-		add(name, name+" "+operand, "no option")
+		name, op := p.Names[0], operandOf(p)
+		add(name, name+op, "no option")
 		flag := firstFlag(p)
 		for _, o := range p.Options {
 			var ways []string
 			for _, sp := range spell(p, o, flag) {
-				ways = append(ways, name+" "+sp+" "+operand)
+				ways = append(ways, name+" "+sp+op)
 			}
 			if len(ways) == 0 {
 				continue

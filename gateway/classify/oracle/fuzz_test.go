@@ -2,13 +2,11 @@ package oracle
 
 import (
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/gateway/classify"
 )
 
@@ -80,23 +78,15 @@ func seeds(tb testing.TB) []string {
 // while others hold them all) and builds its fixture, once.
 func fuzzRunner(t *testing.T) *runner {
 	fuzzing.once.Do(func() {
-		var a *account
-		fuzzing.err = testkit.PollErr(testkit.Patience, func() error {
-			for i := 0; i < maxAccounts && a == nil; i++ {
-				got, err := tryAccount(accountPrefix + strconv.Itoa(i))
-				if err != nil {
-					return testkit.Stop(err)
-				}
-				a = got
+		got, err := acquire(1)
+		if err != nil {
+			for _, a := range got {
+				a.release()
 			}
-			if a == nil {
-				return errAllHeld
-			}
-			return nil
-		})
-		if fuzzing.err != nil {
+			fuzzing.err = err
 			return
 		}
+		a := got[0]
 		a.timeout = fuzzLineTimeout
 		dir, err := os.MkdirTemp("", "airlock-oracle-fixture-")
 		if err == nil {
