@@ -1,8 +1,10 @@
 package oracle
 
 import (
+	"cmp"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -59,9 +61,10 @@ func TestOracle(t *testing.T) {
 	for _, v := range verdicts {
 		if v.disagrees() {
 			disagreements++
-			t.Errorf("read_only verdict, yet the line changed something: %v", v)
+			t.Errorf("read_only verdict, yet the line changed something: %v\n\t%s", v, confirm(runners[0], v.line))
 		}
 	}
+	logSlowest(t, verdicts, 8)
 	tab := tabulate(verdicts)
 	t.Logf("result (%d disagreements):\n%s", disagreements, tab.text())
 	if file := os.Getenv("AIRLOCK_ORACLE_TABLE"); file != "" {
@@ -69,6 +72,31 @@ func TestOracle(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// confirm runs l again through sshexec.Run, the gateway's client, and
+// says what it changed that way.
+func confirm(r *runner, l line) string {
+	v, err := r.checkWith(l, r.runExec)
+	switch {
+	case err != nil:
+		return "through sshexec.Run: " + err.Error()
+	case len(v.effects) == 0:
+		return "through sshexec.Run: no effect (" + v.outcome + ")"
+	}
+	return "through sshexec.Run (" + v.outcome + "), too:\n\t\t" + joinLines(v.effects)
+}
+
+// logSlowest logs the n lines that took longest: what to look at when
+// the oracle gets slow.
+func logSlowest(t *testing.T, vs []verdict, n int) {
+	s := slices.Clone(vs)
+	slices.SortFunc(s, func(a, b verdict) int { return cmp.Compare(b.took, a.took) })
+	var b strings.Builder
+	for _, v := range s[:min(n, len(s))] {
+		fmt.Fprintf(&b, "\n\t%v %q: %s", v.took.Round(time.Millisecond), v.text, v.outcome)
+	}
+	t.Logf("slowest lines:%s", b.String())
 }
 
 // TestCorpus checks the corpus without running it: enough generated

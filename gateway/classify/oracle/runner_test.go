@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/gateway/classify"
@@ -31,6 +32,8 @@ type verdict struct {
 	effects []string
 	// outcome is how the line ended (exit status, timeout).
 	outcome string
+	// took is how long the check took: reset, run, snapshots.
+	took time.Duration
 }
 
 // disagrees reports whether the verdict said read_only and the line
@@ -83,13 +86,16 @@ func newRunner(a *account, dir string) (*runner, error) {
 
 // check classifies l and runs it. An error means the oracle could not
 // look: the fixture could not be made, or the line could not be started.
-func (r *runner) check(l line) (verdict, error) {
+func (r *runner) check(l line) (verdict, error) { return r.checkWith(l, r.run) }
+
+// checkWith is check with the line run by run.
+func (r *runner) checkWith(l line, run func(string) (ran, error)) (verdict, error) {
 	v := verdict{line: l, text: r.expand(l.text)}
 	v.result = classify.Classify(v.text)
 	if err := r.fresh(); err != nil {
 		return v, err
 	}
-	res, err := r.run(v.text)
+	res, err := run(v.text)
 	if err != nil {
 		return v, err
 	}
@@ -153,7 +159,9 @@ func checkAll(tb testing.TB, runners []*runner, lines []line) []verdict {
 		go func() {
 			defer func() { done <- struct{}{} }()
 			for i := range next {
+				start := time.Now()
 				out[i], errs[i] = r.check(lines[i])
+				out[i].took = time.Since(start)
 			}
 		}()
 	}
@@ -189,12 +197,16 @@ func selfCheck(tb testing.TB, r *runner) {
 		{"echo x > /tmp/x", true},
 		{"nohup sleep 30 </dev/null >/dev/null 2>&1 &", true},
 	} {
-		v, err := r.check(line{group: "self-check", text: c.text, origin: "self-check"})
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if got := len(v.effects) > 0; got != c.effective {
-			tb.Fatalf("self-check: the oracle is blind or sees ghosts: %v, want effects %v", v, c.effective)
+		// Both ways of running a line: in a session, as the oracle
+		// does, and in a connection of its own, as the gateway does.
+		for _, run := range []func(string) (ran, error){r.run, r.runExec} {
+			v, err := r.checkWith(line{group: "self-check", text: c.text, origin: "self-check"}, run)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			if got := len(v.effects) > 0; got != c.effective {
+				tb.Fatalf("self-check: the oracle is blind or sees ghosts: %v, want effects %v", v, c.effective)
+			}
 		}
 	}
 	// The last line left a process running: the next reset must end it.

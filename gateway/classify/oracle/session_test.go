@@ -2,6 +2,7 @@ package oracle
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/airlockgw/airlock/sshexec"
 )
 
 // The oracle runs each line in a session of its own on one SSH
@@ -150,6 +153,35 @@ func (a *account) session(line string) (ran, error) {
 		a.conn = nil
 	}
 	r.stderr = stderr.bytes()
+	return r, nil
+}
+
+// runExec runs line as run does, but through sshexec.Run, the
+// gateway's own client: in a connection of its own, the host key pinned.
+// The self-check runs both ways, and every disagreement is run again
+// this way, so that a finding is one the gateway's path shows.
+func (a *account) runExec(line string) (ran, error) {
+	res, err := sshexec.Run(context.Background(), &sshexec.Config{
+		Addr:        a.sshd.Addr,
+		User:        a.name,
+		Signers:     []ssh.Signer{a.sshd.ClientSigner},
+		HostKeys:    sshexec.HostKeys{Pinned: []ssh.PublicKey{a.sshd.CurrentHostKey()}},
+		Timeout:     a.timeout,
+		KillGrace:   time.Second,
+		OutputLimit: 160,
+	}, line)
+	if res == nil {
+		return ran{}, fmt.Errorf("oracle: %s could not run %q: %w", a.name, line, err)
+	}
+	switch res.Outcome {
+	case sshexec.Exited, sshexec.Signaled, sshexec.ExitMissing, sshexec.TimedOut:
+	default:
+		return ran{}, fmt.Errorf("oracle: %s could not run %q: %s: %w", a.name, line, res.Outcome, err)
+	}
+	r := ran{how: "sshexec: " + res.Outcome.String(), stderr: res.Stderr}
+	if res.HasExitCode {
+		r.how += " " + strconv.Itoa(res.ExitCode)
+	}
 	return r, nil
 }
 
