@@ -21,6 +21,9 @@ import (
 // removed before every line.
 var scratchRoots = []string{"/tmp", "/var/tmp", "/dev/shm", "/run/lock"}
 
+// homeMode is the mode of the home, the scratch tree's root.
+const homeMode = 0o755
+
 // fixtureTime is the modification time of every fixture file: fixed, so
 // that a line that only touches a file shows.
 var fixtureTime = time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -140,6 +143,13 @@ func setTimes(dir string) error {
 // scratch roots but an empty marker directory.
 func (a *account) reset(template string) error {
 	if err := a.killAll(); err != nil {
+		return err
+	}
+	// A line may have taken the home's permissions away (chmod 0 ~).
+	if err := os.Chmod(a.home, homeMode); err != nil {
+		return err
+	}
+	if err := os.Lchown(a.home, a.uid, a.gid); err != nil {
 		return err
 	}
 	if err := a.clear(); err != nil {
