@@ -15,7 +15,7 @@ const maxSeeds = 32
 
 // fuzzLineTimeout bounds a fuzzed line: fuzzing runs for seconds in
 // `make test`, and a mutated line that waits would only stall it.
-const fuzzLineTimeout = 3 * time.Second
+const fuzzLineTimeout = time.Second
 
 // fuzzing is this process's runner for FuzzOracle, made at its first
 // input: the fuzzing engine runs the target in worker processes, and

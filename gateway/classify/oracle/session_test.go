@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -107,6 +108,11 @@ func (a *account) run(line string) (ran, error) {
 		}
 		a.conn.client.Close()
 		a.conn = nil
+	}
+	if strings.ContainsRune(line, 0) {
+		// sshd ends the connection rather than run a command with a NUL
+		// byte in it: such a line runs nowhere, and changes nothing.
+		return ran{how: "not run: sshd refuses a command with a NUL byte (" + err.Error() + ")"}, nil
 	}
 	return ran{}, fmt.Errorf("oracle: %s could not run %q: %w", a.name, line, err)
 }
