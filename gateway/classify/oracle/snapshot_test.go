@@ -159,7 +159,7 @@ func isMarker(p string) bool {
 // leftRunning waits a little for the account's processes to end after a
 // line, then lists those still running.
 func (a *account) leftRunning() []string {
-	testkit.Poll(time.Second, func() bool { return len(a.processes()) == 0 })
+	testkit.Poll(2*time.Second, func() bool { return len(a.processes()) == 0 })
 	var out []string
 	for _, p := range a.processes() {
 		out = append(out, fmt.Sprintf("left running: %s", p))
