@@ -24,11 +24,12 @@ const maxAccounts = 4
 // accountPrefix names the accounts: airlock-oracle0, airlock-oracle1…
 const accountPrefix = "airlock-oracle"
 
-// lineTimeout bounds one line, from the dial to its end.
+// lineTimeout bounds one line of TestOracle, from the start of its
+// session to its end: a line that would run on (tail -f) is killed then.
 const lineTimeout = 10 * time.Second
 
 // account is one unprivileged login the corpus runs as. Its home is the
-// scratch tree, emptied and filled with the fixture before every line.
+// scratch tree, made the fixture again before every line.
 type account struct {
 	name     string
 	uid, gid int

@@ -13,7 +13,9 @@
 // their homes; the lines themselves run only as those accounts) and sshd:
 // without them they skip, and under CI=true they fail. Set
 // AIRLOCK_ORACLE_TABLE=FILE to have TestOracle write its result table
-// as markdown to FILE (for docs/approvals.md).
+// as markdown to FILE (for docs/approvals.md). The generated lines are
+// held to a budget that keeps the test to about half a minute under
+// -race; AIRLOCK_ORACLE_FULL=1 runs every spelling of every option.
 //
 // It must not know how the classifier decides: only Classify, Programs
 // and the verdict's reason.
