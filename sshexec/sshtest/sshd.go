@@ -167,6 +167,10 @@ type Options struct {
 	// on the namespace's loopback, out of the test's reach but through
 	// NetNS.Expose or another server in the namespace.
 	NetNS *NetNS
+	// User, when set, is the account to log in as instead of TestUser's:
+	// an account the test made for itself (the harness only logs in as
+	// it; sshd not running as root can log in as no one else).
+	User string
 }
 
 // StartSSHD starts an sshd and waits until it accepts connections.
@@ -179,9 +183,12 @@ func StartSSHD(opts Options) (*SSHD, error) {
 			return nil, fmt.Errorf("sshtest: privilege separation directory: %w", err)
 		}
 	}
-	u, err := TestUser()
-	if err != nil {
-		return nil, err
+	u := opts.User
+	if u == "" {
+		var err error
+		if u, err = TestUser(); err != nil {
+			return nil, err
+		}
 	}
 	// Not t.TempDir: sshd reads authorized_keys as the login user, who
 	// must be able to reach it.
