@@ -20,16 +20,6 @@ func operands(rest []word) []word {
 	return out
 }
 
-func firstOperand(rest []word) string {
-	for _, o := range operands(rest) {
-		if o.lit {
-			return o.v
-		}
-		return ""
-	}
-	return ""
-}
-
 func anyArg(rest []word, names ...string) bool {
 	for _, a := range rest {
 		if !a.lit {
@@ -73,27 +63,4 @@ func anyContains(rest []word, s string) bool {
 		}
 	}
 	return false
-}
-
-func hasPair(rest []word, opt, val string) bool {
-	for i := 0; i+1 < len(rest); i++ {
-		if rest[i].lit && rest[i].v == opt && rest[i+1].lit && rest[i+1].v == val {
-			return true
-		}
-	}
-	return false
-}
-
-func optValue(rest []word, names ...string) (word, bool) {
-	for i, a := range rest {
-		for _, n := range names {
-			if a.lit && a.v == n && i+1 < len(rest) {
-				return rest[i+1], true
-			}
-			if a.lit && strings.HasPrefix(a.v, n+"=") {
-				return word{v: strings.TrimPrefix(a.v, n+"="), lit: true}, true
-			}
-		}
-	}
-	return word{}, false
 }
