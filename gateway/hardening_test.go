@@ -427,7 +427,17 @@ func TestReviewerStreamNeverHoldsTheAgentBack(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("reviewer's stream: %s", resp.Status)
 	}
-	// The reviewer's stream is open and unread: now the output comes.
+	// The reviewer's stream is open and read slowly: 40 KB/s, at which the
+	// 22 MB the command writes would take minutes, past the action's
+	// deadline, if the stream held it back. (A reader that stops for good
+	// is cut by the write timeout, which is another matter.) Now the
+	// output comes.
+	last, fast := make(chan string, 1), make(chan struct{})
+	go func() {
+		var ev string
+		api.ReadEvents(&slowReader{r: resp.Body, fast: fast}, func(event string, _ []byte) error { ev = event; return nil })
+		last <- ev
+	}()
 	if err := os.WriteFile(gate, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -444,10 +454,25 @@ func TestReviewerStreamNeverHoldsTheAgentBack(t *testing.T) {
 	if r.err != nil || !r.a.Success() || r.a.StdoutBytes != 22888896 {
 		t.Fatalf("the agent's action: %v %+v", r.err, r.a)
 	}
-	var last string
-	api.ReadEvents(resp.Body, func(event string, _ []byte) error { last = event; return nil })
-	if last != "finished" {
-		t.Errorf("the reviewer's stream ended with %q, want the result", last)
+	close(fast) // the result is one large event: read it at once
+	if ev := <-last; ev != "finished" {
+		t.Errorf("the reviewer's stream ended with %q, want the result", ev)
+	}
+}
+
+// slowReader reads at most 4 KiB each 100 ms — a reviewer's page on a
+// slow link, much slower than a command's output — until fast is closed.
+type slowReader struct {
+	r    io.Reader
+	fast <-chan struct{}
+}
+
+func (s *slowReader) Read(p []byte) (int, error) {
+	select {
+	case <-s.fast:
+		return s.r.Read(p)
+	case <-time.After(100 * time.Millisecond):
+		return s.r.Read(p[:min(len(p), 4096)])
 	}
 }
 
