@@ -10,7 +10,14 @@ import "strings"
 // (a[$(…)]), so only plain names are proved.
 func (c *classifier) builtin(text, name string, rest []word) bool {
 	switch name {
-	case "echo", "true", "false", ":", "jobs", "times", "help", "dirs", "fg", "bg", "exit", "return",
+	case "[[", "]]":
+		// Read as a POSIX shell reads the line: no such command, it
+		// fails (its redirections are classified on their own).
+		c.add(text, ReadOnly, name+" is no command in a POSIX shell: it fails")
+	case "jobs":
+		// jobs -x runs its arguments as a command.
+		c.flagsOnly(text, "jobs", rest, "lnprs", "jobs -x runs its arguments as a command")
+	case "echo", "true", "false", ":", "times", "help", "dirs", "fg", "bg", "exit", "return",
 		"break", "continue", "shift", "pwd", "type", "unalias", "logout", "suspend", "disown":
 		// They print, or end the shell or a loop; nothing they are given
 		// is evaluated as code.
@@ -50,11 +57,7 @@ func (c *classifier) builtin(text, name string, rest []word) bool {
 	case "caller", "wait":
 		c.flagsOnly(text, name, rest, "nf", "wait -p assigns a variable")
 	case "kill":
-		if len(rest) > 0 && rest[0].lit && (rest[0].v == "-0" || rest[0].v == "-l" || rest[0].v == "-L") {
-			c.add(text, ReadOnly, "checks or lists signals")
-		} else {
-			c.add(text, Destructive, "ends processes")
-		}
+		c.kill(text, rest)
 	case "export", "declare", "typeset", "local", "readonly":
 		// As a simple command (behind builtin or command): only printing
 		// (-p, or -f/-F for functions) is proved.
@@ -245,4 +248,27 @@ func (c *classifier) alias(text string, rest []word) {
 		}
 	}
 	c.add(text, ReadOnly, "alias prints")
+}
+
+// kill lists signals (-l, -L) or checks that processes exist (-0 and
+// process ids, nothing else: bash's kill takes the last signal it is
+// given, so -0 -s KILL sends SIGKILL); anything else ends processes.
+func (c *classifier) kill(text string, rest []word) {
+	if len(rest) > 0 && rest[0].lit && (rest[0].v == "-l" || rest[0].v == "-L") {
+		c.add(text, ReadOnly, "lists signals")
+		return
+	}
+	if len(rest) > 1 && rest[0].lit && rest[0].v == "-0" {
+		proved := true
+		for _, a := range rest[1:] {
+			if !a.lit || !(allDigits(a.v) || strings.HasPrefix(a.v, "%") && allDigits(a.v[1:])) {
+				proved = false
+			}
+		}
+		if proved {
+			c.add(text, ReadOnly, "checks that processes exist")
+			return
+		}
+	}
+	c.add(text, Destructive, "ends processes")
 }

@@ -124,6 +124,11 @@ func Classify(command string) Result {
 func ClassifyHiding(command string, hide func(string) string) Result {
 	c := &classifier{src: command, hide: hide}
 	c.line(command, 0)
+	if c.fileOnFd {
+		for _, p := range c.reopened {
+			c.add(p.Text, p.Class, p.Rule)
+		}
+	}
 	if c.res.Class == 0 {
 		// Nothing but assignments, comments or empty: reads nothing,
 		// changes nothing.
@@ -138,6 +143,11 @@ type classifier struct {
 	hide func(string) string
 	// cwd is where the line's commands may run.
 	cwd cwdSet
+	// reopened are writes to /dev/fd/N and the standard streams, harmless
+	// unless a redirection of the line puts a file on a descriptor
+	// (fileOnFd): then each opens that file again, for writing.
+	reopened []Part
+	fileOnFd bool
 }
 
 // add records a part of class cl.
@@ -150,6 +160,11 @@ func (c *classifier) add(text string, cl Class, rule string) {
 	case cl > c.res.Class:
 		c.res.Class, c.res.Parts = cl, []Part{{text, cl, rule}}
 	case cl == c.res.Class:
+		for _, p := range c.res.Parts {
+			if p.Text == text && p.Rule == rule {
+				return // the same part, read again (in the other dialect)
+			}
+		}
 		c.res.Parts = append(c.res.Parts, Part{text, cl, rule})
 	}
 }

@@ -222,7 +222,7 @@ func TestSensitivePaths(t *testing.T) {
 // TestWordForms: how expansions stand where options may.
 func TestWordForms(t *testing.T) {
 	for line, want := range map[string]Class{
-		"diff <(ls a) <(ls b)":           ReadOnly,
+		"diff <(ls a) <(ls b)":           Mutating,
 		"cat /tmp/\"$(ls | head -1)\"":   ReadOnly,
 		"cat \"$(ls | head -1)\"":        Destructive,
 		"cat $\"-n\" f":                  Destructive,

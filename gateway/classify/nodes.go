@@ -14,6 +14,8 @@ func (c *classifier) node(src string, n syntax.Node, depth int) {
 		if n.Background {
 			c.add(nodeText(src, n), Mutating, "runs a command in the background, where it can outlive the action")
 		}
+	case *syntax.ProcSubst:
+		c.add(nodeText(src, n), Mutating, "a process substitution runs a command the shell does not wait for: it can outlive the action")
 	case *syntax.CallExpr:
 		c.assigns(src, n.Assigns, len(n.Args) > 0)
 		if len(n.Args) > 0 {

@@ -126,9 +126,11 @@ func (r *sedReader) line() {
 	}
 }
 
-// label skips a label, which ends at a newline or a semicolon.
+// label skips a label. GNU sed ends one at a newline, a semicolon or
+// blank space: what follows a blank is read as the next command.
 func (r *sedReader) label() {
-	for !r.done() && r.s[r.i] != '\n' && r.s[r.i] != ';' {
+	r.skip(" \t")
+	for !r.done() && strings.IndexByte("\n; \t", r.s[r.i]) < 0 {
 		r.i++
 	}
 }

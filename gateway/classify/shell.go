@@ -22,4 +22,15 @@ func (c *classifier) line(src string, depth int) {
 		c.node(src, n, depth)
 		return true
 	})
+	// The account's shell, or the sh of an `sh -c`, may be a POSIX shell
+	// (dash), which reads some lines otherwise: `[[ x > f ]]` and
+	// `((1>2))` write files there, `a &> f` runs a in the background and
+	// truncates f. Where the line is POSIX too, it is classified as a
+	// POSIX shell reads it as well; the higher class counts.
+	if p, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX), syntax.KeepComments(true)).Parse(strings.NewReader(src), ""); err == nil {
+		syntax.Walk(p, func(n syntax.Node) bool {
+			c.node(src, n, depth)
+			return true
+		})
+	}
 }

@@ -69,10 +69,15 @@ func (c *classifier) wrapper(text, name string, rest []word, depth int) {
 		c.add(text, ReadOnly, "looks a command up")
 		return
 	}
-	if name == "setsid" && !hasOption(opts, 'w', "wait") {
-		// Without -w setsid may fork and return at once, leaving the
-		// command running in a session of its own.
-		c.add(text, Mutating, "setsid leaves the command running after the action")
+	switch {
+	case name == "setsid":
+		// The command runs in a session of its own, out of reach of the
+		// signal that cancels the action (and without -w setsid may
+		// return at once).
+		c.add(text, Mutating, "setsid runs the command out of reach of the action's cancel")
+	case name == "timeout" && !hasOption(opts, 0, "foreground"):
+		// timeout moves into a process group of its own.
+		c.add(text, Mutating, "timeout runs the command in a process group of its own, out of reach of the action's cancel until its own time is up")
 	}
 	if name == "env" {
 		for len(ops) > 0 && !(ops[0].lit && !isAssignment(ops[0].v)) {

@@ -28,15 +28,32 @@ const (
 const home = "/~"
 
 // harmlessOpen reports whether opening p for writing changes nothing:
-// the bytes go to the null device, a standard stream or an open
-// descriptor.
+// the bytes go to the null device, or to a descriptor the command was
+// given. Opening /dev/fd/N or a standard stream opens again what the
+// descriptor refers to (and truncates it): harmless only while no
+// redirection of the line puts a file on a descriptor (reopened reports
+// those; see fdOpen).
 func harmlessOpen(p string) bool {
 	switch p {
-	case "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero", "/dev/full":
+	case "/dev/null", "/dev/zero", "/dev/full":
 		return true
 	}
-	n, ok := strings.CutPrefix(p, "/dev/fd/")
-	return ok && allDigits(n)
+	return reopens(p)
+}
+
+// reopens reports whether opening p opens again one of the process's
+// descriptors.
+func reopens(p string) bool {
+	switch p {
+	case "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty":
+		return true
+	}
+	for _, dir := range []string{"/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/"} {
+		if n, ok := strings.CutPrefix(p, dir); ok && allDigits(n) {
+			return true
+		}
+	}
+	return false
 }
 
 // writeWord classifies a write to the path w names. rule says what
@@ -72,6 +89,10 @@ func literalPrefix(src string) string {
 // writePath classifies a write to p.
 func (c *classifier) writePath(text, p, rule string, mode writeMode) {
 	if mode == writeOpen && harmlessOpen(p) {
+		if reopens(p) {
+			c.reopened = append(c.reopened, Part{Text: text, Class: Destructive,
+				Rule: rule + " " + p + ", which opens again, for writing, a file the line put on a descriptor"})
+		}
 		c.add(text, ReadOnly, rule+" "+p+", which keeps nothing")
 		return
 	}
@@ -190,9 +211,24 @@ func (c *classifier) redirect(src string, r *syntax.Redirect) {
 	if r.Word != nil {
 		w = readWord(src, r.Word)
 	}
+	if w.lit && (strings.HasPrefix(w.v, "/dev/tcp/") || strings.HasPrefix(w.v, "/dev/udp/")) {
+		c.add(text, Destructive, "opens a network connection ("+w.v+")")
+		return
+	}
 	switch r.Op {
-	case syntax.RdrIn, syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
+	case syntax.Hdoc, syntax.DashHdoc:
+		c.heredoc(src, text, r)
+		return
+	case syntax.WordHdoc:
 		return // reads
+	case syntax.RdrIn:
+		c.fileOnFd = true
+		if w.lit && strings.HasPrefix(path.Clean(w.v), "/dev/") && !harmlessOpen(path.Clean(w.v)) && w.v != "/dev/urandom" && w.v != "/dev/random" {
+			c.add(text, Destructive, "opens the device "+w.v+": opening some devices acts (a terminal, a watchdog)")
+		} else if !w.lit && !w.safe {
+			c.add(text, Destructive, "reads a path the classifier cannot read")
+		}
+		return
 	case syntax.DplIn, syntax.DplOut:
 		if w.lit && (w.v == "-" || allDigits(strings.TrimSuffix(w.v, "-"))) {
 			return // duplicates, moves or closes a descriptor
@@ -202,14 +238,31 @@ func (c *classifier) redirect(src string, r *syntax.Redirect) {
 			return
 		}
 	case syntax.RdrOut, syntax.AppOut, syntax.ClbOut, syntax.RdrAll, syntax.AppAll, syntax.RdrInOut:
+		if !(w.lit && harmlessOpen(w.v)) {
+			c.fileOnFd = true
+		}
 	default:
 		c.add(text, Destructive, "a redirection the classifier does not know")
 		return
 	}
 	if w.lit && harmlessOpen(w.v) {
-		c.add(text, ReadOnly, "writes to "+w.v+", which keeps nothing")
+		c.writePath(text, w.v, "writes to", writeOpen)
 		return
 	}
 	c.add(text, Destructive, "writes a file, replacing or adding to what it holds")
 	c.writeWord(text, w, "writes", writeOpen)
+}
+
+// heredoc classifies a here-document: its body is read by the command
+// (its expansions are walked with the rest of the line). A line of the
+// body that ends in a backslash is joined to the next by bash before it
+// looks for the end word, which the parser does not do: where the
+// document ends is not known.
+func (c *classifier) heredoc(src, text string, r *syntax.Redirect) {
+	if r.Hdoc == nil {
+		return
+	}
+	if body := nodeText(src, r.Hdoc); strings.Contains(body, "\\\n") || strings.Contains(body, "\\\r\n") {
+		c.add(text, Destructive, "a here-document with a line ending in a backslash: where the shell ends it is not known")
+	}
 }
