@@ -148,6 +148,9 @@ type classifier struct {
 	// (fileOnFd): then each opens that file again, for writing.
 	reopened []Part
 	fileOnFd bool
+	// links are the symbolic links the line makes (ln -s), placed: name
+	// → target as written.
+	links map[string]string
 }
 
 // add records a part of class cl.

@@ -27,11 +27,17 @@ var curlModel = compile(&model{exact: true, names: "curl", short: "sSLfIikv46H:A
 // curl fetches and prints, unless an option writes a file, sends data,
 // or asks with a method other than GET or HEAD.
 func (c *classifier) curl(text string, rest []word) {
-	opts, _, ok := c.parse(text, curlModel, rest)
+	opts, ops, ok := c.parse(text, curlModel, rest)
 	if !ok {
 		return
 	}
+	for _, u := range ops {
+		c.curlURL(text, u)
+	}
 	for _, p := range opts {
+		if p.o.long == "url" && p.val != nil {
+			c.curlURL(text, *p.val)
+		}
 		switch {
 		case p.val != nil && p.val.lit && p.val.v == "-" && p.o.value == ValueWritePath:
 			// - is standard output.
@@ -44,6 +50,24 @@ func (c *classifier) curl(text string, rest []word) {
 		}
 	}
 	c.add(text, ReadOnly, "curl fetches")
+}
+
+// curlURL classifies a URL curl is given: http, https and file fetch;
+// another scheme (gopher, dict, telnet, ftp, smtp…) can send any bytes
+// to any port, or store a file.
+func (c *classifier) curlURL(text string, u word) {
+	if !u.lit {
+		return // a URL from an expansion: its scheme is not known
+	}
+	scheme, _, found := strings.Cut(u.v, "://")
+	if !found {
+		return // no scheme: curl guesses http (or from the host's name)
+	}
+	switch strings.ToLower(scheme) {
+	case "http", "https", "file":
+	default:
+		c.add(text, Mutating, "curl speaks "+scheme+", which can send data to any port or store a file")
+	}
 }
 
 // wgetModel: wget's options that fetch to standard output and print;
@@ -113,6 +137,9 @@ func (c *classifier) tar(text string, rest []word) {
 	}
 	if !listing {
 		c.add(text, Mutating, "tar extracts or writes an archive")
+		if anyArg(args, "--extract", "--get") || len(args) > 0 && args[0].lit && !strings.HasPrefix(args[0].v, "--") && strings.ContainsRune(args[0].v, 'x') {
+			c.add(text, Destructive, "tar extracts files named by the archive, anywhere the account can write")
+		}
 		for _, a := range args {
 			if !a.lit || strings.Contains(a.v, "exec") || strings.Contains(a.v, "command") || strings.HasPrefix(a.v, "-I") || strings.Contains(a.v, "script") || strings.Contains(a.v, "rsh") {
 				c.add(text, Destructive, "tar with an option that runs a program, or one the classifier cannot read")
@@ -121,7 +148,36 @@ func (c *classifier) tar(text string, rest []word) {
 		}
 		return
 	}
+	if remoteArchive(args) {
+		c.add(text, Destructive, "tar -f HOST:FILE reads the archive through a remote shell")
+		return
+	}
 	c.check(text, tarList, args)
+}
+
+// remoteArchive reports whether tar's archive is HOST:FILE (a colon
+// before any slash), which tar reaches through a remote shell unless
+// --force-local.
+func remoteArchive(args []word) bool {
+	if anyExact(args, "--force-local") {
+		return false
+	}
+	for i, a := range args {
+		f := ""
+		switch {
+		case !a.lit:
+		case a.v == "-f" || a.v == "--file" || strings.HasPrefix(a.v, "-") && !strings.HasPrefix(a.v, "--") && strings.HasSuffix(a.v, "f"):
+			if i+1 < len(args) {
+				f = args[i+1].v
+			}
+		case strings.HasPrefix(a.v, "--file="):
+			f = strings.TrimPrefix(a.v, "--file=")
+		}
+		if host, _, ok := strings.Cut(f, ":"); ok && !strings.Contains(host, "/") {
+			return true
+		}
+	}
+	return false
 }
 
 // openssl prints a version or reads certificates (x509 and s_client

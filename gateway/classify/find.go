@@ -80,6 +80,10 @@ func (c *classifier) find(text string, rest []word, depth int) {
 				}
 				args = append(args, a)
 			}
+			if w.v == "-execdir" || w.v == "-okdir" {
+				// The command runs in each found file's directory.
+				c.cwd.unknown = true
+			}
 			if len(args) > 0 {
 				c.program(text, args, depth+1)
 			}

@@ -53,7 +53,7 @@ var gitVerbs = func() map[string]*grammar {
 
 var gitGlobal = compile(&model{exact: true, names: "git", short: "C:Phc:p", posix: true,
 	long:    "git-dir= work-tree= namespace= no-pager no-replace-objects literal-pathspecs glob-pathspecs noglob-pathspecs icase-pathspecs no-optional-locks bare version help html-path man-path info-path no-advice no-lazy-fetch paginate exec-path? config-env= list-cmds= super-prefix= attr-source=",
-	effects: "c,exec-path,config-env:destructive:git_configuration_on_the_command_line_can_name_any_program_to_run p,paginate:destructive:git_--paginate_runs_a_pager"})
+	effects: "c,exec-path,config-env:destructive:git_configuration_on_the_command_line_can_name_any_program_to_run p,paginate:destructive:git_--paginate_runs_a_pager git-dir,work-tree:destructive:git_reads_the_configuration_of_a_directory_of_the_command's_choosing,_which_can_name_programs_to_run"})
 
 // gitChanging are git's verbs that change a repository, and those that
 // remove or rewrite what is there.

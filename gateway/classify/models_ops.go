@@ -9,16 +9,51 @@ import (
 
 // opsLink: as opsCopy, and a lone operand is a link made in the working
 // directory under the target's last name (ln -s /x/y makes ./y).
+//
+// The links it makes are remembered: a later write of the line through
+// one is placed at its target too (ln -s .ssh s; echo k >> s/rc).
 func opsLink(c *classifier, text string, ops []word) {
-	if len(ops) != 1 {
-		opsCopy(c, text, ops)
-		return
-	}
-	if !ops[0].lit {
+	switch {
+	case len(ops) == 1 && !ops[0].lit:
 		c.add(text, Destructive, "ln "+ops[0].src+": a link named after a target the classifier cannot read")
 		return
+	case len(ops) == 1:
+		c.writePath(text, path.Base(ops[0].v), "makes a link", writeReplace)
+		c.remember(path.Base(ops[0].v), ops[0].v)
+		return
 	}
-	c.writePath(text, path.Base(ops[0].v), "makes a link", writeReplace)
+	opsCopy(c, text, ops)
+	dest := ops[len(ops)-1]
+	for _, target := range ops[:len(ops)-1] {
+		switch {
+		case !target.lit || !dest.lit:
+			// Writes through the link go where the classifier cannot
+			// place them.
+			c.cwd.unknown = true
+		case len(ops) == 2:
+			c.remember(dest.v, target.v)
+			c.remember(path.Join(dest.v, path.Base(target.v)), target.v)
+		default:
+			c.remember(path.Join(dest.v, path.Base(target.v)), target.v)
+		}
+	}
+}
+
+// remember records a link the line makes: name, as written, points to
+// target (relative to the link's directory).
+func (c *classifier) remember(name, target string) {
+	if c.links == nil {
+		c.links = map[string]string{}
+	}
+	for _, r := range c.place(name) {
+		t := target
+		if !strings.HasPrefix(t, "/") && !strings.HasPrefix(t, "~") {
+			t = path.Join(path.Dir(r.path), t)
+		}
+		if len(c.links) < maxDirs {
+			c.links[r.path] = t
+		}
+	}
 }
 
 // opsInstall: install copies as opsCopy does, or with -d makes every

@@ -11,29 +11,29 @@ var writerModels = []model{
 		effects: "r,reference:read"},
 	{names: "mv", short: "bfinS:t:TuvZ", ops: ValueCustom, opsFn: opsMove,
 		long:    "backup? force interactive no-clobber strip-trailing-slashes suffix= target-directory= no-target-directory update verbose context help version",
-		effects: "t,target-directory:writedir"},
+		effects: "t,target-directory:writedir S,suffix:destructive:a_backup_suffix_builds_file_names_the_classifier_does_not_place"},
 	// cp --parents writes DEST/SOURCE, the source's whole path below the
 	// destination, which the operands' rule does not follow.
 	{names: "cp", short: "abdfiHlLnPpRrsS:t:TuvxZ", ops: ValueCustom, opsFn: opsCopy,
 		long:    "archive attributes-only backup? copy-contents force interactive link dereference no-clobber no-dereference preserve? no-preserve= parents recursive reflink? remove-destination sparse= strip-trailing-slashes symbolic-link suffix= target-directory= no-target-directory update verbose one-file-system context? help version",
-		effects: "t,target-directory:writedir parents:destructive:cp_--parents_writes_below_the_destination_by_the_sources'_paths"},
+		effects: "t,target-directory:writedir parents:destructive:cp_--parents_writes_below_the_destination_by_the_sources'_paths S,suffix:destructive:a_backup_suffix_builds_file_names_the_classifier_does_not_place"},
 	{names: "ln", short: "bdFfiLnPrsS:t:Tv", ops: ValueCustom, opsFn: opsLink,
 		long:    "backup? directory force interactive logical no-dereference physical relative symbolic suffix= target-directory= no-target-directory verbose help version",
-		effects: "t,target-directory:writedir"},
+		effects: "t,target-directory:writedir S,suffix:destructive:a_backup_suffix_builds_file_names_the_classifier_does_not_place"},
 	{names: "install", short: "bcCdDg:m:o:psS:t:TvZ", ops: ValueCustom, opsFn: opsInstall,
 		long:    "backup? compare directory group= mode= owner= preserve-timestamps strip strip-program= suffix= target-directory= no-target-directory verbose preserve-context context? help version",
-		effects: "t,target-directory:writedir strip-program:run"},
+		effects: "t,target-directory:writedir strip-program:run S,suffix:destructive:a_backup_suffix_builds_file_names_the_classifier_does_not_place"},
 	{names: "mkdir", short: "m:pvZ", ops: ValueCustom, opsFn: opsEachChanged,
 		long: "mode= parents verbose context? help version"},
 	// chmod's MODE, chown's and chgrp's OWNER and GROUP are operands
 	// too: with --reference there are none.
-	{names: "chmod", short: "cfvR", ops: ValueCustom, opsFn: opsEachChanged,
+	{names: "chmod", short: "cfvR", ops: ValueCustom, opsFn: opsEachTree,
 		long:    "changes silent quiet verbose no-preserve-root preserve-root reference= recursive help version",
 		effects: "reference:read"},
-	{names: "chown", short: "cfvhRHLP", ops: ValueCustom, opsFn: opsEachChanged,
+	{names: "chown", short: "cfvhRHLP", ops: ValueCustom, opsFn: opsEachTree,
 		long:    "changes silent quiet verbose dereference no-dereference from= no-preserve-root preserve-root reference= recursive help version",
 		effects: "reference:read"},
-	{names: "chgrp", short: "cfvhRHLP", ops: ValueCustom, opsFn: opsEachChanged,
+	{names: "chgrp", short: "cfvhRHLP", ops: ValueCustom, opsFn: opsEachTree,
 		long:    "changes silent quiet verbose dereference no-dereference no-preserve-root preserve-root reference= recursive help version",
 		effects: "reference:read"},
 	{names: "split", short: "a:b:C:dxel:n:t:u", numeric: true, ops: ValueCustom, opsFn: opsSplit,
@@ -57,7 +57,7 @@ var writerModels = []model{
 	// A --no-OPTION not listed here is unknown, so destructive.
 	{names: "rsync", short: "vqcarRbudlLkKHpEAXogDtUNOJSnWxB:e:mIT:yzCf:F0s8hPiM:46V", ops: ValueCustom, opsFn: opsRsync,
 		long: "verbose info= debug= stderr= quiet no-motd checksum archive recursive inc-recursive i-r no-inc-recursive no-i-r relative no-implied-dirs backup backup-dir= suffix= update inplace append append-verify dirs old-dirs old-d mkpath links copy-links copy-unsafe-links safe-links insecure-links confine-root= munge-links copy-dirlinks keep-dirlinks hard-links perms executability chmod= acls xattrs owner group devices copy-devices write-devices specials drop-D times atimes open-noatime crtimes omit-dir-times omit-link-times super fake-super sparse preallocate dry-run whole-file no-whole-file no-W checksum-choice= one-file-system block-size= rsh= rsync-path= existing ignore-non-existing ignore-existing remove-source-files del delete delete-before delete-during delete-delay delete-after delete-excluded ignore-missing-args delete-missing-args ignore-errors force max-delete= max-size= min-size= max-alloc= partial partial-dir= delay-updates prune-empty-dirs numeric-ids usermap= groupmap= chown= timeout= contimeout= ignore-times size-only modify-window= temp-dir= fuzzy compare-dest= copy-dest= link-dest= compress compress-choice= compress-level= compress-threads= skip-compress= cvs-exclude filter= exclude= exclude-from= include= include-from= files-from= from0 old-args secluded-args trust-sender copy-as= address= port= sockopts= blocking-io outbuf= stats 8-bit-output human-readable progress itemize-changes remote-option= out-format= log-file= log-file-format= password-file= early-input= list-only bwlimit= stop-after= stop-at= fsync write-batch= only-write-batch= read-batch= protocol= iconv= checksum-seed= ipv4 ipv6 version help",
-		effects: "e,rsh,rsync-path:run " +
+		effects: "e,rsh,rsync-path:run suffix:destructive:a_backup_suffix_builds_file_names_the_classifier_does_not_place " +
 			"del,delete,delete-before,delete-during,delete-delay,delete-after,delete-excluded,delete-missing-args,remove-source-files,force:destructive:rsync_removes_files " +
 			"M,remote-option:destructive:rsync_-M_passes_an_option_to_the_other_side " +
 			"trust-sender,insecure-links:destructive:rsync_drops_its_checks_of_what_the_other_side_sends " +

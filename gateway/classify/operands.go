@@ -22,7 +22,16 @@ func opsEachChanged(c *classifier, text string, ops []word) {
 		c.add(text, ReadOnly, "nothing to change")
 	}
 	for _, o := range ops {
-		c.writeWord(text, o, "changes", writeReplace)
+		c.writeWord(text, o, "changes", writeMake)
+	}
+}
+
+// opsEachTree: every operand is changed with all it holds (chmod, chown,
+// chgrp, whose -R reaches inside, and whose change of a directory decides
+// who may write in it).
+func opsEachTree(c *classifier, text string, ops []word) {
+	for _, o := range ops {
+		c.writeWord(text, o, "changes", writeTree)
 	}
 }
 

@@ -181,10 +181,8 @@ var sensitivePaths = []pathRule{
 	{"~/.gitconfig", Destructive, whyLater},
 	{"~/.config/git/", Destructive, whyLater},
 	{"/etc/gitconfig", Forbidden, whyLater},
-	{"*/.git/config", Destructive, whyLater},
-	{"*/.git/hooks/", Destructive, whyLater},
-	{".git/config", Destructive, whyLater},
-	{".git/hooks/", Destructive, whyLater},
+	{"*/.git/", Destructive, whyLater},
+	{".git/", Destructive, whyLater},
 	{"*/.gitattributes", Destructive, whyLater},
 	{"~/.vimrc", Destructive, whyLater},
 	{"~/.vim/", Destructive, whyLater},
@@ -210,6 +208,20 @@ var sensitivePaths = []pathRule{
 	{"~/.config/lesskey", Destructive, whyLater},
 	{"~/.mailcap", Destructive, whyLater},
 	{"~/.terraformrc", Destructive, whyLater},
+	{"~/.gdbinit", Destructive, whyLater},
+	{"~/.psqlrc", Destructive, whyLater},
+	{"~/.sqliterc", Destructive, whyLater},
+	{"~/.tmux.conf", Destructive, whyLater},
+	{"~/.screenrc", Destructive, whyLater},
+	{"~/.exrc", Destructive, whyLater},
+	{"~/.hgrc", Destructive, whyLater},
+	{"~/.Rprofile", Destructive, whyLater},
+	{"~/.irbrc", Destructive, whyLater},
+	{"~/.gradle/", Destructive, whyLater},
+	{"~/.m2/", Destructive, whyLater},
+	{"~/.gnupg/", Destructive, whyLater},
+	{"~/.config/", Destructive, whyLater},
+	{"~/.local/share/applications/", Destructive, whyLater},
 	{"*/sitecustomize.py", Destructive, whyLater},
 	{"*/usercustomize.py", Destructive, whyLater},
 	{"*/*.pth", Destructive, whyLater},
@@ -227,6 +239,48 @@ func sensitive(p string) (Class, string) {
 		}
 	}
 	return cl, why
+}
+
+// sensitiveWithin returns the class and reason of a directory that holds
+// a path of the table: changing it (moving a directory there, making it a
+// link, chmod -R) changes what it holds. /etc holds /etc/passwd; a home
+// directory, or a directory named .ssh anywhere, holds ~/.ssh/rc. (A
+// "*/name" row alone, a file of that name in any directory, makes no
+// directory sensitive.)
+func sensitiveWithin(p string) (Class, string) {
+	var cl Class
+	why := ""
+	comps := strings.Split(strings.TrimSuffix(p, "/"), "/")
+	for _, r := range sensitivePaths {
+		if r.class > cl && holds(comps, r.pattern) {
+			cl, why = r.class, "holds "+r.pattern+": "+r.why
+		}
+	}
+	return cl, why
+}
+
+// holds reports whether the directory of components dir holds a path
+// that pattern names.
+func holds(dir []string, pattern string) bool {
+	pat := strings.Split(strings.TrimSuffix(pattern, "/"), "/")
+	switch {
+	case len(dir) == 1 && dir[0] == "":
+		return true // the root holds everything
+	case pat[0] == "":
+		// An absolute row: dir is a proper prefix of it.
+		return len(dir) < len(pat) && matchComps(pat[:len(dir)], dir, false)
+	case pat[0] == "~" && (strings.Join(dir, "/") == home || len(dir) <= 3 && (len(dir) < 2 || dir[1] == "home" || dir[1] == "root")):
+		return true // a home directory, or where homes are
+	case pat[0] == "~" || pat[0] == "*":
+		// In any directory: dir ends with the row's first components.
+		rel := pat[1:]
+		for k := 1; k < len(rel); k++ {
+			if len(dir) >= k && matchComps(rel[:k], dir[len(dir)-k:], false) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // matchRule reports whether path p falls under pattern (see pathRule).

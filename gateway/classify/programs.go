@@ -21,15 +21,14 @@ func (c *classifier) call(src string, ws []*syntax.Word, depth int) {
 // something whatever they are given. A program in none of these sets,
 // with no grammar and no rule of its own, is unknown: destructive.
 var (
-	mutating = set(`mkdir patch logger ssh-keygen gzip gunzip bzip2 bunzip2 xz unxz zip unzip mkfifo mktemp
-		htpasswd`)
-	destructive = set(`rm rmdir unlink shred mkfs mke2fs mkswap wipefs fdisk sfdisk cfdisk parted sgdisk gdisk
+	mutating    = set(`logger zip mkfifo htpasswd`)
+	destructive = set(`mkfs mke2fs mkswap wipefs fdisk sfdisk cfdisk parted sgdisk gdisk
 		truncate reboot shutdown poweroff halt init telinit kexec eval source . ssh scp sftp nc ncat netcat
 		socat telnet ftp exec trap let enable mapfile readarray getopts pkill killall coproc`)
-	privileged = set(`pkexec runuser setpriv nsenter chroot unshare passwd chpasswd chage useradd usermod userdel
+	privileged = set(`passwd chpasswd chage useradd usermod userdel
 		adduser deluser groupadd groupmod groupdel gpasswd newgrp mount umount swapon swapoff modprobe insmod
 		rmmod setcap chattr iptables ip6tables iptables-restore nft ufw firewall-cmd setenforce setfacl
-		capsh sg`)
+		`)
 	shells       = set(`sh bash dash zsh ksh mksh ash fish`)
 	interpreters = set(`python python2 python3 perl ruby node nodejs php lua luajit Rscript awk gawk mawk nawk
 		pwsh tclsh expect groovy java jshell osascript deno bun`)
@@ -79,7 +78,7 @@ func (c *classifier) program(text string, args []word, depth int) {
 		c.add(text, ReadOnly, name+" reads (a test's misjudgement)")
 		return
 	}
-	if c.runner(text, name, rest, depth) || c.builtin(text, name, rest) || c.byArguments(text, name, rest) {
+	if c.runner(text, name, rest, depth) || c.builtin(text, name, rest) || c.byArguments(text, name, rest, depth) {
 		return
 	}
 	if g := grammars[name]; g != nil {

@@ -4,7 +4,7 @@ import "strings"
 
 // byArguments classifies the programs whose class depends on their verb
 // or their operands' form; false when name is none of them.
-func (c *classifier) byArguments(text, name string, rest []word) bool {
+func (c *classifier) byArguments(text, name string, rest []word, depth int) bool {
 	switch name {
 	case "dd":
 		c.dd(text, rest)
@@ -40,6 +40,16 @@ func (c *classifier) byArguments(text, name string, rest []word) bool {
 		c.ip(text, rest)
 	case "openssl":
 		c.openssl(text, rest)
+	case "rm", "unlink", "shred", "rmdir", "srm", "wipe":
+		c.remove(text, name, rest)
+	case "gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "lzma", "unlzma", "zstd", "unzstd", "compress", "uncompress":
+		c.compress(text, name, rest)
+	case "unzip", "patch", "cpio", "7z":
+		c.add(text, Destructive, name+" writes files named by its input, anywhere the account can write")
+	case "ssh-keygen", "mktemp":
+		c.keygen(text, name, rest)
+	case "chroot", "pkexec", "runuser", "setpriv", "nsenter", "unshare", "capsh", "sg":
+		c.privileged(text, name, rest, depth)
 	default:
 		return false
 	}
@@ -121,10 +131,13 @@ func (c *classifier) systemd(text, name string, rest []word) {
 		c.add(text, Destructive, name+" with a verb the classifier cannot read")
 	case systemdVerbs[v]:
 		c.add(text, ReadOnly, name+" "+v+" shows")
+	case v == "enable" || v == "reenable" || v == "preset" || v == "preset-all" || v == "mask" || v == "link" ||
+		v == "add-wants" || v == "add-requires" || v == "edit" || v == "set-property" || v == "revert" || v == "set-default":
+		c.add(text, Forbidden, name+" "+v+" writes unit files or links under /etc/systemd or ~/.config/systemd: a service runs programs at boot or login")
 	case strings.HasPrefix(v, "set-"):
 		c.add(text, Privileged, name+" "+v+" changes the system's settings")
 	case v == "start" || v == "restart" || v == "reload" || v == "try-restart" || v == "reload-or-restart" ||
-		v == "try-reload-or-restart" || v == "daemon-reload" || v == "enable" || v == "reenable" || v == "preset" || v == "condrestart":
+		v == "try-reload-or-restart" || v == "daemon-reload" || v == "condrestart":
 		c.add(text, Mutating, name+" "+v+" changes a service")
 	default:
 		c.add(text, Destructive, name+" "+v+" stops, disables, removes or is not a verb the classifier knows")
@@ -146,7 +159,12 @@ func (c *classifier) sysctl(text string, rest []word) {
 		c.option(text, sysctlModel, p.o, p.val)
 	}
 	for _, o := range ops {
-		if !o.lit || strings.Contains(o.v, "=") {
+		switch {
+		case !o.lit:
+			c.add(text, Privileged, "sysctl "+o.src+" may change a kernel parameter")
+		case strings.Contains(o.v, "=") && kernelRuns(o.v):
+			c.add(text, Forbidden, "sysctl "+o.v+" names a program the kernel runs as root")
+		case strings.Contains(o.v, "="):
 			c.add(text, Privileged, "sysctl "+o.src+" changes a kernel parameter")
 		}
 	}
@@ -194,5 +212,76 @@ object:
 		c.add(text, ReadOnly, "ip "+rest[i].v+" "+rest[i+1].v+" shows")
 	default:
 		c.add(text, Privileged, "ip "+rest[i].v+" "+rest[i+1].v+" changes network configuration or runs a command")
+	}
+}
+
+// kernelRuns reports whether a kernel parameter names a program the
+// kernel runs (a pipe in core_pattern, the modprobe and hotplug helpers).
+func kernelRuns(kv string) bool {
+	k, _, _ := strings.Cut(kv, "=")
+	k = strings.ReplaceAll(k, "/", ".")
+	return strings.Contains(k, "core_pattern") || strings.Contains(k, "modprobe") || strings.Contains(k, "hotplug") ||
+		strings.Contains(k, "usermodehelper") || strings.Contains(k, "binfmt")
+}
+
+// remove classifies rm and its kind: it removes its operands (and with
+// -r all they hold), at least destructive, forbidden where the table
+// says.
+func (c *classifier) remove(text, name string, rest []word) {
+	c.add(text, Destructive, name+" removes files")
+	dash := false
+	for _, a := range rest {
+		switch {
+		case !dash && a.lit && a.v == "--":
+			dash = true
+		case !dash && a.lit && strings.HasPrefix(a.v, "-") && a.v != "-":
+		default:
+			c.writeWord(text, a, name+" removes", writeTree)
+		}
+	}
+}
+
+// compress classifies gzip and its kind: each operand is replaced by
+// the file it is made into (FILE.gz, or FILE from FILE.gz).
+func (c *classifier) compress(text, name string, rest []word) {
+	c.add(text, Mutating, name+" replaces files")
+	for _, a := range rest {
+		if a.lit && strings.HasPrefix(a.v, "-") {
+			continue
+		}
+		c.writeWord(text, a, name+" replaces", writeTree)
+		if !a.lit {
+			continue
+		}
+		for _, ext := range []string{".gz", ".tgz", ".bz2", ".xz", ".lzma", ".zst", ".Z", ".z"} {
+			if out, ok := strings.CutSuffix(a.v, ext); ok && out != "" {
+				c.writePath(text, out, name+" writes", writeMake)
+			}
+		}
+		c.writePath(text, a.v+".gz", name+" writes", writeMake)
+	}
+}
+
+// keygen classifies ssh-keygen and mktemp: they make files, where -f
+// (ssh-keygen: FILE and FILE.pub) or -p/--tmpdir (mktemp) or a template
+// with a directory says.
+func (c *classifier) keygen(text, name string, rest []word) {
+	c.add(text, Mutating, name+" makes files")
+	for i, a := range rest {
+		switch {
+		case !a.lit:
+			c.writeWord(text, a, name+" makes", writeMake)
+		case name == "ssh-keygen" && a.v == "-f" && i+1 < len(rest):
+			c.writeWord(text, rest[i+1], name+" writes", writeMake)
+			if rest[i+1].lit {
+				c.writePath(text, rest[i+1].v+".pub", name+" writes", writeMake)
+			}
+		case name == "mktemp" && (a.v == "-p" || a.v == "--tmpdir") && i+1 < len(rest):
+			c.writeWord(text, rest[i+1], name+" makes a file in", writeInDir)
+		case name == "mktemp" && strings.HasPrefix(a.v, "--tmpdir="):
+			c.writePath(text, strings.TrimPrefix(a.v, "--tmpdir="), name+" makes a file in", writeInDir)
+		case name == "mktemp" && !strings.HasPrefix(a.v, "-") && strings.Contains(a.v, "/"):
+			c.writePath(text, a.v, name+" makes", writeMake)
+		}
 	}
 }

@@ -20,6 +20,14 @@ const (
 	writeReplace
 	// writeInDir: files are made inside the path (cp -t, sort -T).
 	writeInDir
+	// writeMake: the path is made or its times or contents changed
+	// (touch, mkdir): as writeReplace, but making a directory changes
+	// nothing it could hold.
+	writeMake
+	// writeTree: the path and all it holds are changed or removed (chmod,
+	// chown, rm -r): a directory that holds a path of the table is as
+	// sensitive as that path.
+	writeTree
 )
 
 // home is how a path in the home directory is written once resolved:
@@ -117,6 +125,11 @@ func (c *classifier) writePath(text, p, rule string, mode writeMode) {
 				cl, why = s, sw
 			}
 		}
+		if mode == writeReplace || mode == writeTree {
+			if s, sw := sensitiveWithin(r.path); s > cl {
+				cl, why = s, sw
+			}
+		}
 	}
 	if why != "" {
 		rule += " " + p + ": " + why
@@ -138,15 +151,43 @@ type resolved struct {
 // relative against every directory a `cd` earlier in the line may have
 // entered (and the one the command starts in, the home directory).
 func (c *classifier) resolve(p string) []resolved {
+	out := c.place(p)
+	// A link the line made earlier (ln -s TARGET NAME) puts what is
+	// written through it at its target.
+	for _, r := range out {
+		for name, target := range c.links {
+			if rest, ok := strings.CutPrefix(r.path, name); ok && (rest == "" || rest[0] == '/') {
+				for _, t := range c.place(target) {
+					out = append(out, resolved{path.Clean(t.path + rest), t.known && r.known})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// place places p without following links.
+func (c *classifier) place(p string) []resolved {
 	switch {
 	case strings.HasPrefix(p, "/"):
 		return []resolved{{path.Clean(p), true}}
-	case p == "~" || strings.HasPrefix(p, "~"):
+	case p == "~" || strings.HasPrefix(p, "~/") || strings.HasPrefix(p, "~") && !strings.HasPrefix(p, "~+") && !strings.HasPrefix(p, "~-") && !(len(p) > 1 && p[1] >= '0' && p[1] <= '9'):
+		// ~ or ~user: a home directory.
 		rest := ""
 		if i := strings.IndexByte(p, '/'); i >= 0 {
 			rest = p[i:]
 		}
 		return []resolved{placeInHome(home + rest)}
+	case strings.HasPrefix(p, "~"):
+		// ~+ is the working directory, ~- the previous one, ~N, ~+N and
+		// ~-N the directory stack: any directory the line entered, and
+		// not known.
+		rest := "."
+		if i := strings.IndexByte(p, '/'); i >= 0 {
+			rest = p[i+1:]
+		}
+		out := c.place(rest)
+		return append(out, resolved{path.Clean(rest), false})
 	}
 	var out []resolved
 	for _, d := range c.cwd.dirs() {
@@ -190,7 +231,11 @@ func (s *cwdSet) enter(w *word) {
 		s.unknown = true
 		return
 	}
-	for _, r := range (&classifier{cwd: *s}).resolve(w.v) {
+	if !strings.HasPrefix(w.v, "/") && !strings.HasPrefix(w.v, ".") && !strings.HasPrefix(w.v, "~") {
+		// cd NAME looks in $CDPATH first, which the target may set.
+		s.unknown = true
+	}
+	for _, r := range (&classifier{cwd: *s}).place(w.v) {
 		if !r.known {
 			s.unknown = true
 			continue
