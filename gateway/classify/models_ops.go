@@ -23,6 +23,9 @@ func opsLink(c *classifier, text string, ops []word) {
 		return
 	}
 	opsCopy(c, text, ops)
+	if len(ops) == 0 {
+		return
+	}
 	dest := ops[len(ops)-1]
 	for _, target := range ops[:len(ops)-1] {
 		switch {

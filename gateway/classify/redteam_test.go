@@ -68,3 +68,27 @@ func TestRedTeamForms(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryProgramAnyArguments: every modelled program, wrapper and rule
+// classifies no arguments, one, and odd ones without panicking.
+func TestEveryProgramAnyArguments(t *testing.T) {
+	names := []string{"env", "nice", "timeout", "xargs", "find", "watch", "sudo", "su", "sh", "git", "docker", "kubectl",
+		"curl", "wget", "tar", "sed", "dd", "ip", "sysctl", "openssl", "systemctl", "service", "rm", "gzip", "ssh-keygen",
+		"mktemp", "chroot", "runuser", "sg", "capsh", "apt", "kill", "read", "set", "printf", "test", "cd", "hash"}
+	for _, p := range Programs() {
+		names = append(names, p.Names...)
+	}
+	for _, n := range names {
+		for _, args := range []string{"", " x", " -", " --", " -x", " x y z", " $x", " -- -x", " ''"} {
+			line := n + args
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Errorf("%q: panic %v", line, r)
+					}
+				}()
+				Classify(line)
+			}()
+		}
+	}
+}
