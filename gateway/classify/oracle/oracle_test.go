@@ -63,6 +63,9 @@ func TestOracle(t *testing.T) {
 			disagreements++
 			t.Errorf("read_only verdict, yet the line changed something: %v\n\t%s", v, confirm(runners[0], v.line))
 		}
+		if len(v.debris) > 0 {
+			t.Logf("killed at the time limit, it left temporary files (not counted): %q: %s", v.text, joinLines(v.debris))
+		}
 	}
 	logSlowest(t, verdicts, 8)
 	tab := tabulate(verdicts)
