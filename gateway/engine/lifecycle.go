@@ -358,7 +358,7 @@ func (l *lifecycle) remaining() time.Duration { return l.deadline - l.e.clock.El
 // or its cancellation.
 func (l *lifecycle) slotTimedOut(ctx context.Context) {
 	if errors.Is(ctx.Err(), context.Canceled) {
-		l.end(ctx, sshexec.Cancelled, "cancelled while waiting for a free connection slot on the target", sshexec.NotStarted)
+		l.end(ctx, sshexec.Cancelled, stoppedDetail(ctx, sshexec.Cancelled, "cancelled while waiting for a free connection slot on the target"), sshexec.NotStarted)
 	} else {
 		l.end(ctx, sshexec.TimedOut, fmt.Sprintf("the action deadline passed while %d other actions held every connection slot of the target", l.target.MaxParallel), sshexec.NotStarted)
 	}
@@ -401,6 +401,7 @@ func (l *lifecycle) connect(ctx context.Context) {
 	if l.readOnly {
 		l.res.detail += readOnlyNote(r)
 	}
+	l.res.detail = stoppedDetail(ctx, r.Outcome, l.res.detail)
 	l.finish(ctx, r)
 }
 
@@ -595,6 +596,9 @@ func (l *lifecycle) recordFinished(ctx context.Context, fin actionFinished) erro
 		}
 	}
 	fin.DecidedBy, fin.ApprovalReason = obj.Approval.DecidedBy, obj.Approval.Reason
+	if c := causeOf(ctx); c != nil && l.res.outcome == sshexec.Cancelled {
+		fin.Stopped = c.facts()
+	}
 	// The outcome is recorded even when the caller has gone: use a context
 	// that is not cancelled with it.
 	_, err := l.e.record(context.WithoutCancel(ctx), l.a.id, obj.RunID, fin)
@@ -644,7 +648,7 @@ func (l *lifecycle) answer() {
 func (l *lifecycle) endRunError(ctx context.Context, err error) {
 	switch {
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-		l.end(ctx, sshexec.Cancelled, "the caller went away before the action started", sshexec.NotStarted)
+		l.end(ctx, sshexec.Cancelled, stoppedDetail(ctx, sshexec.Cancelled, "the caller went away before the action started"), sshexec.NotStarted)
 	case errors.Is(err, approvals.ErrEventNotRecorded):
 		l.answerUnrecorded("an approval event could not be recorded in the audit log, so nothing was run")
 	case errors.Is(err, approvals.ErrRunDenied):
