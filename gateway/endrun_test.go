@@ -16,9 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/gatewaytest"
+	"github.com/airlockgw/airlock/gateway/web/webtest"
 	"github.com/airlockgw/airlock/sshexec"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
@@ -290,4 +293,41 @@ func BenchmarkRunEndCancels(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/end-to-cancelled")
+}
+
+func TestReviewerCancelsOneActionFromThePage(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, sharedSSHD(t), gwOptions{})
+	browser := webtest.Browser(t)
+	tab := webtest.Tab(t, browser)
+	run := g.approvedRun()
+	p := newRemoteProbe(t)
+	res := g.runAsync(api.ActionRequest{Target: "box-run", Command: p.command()})
+	p.waitRunning()
+	id := g.actionOfRunInFlight(run)
+	if err := webtest.Login(tab, g.base, testReviewer, testkit.Password); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(tab, chromedp.Navigate(g.base+"/ui/actions/"+id), chromedp.WaitVisible(chromedp.ID("cancel-action")),
+		chromedp.SendKeys(chromedp.CSS(`.cancel-form input[name=reason]`), "not now"),
+		chromedp.Click(chromedp.ID("cancel-action"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := webtest.WaitFor(tab, `document.getElementById('flash') && document.getElementById('flash').textContent.includes('Cancelled action')`, testkit.Patience); err != nil {
+		t.Fatal(err)
+	}
+	page, err := webtest.Eval[string](tab, `document.querySelector('dl.facts').textContent`)
+	if err != nil || !strings.Contains(page, "cancelled by reviewer "+testReviewer+": not now") || !strings.Contains(page, "termination: confirmed") {
+		t.Errorf("the action's page after the cancel: %q %v", page, err)
+	}
+	if n, err := webtest.Eval[int](tab, `document.querySelectorAll('#cancel-action').length`); err != nil || n != 0 {
+		t.Errorf("a finished action still offers Cancel: %d %v", n, err)
+	}
+	r := <-res
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	checkCancelled(t, r.a, "cancelled by reviewer "+testReviewer+": not now")
+	p.checkGone()
+	g.checkStoppedRecord(id, "reviewer", testReviewer)
 }
