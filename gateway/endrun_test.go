@@ -87,6 +87,9 @@ func checkCancelled(t testing.TB, a *api.Action, why string) {
 	if a == nil || a.Outcome != sshexec.Cancelled || a.Termination != sshexec.Confirmed || !strings.HasPrefix(a.Detail, why) {
 		t.Fatalf("got %+v, want cancelled, confirmed, detail starting %q", a, why)
 	}
+	if a.NextStep == nil || a.NextStep.Retry != api.RetryNo {
+		t.Errorf("next step after a stop: %+v, want no retry", a.NextStep)
+	}
 }
 
 // checkStoppedRecord checks action.finished of id: cancelled, and why.

@@ -226,3 +226,21 @@ func stoppedDetail(ctx context.Context, outcome sshexec.Outcome, detail string) 
 	}
 	return c.detail() + " (" + detail + ")"
 }
+
+// nextStep is what the agent of an action stopped so should do: not
+// retry on its own, since somebody (or its run's end) said stop.
+func (c *stopCause) nextStep() *api.NextStepInfo {
+	switch c.RunEnd {
+	case 0:
+		return &api.NextStepInfo{Retry: api.RetryNo, Who: api.WhoReviewer,
+			Text: "a reviewer stopped this action; it may have run in part: check the target, and do not run it again without asking a human"}
+	case approvals.EndRevoked:
+		return &api.NextStepInfo{Retry: api.RetryNo, Who: api.WhoReviewer,
+			Text: "a reviewer ended the run; the command may have run in part: check the target, and do not retry without asking a human"}
+	case approvals.EndAgentRevoked:
+		return &api.NextStepInfo{Retry: api.RetryNo, Who: api.WhoOperator,
+			Text: "the agent token was revoked; ask an operator before anything else"}
+	}
+	return &api.NextStepInfo{Retry: api.RetryNo, Who: api.WhoAgent,
+		Text: "the run ended; the command may have run in part: check the target, then start a new run"}
+}

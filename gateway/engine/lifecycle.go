@@ -111,6 +111,8 @@ type result struct {
 	// stored is the recorded result naming the output store's blobs,
 	// once the outputs are stored and the outcome recorded.
 	stored *actionFinished
+	// stopped is why the engine cancelled the action, nil if it did not.
+	stopped *stopCause
 }
 
 // execute runs the lifecycle of a.
@@ -597,7 +599,7 @@ func (l *lifecycle) recordFinished(ctx context.Context, fin actionFinished) erro
 	}
 	fin.DecidedBy, fin.ApprovalReason = obj.Approval.DecidedBy, obj.Approval.Reason
 	if c := causeOf(ctx); c != nil && l.res.outcome == sshexec.Cancelled {
-		fin.Stopped = c.facts()
+		fin.Stopped, l.res.stopped = c.facts(), c
 	}
 	// The outcome is recorded even when the caller has gone: use a context
 	// that is not cancelled with it.
@@ -634,6 +636,9 @@ func (l *lifecycle) answer() {
 		}
 	}
 	obj.NextStep = api.NextStepOf(&obj)
+	if c := l.res.stopped; c != nil {
+		obj.NextStep = c.nextStep()
+	}
 	l.a.finish(obj, out)
 	l.e.metrics.actions.WithLabelValues(obj.Outcome.String()).Inc()
 	code := ""
