@@ -217,6 +217,13 @@ func TestReviewerCancelsOneActionFromTheCLI(t *testing.T) {
 	res := g.runAsync(api.ActionRequest{Target: "box-run", Command: p.command()})
 	p.waitRunning()
 	id := g.actionOfRunInFlight(run)
+	// The body is decoded strictly, the reason bounded; neither stops it.
+	var ae *api.Error
+	for _, body := range []any{map[string]any{"reason": "x", "why": "y"}, api.CancelRequest{Reason: strings.Repeat("x", api.MaxReason+1)}} {
+		if err := g.reviewer.Do(context.Background(), http.MethodPost, "/v1/actions/"+id+"/cancel", body, nil); !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
+			t.Errorf("cancel with %v: %v, want 400", body, err)
+		}
+	}
 	pw := filepath.Join(t.TempDir(), "pw")
 	if err := os.WriteFile(pw, []byte(testkit.Password), 0o600); err != nil {
 		t.Fatal(err)
@@ -240,7 +247,6 @@ func TestReviewerCancelsOneActionFromTheCLI(t *testing.T) {
 		t.Errorf("the next action of the run: %+v %v, want exited", next.a, next.err)
 	}
 	// Cancelling it again finds nothing to cancel.
-	var ae *api.Error
 	if _, err := g.reviewer.CancelAction(context.Background(), id, ""); !errors.As(err, &ae) || ae.Err.Code != api.CodeConflict {
 		t.Errorf("cancelling a finished action: %v, want a conflict", err)
 	}
@@ -308,6 +314,15 @@ func TestReviewerCancelsOneActionFromThePage(t *testing.T) {
 	res := g.runAsync(api.ActionRequest{Target: "box-run", Command: p.command()})
 	p.waitRunning()
 	id := g.actionOfRunInFlight(run)
+	// A form without the session's CSRF token changes nothing.
+	resp, err := uiClient(t, g.base).PostForm(g.base+"/ui/actions/"+id+"/cancel", url.Values{"reason": {"forged"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a cancel without a CSRF token: %s, want 403", resp.Status)
+	}
 	if err := webtest.Login(tab, g.base, testReviewer, testkit.Password); err != nil {
 		t.Fatal(err)
 	}
