@@ -244,3 +244,24 @@ func (c *stopCause) nextStep() *api.NextStepInfo {
 	return &api.NextStepInfo{Retry: api.RetryNo, Who: api.WhoAgent,
 		Text: "the run ended; the command may have run in part: check the target, then start a new run"}
 }
+
+// nextStep is api.NextStepOf obj, unless the engine stopped the action.
+func (r *result) nextStep(obj *api.Action) *api.NextStepInfo {
+	if r.stopped != nil {
+		return r.stopped.nextStep()
+	}
+	return api.NextStepOf(obj)
+}
+
+// stoppedBeforeDial ends an action the engine stopped while its intent
+// was being recorded (the append gave up with its context): nothing was
+// dialed, and the outcome says why rather than blaming the audit log.
+// False when the engine did not stop it.
+func (l *lifecycle) stoppedBeforeDial(ctx context.Context) bool {
+	c := causeOf(ctx)
+	if c == nil {
+		return false
+	}
+	l.end(ctx, sshexec.Cancelled, c.detail(), sshexec.NotStarted)
+	return true
+}

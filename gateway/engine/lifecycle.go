@@ -428,6 +428,9 @@ func (l *lifecycle) recordIntent(ctx context.Context, connecting actionConnectin
 		return false
 	}
 	if _, err := e.record(ctx, l.a.id, string(l.run.ID), connecting); err != nil {
+		if l.stoppedBeforeDial(ctx) {
+			return false
+		}
 		e.log.Error("audit append failed; nothing dialed", "action", l.a.id, "error", err)
 		l.answerUnrecorded("the intent could not be recorded in the audit log, so nothing was dialed")
 		return false
@@ -635,10 +638,7 @@ func (l *lifecycle) answer() {
 			out = f.held(l.account.Output)
 		}
 	}
-	obj.NextStep = api.NextStepOf(&obj)
-	if c := l.res.stopped; c != nil {
-		obj.NextStep = c.nextStep()
-	}
+	obj.NextStep = l.res.nextStep(&obj)
 	l.a.finish(obj, out)
 	l.e.metrics.actions.WithLabelValues(obj.Outcome.String()).Inc()
 	code := ""
