@@ -160,9 +160,10 @@ func (s *Store) Agents(ctx context.Context) ([]Agent, error) {
 }
 
 // RevokeAgent revokes the token with id, or every usable token of the
-// agent named so; by names who did it. Its runs are not ended (a reviewer
-// or the run's own limits do that); it creates no more. Recorded
-// (EventAgentRevoked) for each token.
+// agent named so; by names who did it. Every live run created with a
+// revoked token ends with it (EndAgentRevoked: its pending requests are
+// withdrawn, and the gateway cancels its running actions). Recorded
+// (EventAgentRevoked, then EventRunEnded per run) for each token.
 func (s *Store) RevokeAgent(ctx context.Context, idOrName, by string) ([]Agent, error) {
 	if err := s.lock(); err != nil {
 		return nil, err
@@ -183,11 +184,30 @@ func (s *Store) RevokeAgent(ctx context.Context, idOrName, by string) ([]Agent, 
 			return done, err
 		}
 		done = append(done, a)
+		if err := s.endAgentRuns(ctx, a.ID, by); err != nil {
+			return done, err
+		}
 	}
 	if len(done) == 0 {
 		return nil, fmt.Errorf("approvals: %q: %w", idOrName, ErrUnknownAgent)
 	}
 	return done, nil
+}
+
+// endAgentRuns ends every live run created with agent token id: a
+// revoked token's authority ends with everything it started. Called with
+// s.mu held.
+func (s *Store) endAgentRuns(ctx context.Context, id AgentID, by string) error {
+	rs, err := loadRuns(ctx, s.db, "agent_id = ? AND state IN (?, ?)", string(id), RunPending.String(), RunApproved.String())
+	if err != nil {
+		return err
+	}
+	for _, r := range rs {
+		if err := s.endRun(ctx, r, EndAgentRevoked, by, "the agent token was revoked"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // VerifyAgent returns the agent a token belongs to, comparing its hash in

@@ -54,3 +54,37 @@ func TestAgentTokens(t *testing.T) {
 		t.Errorf("revoking no agent: %v", err)
 	}
 }
+
+func TestRevokingAnAgentTokenEndsItsRuns(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	bot, _, err := e.s.AddAgent(ctx, "ci-bot", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _, err := e.s.AddAgent(ctx, "other-bot", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, _, err := e.s.CreateRemote(ctx, RemoteRun{Requester: bot.Subject(), Agent: &bot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep, _, err := e.s.CreateRemote(ctx, RemoteRun{Requester: other.Subject(), Agent: &other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s.RevokeAgent(ctx, "ci-bot", "operator:root"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := e.s.Run(ctx, run.ID)
+	if got.State != RunEnded || got.EndReason != EndAgentRevoked || got.EndedBy != "operator:root" {
+		t.Errorf("the revoked token's run: %s %s by %q, want ended agent_revoked by operator:root", got.State, got.EndReason, got.EndedBy)
+	}
+	if got, _ := e.s.Run(ctx, keep.ID); got.State.Terminal() {
+		t.Errorf("another agent's run: %s, want it live", got.State)
+	}
+	if _, err := e.s.Authorize(ctx, run.ID, act("run-box", "id"), nil); !errors.Is(err, ErrRunEnded) {
+		t.Errorf("an action of the ended run: %v, want ErrRunEnded", err)
+	}
+}

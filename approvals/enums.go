@@ -170,11 +170,15 @@ const (
 	EndMaxActions
 	// EndTokenExpired: a remote run's token expired.
 	EndTokenExpired
+	// EndAgentRevoked: an operator revoked the agent token the remote
+	// run was created with (EndedBy says who).
+	EndAgentRevoked
 )
 
 var endReasonNames = map[EndReason]string{
 	EndAnchorExited: "anchor_exited", EndClosed: "closed", EndRevoked: "revoked",
 	EndTTL: "ttl", EndMaxActions: "max_actions", EndTokenExpired: "token_expired",
+	EndAgentRevoked: "agent_revoked",
 }
 
 func (r EndReason) String() string { return enumString(endReasonNames, r, "EndReason") }

@@ -332,6 +332,17 @@ func (a *Accounts) Active(ctx context.Context, rv Reviewer) (bool, error) {
 
 // checkReviewer accepts only a Reviewer verified by this store's accounts
 // and still enabled. Called with s.mu held.
+// CheckReviewer returns ErrNotReviewer unless rv is an enabled reviewer
+// of this store now: for what a reviewer does to an action rather than to
+// a request or a run (cancelling it).
+func (s *Store) CheckReviewer(ctx context.Context, rv Reviewer) error {
+	if err := s.lock(); err != nil {
+		return err
+	}
+	defer s.unlock()
+	return s.checkReviewer(ctx, rv)
+}
+
 func (s *Store) checkReviewer(ctx context.Context, rv Reviewer) error {
 	if rv.accounts != s.accounts || rv.name == "" {
 		return ErrNotReviewer

@@ -623,6 +623,10 @@ func TestAgentCredentialsNeverReachReviewerEndpoints(t *testing.T) {
 		if !errors.As(err, &ae) || ae.Status != http.StatusForbidden {
 			t.Errorf("%s: GET /v1/runs: err = %v, want 403", name, err)
 		}
+		_, err = c.CancelAction(ctx, "act_aaaaaaaaaaaaaaaa", "")
+		if !errors.As(err, &ae) || ae.Status != http.StatusForbidden {
+			t.Errorf("%s: cancel an action: err = %v, want 403", name, err)
+		}
 	}
 	// No credential at all: 401.
 	_, err = api.NewHTTPClient(g.base, "").Approvals(ctx, "pending")

@@ -416,6 +416,14 @@ func (c *Client) Decide(ctx context.Context, id string, d DecisionRequest) (*App
 	return &a, err
 }
 
+// CancelAction stops one action (a reviewer's token); the answer is the
+// action with its outcome, cancelled.
+func (c *Client) CancelAction(ctx context.Context, id, reason string) (*Action, error) {
+	var a Action
+	err := c.Do(ctx, http.MethodPost, "/v1/actions/"+url.PathEscape(id)+"/cancel", CancelRequest{Reason: reason}, &a)
+	return &a, err
+}
+
 // Runs lists runs.
 func (c *Client) Runs(ctx context.Context) ([]Run, error) {
 	var r []Run

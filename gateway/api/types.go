@@ -555,6 +555,13 @@ type Approval struct {
 	Reason      string     `json:"reason,omitempty"`
 }
 
+// CancelRequest is the body of POST /v1/actions/{id}/cancel: a reviewer
+// stops one action. Reason (at most MaxReason characters) is recorded
+// and told to the agent.
+type CancelRequest struct {
+	Reason string `json:"reason,omitempty"`
+}
+
 // DecisionRequest is the body of POST /v1/approvals/{id}/decision.
 type DecisionRequest struct {
 	Decision Decision `json:"decision"` // approve or deny

@@ -81,6 +81,9 @@ type Action struct {
 	redaction redact.Result
 	// state is the last state event published, "" State before the first.
 	state api.StateEvent
+	// cancel cancels the action's context with a cause (stop); nil for
+	// an action read back from the audit log.
+	cancel context.CancelCauseFunc
 }
 
 func newActionID() string {
@@ -351,7 +354,9 @@ func (e *Actions) Start(ctx context.Context, c Caller, req api.ActionRequest) (*
 	}
 	e.mu.Unlock()
 
-	actx, cancel := context.WithCancel(ctx)
+	actx, cancelCause := context.WithCancelCause(ctx)
+	cancel := func() { cancelCause(nil) }
+	a.cancel = cancelCause
 	stop := context.AfterFunc(e.base, cancel)
 	stopLost := context.AfterFunc(e.inflightCtx.Load().ctx, cancel)
 	context.AfterFunc(actx, a.releaseNow) // a cancelled action waits for no reader

@@ -86,6 +86,9 @@ func (e *core) recordApprovalEvent(ctx context.Context, ev approvals.Event) erro
 		}
 	}
 	_, err = e.recordKind(ctx, kind, "", string(ev.Run.ID), rec)
+	if err == nil && ev.Kind == approvals.EventRunEnded {
+		e.runEnded() // its running actions stop (watchRunEnds)
+	}
 	return err
 }
 

@@ -99,6 +99,9 @@ type core struct {
 	// the stores they use.
 	background sync.WaitGroup
 
+	// runEnds wakes watchRunEnds: a run ended.
+	runEnds chan struct{}
+
 	mu      sync.Mutex
 	actions map[string]*Action
 	recent  []string // action ids, oldest first, for eviction
@@ -127,6 +130,7 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		limiter: newLimiter(o.Clock),
 
 		accountsChanged: make(chan struct{}),
+		runEnds:         make(chan struct{}, 1),
 	}
 	e.base, e.cancelBase = context.WithCancel(context.Background())
 	e.inflightCtx.Store(newCancelCtx())
@@ -210,6 +214,7 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 	if e.replica != nil {
 		e.replica.run()
 	}
+	e.background.Go(e.watchRunEnds)
 	e.log.Info("state opened", "state_dir", cfg.StateDir, "targets", len(cfg.Targets), "audit_origin", alog.Origin())
 	return newEngine(e), nil
 }

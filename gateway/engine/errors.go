@@ -45,6 +45,9 @@ var (
 	// ErrNotFinished: the action is still in flight; what needs its end
 	// (paging its output) must wait.
 	ErrNotFinished = errors.New("engine: action not finished")
+	// ErrFinished: the action has its outcome already; it cannot be
+	// cancelled.
+	ErrFinished = errors.New("engine: action finished")
 	// ErrDraining: the engine is stopping and takes no new actions.
 	ErrDraining = errors.New("engine: shutting down")
 	// ErrTooLarge: a file is over the size limit.
@@ -82,6 +85,7 @@ var wireCodes = []struct {
 	{ErrRunEnded, api.CodeConflict},
 	{ErrChanged, api.CodeConflict},
 	{ErrNotFinished, api.CodeConflict},
+	{ErrFinished, api.CodeConflict},
 	{ErrSelfApproval, api.CodeForbidden},
 	{ErrForbidden, api.CodeForbidden},
 	{ErrInvalid, api.CodeBadRequest},

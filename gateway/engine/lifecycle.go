@@ -111,6 +111,8 @@ type result struct {
 	// stored is the recorded result naming the output store's blobs,
 	// once the outputs are stored and the outcome recorded.
 	stored *actionFinished
+	// stopped is why the engine cancelled the action, nil if it did not.
+	stopped *stopCause
 }
 
 // execute runs the lifecycle of a.
@@ -358,7 +360,7 @@ func (l *lifecycle) remaining() time.Duration { return l.deadline - l.e.clock.El
 // or its cancellation.
 func (l *lifecycle) slotTimedOut(ctx context.Context) {
 	if errors.Is(ctx.Err(), context.Canceled) {
-		l.end(ctx, sshexec.Cancelled, "cancelled while waiting for a free connection slot on the target", sshexec.NotStarted)
+		l.end(ctx, sshexec.Cancelled, stoppedDetail(ctx, sshexec.Cancelled, "cancelled while waiting for a free connection slot on the target"), sshexec.NotStarted)
 	} else {
 		l.end(ctx, sshexec.TimedOut, fmt.Sprintf("the action deadline passed while %d other actions held every connection slot of the target", l.target.MaxParallel), sshexec.NotStarted)
 	}
@@ -401,6 +403,7 @@ func (l *lifecycle) connect(ctx context.Context) {
 	if l.readOnly {
 		l.res.detail += readOnlyNote(r)
 	}
+	l.res.detail = stoppedDetail(ctx, r.Outcome, l.res.detail)
 	l.finish(ctx, r)
 }
 
@@ -425,6 +428,9 @@ func (l *lifecycle) recordIntent(ctx context.Context, connecting actionConnectin
 		return false
 	}
 	if _, err := e.record(ctx, l.a.id, string(l.run.ID), connecting); err != nil {
+		if l.stoppedBeforeDial(ctx) {
+			return false
+		}
 		e.log.Error("audit append failed; nothing dialed", "action", l.a.id, "error", err)
 		l.answerUnrecorded("the intent could not be recorded in the audit log, so nothing was dialed")
 		return false
@@ -595,6 +601,9 @@ func (l *lifecycle) recordFinished(ctx context.Context, fin actionFinished) erro
 		}
 	}
 	fin.DecidedBy, fin.ApprovalReason = obj.Approval.DecidedBy, obj.Approval.Reason
+	if c := causeOf(ctx); c != nil && l.res.outcome == sshexec.Cancelled {
+		fin.Stopped, l.res.stopped = c.facts(), c
+	}
 	// The outcome is recorded even when the caller has gone: use a context
 	// that is not cancelled with it.
 	_, err := l.e.record(context.WithoutCancel(ctx), l.a.id, obj.RunID, fin)
@@ -629,7 +638,7 @@ func (l *lifecycle) answer() {
 			out = f.held(l.account.Output)
 		}
 	}
-	obj.NextStep = api.NextStepOf(&obj)
+	obj.NextStep = l.res.nextStep(&obj)
 	l.a.finish(obj, out)
 	l.e.metrics.actions.WithLabelValues(obj.Outcome.String()).Inc()
 	code := ""
@@ -644,7 +653,7 @@ func (l *lifecycle) answer() {
 func (l *lifecycle) endRunError(ctx context.Context, err error) {
 	switch {
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-		l.end(ctx, sshexec.Cancelled, "the caller went away before the action started", sshexec.NotStarted)
+		l.end(ctx, sshexec.Cancelled, stoppedDetail(ctx, sshexec.Cancelled, "the caller went away before the action started"), sshexec.NotStarted)
 	case errors.Is(err, approvals.ErrEventNotRecorded):
 		l.answerUnrecorded("an approval event could not be recorded in the audit log, so nothing was run")
 	case errors.Is(err, approvals.ErrRunDenied):

@@ -192,6 +192,19 @@ type actionFinished struct {
 	// SecretReplacements counts the occurrences of a delivered secret's
 	// value replaced in the output before it was stored.
 	SecretReplacements *int64 `audit:"secret_replacements"`
+	// Stopped says who or what cancelled the action before its end: a
+	// reviewer, or its run's end.
+	Stopped *stopFacts `audit:"stopped"`
+}
+
+// stopFacts say why the gateway cancelled an action (see stopCause).
+type stopFacts struct {
+	// Why is "reviewer" (a reviewer cancelled this action) or
+	// "run_ended" (its run ended: RunEnd says how).
+	Why    string              `audit:"why"`
+	By     string              `audit:"by,omitempty"`
+	Reason *string             `audit:"reason"`
+	RunEnd approvals.EndReason `audit:"run_end,omitempty"`
 }
 
 // approvalFacts name the approval an action ran under.

@@ -48,6 +48,33 @@ func (s *server) handleRevealCommand(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, api.RevealedCommand{ApprovalID: id, Command: cmd})
 }
 
+// handleCancelAction stops one action at a reviewer's wish and answers
+// with the action once it has its outcome (cancelled, and how its
+// command's end was confirmed).
+func (s *server) handleCancelAction(w http.ResponseWriter, r *http.Request) {
+	p := principalFrom(r.Context())
+	var req api.CancelRequest
+	if !decodeJSON(w, r, &req) {
+		return
+	}
+	a, err := s.e.Review().CancelAction(r.Context(), p.reviewer, chi.URLParam(r, "id"), req.Reason)
+	if err != nil {
+		s.writeErr(w, err)
+		return
+	}
+	select {
+	case <-a.Done():
+	case <-r.Context().Done():
+		return
+	}
+	obj, err := s.e.Review().ReviewerResult(r.Context(), p.reviewer, a, "api")
+	if err != nil {
+		s.writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, obj)
+}
+
 func (s *server) handleDecision(w http.ResponseWriter, r *http.Request) {
 	p := principalFrom(r.Context())
 	id := chi.URLParam(r, "id")

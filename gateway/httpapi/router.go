@@ -220,6 +220,7 @@ func New(o Options) http.Handler {
 		r.With(reviewerOnly).Get("/runs", s.handleListRuns)
 		r.With(agentOrReviewer).Get("/runs/{id}", s.handleGetRun)
 		r.With(agentOrReviewer).Delete("/runs/{id}", s.handleEndRun)
+		r.With(reviewerOnly).Post("/actions/{id}/cancel", s.handleCancelAction)
 		r.With(reviewerOnly).Get("/approvals", s.handleListApprovals)
 		r.With(reviewerOnly).Post("/approvals/{id}/decision", s.handleDecision)
 		r.With(reviewerOnly).Get("/approvals/{id}/command", s.handleRevealCommand)

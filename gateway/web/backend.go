@@ -37,6 +37,9 @@ type Backend interface {
 	Revoke(ctx context.Context, rv Reviewer, runID, note string) error
 	// Action returns one action with its audit trail.
 	Action(ctx context.Context, id string) (Action, error)
+	// Cancel stops one action at a reviewer's wish and returns once it
+	// has its outcome (cancelled); ErrFinished when it had one already.
+	Cancel(ctx context.Context, rv Reviewer, actionID, reason string) error
 	// ReadOutput returns an action's stored output after recording in the
 	// audit log that rv read it; if that record cannot be made, it returns
 	// an error and no output.
@@ -86,6 +89,8 @@ var (
 	// ErrUnavailable: the change could not be recorded in the audit log,
 	// so it did not happen.
 	ErrUnavailable = errors.New("web: audit log unavailable")
+	// ErrFinished: the action has its outcome already; nothing to cancel.
+	ErrFinished = errors.New("web: action finished")
 )
 
 // Decision is a reviewer's answer to one pending request, as submitted

@@ -57,6 +57,7 @@ func pageError(err error) error {
 		{engine.ErrUnavailable, ErrUnavailable},
 		{engine.ErrRateLimited, ErrRateLimited},
 		{engine.ErrUnauthorized, ErrBadCredentials},
+		{engine.ErrFinished, ErrFinished},
 	} {
 		if errors.Is(err, c.from) {
 			return c.to

@@ -136,6 +136,21 @@ func (f *fakeBackend) Runs(ctx context.Context) ([]Run, error) {
 	return append([]Run(nil), f.runs...), nil
 }
 
+func (f *fakeBackend) Cancel(ctx context.Context, rv Reviewer, id, reason string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a, ok := f.actions[id]
+	switch {
+	case !ok:
+		return ErrNotFound
+	case a.Outcome != "":
+		return ErrFinished
+	}
+	a.Outcome, a.Detail = "cancelled", "cancelled by reviewer "+rv.Name()+": "+reason
+	f.actions[id] = a
+	return nil
+}
+
 func (f *fakeBackend) Revoke(ctx context.Context, rv Reviewer, id, note string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

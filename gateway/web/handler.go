@@ -105,6 +105,7 @@ func New(b Backend, o Options) *Handler {
 	mux.HandleFunc("POST "+Prefix+"/runs/{id}/revoke", h.post(h.revoke))
 	mux.HandleFunc("GET "+Prefix+"/actions/{id}", h.page(h.action))
 	mux.HandleFunc("POST "+Prefix+"/actions/{id}/output", h.post(h.output))
+	mux.HandleFunc("POST "+Prefix+"/actions/{id}/cancel", h.post(h.cancel))
 	mux.HandleFunc("GET "+Prefix+"/audit", h.page(h.audit))
 	mux.HandleFunc("POST "+Prefix+"/audit/verify", h.post(h.verify))
 	mux.HandleFunc(Prefix+"/", func(w http.ResponseWriter, r *http.Request) {

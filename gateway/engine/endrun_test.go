@@ -1,0 +1,40 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/airlockgw/airlock/approvals"
+	"github.com/airlockgw/airlock/gateway/api"
+)
+
+// TestEveryRunEndIsWorded: every way a run ends that stops its running
+// actions has its own words for the agent, and none invites a retry.
+func TestEveryRunEndIsWorded(t *testing.T) {
+	for r := approvals.EndReason(1); ; r++ {
+		if _, err := approvals.ParseEndReason(r.String()); err != nil {
+			break // past the last
+		}
+		c := &stopCause{By: "alice", Reason: "why", RunEnd: r}
+		if !runEndStops(r) {
+			if r != approvals.EndMaxActions {
+				t.Errorf("%s: stops nothing; only max_actions may", r)
+			}
+			continue
+		}
+		d := c.detail()
+		if !strings.HasPrefix(d, "the run ended: ") || d == "the run ended: "+r.String() {
+			t.Errorf("%s: detail %q, want words of its own", r, d)
+		}
+		if s := c.nextStep(); s.Retry != api.RetryNo {
+			t.Errorf("%s: next step %+v, want no retry", r, s)
+		}
+	}
+	c := &stopCause{By: "alice", Reason: "wrong host"}
+	if got, want := c.detail(), "cancelled by reviewer alice: wrong host"; got != want {
+		t.Errorf("a reviewer's cancel: %q, want %q", got, want)
+	}
+	if f := c.facts(); f.Why != "reviewer" || f.By != "alice" || *f.Reason != "wrong host" {
+		t.Errorf("a reviewer's cancel, recorded: %+v", f)
+	}
+}
