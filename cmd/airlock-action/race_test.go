@@ -40,6 +40,7 @@ const raceOps = 200
 // root or are refused with a reason: nothing is written or read outside.
 // Once with openat2, once with the component walk it falls back to.
 func TestTransfersRaceASymlinkSwap(t *testing.T) {
+	t.Parallel()
 	e := sharedEnv(t)
 	walkBin := filepath.Join(e.dir, "airlock-action-walk")
 	build := exec.Command(goTool(), "build", "-o", walkBin, "-ldflags", "-X github.com/airlockgw/airlock/deploy/forcedcmd.resolveWith=walk", ".")
@@ -102,7 +103,7 @@ func newRaceRoot(t *testing.T, e *env, name, bin string) *raceRoot {
 		t.Fatal(err)
 	}
 	key := sshtest.NewKey()
-	line, err := deploy.AuthorizedKeysLine(key.PublicKey(), deploy.LineOptions{Target: "race", Account: e.sshd.User, Command: bin + " --policy " + pol})
+	line, err := deploy.AuthorizedKeysLine(key.PublicKey(), deploy.LineOptions{Target: "race-" + name, Account: e.sshd.User, Command: bin + " --policy " + pol})
 	if err != nil {
 		t.Fatal(err)
 	}
