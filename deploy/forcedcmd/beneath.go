@@ -70,7 +70,7 @@ func openBeneath(root int, rel string, flags int) (int, error) {
 				// A rename raced the lookup; the kernel asks for a retry.
 				continue
 			case !errors.Is(err, unix.ENOSYS):
-				return -1, beneathErr(err)
+				return -1, beneathErr(err, root, rel)
 			}
 			return walkBeneath(root, rel, flags)
 		}
@@ -93,7 +93,7 @@ func walkBeneath(root int, rel string, flags int) (int, error) {
 	for _, el := range els[:len(els)-1] {
 		next, err := unix.Openat(dir, el, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
-			return -1, beneathErr(err)
+			return -1, beneathErr(err, dir, el)
 		}
 		if dir != root {
 			unix.Close(dir)
@@ -102,19 +102,30 @@ func walkBeneath(root int, rel string, flags int) (int, error) {
 	}
 	fd, err := unix.Openat(dir, els[len(els)-1], flags, 0)
 	if err != nil {
-		return -1, beneathErr(err)
+		return -1, beneathErr(err, dir, els[len(els)-1])
 	}
 	return fd, nil
 }
 
-// beneathErr says what a refused resolution met: a link (ELOOP, or EXDEV
-// for a path that would leave the root), a file where a directory
-// should be, or the error itself.
-func beneathErr(err error) error {
+// beneathErr says what a refused resolution of rel beneath dir met: a
+// link (ELOOP, EXDEV for a path that would leave the root, or ENOTDIR
+// where a link to a directory stands, which O_DIRECTORY|O_NOFOLLOW
+// reports so), a file where a directory should be, or the error itself.
+func beneathErr(err error, dir int, rel string) error {
 	switch {
 	case errors.Is(err, unix.ELOOP), errors.Is(err, unix.EXDEV):
 		return errLinkOnTheWay
 	case errors.Is(err, unix.ENOTDIR):
+		// Only the message depends on this look, never the refusal.
+		p := ""
+		for _, el := range strings.Split(rel, "/") {
+			p += el
+			var st unix.Stat_t
+			if unix.Fstatat(dir, p, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+				return errLinkOnTheWay
+			}
+			p += "/"
+		}
 		return errNotDirOnTheWay
 	}
 	return err
