@@ -79,6 +79,9 @@ verb "linger" {
 `
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(swapEnv); dir != "" {
+		os.Exit(swapLoop(dir))
+	}
 	if _, err := os.Stat(sshtest.SSHDPath); err == nil {
 		shared, sharedErr = setup()
 	}

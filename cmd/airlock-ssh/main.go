@@ -463,34 +463,48 @@ type localFile struct {
 	dest      string
 	tmp       *os.File
 	overwrite bool
+	// mode is what the published file gets: a new file 0644 less the
+	// umask; a file replacing one (overwrite) that file's permission
+	// bits, so that a replaced 0600 file stays 0600.
+	mode fs.FileMode
 }
 
 // newLocalFile prepares a get into dest: an existing dest is refused
 // unless overwrite (and is then replaced, never written through).
 func newLocalFile(dest string, overwrite bool) (*localFile, error) {
+	mode := 0o644 &^ fs.FileMode(umask())
 	if st, err := os.Lstat(dest); err == nil {
 		switch {
 		case !overwrite:
 			return nil, fmt.Errorf("%s exists; pass --overwrite to replace it", dest)
 		case st.IsDir():
 			return nil, fmt.Errorf("%s is a directory; name the file to write", dest)
+		case st.Mode().IsRegular():
+			mode = st.Mode().Perm()
 		}
 	}
+	// CreateTemp makes it 0600: nobody else reads it while it fills.
 	tmp, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".airlock-*.part")
 	if err != nil {
 		return nil, err
 	}
-	return &localFile{dest: dest, tmp: tmp, overwrite: overwrite}, nil
+	return &localFile{dest: dest, tmp: tmp, overwrite: overwrite, mode: mode}, nil
 }
 
-// publish gives the temporary file its name: with overwrite by a rename
-// (which replaces a file or a link there, never follows it), without by a
-// hard link, which fails if something took the name meanwhile.
+// publish gives the temporary file its mode and its name: with overwrite
+// by a rename (which replaces a file or a link there, never follows it),
+// without by a hard link, which fails if something took the name
+// meanwhile. A file replaced is looked at again just before: its mode
+// now, if narrower than when the get began, is the one kept.
 func (l *localFile) publish() error {
 	if err := l.tmp.Sync(); err != nil {
 		return err
 	}
-	if err := l.tmp.Chmod(0o644 &^ fs.FileMode(umask())); err != nil {
+	mode := l.mode
+	if st, err := os.Lstat(l.dest); err == nil && l.overwrite && st.Mode().IsRegular() {
+		mode &= st.Mode().Perm()
+	}
+	if err := l.tmp.Chmod(mode); err != nil {
 		return err
 	}
 	if err := l.tmp.Close(); err != nil {

@@ -440,15 +440,7 @@ func TestMCPFileTools(t *testing.T) {
 	t.Parallel()
 	d := startMCPDaemon(t, mcpApprovalTimeout)
 	data := t.TempDir()
-	airlock, _ := binaries(t)
-	cmd := exec.Command(airlock, "mcp")
-	cmd.Env = append(os.Environ(), "AIRLOCK_SOCKET="+d.socket, "XDG_DATA_HOME="+data)
-	c := sdk.NewClient(&sdk.Implementation{Name: "airlock-test", Version: "1"}, nil)
-	cs, err := c.Connect(context.Background(), &sdk.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := mcpWithFiles(t, d.socket, data)
 	ctx := context.Background()
 	root := filepath.Join(data, "airlock", "files")
 	if st, err := os.Stat(root); err != nil || st.Mode().Perm() != 0o700 {

@@ -31,6 +31,14 @@
 // with no_new_privs; when the kernel cannot do that, the request is
 // refused and nothing runs (see startConfined).
 //
+// With a transfer block, the built-in put and get are served too: every
+// name beneath put_under or get_under is opened from the root directory's
+// descriptor following no link (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS,
+// or a component walk with O_NOFOLLOW without openat2), and a put's
+// temporary file is published relative to its directory's descriptor, so
+// that a directory swapped for a link after the check is refused, not
+// followed.
+//
 // Check validates a policy file for airlock-action --check, and Explain
 // shows what a command would run for --explain.
 //

@@ -11,19 +11,25 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/airlockgw/airlock/deploy/policy"
 )
 
 // serveTransfer runs a built-in put or get and fills in rec: exit 0 when
 // the file moved whole, ExitRefused (with rec.Reason) when it did not.
-// A put writes a temporary file in the destination directory (0600,
-// never through a link), checks the bytes' size and SHA-256 against the
-// request's, syncs it, gives it its mode and only then its name: by a
-// hard link, which never replaces anything, or with overwrite by a
-// rename. A get reads a regular file, never through a link at its name.
+// Every name beneath the put_under or get_under directory is opened from
+// that directory's descriptor, following no link (openBeneath): what was
+// checked is what is used, whatever renames race it. A put writes a
+// temporary file in the destination directory (0600), checks the bytes'
+// size and SHA-256 against the request's, syncs it, gives it its mode and
+// only then its name, relative to the directory's descriptor: by a hard
+// link, which never replaces anything, or with overwrite by a rename; then
+// syncs the directory. A get reads a regular file.
 func serveTransfer(tr *policy.TransferRequest, t *policy.Transfer, o Options, rec *Record) {
 	start := time.Now()
 	rec.Decision, rec.Command = Allow, ""
@@ -39,10 +45,16 @@ func serveTransfer(tr *policy.TransferRequest, t *policy.Transfer, o Options, re
 		if tr.Overwrite {
 			rec.Args = append(rec.Args, "overwrite")
 		}
-		err = putFile(tr, o.Stdin)
+		err = errOutside
+		if root, ok := rootOf(tr.Path, t.PutUnder); ok {
+			err = putFile(tr, root, o.Stdin)
+		}
 	} else {
 		rec.Verb, rec.Args = "get", []string{tr.Path}
-		err = getFile(tr.Path, t.MaxSize, o.Stdout)
+		err = errOutside
+		if root, ok := rootOf(tr.Path, t.GetUnder); ok {
+			err = getFile(tr.Path, root, t.MaxSize, o.Stdout)
+		}
 	}
 	rec.Duration = time.Since(start)
 	if err != nil {
@@ -53,31 +65,43 @@ func serveTransfer(tr *policy.TransferRequest, t *policy.Transfer, o Options, re
 	rec.Exit = 0
 }
 
-// putFile writes tr's file from in (see serveTransfer).
-func putFile(tr *policy.TransferRequest, in io.Reader) error {
+// putFile writes tr's file from in beneath the put_under directory root
+// (see serveTransfer): every name is resolved from root's descriptor
+// (openBeneath), and the temporary file is created, published and
+// removed relative to its directory's descriptor.
+func putFile(tr *policy.TransferRequest, root string, in io.Reader) error {
 	if in == nil {
 		in = eofReader{}
 	}
-	if st, err := os.Lstat(tr.Path); err == nil {
-		switch {
-		case !tr.Overwrite:
-			return errors.New("it exists; it is replaced only with overwrite")
-		case !st.Mode().IsRegular() && st.Mode()&os.ModeSymlink == 0:
-			return errors.New("it exists and is not a regular file")
-		}
-	}
-	var nonce [8]byte
-	rand.Read(nonce[:])
-	tmp := filepath.Join(filepath.Dir(tr.Path), ".airlock-"+hex.EncodeToString(nonce[:])+".part")
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	dir, name, err := openParent(root, tr.Path)
 	if err != nil {
 		return err
 	}
+	defer unix.Close(dir)
+	var st unix.Stat_t
+	if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
+		switch {
+		case !tr.Overwrite:
+			return errors.New("it exists; it is replaced only with overwrite")
+		case st.Mode&unix.S_IFMT != unix.S_IFREG && st.Mode&unix.S_IFMT != unix.S_IFLNK:
+			return errors.New("it exists and is not a regular file")
+		}
+	} else if !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("checking it: %w", err)
+	}
+	var nonce [8]byte
+	rand.Read(nonce[:])
+	tmp := ".airlock-" + hex.EncodeToString(nonce[:]) + ".part"
+	fd, err := unix.Openat(dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return fmt.Errorf("creating a temporary file: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), filepath.Join(filepath.Dir(tr.Path), tmp))
 	published := false
 	defer func() {
 		if !published {
 			f.Close()
-			os.Remove(tmp)
+			unix.Unlinkat(dir, tmp, 0)
 		}
 	}()
 	h := sha256.New()
@@ -100,23 +124,55 @@ func putFile(tr *policy.TransferRequest, in io.Reader) error {
 		return err
 	}
 	if tr.Overwrite {
-		err = os.Rename(tmp, tr.Path)
-	} else if err = os.Link(tmp, tr.Path); err == nil {
-		os.Remove(tmp)
+		err = unix.Renameat(dir, tmp, dir, name)
+	} else if err = unix.Linkat(dir, tmp, dir, name, 0); err == nil {
+		unix.Unlinkat(dir, tmp, 0)
 	}
 	if err != nil {
 		return fmt.Errorf("publishing: %w; nothing was published", err)
 	}
 	published = true
+	// The new name is on disk before the put says it is done.
+	if err := unix.Fsync(dir); err != nil {
+		return fmt.Errorf("the file was published, but its directory could not be synced: %w", err)
+	}
 	return nil
 }
 
-// getFile writes the regular file path, at most max bytes, to out.
-func getFile(path string, max int64, out io.Writer) error {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+// openParent opens the directory path is to be written in, beneath root,
+// and returns its descriptor and the name path takes in it.
+func openParent(root, path string) (int, string, error) {
+	rootFD, err := openRoot(root)
+	if err != nil {
+		return -1, "", err
+	}
+	rel := strings.TrimPrefix(path, root+"/")
+	parent, name := filepath.Split(rel)
+	if parent == "" {
+		return rootFD, name, nil
+	}
+	defer unix.Close(rootFD)
+	dir, err := openBeneath(rootFD, strings.TrimSuffix(parent, "/"), unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		return -1, "", fmt.Errorf("opening its directory: %w", err)
+	}
+	return dir, name, nil
+}
+
+// getFile writes the regular file path beneath the get_under directory
+// root, at most max bytes, to out; path is opened from root's descriptor
+// (openBeneath).
+func getFile(path, root string, max int64, out io.Writer) error {
+	rootFD, err := openRoot(root)
 	if err != nil {
 		return err
 	}
+	fd, err := openBeneath(rootFD, strings.TrimPrefix(path, root+"/"), unix.O_RDONLY|unix.O_NONBLOCK)
+	unix.Close(rootFD)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
 	st, err := f.Stat()
 	switch {

@@ -75,3 +75,49 @@ func TestBuiltInTransfers(t *testing.T) {
 		t.Errorf("get outside get_under: %d %s", code, errOut)
 	}
 }
+
+// TestTransfersFollowNoLinkBeneathTheRoot: beneath put_under and
+// get_under no link is followed, even one that stays inside (a link
+// there may be swapped at any time): a put into, or a get through, a
+// directory link is refused with a reason and writes nothing; a root that
+// is itself a link (the operator's) is followed. With openat2 and with
+// the walk it falls back to.
+func TestTransfersFollowNoLinkBeneathTheRoot(t *testing.T) {
+	for _, mode := range []string{"", "walk"} {
+		t.Run("resolve="+mode, func(t *testing.T) {
+			defer func(old string) { resolveWith = old }(resolveWith)
+			resolveWith = mode
+			dir, err := filepath.EvalSymlinks(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			real := filepath.Join(dir, "real")
+			os.MkdirAll(filepath.Join(real, "sub"), 0o755)
+			os.WriteFile(filepath.Join(real, "sub", "a.txt"), []byte("a\n"), 0o644)
+			os.Symlink("sub", filepath.Join(real, "inner"))
+			os.Symlink(real, filepath.Join(dir, "root"))
+			pf := writePolicy(t, dir, "transfer {\n  put_under = [\"DIR/root\"]\n  get_under = [\"DIR/root\"]\n}\n")
+			serve := func(command string, stdin []byte) (int, string, string) {
+				var out, errOut bytes.Buffer
+				code := Serve(context.Background(), Options{PolicyFile: pf, Env: []string{"SSH_ORIGINAL_COMMAND=" + command},
+					Stdin: bytes.NewReader(stdin), Stdout: &out, Stderr: &errOut, Log: &recorder{}, ownPolicy: true})
+				return code, out.String(), errOut.String()
+			}
+			root := filepath.Join(dir, "root")
+			if code, out, errOut := serve("get "+filepath.Join(root, "sub", "a.txt"), nil); code != 0 || out != "a\n" {
+				t.Errorf("get beneath a root that is a link: %d %q %s", code, out, errOut)
+			}
+			if code, out, errOut := serve("get "+filepath.Join(root, "inner", "a.txt"), nil); code != ExitRefused || out != "" || !strings.Contains(errOut, "symbolic link") {
+				t.Errorf("get through a link beneath the root: %d %q %s", code, out, errOut)
+			}
+			data := []byte("b\n")
+			put := fmt.Sprintf("put %s 0644 %d %x", filepath.Join(root, "inner", "b.txt"), len(data), sha256.Sum256(data))
+			if code, _, errOut := serve(put, data); code != ExitRefused || !strings.Contains(errOut, "symbolic link") {
+				t.Errorf("put through a link beneath the root: %d %s", code, errOut)
+			}
+			if _, err := os.Lstat(filepath.Join(real, "sub", "b.txt")); err == nil {
+				t.Error("the put through a link was written")
+			}
+		})
+	}
+}

@@ -221,8 +221,9 @@ func (ft *fileTools) checkDirs(name string) error {
 
 // save fetches a's bytes into a temporary file in the transfer directory
 // and gives it name once they matched: by a rename with overwrite (which
-// replaces a link there, never follows it), by a hard link without,
-// which fails if something took the name meanwhile.
+// replaces a link there, never follows it, and gives the file the mode of
+// the one it replaces), by a hard link without, which fails if something
+// took the name meanwhile.
 func (ft *fileTools) save(ctx context.Context, a *api.Action, name string, overwrite bool) error {
 	var b [8]byte
 	rand.Read(b[:])
@@ -248,6 +249,12 @@ func (ft *fileTools) save(ctx context.Context, a *api.Action, name string, overw
 	}
 	if err := f.Sync(); err != nil {
 		return err
+	}
+	// A file replaced keeps its permission bits (a new one stays 0600).
+	if st, err := ft.root.Lstat(name); err == nil && overwrite && st.Mode().IsRegular() {
+		if err := f.Chmod(st.Mode().Perm()); err != nil {
+			return err
+		}
 	}
 	if err := f.Close(); err != nil {
 		return err
