@@ -86,6 +86,10 @@ func (e *core) recordApprovalEvent(ctx context.Context, ev approvals.Event) erro
 		}
 	}
 	_, err = e.recordKind(ctx, kind, "", string(ev.Run.ID), rec)
+	if err == nil && (ev.Kind == approvals.EventRunEnded || ev.Kind == approvals.EventRunDenied) {
+		// Whichever way a run ends, its transfer files go with it.
+		e.spool.dropRun(ev.Run.ID)
+	}
 	return err
 }
 
