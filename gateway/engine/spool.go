@@ -77,6 +77,7 @@ var (
 	errNoUpload    = errors.New("no such upload for this run (it expired, was used, or belongs to another run)")
 	errTooLarge    = errors.New("the file is over the size limit")
 	errUploadShort = errors.New("the upload ended before its declared length")
+	errRunGone     = errors.New("the run ended while its file was kept, and the file went with it")
 )
 
 // add makes a new file of run, of requester, filled by fill (which
@@ -134,9 +135,13 @@ func (s *spool) add(run approvals.RunID, requester, id string, max, size int64, 
 		return nil, err
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.files[id] != f {
+		// Its run ended while it filled, and took it along.
+		return nil, errRunGone
+	}
 	f.held = f.size // what was booked and not written is free again
 	f.stop = s.clock.AfterFunc(spoolTTL, func() { s.remove(id) })
-	s.mu.Unlock()
 	return f, nil
 }
 
@@ -250,6 +255,8 @@ func (e *Actions) Upload(ctx context.Context, c Caller, body io.Reader, size int
 		return api.Upload{}, refuse(ErrNoSpace, err.Error())
 	case errors.Is(err, errUploadShort):
 		return api.Upload{}, refuse(ErrInvalid, err.Error())
+	case errors.Is(err, errRunGone):
+		return api.Upload{}, refuse(ErrRunEnded, err.Error())
 	case err != nil:
 		e.log.Error("transfer spool", "error", err)
 		return api.Upload{}, refuse(ErrUnavailable, "the upload could not be kept on the gateway's disk: "+err.Error())

@@ -79,7 +79,6 @@ type Account struct {
 	MaxTimeout       string // "" the default
 	Output           string // "" the default (full)
 	MaxStdin         string // "" the default (1 MiB)
-	MaxTransfer      string // "" the default (64 MiB)
 }
 
 // HCL is the configuration file's text.
@@ -123,7 +122,7 @@ func (c Config) HCL() string {
 		}
 		for _, a := range t.Accounts {
 			fmt.Fprintf(&b, "  account %q {\n    credential = %q\n", a.Name, a.Credential)
-			for _, kv := range [][2]string{{"approval", a.Approval}, {"max_timeout", a.MaxTimeout}, {"output", a.Output}, {"max_stdin", a.MaxStdin}, {"max_transfer", a.MaxTransfer}} {
+			for _, kv := range [][2]string{{"approval", a.Approval}, {"max_timeout", a.MaxTimeout}, {"output", a.Output}, {"max_stdin", a.MaxStdin}} {
 				if kv[1] != "" {
 					fmt.Fprintf(&b, "    %s = %q\n", kv[0], kv[1])
 				}
