@@ -384,6 +384,9 @@ const (
 	CodeRateLimited     = "rate_limited"
 	CodeUnavailable     = "unavailable"
 	CodeInternal        = "internal"
+	// CodeInsufficientStorage: the gateway has no room to keep a file
+	// (its transfer spool's budgets, or its disk's free-space floor).
+	CodeInsufficientStorage = "insufficient_storage"
 )
 
 // StatusOf is the HTTP status that comes with an error code.
@@ -407,6 +410,8 @@ func StatusOf(code string) int {
 		return http.StatusTooManyRequests
 	case CodeUnavailable:
 		return http.StatusServiceUnavailable
+	case CodeInsufficientStorage:
+		return http.StatusInsufficientStorage
 	}
 	return http.StatusInternalServerError
 }

@@ -26,6 +26,7 @@ func (c *checker) build(cfg *Config, raw *rawConfig, base string) {
 	c.mcp(cfg, raw.MCP)
 	c.audit(cfg, raw.Audit, base)
 	c.notify(cfg, raw.Notify, base)
+	c.transfer(cfg, raw.Transfer) // before targets: their max_transfer must fit the spool
 	for _, r := range raw.Credentials {
 		c.credential(cfg, r, base)
 	}
@@ -539,4 +540,20 @@ func (c *checker) storage(cfg *Config, r *rawStorage, base string) {
 		c.Errorf(r.LeaseRange, "storage.lease = %s is less than the minimum 3s: heartbeats must fit in it several times", s.Lease)
 	}
 	cfg.Storage = s
+}
+
+// transfer reads the transfer block (a nil: none): the spool's budgets.
+func (c *checker) transfer(cfg *Config, t *rawTransfer) {
+	cfg.Transfer = Transfer{SpoolMax: DefaultSpoolMax, SpoolMaxPerRequester: DefaultSpoolMax / 4, MinFree: DefaultMinFree}
+	if t == nil {
+		return
+	}
+	x := &cfg.Transfer
+	x.SpoolMax = c.size(t.SpoolMax, DefaultSpoolMax, 1<<20, MaxSpoolLimit)
+	// One requester may hold a quarter of the spool unless told otherwise.
+	x.SpoolMaxPerRequester = c.size(t.PerRequester, x.SpoolMax/4, 1<<20, MaxSpoolLimit)
+	x.MinFree = c.size(t.MinFree, DefaultMinFree, 0, MaxSpoolLimit)
+	if x.SpoolMaxPerRequester > x.SpoolMax {
+		c.Errorf(t.PerRequester.Range, "transfer.spool_max_per_requester (%d bytes) is more than spool_max (%d bytes)", x.SpoolMaxPerRequester, x.SpoolMax)
+	}
 }

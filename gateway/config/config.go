@@ -47,6 +47,7 @@ type Config struct {
 	Listen   Listen
 	Approval Approval
 	Audit    Audit
+	Transfer Transfer
 	MCP      MCP
 	Notify   *Notify
 
@@ -255,6 +256,20 @@ type Approval struct {
 	MaxPendingPerRequester int
 }
 
+// Transfer is the transfer block: how much of the gateway's disk the
+// transfer spool (uploads waiting for their put, got files waiting for
+// their agent) may take.
+type Transfer struct {
+	// SpoolMax caps the bytes of every spooled file together;
+	// SpoolMaxPerRequester those of one requester's runs (a local user,
+	// an agent identity).
+	SpoolMax             int64
+	SpoolMaxPerRequester int64
+	// MinFree is the free space the spool leaves on its file system and
+	// the state directory's: no file is taken in that would leave less.
+	MinFree int64
+}
+
 // Audit is the audit block.
 type Audit struct {
 	// CheckpointEntries and CheckpointInterval: sign a checkpoint after
@@ -413,6 +428,17 @@ const (
 	DefaultMaxTransfer = 64 << 20
 	MaxTransferLimit   = 16 << 30
 	MaxStdinLimit      = api.MaxStdin
+	// DefaultSpoolMax caps the transfer spool: sixteen files of the
+	// default max_transfer, small beside a state disk, and each file is
+	// held an hour at most. One requester may hold a quarter of it.
+	DefaultSpoolMax = 1 << 30
+	// DefaultMinFree is the free space no transfer may take: room for
+	// the audit log, the output store (up to 16 MiB per action) and their
+	// write-ahead logs to keep writing for a long while after the spool
+	// stops.
+	DefaultMinFree = 512 << 20
+	// MaxSpoolLimit bounds the transfer block's sizes (1 TiB).
+	MaxSpoolLimit = 1 << 40
 )
 
 // OutputPolicy is how much of an action's output the agent gets back; the

@@ -278,6 +278,29 @@ func TestParseConfigSizes(t *testing.T) {
 	}
 }
 
+// TestParseConfigTransfer: the transfer block's budgets, their defaults,
+// and the share of one requester following spool_max when not set.
+func TestParseConfigTransfer(t *testing.T) {
+	for _, tt := range []struct {
+		name, src string
+		want      Transfer
+	}{
+		{"no block", "", Transfer{SpoolMax: 1 << 30, SpoolMaxPerRequester: 256 << 20, MinFree: 512 << 20}},
+		{"spool_max alone", "transfer {\n  spool_max = \"2GiB\"\n}\n", Transfer{SpoolMax: 2 << 30, SpoolMaxPerRequester: 512 << 20, MinFree: 512 << 20}},
+		{"all three", "transfer {\n  spool_max = \"300MiB\"\n  spool_max_per_requester = \"100MiB\"\n  min_free = 0\n}\n",
+			Transfer{SpoolMax: 300 << 20, SpoolMaxPerRequester: 100 << 20, MinFree: 0}},
+	} {
+		cfg, err := Parse([]byte(contractExample+tt.src), "/etc/airlock/airlock.hcl")
+		if err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+			continue
+		}
+		if diff := cmp.Diff(tt.want, cfg.Transfer); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
+		}
+	}
+}
+
 func TestParseConfigAllowedHosts(t *testing.T) {
 	src := contractExample + "\n"
 	cfg, err := Parse([]byte(strings.Replace(src, "listen {", "listen {\n  allowed_hosts = [\"Airlock.Example.COM.\", \"[2001:db8::1]\"]", 1)), "/etc/airlock/airlock.hcl")
@@ -503,6 +526,9 @@ policy {
   opa_url     = "http://opa.example:8181/v1/data/airlock/decision"
   opa_timeout = "1m"
 }`, []int{8, 8, 9, 11, 10, 15, 19, 24, 23}},
+	{"spool_max_per_requester over spool_max", validConfig("transfer {\n  spool_max = \"64MiB\"\n  spool_max_per_requester = \"128MiB\"\n}\n"), []int{9}},
+	{"max_transfer over the share of one requester", validConfig("transfer {\n  spool_max = \"64MiB\"\n}\n"), []int{5}},
+	{"min_free not a size", validConfig("transfer {\n  min_free = \"5%\"\n}\n"), []int{8}},
 	{"via an unknown target", validConfig(jumpTarget("j", "nowhere")), []int{9}},
 	{"via itself", validConfig(jumpTarget("j", "j")), []int{9}},
 	{"via an unknown account", validConfig(jumpTarget("j", "root@t")), []int{9}},

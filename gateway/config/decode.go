@@ -69,6 +69,14 @@ type rawConfig struct {
 	Policy         *rawPolicy       `hcl:"policy,block"`
 	Telemetry      *rawTelemetry    `hcl:"telemetry,block"`
 	Storage        *rawStorage      `hcl:"storage,block"`
+	Transfer       *rawTransfer     `hcl:"transfer,block"`
+}
+
+type rawTransfer struct {
+	SpoolMax     *hcl.Attribute `hcl:"spool_max,optional"`
+	PerRequester *hcl.Attribute `hcl:"spool_max_per_requester,optional"`
+	MinFree      *hcl.Attribute `hcl:"min_free,optional"`
+	DefRange     hcl.Range      `hcl:",def_range"`
 }
 
 type rawStorage struct {

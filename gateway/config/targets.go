@@ -93,6 +93,14 @@ func (c *checker) account(cfg *Config, t *Target, ra *rawAccount, base string) {
 		MaxTransfer: c.size(ra.MaxXfer, DefaultMaxTransfer, 0, MaxTransferLimit),
 		OnSecret:    or(ra.OnSecret, c.Value(ra.OnSecretRange), OnSecretRedact),
 	}
+	if per := cfg.Transfer.SpoolMaxPerRequester; a.MaxTransfer > per {
+		r := ra.DefRange
+		if ra.MaxXfer != nil {
+			r = ra.MaxXfer.Range
+		}
+		c.Errorf(r, "target %q account %q: max_transfer (%d bytes) is more than transfer.spool_max_per_requester (%d bytes), so no such file could be kept on the gateway: lower max_transfer or raise the transfer block's spool_max and spool_max_per_requester",
+			t.Name, ra.Name, a.MaxTransfer, per)
+	}
 	if a.OnSecret != OnSecretRedact && a.OnSecret != OnSecretRefuse {
 		c.Errorf(ra.OnSecretRange, `target %q account %q: on_secret must be "redact" or "refuse"`, t.Name, ra.Name)
 	}

@@ -89,6 +89,10 @@ func (e *core) recordApprovalEvent(ctx context.Context, ev approvals.Event) erro
 	if err == nil && ev.Kind == approvals.EventRunEnded {
 		e.runEnded() // its running actions stop (watchRunEnds)
 	}
+	if err == nil && (ev.Kind == approvals.EventRunEnded || ev.Kind == approvals.EventRunDenied) {
+		// Whichever way a run ends, its transfer files go with it.
+		e.spool.dropRun(ev.Run.ID)
+	}
 	return err
 }
 

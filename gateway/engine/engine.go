@@ -192,7 +192,7 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 	if e.outputs, err = auditchain.OpenOutputs(ctx, auditchain.OutputOptions{Path: filepath.Join(cfg.StateDir, "outputs.db"), DB: e.pg}); err != nil {
 		return fail(err)
 	}
-	if e.spool, err = openSpool(cfg.StateDir, e.clock.Now); err != nil {
+	if e.spool, err = openSpool(cfg.StateDir, e.clock); err != nil {
 		return fail(err)
 	}
 

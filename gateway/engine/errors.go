@@ -54,6 +54,9 @@ var (
 	ErrTooLarge = errors.New("engine: too large")
 	// ErrTooMany: a run holds as many of something as it may.
 	ErrTooMany = errors.New("engine: too many")
+	// ErrNoSpace: the gateway has no room for a file: a budget of the
+	// transfer spool is spent, or its disk is at the free-space floor.
+	ErrNoSpace = errors.New("engine: no room on the gateway's disk")
 
 	// Finer kinds of the refusals above, for a front end whose answer
 	// depends on them (a bearer token's kind, why a run's token fails).
@@ -95,6 +98,7 @@ var wireCodes = []struct {
 	{ErrDraining, api.CodeUnavailable},
 	{ErrTooLarge, api.CodeTooLarge},
 	{ErrTooMany, api.CodeRateLimited},
+	{ErrNoSpace, api.CodeInsufficientStorage},
 }
 
 // WireError is a refusal as the API answers it: its code, its message

@@ -120,10 +120,7 @@ func (e *core) execute(ctx context.Context, a *Action, c Caller, req api.ActionR
 	l := &lifecycle{e: e, a: a, c: c, req: req, conf: e.conf(), ph: phases{begun: e.clock.Now(), now: e.clock.Now}}
 	defer func() {
 		e.observe(&l.ph, l.a.Snapshot())
-		if l.upload != nil {
-			// A put's upload serves that put alone, whatever became of it.
-			e.spool.remove(l.upload.id)
-		}
+		l.dropUpload()
 	}()
 	if !l.resolve(ctx) || !l.approve(ctx) {
 		return

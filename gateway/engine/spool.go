@@ -17,6 +17,7 @@ import (
 	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/deploy/securefile"
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/sshexec"
 )
 
@@ -36,25 +37,30 @@ type spool struct {
 	dir   string
 	mu    sync.Mutex
 	files map[string]*spoolFile
-	// now is the engine's clock.
-	now func() time.Time
+	// clock is the engine's: it stamps and expires the files.
+	clock approvals.Clock
 }
 
 // spoolFile is one file of the spool.
 type spoolFile struct {
-	id      string
-	run     approvals.RunID
-	path    string
-	size    int64
-	sum     [32]byte
-	expires time.Time
+	id  string
+	run approvals.RunID
+	// requester is the run's, whose budget the file counts against;
+	// held the bytes it books (what it holds, or will while it fills).
+	requester string
+	held      int64
+	path      string
+	size      int64
+	sum       [32]byte
+	expires   time.Time
 	// used: an upload taken by a put (it is removed when the put ends).
-	used  bool
-	timer *time.Timer
+	used bool
+	// stop cancels the file's expiry; nil while it fills.
+	stop func() bool
 }
 
 // openSpool empties and returns the spool under stateDir.
-func openSpool(stateDir string, now func() time.Time) (*spool, error) {
+func openSpool(stateDir string, clock approvals.Clock) (*spool, error) {
 	dir := filepath.Join(stateDir, spoolDir)
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, fmt.Errorf("engine: emptying the transfer spool: %w", err)
@@ -62,7 +68,7 @@ func openSpool(stateDir string, now func() time.Time) (*spool, error) {
 	if err := securefile.PrivateDir(dir, -1); err != nil {
 		return nil, err
 	}
-	return &spool{dir: dir, files: map[string]*spoolFile{}, now: now}, nil
+	return &spool{dir: dir, files: map[string]*spoolFile{}, clock: clock}, nil
 }
 
 // Errors of the spool, each a refusal the agent can act on.
@@ -71,11 +77,21 @@ var (
 	errNoUpload    = errors.New("no such upload for this run (it expired, was used, or belongs to another run)")
 	errTooLarge    = errors.New("the file is over the size limit")
 	errUploadShort = errors.New("the upload ended before its declared length")
+	errRunGone     = errors.New("the run ended while its file was kept, and the file went with it")
 )
 
-// add makes a new file of run, filled by fill (which writes to w and
-// returns what it wrote), at most max bytes.
-func (s *spool) add(run approvals.RunID, id string, max int64, fill func(w io.Writer) error) (*spoolFile, error) {
+// add makes a new file of run, of requester, filled by fill (which
+// writes to w), at most max bytes, within the budgets b: size, when it is
+// known (else -1), is booked before a byte is written, and every write is
+// checked against the budgets; a file that fails is removed.
+func (s *spool) add(run approvals.RunID, requester, id string, max, size int64, b config.Transfer, fill func(w io.Writer) error) (*spoolFile, error) {
+	known := size
+	if known < 0 {
+		known = 0
+	}
+	if err := s.floor(known, b); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	if s.countLocked(run) >= maxSpoolPerRun {
 		s.mu.Unlock()
@@ -85,7 +101,13 @@ func (s *spool) add(run approvals.RunID, id string, max int64, fill func(w io.Wr
 		s.mu.Unlock()
 		return nil, fmt.Errorf("engine: spool file %s exists", id)
 	}
-	f := &spoolFile{id: id, run: run, path: filepath.Join(s.dir, id), expires: s.now().Add(spoolTTL)}
+	f := &spoolFile{id: id, run: run, requester: requester, path: filepath.Join(s.dir, id), expires: s.clock.Now().Add(spoolTTL)}
+	if size > 0 {
+		if err := s.reserveLocked(f, size, b); err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+	}
 	s.files[id] = f // holds its place while it fills
 	s.mu.Unlock()
 
@@ -95,7 +117,8 @@ func (s *spool) add(run approvals.RunID, id string, max int64, fill func(w io.Wr
 			return err
 		}
 		h := sha256.New()
-		lw := &sshexec.LimitWriter{W: io.MultiWriter(out, h), Left: max, Err: errTooLarge}
+		bw := &budgetWriter{s: s, f: f, b: b, w: out}
+		lw := &sshexec.LimitWriter{W: io.MultiWriter(bw, h), Left: max, Err: errTooLarge}
 		err = fill(lw)
 		if err == nil {
 			err = out.Sync()
@@ -112,8 +135,13 @@ func (s *spool) add(run approvals.RunID, id string, max int64, fill func(w io.Wr
 		return nil, err
 	}
 	s.mu.Lock()
-	f.timer = time.AfterFunc(spoolTTL, func() { s.remove(id) })
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	if s.files[id] != f {
+		// Its run ended while it filled, and took it along.
+		return nil, errRunGone
+	}
+	f.held = f.size // what was booked and not written is free again
+	f.stop = s.clock.AfterFunc(spoolTTL, func() { s.remove(id) })
 	return f, nil
 }
 
@@ -122,7 +150,7 @@ func (s *spool) take(run approvals.RunID, id string) (*spoolFile, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f, ok := s.files[id]
-	if !ok || f.run != run || f.used || f.timer == nil || strings.HasSuffix(id, getSuffix) {
+	if !ok || f.run != run || f.used || f.stop == nil || strings.HasSuffix(id, getSuffix) {
 		return nil, errNoUpload
 	}
 	f.used = true
@@ -152,7 +180,7 @@ func (s *spool) lookup(run approvals.RunID, id string) (*spoolFile, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f, ok := s.files[id]
-	if !ok || f.run != run || f.timer == nil {
+	if !ok || f.run != run || f.stop == nil {
 		return nil, false
 	}
 	return f, true
@@ -167,8 +195,8 @@ func (s *spool) remove(id string) {
 	if !ok {
 		return
 	}
-	if f.timer != nil {
-		f.timer.Stop()
+	if f.stop != nil {
+		f.stop()
 	}
 	os.Remove(f.path)
 }
@@ -210,7 +238,7 @@ func (e *Actions) Upload(ctx context.Context, c Caller, body io.Reader, size int
 	if err != nil {
 		return api.Upload{}, refuse(ErrForbidden, "the calling process has no run that may act: "+err.Error())
 	}
-	f, err := e.spool.add(run.ID, newUploadID(), limit, func(w io.Writer) error {
+	f, err := e.spool.add(run.ID, run.Requester, newUploadID(), limit, size, e.conf().cfg.Transfer, func(w io.Writer) error {
 		n, err := io.Copy(w, body)
 		if err == nil && size >= 0 && n != size {
 			return errUploadShort
@@ -222,8 +250,13 @@ func (e *Actions) Upload(ctx context.Context, c Caller, body io.Reader, size int
 		return api.Upload{}, refuse(ErrTooLarge, fmt.Sprintf("the file is over the largest max_transfer of %d bytes", limit))
 	case errors.Is(err, errSpoolFull):
 		return api.Upload{}, refuse(ErrTooMany, err.Error())
+	case errors.As(err, new(*spoolFullError)):
+		e.log.Warn("an upload was refused: the transfer spool has no room", "run", run.ID, "requester", run.Requester, "error", err)
+		return api.Upload{}, refuse(ErrNoSpace, err.Error())
 	case errors.Is(err, errUploadShort):
 		return api.Upload{}, refuse(ErrInvalid, err.Error())
+	case errors.Is(err, errRunGone):
+		return api.Upload{}, refuse(ErrRunEnded, err.Error())
 	case err != nil:
 		e.log.Error("transfer spool", "error", err)
 		return api.Upload{}, refuse(ErrUnavailable, "the upload could not be kept on the gateway's disk: "+err.Error())

@@ -111,6 +111,9 @@ func (l *lifecycle) roomForGet() (problem string) {
 	if l.e.spool.count(l.run.ID) >= maxSpoolPerRun {
 		return errSpoolFull.Error() + " (a got file stays until its agent fetched it whole, or an hour)"
 	}
+	if err := l.e.spool.roomFor(l.run.Requester, 0, l.conf.cfg.Transfer); err != nil {
+		return err.Error()
+	}
 	return ""
 }
 
@@ -207,7 +210,7 @@ func (l *lifecycle) exec(ctx context.Context, cfg *sshexec.Config) (*sshexec.Res
 	var r *sshexec.Result
 	var runErr error
 	scan := l.getScan()
-	_, err := l.e.spool.add(l.run.ID, l.a.id+getSuffix, l.maxTransfer(), func(w io.Writer) error {
+	_, err := l.e.spool.add(l.run.ID, l.run.Requester, l.a.id+getSuffix, l.maxTransfer(), -1, l.conf.cfg.Transfer, func(w io.Writer) error {
 		out := w
 		if scan != nil {
 			scan.w, out = w, scan

@@ -169,8 +169,13 @@ func (s *server) handleActionEvents(w http.ResponseWriter, r *http.Request) {
 	s.streamAction(w, r, a)
 }
 
-// uploadReadTimeout bounds how long an upload's body may take.
-const uploadReadTimeout = 30 * time.Minute
+// uploadReadTimeout bounds how long an upload's body may take;
+// uploadDrainMax is the longest body whose rest is read after a refusal
+// so that its sender gets the answer (a longer one is cut off).
+const (
+	uploadReadTimeout = 30 * time.Minute
+	uploadDrainMax    = 256 << 20
+)
 
 // handleUpload keeps a file's bytes (the raw body, application/
 // octet-stream, its length declared) for a put of the caller's run.
@@ -184,6 +189,12 @@ func (s *server) handleUpload(w http.ResponseWriter, r *http.Request) {
 	http.NewResponseController(w).SetReadDeadline(time.Now().Add(uploadReadTimeout))
 	up, err := s.e.Actions().Upload(r.Context(), principalFrom(r.Context()).caller(), r.Body, r.ContentLength)
 	if err != nil {
+		if r.ContentLength <= uploadDrainMax {
+			// A refusal before the body was read whole (no room, over a
+			// limit) reaches the agent as its answer, not as a connection
+			// cut while it still sends: the rest is read and dropped.
+			io.Copy(io.Discard, r.Body)
+		}
 		s.writeErr(w, err)
 		return
 	}
