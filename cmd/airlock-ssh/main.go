@@ -11,6 +11,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -171,9 +172,12 @@ func localClient(socket string) (*api.Client, string, error) {
 			return nil, "", err
 		}
 	}
-	ctl, err := api.ReadControl(socket)
+	c, err := api.LocalClient(socket)
 	if err != nil {
+		var ce *api.ControlError
 		switch {
+		case errors.As(err, &ce):
+			return nil, "", err
 		case errors.Is(err, os.ErrNotExist):
 			return nil, "", fmt.Errorf("no gateway at %s: the airlock gateway is not running here; ask an operator to start it (airlock serve), or set $AIRLOCK_SOCKET or --socket if it listens elsewhere; nothing was run", socket)
 		case errors.Is(err, os.ErrPermission):
@@ -185,7 +189,7 @@ func localClient(socket string) (*api.Client, string, error) {
 		}
 		return nil, "", err
 	}
-	return api.NewLocalClient(socket, ctl.Token), socket, nil
+	return c, socket, nil
 }
 
 // runFailed reports an action request that returned no action object:
@@ -195,7 +199,13 @@ func localClient(socket string) (*api.Client, string, error) {
 func runFailed(ctx context.Context, err error, c *api.Client, socket, actionID string, stderr io.Writer) int {
 	var apiErr *api.Error
 	var opErr *net.OpError
+	var silent *api.SilenceError
 	switch {
+	case errors.As(err, &silent) && (silent.ActionID != "" || actionID != ""):
+		id := cmp.Or(silent.ActionID, actionID)
+		return fail(stderr, "the gateway stopped answering: nothing came from it for %s during action %s; its outcome is unknown, and it may have run; `airlock-ssh --action %s` shows the recorded result once the gateway answers again", silent.After, id, id)
+	case errors.As(err, &silent):
+		return fail(stderr, "the gateway at %s stopped answering: nothing came from it for %s, before it named an action; if it had taken the request, the action is cancelled when the gateway sees this end; ask an operator to look at the gateway (airlock serve)", socket, silent.After)
 	case errors.As(err, &apiErr) && apiErr.Err.Code == api.CodeUnauthorized:
 		return fail(stderr, "the gateway refused the local token from %s: the token may have been rotated; run again, or ask an operator", socket)
 	case errors.As(err, &apiErr):
