@@ -5,42 +5,12 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
-)
 
-// localUser creates a local user for the test (a system account with
-// system) and removes it after; the test needs root, as useradd does.
-func localUser(t *testing.T, name string, system bool) (uid, gid int) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("needs root for useradd")
-		}
-		t.Skip("needs root for useradd: run as root")
-	}
-	args := []string{"--no-create-home", "--shell", "/usr/sbin/nologin", name}
-	if system {
-		args = append([]string{"--system"}, args...)
-	}
-	if _, err := user.Lookup(name); err != nil {
-		if out, err := exec.Command("useradd", args...).CombinedOutput(); err != nil {
-			t.Fatalf("useradd %s: %v: %s", name, err, out)
-		}
-		t.Cleanup(func() { exec.Command("userdel", name).Run() })
-	}
-	u, err := user.Lookup(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	uid, _ = strconv.Atoi(u.Uid)
-	gid, _ = strconv.Atoi(u.Gid)
-	return uid, gid
-}
+	"github.com/airlockgw/airlock/deploy/testkit"
+)
 
 // fakeGateway lays out a socket directory with a control file and a
 // listening socket, as install says, and returns the socket's path and
@@ -98,8 +68,8 @@ func noConnection(t *testing.T, l *net.UnixListener) {
 // a system account (the documented service user) made, and that no one
 // else can change.
 func TestControlOwnership(t *testing.T) {
-	other, otherGID := localUser(t, "alk-api-other", false)
-	svc, svcGID := localUser(t, "alk-api-svc", true)
+	other, otherGID := testkit.LocalUser(t, "alk-api-other", false)
+	svc, svcGID := testkit.LocalUser(t, "alk-api-svc", true)
 	me := os.Geteuid()
 	tests := []struct {
 		name string
@@ -147,7 +117,7 @@ func TestControlOwnership(t *testing.T) {
 // TestControlLinks: a link to a control file or a socket directory is
 // followed and its target checked as the file itself would be.
 func TestControlLinks(t *testing.T) {
-	other, _ := localUser(t, "alk-api-other", false)
+	other, _ := testkit.LocalUser(t, "alk-api-other", false)
 	me := os.Geteuid()
 	good, _ := fakeGateway(t, install{me, me, -1, 0o700, 0o600})
 	bad, l := fakeGateway(t, install{other, other, -1, 0o700, 0o600})
