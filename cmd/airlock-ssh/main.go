@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -116,10 +117,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	waited := false
 	var actionID string
 	var delivered [2]int64 // stdout, stderr bytes written as they streamed
-	a, err := client.RunAction(ctx, req, api.Events{
+	due := newDeadline(ctx, o.timeout, client.Silence())
+	defer due.stop()
+	a, err := client.RunAction(due.ctx, req, api.Events{
 		State: func(s api.StateEvent) {
 			if s.ActionID != "" {
 				actionID = s.ActionID
+			}
+			if s.State == api.StateConnecting || s.State == api.StateRunning {
+				due.start()
 			}
 			if s.State == api.StateWaitingApproval && !waited {
 				waited = true
@@ -144,6 +150,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		},
 	})
 	if err != nil {
+		if due.passed() {
+			return fail(stderr, "the gateway stopped answering: action %s started, and no outcome came within its timeout, the %s kill grace and %s more; its outcome is unknown, and it may still be running; `airlock-ssh --action %s` shows the recorded result", actionID, killGrace, client.Silence(), actionID)
+		}
 		return runFailed(ctx, err, client, socket, actionID, stderr)
 	}
 	code := report(o, a, delivered, true, stdout, stderr)
@@ -160,6 +169,50 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "airlock-ssh: standard input is a pipe that stayed open with nothing on it, so none was sent (action %s); pass -n to say so and silence this note\n", a.ID)
 	}
 	return code
+}
+
+// defaultTimeout is the action timeout without --timeout (the gateway's
+// default; an account's max_timeout may make it shorter).
+const defaultTimeout = 60 * time.Second
+
+// deadline bounds the wait for an action that has started: the gateway
+// ends it by its timeout and kill grace, and records it; airlock-ssh
+// gives up when no outcome came a silence after that, even from a gateway
+// that still sends heartbeats.
+type deadline struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	after  time.Duration
+	mu     sync.Mutex
+	timer  *time.Timer
+}
+
+var errDeadline = errors.New("the action's outcome is overdue")
+
+func newDeadline(parent context.Context, timeout, silence time.Duration) *deadline {
+	ctx, cancel := context.WithCancelCause(parent)
+	return &deadline{ctx: ctx, cancel: cancel, after: cmp.Or(timeout, defaultTimeout) + killGrace + silence}
+}
+
+// start starts the clock, once: the action is connecting.
+func (d *deadline) start() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.timer == nil {
+		d.timer = time.AfterFunc(d.after, func() { d.cancel(errDeadline) })
+	}
+}
+
+// passed reports whether the deadline ended the wait.
+func (d *deadline) passed() bool { return errors.Is(context.Cause(d.ctx), errDeadline) }
+
+func (d *deadline) stop() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.timer != nil {
+		d.timer.Stop()
+	}
+	d.cancel(nil)
 }
 
 // localClient reads the control file of the gateway at socket (the

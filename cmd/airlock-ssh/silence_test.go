@@ -163,3 +163,52 @@ func TestRefusesForeignGateway(t *testing.T) {
 		})
 	}
 }
+
+// stuckGateway stands in for a gateway whose action never ends, which no
+// real one does on demand: it names the action, says it is connecting,
+// and then sends only heartbeats.
+func stuckGateway(t *testing.T) string {
+	t.Helper()
+	sock, l := gatewayDir(t)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	t.Cleanup(func() { close(stop); l.Close(); <-done })
+	go func() {
+		defer close(done)
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"+
+			"event: state\ndata: {\"state\":\"requested\",\"action_id\":\"act_stuck\"}\n\n"+
+			"event: state\ndata: {\"state\":\"connecting\"}\n\n")
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				if _, err := io.WriteString(c, ": keep-alive\n\n"); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	return sock
+}
+
+// TestTimeoutBoundsTheWait: once the action started, airlock-ssh waits
+// for its outcome no longer than --timeout, the kill grace and the
+// silence, even from a gateway that keeps sending heartbeats.
+func TestTimeoutBoundsTheWait(t *testing.T) {
+	t.Setenv("AIRLOCK_SILENCE", "1s")
+	code, stderr := runBounded(t, "--socket", stuckGateway(t), "-n", "--timeout", "1s", "box", "true")
+	if code != 255 || !strings.Contains(stderr, "airlock-ssh: the gateway stopped answering: action act_stuck started, and no outcome came within its timeout, the 2s kill grace and 1s more") {
+		t.Errorf("exit %d, stderr %q: want 255 and the overdue outcome named", code, stderr)
+	}
+}

@@ -65,6 +65,14 @@ func (c *Client) WithSilence(d time.Duration) *Client {
 	return &cc
 }
 
+// Silence is how long c waits for the gateway's next byte.
+func (c *Client) Silence() time.Duration {
+	if c.silence <= 0 {
+		return DefaultSilence
+	}
+	return c.silence
+}
+
 // watchdog cancels a request whose gateway stays silent too long; every
 // byte either way moves it on.
 type watchdog struct {
@@ -88,10 +96,7 @@ func (w *watchdog) stop() {
 // request ends with a *SilenceError. The response's body stops the
 // watchdog when closed.
 func (c *Client) send(req *http.Request) (*http.Response, error) {
-	d := c.silence
-	if d <= 0 {
-		d = DefaultSilence
-	}
+	d := c.Silence()
 	ctx, cancel := context.WithCancelCause(req.Context())
 	w := &watchdog{d: d, cancel: cancel}
 	w.t = time.AfterFunc(d, func() { cancel(&SilenceError{After: d}) })
