@@ -39,6 +39,9 @@ type Options struct {
 	// notifyAttempt, when set, bounds one webhook delivery attempt
 	// (tests make a stalled webhook stall for good).
 	notifyAttempt time.Duration
+	// heartbeat, when set, is the event streams' heartbeat interval
+	// (tests shorten it).
+	heartbeat time.Duration
 }
 
 // Server is a gateway: the engine with its stores open, and the front ends
@@ -92,7 +95,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	s.local = &localListener{s: s}
 	backend := web.NewEngineBackend(eng.Review(), eng.Runs(), eng.Audit())
 	pages := web.New(backend, web.Options{MaxAge: engine.LoginTTL, Now: eng.Now, Logger: log.Named("ui"), SSO: backend.SSO})
-	s.handler = httpapi.New(httpapi.Options{Engine: eng, Local: s.local, UI: pages, MCP: mcpSessions(eng, o.Config, log), Logger: log})
+	s.handler = httpapi.New(httpapi.Options{Engine: eng, Local: s.local, UI: pages, MCP: mcpSessions(eng, o.Config, log), Logger: log, Heartbeat: o.heartbeat})
 	if o.Config.Notify != nil {
 		notify.Start(eng, notify.Options{Config: o.Config.Notify, Base: s.uiBase, Ready: s.ready,
 			Version: Version, Attempt: o.notifyAttempt, Logger: log.Named("notify")})

@@ -11,6 +11,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -22,6 +23,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -115,10 +117,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	waited := false
 	var actionID string
 	var delivered [2]int64 // stdout, stderr bytes written as they streamed
-	a, err := client.RunAction(ctx, req, api.Events{
+	due := newDeadline(ctx, o.timeout, client.Silence())
+	defer due.stop()
+	a, err := client.RunAction(due.ctx, req, api.Events{
 		State: func(s api.StateEvent) {
 			if s.ActionID != "" {
 				actionID = s.ActionID
+			}
+			if s.State == api.StateConnecting || s.State == api.StateRunning {
+				due.start()
 			}
 			if s.State == api.StateWaitingApproval && !waited {
 				waited = true
@@ -143,6 +150,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		},
 	})
 	if err != nil {
+		if due.passed() {
+			return fail(stderr, "the gateway stopped answering: action %s started, and no outcome came within its timeout, the %s kill grace and %s more; its outcome is unknown, and it may still be running; `airlock-ssh --action %s` shows the recorded result", actionID, killGrace, client.Silence(), actionID)
+		}
 		return runFailed(ctx, err, client, socket, actionID, stderr)
 	}
 	code := report(o, a, delivered, true, stdout, stderr)
@@ -161,6 +171,50 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return code
 }
 
+// defaultTimeout is the action timeout without --timeout (the gateway's
+// default; an account's max_timeout may make it shorter).
+const defaultTimeout = 60 * time.Second
+
+// deadline bounds the wait for an action that has started: the gateway
+// ends it by its timeout and kill grace, and records it; airlock-ssh
+// gives up when no outcome came a silence after that, even from a gateway
+// that still sends heartbeats.
+type deadline struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	after  time.Duration
+	mu     sync.Mutex
+	timer  *time.Timer
+}
+
+var errDeadline = errors.New("the action's outcome is overdue")
+
+func newDeadline(parent context.Context, timeout, silence time.Duration) *deadline {
+	ctx, cancel := context.WithCancelCause(parent)
+	return &deadline{ctx: ctx, cancel: cancel, after: cmp.Or(timeout, defaultTimeout) + killGrace + silence}
+}
+
+// start starts the clock, once: the action is connecting.
+func (d *deadline) start() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.timer == nil {
+		d.timer = time.AfterFunc(d.after, func() { d.cancel(errDeadline) })
+	}
+}
+
+// passed reports whether the deadline ended the wait.
+func (d *deadline) passed() bool { return errors.Is(context.Cause(d.ctx), errDeadline) }
+
+func (d *deadline) stop() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.timer != nil {
+		d.timer.Stop()
+	}
+	d.cancel(nil)
+}
+
 // localClient reads the control file of the gateway at socket (the
 // flag's; "": $AIRLOCK_SOCKET, else the standard path) and returns a
 // client of it, and the socket. Its errors say what to do next.
@@ -171,9 +225,12 @@ func localClient(socket string) (*api.Client, string, error) {
 			return nil, "", err
 		}
 	}
-	ctl, err := api.ReadControl(socket)
+	c, err := api.LocalClient(socket)
 	if err != nil {
+		var ce *api.ControlError
 		switch {
+		case errors.As(err, &ce):
+			return nil, "", err
 		case errors.Is(err, os.ErrNotExist):
 			return nil, "", fmt.Errorf("no gateway at %s: the airlock gateway is not running here; ask an operator to start it (airlock serve), or set $AIRLOCK_SOCKET or --socket if it listens elsewhere; nothing was run", socket)
 		case errors.Is(err, os.ErrPermission):
@@ -185,7 +242,7 @@ func localClient(socket string) (*api.Client, string, error) {
 		}
 		return nil, "", err
 	}
-	return api.NewLocalClient(socket, ctl.Token), socket, nil
+	return c, socket, nil
 }
 
 // runFailed reports an action request that returned no action object:
@@ -195,7 +252,13 @@ func localClient(socket string) (*api.Client, string, error) {
 func runFailed(ctx context.Context, err error, c *api.Client, socket, actionID string, stderr io.Writer) int {
 	var apiErr *api.Error
 	var opErr *net.OpError
+	var silent *api.SilenceError
 	switch {
+	case errors.As(err, &silent) && (silent.ActionID != "" || actionID != ""):
+		id := cmp.Or(silent.ActionID, actionID)
+		return fail(stderr, "the gateway stopped answering: nothing came from it for %s during action %s; its outcome is unknown, and it may have run; `airlock-ssh --action %s` shows the recorded result once the gateway answers again", silent.After, id, id)
+	case errors.As(err, &silent):
+		return fail(stderr, "the gateway at %s stopped answering: nothing came from it for %s, before it named an action; if it had taken the request, the action is cancelled when the gateway sees this end; ask an operator to look at the gateway (airlock serve)", socket, silent.After)
 	case errors.As(err, &apiErr) && apiErr.Err.Code == api.CodeUnauthorized:
 		return fail(stderr, "the gateway refused the local token from %s: the token may have been rotated; run again, or ask an operator", socket)
 	case errors.As(err, &apiErr):

@@ -72,6 +72,15 @@ withheld. Whenever less than the whole output reached you (the gateway's
 output cap, a stream cut), a line on stderr says so:
   airlock-ssh: stdout truncated: delivered N of M bytes (action ID)
 
+waiting: the gateway sends a heartbeat at least every 15 s; airlock-ssh gives
+up on one silent for 45 s ($AIRLOCK_SILENCE sets another limit, at least
+1s), and, once the action is connecting, waits no longer than --timeout,
+the 2 s kill grace and that silence: exit 255, "the gateway stopped
+answering", with the action id. A wait for a reviewer ends when the
+gateway's approval timeout does. Before sending anything, airlock-ssh
+checks that the socket's directory and control.json belong to root, you
+or a system account and that no one else can change them.
+
 exit status: the remote exit status; 255 when the command did not run to an
 exit status, or when its output was cut (unless --accept-truncation); the
 reason is printed on stderr.

@@ -67,15 +67,16 @@ func runEnded(err error) bool {
 	return errors.As(err, &ae) && (ae.Err.Code == api.CodeNotFound || ae.Err.Code == api.CodeConflict)
 }
 
+// localClient is the client of the gateway at socket (api.LocalClient).
 func localClient(socket string) (*api.Client, error) {
-	ctl, err := api.ReadControl(socket)
+	c, err := api.LocalClient(socket)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("no gateway at %s: is `airlock serve` running?", socket)
 		}
 		return nil, err
 	}
-	return api.NewLocalClient(socket, ctl.Token), nil
+	return c, nil
 }
 
 func tokenRotate(args []string, stdout, stderr io.Writer) int {

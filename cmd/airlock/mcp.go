@@ -128,8 +128,14 @@ func (b *bridge) call(ctx context.Context, f func(*api.Client) error) error {
 		}
 		err = f(c)
 		if err == nil || attempt > 0 || ctx.Err() != nil || !(isUnreachable(err) || isUnauthorized(err)) {
-			if isUnreachable(err) {
+			var silent *api.SilenceError
+			switch {
+			case isUnreachable(err):
 				return fmt.Errorf("the airlock gateway stopped answering (%v); ask an operator to start it again (airlock serve); if an action was under way, get_action tells what became of it once the gateway is back", err)
+			case errors.As(err, &silent) && silent.ActionID != "":
+				return fmt.Errorf("%v: its outcome is unknown, and it may have run; get_action with action_id %s tells what became of it once the gateway answers again; ask an operator to look at the gateway", silent, silent.ActionID)
+			case errors.As(err, &silent):
+				return fmt.Errorf("%v, before it named an action; ask an operator to look at the gateway (airlock serve), then retry", silent)
 			}
 			return err
 		}

@@ -62,14 +62,15 @@ func startMCPDaemon(t *testing.T, approvalTimeout time.Duration) *daemon {
 	return startDaemon(t, cfgFile, state)
 }
 
-// startMCP runs `airlock mcp` with the socket in its environment and
-// returns a Go SDK session over its stdio.
-func startMCP(t *testing.T, socket string) (*sdk.ClientSession, *mcptest.Events, *lockedBuffer) {
+// startMCP runs `airlock mcp` with the socket (and env) in its
+// environment and returns a Go SDK session over its stdio.
+func startMCP(t *testing.T, socket string, env ...string) (*sdk.ClientSession, *mcptest.Events, *lockedBuffer) {
 	t.Helper()
 	airlock, _ := binaries(t)
 	cmd := exec.Command(airlock, "mcp")
 	// The transfer directory in the test's own data directory.
 	cmd.Env = append(os.Environ(), "AIRLOCK_SOCKET="+socket, "XDG_DATA_HOME="+t.TempDir())
+	cmd.Env = append(cmd.Env, env...)
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
 	ev := &mcptest.Events{}

@@ -177,10 +177,9 @@ func reviewerAdmin(cfg *config.Config, stderr io.Writer, online func(*api.Client
 		failf(stderr, format, a...)
 		return false
 	}
-	ctl, cerr := api.ReadControl(cfg.Listen.Socket)
+	c, cerr := api.LocalClient(cfg.Listen.Socket)
 	switch {
 	case cerr == nil:
-		c := api.NewLocalClient(cfg.Listen.Socket, ctl.Token)
 		err := online(c)
 		var ae *api.Error
 		switch {

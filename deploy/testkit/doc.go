@@ -5,8 +5,8 @@
 // error instead of failing a test), OnPort starts a child that binds a
 // port of its own and tries another when its log says the port was taken
 // (PortInUse), ListeningAddrs finds the port a child bound on port 0 and
-// did not report, and Password is the reviewer password test gateways
-// share.
+// did not report, LocalUser makes another local user, and Password is
+// the reviewer password test gateways share.
 //
 // A child is never handed a port that was bound, released and guessed to
 // be free: whoever else takes it in between makes the child fail in a way

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -63,34 +64,13 @@ func DefaultSocket() (string, error) {
 	return filepath.Join(d, "run", "airlock.sock"), nil
 }
 
-// ControlFileName is the file next to the socket that carries the local
-// token.
-const ControlFileName = "control.json"
-
-// Control is the content of the control file.
-type Control struct {
-	Socket string `json:"socket"`
-	Token  string `json:"token"`
-}
-
-// ReadControl reads the control file in the socket's directory.
-func ReadControl(socket string) (Control, error) {
-	var c Control
-	b, err := os.ReadFile(filepath.Join(filepath.Dir(socket), ControlFileName))
-	if err != nil {
-		return c, err
-	}
-	if err := json.Unmarshal(b, &c); err != nil {
-		return c, fmt.Errorf("control file %s: %w", filepath.Join(filepath.Dir(socket), ControlFileName), err)
-	}
-	return c, nil
-}
-
 // Client talks to a gateway over its local socket or HTTP.
 type Client struct {
 	base string
 	http *http.Client
 	auth string
+	// silence bounds each wait for the gateway (zero: DefaultSilence).
+	silence time.Duration
 }
 
 // NewLocalClient returns a client for the local socket, presenting token.
@@ -171,7 +151,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 	if err != nil {
 		return err
 	}
-	resp, err := c.http.Do(req)
+	resp, err := c.send(req)
 	if err != nil {
 		return err
 	}
@@ -203,7 +183,7 @@ func (c *Client) RunAction(ctx context.Context, r ActionRequest, ev Events) (*Ac
 		return nil, err
 	}
 	req.Header.Set("Accept", "text/event-stream")
-	resp, err := c.http.Do(req)
+	resp, err := c.send(req)
 	if err != nil {
 		return nil, err
 	}
@@ -218,14 +198,33 @@ func (c *Client) RunAction(ctx context.Context, r ActionRequest, ev Events) (*Ac
 		}
 		return &a, nil
 	}
+	var id string
+	state := ev.State
+	ev.State = func(s StateEvent) {
+		if s.ActionID != "" {
+			id = s.ActionID
+		}
+		if state != nil {
+			state(s)
+		}
+	}
 	final, err := readActionEvents(resp.Body, ev)
 	if err != nil {
-		return nil, err
+		return nil, namedSilence(err, id)
 	}
 	if final == nil {
 		return nil, errors.New("airlock: the event stream ended before the action finished")
 	}
 	return final, nil
+}
+
+// namedSilence is err, naming action id when it is a *SilenceError.
+func namedSilence(err error, id string) error {
+	var se *SilenceError
+	if id != "" && errors.As(err, &se) {
+		return &SilenceError{After: se.After, ActionID: id}
+	}
+	return err
 }
 
 // readActionEvents reads an action's event stream, passing states and
@@ -349,12 +348,12 @@ func (c *Client) WaitAction(ctx context.Context, id string, ev Events) (*Action,
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	now := func() (*Action, error) { return c.Action(context.WithoutCancel(ctx), id) }
-	resp, err := c.http.Do(req)
+	resp, err := c.send(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return now()
 		}
-		return nil, err
+		return nil, namedSilence(err, id)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
@@ -365,7 +364,7 @@ func (c *Client) WaitAction(ctx context.Context, id string, ev Events) (*Action,
 	case ctx.Err() != nil && final == nil:
 		return now()
 	case err != nil:
-		return nil, err
+		return nil, namedSilence(err, id)
 	case final == nil:
 		return nil, errors.New("airlock: the event stream ended before the action finished")
 	}
@@ -459,7 +458,7 @@ func (c *Client) DoRaw(req *http.Request) error {
 	}
 	req.URL = u
 	req.Host = u.Host
-	resp, err := c.http.Do(req)
+	resp, err := c.send(req)
 	if err != nil {
 		return err
 	}
@@ -531,7 +530,7 @@ func (c *Client) Upload(ctx context.Context, r io.Reader, size int64) (*Upload, 
 	if c.auth != "" {
 		req.Header.Set("Authorization", c.auth)
 	}
-	resp, err := c.http.Do(req)
+	resp, err := c.send(req)
 	if err != nil {
 		return nil, err
 	}
@@ -562,7 +561,7 @@ func (c *Client) Fetch(ctx context.Context, a *Action, w io.Writer) (int64, erro
 	if err != nil {
 		return 0, err
 	}
-	resp, err := c.http.Do(req)
+	resp, err := c.send(req)
 	if err != nil {
 		return 0, err
 	}

@@ -80,7 +80,7 @@ func (s *server) streamAction(w http.ResponseWriter, r *http.Request, a *engine.
 	if err := sse.send("state", a.StateEvent()); err != nil {
 		return
 	}
-	tick := time.NewTicker(heartbeat)
+	tick := time.NewTicker(s.heartbeat)
 	defer tick.Stop()
 	for {
 		select {

@@ -35,9 +35,6 @@ const (
 	// writeTimeout bounds each write to a client, so a client that stops
 	// reading cannot hold a handler forever.
 	writeTimeout = 30 * time.Second
-	// heartbeat keeps event streams alive (and finds dead readers) while an
-	// action waits for a reviewer.
-	heartbeat = 15 * time.Second
 )
 
 // principal is who is calling, as established by the listener and the
@@ -97,13 +94,19 @@ type Options struct {
 	MCP func(c engine.Caller) *sdk.Server
 	// Logger receives the handler's log; nil discards.
 	Logger hclog.Logger
+	// Heartbeat is how often an event stream with nothing else to send
+	// gets a comment, so that its reader knows the gateway is there (and
+	// a dead reader is found); zero: api.Heartbeat. Clients give up after
+	// api.DefaultSilence: keep it well below.
+	Heartbeat time.Duration
 }
 
 // server is the API over one engine.
 type server struct {
-	e     *engine.Engine
-	local Local
-	log   hclog.Logger
+	e         *engine.Engine
+	local     Local
+	log       hclog.Logger
+	heartbeat time.Duration
 }
 
 // hostGuard refuses an HTTP request whose Host is not one of the
@@ -194,7 +197,8 @@ func (c *challenger) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 // pages under /ui, for both the local socket and the HTTP listener (the
 // socket's connections carry their peer credentials: see ConnContext).
 func New(o Options) http.Handler {
-	s := &server{e: o.Engine, local: o.Local, log: cmp.Or[hclog.Logger](o.Logger, hclog.NewNullLogger())}
+	s := &server{e: o.Engine, local: o.Local, log: cmp.Or[hclog.Logger](o.Logger, hclog.NewNullLogger()),
+		heartbeat: cmp.Or(o.Heartbeat, api.Heartbeat)}
 	r := chi.NewRouter()
 	r.Use(s.recoverer, apiHeaders, s.hostGuard, bearerChallenge, s.identify)
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
