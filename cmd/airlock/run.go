@@ -157,8 +157,7 @@ func watchRevoked(ctx context.Context, c *api.Client, id string) (revoked, done 
 type agentProc struct {
 	cmd       *exec.Cmd
 	pid, pgid int
-	// tty is the controlling terminal's descriptor when the command's
-	// group was made its foreground group (-1: it was not).
+	// tty is the controlling terminal's descriptor (-1: none).
 	tty int
 	// exited is closed when the command has exited (not yet reaped).
 	exited chan struct{}
@@ -167,9 +166,9 @@ type agentProc struct {
 // startAgent starts cmd as the leader of a new process group; with
 // subreaper, this process first becomes the child subreaper of all it
 // starts. When this process is in the foreground of its terminal, the
-// command's group takes the terminal (as a shell gives it a job), and
-// this process passes the command's stops on to the shell (Ctrl-Z) as
-// its own.
+// command's group takes the terminal (as a shell gives it a job); with a
+// terminal, this process passes the command's stops on to the shell
+// (Ctrl-Z, SIGTTIN) as its own.
 func startAgent(cmd *exec.Cmd, subreaper bool) (*agentProc, error) {
 	if subreaper {
 		if err := becomeSubreaper(); err != nil {
@@ -178,9 +177,11 @@ func startAgent(cmd *exec.Cmd, subreaper bool) (*agentProc, error) {
 	}
 	a := &agentProc{cmd: cmd, tty: -1, exited: make(chan struct{})}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if fd, ok := foregroundTerminal(); ok {
-		cmd.SysProcAttr.Foreground, cmd.SysProcAttr.Ctty = true, fd
+	if fd, fg, ok := terminal(); ok {
 		a.tty = fd
+		if fg {
+			cmd.SysProcAttr.Foreground, cmd.SysProcAttr.Ctty = true, fd
+		}
 	}
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -206,7 +207,7 @@ func (a *agentProc) follow() {
 		}
 		a.takeTerminal()
 		stopSelf()
-		if fd, ok := foregroundTerminal(); ok && fd == a.tty {
+		if pgrp, err := foregroundOf(a.tty); err == nil && pgrp == syscall.Getpgrp() {
 			setForeground(a.tty, a.pgid)
 		}
 		syscall.Kill(-a.pgid, syscall.SIGCONT)
@@ -214,9 +215,12 @@ func (a *agentProc) follow() {
 }
 
 // takeTerminal makes this process's group the terminal's foreground group
-// again, if the command's group had it.
+// again, if the command's group has it.
 func (a *agentProc) takeTerminal() {
-	if a.tty >= 0 {
+	if a.tty < 0 {
+		return
+	}
+	if pgrp, err := foregroundOf(a.tty); err == nil && pgrp == a.pgid {
 		setForeground(a.tty, syscall.Getpgrp())
 	}
 }

@@ -20,18 +20,21 @@ func becomeSubreaper() error {
 	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 }
 
-// foregroundTerminal returns a descriptor of this process's controlling
-// terminal (standard input, output or error) when this process's group is
-// that terminal's foreground group: the command's group must then take
-// its place, or it would be stopped (SIGTTIN) when it reads the terminal.
-func foregroundTerminal() (int, bool) {
+// terminal returns a descriptor of this process's controlling terminal
+// (standard input, output or error, the first that is it) and whether this
+// process's group is its foreground group: the command's group must then
+// take its place, or it would be stopped (SIGTTIN) when it reads it.
+func terminal() (fd int, foreground, ok bool) {
 	for fd := 0; fd <= 2; fd++ {
-		if pgrp, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err == nil && pgrp == unix.Getpgrp() {
-			return fd, true
+		if pgrp, err := foregroundOf(fd); err == nil {
+			return fd, pgrp == unix.Getpgrp(), true
 		}
 	}
-	return 0, false
+	return 0, false, false
 }
+
+// foregroundOf is the foreground group of the terminal at fd (tcgetpgrp).
+func foregroundOf(fd int) (int, error) { return unix.IoctlGetInt(fd, unix.TIOCGPGRP) }
 
 // setForeground makes pgid the foreground group of the terminal at fd
 // (tcsetpgrp). SIGTTOU, which a process of a background group gets for
