@@ -90,3 +90,47 @@ func readPids(t *testing.T, file string) []int {
 	}
 	return pids
 }
+
+// With a terminal, the agent's group takes it, and a stop of the agent
+// (Ctrl-Z, here SIGTSTP it sends itself) stops airlock run as the shell's
+// job; continued (fg), airlock run gives the terminal back and continues
+// the agent. script(1) gives airlock run a terminal.
+func TestRunPassesStopsToTheShell(t *testing.T) {
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Skip("needs script(1): apt-get install -y bsdutils")
+	}
+	s := sshtest.NewSSHD(t, sshtest.Options{})
+	cfgFile, state := writeConfig(t, s, "run")
+	d := startDaemon(t, cfgFile, state)
+	airlock, _ := binaries(t)
+	line := airlock + ` run -- sh -c 'kill -TSTP $$; echo resumed'`
+	cmd := exec.Command("script", "-qec", line, "/dev/null")
+	cmd.Env = append(os.Environ(), "AIRLOCK_SOCKET="+d.socket)
+	var out lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+	var run proctree.Proc
+	testkit.Eventually(t, func() bool {
+		table, err := proctree.Table()
+		if err != nil {
+			return false
+		}
+		for _, p := range proctree.Descendants(table, cmd.Process.Pid) {
+			if p.Comm == "airlock" && p.State == 'T' {
+				run = p
+				return true
+			}
+		}
+		return false
+	}, "airlock run was not stopped with its agent:\n%s", out.String())
+	// As a shell's fg: script(1) stopped itself with its child, and is
+	// continued with it.
+	syscall.Kill(run.PID, syscall.SIGCONT)
+	syscall.Kill(cmd.Process.Pid, syscall.SIGCONT)
+	if err := waitBounded(t, cmd); err != nil || !bytes.Contains([]byte(out.String()), []byte("resumed")) {
+		t.Errorf("after SIGCONT: %v\n%s", err, out.String())
+	}
+}
