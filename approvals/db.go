@@ -446,7 +446,11 @@ func upsertRequest(ctx context.Context, q querier, r *Request, replica string) e
 		transfer = string(b)
 	}
 	if in := r.Stdin; in != nil {
-		stdinSize, stdinSum, stdinText = in.Size, in.SHA256[:], nullStr(in.Text)
+		stdinSize, stdinSum = in.Size, in.SHA256[:]
+	}
+	if r.Status == StatusPending && r.Stdin != nil {
+		// Kept for reviewers only while they decide: see dropStdinText.
+		stdinText = nullStr(r.Stdin.Text)
 	}
 	if len(r.Redactions) > 0 {
 		b, err := json.Marshal(r.Redactions)
@@ -462,7 +466,8 @@ func upsertRequest(ctx context.Context, q querier, r *Request, replica string) e
 		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT(id) DO UPDATE SET status=excluded.status, decided_by=excluded.decided_by,
 			decided_at=excluded.decided_at, reason=excluded.reason, consumed_at=excluded.consumed_at,
-			command_original=excluded.command_original, grant_until=excluded.grant_until`,
+			command_original=excluded.command_original, stdin_text=excluded.stdin_text,
+			grant_until=excluded.grant_until`,
 		string(r.ID), r.Kind.String(), string(r.RunID), r.Target, r.Account, r.Command,
 		int64(r.Timeout), r.Digest[:], r.Requester, ns(r.RequestedAt), ns(r.ExpiresAt),
 		r.Status.String(), nullStr(r.DecidedBy), ns(r.DecidedAt), nullStr(r.Reason), ns(r.ConsumedAt),

@@ -21,6 +21,10 @@ func (s *Store) recover(ctx context.Context) error {
 	if err := s.expirePending(ctx, "gateway restarted", where, StatusPending.String()); err != nil {
 		return fmt.Errorf("approvals: at start-up: %w", err)
 	}
+	// A gateway before this one kept the input of decided requests.
+	if _, err := s.db.ExecContext(ctx, `UPDATE requests SET stdin_text = NULL WHERE status <> ? AND stdin_text IS NOT NULL`, StatusPending.String()); err != nil {
+		return fmt.Errorf("approvals: at start-up: %w", err)
+	}
 	runs, err := loadRuns(ctx, s.db, "state IN (?, ?) OR (anchor_pid IS NOT NULL AND anchor_gone = 0)",
 		RunPending.String(), RunApproved.String())
 	if err != nil {

@@ -3,6 +3,7 @@ package approvals
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"os"
 	"path/filepath"
@@ -96,14 +97,81 @@ func TestRedactedOriginalOnlyWhilePending(t *testing.T) {
 	if _, err := e.s.PendingOriginal(ctx, q.ID); !errors.Is(err, ErrNoOriginal) {
 		t.Errorf("after the decision: %v, want ErrNoOriginal", err)
 	}
-	// While the store is open (its write-ahead log in use), and after.
+	assertNotStored(t, e, "hunter22")
+}
+
+// A request's standard input is shown to reviewers as text while it is
+// pending; once it is decided — approved, denied, expired or withdrawn —
+// the state database keeps its size and digest (which the approval binds)
+// and not its text: neither in the row, nor in the SQLite files, nor on
+// PostgreSQL.
+func TestStdinTextOnlyWhilePending(t *testing.T) {
+	for _, status := range []Status{StatusApproved, StatusDenied, StatusExpired, StatusWithdrawn} {
+		t.Run(status.String(), func(t *testing.T) {
+			e := newEnv(t)
+			rv := e.reviewer("alice")
+			run, _ := e.remoteRun()
+			secret := "stdin-text-" + status.String() + "-7f3a9c"
+			a := act("call-box", "tee /etc/motd")
+			a.Stdin = &Stdin{Size: int64(len(secret)), SHA256: sha256.Sum256([]byte(secret)), Text: secret}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			q, done := e.authorize(ctx, run.ID, a)
+			if got, err := e.s.Request(context.Background(), q.ID); err != nil || got.Stdin == nil || got.Stdin.Text != secret {
+				t.Fatalf("pending request's input: %+v, %v; want its text", got.Stdin, err)
+			}
+			switch status {
+			case StatusApproved, StatusDenied:
+				v := Approve
+				if status == StatusDenied {
+					v = Deny
+				}
+				if _, err := e.s.Decide(context.Background(), rv, q.ID, Decision{Verdict: v}); err != nil {
+					t.Fatal(err)
+				}
+			case StatusExpired:
+				e.clock.Advance(DefaultApprovalTimeout)
+			case StatusWithdrawn:
+				cancel()
+			}
+			recv(t, done)
+			got, err := e.s.Request(context.Background(), q.ID)
+			if err != nil || got.Status != status {
+				t.Fatalf("request after the decision: %v, %v; want %v", got.Status, err, status)
+			}
+			want := &Stdin{Size: a.Stdin.Size, SHA256: a.Stdin.SHA256}
+			if diff := cmp.Diff(want, got.Stdin); diff != "" {
+				t.Errorf("decided request's input (-want +got):\n%s", diff)
+			}
+			if a.Stdin.Text != secret {
+				t.Errorf("the caller's action lost its input text: %q", a.Stdin.Text)
+			}
+			assertNotStored(t, e, secret)
+		})
+	}
+}
+
+// assertNotStored fails t when the state database still holds text: the
+// SQLite files' bytes (while the store is open, its write-ahead log in
+// use, and after closing), or a request's input or original command on
+// PostgreSQL.
+func assertNotStored(t *testing.T, e *env, text string) {
+	t.Helper()
+	if onPostgres() {
+		var n int
+		err := e.opts.DB.QueryRowContext(context.Background(), `SELECT count(*) FROM requests WHERE stdin_text LIKE ? OR command_original LIKE ?`, "%"+text+"%", "%"+text+"%").Scan(&n)
+		if err != nil || n != 0 {
+			t.Errorf("PostgreSQL: %d requests still hold %q (%v)", n, text, err)
+		}
+		return
+	}
 	for _, when := range []string{"open", "closed"} {
 		if when == "closed" {
 			e.s.Close()
 		}
 		for _, f := range []string{e.path, e.path + "-wal"} {
-			if b, err := os.ReadFile(f); err == nil && bytes.Contains(b, []byte("hunter22")) {
-				t.Errorf("%s: %s still holds the original", when, filepath.Base(f))
+			if b, err := os.ReadFile(f); err == nil && bytes.Contains(b, []byte(text)) {
+				t.Errorf("%s: %s still holds %q", when, filepath.Base(f), text)
 			}
 		}
 	}

@@ -127,6 +127,9 @@ func (s *stateDB) commit(ctx context.Context, runs []*Run, reqs []*Request, even
 		if q.Status != StatusPending {
 			q.Original = "" // erased with the row's copy below
 			erased = erased || len(q.Redactions) > 0
+			if dropStdinText(q) {
+				erased = true
+			}
 		}
 		if err := upsertRequest(ctx, tx, q, s.replicaID()); err != nil {
 			return err
@@ -152,14 +155,30 @@ func (s *stateDB) commit(ctx context.Context, runs []*Run, reqs []*Request, even
 	return nil
 }
 
-// scrubWAL empties the write-ahead log after an original command was
-// erased: its old page images would hold it until overwritten. (The
+// dropStdinText forgets the text of a decided request's standard input
+// (a put's bytes, a here-document): reviewers needed it to decide, and
+// the action that runs gets its bytes from the agent's request, never
+// from the store. Its size and SHA-256 stay, which the digest binds. It
+// reports whether there was text to drop.
+func dropStdinText(q *Request) bool {
+	if q.Stdin == nil || q.Stdin.Text == "" {
+		return false
+	}
+	in := *q.Stdin // the caller's Action may share the pointer
+	in.Text = ""
+	q.Stdin = &in
+	return true
+}
+
+// scrubWAL empties the write-ahead log after an original command or a
+// standard input's text was erased: its old page images would hold it
+// until overwritten. (The
 // database file itself zeroes what is deleted: secure_delete.)
 func (s *stateDB) scrubWAL(ctx context.Context) {
 	var busy, frames, done int
 	err := s.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &frames, &done)
 	if err != nil || busy != 0 {
-		s.logger.Warn("the state database's write-ahead log could not be emptied after an original command was erased; it is, at the next checkpoint", "error", err)
+		s.logger.Warn("the state database's write-ahead log could not be emptied after an original command or input was erased; it is, at the next checkpoint", "error", err)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockgw/airlock/deploy/proctree"
 	"github.com/airlockgw/airlock/deploy/securefile"
 	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/google/go-cmp/cmp"
@@ -464,6 +465,41 @@ func TestWitness(t *testing.T) {
 			t.Errorf("took %v with a hanging witness", d)
 		}
 	})
+}
+
+// The witness command leads a process group of its own, and nothing in
+// that group outlives it: what it started is killed at its timeout, and
+// when it exits.
+func TestWitnessGroupEndsWithIt(t *testing.T) {
+	for _, tc := range []struct {
+		name, script string
+	}{
+		// sh waits for a child that holds its output open.
+		{"at its timeout", `sleep 1000 & echo $! >> "$0"; cat >/dev/null; wait`},
+		// sh leaves a child behind and exits.
+		{"when it exits", `sleep 1000 >/dev/null 2>&1 </dev/null & echo $! >> "$0"; cat >/dev/null`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := testOptions(t)
+			o.CheckpointEvery = 1
+			pids := filepath.Join(t.TempDir(), "pids")
+			o.WitnessCommand = []string{"/bin/sh", "-c", tc.script, pids}
+			o.WitnessTimeout = time.Second
+			buildLog(t, o, 2)
+			b, err := os.ReadFile(pids)
+			if err != nil || len(bytes.Fields(b)) == 0 {
+				t.Fatalf("the witness started no child: %q, %v", b, err)
+			}
+			for _, f := range bytes.Fields(b) {
+				pid, err := strconv.Atoi(string(f))
+				if err != nil {
+					t.Fatal(err)
+				}
+				testkit.Eventually(t, func() bool { return !proctree.Alive(pid) },
+					"the witness's child %d still runs after the witness ended", pid)
+			}
+		})
+	}
 }
 
 func TestDangling(t *testing.T) {

@@ -55,6 +55,13 @@ func TestTransferPutAndGet(t *testing.T) {
 	if b, err := os.ReadFile(remote); err != nil || !bytes.Equal(b, content) {
 		t.Fatalf("the file on the target: %q %v", b, err)
 	}
+	// Decided and run, the request keeps the file's digest in state.db,
+	// not its text (the output store keeps the bytes, as evidence).
+	for _, f := range []string{"state.db", "state.db-wal"} {
+		if b, err := os.ReadFile(filepath.Join(g.cfg.StateDir, f)); err == nil && bytes.Contains(b, content) {
+			t.Errorf("%s still holds the put's text after the decision", f)
+		}
+	}
 	if st, _ := os.Stat(remote); st.Mode().Perm() != 0o640 {
 		t.Errorf("mode %v", st.Mode().Perm())
 	}

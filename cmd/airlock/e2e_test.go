@@ -417,17 +417,16 @@ func e2eReviewerLifecycle(t *testing.T, d *daemon) {
 }
 
 func e2eRunsListAndEnd(t *testing.T, d *daemon) {
-	// An agent whose run stays open: one action, then it waits until
-	// the test lets it try another.
+	// An agent whose run stays open: one action, then it waits until it
+	// is told to end (SIGTERM), and tries one more.
 	airlock, _ := binaries(t)
 	out1 := &lockedBuffer{}
-	gate := filepath.Join(t.TempDir(), "go-on")
-	a := d.agent(airlock + " run -- sh -c 'airlock-ssh box true; while [ ! -e " + gate + " ]; do sleep 0.1; done; airlock-ssh box echo again'")
+	a := d.agent(airlock + ` run -- sh -c 'trap "airlock-ssh box echo again; exit 3" TERM; airlock-ssh box true; while :; do sleep 0.1; done'`)
 	a.Stdout, a.Stderr = out1, out1
 	if err := a.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { syscall.Kill(-a.Process.Pid, syscall.SIGKILL); a.Wait() }()
+	defer syscall.Kill(-a.Process.Pid, syscall.SIGKILL)
 	list := d.pending(1)
 	// The list shows the timeout and the anchor's executable (airlock
 	// run's).
@@ -464,13 +463,34 @@ func e2eRunsListAndEnd(t *testing.T, d *daemon) {
 	if out, _, _ := d.cli("runs", "list", "--all"); !regexp.MustCompile(live.ID + `.*ended.*by ` + gatewaytest.Reviewer + `: test over`).MatchString(out) {
 		t.Errorf("runs list --all does not show the ended run and why:\n%s", out)
 	}
-	// The agent's next command is told who ended the run, and why.
-	if err := os.WriteFile(gate, nil, 0o600); err != nil {
-		t.Fatal(err)
+	// airlock run learns that its run was ended and ends the agent
+	// (SIGTERM to its group); the agent's last action is told who ended
+	// the run, and why.
+	werr := waitBounded(t, a)
+	var ee *exec.ExitError
+	if !errors.As(werr, &ee) || ee.ExitCode() != 3 || !strings.Contains(out1.String(), "was ended by a reviewer") {
+		t.Errorf("the agent after runs end: %v, want exit 3; it said:\n%s", werr, out1.String())
 	}
-	werr := a.Wait()
 	if want := "the run was ended by " + gatewaytest.Reviewer + ": test over; do not retry without asking a human"; !strings.Contains(out1.String(), want) {
-		t.Errorf("the agent after runs end (%v) was told:\n%s\nwant %q", werr, out1.String(), want)
+		t.Errorf("the agent after runs end was told:\n%s\nwant %q", out1.String(), want)
+	}
+}
+
+// waitBounded waits for cmd to exit, failing t if it has not within
+// testkit.Patience.
+func waitBounded(t *testing.T, cmd *exec.Cmd) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(testkit.Patience):
+		// What it started may hold its output open: Wait is left to
+		// return when they end.
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		t.Fatalf("%v did not exit within %v", cmd.Args, testkit.Patience)
+		return nil
 	}
 }
 

@@ -7,9 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"os/signal"
-	"syscall"
 
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/config"
@@ -19,7 +16,6 @@ func init() {
 	commands["token"] = (&group{name: "token", usage: tokenUsage, verbs: map[string]verbFunc{
 		"rotate": tokenRotate,
 	}}).command("rotate the local token (token rotate)")
-	commands["run"] = command{summary: "start a command as the anchor of a new run (run -- CMD...)", run: runRun}
 }
 
 const tokenUsage = `usage: airlock token VERB [flags]
@@ -85,11 +81,7 @@ func tokenRotate(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args, stdout); !ok {
 		return code
 	}
-	socket, err := localSocket(*cfgPath)
-	if err != nil {
-		return failf(stderr, "%v", err)
-	}
-	c, err := localClient(socket)
+	c, err := operatorClient(*cfgPath)
 	if err != nil {
 		return failf(stderr, "%v", err)
 	}
@@ -98,63 +90,4 @@ func tokenRotate(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, "local token rotated; existing local connections were cut")
 	return 0
-}
-
-// runRun registers this process as the anchor of a new run, then runs CMD
-// as its child: CMD and everything it starts act within that run, and the
-// run ends when this process does.
-func runRun(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("airlock run", "airlock run [--config FILE] [--] CMD [ARGS...]", stderr)
-	cfgPath := configFlag(fs)
-	if code, ok := parseFlags(fs, args, stdout); !ok {
-		return code
-	}
-	argv := fs.Args()
-	if len(argv) == 0 {
-		return failf(stderr, "give the command to run: airlock run -- CMD [ARGS...]")
-	}
-	socket, err := localSocket(*cfgPath)
-	if err != nil {
-		return failf(stderr, "%v", err)
-	}
-	c, err := localClient(socket)
-	if err != nil {
-		return failf(stderr, "%v", err)
-	}
-	ctx := context.Background()
-	var run api.Run
-	if err := c.Do(ctx, http.MethodPost, "/v1/runs", struct{}{}, &run); err != nil {
-		return failf(stderr, "registering the run: %v", err)
-	}
-	fmt.Fprintf(stderr, "airlock: run %s started for %s (a reviewer approves it at its first action)\n", run.ID, argv[0])
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
-	cmd.Env = append(os.Environ(), "AIRLOCK_SOCKET="+socket, "AIRLOCK_RUN_ID="+run.ID)
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-	if err := cmd.Start(); err != nil {
-		c.EndRun(ctx, run.ID)
-		return failf(stderr, "%v", err)
-	}
-	go func() {
-		for s := range sigs {
-			cmd.Process.Signal(s)
-		}
-	}()
-	err = cmd.Wait()
-	if err := c.EndRun(ctx, run.ID); err != nil && !runEnded(err) {
-		fmt.Fprintf(stderr, "airlock: ending run %s: %v (it ends anyway now that this process exits)\n", run.ID, err)
-	}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &ee):
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal())
-		}
-		return ee.ExitCode()
-	}
-	return failf(stderr, "%v", err)
 }

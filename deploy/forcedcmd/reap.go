@@ -107,7 +107,7 @@ wait:
 		case <-done:
 			break wait
 		case <-chld:
-			reapOrphans(pgid)
+			proctree.ReapOrphans(pgid)
 		case s := <-sigs:
 			if s != syscall.SIGUSR1 {
 				syscall.Kill(-pgid, s.(syscall.Signal))
@@ -161,21 +161,6 @@ func killDescendants() {
 	}
 	for _, p := range proctree.Descendants(table, os.Getpid()) {
 		syscall.Kill(p.PID, syscall.SIGKILL)
-	}
-}
-
-// reapOrphans collects the exit status of the children that have ended,
-// except the program's (pid), which its Wait collects.
-func reapOrphans(pid int) {
-	table, err := proctree.Table()
-	if err != nil {
-		return
-	}
-	for _, p := range table {
-		if p.PPID == os.Getpid() && p.PID != pid && p.Exited() {
-			var ws syscall.WaitStatus
-			syscall.Wait4(p.PID, &ws, syscall.WNOHANG, nil)
-		}
 	}
 }
 

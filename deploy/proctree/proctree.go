@@ -1,7 +1,9 @@
 // Package proctree reads Linux's process table from /proc: which process
 // is whose child, in which process group, started when, and whether it
-// still runs. airlock-action uses it to stop everything a verb started and
-// to confirm that it ended; tests use it to see what a command left behind.
+// still runs; and it reaps the ended children a subreaper inherits.
+// airlock-action uses it to stop everything a verb started and to confirm
+// that it ended, airlock run to end what an agent left behind; tests use
+// it to see what a command left behind.
 //
 // A process is named by its pid and its start time (clock ticks after boot,
 // /proc/PID/stat field 22), so a pid the kernel reuses for a new process is
@@ -178,4 +180,22 @@ func Running(p Proc) bool {
 func Alive(pid int) bool {
 	p, err := Read(pid)
 	return err == nil && !p.Exited()
+}
+
+// ReapOrphans collects the exit status of this process's children that
+// have ended, except except's, which its own Wait collects: the orphans a
+// child subreaper (PR_SET_CHILD_SUBREAPER) inherits, which nobody else
+// waits for, so that they do not pile up as zombies.
+func ReapOrphans(except int) {
+	table, err := Table()
+	if err != nil {
+		return
+	}
+	self := os.Getpid()
+	for _, p := range table {
+		if p.PPID == self && p.PID != except && p.Exited() {
+			var ws syscall.WaitStatus
+			syscall.Wait4(p.PID, &ws, syscall.WNOHANG, nil)
+		}
+	}
 }
