@@ -311,6 +311,22 @@ func (a *Action) finish(result api.Action, out *heldOutput) {
 // markResolved says the action's run is known.
 func (a *Action) markResolved() { a.resolvedOnce.Do(func() { close(a.resolved) }) }
 
+// redactionMargin is how far past what is kept of a field the redactor
+// still reads, so that a credential that starts in the kept part is seen
+// whole (a PEM key block is a few KiB) and none of its bytes is kept.
+const redactionMargin = 64 << 10
+
+// boundForRedaction is the part of a field the redactor reads: the field
+// whole when it is within its limit (it may be used whole), else what is
+// kept of it and the margin. Such a field is refused for its size; the
+// redactor's time on it stays bounded (megabytes took seconds).
+func boundForRedaction(s string, limit int) string {
+	if len(s) <= limit+redactionMargin {
+		return s
+	}
+	return s[:limit+redactionMargin]
+}
+
 // Start registers a new action and runs its lifecycle in a goroutine the
 // engine owns. ctx bounds the action (a waiting caller's request: when it
 // ends, the action is cancelled); the engine's stop cancels it too.
@@ -335,10 +351,10 @@ func (e *Actions) Start(ctx context.Context, c Caller, req api.ActionRequest) (*
 		// A transfer is described for people; the digest binds that too.
 		req.Command = describeTransfer(req)
 	}
-	a.redaction = red.Redact(req.Command)
+	a.redaction = red.Redact(boundForRedaction(req.Command, MaxCommandLen))
 	a.obj = api.Action{
 		ID: a.id, Target: clip(req.Target, maxNameLen), Account: clip(req.Account, maxNameLen),
-		Command: clip(a.redaction.Text, MaxCommandLen), Reason: clip(red.Redact(req.Reason).Text, 4*api.MaxReason),
+		Command: clip(a.redaction.Text, MaxCommandLen), Reason: clip(red.Redact(boundForRedaction(req.Reason, 4*api.MaxReason)).Text, 4*api.MaxReason),
 		Redactions: apiRedactions(a.redaction.Spans),
 		TimeoutS:   req.TimeoutS, State: api.StateRequested, RequestedAt: e.clock.Now().UTC(),
 	}
