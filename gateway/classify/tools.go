@@ -15,6 +15,27 @@ func verbModels(prog string, ms ...model) map[string]*grammar {
 	return out
 }
 
+// readVerb reads a tool's verb (docker ps, kubectl get): with none the
+// tool prints its help; an option before the verb (what it chooses is
+// named by before) is not proved; a read verb is classified by its
+// grammar. done reports that the command is classified.
+func (c *classifier) readVerb(text, name string, rest []word, verbs map[string]*grammar, before string) (verb string, args []word, done bool) {
+	switch {
+	case len(rest) == 0:
+		c.add(text, ReadOnly, name+" prints its help")
+		return "", nil, true
+	case !rest[0].lit || strings.HasPrefix(rest[0].v, "-"):
+		c.add(text, Destructive, name+" "+rest[0].src+": an option before the verb ("+before+")")
+		return "", nil, true
+	}
+	verb, args = rest[0].v, rest[1:]
+	if g := verbs[verb]; g != nil {
+		c.check(text, g, args)
+		return verb, args, true
+	}
+	return verb, args, false
+}
+
 // containerVerbs are the read verbs of docker, podman and nerdctl with
 // their options (docker 28).
 var containerVerbs = verbModels("docker",
@@ -35,17 +56,8 @@ var containerVerbs = verbModels("docker",
 // verbs change containers or images. Options before the verb (-H, the
 // configuration, the context) choose another daemon: not proved.
 func (c *classifier) container(text, name string, rest []word) {
-	if len(rest) == 0 {
-		c.add(text, ReadOnly, name+" prints its help")
-		return
-	}
-	if !rest[0].lit || strings.HasPrefix(rest[0].v, "-") {
-		c.add(text, Destructive, name+" "+rest[0].src+": an option before the verb (another daemon or configuration)")
-		return
-	}
-	verb, args := rest[0].v, rest[1:]
-	if g := containerVerbs[verb]; g != nil {
-		c.check(text, g, args)
+	verb, args, done := c.readVerb(text, name, rest, containerVerbs, "another daemon or configuration")
+	if done {
 		return
 	}
 	switch verb {
@@ -84,17 +96,8 @@ var kubectlVerbs = verbModels("kubectl",
 // delete, drain, exec and their kind remove or reach inside; any other
 // verb changes the cluster.
 func (c *classifier) kubectl(text, name string, rest []word) {
-	if len(rest) == 0 {
-		c.add(text, ReadOnly, name+" prints its help")
-		return
-	}
-	if !rest[0].lit || strings.HasPrefix(rest[0].v, "-") {
-		c.add(text, Destructive, name+" "+rest[0].src+": an option before the verb (another configuration, server or identity)")
-		return
-	}
-	verb, args := rest[0].v, rest[1:]
-	if g := kubectlVerbs[verb]; g != nil {
-		c.check(text, g, args)
+	verb, _, done := c.readVerb(text, name, rest, kubectlVerbs, "another configuration, server or identity")
+	if done {
 		return
 	}
 	switch verb {

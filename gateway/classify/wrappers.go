@@ -53,19 +53,15 @@ func (c *classifier) wrapper(text, name string, rest []word, depth int) {
 	if !ok {
 		return
 	}
-	lookup := false
 	for _, p := range opts {
 		if !c.option(text, w.g, p.o, p.val) {
 			return
 		}
-		switch {
-		case p.o.short == 'v' && name == "command" || p.o.short == 'V' && name == "command":
-			lookup = true
-		case name == "env" && (p.o.short == 'C' || p.o.long == "chdir"):
+		if name == "env" && (p.o.short == 'C' || p.o.long == "chdir") {
 			c.cwd.enter(p.val)
 		}
 	}
-	if lookup {
+	if name == "command" && (hasOption(opts, 'v', "") || hasOption(opts, 'V', "")) {
 		c.add(text, ReadOnly, "looks a command up")
 		return
 	}
