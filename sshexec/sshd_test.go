@@ -16,6 +16,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
+	"github.com/airlockgw/airlock/deploy/proctree"
 	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/sshexec"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
@@ -160,6 +161,18 @@ func TestKillReachesTheSessionsProcessGroup(t *testing.T) {
 	}, "the command never started its two processes")
 	inGroup, escaped := pids[0], pids[1]
 	defer syscall.Kill(escaped, syscall.SIGKILL)
+	// $! is known before setsid(2) runs in the child: wait until the
+	// process really left the group (it leads its own) before the KILL.
+	testkit.EventuallyErr(t, func() error {
+		p, err := proctree.Read(escaped)
+		if err != nil {
+			return err
+		}
+		if p.PGID != escaped || p.Comm != "sleep" {
+			return fmt.Errorf("process %v is in group %d", p, p.PGID)
+		}
+		return nil
+	}, "the setsid process never left the session's group")
 	cancel()
 	if res := <-done; res == nil || res.Outcome != sshexec.Cancelled || res.Termination != sshexec.Confirmed {
 		t.Fatalf("got %+v, want cancelled/confirmed", res)
