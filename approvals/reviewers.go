@@ -31,6 +31,11 @@ type Reviewer struct {
 // Name returns the reviewer's account name.
 func (r Reviewer) Name() string { return r.name }
 
+// Epoch returns the account's credential epoch when this reviewer was
+// verified. A proof bound to it (a remembered login device) ends when a
+// new password, a disable, a removal or a rename moves the epoch on.
+func (r Reviewer) Epoch() int64 { return r.epoch }
+
 // ReviewerInfo is an account as listed for operators.
 type ReviewerInfo struct {
 	Name      string    `json:"name"`
@@ -316,6 +321,22 @@ func (a *Accounts) Verify(ctx context.Context, name string, password Secret) (Re
 		return Reviewer{}, ErrBadCredentials
 	}
 	return Reviewer{name: name, accounts: a, epoch: epoch}, nil
+}
+
+// Epoch returns a reviewer account's credential epoch now and whether it
+// is enabled; ErrUnknownReviewer when there is no such account.
+func (a *Accounts) Epoch(ctx context.Context, name string) (epoch int64, enabled bool, err error) {
+	if !ValidName(name) {
+		return 0, false, ErrUnknownReviewer
+	}
+	err = a.db.QueryRowContext(ctx, `SELECT epoch, enabled FROM reviewers WHERE name = ?`, name).Scan(&epoch, &enabled)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, ErrUnknownReviewer
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("approvals: read reviewer: %w", err)
+	}
+	return epoch, enabled, nil
 }
 
 // Active reports whether a verified reviewer's account still exists, is
