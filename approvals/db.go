@@ -18,7 +18,7 @@ import (
 
 // schemaVersion is PRAGMA user_version; bump it with a migration, and
 // add the same change to pgMigrations.
-const schemaVersion = 9
+const schemaVersion = 10
 
 // migrations bring a database of version i+1 to version i+2; a new
 // database gets schema, which is the latest, at once.
@@ -44,7 +44,34 @@ var migrations = []string{
 	`ALTER TABLE requests ADD COLUMN transfer TEXT;`,
 	`ALTER TABLE requests ADD COLUMN replica TEXT;
 	 ALTER TABLE runs ADD COLUMN host TEXT;`,
+	`ALTER TABLE reviewer_tokens ADD COLUMN epoch INTEGER;
+	 UPDATE reviewer_tokens SET epoch = (SELECT r.epoch FROM reviewers r WHERE r.name = reviewer_tokens.name);
+	 INSERT INTO admin_events (body) SELECT json_object('kind', 'reviewer.disabled',
+		'time', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
+		'reviewer', json_object('name', r.name, 'by', ` + ssoDuplicateBy + `, 'offline', json('true')))
+		FROM reviewers r WHERE ` + ssoDuplicate + ` ORDER BY r.created_at, r.name;
+	 DELETE FROM reviewer_tokens WHERE name IN (SELECT r.name FROM reviewers r WHERE ` + ssoDuplicate + `);
+	 UPDATE reviewers SET enabled = 0, epoch = epoch + 1, links = NULL, sso_subject = NULL
+		WHERE name IN (SELECT r.name FROM reviewers r WHERE ` + ssoDuplicate + `);` + ssoSubjectIndex,
 }
+
+// One identity at the provider is one account. Before schema 10 a
+// changed name claim made a second account for the same identity; the
+// upgrade keeps the identity's oldest account and disables the others
+// (their tokens deleted, their binding to the identity dropped, the
+// change queued for the audit log as reviewer.disabled by "upgrade: …").
+// ssoDuplicate selects those others (as r).
+const ssoDuplicate = `r.sso_subject IS NOT NULL AND EXISTS (SELECT 1 FROM reviewers o
+		WHERE o.sso_subject = r.sso_subject AND (o.created_at < r.created_at OR o.created_at = r.created_at AND o.name < r.name))`
+
+// ssoDuplicateBy is the reviewer.disabled entry's "by" of such an account.
+const ssoDuplicateBy = `'upgrade: the same single sign-on identity has the older account ' ||
+		(SELECT o.name FROM reviewers o WHERE o.sso_subject = r.sso_subject ORDER BY o.created_at, o.name LIMIT 1)`
+
+// ssoSubjectIndex keeps one account per identity at the provider, also
+// when two replicas make it at once.
+const ssoSubjectIndex = `
+CREATE UNIQUE INDEX IF NOT EXISTS reviewers_sso_subject ON reviewers(sso_subject);`
 
 // grantIndex finds a run's granted approvals of one digest.
 const grantIndex = `
@@ -154,13 +181,14 @@ CREATE TABLE IF NOT EXISTS reviewers (
 	source     TEXT NOT NULL DEFAULT 'password',
 	links      TEXT,
 	sso_subject TEXT
-);
+);` + ssoSubjectIndex + `
 CREATE TABLE IF NOT EXISTS reviewer_tokens (
 	id         TEXT PRIMARY KEY,
 	name       TEXT NOT NULL REFERENCES reviewers(name),
 	hash       BLOB NOT NULL,
 	created_at INTEGER NOT NULL,
-	expires_at INTEGER NOT NULL
+	expires_at INTEGER NOT NULL,
+	epoch      INTEGER
 );
 `
 
@@ -171,6 +199,15 @@ CREATE TABLE IF NOT EXISTS reviewer_tokens (
 // together).
 var pgMigrations = []string{
 	pgSchemaV1,
+	`ALTER TABLE reviewer_tokens ADD COLUMN epoch BIGINT;
+	 UPDATE reviewer_tokens SET epoch = (SELECT r.epoch FROM reviewers r WHERE r.name = reviewer_tokens.name);
+	 INSERT INTO admin_events (body) SELECT json_build_object('kind', 'reviewer.disabled',
+		'time', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+		'reviewer', json_build_object('name', r.name, 'by', ` + ssoDuplicateBy + `, 'offline', true))::text
+		FROM reviewers r WHERE ` + ssoDuplicate + ` ORDER BY r.created_at, r.name;
+	 DELETE FROM reviewer_tokens WHERE name IN (SELECT r.name FROM reviewers r WHERE ` + ssoDuplicate + `);
+	 UPDATE reviewers SET enabled = 0, epoch = epoch + 1, links = NULL, sso_subject = NULL
+		WHERE name IN (SELECT r.name FROM reviewers r WHERE ` + ssoDuplicate + `);` + ssoSubjectIndex,
 }
 
 //go:embed pgschema_v1.sql

@@ -236,6 +236,13 @@ const (
 	EventReviewerEnabled
 	EventReviewerRemoved
 	EventReviewerPassword
+	// EventReviewerRenamed: an operator renamed a reviewer account
+	// (ReviewerChange.NewName).
+	EventReviewerRenamed
+	// EventReviewerSessionsEnded: a reviewer's sessions and tokens ended
+	// without a change to the account (single sign-on found it outside
+	// the reviewer groups).
+	EventReviewerSessionsEnded
 )
 
 var eventKindNames = map[EventKind]string{
@@ -245,7 +252,8 @@ var eventKindNames = map[EventKind]string{
 	EventAgentAdded: "agent.added", EventAgentRevoked: "agent.revoked",
 	EventReviewerAdded: "reviewer.added", EventReviewerDisabled: "reviewer.disabled",
 	EventReviewerEnabled: "reviewer.enabled", EventReviewerRemoved: "reviewer.removed",
-	EventReviewerPassword: "reviewer.password_changed",
+	EventReviewerPassword: "reviewer.password_changed", EventReviewerRenamed: "reviewer.renamed",
+	EventReviewerSessionsEnded: "reviewer.sessions_ended",
 }
 
 func (k EventKind) String() string { return enumString(eventKindNames, k, "EventKind") }

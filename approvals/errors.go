@@ -80,6 +80,9 @@ var (
 	// identity at the provider (another subject) owns, or that differs
 	// from the name only in case.
 	ErrOtherIdentity = errors.New("approvals: the account belongs to another identity")
+	// ErrNameChanged: single sign-on came with another name for an
+	// identity that has an account (see NameChangedError).
+	ErrNameChanged = errors.New("approvals: the provider's name for the identity changed")
 	// ErrSSOAccount: a password was set for an account that logs in
 	// through single sign-on.
 	ErrSSOAccount = errors.New("approvals: the account logs in through single sign-on")

@@ -57,6 +57,11 @@ type ReviewerChange struct {
 	// Offline: made while no gateway ran (with the state database
 	// directly); recorded when the next gateway started.
 	Offline bool `json:"offline,omitempty"`
+	// NewName is a renamed account's name from now on.
+	NewName string `json:"new_name,omitempty"`
+	// Subject is the identity at the provider ("ISSUER SUBJECT") of an
+	// account single sign-on made.
+	Subject string `json:"subject,omitempty"`
 }
 
 // EventSinkFunc adapts a function to EventSink.

@@ -8,23 +8,48 @@ import (
 	"time"
 )
 
-// IssueToken creates an API token for a reviewer (for scripts and the
-// reviewer CLI), valid for ttl. It is returned once and stored hashed.
+// IssueToken creates an API token for the reviewer account name at its
+// credential epoch now (a login link an operator makes), valid for ttl.
+// It is returned once and stored hashed.
 func (a *Accounts) IssueToken(ctx context.Context, name string, ttl time.Duration) (Secret, error) {
+	return a.issueToken(ctx, name, nil, ttl)
+}
+
+// IssueTokenFor creates an API token for a verified reviewer (a login),
+// valid for ttl, bound to the credential epoch rv was verified at: the
+// token is made in the same statement that checks the account still has
+// that epoch, and every check of it compares the epoch again, so a
+// password change, disable or removal racing the login leaves no token
+// that works.
+func (a *Accounts) IssueTokenFor(ctx context.Context, rv Reviewer, ttl time.Duration) (Secret, error) {
+	if rv.accounts != a || rv.name == "" {
+		return Secret{}, ErrNotReviewer
+	}
+	return a.issueToken(ctx, rv.name, &rv.epoch, ttl)
+}
+
+func (a *Accounts) issueToken(ctx context.Context, name string, epoch *int64, ttl time.Duration) (Secret, error) {
 	if ttl <= 0 {
 		return Secret{}, ErrBadTTL
 	}
 	id := newID("")
 	tok, hash := newToken(reviewerTokenPrefix, id)
 	now, el := a.clock.Now(), a.clock.Elapsed()
-	_, err := a.db.ExecContext(ctx, `INSERT INTO reviewer_tokens (id, name, hash, created_at, expires_at)
-		SELECT ?, name, ?, ?, ? FROM reviewers WHERE name = ? AND enabled = 1`,
-		id, hash[:], now.UnixNano(), now.Add(ttl).UnixNano(), name)
+	q := `INSERT INTO reviewer_tokens (id, name, hash, created_at, expires_at, epoch)
+		SELECT ?, name, ?, ?, ?, epoch FROM reviewers WHERE name = ? AND enabled = 1`
+	args := []any{id, hash[:], now.UnixNano(), now.Add(ttl).UnixNano(), name}
+	if epoch != nil {
+		q += ` AND epoch = ?`
+		args = append(args, *epoch)
+	}
+	res, err := a.db.ExecContext(ctx, q, args...)
 	if err != nil {
 		return Secret{}, fmt.Errorf("approvals: issue token: %w", err)
 	}
-	var n int
-	if err := a.db.QueryRowContext(ctx, `SELECT count(*) FROM reviewer_tokens WHERE id = ?`, id).Scan(&n); err != nil || n == 0 {
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		if epoch != nil {
+			return Secret{}, ErrBadCredentials
+		}
 		return Secret{}, ErrUnknownReviewer
 	}
 	a.mu.Lock()
@@ -56,17 +81,20 @@ func (a *Accounts) VerifyToken(ctx context.Context, token Secret) (Reviewer, err
 		created, expires int64
 		enabled          bool
 		epoch            int64
+		issuedAt         sql.NullInt64
 	)
-	err = a.db.QueryRowContext(ctx, `SELECT t.name, t.hash, t.created_at, t.expires_at, r.enabled, r.epoch
+	err = a.db.QueryRowContext(ctx, `SELECT t.name, t.hash, t.created_at, t.expires_at, r.enabled, r.epoch, t.epoch
 		FROM reviewer_tokens t JOIN reviewers r ON r.name = t.name WHERE t.id = ?`, id).
-		Scan(&name, &stored, &created, &expires, &enabled, &epoch)
+		Scan(&name, &stored, &created, &expires, &enabled, &epoch, &issuedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Reviewer{}, ErrBadCredentials
 	}
 	if err != nil {
 		return Reviewer{}, fmt.Errorf("approvals: read token: %w", err)
 	}
-	if !equalHash(stored, hash[:]) || !enabled || a.tokenDue(ctx, id, time.Unix(0, created), time.Unix(0, expires)) {
+	// A token issued under an earlier credential epoch (a password,
+	// disable or rename since) is dead, even if it escaped the delete.
+	if !equalHash(stored, hash[:]) || !enabled || !issuedAt.Valid || issuedAt.Int64 != epoch || a.tokenDue(ctx, id, time.Unix(0, created), time.Unix(0, expires)) {
 		return Reviewer{}, ErrBadCredentials
 	}
 	return Reviewer{name: name, accounts: a, epoch: epoch}, nil

@@ -188,6 +188,32 @@ func (a *Accounts) Remove(ctx context.Context, name string, by string) error {
 	})
 }
 
+// Rename gives a reviewer account a new name, for the person whose
+// identity provider now names them so (one identity is one account: the
+// provider's new name claim is refused until the account has it). The
+// reviewer's sessions and tokens end; what the account decided stays in
+// the audit log under the old name. A name another account has, in any
+// case, is ErrReviewerExists.
+func (a *Accounts) Rename(ctx context.Context, name, newName, by string) error {
+	if !ValidName(newName) {
+		return ErrBadReviewerName
+	}
+	if newName == name {
+		return ErrReviewerExists
+	}
+	ev := Event{Kind: EventReviewerRenamed, Reviewer: &ReviewerChange{Name: name, NewName: newName, By: by}}
+	return a.changeEvent(ctx, ev, func(tx *sqldb.Tx) (sql.Result, error) {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM reviewers WHERE lower(name) = lower(?) AND name <> ?`, newName, name).Scan(&n); err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			return nil, ErrReviewerExists
+		}
+		return a.endSessions(ctx, tx, name, `UPDATE reviewers SET name = ?, epoch = epoch + 1 WHERE name = ?`, newName, name)
+	})
+}
+
 // endSessions deletes a reviewer's API tokens, then runs the account's
 // update q (which bumps its epoch, or deletes it: sessions of the pages
 // hold the epoch they logged in with).
@@ -203,7 +229,13 @@ func (a *Accounts) endSessions(ctx context.Context, tx *sqldb.Tx, name, q string
 // database (the audit log), else queued in admin_events for the next
 // gateway to record. A change that touches no row is ErrUnknownReviewer.
 func (a *Accounts) change(ctx context.Context, kind EventKind, name, by string, apply func(*sqldb.Tx) (sql.Result, error)) error {
-	if !ValidName(name) {
+	return a.changeEvent(ctx, Event{Kind: kind, Reviewer: &ReviewerChange{Name: name, By: by}}, apply)
+}
+
+// changeEvent is change with the event to record given whole (its time is
+// set here).
+func (a *Accounts) changeEvent(ctx context.Context, ev Event, apply func(*sqldb.Tx) (sql.Result, error)) error {
+	if !ValidName(ev.Reviewer.Name) {
 		return ErrUnknownReviewer
 	}
 	tx, err := a.db.BeginTx(ctx, nil)
@@ -218,7 +250,7 @@ func (a *Accounts) change(ctx context.Context, kind EventKind, name, by string, 
 	if n, _ := res.RowsAffected(); n == 0 {
 		return ErrUnknownReviewer
 	}
-	ev := Event{Kind: kind, Time: a.clock.Now(), Reviewer: &ReviewerChange{Name: name, By: by}}
+	ev.Time = a.clock.Now()
 	if a.sink != nil {
 		if err := a.sink.Record(ctx, ev); err != nil {
 			return fmt.Errorf("%w: %w", ErrEventNotRecorded, err)

@@ -45,6 +45,12 @@ const (
 	// KindCommandRevealed records a reviewer's reveal of a pending
 	// request's original command, stored redacted.
 	KindCommandRevealed
+	// KindReviewerRenamed records an operator's rename of a reviewer
+	// account; KindReviewerSessionsEnded the end of a reviewer's sessions
+	// and tokens when single sign-on found the identity outside the
+	// reviewer groups.
+	KindReviewerRenamed
+	KindReviewerSessionsEnded
 	kindEnd // keep last
 )
 
@@ -75,6 +81,8 @@ var kindNames = [...]string{
 	KindReviewerRemoved:         "reviewer.removed",
 	KindReviewerPasswordChanged: "reviewer.password_changed",
 	KindCommandRevealed:         "command.revealed",
+	KindReviewerRenamed:         "reviewer.renamed",
+	KindReviewerSessionsEnded:   "reviewer.sessions_ended",
 }
 
 // Valid reports whether k is one of the declared kinds.

@@ -27,8 +27,9 @@ func init() {
 		"disable": bind(reviewerChange, "disable"),
 		"enable":  bind(reviewerChange, "enable"),
 		"remove":  bind(reviewerChange, "remove"),
+		"rename":  reviewerRename,
 		"list":    reviewerList,
-	}}).command("add, list, disable, enable and remove reviewer accounts, set their passwords (operator)")
+	}}).command("add, list, disable, enable, rename and remove reviewer accounts, set their passwords (operator)")
 }
 
 const reviewerUsage = `usage: airlock reviewer VERB [flags] [args]
@@ -54,6 +55,12 @@ verbs:
   remove NAME
       delete the account and its tokens; what it decided stays in the
       audit log under its name
+  rename NAME NEW-NAME
+      give the account a new name (for a single sign-on account: the
+      name the identity provider now gives that person, which it refuses
+      until the account has it); its sessions and tokens end. A
+      reviewer "NAME" block of the configuration must first be copied as
+      reviewer "NEW-NAME"
   list [--json]
       the accounts: name, enabled, created
 
@@ -121,6 +128,42 @@ func reviewerChange(verb string, args []string, stdout, stderr io.Writer) int {
 	done := map[string]string{"add": "added", "passwd": "has a new password; its sessions and tokens ended",
 		"disable": "disabled; its sessions and tokens ended", "enable": "enabled", "remove": "removed"}[verb]
 	fmt.Fprintf(stdout, "reviewer %s %s (%s)\n", name, done, how)
+	return 0
+}
+
+func reviewerRename(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("airlock reviewer rename", "airlock reviewer rename [--config FILE] NAME NEW-NAME", stderr)
+	cfgPath := configFlag(fs)
+	pos, code, ok := parseArgs(fs, args, stdout)
+	if !ok {
+		return code
+	}
+	if len(pos) != 2 {
+		return usageErrorf(stderr, "give the reviewer's name and its new name: airlock reviewer rename NAME NEW-NAME")
+	}
+	name, newName := pos[0], pos[1]
+	cfg, ok := loadConfig(*cfgPath, stderr)
+	if !ok {
+		return 1
+	}
+	online := func(c *api.Client) error {
+		return c.Do(context.Background(), http.MethodPost, "/v1/reviewers/"+url.PathEscape(name)+"/rename", api.RenameRequest{NewName: newName}, nil)
+	}
+	offline := func(acc *approvals.Accounts, by string) error {
+		if err := engine.RenameAllowed(cfg, name, newName); err != nil {
+			return err
+		}
+		err := acc.Rename(context.Background(), name, newName, by)
+		if errors.Is(err, approvals.ErrUnknownReviewer) {
+			return engine.ReviewerError(name, err)
+		}
+		return engine.ReviewerError(newName, err)
+	}
+	how, ok := reviewerAdmin(cfg, stderr, online, offline)
+	if !ok {
+		return 1
+	}
+	fmt.Fprintf(stdout, "reviewer %s is now %s; its sessions and tokens ended (%s)\n", name, newName, how)
 	return 0
 }
 

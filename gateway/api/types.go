@@ -484,6 +484,11 @@ type ReviewerRequest struct {
 	Password string `json:"password,omitempty"`
 }
 
+// RenameRequest is the body of POST /v1/reviewers/{name}/rename.
+type RenameRequest struct {
+	NewName string `json:"new_name"`
+}
+
 // AgentRequest is the body of POST /v1/agents.
 type AgentRequest struct {
 	Name   string   `json:"name"`

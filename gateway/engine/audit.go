@@ -48,7 +48,7 @@ func (e *core) recordApprovalEvent(ctx context.Context, ev approvals.Event) erro
 		return err
 	}
 	if c := ev.Reviewer; c != nil {
-		_, err = e.recordKind(ctx, kind, "", "", reviewerEvent{Name: c.Name, By: c.By, Offline: c.Offline})
+		_, err = e.recordKind(ctx, kind, "", "", reviewerEvent{Name: c.Name, By: c.By, Offline: c.Offline, NewName: c.NewName, Subject: c.Subject})
 		return err
 	}
 	if a := ev.Agent; a != nil {

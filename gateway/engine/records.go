@@ -301,6 +301,11 @@ type reviewerEvent struct {
 	// Offline: made while no gateway ran, recorded at the next start
 	// (the entry's time is then the start's, not the change's).
 	Offline bool `audit:"offline,omitempty"`
+	// NewName: a renamed account's name from now on.
+	NewName string `audit:"new_name,omitempty"`
+	// Subject: the identity at the provider of an account single sign-on
+	// made ("ISSUER SUBJECT").
+	Subject string `audit:"subject,omitempty"`
 }
 
 // anchorFacts describe a local run's anchor process.

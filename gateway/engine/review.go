@@ -78,7 +78,7 @@ func (e *Review) IssueToken(ctx context.Context, rv Reviewer) (Secret, time.Time
 
 // issueToken is Review.IssueToken.
 func (e *core) issueToken(ctx context.Context, rv approvals.Reviewer) (approvals.Secret, time.Time, error) {
-	tok, err := e.store.Accounts().IssueToken(ctx, rv.Name(), LoginTTL)
+	tok, err := e.store.Accounts().IssueTokenFor(ctx, rv, LoginTTL)
 	return tok, e.clock.Now().Add(LoginTTL).UTC(), classify(err)
 }
 

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/config"
 )
 
 // Reviewers lists the reviewer accounts; never a password or its hash.
@@ -55,12 +57,51 @@ func (e *Admin) ChangeReviewer(ctx context.Context, change ReviewerChange, name 
 		return fmt.Errorf("engine: unknown reviewer change %d", change)
 	}
 	if err == nil {
-		e.accountsMu.Lock()
-		close(e.accountsChanged)
-		e.accountsChanged = make(chan struct{})
-		e.accountsMu.Unlock()
+		e.accountsDone()
 	}
 	return ReviewerError(name, err)
+}
+
+// accountsDone wakes what waits for a change to reviewer accounts.
+func (e *core) accountsDone() {
+	e.accountsMu.Lock()
+	close(e.accountsChanged)
+	e.accountsChanged = make(chan struct{})
+	e.accountsMu.Unlock()
+}
+
+// RenameReviewer gives the reviewer name the name newName (see
+// approvals.Accounts.Rename), recorded in the audit log before it takes
+// effect; by says who. The reviewer's sessions and tokens end.
+func (e *Admin) RenameReviewer(ctx context.Context, name, newName, by string) error {
+	if err := RenameAllowed(e.conf().cfg, name, newName); err != nil {
+		return err
+	}
+	err := e.store.Accounts().Rename(ctx, name, newName, by)
+	switch {
+	case err == nil:
+		e.accountsDone()
+	case errors.Is(err, approvals.ErrUnknownReviewer):
+		return ReviewerError(name, err)
+	}
+	return ReviewerError(newName, err)
+}
+
+// RenameAllowed refuses a rename that would drop the identities the
+// configuration links to the account (a reviewer "NAME" block, which
+// keeps a reviewer from deciding for them): the block must be there under
+// the new name first.
+func RenameAllowed(cfg *config.Config, name, newName string) error {
+	old, linked := cfg.ReviewerLinks[name]
+	if !linked || len(old) == 0 {
+		return nil
+	}
+	if now, ok := cfg.ReviewerLinks[newName]; ok && !slices.ContainsFunc(old, func(l string) bool { return !slices.Contains(now, l) }) {
+		return nil
+	}
+	return refuse(ErrInvalid, fmt.Sprintf("the configuration links identities to reviewer %q (its reviewer %q block): "+
+		"copy that block as reviewer %q first, with every link, and reload; then rename, and remove the old block after",
+		name, name, newName))
 }
 
 // AccountsChanged is closed at the next change to a reviewer account:
@@ -80,7 +121,7 @@ func ReviewerError(name string, err error) error {
 	case errors.Is(err, approvals.ErrUnknownReviewer):
 		return refuse(ErrNotFound, fmt.Sprintf("no reviewer %q (see airlock reviewer list)", clip(name, maxNameLen)))
 	case errors.Is(err, approvals.ErrReviewerExists):
-		return refuse(ErrInvalid, fmt.Sprintf("reviewer %q exists already", name))
+		return refuse(ErrInvalid, fmt.Sprintf("reviewer %q exists already (names differing only in case are one name)", name))
 	case errors.Is(err, approvals.ErrWeakPassword):
 		return refuse(ErrInvalid, fmt.Sprintf("the password must be %d to 1024 bytes long", approvals.MinPasswordLen))
 	case errors.Is(err, approvals.ErrSSOAccount):

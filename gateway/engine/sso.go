@@ -172,17 +172,28 @@ func (s *SSO) admit(ctx context.Context, p *oidc.Provider, clientID string, tok 
 	if !approvals.ValidName(name) {
 		return fail(fmt.Sprintf("the %q claim (%q) is not a reviewer name (1 to 64 letters, digits, '.', '_' or '-'); an operator can pick another claim with sso.name_claim", s.cfg.NameClaim, clip(name, maxNameLen)))
 	}
+	identity := s.cfg.Issuer + " " + idt.Subject
 	if !slices.ContainsFunc(s.cfg.Groups, func(g string) bool { return claimHas(claims[s.cfg.GroupsClaim], g) }) {
+		// The provider no longer lets this identity review: what it
+		// still holds here ends now, not when its sessions run out.
+		if err := s.e.store.Accounts().EndSSOSessions(ctx, identity, "sso:"+s.cfg.Issuer); err != nil {
+			s.e.log.Error("ending the sessions of an identity outside the reviewer groups", "error", err)
+		}
 		return fail(fmt.Sprintf("%s is in none of the reviewer groups (%s)", name, strings.Join(s.cfg.Groups, ", ")))
 	}
 	links := LinksFromClaim(claims[s.cfg.LinksClaim])
 	if s.cfg.LinksClaim == "" {
 		links = nil
 	}
-	rv, err := s.e.store.Accounts().SSOLogin(ctx, name, s.cfg.Issuer+" "+idt.Subject, "sso:"+s.cfg.Issuer, links)
+	rv, err := s.e.store.Accounts().SSOLogin(ctx, name, identity, "sso:"+s.cfg.Issuer, links)
+	var renamed *approvals.NameChangedError
 	switch {
+	case errors.As(err, &renamed):
+		return fail(fmt.Sprintf("the identity provider now names you %s, but your reviewer account here is %s: one identity is one account, never a second. "+
+			"Ask an operator to rename it (airlock reviewer rename %s %s), or have the provider's %q claim say %s again",
+			name, renamed.Account, renamed.Account, name, s.cfg.NameClaim, renamed.Account))
 	case errors.Is(err, approvals.ErrOtherIdentity):
-		return fail(fmt.Sprintf("the reviewer account %s belongs to another identity at the provider (or differs only in case): it is never taken over", name))
+		return fail(fmt.Sprintf("the reviewer account %s belongs to another identity at the provider (or differs only in case): it is never taken over; an operator can rename one of them (airlock reviewer rename)", name))
 	case errors.Is(err, approvals.ErrPasswordAccount):
 		return fail(fmt.Sprintf("a password account is named %s: log in with its password (an operator removes it to let %s log in through the identity provider)", name, name))
 	case errors.Is(err, approvals.ErrBadCredentials):
@@ -190,7 +201,7 @@ func (s *SSO) admit(ctx context.Context, p *oidc.Provider, clientID string, tok 
 	case err != nil:
 		return approvals.Reviewer{}, classify(err)
 	}
-	s.e.log.Info("reviewer logged in through single sign-on", "reviewer", name, "issuer", s.cfg.Issuer, "subject", idt.Subject)
+	s.e.log.Info("reviewer logged in through single sign-on", "reviewer", rv.Name(), "issuer", s.cfg.Issuer, "subject", idt.Subject)
 	return rv, nil
 }
 

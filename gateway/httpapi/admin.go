@@ -100,6 +100,22 @@ func (s *server) handleReviewerChange(change engine.ReviewerChange) http.Handler
 	}
 }
 
+// handleRenameReviewer serves POST /v1/reviewers/{name}/rename.
+func (s *server) handleRenameReviewer(w http.ResponseWriter, r *http.Request) {
+	if !s.operator(w, r, "change reviewer accounts") {
+		return
+	}
+	var req api.RenameRequest
+	if !decodeJSON(w, r, &req) {
+		return
+	}
+	if err := s.e.Admin().RenameReviewer(r.Context(), chi.URLParam(r, "name"), req.NewName, operatorName()); err != nil {
+		s.writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"name": req.NewName})
+}
+
 func (s *server) handleAddAgent(w http.ResponseWriter, r *http.Request) {
 	if !s.operator(w, r, "issue agent tokens") {
 		return

@@ -242,6 +242,7 @@ func New(o Options) http.Handler {
 		r.Post("/reviewers/{name}/enable", s.handleReviewerChange(engine.ReviewerEnable))
 		r.Post("/reviewers/{name}/password", s.handleReviewerChange(engine.ReviewerPassword))
 		r.Delete("/reviewers/{name}", s.handleReviewerChange(engine.ReviewerRemove))
+		r.Post("/reviewers/{name}/rename", s.handleRenameReviewer)
 	})
 	if o.UI != nil {
 		r.Mount("/ui", uiGuard(o.UI))
