@@ -80,7 +80,7 @@ func Start(t testing.TB, devices ...DeviceClient) *Provider {
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	issuer := srv.URL
-	st := &store{workloads: map[string]Workload{}, users: &users{byName: map[string]*storage.User{}, groups: map[string][]string{}}}
+	st := &store{workloads: map[string]Workload{}, users: &users{byName: map[string]*storage.User{}, groups: map[string][]string{}, names: map[string]string{}}}
 	// The example storage keeps device logins only for clients in its
 	// own map, which it reads without the store's lock: they are all
 	// there before the provider serves.
@@ -117,6 +117,23 @@ func (p *Provider) AddWorkload(id string, w Workload) {
 // tokens is name too).
 func (p *Provider) AddUser(name string, u User) {
 	p.st.users.add(name, u)
+}
+
+// Rename makes the provider send the user id (whose subject stays id)
+// with the preferred_username name from its next login on: a person
+// whose name claim changed.
+func (p *Provider) Rename(id, name string) {
+	p.st.users.mu.Lock()
+	defer p.st.users.mu.Unlock()
+	p.st.users.names[id] = name
+}
+
+// SetGroups replaces the groups the provider sends for the user id from
+// its next login on.
+func (p *Provider) SetGroups(id string, groups ...string) {
+	p.st.users.mu.Lock()
+	defer p.st.users.mu.Unlock()
+	p.st.users.groups[id] = append([]string{}, groups...)
 }
 
 // AddWebClient registers a confidential client of the authorization code
@@ -349,11 +366,12 @@ func (s *store) GetPrivateClaimsFromScopes(ctx context.Context, userID, clientID
 	if err != nil {
 		return nil, err
 	}
-	if g := s.users.groupsOf(userID); g != nil {
+	if g, name := s.users.groupsOf(userID); g != nil {
 		if claims == nil {
 			claims = map[string]any{}
 		}
 		claims["groups"] = g
+		claims["preferred_username"] = name
 		claims["email"] = s.users.GetUserByID(userID).Email
 	}
 	return claims, nil
@@ -425,6 +443,8 @@ type users struct {
 	mu     sync.Mutex
 	byName map[string]*storage.User
 	groups map[string][]string
+	// names are the preferred_username claims that are not the id.
+	names map[string]string
 }
 
 func (u *users) add(name string, in User) {
@@ -437,20 +457,24 @@ func (u *users) add(name string, in User) {
 
 // addClaims adds a known user's preferred_username and groups.
 func (u *users) addClaims(ui *oidc.UserInfo, id string) {
-	if g := u.groupsOf(id); g != nil {
+	if g, name := u.groupsOf(id); g != nil {
 		ui.AppendClaims("groups", g)
-		ui.AppendClaims("preferred_username", id)
+		ui.AppendClaims("preferred_username", name)
 	}
 }
 
-func (u *users) groupsOf(id string) []string {
+// groupsOf returns a known user's groups and preferred_username.
+func (u *users) groupsOf(id string) ([]string, string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	g, ok := u.groups[id]
 	if !ok {
-		return nil
+		return nil, ""
 	}
-	return g
+	if n, ok := u.names[id]; ok {
+		return g, n
+	}
+	return g, id
 }
 
 func (u *users) GetUserByID(id string) *storage.User {
