@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/asn1"
 	"encoding/base64"
 	"encoding/pem"
 	"errors"
@@ -272,6 +273,11 @@ agent "builder" {
 	if run, err := as(runnerCert, runnerKey).CreateRun(ctx); err != nil || run.Requester != "agent:runner/runner-1.ci.example" {
 		t.Errorf("a certificate with both the DNS and the common name: %+v %v", run, err)
 	}
+	// A subject with two common names matches no cn: entry, whichever
+	// one a parser keeps.
+	if run, err := created(certNames{cn: "stranger", moreCN: []string{"runner-1.ci.example"}}); err == nil {
+		t.Errorf("a certificate with two common names created run %+v", run)
+	}
 }
 
 // tlsClient trusts the CA in caFile and presents the certificate pair, if
@@ -326,9 +332,10 @@ func newTestCA(t testing.TB, name string) *testCA {
 
 // certNames are the names a test certificate carries.
 type certNames struct {
-	cn   string
-	dns  []string
-	uris []string
+	cn     string
+	moreCN []string // further common name attributes, after cn
+	dns    []string
+	uris   []string
 }
 
 // issue writes a certificate with names n (a server one, also for
@@ -346,6 +353,12 @@ func (ca *testCA) issue(t testing.TB, dir string, n certNames, server bool) (cer
 	if server {
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
+	}
+	if len(n.moreCN) > 0 { // ExtraNames replace the CommonName field
+		n.moreCN = append([]string{n.cn}, n.moreCN...)
+	}
+	for _, cn := range n.moreCN {
+		tmpl.Subject.ExtraNames = append(tmpl.Subject.ExtraNames, pkix.AttributeTypeAndValue{Type: asn1.ObjectIdentifier{2, 5, 4, 3}, Value: cn})
 	}
 	for _, s := range n.uris {
 		u, err := url.Parse(s)
