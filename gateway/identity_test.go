@@ -220,19 +220,7 @@ agent "builder" {
 		}
 	}
 
-	for _, c := range []struct {
-		name  string
-		names certNames
-		says  string
-	}{
-		{"no agent's names", certNames{cn: "stranger", dns: []string{"stranger.ci.example"}}, `cn:"stranger", dns:"stranger.ci.example"`},
-		{"a common name that reads as a SPIFFE ID", certNames{cn: "spiffe://ci.example/runner-2"}, "is no agent's"},
-		{"a common name that reads as a DNS name", certNames{cn: "runner-1.ci.example"}, `a "cn:runner-1.ci.example" entry alone`},
-		{"a DNS name that reads as a SPIFFE ID", certNames{dns: []string{"spiffe://ci.example/runner-2"}}, "is no agent's"},
-		{"a DNS name that reads as a uri: subject", certNames{dns: []string{"https://build.ci.example/builder"}}, "is no agent's"},
-		{"a SPIFFE ID that reads as a DNS name", certNames{uris: []string{"spiffe://runner-1.ci.example"}}, "is no agent's"},
-		{"two agents' names", certNames{uris: []string{"spiffe://ci.example/runner-2", "https://build.ci.example/builder"}}, "more than one agent"},
-	} {
+	for _, c := range refusedCertificates {
 		run, err := created(c.names)
 		var apiErr *api.Error
 		if !errors.As(err, &apiErr) || apiErr.Status != http.StatusUnauthorized || !strings.Contains(apiErr.Err.Message, c.says) {
@@ -278,6 +266,23 @@ agent "builder" {
 	if run, err := created(certNames{cn: "stranger", moreCN: []string{"runner-1.ci.example"}}); err == nil {
 		t.Errorf("a certificate with two common names created run %+v", run)
 	}
+}
+
+// refusedCertificates are client certificates of the CA that
+// TestClientCertificateAgents's agents must refuse, and what the refusal
+// must say.
+var refusedCertificates = []struct {
+	name  string
+	names certNames
+	says  string
+}{
+	{"no agent's names", certNames{cn: "stranger", dns: []string{"stranger.ci.example"}}, `cn:"stranger", dns:"stranger.ci.example"`},
+	{"a common name that reads as a SPIFFE ID", certNames{cn: "spiffe://ci.example/runner-2"}, "is no agent's"},
+	{"a common name that reads as a DNS name", certNames{cn: "runner-1.ci.example"}, `a "cn:runner-1.ci.example" entry alone`},
+	{"a DNS name that reads as a SPIFFE ID", certNames{dns: []string{"spiffe://ci.example/runner-2"}}, "is no agent's"},
+	{"a DNS name that reads as a uri: subject", certNames{dns: []string{"https://build.ci.example/builder"}}, "is no agent's"},
+	{"a SPIFFE ID that reads as a DNS name", certNames{uris: []string{"spiffe://runner-1.ci.example"}}, "is no agent's"},
+	{"two agents' names", certNames{uris: []string{"spiffe://ci.example/runner-2", "https://build.ci.example/builder"}}, "more than one agent"},
 }
 
 // tlsClient trusts the CA in caFile and presents the certificate pair, if

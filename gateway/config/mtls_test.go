@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlockgw/airlock/approvals"
 )
 
 // Each entry of mtls.subjects says which field of a certificate it
@@ -145,3 +147,40 @@ func TestConfigMTLSSubjects(t *testing.T) {
 // forms is the part of the accepted forms every message about an
 // unknown form carries.
 const forms = `"cn:NAME" (its subject's common name)`
+
+// Whatever an entry, an accepted one records a subject a requester may
+// carry, reads back as itself, and its recorded subject says its type: a
+// DNS name has no ':', a URI has one and never reads as a cn: name.
+func FuzzParseCertName(f *testing.F) {
+	for _, s := range []string{"runner-1.ci.example", "spiffe://ci.example/r", "uri:https://b.example/x", "cn:legacy", "dns:A.b", "uri:cn:x", "*.x", "uri:urn:x:y"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, entry string) {
+		n, err := ParseCertName(entry)
+		if err != nil {
+			return
+		}
+		if !approvals.ValidSubject(n.Subject()) {
+			t.Errorf("%q: subject %q is no requester's", entry, n.Subject())
+		}
+		if again, err := ParseCertName(n.String()); err != nil || again != n {
+			t.Errorf("%q reads back from %q as %+v %v, want %+v", entry, n.String(), again, err, n)
+		}
+		switch sub := n.Subject(); n.Type {
+		case CertDNS:
+			if strings.Contains(sub, ":") {
+				t.Errorf("%q: DNS subject %q holds ':'", entry, sub)
+			}
+		case CertURI:
+			if !strings.Contains(sub, ":") || strings.HasPrefix(sub, "cn:") {
+				t.Errorf("%q: URI subject %q could read as another type", entry, sub)
+			}
+		case CertCN:
+			if !strings.HasPrefix(sub, "cn:") {
+				t.Errorf("%q: common name subject %q", entry, sub)
+			}
+		default:
+			t.Errorf("%q: type %v", entry, n.Type)
+		}
+	})
+}
