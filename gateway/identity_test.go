@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/asn1"
 	"encoding/base64"
 	"encoding/pem"
 	"errors"
@@ -148,23 +149,31 @@ func tamper(jwt string) string {
 
 // A remote agent with a client certificate of the operator's CA, on the
 // TLS listener: the agent block whose mtls.subjects names it, its runs
-// named after the certificate. A certificate no block names, or of
-// another CA, creates no run.
+// named after the certificate. Each subject matches the certificate's
+// names of its own type alone: a common name never stands for a DNS name
+// or a SPIFFE ID, a DNS name never for a URI. A certificate no block
+// names, one two blocks name, or one of another CA creates no run; an
+// operator told by the refusal to write a cn: entry gets the run, named
+// cn:NAME so that it never reads as a DNS name.
 func TestClientCertificateAgents(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	ca := newTestCA(t, "airlock agents CA")
 	rogue := newTestCA(t, "someone else's CA")
-	serverCert, serverKey := ca.issue(t, dir, "gateway", true)
-	runnerCert, runnerKey := ca.issue(t, dir, "runner-1.ci.example", false)
-	strangerCert, strangerKey := ca.issue(t, dir, "stranger", false)
-	rogueCert, rogueKey := rogue.issue(t, dir, "runner-1.ci.example", false)
+	serverCert, serverKey := ca.issue(t, dir, certNames{cn: "gateway"}, true)
+	runnerCert, runnerKey := ca.issue(t, dir, certNames{cn: "runner-1.ci.example", dns: []string{"RUNNER-1.ci.example"}}, false)
+	rogueCert, rogueKey := rogue.issue(t, dir, certNames{cn: "runner-1.ci.example", dns: []string{"runner-1.ci.example"}}, false)
 
 	extra := `
 agent "runner" {
   limits = ["box-run"]
   mtls {
-    subjects = ["runner-1.ci.example"]
+    subjects = ["runner-1.ci.example", "spiffe://ci.example/runner-2"]
+  }
+}
+agent "builder" {
+  mtls {
+    subjects = ["uri:https://build.ci.example/builder"]
   }
 }
 `
@@ -173,31 +182,57 @@ agent "runner" {
 	as := func(cert, key string) *api.Client {
 		return api.NewHTTPClient(g.base, "").WithHTTP(tlsClient(t, ca.file, &[2]string{cert, key}))
 	}
+	runAs := func(cert, key, requester string) {
+		t.Helper()
+		run, err := as(cert, key).CreateRun(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", requester, err)
+		}
+		if run.Requester != requester {
+			t.Errorf("requester %q, want %q", run.Requester, requester)
+		}
+		agent := api.NewHTTPClient(g.base, run.Token).WithHTTP(g.httpc)
+		done := make(chan *api.Action, 1)
+		go func() {
+			a, _ := agent.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: "echo over-mtls"}, api.Events{})
+			done <- a
+		}()
+		if req := g.decideNext("run", "approve", ""); req.Requester != requester {
+			t.Errorf("the reviewer sees requester %q, want %q", req.Requester, requester)
+		}
+		if a := <-done; a == nil || !a.Success() || a.Stdout != "over-mtls\n" {
+			t.Errorf("an action of %s's run: %+v", requester, a)
+		}
+	}
+	created := func(n certNames) (*api.Run, error) {
+		cert, key := ca.issue(t, dir, n, false)
+		return as(cert, key).CreateRun(ctx)
+	}
 
-	run, err := as(runnerCert, runnerKey).CreateRun(ctx)
-	if err != nil {
-		t.Fatalf("the runner's certificate: %v", err)
-	}
-	if run.Requester != "agent:runner/runner-1.ci.example" {
-		t.Errorf("requester %q", run.Requester)
-	}
-	agent := api.NewHTTPClient(g.base, run.Token).WithHTTP(g.httpc)
-	done := make(chan *api.Action, 1)
-	go func() {
-		a, _ := agent.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: "echo over-mtls"}, api.Events{})
-		done <- a
-	}()
-	g.decideNext("run", "approve", "")
-	if a := <-done; a == nil || !a.Success() || a.Stdout != "over-mtls\n" {
-		t.Errorf("an action of the certificate's run: %+v", a)
+	runAs(runnerCert, runnerKey, "agent:runner/runner-1.ci.example") // its DNS name, whatever its case
+	for n, want := range map[*certNames]string{
+		{cn: "runner-2", uris: []string{"spiffe://ci.example/runner-2"}}:           "agent:runner/spiffe://ci.example/runner-2",
+		{uris: []string{"https://build.ci.example/builder"}}:                       "agent:builder/https://build.ci.example/builder",
+		{cn: "spiffe://ci.example/runner-2", dns: []string{"runner-1.ci.example"}}: "agent:runner/runner-1.ci.example",
+	} {
+		if run, err := created(*n); err != nil || run.Requester != want {
+			t.Errorf("a certificate with %+v: %+v %v, want requester %q", *n, run, err, want)
+		}
 	}
 
-	_, err = as(strangerCert, strangerKey).CreateRun(ctx)
+	for _, c := range refusedCertificates {
+		run, err := created(c.names)
+		var apiErr *api.Error
+		if !errors.As(err, &apiErr) || apiErr.Status != http.StatusUnauthorized || !strings.Contains(apiErr.Err.Message, c.says) {
+			t.Errorf("%s: %+v %v, want 401 saying %q", c.name, run, err, c.says)
+		}
+	}
+	// The operator learns what to write from the log.
+	if logs := g.logs.String(); !strings.Contains(logs, "agent=runner") || !strings.Contains(logs, "write=cn:runner-1.ci.example") {
+		t.Errorf("no log line names the cn: entry to write:\n%s", logs)
+	}
+	_, err := api.NewHTTPClient(g.base, "").WithHTTP(g.httpc).CreateRun(ctx)
 	var apiErr *api.Error
-	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusUnauthorized || !strings.Contains(apiErr.Err.Message, `"stranger"`) {
-		t.Errorf("a certificate no agent block names: %v", err)
-	}
-	_, err = api.NewHTTPClient(g.base, "").WithHTTP(g.httpc).CreateRun(ctx)
 	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusUnauthorized {
 		t.Errorf("no certificate at all: %v", err)
 	}
@@ -206,6 +241,48 @@ agent "runner" {
 	if run, err := as(rogueCert, rogueKey).CreateRun(ctx); err == nil {
 		t.Errorf("another CA's certificate created run %+v", run)
 	}
+
+	// The operator writes the cn: entry and reloads: the certificate with
+	// a common name alone is the agent, recorded as cn:NAME; the one with
+	// the DNS name stays its DNS name.
+	src, err := os.ReadFile(g.cfg.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	upgraded := strings.Replace(string(src), `"runner-1.ci.example",`, `"runner-1.ci.example", "cn:runner-1.ci.example",`, 1)
+	if err := os.WriteFile(g.cfg.Path, []byte(upgraded), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.srv.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cnCert, cnKey := ca.issue(t, dir, certNames{cn: "runner-1.ci.example"}, false)
+	runAs(cnCert, cnKey, "agent:runner/cn:runner-1.ci.example")
+	if run, err := as(runnerCert, runnerKey).CreateRun(ctx); err != nil || run.Requester != "agent:runner/runner-1.ci.example" {
+		t.Errorf("a certificate with both the DNS and the common name: %+v %v", run, err)
+	}
+	// A subject with two common names matches no cn: entry, whichever
+	// one a parser keeps.
+	if run, err := created(certNames{cn: "stranger", moreCN: []string{"runner-1.ci.example"}}); err == nil {
+		t.Errorf("a certificate with two common names created run %+v", run)
+	}
+}
+
+// refusedCertificates are client certificates of the CA that
+// TestClientCertificateAgents's agents must refuse, and what the refusal
+// must say.
+var refusedCertificates = []struct {
+	name  string
+	names certNames
+	says  string
+}{
+	{"no agent's names", certNames{cn: "stranger", dns: []string{"stranger.ci.example"}}, `cn:"stranger", dns:"stranger.ci.example"`},
+	{"a common name that reads as a SPIFFE ID", certNames{cn: "spiffe://ci.example/runner-2"}, "is no agent's"},
+	{"a common name that reads as a DNS name", certNames{cn: "runner-1.ci.example"}, `a "cn:runner-1.ci.example" entry alone`},
+	{"a DNS name that reads as a SPIFFE ID", certNames{dns: []string{"spiffe://ci.example/runner-2"}}, "is no agent's"},
+	{"a DNS name that reads as a uri: subject", certNames{dns: []string{"https://build.ci.example/builder"}}, "is no agent's"},
+	{"a SPIFFE ID that reads as a DNS name", certNames{uris: []string{"spiffe://runner-1.ci.example"}}, "is no agent's"},
+	{"two agents' names", certNames{uris: []string{"spiffe://ci.example/runner-2", "https://build.ci.example/builder"}}, "more than one agent"},
 }
 
 // tlsClient trusts the CA in caFile and presents the certificate pair, if
@@ -258,23 +335,42 @@ func newTestCA(t testing.TB, name string) *testCA {
 	return &testCA{cert: cert, key: key, file: file}
 }
 
-// issue writes a certificate for name (a server one for 127.0.0.1, or a
-// client one) and its key, and returns their files.
-func (ca *testCA) issue(t testing.TB, dir, name string, server bool) (certFile, keyFile string) {
+// certNames are the names a test certificate carries.
+type certNames struct {
+	cn     string
+	moreCN []string // further common name attributes, after cn
+	dns    []string
+	uris   []string
+}
+
+// issue writes a certificate with names n (a server one, also for
+// 127.0.0.1, or a client one) and its key, and returns their files.
+func (ca *testCA) issue(t testing.TB, dir string, n certNames, server bool) (certFile, keyFile string) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: name},
+	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: n.cn}, DNSNames: n.dns,
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
 	if server {
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
-	} else if u, err := url.Parse("spiffe://ci.example/" + name); err == nil {
-		tmpl.URIs = []*url.URL{u}
+	}
+	if len(n.moreCN) > 0 { // ExtraNames replace the CommonName field
+		n.moreCN = append([]string{n.cn}, n.moreCN...)
+	}
+	for _, cn := range n.moreCN {
+		tmpl.Subject.ExtraNames = append(tmpl.Subject.ExtraNames, pkix.AttributeTypeAndValue{Type: asn1.ObjectIdentifier{2, 5, 4, 3}, Value: cn})
+	}
+	for _, s := range n.uris {
+		u, err := url.Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmpl.URIs = append(tmpl.URIs, u)
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
@@ -284,7 +380,7 @@ func (ca *testCA) issue(t testing.TB, dir, name string, server bool) (certFile, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := filepath.Join(dir, fmt.Sprintf("%s-%d", name, serial))
+	base := filepath.Join(dir, serial.String())
 	certFile, keyFile = base+".crt", base+".key"
 	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
 		t.Fatal(err)

@@ -360,26 +360,54 @@ func (c *checker) agent(cfg *Config, r *rawAgent, base string) {
 	case len(r.MTLS) > 1:
 		c.Errorf(r.MTLS[1].DefRange, "agent %q has more than one mtls block", r.Name)
 	case len(r.MTLS) == 1:
-		m := r.MTLS[0]
-		if !c.require(m.Subjects != nil, m.DefRange, "mtls.subjects") {
-			break
-		}
-		a.MTLS = &AgentMTLS{}
-		for _, s := range c.strList(m.Subjects) {
-			if s == "" || !printable(s) {
-				c.Errorf(m.Subjects.Range, "agent %q: mtls.subjects: %q is not a certificate name", r.Name, s)
-				continue
-			}
-			a.MTLS.Subjects = append(a.MTLS.Subjects, s)
-		}
-		if len(a.MTLS.Subjects) == 0 {
-			c.Errorf(m.DefRange, "agent %q: mtls.subjects must name at least one certificate (its common name, DNS or URI name)", r.Name)
-		}
-		if cfg.Listen.ClientCAFile == "" {
-			c.Errorf(m.DefRange, "agent %q: an mtls block needs listen.client_ca_file (the CA that issues the agents' certificates)", r.Name)
-		}
+		a.MTLS = c.mtls(cfg, r.Name, r.MTLS[0])
 	}
 	cfg.Agents[r.Name] = a
+}
+
+// mtls reads the mtls block of the agent name; nil when it has no
+// subjects attribute. Every subject is one agent's: a name an earlier
+// agent block (or this one) already lists is a problem.
+func (c *checker) mtls(cfg *Config, name string, m *rawMTLS) *AgentMTLS {
+	if !c.require(m.Subjects != nil, m.DefRange, "mtls.subjects") {
+		return nil
+	}
+	out := &AgentMTLS{}
+	given := c.strList(m.Subjects)
+	if len(given) == 0 {
+		c.Errorf(m.DefRange, "agent %q: mtls.subjects must name at least one certificate: %s", name, certNameForms)
+	}
+	for _, s := range given {
+		n, err := ParseCertName(s)
+		if err != nil {
+			c.Errorf(m.Subjects.Range, "agent %q: mtls.subjects: %q: %v", name, clip(s), err)
+			continue
+		}
+		if slices.Contains(out.Subjects, n) {
+			c.Errorf(m.Subjects.Range, "agent %q: mtls.subjects: %q is listed twice", name, n.String())
+			continue
+		}
+		if other := subjectOwner(cfg, n); other != "" {
+			c.Errorf(m.Subjects.Range, "agent %q: mtls.subjects: %q is also agent %q's: a certificate is one agent", name, n.String(), other)
+			continue
+		}
+		out.Subjects = append(out.Subjects, n)
+	}
+	if cfg.Listen.ClientCAFile == "" {
+		c.Errorf(m.DefRange, "agent %q: an mtls block needs listen.client_ca_file (the CA that issues the agents' certificates)", name)
+	}
+	return out
+}
+
+// subjectOwner is the agent already read whose mtls block lists n, ""
+// when none does.
+func subjectOwner(cfg *Config, n CertName) string {
+	for name, a := range cfg.Agents {
+		if a.MTLS != nil && slices.Contains(a.MTLS.Subjects, n) {
+			return name
+		}
+	}
+	return ""
 }
 
 // oidc reads the oidc block of the agent name.

@@ -121,10 +121,10 @@ type AgentOIDC struct {
 }
 
 // AgentMTLS is an agent block's mtls block: a client certificate from
-// listen.client_ca_file whose common name, DNS or URI name is one of
-// Subjects.
+// listen.client_ca_file that carries one of Subjects, each compared with
+// the certificate's names of its own type alone.
 type AgentMTLS struct {
-	Subjects []string
+	Subjects []CertName
 }
 
 // SSO is the sso block: the reviewer pages' single sign-on (OpenID

@@ -350,7 +350,7 @@ agent "runner" {
 		"ci": {Name: "ci", Limits: []approvals.Scope{{Target: "build-box"}, {Target: "db", Account: "postgres"}},
 			OIDC: &AgentOIDC{Issuer: "https://token.actions.githubusercontent.com", Audience: "airlock", SubjectClaim: "sub",
 				RequiredClaims: map[string]string{"repository": "acme/app"}}},
-		"runner": {Name: "runner", MTLS: &AgentMTLS{Subjects: []string{"runner-1.ci.example"}}},
+		"runner": {Name: "runner", MTLS: &AgentMTLS{Subjects: []CertName{{Type: CertDNS, Name: "runner-1.ci.example"}}}},
 	}
 	if diff := cmp.Diff(want, cfg.Agents); diff != "" {
 		t.Errorf("agents (-want +got):\n%s", diff)

@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/asn1"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -243,37 +245,126 @@ func claimHas(v any, want string) bool {
 }
 
 // CertificateAgent returns the agent a verified client certificate is:
-// the first agent block (by name) whose mtls.subjects names the
-// certificate's common name, a DNS name or a URI. false: no block does;
-// the message says which names the certificate has.
+// the one agent block whose mtls.subjects lists one of the certificate's
+// names, each subject compared with the certificate's names of its own
+// type alone — a DNS name with its DNS names (ASCII case aside), a URI
+// with its URIs, a cn: name with its common name — never across types.
+// The verified subject is the subject matched (config.CertName.Subject);
+// when one agent's subjects match several names, the first of its URIs,
+// then DNS names, then common name, in the order they are listed.
+// Refused (ErrUnauthorized): a certificate no block names, saying which
+// names of which types it has; one that the subjects of two agents match.
 func (e *Identity) CertificateAgent(cert *x509.Certificate) (Agent, error) {
-	var certNames []string
-	if cert.Subject.CommonName != "" {
-		certNames = append(certNames, cert.Subject.CommonName)
-	}
-	certNames = append(certNames, cert.DNSNames...)
-	for _, u := range cert.URIs {
-		certNames = append(certNames, u.String())
-	}
 	agents := e.conf().cfg.Agents
+	var matched []string // "agent NAME as SUBJECT", for the refusal
+	var found Agent
 	for _, name := range slices.Sorted(maps.Keys(agents)) {
 		a := agents[name]
 		if a.MTLS == nil {
 			continue
 		}
-		for _, s := range a.MTLS.Subjects {
-			if !slices.Contains(certNames, s) {
-				continue
+		s, ok := certSubject(cert, a.MTLS.Subjects)
+		if !ok {
+			continue
+		}
+		matched = append(matched, fmt.Sprintf("agent %q as %q", name, s.Subject()))
+		found = Agent{approvals.Agent{Name: name, Limits: a.Limits, Via: "mtls", Verified: s.Subject(), CreatedAt: e.clock.Now()}}
+	}
+	switch len(matched) {
+	case 1:
+		return found, nil
+	case 0:
+		return Agent{}, e.unnamedCertificate(cert, agents)
+	}
+	// Which agent it is would be an arbitrary pick: none.
+	e.log.Warn("client certificate refused: the subjects of several agents name it; list each certificate's name in one agent block", "matches", strings.Join(matched, ", "), "serial", cert.SerialNumber.String())
+	return Agent{}, refuse(ErrUnauthorized, fmt.Sprintf("the client certificate is more than one agent (%s): an operator lists each certificate's names in one agent block only", strings.Join(matched, ", ")))
+}
+
+// certSubject is the first of subjects the certificate has: URI names
+// before DNS names before a common name, each type in the listed order.
+func certSubject(cert *x509.Certificate, subjects []config.CertName) (config.CertName, bool) {
+	for _, t := range []config.CertNameType{config.CertURI, config.CertDNS, config.CertCN} {
+		for _, s := range subjects {
+			if s.Type == t && certHas(cert, s) {
+				return s, true
 			}
-			if !approvals.ValidSubject(s) {
-				return Agent{}, refuse(ErrUnauthorized, fmt.Sprintf("agent %q: the certificate name %q holds characters a requester may not", name, clip(s, 200)))
-			}
-			return Agent{approvals.Agent{Name: name, Limits: a.Limits, Via: "mtls", Verified: s, CreatedAt: e.clock.Now()}}, nil
 		}
 	}
-	quoted := make([]string, 0, len(certNames))
-	for _, n := range certNames {
-		quoted = append(quoted, fmt.Sprintf("%q", clip(n, 100)))
+	return config.CertName{}, false
+}
+
+// certHas reports whether the certificate carries n in the field of n's
+// type.
+func certHas(cert *x509.Certificate, n config.CertName) bool {
+	switch n.Type {
+	case config.CertDNS:
+		return slices.ContainsFunc(cert.DNSNames, func(d string) bool { return lowerASCII(d) == n.Name })
+	case config.CertURI:
+		return slices.ContainsFunc(cert.URIs, func(u *url.URL) bool { return u.String() == n.Name })
+	case config.CertCN:
+		cns := commonNames(cert)
+		return len(cns) == 1 && cns[0] == n.Name
 	}
-	return Agent{}, refuse(ErrUnauthorized, fmt.Sprintf("the client certificate (%s) is no agent's: an operator names it in an agent block's mtls.subjects", strings.Join(quoted, ", ")))
+	return false
+}
+
+// commonNames are every common name attribute of the certificate's
+// subject: a subject with two is matched by no cn: entry, rather than by
+// whichever one the parser kept in Subject.CommonName.
+func commonNames(cert *x509.Certificate) []string {
+	var out []string
+	for _, atv := range cert.Subject.Names {
+		if s, ok := atv.Value.(string); ok && atv.Type.Equal(oidCommonName) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// oidCommonName is the X.520 commonName attribute (2.5.4.3).
+var oidCommonName = asn1.ObjectIdentifier{2, 5, 4, 3}
+
+// lowerASCII lower-cases ASCII letters alone: no Unicode folding (the
+// Kelvin sign is not a k), as DNS names compare (RFC 4343).
+func lowerASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// unnamedCertificate is the refusal of a certificate no agent block
+// names, listing its names with their types. When its common name is
+// what a dns: or uri: subject lists (a configuration written when common
+// names matched any subject), the refusal and a log line say which cn:
+// entry would name it.
+func (e *Identity) unnamedCertificate(cert *x509.Certificate, agents map[string]*config.Agent) error {
+	var names []string
+	for _, cn := range commonNames(cert) {
+		names = append(names, fmt.Sprintf("cn:%q", clip(cn, 100)))
+	}
+	for _, d := range cert.DNSNames {
+		names = append(names, fmt.Sprintf("dns:%q", clip(d, 100)))
+	}
+	for _, u := range cert.URIs {
+		names = append(names, fmt.Sprintf("uri:%q", clip(u.String(), 100)))
+	}
+	msg := fmt.Sprintf("the client certificate (%s) is no agent's: an operator names it in an agent block's mtls.subjects", strings.Join(names, ", "))
+	if cns := commonNames(cert); len(cns) == 1 {
+		for _, name := range slices.Sorted(maps.Keys(agents)) {
+			a := agents[name]
+			if a.MTLS == nil || !slices.ContainsFunc(a.MTLS.Subjects, func(s config.CertName) bool { return s.Type != config.CertCN && s.Name == cns[0] }) {
+				continue
+			}
+			want := config.CertName{Type: config.CertCN, Name: cns[0]}
+			e.log.Warn("client certificate refused: its common name matches a subject only of another type; a common name is matched by a cn: entry alone",
+				"agent", name, "common_name", clip(cns[0], 200), "write", want.String())
+			return refuse(ErrUnauthorized, fmt.Sprintf("%s; its common name is matched by a %q entry alone, not by a DNS name or URI", msg, want.String()))
+		}
+	}
+	return refuse(ErrUnauthorized, msg)
 }
