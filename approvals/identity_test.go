@@ -106,7 +106,6 @@ func TestSSOIdentityIsOneAccount(t *testing.T) {
 	}
 }
 
-
 // A login racing a new password leaves no token that works: the token
 // is bound to the credential epoch the password was verified at, and
 // made only while the account still has it. The interleaving that let a
