@@ -393,6 +393,20 @@ func e2eReviewerLifecycle(t *testing.T, d *daemon) {
 	}
 	refused("new password", rita)
 	rita = login()
+	if out, errs, code := d.cli("reviewer", "rename", "rita", "rita2"); code != 0 || !strings.Contains(out, "rita is now rita2") {
+		t.Fatalf("reviewer rename: exit %d: %s %s", code, out, errs)
+	}
+	refused("renamed", rita)
+	if _, errs, code := d.cli("reviewer", "rename", "rita2", "ALICE"); code == 0 || !strings.Contains(errs, "exists already") {
+		t.Errorf("renaming rita2 to another account's name: exit %d: %s", code, errs)
+	}
+	if _, errs, code := d.cli("reviewer", "rename", "rita2"); code != 2 || !strings.Contains(errs, "NEW-NAME") {
+		t.Errorf("rename without a new name: exit %d: %s", code, errs)
+	}
+	if _, errs, code := d.cli("reviewer", "rename", "rita2", "rita"); code != 0 {
+		t.Fatalf("reviewer rename back: %s", errs)
+	}
+	rita = login()
 	if _, errs, code := d.cli("reviewer", "remove", "rita"); code != 0 {
 		t.Fatalf("reviewer remove: %s", errs)
 	}
@@ -401,7 +415,7 @@ func e2eReviewerLifecycle(t *testing.T, d *daemon) {
 		t.Errorf("disabling no one: exit %d: %s", code, errs)
 	}
 	exported, _, _ := d.cli("audit", "export")
-	for _, kind := range []string{"reviewer.added", "reviewer.disabled", "reviewer.enabled", "reviewer.password_changed", "reviewer.removed"} {
+	for _, kind := range []string{"reviewer.added", "reviewer.disabled", "reviewer.enabled", "reviewer.password_changed", "reviewer.renamed", "reviewer.removed"} {
 		if !strings.Contains(exported, `"`+kind+`"`) {
 			t.Errorf("the audit log has no %s", kind)
 		}
