@@ -69,9 +69,9 @@ func newNameBudget(clock approvals.Clock) *nameBudget {
 }
 
 // slowed is a check of a name refused by its budget: its slot is past
-// the horizon (or too many wait for theirs). Failures is how many failed
-// checks the name has in the window, After when a try would be held no
-// longer than the horizon.
+// the horizon (or too many wait for theirs). Failures is how many checks
+// of the name failed in the window or are in flight, After when a try
+// would be held no longer than the horizon.
 type slowed struct {
 	Failures int
 	After    time.Duration
@@ -104,7 +104,7 @@ func (b *nameBudget) reserve(name string) (wait time.Duration, refused *slowed) 
 		slot = max(now, s.last+b.delay(n))
 	}
 	if slot-now > b.horizon || (slot > now && s.waiting >= b.maxWaiters) {
-		return 0, &slowed{Failures: len(s.fails), After: slot - now}
+		return 0, &slowed{Failures: n, After: slot - now}
 	}
 	s.last, s.inflight = slot, s.inflight+1
 	if slot > now {
@@ -184,5 +184,5 @@ func (b *nameBudget) sweep(now time.Duration) {
 }
 
 func (s *slowed) Error() string {
-	return fmt.Sprintf("slowed after %d failed logins", s.Failures)
+	return fmt.Sprintf("slowed after %d failed or pending logins", s.Failures)
 }

@@ -64,8 +64,8 @@ func TestNameBudgetDelayGrowsWithFailures(t *testing.T) {
 		t.Fatalf("the 13th check: wait %v, %+v; want 30 s", w, refused)
 	}
 	_, refused := b.reserve("rita")
-	if refused == nil || refused.After != 60*s || refused.Failures != 12 {
-		t.Fatalf("a check past the 30 s horizon: %+v, want refused with 60 s to wait after 12 failures", refused)
+	if refused == nil || refused.After != 60*s || refused.Failures != 13 {
+		t.Fatalf("a check past the 30 s horizon: %+v, want refused with 60 s to wait after 12 failures and one in flight", refused)
 	}
 	clk.Advance(30 * s)
 	b.done("rita", false)

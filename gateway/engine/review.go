@@ -81,7 +81,7 @@ func (e *Review) Login(ctx context.Context, name, password string, device Secret
 	switch {
 	case errors.As(err, &slow):
 		done(false)
-		return Reviewer{}, refuseFor(slow.After, fmt.Sprintf("logins as %s are being slowed after %d failed logins from unknown devices in the last %d minutes; a browser or CLI that logged in as %s before is not slowed; %s",
+		return Reviewer{}, refuseFor(slow.After, fmt.Sprintf("logins as %s are being slowed after %d failed or pending logins from unknown devices in the last %d minutes; a browser or CLI that logged in as %s before is not slowed; %s",
 			name, slow.Failures, int(nameWindow/time.Minute), name, retryText(slow.After)))
 	case err != nil:
 		done(false)
