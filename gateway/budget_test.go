@@ -331,14 +331,7 @@ func TestRunCreationIsBudgetedPerAgentIdentity(t *testing.T) {
 		t.Errorf("300 runs asked from 60 loopback addresses: %d created, %d refused with 429; want 10, 290", n, refused.Load())
 	}
 
-	b, err := g.srv.eng.Admin().AddAgent(ctx, "fleet", nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fleet, err := g.srv.eng.Identity().VerifyAgent(ctx, engine.NewSecret(b.Token))
-	if err != nil {
-		t.Fatal(err)
-	}
+	fleet := verifiedAgent(t, g, "fleet")
 	before = created()
 	var last error
 	for i := range 40 {
@@ -352,15 +345,22 @@ func TestRunCreationIsBudgetedPerAgentIdentity(t *testing.T) {
 	if !errors.Is(last, engine.ErrRateLimited) || engine.RetryAfter(last) <= 0 || !strings.Contains(last.Error(), "this agent identity, "+fleet.Subject()) {
 		t.Errorf("the refusal: %v (retry after %v), want one naming the identity's budget and when to retry", last, engine.RetryAfter(last))
 	}
-	other, err := g.srv.eng.Admin().AddAgent(ctx, "other", nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	oa, err := g.srv.eng.Identity().VerifyAgent(ctx, engine.NewSecret(other.Token))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := g.srv.eng.Runs().CreateRemote(ctx, oa, "198.51.100.200:4000", 0); err != nil {
+	if _, err := g.srv.eng.Runs().CreateRemote(ctx, verifiedAgent(t, g, "other"), "198.51.100.200:4000", 0); err != nil {
 		t.Errorf("another agent from a fresh address: %v", err)
 	}
+}
+
+// verifiedAgent issues an agent token for name and returns the agent it
+// proves, as a front end hands it to the engine.
+func verifiedAgent(t *testing.T, g *testGateway, name string) engine.Agent {
+	t.Helper()
+	tok, err := g.srv.eng.Admin().AddAgent(context.Background(), name, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := g.srv.eng.Identity().VerifyAgent(context.Background(), engine.NewSecret(tok.Token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
