@@ -52,7 +52,7 @@ func TestClockSetBackDoesNotLengthenRun(t *testing.T) {
 		t.Errorf("verify: time_set_back = %+v, want the clock's step back noted", rep.TimeSetBack)
 	}
 	// The reviewer page's verification says so too.
-	rv, err := web.NewEngineBackend(g.srv.eng.Review(), g.srv.eng.Runs(), g.srv.eng.Audit()).Login(ctx, testReviewer, testkit.Password, "127.0.0.1:1")
+	rv, _, err := web.NewEngineBackend(g.srv.eng.Review(), g.srv.eng.Runs(), g.srv.eng.Audit()).Login(ctx, testReviewer, testkit.Password, "", "127.0.0.1:1")
 	if err != nil {
 		t.Fatal(err)
 	}

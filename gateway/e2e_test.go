@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockgw/airlock/approvals/clocktest"
 	"github.com/airlockgw/airlock/deploy/securefile"
 	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/sshexec"
@@ -1007,12 +1008,23 @@ func ownClientKey(t *testing.T, s *sshtest.SSHD) (string, func() int) {
 func TestFailedCredentialsAreAudited(t *testing.T) {
 	t.Parallel()
 	s := sharedSSHD(t)
-	g := startGateway(t, s, gwOptions{})
+	clk := clocktest.New(time.Now())
+	g := startGateway(t, s, gwOptions{options: func(o *Options) { o.clock = clk }})
 	ctx := context.Background()
 	anon := api.NewHTTPClient(g.base, "")
+	// 15 guesses at once: 5 checked, 4 held for their slots (1 to 15 s
+	// away), the rest refused; then the tenth check blocks the address.
+	var ended atomic.Int32
 	for i := range 15 {
-		anon.Login(ctx, "mallory", fmt.Sprintf("guess number %d!", i))
+		go func() {
+			defer ended.Add(1)
+			anon.Login(ctx, "mallory", fmt.Sprintf("guess number %d!", i))
+		}()
 	}
+	testkit.Eventually(t, func() bool { return ended.Load() >= 11 }, "the guesses were not answered")
+	releaseHeld(t, clk, &ended, 15, 15*time.Second)
+	clk.Advance(16 * time.Second)
+	anon.Login(ctx, "mallory", "guess number 15!")
 	wrong := api.NewLocalClient(g.cfg.Listen.Socket, strings.Repeat("ab", 16))
 	for range 3 {
 		wrong.Targets(ctx)
@@ -1025,10 +1037,12 @@ func TestFailedCredentialsAreAudited(t *testing.T) {
 		counts[fmt.Sprint(e.Fields["credential"], " ", e.Fields["subject"], " blocked=", e.Fields["blocked"])]++
 	}
 	want := map[string]int{
-		"reviewer_password login:mallory@127.0.0.1 blocked=false":    1,
-		"reviewer_password login:mallory@127.0.0.1 blocked=true":     1,
-		"reviewer_password login-addr:127.0.0.1 blocked=false":       1,
-		"reviewer_password login-addr:127.0.0.1 blocked=true":        1,
+		"reviewer_password login:mallory@loopback blocked=false":     1,
+		"reviewer_password login:mallory@loopback blocked=true":      1,
+		"reviewer_password login-addr:loopback blocked=false":        1,
+		"reviewer_password login-addr:loopback blocked=true":         1,
+		"reviewer_password login-name:mallory blocked=false":         1,
+		"reviewer_password login-name:mallory blocked=true":          1,
 		fmt.Sprintf("local_token uid:%d blocked=false", os.Getuid()): 1,
 	}
 	if diff := cmp.Diff(want, counts); diff != "" {

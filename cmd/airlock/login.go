@@ -18,7 +18,7 @@ import (
 
 func init() {
 	commands["login"] = command{summary: "log in once as a reviewer (single sign-on, or --reviewer NAME and a password); the reviewer verbs use the saved session", run: runLogin}
-	commands["logout"] = command{summary: "end the saved reviewer session at the gateway and forget it", run: runLogout}
+	commands["logout"] = command{summary: "end the saved reviewer session at the gateway and forget it (remembered login devices stay)", run: runLogout}
 }
 
 // session is a reviewer's saved login: the reviewer verbs use it when no
@@ -28,6 +28,64 @@ type session struct {
 	Reviewer  string    `json:"reviewer"`
 	Token     string    `json:"token"`
 	ExpiresAt time.Time `json:"expires_at"`
+	// Devices are the remembered login device proofs password logins
+	// gave this user, by gateway and reviewer (see deviceKey). They
+	// outlive logout: alone a proof logs nobody in; sent with a password
+	// login, it keeps this CLI out of the budget that guesses at the
+	// name from elsewhere spend.
+	Devices map[string]device `json:"devices,omitempty"`
+}
+
+// device is a remembered login device proof and when it ends.
+type device struct {
+	Proof     string    `json:"proof"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// maxDevices bounds the proofs a session file keeps.
+const maxDevices = 16
+
+// deviceKey is where a session file keeps the proof for reviewer at the
+// gateway at url.
+func deviceKey(url, reviewer string) string { return trimURL(url) + " " + reviewer }
+
+// loadSession reads the session file, whatever it holds (the zero
+// session when there is none or it cannot be read).
+func loadSession() session {
+	var s session
+	if f, err := sessionFile(); err == nil {
+		if b, err := os.ReadFile(f); err == nil {
+			json.Unmarshal(b, &s)
+		}
+	}
+	return s
+}
+
+// rememberDevice keeps the proof a password login of reviewer at url gave,
+// next to the saved session, dropping expired proofs and, past
+// maxDevices, those that end first.
+func rememberDevice(url, reviewer string, d device) error {
+	s := loadSession()
+	if s.Devices == nil {
+		s.Devices = map[string]device{}
+	}
+	s.Devices[deviceKey(url, reviewer)] = d
+	for k, v := range s.Devices {
+		if time.Now().After(v.ExpiresAt) {
+			delete(s.Devices, k)
+		}
+	}
+	for len(s.Devices) > maxDevices {
+		first := ""
+		for k, v := range s.Devices {
+			if first == "" || v.ExpiresAt.Before(s.Devices[first].ExpiresAt) {
+				first = k
+			}
+		}
+		delete(s.Devices, first)
+	}
+	_, err := saveSession(s)
+	return err
 }
 
 // sessionFile is where the session is saved: $AIRLOCK_SESSION_FILE, else
@@ -82,6 +140,12 @@ Logs you in as a reviewer and saves the session (owner-only, in
 $AIRLOCK_SESSION_FILE or airlock/session.json in your configuration
 directory); airlock approvals and airlock runs then use it until it
 expires, without asking for a password.
+
+A password login also leaves a remembered login device proof in that
+file (it stays there after airlock logout). It is no credential: sent with
+later password logins as the same reviewer, it charges a wrong password
+to this CLI's own budget, so that guesses at the name from elsewhere,
+which the gateway slows, never slow this CLI down.
 
 Without --reviewer, through the gateway's single sign-on: open the link it
 prints in any browser, log in at your identity provider and approve; this
@@ -138,7 +202,9 @@ func runLogin(args []string, stdout, stderr io.Writer) int {
 			time.Sleep(interval)
 		}
 	}
-	f, err := saveSession(session{URL: trimURL(rf.gateway), Reviewer: l.Reviewer, Token: l.Token, ExpiresAt: l.ExpiresAt})
+	s := loadSession() // the remembered devices stay
+	s.URL, s.Reviewer, s.Token, s.ExpiresAt = trimURL(rf.gateway), l.Reviewer, l.Token, l.ExpiresAt
+	f, err := saveSession(s)
 	if err != nil {
 		return failf(stderr, "logged in, but the session could not be saved: %v", err)
 	}
@@ -147,7 +213,7 @@ func runLogin(args []string, stdout, stderr io.Writer) int {
 }
 
 func runLogout(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("airlock logout", "airlock logout\n\nEnds the saved reviewer session at the gateway and deletes it.", stderr)
+	fs := newFlagSet("airlock logout", "airlock logout\n\nEnds the saved reviewer session at the gateway and deletes it. Remembered login\ndevices stay in the session file: alone they log nobody in (see airlock login -h).", stderr)
 	if _, code, ok := parseVerb(fs, args, 0, stdout, stderr); !ok {
 		return code
 	}
@@ -164,6 +230,10 @@ func runLogout(args []string, stdout, stderr io.Writer) int {
 	if err != nil || json.Unmarshal(b, &s) != nil {
 		return failf(stderr, "the session file %s cannot be read: delete it", f)
 	}
+	if s.Token == "" {
+		fmt.Fprintln(stdout, "not logged in")
+		return 0
+	}
 	err = api.NewHTTPClient(s.URL, s.Token).Do(context.Background(), http.MethodDelete, "/v1/login", nil, nil)
 	var ae *api.Error
 	switch {
@@ -172,7 +242,12 @@ func runLogout(args []string, stdout, stderr io.Writer) int {
 	default:
 		return failf(stderr, "the gateway at %s did not end the session (%v); it stays saved: try again", s.URL, err)
 	}
-	if err := os.Remove(f); err != nil {
+	if len(s.Devices) > 0 {
+		// The remembered devices stay: alone they are no credential.
+		if _, err := saveSession(session{Devices: s.Devices}); err != nil {
+			return failf(stderr, "logged out, but the session file could not be rewritten without the session: %v (delete %s)", err, f)
+		}
+	} else if err := os.Remove(f); err != nil {
 		return failf(stderr, "%v", err)
 	}
 	fmt.Fprintf(stdout, "logged out of %s\n", s.URL)
@@ -188,14 +263,21 @@ func (rf *reviewerFlags) passwordLogin(ctx context.Context, stderr io.Writer) (a
 	if err != nil {
 		return api.LoginResponse{}, err
 	}
-	l, err := api.NewHTTPClient(rf.gateway, "").Login(ctx, *rf.name, pass)
-	if err != nil {
+	key := deviceKey(rf.gateway, *rf.name)
+	var l api.LoginResponse
+	req := api.LoginRequest{Reviewer: *rf.name, Password: pass, Device: loadSession().Devices[key].Proof}
+	if err := api.NewHTTPClient(rf.gateway, "").Do(ctx, http.MethodPost, "/v1/login", req, &l); err != nil {
 		return api.LoginResponse{}, rf.explain(err)
 	}
 	if l.Reviewer == "" {
 		l.Reviewer = *rf.name
 	}
-	return *l, nil
+	if l.Device != "" {
+		if err := rememberDevice(rf.gateway, *rf.name, device{Proof: l.Device, ExpiresAt: l.DeviceExpiresAt}); err != nil {
+			fmt.Fprintf(stderr, "airlock: logged in, but this device could not be remembered (%v): later logins as %s are slowed like any other while someone guesses at its password\n", err, *rf.name)
+		}
+	}
+	return l, nil
 }
 
 // trimURL is a gateway URL as sessions compare it.

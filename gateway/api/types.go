@@ -621,6 +621,11 @@ type TargetAccount struct {
 type LoginRequest struct {
 	Reviewer string `json:"reviewer"`
 	Password string `json:"password"`
+	// Device is the proof an earlier password login of this reviewer
+	// gave this client (LoginResponse.Device), if it kept one. It is no
+	// credential: it only charges a wrong password to this client's own
+	// budget, so guesses from elsewhere never slow this client down.
+	Device string `json:"device,omitempty"`
 }
 
 // LoginResponse carries a reviewer session token for the Authorization
@@ -630,6 +635,12 @@ type LoginResponse struct {
 	ExpiresAt time.Time `json:"expires_at,omitzero"`
 	// Reviewer is who logged in (set by single sign-on).
 	Reviewer string `json:"reviewer,omitempty"`
+	// Device is a remembered login device proof for this reviewer (after
+	// a password login), to send as LoginRequest.Device with later
+	// password logins until DeviceExpiresAt. Keep it with the client's
+	// private files; a new password or a disable ends it.
+	Device          string    `json:"device,omitempty"`
+	DeviceExpiresAt time.Time `json:"device_expires_at,omitzero"`
 }
 
 // DeviceLogin is the answer to POST /v1/login/device: a reviewer CLI's

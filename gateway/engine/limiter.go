@@ -21,11 +21,15 @@ type limiter struct {
 	hits     map[string][]time.Time
 	inflight map[string]int
 	now      func() time.Time
+	// names slows password checks of one reviewer name from unknown
+	// devices, whatever the number of addresses they come from.
+	names *nameBudget
 }
 
 func newLimiter(clock approvals.Clock) *limiter {
 	clock = cmp.Or[approvals.Clock](clock, approvals.SystemClock{})
-	return &limiter{window: time.Minute, max: 10, hits: map[string][]time.Time{}, inflight: map[string]int{}, now: clock.Now}
+	return &limiter{window: time.Minute, max: 10, hits: map[string][]time.Time{}, inflight: map[string]int{}, now: clock.Now,
+		names: newNameBudget(clock)}
 }
 
 // blocked reports whether key has failed too often in the window.
@@ -88,6 +92,44 @@ func (l *limiter) reserve(keys ...string) (done func(failed bool) []int, ok bool
 	}, true
 }
 
+// quota is a key's budget of uses in the window: at most max.
+type quota struct {
+	key string
+	max int
+}
+
+// charge counts one use against every quota's key, unless one of them is
+// spent already: then it charges none, and returns the index of the first
+// spent quota and how long until it has room again (spent is -1 when all
+// were charged).
+func (l *limiter) charge(quotas ...quota) (spent int, wait time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, q := range quotas {
+		if h := l.prune(q.key); len(h) >= q.max {
+			return i, h[len(h)-q.max].Add(l.window).Sub(l.now())
+		}
+	}
+	for _, q := range quotas {
+		l.failLocked(q.key)
+	}
+	return -1, 0
+}
+
+// retry is how long until every key has room for one more attempt by its
+// failures (attempts in flight are decided within seconds).
+func (l *limiter) retry(keys ...string) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	d := time.Second
+	for _, k := range keys {
+		if h := l.prune(k); len(h) >= l.max {
+			d = max(d, h[len(h)-l.max].Add(l.window).Sub(l.now()))
+		}
+	}
+	return d
+}
+
 func (l *limiter) prune(key string) []time.Time {
 	h := l.hits[key]
 	cut := l.now().Add(-l.window)
@@ -114,7 +156,25 @@ func (e *Identity) AuthFailed(ctx context.Context, credential, key string) {
 
 // authFailed is Identity.AuthFailed.
 func (e *core) authFailed(ctx context.Context, credential, key string) {
-	e.authRecord(ctx, credential, key, e.limiter.fail(key))
+	e.authFailure(ctx, credential, charged{key, e.limiter.fail(key), e.limiter.max})
+}
+
+// charged is a key one failure was charged to: its failures in its window
+// now, and the count at which the key blocks (or, a reviewer name, begins
+// to slow).
+type charged struct {
+	key      string
+	n, limit int
+}
+
+// authFailure counts one failed credential: once in
+// airlock_auth_failures_total, however many keys it was charged to, and
+// in the audit log for each key (see authRecord).
+func (e *core) authFailure(ctx context.Context, credential string, keys ...charged) {
+	e.metrics.authFailures.WithLabelValues(credential).Inc()
+	for _, k := range keys {
+		e.authRecord(ctx, credential, k.key, k.n, k.limit)
+	}
 }
 
 // authFailedLimit is how many auth.failed entries the audit log takes in
@@ -124,13 +184,13 @@ func (e *core) authFailed(ctx context.Context, credential, key string) {
 const authFailedLimit = 60
 
 // authRecord records in the audit log the failure of key that brought its
-// count in the window to n: the first one in the window and the one that
-// blocks the key, so that guessing shows in the record without an
-// attacker being able to make the gateway write (and fsync) once per
-// guess; and no more than authFailedLimit a window in all.
-func (e *core) authRecord(ctx context.Context, credential, key string, n int) {
-	e.metrics.authFailures.WithLabelValues(credential).Inc()
-	if n != 1 && n != e.limiter.max {
+// count in its window to n: the first one in the window and the one that
+// blocks (or, for a reviewer name, begins to slow) the key at limit, so
+// that guessing shows in the record without an attacker being able to
+// make the gateway write (and fsync) once per guess; and no more than
+// authFailedLimit a window in all. The metric is authFailure's.
+func (e *core) authRecord(ctx context.Context, credential, key string, n, limit int) {
+	if n != 1 && n != limit {
 		return
 	}
 	suppressed, ok := e.authLog.take(e.limiter.now(), e.limiter.window)
@@ -138,7 +198,7 @@ func (e *core) authRecord(ctx context.Context, credential, key string, n int) {
 		return
 	}
 	if _, err := e.record(context.WithoutCancel(ctx), "", "",
-		authFailed{Credential: credential, Subject: key, Failures: int64(n), Blocked: n >= e.limiter.max, Suppressed: suppressed}); err != nil {
+		authFailed{Credential: credential, Subject: key, Failures: int64(n), Blocked: n >= limit, Suppressed: suppressed}); err != nil {
 		e.log.Error("recording a failed credential", "error", err)
 	}
 }

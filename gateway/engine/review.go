@@ -23,50 +23,102 @@ import (
 // session).
 const LoginTTL = 12 * time.Hour
 
-// Limiter keys of reviewer logins: per address, and per reviewer name at
-// an address. There is none per name alone, so that nobody can lock a
-// reviewer out from another address; guesses at one name spread over many
-// addresses show in airlock_auth_failures_total and the audit log.
-func loginAddr(host string) string       { return "login-addr:" + host }
-func loginName(name, host string) string { return "login:" + name + "@" + host }
+// Limiter keys of reviewer logins: per address bucket (see Bucket), per
+// reviewer name at a bucket, and per remembered login device (see
+// devices.go). Across addresses, a name's checks are slowed, never
+// refused for long (namebudget.go): nobody can lock a reviewer out from
+// elsewhere, and guesses spread over many addresses are spaced all the
+// same.
+func loginAddr(bucket string) string       { return "login-addr:" + bucket }
+func loginName(name, bucket string) string { return "login:" + name + "@" + bucket }
+
+// loginNameAll is the audit log's subject of a name's budget across
+// addresses.
+func loginNameAll(name string) string { return "login-name:" + name }
 
 // Login verifies a reviewer's name and password for a client at
-// remoteAddr (host:port, as the listener saw it). Each attempt takes one
-// from the budgets of the address and of the name at the address before
-// the password is hashed, so attempts sent all at once count at once:
-// while failures and attempts in flight reach the limit, every attempt is
-// refused (ErrRateLimited). A wrong name or password is ErrUnauthorized; a
-// name no reviewer can have never reaches a key, the log or the audit
-// log.
-func (e *Review) Login(ctx context.Context, name, password, remoteAddr string) (Reviewer, error) {
-	host := Host(remoteAddr)
-	keys := []string{loginAddr(host)}
-	if approvals.ValidName(name) {
-		keys = append(keys, loginName(name, host))
+// remoteAddr (host:port, as the listener saw it) that presented device,
+// the proof a client keeps from an earlier password login of this name
+// (RememberDevice; zero or anything else: an unknown device).
+//
+// An attempt from a remembered device is charged to that device's budget
+// alone. Any other takes one from the budgets of the address bucket and
+// of the name at the bucket before the password is hashed, so attempts
+// sent all at once count at once (while failures and attempts in flight
+// reach the limit, each is refused: ErrRateLimited); then, past the
+// name's free failures, it waits for its slot in the name's schedule, or
+// is refused at once (ErrRateLimited, with RetryAfter) when that slot is
+// too far. A wrong name or password is ErrUnauthorized; a name no
+// reviewer can have never reaches a key, the log or the audit log.
+func (e *Review) Login(ctx context.Context, name, password string, device Secret, remoteAddr string) (Reviewer, error) {
+	valid := approvals.ValidName(name)
+	if valid {
+		if id, ok := e.knownDevice(ctx, name, device); ok {
+			key := loginDevice(name, id)
+			done, ok := e.limiter.reserve(key)
+			if !ok {
+				d := e.limiter.retry(key)
+				return Reviewer{}, refuseFor(d, "too many failed logins from this browser or CLI; "+retryText(d))
+			}
+			return e.checkPassword(ctx, name, password, remoteAddr, []string{key}, done, nil)
+		}
+	}
+	bucket := Bucket(remoteAddr)
+	keys := []string{loginAddr(bucket)}
+	if valid {
+		keys = append(keys, loginName(name, bucket))
 	}
 	done, ok := e.limiter.reserve(keys...)
 	if !ok {
-		return Reviewer{}, refuse(ErrRateLimited, "too many failed logins; wait a minute")
+		d := e.limiter.retry(keys...)
+		return Reviewer{}, refuseFor(d, "too many failed logins from this address; "+retryText(d))
 	}
+	if !valid {
+		return e.checkPassword(ctx, name, password, remoteAddr, keys, done, nil)
+	}
+	nameDone, err := e.limiter.names.take(ctx, name)
+	var slow *slowed
+	switch {
+	case errors.As(err, &slow):
+		done(false)
+		return Reviewer{}, refuseFor(slow.After, fmt.Sprintf("logins as %s are being slowed after %d failed or pending logins from unknown devices in the last %d minutes; a browser or CLI that logged in as %s before is not slowed; %s",
+			name, slow.Failures, int(nameWindow/time.Minute), name, retryText(slow.After)))
+	case err != nil:
+		done(false)
+		return Reviewer{}, err
+	}
+	return e.checkPassword(ctx, name, password, remoteAddr, keys, done, nameDone)
+}
+
+// checkPassword verifies name's password for an attempt charged to keys
+// (reserved: done decides them) and, from an unknown device, to the
+// name's budget across addresses (nameDone; nil for none). A failure is
+// counted once, whatever the number of keys.
+func (e *Review) checkPassword(ctx context.Context, name, password, remoteAddr string, keys []string, done func(bool) []int, nameDone func(bool) int) (Reviewer, error) {
+	host := Host(remoteAddr)
 	var rv approvals.Reviewer
 	err := approvals.ErrBadCredentials
-	if len(keys) == 2 {
+	if approvals.ValidName(name) {
 		rv, err = e.store.Accounts().Verify(ctx, name, approvals.NewSecret(password))
 	}
 	failed := errors.Is(err, approvals.ErrBadCredentials)
-	counts := done(failed)
-	if failed {
-		for i, k := range keys {
-			e.authRecord(ctx, "reviewer_password", k, counts[i])
-		}
-		if len(keys) == 2 {
-			e.log.Warn("failed reviewer login", "reviewer", name, "addr", host)
-		} else {
-			e.log.Warn("failed reviewer login with a name no reviewer can have", "name_bytes", len(name), "addr", host)
-		}
-		return Reviewer{}, refuse(ErrUnauthorized, "wrong reviewer name or password")
+	var ch []charged
+	for i, n := range done(failed) {
+		ch = append(ch, charged{keys[i], n, e.limiter.max})
 	}
-	return Reviewer{rv}, classify(err)
+	if nameDone != nil {
+		ch = append(ch, charged{loginNameAll(name), nameDone(failed), nameFree})
+	}
+	if !failed {
+		return Reviewer{rv}, classify(err)
+	}
+	e.authFailure(ctx, "reviewer_password", ch...)
+	if approvals.ValidName(name) {
+		e.log.Warn("failed reviewer login", "reviewer", name, "addr", host)
+	} else {
+		e.log.Warn("failed reviewer login with a name no reviewer can have", "name_bytes", len(name), "addr", host)
+	}
+	return Reviewer{}, refuse(ErrUnauthorized, "wrong reviewer name or password")
 }
 
 // IssueToken issues a reviewer token for the API (POST /v1/login), valid
@@ -136,9 +188,10 @@ func (e *Admin) NewLoginLink(ctx context.Context, reviewer string, ttl time.Dura
 // Login.
 func (e *Review) LoginLink(ctx context.Context, token, remoteAddr string) (Reviewer, error) {
 	host := Host(remoteAddr)
-	addrKey := loginAddr(host)
+	addrKey := loginAddr(Bucket(remoteAddr))
 	if e.blocked(addrKey) {
-		return Reviewer{}, refuse(ErrRateLimited, "too many failed logins; wait a minute")
+		d := e.limiter.retry(addrKey)
+		return Reviewer{}, refuseFor(d, "too many failed logins from this address; "+retryText(d))
 	}
 	apiToken, ok := e.links.consume(token, e.clock.Now())
 	if !ok {

@@ -60,8 +60,8 @@ func (e *Runs) RegisterAnchor(ctx context.Context, peer Peer) (api.Run, error) {
 	return apiRun(run), nil
 }
 
-// Host is the host part of a client's address (host:port), the unit
-// budgets are kept per.
+// Host is the host part of a client's address (host:port), as logs name
+// it; budgets are kept per Bucket.
 func Host(addr string) string {
 	if h, _, err := net.SplitHostPort(addr); err == nil {
 		return h
@@ -69,8 +69,21 @@ func Host(addr string) string {
 	return addr
 }
 
-// runsPerAddress is the limiter key of the runs created from an address.
-func runsPerAddress(host string) string { return "runs:" + host }
+// Budgets of run creation, per minute: per address bucket, and per agent
+// identity from any address. An identity's budget is the larger: a CI
+// fleet under one identity spreads over many addresses, and one agent
+// process creates one run.
+const (
+	runsPerAddressMax = 10
+	runsPerAgentMax   = 30
+)
+
+// runsPerAddress is the limiter key of the runs created from an address
+// bucket.
+func runsPerAddress(bucket string) string { return "runs:" + bucket }
+
+// runsPerAgent is the limiter key of the runs an agent identity creates.
+func runsPerAgent(subject string) string { return "runs-agent:" + subject }
 
 // CreateRemote creates a run for a remote agent that proved its
 // identity with an agent token: the run's requester is the agent's
@@ -78,9 +91,11 @@ func runsPerAddress(host string) string { return "runs:" + host }
 // limits bind its every action. The run's token is in the view it
 // returns, the one time it is shown.
 func (e *Runs) CreateRemote(ctx context.Context, agent Agent, remoteAddr string, ttl time.Duration) (api.Run, error) {
-	host := Host(remoteAddr)
-	if e.count(runsPerAddress(host)) {
-		return api.Run{}, refuse(ErrRateLimited, "too many runs created from this address; wait a minute")
+	switch spent, d := e.limiter.charge(quota{runsPerAddress(Bucket(remoteAddr)), runsPerAddressMax}, quota{runsPerAgent(agent.Subject()), runsPerAgentMax}); spent {
+	case 0:
+		return api.Run{}, refuseFor(d, fmt.Sprintf("too many runs created from this address (%d a minute); %s", runsPerAddressMax, retryText(d)))
+	case 1:
+		return api.Run{}, refuseFor(d, fmt.Sprintf("too many runs created by this agent identity, %s (%d a minute, from any address); %s", agent.Subject(), runsPerAgentMax, retryText(d)))
 	}
 	if blk, ok := e.conf().cfg.Agents[agent.a.Name]; ok {
 		limits, ok := approvals.Intersect(agent.a.Limits, blk.Limits)

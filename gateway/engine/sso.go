@@ -117,9 +117,10 @@ func (s *SSO) Finish(ctx context.Context, redirectURL, code, verifier, nonce, re
 	if err != nil {
 		return Reviewer{}, err
 	}
-	key := loginAddr(Host(remoteAddr))
+	key := loginAddr(Bucket(remoteAddr))
 	if s.e.blocked(key) {
-		return Reviewer{}, refuse(ErrRateLimited, "too many failed logins from this address; wait a minute")
+		d := s.e.limiter.retry(key)
+		return Reviewer{}, refuseFor(d, "too many failed logins from this address; "+retryText(d))
 	}
 	fail := func(why string) (approvals.Reviewer, error) {
 		s.e.authFailed(ctx, "sso", key)
@@ -324,7 +325,7 @@ func (s *SSO) DeviceLogin(ctx context.Context, remoteAddr string) (api.DeviceLog
 			return
 		}
 		rv, err := s.admit(wctx, p, oc.ClientID, tok, "", func(why string) (approvals.Reviewer, error) {
-			s.e.authFailed(wctx, "sso", loginAddr(Host(remoteAddr)))
+			s.e.authFailed(wctx, "sso", loginAddr(Bucket(remoteAddr)))
 			s.e.log.Warn("single sign-on refused", "issuer", s.cfg.Issuer, "why", why, "via", "device")
 			return approvals.Reviewer{}, refuse(ErrUnauthorized, why)
 		})

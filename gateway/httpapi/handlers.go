@@ -17,6 +17,9 @@ import (
 // other error is the gateway's own (500, logged, not shown).
 func (s *server) writeErr(w http.ResponseWriter, err error) {
 	if we := engine.WireError(err); we != nil {
+		if d := engine.RetryAfter(err); d > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(int(d/time.Second)))
+		}
 		writeError(w, we.Status, we.Err.Code, we.Err.Message)
 		return
 	}

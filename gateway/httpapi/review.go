@@ -130,7 +130,7 @@ func (s *server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, api.CodeForbidden, "reviewers log in over the HTTP listener, not the agents' socket")
 		return
 	}
-	rv, err := s.e.Review().Login(r.Context(), req.Reviewer, req.Password, r.RemoteAddr)
+	rv, err := s.e.Review().Login(r.Context(), req.Reviewer, req.Password, engine.NewSecret(req.Device), r.RemoteAddr)
 	if err != nil {
 		s.writeErr(w, err)
 		return
@@ -140,7 +140,9 @@ func (s *server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.LoginResponse{Token: tok.Reveal(), ExpiresAt: expires, Reviewer: rv.Name()})
+	device, deviceUntil := s.e.Review().RememberDevice(rv)
+	writeJSON(w, http.StatusOK, api.LoginResponse{Token: tok.Reveal(), ExpiresAt: expires, Reviewer: rv.Name(),
+		Device: device.Reveal(), DeviceExpiresAt: deviceUntil})
 }
 
 // handleLogout revokes the reviewer token the request presents.

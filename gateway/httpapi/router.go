@@ -356,7 +356,7 @@ func (s *server) identify(next http.Handler) http.Handler {
 				}
 				p.runToken = tok
 			default:
-				key := "addr:" + engine.Host(r.RemoteAddr)
+				key := "addr:" + engine.Bucket(r.RemoteAddr)
 				s.e.Identity().AuthFailed(r.Context(), "reviewer_token", key)
 				writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "the reviewer token is not valid; log in again")
 				return
@@ -384,7 +384,7 @@ func invalidRunToken(err error) bool {
 
 // runTokenLimitKey is the rate-limit key of run-token failures from r's
 // address, on every HTTP route.
-func runTokenLimitKey(r *http.Request) string { return "run-token:" + engine.Host(r.RemoteAddr) }
+func runTokenLimitKey(r *http.Request) string { return "run-token:" + engine.Bucket(r.RemoteAddr) }
 
 // guard lets a request through to a route when admit says its principal
 // may call it; any other principal is answered as refuse says.

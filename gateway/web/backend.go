@@ -13,10 +13,13 @@ import (
 // below (compared with errors.Is), anything else is shown as an internal
 // error.
 type Backend interface {
-	// Login verifies a reviewer's name and password. It rate-limits per
-	// name and per address (remoteAddr is the client's host:port) and
-	// returns ErrRateLimited or ErrBadCredentials.
-	Login(ctx context.Context, name, password, remoteAddr string) (Reviewer, error)
+	// Login verifies a reviewer's name and password from a browser that
+	// sent device (the proof a password login gave it before, or "").
+	// It rate-limits per address (remoteAddr is the client's host:port),
+	// per name, and per remembered device, and returns ErrRateLimited
+	// (a *LimitError when it says more) or ErrBadCredentials. With the
+	// reviewer it returns the device proof for the browser to keep.
+	Login(ctx context.Context, name, password, device, remoteAddr string) (Reviewer, Device, error)
 	// LoginLink consumes a one-time login link's token (the gateway
 	// makes them, e.g. for `airlock demo`): ErrBadCredentials when it is
 	// unknown, used or expired, ErrRateLimited as Login.

@@ -46,6 +46,9 @@ func NewEngineBackend(review *engine.Review, runs *engine.Runs, audit *engine.Au
 
 // pageError turns the engine's refusal into the pages' word for it.
 func pageError(err error) error {
+	if errors.Is(err, engine.ErrRateLimited) {
+		return &LimitError{Message: err.Error(), RetryAfter: engine.RetryAfter(err)}
+	}
 	for _, c := range []struct{ from, to error }{
 		{engine.ErrNotFound, ErrNotFound},
 		{engine.ErrAlreadyDecided, ErrAlreadyDecided},
@@ -77,12 +80,13 @@ func reviewerOf(rv Reviewer) (engine.Reviewer, bool) {
 // Login checks a reviewer's password with the same budgets as POST
 // /v1/login: a guesser gains nothing by switching between the API and the
 // pages.
-func (b *EngineBackend) Login(ctx context.Context, name, password, remoteAddr string) (Reviewer, error) {
-	rv, err := b.review.Login(ctx, name, password, remoteAddr)
+func (b *EngineBackend) Login(ctx context.Context, name, password, device, remoteAddr string) (Reviewer, Device, error) {
+	rv, err := b.review.Login(ctx, name, password, engine.NewSecret(device), remoteAddr)
 	if err != nil {
-		return nil, pageError(err)
+		return nil, Device{}, pageError(err)
 	}
-	return rv, nil
+	proof, until := b.review.RememberDevice(rv)
+	return rv, Device{Proof: proof.Reveal(), Expires: until}, nil
 }
 
 // LoginLink consumes a one-time login link.

@@ -68,17 +68,17 @@ func (f *fakeBackend) LoginLink(ctx context.Context, token, addr string) (Review
 	return fakeReviewer(testReviewer), nil
 }
 
-func (f *fakeBackend) Login(ctx context.Context, name, password, addr string) (Reviewer, error) {
+func (f *fakeBackend) Login(ctx context.Context, name, password, device, addr string) (Reviewer, Device, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failures[name] >= 3 {
-		return nil, ErrRateLimited
+		return nil, Device{}, ErrRateLimited
 	}
 	if name != testReviewer || password != testPassword {
 		f.failures[name]++
-		return nil, ErrBadCredentials
+		return nil, Device{}, ErrBadCredentials
 	}
-	return fakeReviewer(name), nil
+	return fakeReviewer(name), Device{Proof: "device-of-" + name, Expires: f.now().Add(90 * 24 * time.Hour)}, nil
 }
 
 func (f *fakeBackend) Enabled(ctx context.Context, rv Reviewer) bool {

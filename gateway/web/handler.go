@@ -300,14 +300,15 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	}
 	name, password := r.PostForm.Get("reviewer"), r.PostForm.Get("password")
 	var rv Reviewer
+	var device Device
 	if link := r.PostForm.Get("link"); link != "" {
 		rv, err = h.b.LoginLink(r.Context(), link, r.RemoteAddr)
 	} else {
-		rv, err = h.b.Login(r.Context(), name, password, r.RemoteAddr)
+		rv, device, err = h.b.Login(r.Context(), name, password, presentedDevice(r), r.RemoteAddr)
 	}
 	switch {
 	case errors.Is(err, ErrRateLimited):
-		h.renderLogin(w, r, http.StatusTooManyRequests, "", "Too many failed logins for this name or address. Wait a minute and try again.")
+		h.loginLimited(w, r, err)
 		return
 	case errors.Is(err, ErrBadCredentials) && r.PostForm.Get("link") != "":
 		h.renderLogin(w, r, http.StatusUnauthorized, "", "This login link is not valid: it was used already, has expired, or was never made. Log in with your name and password.")
@@ -327,6 +328,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	}
 	tok, _ := h.sessions.create(rv)
 	h.setSessionCookie(w, r, tok, 0)
+	rememberDevice(w, r, device)
 	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: "", Path: Prefix, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 	h.log.Info("reviewer logged in", "reviewer", rv.Name(), "addr", r.RemoteAddr)
 	h.redirectHome(w, r)
