@@ -364,3 +364,49 @@ func verifiedAgent(t *testing.T, g *testGateway, name string) engine.Agent {
 	}
 	return a
 }
+
+// TestGenuineTokensPassASpentAddress: wrong agent and run tokens from one
+// loopback address spend the loopback bucket's token budget, and are
+// refused with 429 from then on, from every loopback address; a genuine
+// agent token and a genuine run token from loopback are still let in, so
+// that no local user can lock the agents out on purpose.
+func TestGenuineTokensPassASpentAddress(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, sharedSSHD(t), gwOptions{})
+	ctx := context.Background()
+	a, err := g.srv.eng.Admin().AddAgent(ctx, "ci", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := api.NewHTTPClient(g.base, a.Token).WithHTTP(fromAddress("127.0.5.1"))
+	run, err := agent.CreateRun(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := func(c *api.Client) int {
+		var ae *api.Error
+		if _, err := c.Targets(ctx); errors.As(err, &ae) {
+			return ae.Status
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return http.StatusOK
+	}
+	wrongAgent := "airlock_agent_" + strings.Repeat("0", len(strings.TrimPrefix(a.Token, "airlock_agent_")))
+	for i := range 12 {
+		tok := wrongAgent
+		if i%2 == 1 {
+			tok = "not-a-run-token-" + fmt.Sprint(i)
+		}
+		status(api.NewHTTPClient(g.base, tok).WithHTTP(fromAddress(fmt.Sprintf("127.0.5.%d", 10+i))))
+	}
+	if got := status(api.NewHTTPClient(g.base, wrongAgent).WithHTTP(fromAddress("127.0.5.99"))); got != http.StatusTooManyRequests {
+		t.Fatalf("a wrong token once the loopback bucket is spent: %d, want 429", got)
+	}
+	if _, err := api.NewHTTPClient(g.base, a.Token).WithHTTP(fromAddress("127.0.5.2")).CreateRun(ctx); err != nil {
+		t.Errorf("the genuine agent token from the spent bucket: %v", err)
+	}
+	if got := status(api.NewHTTPClient(g.base, run.Token).WithHTTP(fromAddress("127.0.5.3"))); got != http.StatusOK {
+		t.Errorf("the genuine run token from the spent bucket: %d, want 200", got)
+	}
+}

@@ -310,18 +310,25 @@ func (s *server) identify(next http.Handler) http.Handler {
 			case err == nil:
 				p.reviewer, p.isReviewer = rv, true
 			case errors.Is(err, engine.ErrMalformedToken) && (engine.IsAgentToken(bearer) || engine.LooksLikeJWT(bearer)):
+				// A genuine token is let in whatever others from its
+				// address guessed (nobody locks an agent out on
+				// purpose); only a wrong one meets the budget. A
+				// workload token meets it first: checking one may fetch
+				// the issuer's keys.
 				key := runTokenLimitKey(r)
-				if s.e.Identity().Blocked(key) {
-					writeError(w, http.StatusTooManyRequests, api.CodeRateLimited, "too many invalid tokens from this address; wait a minute")
-					return
-				}
 				kind, verify := "agent_token", func() (engine.Agent, error) { return s.e.Identity().VerifyAgent(r.Context(), tok) }
 				if !engine.IsAgentToken(bearer) {
 					kind, verify = "workload_token", func() (engine.Agent, error) { return s.e.Identity().VerifyWorkload(r.Context(), bearer) }
+					if s.tokensBlocked(w, key) {
+						return
+					}
 				}
 				a, err := verify()
 				if err != nil {
 					if errors.Is(err, engine.ErrUnauthorized) {
+						if s.tokensBlocked(w, key) {
+							return
+						}
 						s.e.Identity().AuthFailed(r.Context(), kind, key)
 						w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 					}
@@ -337,12 +344,10 @@ func (s *server) identify(next http.Handler) http.Handler {
 				// what it may still do (read, not act) is the endpoint's
 				// to say.
 				key := runTokenLimitKey(r)
-				if s.e.Identity().Blocked(key) {
-					writeError(w, http.StatusTooManyRequests, api.CodeRateLimited, "too many invalid run tokens from this address; wait a minute")
-					return
-				}
 				_, rerr := s.e.Runs().ResolveToken(r.Context(), tok)
 				switch {
+				case invalidRunToken(rerr) && s.tokensBlocked(w, key):
+					return
 				case invalidRunToken(rerr):
 					s.e.Identity().AuthFailed(r.Context(), "run_token", key)
 					w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
@@ -373,6 +378,17 @@ func (s *server) identify(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	})
+}
+
+// tokensBlocked answers 429 and reports true when the wrong tokens from
+// key's address have spent its budget.
+func (s *server) tokensBlocked(w http.ResponseWriter, key string) bool {
+	if !s.e.Identity().Blocked(key) {
+		return false
+	}
+	w.Header().Set("Retry-After", "60")
+	writeError(w, http.StatusTooManyRequests, api.CodeRateLimited, "too many invalid tokens from this address; wait a minute (a valid token is still let in)")
+	return true
 }
 
 // invalidRunToken reports whether err (of Runs.ResolveToken) says the
