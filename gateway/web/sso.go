@@ -23,6 +23,9 @@ type SSO interface {
 	// errors wrap ErrBadCredentials (with why, for the page to show),
 	// ErrRateLimited or ErrUnavailable.
 	Finish(ctx context.Context, redirectURL, code, verifier, nonce, remoteAddr string) (Reviewer, error)
+	// Device is the device login whose page is page while it waits for
+	// its reviewer; false when there is none.
+	Device(page string) (DeviceInfo, bool)
 }
 
 // Refusal is a single sign-on refused for a reason the reviewer may
