@@ -12,9 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
+	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/engine"
 	"github.com/airlockgw/airlock/gateway/gatewaytest/idp"
+	"github.com/airlockgw/airlock/gateway/web/webtest"
 )
 
 // deviceGateway starts a gateway whose sso block uses p, with device
@@ -126,6 +130,26 @@ func TestDeviceLoginOptInAndBoundToTheReviewerNamed(t *testing.T) {
 		if res.Header.Get("Content-Security-Policy") == "" {
 			t.Error("the device page has no CSP")
 		}
+		// In a browser: the page runs nothing (its CSP stands), and its
+		// link leads on to the provider's page for the code.
+		tab := webtest.Tab(t, webtest.Browser(t, chromedp.Flag("ignore-certificate-errors-spki-list", p.SPKI())))
+		if err := chromedp.Do(tab, chromedp.Navigate(page), chromedp.WaitVisible(chromedp.ID("device-warning"))); err != nil {
+			t.Fatal(err)
+		}
+		if from, _ := webtest.Eval[string](tab, `document.getElementById('device-from').textContent`); from != "127.0.0.1" {
+			t.Errorf("the page says the login was begun from %q", from)
+		}
+		webtest.Screenshot(t, tab, "", "device-page.png", "")
+		if hits, err := webtest.Hits(tab); err != nil || len(hits) != 0 {
+			t.Errorf("the device page ran or tried to run something: %q %v", hits, err)
+		}
+		if err := chromedp.Do(tab, chromedp.Click(chromedp.ID("device-continue"))); err != nil {
+			t.Fatal(err)
+		}
+		if err := webtest.WaitFor(tab, fmt.Sprintf(`location.href.startsWith(%q)`, p.Issuer+"/device"), testkit.Patience); err != nil {
+			t.Error(err)
+		}
+
 		res, err = g.httpc.Get(g.base + "/ui/device/NOSUCHPAGE")
 		if err != nil {
 			t.Fatal(err)
