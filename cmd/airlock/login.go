@@ -134,12 +134,13 @@ func saveSession(s session) (string, error) {
 	return f, securefile.WriteFile(f, append(b, '\n'), securefile.WriteOptions{Mode: 0o600, UID: -1, GID: -1})
 }
 
-const loginUsage = `airlock login [--url URL] [--config FILE] [--reviewer NAME]
+const loginUsage = `airlock login [--url URL] [--config FILE] [--sso] --reviewer NAME
 
 Logs you in as a reviewer and saves the session (owner-only, in
 $AIRLOCK_SESSION_FILE or airlock/session.json in your configuration
 directory); airlock approvals and airlock runs then use it until it
-expires, without asking for a password.
+expires, without asking for a password. NAME defaults to
+$AIRLOCK_REVIEWER.
 
 A password login also leaves a remembered login device proof in that
 file (it stays there after airlock logout). It is no credential: sent with
@@ -147,14 +148,18 @@ later password logins as the same reviewer, it charges a wrong password
 to this CLI's own budget, so that guesses at the name from elsewhere,
 which the gateway slows, never slow this CLI down.
 
-Without --reviewer, through the gateway's single sign-on: open the link it
-prints in any browser, log in at your identity provider and approve; this
-terminal needs no browser. With --reviewer NAME, with that reviewer's
-password (read from the terminal or $AIRLOCK_PASSWORD_FILE).`
+With --sso, through the gateway's single sign-on (when its operator has
+turned device login on): open the gateway's page it prints in any
+browser, check where and when the login was begun, continue to your
+identity provider and approve as NAME; this terminal needs no browser.
+The gateway hands out the session only if the provider approved NAME.
+Without --sso, with NAME's password (read from the terminal or
+$AIRLOCK_PASSWORD_FILE).`
 
 func runLogin(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("airlock login", loginUsage, stderr)
 	rf := addReviewerFlags(fs, false)
+	sso := fs.Bool("sso", false, "log in through the gateway's single sign-on (device login) instead of with a password")
 	if _, code, ok := parseVerb(fs, args, 0, stdout, stderr); !ok {
 		return code
 	}
@@ -163,44 +168,19 @@ func runLogin(args []string, stdout, stderr io.Writer) int {
 	if rf.gateway, rf.from, err = rf.resolveURL(); err != nil {
 		return failf(stderr, "%v", err)
 	}
-	anon := api.NewHTTPClient(rf.gateway, "")
 	var l api.LoginResponse
-	if *rf.name != "" || os.Getenv("AIRLOCK_REVIEWER") != "" {
+	if *sso {
+		if l, err = rf.deviceLogin(ctx, stderr); err != nil {
+			return failf(stderr, "%v", err)
+		}
+	} else if *rf.name != "" || os.Getenv("AIRLOCK_REVIEWER") != "" {
 		c, err := rf.passwordLogin(ctx, stderr)
 		if err != nil {
 			return failf(stderr, "%v", err)
 		}
 		l = c
 	} else {
-		var d api.DeviceLogin
-		if err := anon.Do(ctx, http.MethodPost, "/v1/login/device", struct{}{}, &d); err != nil {
-			var ae *api.Error
-			if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
-				return failf(stderr, "%s: pass --reviewer NAME", ae.Err.Message)
-			}
-			return failf(stderr, "%v", rf.explain(err))
-		}
-		if d.VerificationURIComplete != "" {
-			fmt.Fprintf(stderr, "Open %s in a browser, log in and approve;\nor open %s and enter the code %s.\n", d.VerificationURIComplete, d.VerificationURI, d.UserCode)
-		} else {
-			fmt.Fprintf(stderr, "Open %s in a browser and enter the code %s, then log in and approve.\n", d.VerificationURI, d.UserCode)
-		}
-		fmt.Fprintf(stderr, "Waiting until %s…\n", d.ExpiresAt.Local().Format(time.TimeOnly))
-		interval := time.Duration(max(d.IntervalS, 1)) * time.Second
-		for {
-			var t api.DeviceTokenResponse
-			if err := anon.Do(ctx, http.MethodPost, "/v1/login/device/token", api.DeviceTokenRequest{DeviceID: d.DeviceID}, &t); err != nil {
-				return failf(stderr, "%v", rf.explain(err))
-			}
-			if t.Status == "ok" {
-				l = t.LoginResponse
-				break
-			}
-			if time.Now().After(d.ExpiresAt.Add(time.Minute)) {
-				return failf(stderr, "the login was not approved before it expired; run airlock login again")
-			}
-			time.Sleep(interval)
-		}
+		return failf(stderr, "name the reviewer to log in as: airlock login --reviewer NAME (with its password), or airlock login --sso --reviewer NAME (through the identity provider)")
 	}
 	s := loadSession() // the remembered devices stay
 	s.URL, s.Reviewer, s.Token, s.ExpiresAt = trimURL(rf.gateway), l.Reviewer, l.Token, l.ExpiresAt
@@ -282,3 +262,43 @@ func (rf *reviewerFlags) passwordLogin(ctx context.Context, stderr io.Writer) (a
 
 // trimURL is a gateway URL as sessions compare it.
 func trimURL(u string) string { return strings.TrimRight(u, "/") }
+
+// deviceLogin logs the named reviewer in through the gateway's single
+// sign-on (the device authorization grant): it prints the gateway's page
+// for the login and what that page shows, and waits for the approval.
+func (rf *reviewerFlags) deviceLogin(ctx context.Context, stderr io.Writer) (api.LoginResponse, error) {
+	if *rf.name == "" {
+		*rf.name = os.Getenv("AIRLOCK_REVIEWER")
+	}
+	if *rf.name == "" {
+		return api.LoginResponse{}, errors.New("name the reviewer you approve as at the identity provider: airlock login --sso --reviewer NAME")
+	}
+	anon := api.NewHTTPClient(rf.gateway, "")
+	var d api.DeviceLogin
+	if err := anon.Do(ctx, http.MethodPost, "/v1/login/device", api.DeviceLoginRequest{Reviewer: *rf.name}, &d); err != nil {
+		return api.LoginResponse{}, rf.explain(err)
+	}
+	page := d.PageURL
+	if page == "" {
+		page = trimURL(rf.gateway) + "/ui/device/" + d.Page
+	}
+	fmt.Fprintf(stderr, "Device login for reviewer %s, begun from %s at %s; the code is %s.\n", d.Reviewer, d.From, d.StartedAt.Local().Format(timeWithZone), d.UserCode)
+	fmt.Fprintf(stderr, "Open the gateway's page for it in a browser, check what it shows, and continue from there to the identity provider:\n  %s\n", page)
+	fmt.Fprintf(stderr, "(Or open %s and enter the code %s.)\n", d.VerificationURI, d.UserCode)
+	fmt.Fprintf(stderr, "Only continue if you started this login yourself, from that address, in the last minutes. Anyone who started it gets your reviewer session.\n")
+	fmt.Fprintf(stderr, "Waiting until %s…\n", d.ExpiresAt.Local().Format(time.TimeOnly))
+	interval := time.Duration(max(d.IntervalS, 1)) * time.Second
+	for {
+		var t api.DeviceTokenResponse
+		if err := anon.Do(ctx, http.MethodPost, "/v1/login/device/token", api.DeviceTokenRequest{DeviceID: d.DeviceID}, &t); err != nil {
+			return api.LoginResponse{}, rf.explain(err)
+		}
+		if t.Status == "ok" {
+			return t.LoginResponse, nil
+		}
+		if time.Now().After(d.ExpiresAt.Add(time.Minute)) {
+			return api.LoginResponse{}, errors.New("the login was not approved before it expired; run airlock login again")
+		}
+		time.Sleep(interval)
+	}
+}

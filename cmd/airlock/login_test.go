@@ -18,21 +18,26 @@ import (
 
 // A reviewer on a terminal without a browser logs in through the
 // gateway's single sign-on with the device authorization grant of a real
-// OpenID provider: the CLI prints the code, the reviewer approves it at
-// the provider, the CLI saves the session, and the reviewer verbs use it
-// without a password until airlock logout ends it at the gateway. A
-// member of no reviewer group, or a denied login, gets no session.
+// OpenID provider: airlock login --sso --reviewer NAME prints the
+// gateway's page of the login and what it shows, the reviewer approves
+// the code at the provider, the CLI saves the session, and the reviewer
+// verbs use it without a password until airlock logout ends it at the
+// gateway. A member of no reviewer group, a denied login, and a login
+// approved by another reviewer than the one named get no session; a
+// gateway whose operator has not turned device login on says so.
 func TestReviewerLoginWithSingleSignOn(t *testing.T) {
 	t.Parallel()
 	p := idp.Start(t, idp.DeviceClient{ID: "airlock-cli", Secret: "cli secret"})
 	p.AddUser("sofia", idp.User{Password: "sofia's idp password", Groups: []string{"airlock-reviewers"}})
+	p.AddUser("olga", idp.User{Password: "olga's idp password", Groups: []string{"airlock-reviewers"}})
 	p.AddUser("mallory", idp.User{Password: "mallory's idp password", Groups: []string{"staff"}})
 	dir := t.TempDir()
 	secret := filepath.Join(dir, "cli-secret")
 	if err := os.WriteFile(secret, []byte("cli secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d := gatewaytest.NewDaemon(t, dir, gatewaytest.Config{StateDir: filepath.Join(dir, "state"), Extra: fmt.Sprintf(`
+	ssoBlock := func(deviceLogin string) string {
+		return fmt.Sprintf(`
 sso {
   issuer                    = %q
   client_id                 = "airlock-web"
@@ -40,8 +45,11 @@ sso {
   ca_file                   = %q
   device_client_id          = "airlock-cli"
   device_client_secret_file = %q
+  %s
 }
-`, p.Issuer, p.CAFile, secret)}, gatewaytest.DaemonOptions{})
+`, p.Issuer, p.CAFile, secret, deviceLogin)
+	}
+	d := gatewaytest.NewDaemon(t, dir, gatewaytest.Config{StateDir: filepath.Join(dir, "state"), Extra: ssoBlock("device_login = true")}, gatewaytest.DaemonOptions{})
 	sessionFile := filepath.Join(t.TempDir(), "session.json")
 	env := append(os.Environ(), "AIRLOCK_URL="+d.HTTPURL, "AIRLOCK_SESSION_FILE="+sessionFile, "AIRLOCK_REVIEWER=", "AIRLOCK_CONFIG=")
 	airlock := gatewaytest.Binary(t, "airlock")
@@ -60,12 +68,12 @@ sso {
 		}
 		return out.String(), errb.String(), code
 	}
-	// login runs airlock login, lets user approve (or deny) at the
-	// provider, and returns what the CLI said.
+	// login runs airlock login --sso --reviewer as, lets user approve (or
+	// deny) at the provider, and returns what the CLI said.
 	codeRE := regexp.MustCompile(`enter the code (\S+)\.`)
-	login := func(user, password string, allow bool) (string, string, int) {
+	login := func(as, user, password string, allow bool) (string, string, int) {
 		t.Helper()
-		cmd := exec.Command(airlock, "login")
+		cmd := exec.Command(airlock, "login", "--sso", "--reviewer", as)
 		cmd.Env = env
 		var out bytes.Buffer
 		cmd.Stdout = &out
@@ -99,9 +107,19 @@ sso {
 	if _, errs, code := cli("approvals", "list"); code == 0 || !strings.Contains(errs, "airlock login") {
 		t.Fatalf("approvals list before any login: exit %d: %s", code, errs)
 	}
-	out, said, code := login("sofia", "sofia's idp password", true)
+	if _, errs, code := cli("login"); code == 0 || !strings.Contains(errs, "--sso --reviewer NAME") {
+		t.Errorf("airlock login naming no reviewer: exit %d: %s", code, errs)
+	}
+	out, said, code := login("sofia", "sofia", "sofia's idp password", true)
 	if code != 0 || !strings.Contains(out, "as sofia until") {
 		t.Fatalf("airlock login: exit %d: %s%s", code, out, said)
+	}
+	// It leads with the gateway's page and says what the page says; the
+	// provider's page with the code in it is only behind the gateway's.
+	page, code1 := strings.Index(said, d.HTTPURL+"/ui/device/"), strings.Index(said, "enter the code")
+	if page < 0 || code1 < page || !strings.Contains(said, "for reviewer sofia, begun from 127.0.0.1") ||
+		!strings.Contains(said, "Anyone who started it gets your reviewer session.") || strings.Contains(said, "user_code=") {
+		t.Errorf("what airlock login --sso said:\n%s", said)
 	}
 	if fi, err := os.Stat(sessionFile); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("the saved session: %v %v", fi, err)
@@ -119,16 +137,27 @@ sso {
 		t.Errorf("approvals list after logout: exit %d: %s", code, errs)
 	}
 
-	out, said, code = login("mallory", "mallory's idp password", true)
+	out, said, code = login("sofia", "olga", "olga's idp password", true)
+	if code == 0 || !strings.Contains(said, "approved at the identity provider as olga") {
+		t.Errorf("a login for sofia approved by olga: exit %d: %s%s", code, out, said)
+	}
+	out, said, code = login("mallory", "mallory", "mallory's idp password", true)
 	if code == 0 || !strings.Contains(said, "mallory is in none of the reviewer groups") {
 		t.Errorf("a member of no reviewer group: exit %d: %s%s", code, out, said)
 	}
 	start := time.Now()
-	out, said, code = login("sofia", "sofia's idp password", false)
+	out, said, code = login("sofia", "sofia", "sofia's idp password", false)
 	if code == 0 || !strings.Contains(said, "denied") {
 		t.Errorf("a denied device login: exit %d after %v: %s%s", code, time.Since(start), out, said)
 	}
 	if _, err := os.Stat(sessionFile); !os.IsNotExist(err) {
 		t.Error("a refused login saved a session")
+	}
+
+	dir2 := t.TempDir()
+	off := gatewaytest.NewDaemon(t, dir2, gatewaytest.Config{StateDir: filepath.Join(dir2, "state"), Extra: ssoBlock("")}, gatewaytest.DaemonOptions{})
+	if _, errs, code := cli("login", "--sso", "--reviewer", "sofia", "--url", off.HTTPURL); code == 0 ||
+		!strings.Contains(errs, "device login is off at this gateway") || !strings.Contains(errs, "device_login = true") {
+		t.Errorf("airlock login --sso where device login is off: exit %d: %s", code, errs)
 	}
 }

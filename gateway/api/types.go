@@ -643,17 +643,34 @@ type LoginResponse struct {
 	DeviceExpiresAt time.Time `json:"device_expires_at,omitzero"`
 }
 
+// DeviceLoginRequest is the body of POST /v1/login/device: the reviewer
+// the login is for. The provider must approve that very reviewer, or no
+// token is handed out.
+type DeviceLoginRequest struct {
+	Reviewer string `json:"reviewer"`
+}
+
 // DeviceLogin is the answer to POST /v1/login/device: a reviewer CLI's
-// single sign-on. The reviewer opens VerificationURI (or the complete
-// one) in any browser and enters UserCode; the CLI polls POST
-// /v1/login/device/token with DeviceID every IntervalS seconds.
+// single sign-on. The reviewer opens PageURL, the gateway's own page,
+// which shows where and when the login was begun and for whom before it
+// leads on to the provider's VerificationURI with UserCode; the CLI
+// polls POST /v1/login/device/token with DeviceID every IntervalS
+// seconds.
 type DeviceLogin struct {
-	DeviceID                string    `json:"device_id"`
-	UserCode                string    `json:"user_code"`
-	VerificationURI         string    `json:"verification_uri"`
-	VerificationURIComplete string    `json:"verification_uri_complete,omitempty"`
-	ExpiresAt               time.Time `json:"expires_at"`
-	IntervalS               int       `json:"interval_s"`
+	DeviceID string `json:"device_id"`
+	// Page is the id of the login's page, PageURL the page:
+	// /ui/device/PAGE on the gateway.
+	Page    string `json:"page"`
+	PageURL string `json:"page_url,omitempty"`
+	// Reviewer is the reviewer the login is for; From the address it was
+	// begun from, at StartedAt.
+	Reviewer        string    `json:"reviewer"`
+	From            string    `json:"from"`
+	StartedAt       time.Time `json:"started_at"`
+	UserCode        string    `json:"user_code"`
+	VerificationURI string    `json:"verification_uri"`
+	ExpiresAt       time.Time `json:"expires_at"`
+	IntervalS       int       `json:"interval_s"`
 }
 
 // DeviceTokenRequest is the body of POST /v1/login/device/token.

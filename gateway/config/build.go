@@ -290,6 +290,7 @@ func (c *checker) sso(cfg *Config, r *rawSSO, base string) {
 	s.DeviceClientID = or(r.DeviceClientID, c.Value(r.DeviceClientIDRange), s.ClientID)
 	s.LinksClaim = or(r.LinksClaim, c.Value(r.LinksClaimRange), "")
 	s.DeviceClientSecretFile = c.path("device_client_secret_file", r.DeviceSecretFile, r.DeviceSecretFileRange, base)
+	s.DeviceLogin = r.DeviceLogin
 	if !httpsURL(s.Issuer) {
 		c.Errorf(r.IssuerRange, "sso.issuer %q must be the provider's https:// URL as its tokens name it (http:// only on loopback)", s.Issuer)
 	}

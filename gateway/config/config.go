@@ -149,6 +149,11 @@ type SSO struct {
 	// client.
 	DeviceClientID         string
 	DeviceClientSecretFile string
+	// DeviceLogin turns on the device authorization grant (airlock login
+	// over single sign-on). Off by default: whoever starts a device login
+	// gets the session of the reviewer who approves it, so the operator
+	// chooses it (see docs/threat-model.md).
+	DeviceLogin bool
 }
 
 // OPA is the policy block's Open Policy Agent, asked over its REST API.

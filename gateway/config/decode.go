@@ -158,6 +158,7 @@ type rawSSO struct {
 	DeviceClientIDRange   hcl.Range      `hcl:"device_client_id,attr_range"`
 	DeviceSecretFile      string         `hcl:"device_client_secret_file,optional"`
 	DeviceSecretFileRange hcl.Range      `hcl:"device_client_secret_file,attr_range"`
+	DeviceLogin           bool           `hcl:"device_login,optional"`
 	DefRange              hcl.Range      `hcl:",def_range"`
 }
 

@@ -247,14 +247,35 @@ func LinksFromClaim(v any) []string {
 // a browser. The gateway is the provider's client: it starts the device
 // authorization, shows the CLI the code to enter, polls the provider, and
 // hands the CLI a reviewer token once the reviewer has approved.
+//
+// Whoever starts a device login gets the session of whoever approves it,
+// so the grant is off unless sso.device_login is set; the starter names
+// the reviewer it logs in as, and the token is handed over only when the
+// provider approved that very reviewer; and the reviewer is sent to the
+// gateway's own page first (DeviceInfo), which says where and when the
+// login was started, before the provider's.
 
-// maxDeviceLogins bounds the device logins waiting at once.
-const maxDeviceLogins = 100
+const (
+	// maxDeviceLogins bounds the device logins waiting at once, and
+	// maxBucketDeviceLogins those begun from one address bucket (see
+	// Bucket): anonymous callers from one bucket cannot take every slot.
+	// All of loopback is one bucket, so a local user can take loopback's
+	// share; others still find room.
+	maxDeviceLogins       = 100
+	maxBucketDeviceLogins = 5
+	// deviceGrace is how long a finished device login waits for its
+	// CLI's next poll before it is forgotten.
+	deviceGrace = time.Minute
+)
 
 // deviceLogin is one device login in progress, by its handle.
 type deviceLogin struct {
-	expires time.Time
-	done    chan struct{}
+	DeviceInfo
+	// page names the login's page at the gateway (not its handle: the
+	// page's link goes to the reviewer, the handle stays with the CLI).
+	page   string
+	bucket string
+	done   chan struct{}
 	// Set when done: the token (taken once), or why not.
 	name    string
 	token   approvals.Secret
@@ -262,24 +283,44 @@ type deviceLogin struct {
 	err     error
 }
 
-// DeviceLogin begins a device login: the answer says where the reviewer
-// approves it, and with which code.
-func (s *SSO) DeviceLogin(ctx context.Context, remoteAddr string) (api.DeviceLogin, error) {
+// DeviceInfo is what the gateway's page of a device login shows the
+// reviewer before sending them on to the provider.
+type DeviceInfo struct {
+	// Reviewer is the reviewer the starter asked to log in as.
+	Reviewer string
+	// From is the address the login was started from.
+	From string
+	// Started and Expires bound the login.
+	Started, Expires time.Time
+	// UserCode is the code to enter at the provider's VerificationURI;
+	// VerificationURIComplete carries it already ("" when the provider
+	// has none).
+	UserCode                                 string
+	VerificationURI, VerificationURIComplete string
+}
+
+// DeviceLogin begins a device login as the reviewer named, started from
+// remoteAddr: the answer says which page of the gateway the reviewer
+// opens (by its id) and with which code.
+func (s *SSO) DeviceLogin(ctx context.Context, reviewer, remoteAddr string) (api.DeviceLogin, error) {
+	if !s.cfg.DeviceLogin {
+		return api.DeviceLogin{}, refuse(ErrForbidden, "device login is off at this gateway (an operator turns it on with device_login = true in the sso block); "+
+			"log in with airlock login --reviewer NAME and a password, or in a browser on the gateway's /ui/login page")
+	}
+	if !approvals.ValidName(reviewer) {
+		return api.DeviceLogin{}, refuse(ErrInvalid, "name the reviewer to log in as (airlock login --sso --reviewer NAME): 1 to 64 letters, digits, '.', '_' or '-'")
+	}
 	if s.e.draining.Load() {
 		return api.DeviceLogin{}, refuse(ErrDraining, "the gateway is stopping; log in again once it is back")
 	}
-	if s.e.count("device:" + Host(remoteAddr)) {
+	bucket := Bucket(remoteAddr)
+	if s.e.count("device:" + bucket) {
 		return api.DeviceLogin{}, refuse(ErrRateLimited, "too many logins begun from this address; wait a minute")
 	}
-	s.sweepDevices(s.e.clock.Now())
-	full := func() error {
-		if len(s.devices) >= maxDeviceLogins {
-			return refuse(ErrRateLimited, "too many logins are waiting for their reviewers; try again in a few minutes")
-		}
-		return nil
-	}
+	now := s.e.clock.Now()
+	s.sweepDevices(now)
 	s.devMu.Lock()
-	err := full()
+	err := s.room(bucket, now)
 	s.devMu.Unlock()
 	if err != nil {
 		return api.DeviceLogin{}, err
@@ -299,11 +340,13 @@ func (s *SSO) DeviceLogin(ctx context.Context, remoteAddr string) (api.DeviceLog
 	if expires.IsZero() {
 		expires = s.e.clock.Now().Add(10 * time.Minute)
 	}
-	d := &deviceLogin{expires: expires, done: make(chan struct{})}
-	// The cap is checked again where the login is kept (others may have
+	d := &deviceLogin{page: rand.Text(), bucket: bucket, done: make(chan struct{}), DeviceInfo: DeviceInfo{
+		Reviewer: reviewer, From: Host(remoteAddr), Started: now, Expires: expires,
+		UserCode: resp.UserCode, VerificationURI: resp.VerificationURI, VerificationURIComplete: resp.VerificationURIComplete}}
+	// The caps are checked again where the login is kept (others may have
 	// begun meanwhile), and a stopping engine starts no more work.
 	s.devMu.Lock()
-	if err := full(); err != nil {
+	if err := s.room(bucket, now); err != nil {
 		s.devMu.Unlock()
 		return api.DeviceLogin{}, err
 	}
@@ -333,6 +376,9 @@ func (s *SSO) DeviceLogin(ctx context.Context, remoteAddr string) (api.DeviceLog
 			d.err = err
 			return
 		}
+		if d.err = s.sameReviewer(wctx, d, rv.Name(), remoteAddr); d.err != nil {
+			return
+		}
 		d.name = rv.Name()
 		d.token, d.tokenAt, d.err = s.e.issueToken(wctx, rv)
 	}()
@@ -340,8 +386,72 @@ func (s *SSO) DeviceLogin(ctx context.Context, remoteAddr string) (api.DeviceLog
 	if interval <= 0 {
 		interval = 5
 	}
-	return api.DeviceLogin{DeviceID: handle, UserCode: resp.UserCode, VerificationURI: resp.VerificationURI,
-		VerificationURIComplete: resp.VerificationURIComplete, ExpiresAt: expires.UTC(), IntervalS: interval}, nil
+	return api.DeviceLogin{DeviceID: handle, Page: d.page, Reviewer: reviewer, From: d.From, StartedAt: now.UTC(),
+		UserCode: resp.UserCode, VerificationURI: resp.VerificationURI, ExpiresAt: expires.UTC(), IntervalS: interval}, nil
+}
+
+// room refuses a new device login from bucket when that bucket or the
+// gateway holds as many as it may, saying when the first of them
+// expires. The logins in progress are never dropped for a new one.
+// devMu is held.
+func (s *SSO) room(bucket string, now time.Time) error {
+	var mine int
+	var first, firstMine time.Time
+	for _, d := range s.devices {
+		end := d.Expires.Add(deviceGrace)
+		if first.IsZero() || end.Before(first) {
+			first = end
+		}
+		if d.bucket == bucket {
+			mine++
+			if firstMine.IsZero() || end.Before(firstMine) {
+				firstMine = end
+			}
+		}
+	}
+	switch {
+	case mine >= maxBucketDeviceLogins:
+		return refuse(ErrRateLimited, fmt.Sprintf("%d device logins begun from this address are waiting for their reviewers, the most at once; "+
+			"the first of them expires at %s: try again then", mine, firstMine.UTC().Format(time.TimeOnly+" UTC")))
+	case len(s.devices) >= maxDeviceLogins:
+		return refuse(ErrRateLimited, fmt.Sprintf("%d device logins are waiting for their reviewers, the most at once; "+
+			"the first of them expires at %s: try again then", len(s.devices), first.UTC().Format(time.TimeOnly+" UTC")))
+	}
+	return nil
+}
+
+// sameReviewer refuses a device login the provider approved for another
+// reviewer than the one its starter named: an approver who did not start
+// the login may not hand their session to whoever did. The refusal is a
+// failed login of the starter's address, recorded as such.
+func (s *SSO) sameReviewer(ctx context.Context, d *deviceLogin, approved, remoteAddr string) error {
+	if strings.EqualFold(approved, d.Reviewer) {
+		return nil
+	}
+	s.e.authFailed(ctx, "sso", loginAddr(Host(remoteAddr)))
+	s.e.log.Warn("device login refused: approved by another reviewer than the one named", "issuer", s.cfg.Issuer,
+		"asked", d.Reviewer, "approved", approved, "addr", d.From)
+	return refuse(ErrUnauthorized, fmt.Sprintf("the device login was begun for reviewer %s but approved at the identity provider as %s: no session is handed out "+
+		"(a device login is approved only by the reviewer it names; the refusal is recorded as a failed login)", d.Reviewer, approved))
+}
+
+// DeviceInfo is the device login whose page is page, while it waits for
+// its reviewer; false once it is done, gone, or was never begun.
+func (s *SSO) DeviceInfo(page string) (DeviceInfo, bool) {
+	s.devMu.Lock()
+	defer s.devMu.Unlock()
+	for _, d := range s.devices {
+		if d.page != page {
+			continue
+		}
+		select {
+		case <-d.done:
+			return DeviceInfo{}, false
+		default:
+			return d.DeviceInfo, !s.e.clock.Now().After(d.Expires)
+		}
+	}
+	return DeviceInfo{}, false
 }
 
 // DeviceToken is a device login's outcome: pending (no error, no
@@ -373,7 +483,7 @@ func (s *SSO) sweepDevices(now time.Time) {
 	s.devMu.Lock()
 	defer s.devMu.Unlock()
 	for h, d := range s.devices {
-		if now.After(d.expires.Add(time.Minute)) {
+		if now.After(d.Expires.Add(deviceGrace)) {
 			delete(s.devices, h)
 		}
 	}

@@ -156,9 +156,11 @@ func (s *server) handleLogout(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleDeviceLogin begins a reviewer CLI's single sign-on (the device
-// authorization grant, the gateway as the provider's client).
+// authorization grant, the gateway as the provider's client) for the
+// reviewer the request names.
 func (s *server) handleDeviceLogin(w http.ResponseWriter, r *http.Request) {
-	if !decodeJSON(w, r, &struct{}{}) {
+	var req api.DeviceLoginRequest
+	if !decodeJSON(w, r, &req) {
 		return
 	}
 	sso := s.e.Review().SSO()
@@ -170,11 +172,18 @@ func (s *server) handleDeviceLogin(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, api.CodeForbidden, "reviewers log in over the HTTP listener, not the agents' socket")
 		return
 	}
-	d, err := sso.DeviceLogin(r.Context(), r.RemoteAddr)
+	d, err := sso.DeviceLogin(r.Context(), req.Reviewer, r.RemoteAddr)
 	if err != nil {
 		s.writeErr(w, err)
 		return
 	}
+	// The page is on this very gateway, by the Host the request named
+	// (which the listener checked against allowed_hosts).
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	d.PageURL = scheme + "://" + r.Host + "/ui/device/" + d.Page
 	writeJSON(w, http.StatusOK, d)
 }
 

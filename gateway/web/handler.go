@@ -97,6 +97,7 @@ func New(b Backend, o Options) *Handler {
 	mux.HandleFunc("POST "+Prefix+"/logout", h.post(h.logout))
 	mux.HandleFunc("GET "+Prefix+"/sso/start", h.ssoStart)
 	mux.HandleFunc("GET "+Prefix+"/sso/callback", h.ssoCallback)
+	mux.HandleFunc("GET "+Prefix+"/device/{page}", h.devicePage)
 	mux.HandleFunc("GET "+Prefix+"/pending", h.page(h.pending))
 	mux.HandleFunc("GET "+Prefix+"/pending/cards", h.fragment(h.pendingCards))
 	mux.HandleFunc("POST "+Prefix+"/approvals/{id}/decision", h.post(h.decide))

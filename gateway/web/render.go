@@ -15,7 +15,7 @@ var assets embed.FS
 
 // pages are parsed once, at start: each page is the layout plus its own
 // file, so their "content" blocks do not collide.
-var pages = parsePages("login", "pending", "runs", "action", "audit", "error", "continue", "reveal")
+var pages = parsePages("login", "pending", "runs", "action", "audit", "error", "continue", "reveal", "device")
 
 func parsePages(names ...string) map[string]*template.Template {
 	base := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/parts.html"))

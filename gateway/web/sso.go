@@ -3,9 +3,13 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
+
+	"github.com/airlockgw/airlock/gateway/engine"
 )
 
 // SSO is single sign-on through the team's identity provider (OpenID
@@ -19,6 +23,9 @@ type SSO interface {
 	// errors wrap ErrBadCredentials (with why, for the page to show),
 	// ErrRateLimited or ErrUnavailable.
 	Finish(ctx context.Context, redirectURL, code, verifier, nonce, remoteAddr string) (Reviewer, error)
+	// Device is the device login whose page is page while it waits for
+	// its reviewer; false when there is none.
+	Device(page string) (DeviceInfo, bool)
 }
 
 // Refusal is a single sign-on refused for a reason the reviewer may
@@ -38,13 +45,19 @@ const (
 	ssoCookie = "airlock_sso"
 	// ssoLoginTTL is how long a begun login may take at the provider.
 	ssoLoginTTL = 10 * time.Minute
-	// maxSSOLogins bounds the logins begun and not finished.
-	maxSSOLogins = 1000
+	// maxSSOLogins bounds the logins begun and not finished, and
+	// maxBucketSSOLogins those begun from one address bucket
+	// (engine.Bucket): a flood from one bucket cannot take every place.
+	// All of loopback is one bucket (a local user, or a reverse proxy on
+	// the same machine, shares loopback's ten).
+	maxSSOLogins       = 1000
+	maxBucketSSOLogins = 10
 )
 
 // ssoLogin is a begun login, by its state.
 type ssoLogin struct {
 	nonce, verifier string
+	bucket          string
 	at              time.Time
 }
 
@@ -54,25 +67,40 @@ type ssoLogins struct {
 	m  map[string]ssoLogin
 }
 
-// put keeps a login, dropping expired ones (and, at the cap, the oldest).
-func (l *ssoLogins) put(state string, in ssoLogin) {
+// put keeps a login, dropping expired ones. A login in progress is never
+// dropped for a new one: when the login's bucket or the table is full,
+// put keeps nothing and says when the first place there frees up.
+func (l *ssoLogins) put(state string, in ssoLogin) (retry time.Time, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.m == nil {
 		l.m = map[string]ssoLogin{}
 	}
-	var oldest string
+	var mine int
+	var first, firstMine time.Time
 	for k, v := range l.m {
 		if in.at.Sub(v.at) > ssoLoginTTL {
 			delete(l.m, k)
-		} else if oldest == "" || v.at.Before(l.m[oldest].at) {
-			oldest = k
+			continue
+		}
+		if first.IsZero() || v.at.Before(first) {
+			first = v.at
+		}
+		if v.bucket == in.bucket {
+			mine++
+			if firstMine.IsZero() || v.at.Before(firstMine) {
+				firstMine = v.at
+			}
 		}
 	}
-	if len(l.m) >= maxSSOLogins {
-		delete(l.m, oldest)
+	switch {
+	case mine >= maxBucketSSOLogins:
+		return firstMine.Add(ssoLoginTTL), false
+	case len(l.m) >= maxSSOLogins:
+		return first.Add(ssoLoginTTL), false
 	}
 	l.m[state] = in
+	return time.Time{}, true
 }
 
 // take removes and returns a login that has not expired.
@@ -119,16 +147,34 @@ func (h *Handler) ssoStart(w http.ResponseWriter, r *http.Request) {
 		h.renderError(w, r, nil, http.StatusNotFound, "This gateway has no single sign-on. Log in with a reviewer name and password.")
 		return
 	}
-	state, in := newToken(), ssoLogin{nonce: newToken(), verifier: newToken(), at: h.o.Now()}
+	now := h.o.Now()
+	state, in := newToken(), ssoLogin{nonce: newToken(), verifier: newToken(), bucket: engine.Bucket(r.RemoteAddr), at: now}
+	// The place is taken before the provider is asked, so that a flood
+	// of starts costs the provider nothing once it is refused.
+	if retry, ok := h.logins.put(state, in); !ok {
+		h.refuseSSOStart(w, r, now, retry)
+		return
+	}
 	u, err := sso.AuthCodeURL(r.Context(), ssoRedirect(r), state, in.nonce, in.verifier)
 	if err != nil {
+		h.logins.take(state, now)
 		h.log.Warn("single sign-on cannot begin", "error", err)
 		h.renderLogin(w, r, http.StatusServiceUnavailable, "", "The identity provider cannot be reached right now. Try again, or log in with a password.")
 		return
 	}
-	h.logins.put(state, in)
 	h.setSSOCookie(w, r, state, int(ssoLoginTTL/time.Second))
 	http.Redirect(w, r, u, http.StatusSeeOther)
+}
+
+// refuseSSOStart answers a login that found no place: too many logins
+// begun from this address, or at this gateway, are still at the
+// provider. They are left to finish; this one may try again at retry.
+func (h *Handler) refuseSSOStart(w http.ResponseWriter, r *http.Request, now, retry time.Time) {
+	wait := max(retry.Sub(now).Round(time.Second), time.Second)
+	w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
+	h.log.Debug("single sign-on start refused: too many logins in progress", "addr", r.RemoteAddr)
+	h.renderLogin(w, r, http.StatusTooManyRequests, "", fmt.Sprintf("Too many logins through the identity provider are in progress from your address (or at this gateway); "+
+		"the logins already begun are left to finish. Try again after %s (in %s), or log in with a password.", retry.UTC().Format(time.TimeOnly+" UTC"), wait))
 }
 
 // ssoCallback finishes a login: the state must be the one this browser
