@@ -428,7 +428,7 @@ func (s *SSO) sameReviewer(ctx context.Context, d *deviceLogin, approved, remote
 	if strings.EqualFold(approved, d.Reviewer) {
 		return nil
 	}
-	s.e.authFailed(ctx, "sso", loginAddr(Host(remoteAddr)))
+	s.e.authFailed(ctx, "sso", loginAddr(Bucket(remoteAddr)))
 	s.e.log.Warn("device login refused: approved by another reviewer than the one named", "issuer", s.cfg.Issuer,
 		"asked", d.Reviewer, "approved", approved, "addr", d.From)
 	return refuse(ErrUnauthorized, fmt.Sprintf("the device login was begun for reviewer %s but approved at the identity provider as %s: no session is handed out "+
