@@ -16,6 +16,7 @@ import (
 	"github.com/airlockgw/airlock/gateway/engine"
 	"github.com/airlockgw/airlock/gateway/gatewaytest/idp"
 	"github.com/airlockgw/airlock/gateway/web/webtest"
+	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
 
 // Reviewers log in to the pages through a real OpenID provider in a real
@@ -33,20 +34,7 @@ func TestSSOReviewersInChromium(t *testing.T) {
 	p.AddUser("mallory", idp.User{Password: "mallory's idp password", Groups: []string{"staff"}})
 	p.AddUser(testReviewer, idp.User{Password: "the namesake's password", Groups: []string{group}})
 
-	secret := filepath.Join(t.TempDir(), "sso-secret")
-	if err := os.WriteFile(secret, []byte("web client secret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	g := startGateway(t, s, gwOptions{extraConfig: fmt.Sprintf(`
-sso {
-  issuer             = %q
-  client_id          = "airlock-web"
-  client_secret_file = %q
-  reviewer_groups    = [%q]
-  ca_file            = %q
-}
-`, p.Issuer, secret, group, p.CAFile)})
-	p.AddWebClient("airlock-web", "web client secret", g.base+"/ui/sso/callback")
+	g := startSSOGateway(t, s, p, group, "")
 	ctx := context.Background()
 
 	t.Run("a group member logs in, approves and logs out", func(t *testing.T) {
@@ -134,6 +122,28 @@ sso {
 	if !strings.Contains(string(entries), `"reviewer.added"`) || !strings.Contains(string(entries), "sso:"+p.Issuer) {
 		t.Error("the sso account's making is not in the audit log")
 	}
+}
+
+// startSSOGateway starts a gateway whose reviewers sign on through p as
+// the web client "airlock-web", admitted by group; extra is more
+// configuration.
+func startSSOGateway(t *testing.T, s *sshtest.SSHD, p *idp.Provider, group, extra string) *testGateway {
+	t.Helper()
+	secret := filepath.Join(t.TempDir(), "sso-secret")
+	if err := os.WriteFile(secret, []byte("web client secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := startGateway(t, s, gwOptions{extraConfig: fmt.Sprintf(`
+sso {
+  issuer             = %q
+  client_id          = "airlock-web"
+  client_secret_file = %q
+  reviewer_groups    = [%q]
+  ca_file            = %q
+}
+`, p.Issuer, secret, group, p.CAFile) + extra})
+	p.AddWebClient("airlock-web", "web client secret", g.base+"/ui/sso/callback")
+	return g
 }
 
 // ssoLogin logs user in to the pages at base through the provider's own

@@ -2,14 +2,11 @@ package gateway
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -26,20 +23,7 @@ func TestSSOStartFloodLeavesLoginsInProgress(t *testing.T) {
 	t.Parallel()
 	p := idp.Start(t)
 	p.AddUser("sofia", idp.User{Password: "sofia's idp password", Groups: []string{"airlock-reviewers"}})
-	secret := filepath.Join(t.TempDir(), "sso-secret")
-	if err := os.WriteFile(secret, []byte("web client secret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	g := startGateway(t, sharedSSHD(t), gwOptions{extraConfig: fmt.Sprintf(`
-sso {
-  issuer             = %q
-  client_id          = "airlock-web"
-  client_secret_file = %q
-  reviewer_groups    = ["airlock-reviewers"]
-  ca_file            = %q
-}
-`, p.Issuer, secret, p.CAFile)})
-	p.AddWebClient("airlock-web", "web client secret", g.base+"/ui/sso/callback")
+	g := startSSOGateway(t, sharedSSHD(t), p, "airlock-reviewers", "")
 
 	// The reviewer begins: the gateway sends the browser to the provider,
 	// whose login page waits for the password.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -30,23 +29,11 @@ func TestSSOIdentityIsKeyedBySubject(t *testing.T) {
 	const group, pw = "airlock-reviewers", "erin's idp password"
 	p.AddUser("u-erin", idp.User{Password: pw, Groups: []string{group}})
 	p.Rename("u-erin", "erin")
-	secret := filepath.Join(t.TempDir(), "sso-secret")
-	if err := os.WriteFile(secret, []byte("web client secret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	g := startGateway(t, s, gwOptions{extraConfig: fmt.Sprintf(`
-sso {
-  issuer             = %q
-  client_id          = "airlock-web"
-  client_secret_file = %q
-  reviewer_groups    = [%q]
-  ca_file            = %q
-}
+	g := startSSOGateway(t, s, p, group, `
 reviewer "erin" {
   agents = ["erins-bot"]
 }
-`, p.Issuer, secret, group, p.CAFile)})
-	p.AddWebClient("airlock-web", "web client secret", g.base+"/ui/sso/callback")
+`)
 	ctx := context.Background()
 	accounts := func() string {
 		list, err := g.srv.eng.Admin().Reviewers(ctx)
