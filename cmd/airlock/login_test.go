@@ -68,40 +68,9 @@ sso {
 		}
 		return out.String(), errb.String(), code
 	}
-	// login runs airlock login --sso --reviewer as, lets user approve (or
-	// deny) at the provider, and returns what the CLI said.
-	codeRE := regexp.MustCompile(`enter the code (\S+)\.`)
 	login := func(as, user, password string, allow bool) (string, string, int) {
 		t.Helper()
-		cmd := exec.Command(airlock, "login", "--sso", "--reviewer", as)
-		cmd.Env = env
-		var out bytes.Buffer
-		cmd.Stdout = &out
-		stderr, err := cmd.StderrPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		var said strings.Builder
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			said.WriteString(sc.Text() + "\n")
-			if m := codeRE.FindStringSubmatch(sc.Text()); m != nil {
-				p.ApproveDevice(t, m[1], user, password, allow)
-				break
-			}
-		}
-		for sc.Scan() {
-			said.WriteString(sc.Text() + "\n")
-		}
-		err = cmd.Wait()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		}
-		return out.String(), said.String(), code
+		return deviceLoginCLI(t, p, airlock, env, as, user, password, allow)
 	}
 
 	if _, errs, code := cli("approvals", "list"); code == 0 || !strings.Contains(errs, "airlock login") {
@@ -161,3 +130,42 @@ sso {
 		t.Errorf("airlock login --sso where device login is off: exit %d: %s", code, errs)
 	}
 }
+
+// deviceLoginCLI runs airlock login --sso --reviewer as, lets user approve
+// (or deny) the code it prints at the provider p, and returns what the
+// CLI printed and its exit code.
+func deviceLoginCLI(t *testing.T, p *idp.Provider, airlock string, env []string, as, user, password string, allow bool) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(airlock, "login", "--sso", "--reviewer", as)
+	cmd.Env = env
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var said strings.Builder
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		said.WriteString(sc.Text() + "\n")
+		if m := deviceCodeRE.FindStringSubmatch(sc.Text()); m != nil {
+			p.ApproveDevice(t, m[1], user, password, allow)
+			break
+		}
+	}
+	for sc.Scan() {
+		said.WriteString(sc.Text() + "\n")
+	}
+	err = cmd.Wait()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	}
+	return out.String(), said.String(), code
+}
+
+// deviceCodeRE finds the user code in what airlock login --sso prints.
+var deviceCodeRE = regexp.MustCompile(`enter the code (\S+)\.`)
