@@ -16,6 +16,7 @@ import (
 
 	"github.com/airlockgw/airlock/deploy"
 	"github.com/airlockgw/airlock/gateway/config"
+	"github.com/airlockgw/airlock/gateway/engine"
 )
 
 func init() {
@@ -198,7 +199,7 @@ func runCA(verb string, args []string, stdout, stderr io.Writer) int {
 			return failf(stderr, "%v", err)
 		}
 		var created bool
-		if pub, created, err = deploy.InitCA(caFile(cfg)); err != nil {
+		if pub, created, err = initCA(cfg); err != nil {
 			return failf(stderr, "%v", err)
 		}
 		if created {
@@ -220,6 +221,43 @@ func runCA(verb string, args []string, stdout, stderr io.Writer) int {
 	// To compare out of band with what a target trusts (ssh-keygen -lf).
 	fmt.Fprintf(stderr, "its fingerprint: %s\n", ssh.FingerprintSHA256(pub))
 	return 0
+}
+
+// initCA makes the gateway CA (deploy.InitCA). With a storage block the
+// replicas share one CA: one the database records already is never made
+// here (copy it from a replica), and one made here is recorded, or taken
+// back if another replica recorded its own meanwhile.
+func initCA(cfg *config.Config) (ssh.PublicKey, bool, error) {
+	if cfg.Storage == nil {
+		return deploy.InitCA(caFile(cfg))
+	}
+	ctx := context.Background()
+	db, err := engine.OpenStorage(ctx, cfg)
+	if err != nil {
+		return nil, false, err
+	}
+	defer db.Close()
+	shared, err := engine.SharedCA(ctx, db)
+	if err != nil {
+		return nil, false, err
+	}
+	_, statErr := os.Lstat(caFile(cfg))
+	if shared != "" && errors.Is(statErr, os.ErrNotExist) {
+		return nil, false, fmt.Errorf("the replicas share a gateway CA (fingerprint %s): copy %s and %s from a replica that has it (airlock storage status lists the fingerprints); a new one here would not be trusted where the other is",
+			shared, caFile(cfg), caFile(cfg)+".pub")
+	}
+	pub, created, err := deploy.InitCA(caFile(cfg))
+	if err != nil {
+		return nil, false, err
+	}
+	if err := engine.ClaimCA(ctx, db, cfg.StateDir); err != nil {
+		if created {
+			os.Remove(caFile(cfg))
+			os.Remove(caFile(cfg) + ".pub")
+		}
+		return nil, false, err
+	}
+	return pub, created, nil
 }
 
 func hostsScan(args []string, stdout, stderr io.Writer) int {

@@ -18,6 +18,7 @@ import (
 func init() {
 	commands["storage"] = (&group{name: "storage", usage: storageUsage, verbs: map[string]verbFunc{
 		"migrate": storageMigrate,
+		"keys":    storageKeys,
 	}}).command("bring the PostgreSQL storage to this version; move a SQLite state directory to it (operator)")
 }
 
@@ -36,8 +37,14 @@ verbs:
       log is verified, copied entry for entry (the same bytes, seq numbers
       and checkpoints) and verified again from the database; the state
       (runs, approvals, reviewers, agent tokens) and the outputs are
-      copied. Stop the gateway first. Then add the storage block to the
-      configuration and keep STATE_DIR/keys: every replica needs a copy.
+      copied, and the fingerprints of STATE_DIR/keys recorded as the keys
+      every replica must hold. Stop the gateway first. Then add the
+      storage block to the configuration and copy STATE_DIR/keys to every
+      replica before it starts: one without them is refused.
+  keys --from STATE_DIR [--config FILE] [--to postgres://…]
+      record the fingerprints of the keys in STATE_DIR/keys as the shared
+      ones, for a database moved before they were recorded; a key the
+      database records already must be the same
 
 Without --to, the database is the configuration's storage block's.
 `
@@ -53,23 +60,9 @@ func storageMigrate(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	url, pwFile := *to, *toPassword
-	if url == "" {
-		cfg, ok := loadConfig(*cfgPath, stderr)
-		if !ok {
-			return exitFailed
-		}
-		if cfg.Storage == nil {
-			return failf(stderr, "the configuration %s has no storage block: give the database with --to postgres://…", cfg.Path)
-		}
-		url, pwFile = cfg.Storage.Postgres, cmp.Or(pwFile, cfg.Storage.PasswordFile)
-	}
-	if err := sqldb.CheckURL(url); err != nil {
-		return failf(stderr, "--to: %v", err)
-	}
-	db, err := sqldb.OpenPostgres(ctx, sqldb.PostgresOptions{URL: url, PasswordFile: pwFile, MaxConns: 4})
-	if err != nil {
-		return failf(stderr, "%v", err)
+	db, url, code := openStorageFlag(*cfgPath, *to, *toPassword, stderr)
+	if db == nil {
+		return code
 	}
 	defer db.Close()
 	if *from != "" {
@@ -93,8 +86,33 @@ func storageMigrate(args []string, stdout, stderr io.Writer) int {
 	for _, n := range names {
 		parts = append(parts, fmt.Sprintf("%s %d", n, vs[n]))
 	}
-	fmt.Fprintf(stdout, "%s: schema up to date (%s)\n", sqldb.Describe(url), strings.Join(parts, ", "))
+	fmt.Fprintf(stdout, "%s: schema up to date (%s)\n", url, strings.Join(parts, ", "))
 	return exitOK
+}
+
+// openStorageFlag opens the database of --to (with --to-password-file), or
+// else of the configuration's storage block, and says which (without its
+// password); nil and the exit code when it cannot, said on stderr.
+func openStorageFlag(cfgPath, to, toPassword string, stderr io.Writer) (*sqldb.DB, string, int) {
+	url, pwFile := to, toPassword
+	if url == "" {
+		cfg, ok := loadConfig(cfgPath, stderr)
+		if !ok {
+			return nil, "", exitFailed
+		}
+		if cfg.Storage == nil {
+			return nil, "", failf(stderr, "the configuration %s has no storage block: give the database with --to postgres://…", cfg.Path)
+		}
+		url, pwFile = cfg.Storage.Postgres, cmp.Or(pwFile, cfg.Storage.PasswordFile)
+	}
+	if err := sqldb.CheckURL(url); err != nil {
+		return nil, "", failf(stderr, "--to: %v", err)
+	}
+	db, err := sqldb.OpenPostgres(context.Background(), sqldb.PostgresOptions{URL: url, PasswordFile: pwFile, MaxConns: 4})
+	if err != nil {
+		return nil, "", failf(stderr, "%v", err)
+	}
+	return db, sqldb.Describe(url), exitOK
 }
 
 // moveStateDir copies a stopped SQLite gateway's state into db
@@ -117,6 +135,54 @@ func moveStateDir(ctx context.Context, dir string, db *sqldb.DB, stdout io.Write
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "done: add the storage block to the configuration; keep %s (every replica needs a copy)\n", filepath.Join(dir, "keys"))
+	if err := recordKeys(ctx, dir, db, stdout); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "done: add the storage block to the configuration; copy %s to every replica before it starts\n", filepath.Join(dir, "keys"))
 	return nil
+}
+
+// recordKeys records the fingerprints of dir's keys as the shared ones
+// and says which.
+func recordKeys(ctx context.Context, dir string, db *sqldb.DB, stdout io.Writer) error {
+	if err := engine.MigrateStorage(ctx, db); err != nil {
+		return err
+	}
+	added, err := engine.RecordKeys(ctx, db, dir)
+	if err != nil {
+		return err
+	}
+	if len(added) == 0 {
+		fmt.Fprintf(stdout, "the database records the keys of %s already\n", filepath.Join(dir, "keys"))
+	}
+	for _, k := range added {
+		fmt.Fprintf(stdout, "recorded the shared key %s: %s (%s)\n", k.Name, k.Fingerprint, strings.Join(k.Files, ", "))
+	}
+	return nil
+}
+
+// storageKeys is airlock storage keys --from STATE_DIR.
+func storageKeys(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("airlock storage keys", "airlock storage keys --from STATE_DIR [--config FILE] [--to postgres://…] [--to-password-file FILE]", stderr)
+	cfgPath := configFlag(fs)
+	from := fs.String("from", "", "the state `DIR` whose keys the replicas share (required)")
+	to := fs.String("to", "", "the PostgreSQL database's `URL` (default: the configuration's storage block)")
+	toPassword := fs.String("to-password-file", "", "`FILE` holding the password for --to (default: the storage block's password_file)")
+	if _, code, ok := parseVerb(fs, args, 0, stdout, stderr); !ok {
+		return code
+	}
+	if *from == "" {
+		return usageErrorf(stderr, "give the state directory whose keys the replicas share: --from STATE_DIR")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	db, _, code := openStorageFlag(*cfgPath, *to, *toPassword, stderr)
+	if db == nil {
+		return code
+	}
+	defer db.Close()
+	if err := recordKeys(ctx, *from, db, stdout); err != nil {
+		return failf(stderr, "%v", err)
+	}
+	return exitOK
 }

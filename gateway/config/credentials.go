@@ -59,6 +59,9 @@ func LoadCA(cfg *Config, c *Credential) (ssh.Signer, error) {
 	caFile := filepath.Join(cfg.StateDir, "keys", "ca")
 	ca, err := deploy.LoadCA(caFile, nil)
 	switch {
+	case errors.Is(err, fs.ErrNotExist) && cfg.Storage != nil:
+		return nil, fmt.Errorf("config: credential %q uses the gateway CA, and there is none here (%s). The replicas share one CA: copy %s and %s.pub from a replica that has it (airlock storage status shows its fingerprint); "+
+			"only when no replica has one, create it with `airlock ca init --config %s` (it refuses when the replicas already share one)", c.Name, caFile, caFile, caFile, cfg.Path)
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("config: credential %q uses the gateway CA, and there is none yet (%s); create it with `airlock ca init --config %s`", c.Name, caFile, cfg.Path)
 	case err != nil:

@@ -167,21 +167,26 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		if e.replica, err = joinReplicas(ctx, e, e.pg, cfg.Storage.Lease); err != nil {
 			return fail(err)
 		}
-		if err := sharedKey(ctx, e.pg, "command-hmac", filepath.Join(cfg.StateDir, redact.KeyFile)); err != nil {
+		// Before any key is read or made: this replica's keys are the
+		// shared ones, or it does not start.
+		if err := claimSharedKeys(ctx, e.pg, cfg.StateDir, usesGatewayCA(cfg)); err != nil {
 			return fail(err)
 		}
 	}
 	if e.commandKey, err = redact.LoadOrCreateKey(filepath.Join(cfg.StateDir, redact.KeyFile)); err != nil {
 		return fail(err)
 	}
-	if e.pg != nil {
-		if err := recordSharedKey(ctx, e.pg, "command-hmac", e.commandKey); err != nil {
-			return fail(err)
-		}
-	}
 	alog, err := auditchain.Open(ctx, e.auditOptions(cfg))
 	if err != nil {
 		return fail(err)
+	}
+	if e.pg != nil {
+		// The log made or checked its checkpoint key: record it with the
+		// others, for airlock storage status and the next replicas.
+		if _, err := RecordKeys(ctx, e.pg, cfg.StateDir); err != nil {
+			alog.Close(ctx)
+			return fail(err)
+		}
 	}
 	e.alog = alog
 	e.audit = timedAppender{alog, e.metrics, e.clock}

@@ -133,6 +133,13 @@ func (e *Admin) Reload(ctx context.Context, cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
+	if e.pg != nil && l.ca != nil {
+		// A CA that came to this replica since it started is the one
+		// the replicas share, or it is not used.
+		if err := claimSharedKeys(ctx, e.pg, cfg.StateDir, true); err != nil {
+			return err
+		}
+	}
 	if _, err := e.record(ctx, "", "", configLoaded{Path: cfg.Path, SHA256: cfg.Digest, Targets: int64(len(cfg.Targets))}); err != nil {
 		return refuse(ErrUnavailable, "the new configuration could not be recorded in the audit log, so it is not in force: "+err.Error())
 	}

@@ -3,9 +3,7 @@ package engine
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -87,42 +85,6 @@ var replicaMigrations = []string{
 		name        TEXT PRIMARY KEY,
 		fingerprint TEXT NOT NULL
 	);`,
-}
-
-// sharedKey refuses to start a replica that lacks a key file the
-// replicas share (the first replica made it): generating another would
-// split what the key binds.
-func sharedKey(ctx context.Context, db *sqldb.DB, name, path string) error {
-	var fp string
-	err := db.QueryRowContext(ctx, `SELECT fingerprint FROM shared_keys WHERE name = ?`, name).Scan(&fp)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("engine: storage: %w", err)
-	}
-	if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("engine: the replicas share the key %s, which is not here (%s): copy the keys directory from the replica that started", name, path)
-	}
-	return nil
-}
-
-// recordSharedKey records key's fingerprint as name's, or checks it
-// against the one recorded.
-func recordSharedKey(ctx context.Context, db *sqldb.DB, name string, key []byte) error {
-	sum := sha256.Sum256(append([]byte("airlock shared key fingerprint\x00"+name+"\x00"), key...))
-	fp := hex.EncodeToString(sum[:16])
-	if _, err := db.ExecContext(ctx, `INSERT INTO shared_keys (name, fingerprint) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`, name, fp); err != nil {
-		return fmt.Errorf("engine: storage: %w", err)
-	}
-	var got string
-	if err := db.QueryRowContext(ctx, `SELECT fingerprint FROM shared_keys WHERE name = ?`, name).Scan(&got); err != nil {
-		return fmt.Errorf("engine: storage: %w", err)
-	}
-	if got != fp {
-		return fmt.Errorf("engine: this replica's key %s differs from the one the other replicas share: copy the keys directory from the replica that started", name)
-	}
-	return nil
 }
 
 // replica is this gateway's membership among those sharing the database.
