@@ -210,6 +210,8 @@ func runCA(verb string, args []string, stdout, stderr io.Writer) int {
 	} else {
 		ca, err := deploy.LoadCA(caFile(cfg), nil)
 		switch {
+		case errors.Is(err, os.ErrNotExist) && cfg.Storage != nil:
+			return failf(stderr, "%v (the replicas share one CA: copy keys/ca and keys/ca.pub from a replica that has it; only when none has, run airlock ca init)", err)
 		case errors.Is(err, os.ErrNotExist):
 			return failf(stderr, "%v (run airlock ca init first)", err)
 		case err != nil:
