@@ -18,6 +18,7 @@ import (
 func init() {
 	commands["storage"] = (&group{name: "storage", usage: storageUsage, verbs: map[string]verbFunc{
 		"migrate": storageMigrate,
+		"status":  storageStatus,
 	}}).command("bring the PostgreSQL storage to this version; move a SQLite state directory to it (operator)")
 }
 
@@ -38,6 +39,11 @@ verbs:
       (runs, approvals, reviewers, agent tokens) and the outputs are
       copied. Stop the gateway first. Then add the storage block to the
       configuration and keep STATE_DIR/keys: every replica needs a copy.
+  status [--config FILE] [--json]
+      the replicas (lease, configuration digest), those whose configuration
+      differs from the majority's, the shared keys and the schema versions;
+      exit 0 when no live replica drifts, 1 when some do, 2 when the
+      database could not be read
 
 Without --to, the database is the configuration's storage block's.
 `
