@@ -133,7 +133,7 @@ func writeStatusText(w io.Writer, database string, file statusFile, st *engine.S
 	fmt.Fprintln(w)
 	if len(st.Replicas) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  REPLICA\tHOST\tPID\tSTARTED\tLEASE LEFT\tCONFIG\t")
+		fmt.Fprintln(tw, "  REPLICA\tHOST\tPID\tSTARTED\tLEASE LEFT\tCONFIG")
 		for _, r := range st.Replicas {
 			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.ID, r.Host, r.PID, time.Unix(0, r.Started).Format(timeWithZone),
 				leaseLeft(r), cmp.Or(short(r.ConfigDigest), "(none)"), replicaNote(r, st, file))
@@ -153,7 +153,11 @@ func writeStatusText(w io.Writer, database string, file statusFile, st *engine.S
 				n++
 			}
 		}
-		fmt.Fprintf(w, "configuration DRIFT: %d of %d live replicas differ from the majority's configuration (%s): reload every replica with the same file\n", n, live, short(st.Reference))
+		verb := "differ"
+		if n == 1 {
+			verb = "differs"
+		}
+		fmt.Fprintf(w, "configuration DRIFT: %d of %d live replicas %s from the majority's configuration (%s): reload every replica with the same file\n", n, live, verb, short(st.Reference))
 	default:
 		fmt.Fprintf(w, "configuration: every live replica enforces %s\n", short(st.Reference))
 	}
