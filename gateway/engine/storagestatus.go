@@ -17,7 +17,7 @@ type StorageStatus struct {
 	Replicas []ReplicaStatus
 	// Reference is the configuration digest most live replicas hold: a
 	// live replica with another is drifting. "" when no replica is live,
-	// or when Tie.
+	// when Tie, or when most live replicas record none (older builds).
 	Reference string
 	// Tie: two or more digests are each held by as many live replicas,
 	// more than any other; no digest is the reference, and every live
