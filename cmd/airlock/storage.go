@@ -19,6 +19,7 @@ func init() {
 	commands["storage"] = (&group{name: "storage", usage: storageUsage, verbs: map[string]verbFunc{
 		"migrate": storageMigrate,
 		"keys":    storageKeys,
+		"status":  storageStatus,
 	}}).command("bring the PostgreSQL storage to this version; move a SQLite state directory to it (operator)")
 }
 
@@ -45,6 +46,11 @@ verbs:
       record the fingerprints of the keys in STATE_DIR/keys as the shared
       ones, for a database moved before they were recorded; a key the
       database records already must be the same
+  status [--config FILE] [--json]
+      the replicas (lease, configuration digest), those whose configuration
+      differs from the majority's, the shared keys and the schema versions;
+      exit 0 when no live replica drifts, 1 when some do, 2 when the
+      database could not be read
 
 Without --to, the database is the configuration's storage block's.
 `

@@ -1,8 +1,12 @@
 package engine
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/airlockgw/airlock/gateway/config"
 )
 
 // metrics are the gateway's Prometheus metrics, in a registry of its own.
@@ -16,6 +20,12 @@ type metrics struct {
 	auditCommit  prometheus.Histogram
 	auditBatch   prometheus.Histogram
 	authFailures *prometheus.CounterVec
+	// configDrift and configDigest are the replicas' configuration drift
+	// (drift.go).
+	configDrift  prometheus.Gauge
+	configDigest *prometheus.GaugeVec
+	digestMu     sync.Mutex
+	digestShown  string
 }
 
 func newMetrics() *metrics {
@@ -59,7 +69,16 @@ func newMetrics() *metrics {
 		Name: "airlock_auth_failures_total",
 		Help: "Failed credentials by kind (reviewer_password, run_token, local_token, …): every one, also those the audit log's bound holds back and guesses at one reviewer spread over many addresses.",
 	}, []string{"credential"})
+	m.configDrift = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "airlock_replicas_config_drift",
+		Help: "Live replicas sharing this gateway's database whose configuration's security digest differs from this one's (0 without a storage block).",
+	})
+	m.configDigest = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "airlock_config_digest_info",
+		Help: "1, labelled with the short security digest of the configuration this replica enforces, as airlock storage status shows it (with a storage block).",
+	}, []string{"digest"})
 	m.reg.MustRegister(m.actions, m.inFlight, m.approvalWait, m.phase, m.auditAppend, m.auditCommit, m.auditBatch, m.authFailures,
+		m.configDrift, m.configDigest,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -68,3 +87,16 @@ func newMetrics() *metrics {
 // flight, approval waits, connection phases and audit appends, with the Go
 // and process collectors.
 func (e *Engine) Metrics() *prometheus.Registry { return e.metrics.reg }
+
+// setConfigDigest makes digest the one airlock_config_digest_info names.
+func (m *metrics) setConfigDigest(digest string) {
+	short := config.ShortDigest(digest)
+	m.digestMu.Lock()
+	defer m.digestMu.Unlock()
+	if short == m.digestShown {
+		return
+	}
+	m.configDigest.Reset()
+	m.configDigest.With(prometheus.Labels{"digest": short}).Set(1)
+	m.digestShown = short
+}

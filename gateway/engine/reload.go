@@ -148,7 +148,13 @@ func (e *Admin) Reload(ctx context.Context, cfg *config.Config) error {
 		return err // the configuration's modes were checked: a bug
 	}
 	e.cur.Store(l)
-	e.log.Info("configuration reloaded", "path", cfg.Path, "sha256", cfg.Digest, "targets", len(cfg.Targets))
+	e.log.Info("configuration reloaded", "path", cfg.Path, "sha256", cfg.Digest, "config_digest", config.ShortDigest(config.SecurityDigest(cfg)), "targets", len(cfg.Targets))
+	if r := e.replica; r != nil {
+		// The other replicas learn of it now, not at the next renewal.
+		pctx, cancel := context.WithTimeout(ctx, r.lease/4)
+		r.publishConfig(pctx)
+		cancel()
+	}
 	return nil
 }
 

@@ -85,6 +85,10 @@ var replicaMigrations = []string{
 		name        TEXT PRIMARY KEY,
 		fingerprint TEXT NOT NULL
 	);`,
+	// Version 2 (replicaDigestVersion): the security digest of the
+	// configuration each replica enforces, for drift (drift.go).
+	`ALTER TABLE replicas ADD COLUMN config_digest TEXT NOT NULL DEFAULT '';
+	ALTER TABLE replicas ADD COLUMN config_digest_version INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // replica is this gateway's membership among those sharing the database.
@@ -98,6 +102,7 @@ type replica struct {
 	id     atomic.Pointer[string]
 	lastOK atomic.Int64 // when a renewal last succeeded, on the engine clock's Elapsed
 	down   atomic.Bool  // past half the lease without a renewal
+	drift  driftWatch
 
 	stop context.CancelFunc
 	done chan struct{}
@@ -119,12 +124,17 @@ func joinReplicas(ctx context.Context, e *core, db *sqldb.DB, lease time.Duratio
 // register adds a row with a new id and a fresh lease.
 func (r *replica) register(ctx context.Context) error {
 	id := fmt.Sprintf("%s/%d/%s", r.host, os.Getpid(), rand.Text()[:8])
-	if _, err := r.db.ExecContext(ctx, `INSERT INTO replicas (id, host, pid, started_at, lease_until)
-		VALUES (?, ?, ?, ?, clock_timestamp() + make_interval(secs => ?))`,
-		id, r.host, os.Getpid(), r.e.clock.Now().UnixNano(), r.lease.Seconds()); err != nil {
+	digest := r.e.configDigest()
+	if _, err := r.db.ExecContext(ctx, `INSERT INTO replicas (id, host, pid, started_at, lease_until, config_digest, config_digest_version)
+		VALUES (?, ?, ?, ?, clock_timestamp() + make_interval(secs => ?), ?, ?)`,
+		id, r.host, os.Getpid(), r.e.clock.Now().UnixNano(), r.lease.Seconds(), digest, config.SecurityDigestVersion); err != nil {
 		return fmt.Errorf("engine: storage: register this replica: %w", err)
 	}
 	r.id.Store(&id)
+	r.drift.mu.Lock()
+	r.drift.stored = digest
+	r.drift.mu.Unlock()
+	r.e.metrics.setConfigDigest(digest)
 	r.lastOK.Store(int64(r.e.clock.Elapsed()))
 	r.log.Info("joined the replicas", "replica", id, "lease", r.lease)
 	return nil
@@ -221,6 +231,7 @@ func (r *replica) renew(ctx context.Context) {
 	}
 	r.lastOK.Store(int64(r.e.clock.Elapsed()))
 	r.check()
+	r.publishConfig(cctx)
 }
 
 // check fails closed when the lease has gone unrenewed for half of it.
