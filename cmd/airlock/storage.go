@@ -20,7 +20,7 @@ func init() {
 		"migrate": storageMigrate,
 		"keys":    storageKeys,
 		"status":  storageStatus,
-	}}).command("bring the PostgreSQL storage to this version; move a SQLite state directory to it (operator)")
+	}}).command("the PostgreSQL storage: migrate it, move a SQLite state directory to it, record the shared keys, show the replicas (operator)")
 }
 
 const storageUsage = `usage: airlock storage VERB [flags]
