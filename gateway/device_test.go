@@ -173,7 +173,7 @@ func TestDeviceLoginOptInAndBoundToTheReviewerNamed(t *testing.T) {
 		}
 		var failed bool
 		for _, e := range g.auditEntries("auth.failed", "") {
-			failed = failed || e.Fields["credential"] == "sso" && e.Fields["subject"] == "login-addr:127.0.0.1"
+			failed = failed || e.Fields["credential"] == "sso" && e.Fields["subject"] == "login-addr:loopback"
 		}
 		if !failed {
 			t.Error("the refused device login is not recorded as a failed login")
