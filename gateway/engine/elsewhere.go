@@ -67,9 +67,10 @@ func (e *core) awayAction(ctx context.Context, obj api.Action) *Action {
 		obj.Detail = abandonedDetail(obj)
 		return finishedAction(obj, nil, e.outputPolicy(obj.Target, obj.Account), e.outputs)
 	}
-	a := finishedAction(obj, nil, e.outputPolicy(obj.Target, obj.Account), e.outputs)
-	a.finished, a.done, a.release, a.subs = false, make(chan struct{}), make(chan struct{}), map[*subscriber]struct{}{}
-	a.away = &away{e: e}
+	a := &Action{id: obj.ID, obj: obj, policy: e.outputPolicy(obj.Target, obj.Account), outputs: e.outputs,
+		done: make(chan struct{}), resolved: make(chan struct{}), release: make(chan struct{}),
+		subs: map[*subscriber]struct{}{}, away: &away{e: e}}
+	a.markResolved() // its run is in the log
 	return a
 }
 

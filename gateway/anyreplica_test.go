@@ -1,0 +1,132 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/airlockgw/airlock/deploy/pgtest"
+	"github.com/airlockgw/airlock/deploy/testkit"
+	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/sshexec"
+)
+
+// replicaIDOf is the replica id g logged when it joined.
+func replicaIDOf(t *testing.T, g *testGateway) string {
+	t.Helper()
+	m := regexp.MustCompile(`joined the replicas: replica=(\S+)`).FindStringSubmatch(g.logs.String())
+	if m == nil {
+		t.Fatalf("no replica id in the log: %s", g.logs.String())
+	}
+	return m[1]
+}
+
+// A remote agent's actions are read through any replica: one finished
+// through A is found through B with its output; one running on A is
+// shown through B as running there, and B's event stream ends with its
+// outcome once A records it. Another agent's run gets the same not found
+// for that action as for one that does not exist.
+func TestPostgresActionThroughAnyReplica(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.Shared(t).NewDatabase(t)
+	a := startGateway(t, sharedSSHD(t), gwOptions{extraConfig: storageBlock(dsn)})
+	b := addReplica(t, a)
+	ctx := context.Background()
+	run, err := a.agentClient(t, "ci-agent").CreateRun(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaA, viaB := api.NewHTTPClient(a.base, run.Token), api.NewHTTPClient(b.base, run.Token)
+	ch := make(chan actionResult, 1)
+	go func() {
+		ac, err := viaA.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: "echo done-on-a; echo err-on-a >&2"}, api.Events{})
+		ch <- actionResult{a: ac, err: err}
+	}()
+	a.decideNext("run", "approve", "")
+	r := <-ch
+	if r.err != nil || !r.a.Success() {
+		t.Fatalf("the action through A: %+v %v", r.a, r.err)
+	}
+
+	// Finished through A, read through B with its output.
+	got, err := viaB.Action(ctx, r.a.ID)
+	if err != nil || got.Outcome != sshexec.Exited || got.Stdout != "done-on-a\n" || got.Stderr != "err-on-a\n" || got.Replica != "" {
+		t.Fatalf("A's finished action through B: %+v %v", got, err)
+	}
+
+	// Another agent's run learns nothing of it: the answer is the one
+	// for an id that does not exist.
+	other, err := b.agentClient(t, "other-agent").CreateRun(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherB := api.NewHTTPClient(b.base, other.Token)
+	_, errTheirs := otherB.Action(ctx, r.a.ID)
+	_, errNone := otherB.Action(ctx, "act_doesnotexist")
+	var theirs, none *api.Error
+	if !errors.As(errTheirs, &theirs) || !errors.As(errNone, &none) || theirs.Err.Code != api.CodeNotFound || theirs.Status != none.Status ||
+		strings.ReplaceAll(theirs.Err.Message, r.a.ID, "ID") != strings.ReplaceAll(none.Err.Message, "act_doesnotexist", "ID") {
+		t.Errorf("another run's read of the action: %v; of none: %v; want the same not found", errTheirs, errNone)
+	}
+	if _, err := otherB.WaitAction(ctx, r.a.ID, api.Events{}); !errors.As(err, &theirs) || theirs.Err.Code != api.CodeNotFound {
+		t.Errorf("another run's events of the action: %v, want not found", err)
+	}
+
+	// Running on A, followed through B.
+	id, err := viaA.StartAction(ctx, api.ActionRequest{Target: "box-run", Command: "sleep 2; echo late-on-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (A answers before it records the request: B knows the action once
+	// it is in the log.)
+	var running *api.Action
+	testkit.EventuallyErr(t, func() error {
+		if running, err = viaB.Action(ctx, id); err != nil {
+			return err
+		}
+		if running.Outcome.Valid() {
+			return testkit.Stop(fmt.Errorf("the action finished before it was seen running: %+v", running))
+		}
+		if running.State != api.StateRunning {
+			return fmt.Errorf("state %s", running.State)
+		}
+		return nil
+	}, "B to show A's action running")
+	if want := replicaIDOf(t, a); running.Replica != want {
+		t.Errorf("the running action through B names replica %q, want A's %q", running.Replica, want)
+	}
+	var states []api.State
+	final, err := viaB.WaitAction(ctx, id, api.Events{State: func(s api.StateEvent) { states = append(states, s.State) }})
+	if err != nil || final.Outcome != sshexec.Exited || final.Stdout != "late-on-a\n" || final.Replica != "" {
+		t.Fatalf("following A's action through B: %+v %v", final, err)
+	}
+	if len(states) == 0 || states[0] != api.StateRunning {
+		t.Errorf("states through B: %v, want running first", states)
+	}
+	if got, err := viaB.Action(ctx, id); err != nil || got.Outcome != sshexec.Exited || got.Stdout != "late-on-a\n" {
+		t.Errorf("A's action read through B after it finished: %+v %v", got, err)
+	}
+}
+
+// A local agent's run made through replica A's socket: its action is read
+// through replica B's socket on the same host (the same process space),
+// which checks the caller against the run's anchor.
+func TestPostgresLocalActionThroughOtherReplica(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.Shared(t).NewDatabase(t)
+	a := startGateway(t, sharedSSHD(t), gwOptions{extraConfig: storageBlock(dsn)})
+	b := addReplica(t, a)
+	res := a.runAsync(api.ActionRequest{Target: "box-run", Command: "echo local-on-a"})
+	a.decideNext("run", "approve", "")
+	r := <-res
+	if r.err != nil || !r.a.Success() {
+		t.Fatalf("the action through A: %+v %v", r.a, r.err)
+	}
+	got, err := b.agent.Action(context.Background(), r.a.ID)
+	if err != nil || got.Outcome != sshexec.Exited || got.Stdout != "local-on-a\n" || got.RunID != r.a.RunID {
+		t.Fatalf("A's local action through B's socket: %+v %v", got, err)
+	}
+}
