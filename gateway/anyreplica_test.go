@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -11,7 +12,10 @@ import (
 	"github.com/airlockgw/airlock/deploy/pgtest"
 	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/mcp/mcptest"
 	"github.com/airlockgw/airlock/sshexec"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // replicaIDOf is the replica id g logged when it joined.
@@ -128,5 +132,56 @@ func TestPostgresLocalActionThroughOtherReplica(t *testing.T) {
 	got, err := b.agent.Action(context.Background(), r.a.ID)
 	if err != nil || got.Outcome != sshexec.Exited || got.Stdout != "local-on-a\n" || got.RunID != r.a.RunID {
 		t.Fatalf("A's local action through B's socket: %+v %v", got, err)
+	}
+}
+
+// MCP's get_action through another replica: a session on B with the
+// run's token follows an action running on A (wait_s) to its outcome.
+func TestPostgresMCPGetActionThroughAnyReplica(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.Shared(t).NewDatabase(t)
+	a := startGateway(t, sharedSSHD(t), gwOptions{extraConfig: storageBlock(dsn)})
+	b := addReplica(t, a)
+	ctx := context.Background()
+	run, err := a.agentClient(t, "mcp-agent").CreateRun(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaA := api.NewHTTPClient(a.base, run.Token)
+	ch := make(chan actionResult, 1)
+	go func() {
+		ac, err := viaA.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: "true"}, api.Events{})
+		ch <- actionResult{a: ac, err: err}
+	}()
+	a.decideNext("run", "approve", "")
+	if r := <-ch; r.err != nil || !r.a.Success() {
+		t.Fatalf("the first action through A: %+v %v", r.a, r.err)
+	}
+	id, err := viaA.StartAction(ctx, api.ActionRequest{Target: "box-run", Command: "sleep 2; echo mcp-late"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.EventuallyErr(t, func() error {
+		got, err := viaA.Action(ctx, id)
+		if err == nil && got.State != api.StateRunning {
+			err = fmt.Errorf("state %s", got.State)
+		}
+		return err
+	}, "the action to run on A")
+
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "airlock-test", Version: "1"}, nil).Connect(ctx, &sdk.StreamableClientTransport{
+		Endpoint:   b.base + "/mcp",
+		HTTPClient: &http.Client{Transport: bearer{run.Token, http.DefaultTransport}},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "get_action", Arguments: map[string]any{"action_id": id, "wait_s": 60}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := mcptest.Structured[api.Action](t, res); res.IsError || got.Outcome != sshexec.Exited || got.Stdout != "mcp-late\n" {
+		t.Errorf("get_action through B of A's running action: %+v\n%s", got, mcptest.Text(res))
 	}
 }
