@@ -28,6 +28,32 @@ func replicaIDOf(t *testing.T, g *testGateway) string {
 	return m[1]
 }
 
+// remoteRunOnTwoReplicas starts replicas A and B on one database and a
+// remote run of agent name whose first action, command through A, a
+// reviewer approves: it returns the replicas, the run's token and that
+// action.
+func remoteRunOnTwoReplicas(t *testing.T, name, command string) (a, b *testGateway, token string, first *api.Action) {
+	t.Helper()
+	dsn := pgtest.Shared(t).NewDatabase(t)
+	a = startGateway(t, sharedSSHD(t), gwOptions{extraConfig: storageBlock(dsn)})
+	b = addReplica(t, a)
+	run, err := a.agentClient(t, name).CreateRun(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan actionResult, 1)
+	go func() {
+		ac, err := api.NewHTTPClient(a.base, run.Token).RunAction(context.Background(), api.ActionRequest{Target: "box-run", Command: command}, api.Events{})
+		ch <- actionResult{a: ac, err: err}
+	}()
+	a.decideNext("run", "approve", "")
+	r := <-ch
+	if r.err != nil || !r.a.Success() {
+		t.Fatalf("the first action through A: %+v %v", r.a, r.err)
+	}
+	return a, b, run.Token, r.a
+}
+
 // A remote agent's actions are read through any replica: one finished
 // through A is found through B with its output; one running on A is
 // shown through B as running there, and B's event stream ends with its
@@ -35,28 +61,12 @@ func replicaIDOf(t *testing.T, g *testGateway) string {
 // for that action as for one that does not exist.
 func TestPostgresActionThroughAnyReplica(t *testing.T) {
 	t.Parallel()
-	dsn := pgtest.Shared(t).NewDatabase(t)
-	a := startGateway(t, sharedSSHD(t), gwOptions{extraConfig: storageBlock(dsn)})
-	b := addReplica(t, a)
+	a, b, token, first := remoteRunOnTwoReplicas(t, "ci-agent", "echo done-on-a; echo err-on-a >&2")
+	viaA, viaB := api.NewHTTPClient(a.base, token), api.NewHTTPClient(b.base, token)
 	ctx := context.Background()
-	run, err := a.agentClient(t, "ci-agent").CreateRun(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	viaA, viaB := api.NewHTTPClient(a.base, run.Token), api.NewHTTPClient(b.base, run.Token)
-	ch := make(chan actionResult, 1)
-	go func() {
-		ac, err := viaA.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: "echo done-on-a; echo err-on-a >&2"}, api.Events{})
-		ch <- actionResult{a: ac, err: err}
-	}()
-	a.decideNext("run", "approve", "")
-	r := <-ch
-	if r.err != nil || !r.a.Success() {
-		t.Fatalf("the action through A: %+v %v", r.a, r.err)
-	}
 
 	// Finished through A, read through B with its output.
-	got, err := viaB.Action(ctx, r.a.ID)
+	got, err := viaB.Action(ctx, first.ID)
 	if err != nil || got.Outcome != sshexec.Exited || got.Stdout != "done-on-a\n" || got.Stderr != "err-on-a\n" || got.Replica != "" {
 		t.Fatalf("A's finished action through B: %+v %v", got, err)
 	}
@@ -68,14 +78,14 @@ func TestPostgresActionThroughAnyReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	otherB := api.NewHTTPClient(b.base, other.Token)
-	_, errTheirs := otherB.Action(ctx, r.a.ID)
+	_, errTheirs := otherB.Action(ctx, first.ID)
 	_, errNone := otherB.Action(ctx, "act_doesnotexist")
 	var theirs, none *api.Error
 	if !errors.As(errTheirs, &theirs) || !errors.As(errNone, &none) || theirs.Err.Code != api.CodeNotFound || theirs.Status != none.Status ||
-		strings.ReplaceAll(theirs.Err.Message, r.a.ID, "ID") != strings.ReplaceAll(none.Err.Message, "act_doesnotexist", "ID") {
+		strings.ReplaceAll(theirs.Err.Message, first.ID, "ID") != strings.ReplaceAll(none.Err.Message, "act_doesnotexist", "ID") {
 		t.Errorf("another run's read of the action: %v; of none: %v; want the same not found", errTheirs, errNone)
 	}
-	if _, err := otherB.WaitAction(ctx, r.a.ID, api.Events{}); !errors.As(err, &theirs) || theirs.Err.Code != api.CodeNotFound {
+	if _, err := otherB.WaitAction(ctx, first.ID, api.Events{}); !errors.As(err, &theirs) || theirs.Err.Code != api.CodeNotFound {
 		t.Errorf("another run's events of the action: %v, want not found", err)
 	}
 
@@ -139,24 +149,9 @@ func TestPostgresLocalActionThroughOtherReplica(t *testing.T) {
 // run's token follows an action running on A (wait_s) to its outcome.
 func TestPostgresMCPGetActionThroughAnyReplica(t *testing.T) {
 	t.Parallel()
-	dsn := pgtest.Shared(t).NewDatabase(t)
-	a := startGateway(t, sharedSSHD(t), gwOptions{extraConfig: storageBlock(dsn)})
-	b := addReplica(t, a)
+	a, b, token, _ := remoteRunOnTwoReplicas(t, "mcp-agent", "true")
+	viaA := api.NewHTTPClient(a.base, token)
 	ctx := context.Background()
-	run, err := a.agentClient(t, "mcp-agent").CreateRun(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	viaA := api.NewHTTPClient(a.base, run.Token)
-	ch := make(chan actionResult, 1)
-	go func() {
-		ac, err := viaA.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: "true"}, api.Events{})
-		ch <- actionResult{a: ac, err: err}
-	}()
-	a.decideNext("run", "approve", "")
-	if r := <-ch; r.err != nil || !r.a.Success() {
-		t.Fatalf("the first action through A: %+v %v", r.a, r.err)
-	}
 	id, err := viaA.StartAction(ctx, api.ActionRequest{Target: "box-run", Command: "sleep 2; echo mcp-late"})
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +166,7 @@ func TestPostgresMCPGetActionThroughAnyReplica(t *testing.T) {
 
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "airlock-test", Version: "1"}, nil).Connect(ctx, &sdk.StreamableClientTransport{
 		Endpoint:   b.base + "/mcp",
-		HTTPClient: &http.Client{Transport: bearer{run.Token, http.DefaultTransport}},
+		HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}},
 	}, nil)
 	if err != nil {
 		t.Fatal(err)
