@@ -142,3 +142,33 @@ func hostname(t *testing.T) string {
 	}
 	return h
 }
+
+// An action whose gateway died (SIGKILL) while it waited for a reviewer
+// never connected and gets no outcome: after the restart, --action says
+// so and that nothing was run, instead of calling it in flight.
+func TestActionLeftWithoutOutcome(t *testing.T) {
+	s := sshtest.NewSSHD(t, sshtest.Options{})
+	cfgFile, state := writeConfig(t, s, "call")
+	if _, errs, code := runCLIEnv(t, map[string]string{"AIRLOCK_PASSWORD_FILE": writePW(t)}, "reviewer", "add", "alice", "--config", cfgFile); code != 0 {
+		t.Fatalf("reviewer add: %s", errs)
+	}
+	d := startDaemon(t, cfgFile, state)
+	waiter := d.agent("airlock-ssh box echo never")
+	if err := waiter.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(-waiter.Process.Pid, syscall.SIGKILL)
+	d.pending(1)
+	ids := actionIDsOf(t, d, "action.requested")
+	if len(ids) != 1 {
+		t.Fatalf("%d actions requested, want 1", len(ids))
+	}
+	d.signal(syscall.SIGKILL)
+	waiter.Wait()
+	d.start()
+
+	code, _, errs := exitOf(t, d.agent("airlock-ssh --action "+ids[0]))
+	if want := "airlock-ssh: action " + ids[0] + " has no outcome (requested): no outcome was recorded, and none will be: the gateway that took the action stopped before it connected; nothing was run"; code != 255 || !strings.Contains(errs, want) {
+		t.Errorf("--action after the restart: %d %s\nwant: %s", code, errs, want)
+	}
+}
