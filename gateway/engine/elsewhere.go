@@ -62,8 +62,9 @@ func (w *away) stop() {
 // or left by one that stopped. Its object names the replica holding it.
 // One nobody will finish any more is returned as it stands, ended.
 func (e *core) awayAction(ctx context.Context, obj api.Action) *Action {
-	obj.Replica = e.heldBy(ctx, obj.ID)
-	if e.abandoned(obj) {
+	var known bool
+	obj.Replica, known = e.heldBy(ctx, obj.ID)
+	if known && e.abandoned(obj) {
 		obj.Detail = abandonedDetail(obj)
 		return finishedAction(obj, nil, e.outputPolicy(obj.Target, obj.Account), e.outputs)
 	}
@@ -91,13 +92,13 @@ func (e *core) pollAway(ctx context.Context, a *Action) {
 		case ctx.Err() != nil || !found:
 			continue
 		case obj.State == api.StateFinished:
-			a.mu.Lock()
-			a.policy = e.outputPolicy(obj.Target, obj.Account)
-			a.mu.Unlock()
 			a.finish(obj, out)
 			return
 		}
-		obj.Replica = e.heldBy(ctx, a.id)
+		var known bool
+		if obj.Replica, known = e.heldBy(ctx, a.id); !known {
+			continue
+		}
 		if e.abandoned(obj) {
 			obj.Detail = abandonedDetail(obj)
 			a.end(func() { a.obj = obj })
@@ -111,17 +112,20 @@ func (e *core) pollAway(ctx context.Context, a *Action) {
 }
 
 // heldBy names the replica that holds action id in flight: "" when none
-// does (or on SQLite).
-func (e *core) heldBy(ctx context.Context, id string) string {
+// does (or on SQLite); known is false when the database did not say.
+func (e *core) heldBy(ctx context.Context, id string) (replica string, known bool) {
 	if e.pg == nil {
-		return ""
+		return "", true
 	}
-	var replica string
 	err := e.pg.QueryRowContext(ctx, `SELECT replica FROM inflight WHERE action_id = ?`, id).Scan(&replica)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return "", true
+	case err != nil:
 		e.log.Warn("reading which replica holds an action", "action", id, "error", err)
+		return "", false
 	}
-	return replica
+	return replica, true
 }
 
 // abandoned reports whether an action without an outcome (obj) will not
@@ -162,7 +166,7 @@ func notInRun(id string) error {
 
 // inRun reports whether the caller belongs to run runID: its own run is
 // that one, or, for a local caller, that run was made through another
-// replica on this host and the caller descends from its anchor.
+// replica on this host and its anchor is the caller's (LocalRunOf).
 func (e *core) inRun(ctx context.Context, c Caller, runID string) bool {
 	if runID == "" {
 		return false
