@@ -79,7 +79,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return fail(stderr, "%v", err)
 	}
 	if o.action != "" {
-		return reportAction(ctx, client, o, stdout, stderr)
+		return reportAction(ctx, client, socket, o, stdout, stderr)
 	}
 	req := api.ActionRequest{Target: o.target, Account: o.account, Command: o.command, Reason: o.reason, Secret: o.secret}
 	var late *lateInput
@@ -151,7 +151,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	})
 	if err != nil {
 		if due.passed() {
-			return fail(stderr, "the gateway stopped answering: action %s started, and no outcome came within its timeout, the %s kill grace and %s more; its outcome is unknown, and it may still be running; `airlock-ssh --action %s` shows the recorded result", actionID, killGrace, client.Silence(), actionID)
+			return fail(stderr, "the gateway stopped answering: action %s started, and no outcome came within its timeout, the %s kill grace and %s more; its outcome is unknown, and it may still be running; %s", actionID, killGrace, client.Silence(), askAgain(actionID))
 		}
 		return runFailed(ctx, err, client, socket, actionID, stderr)
 	}
@@ -256,7 +256,7 @@ func runFailed(ctx context.Context, err error, c *api.Client, socket, actionID s
 	switch {
 	case errors.As(err, &silent) && (silent.ActionID != "" || actionID != ""):
 		id := cmp.Or(silent.ActionID, actionID)
-		return fail(stderr, "the gateway stopped answering: nothing came from it for %s during action %s; its outcome is unknown, and it may have run; `airlock-ssh --action %s` shows the recorded result once the gateway answers again", silent.After, id, id)
+		return fail(stderr, "the gateway stopped answering: nothing came from it for %s during action %s; its outcome is unknown, and it may have run; %s", silent.After, id, askAgain(id))
 	case errors.As(err, &silent):
 		return fail(stderr, "the gateway at %s stopped answering: nothing came from it for %s, before it named an action; if it had taken the request, the action is cancelled when the gateway sees this end; ask an operator to look at the gateway (airlock serve)", socket, silent.After)
 	case errors.As(err, &apiErr) && apiErr.Err.Code == api.CodeUnauthorized:
@@ -268,9 +268,15 @@ func runFailed(ctx context.Context, err error, c *api.Client, socket, actionID s
 	case ctx.Err() != nil:
 		return stoppedBySignal(c, actionID, stderr)
 	case actionID != "":
-		return fail(stderr, "the connection to the gateway broke during action %s (%v): its outcome is unknown, and it may have run; `airlock-ssh --action %s` shows the recorded result", actionID, err, actionID)
+		return fail(stderr, "the connection to the gateway broke during action %s (%v): its outcome is unknown, and it may have run; %s", actionID, err, askAgain(actionID))
 	}
 	return fail(stderr, "%v", err)
+}
+
+// askAgain says how to learn what became of action id when the gateway
+// did not tell.
+func askAgain(id string) string {
+	return fmt.Sprintf("`airlock-ssh --action %s` shows the recorded result once the gateway answers again, or through another gateway replica on this host (--socket)", id)
 }
 
 // report prints what the action's object adds to what streamed — the
@@ -350,15 +356,21 @@ func report(o options, a *api.Action, delivered [2]int64, live bool, stdout, std
 
 // reportAction is --action: the recorded result of an earlier action, as
 // the object holds it, waited for if it is still in flight.
-func reportAction(ctx context.Context, c *api.Client, o options, stdout, stderr io.Writer) int {
+func reportAction(ctx context.Context, c *api.Client, socket string, o options, stdout, stderr io.Writer) int {
 	a, err := c.WaitAction(ctx, o.action, api.Events{})
+	var apiErr *api.Error
+	var opErr *net.OpError
 	switch {
+	case errors.As(err, &apiErr) && apiErr.Err.Code == api.CodeNotFound:
+		return fail(stderr, "no action %s of this agent: %s", o.action, apiErr.Err.Message)
+	case errors.As(err, &opErr) && opErr.Op == "dial":
+		return fail(stderr, "cannot reach the gateway at %s (%v): ask again once it is back, or through another gateway replica on this host (--socket)", socket, opErr.Err)
 	case err != nil:
-		var apiErr *api.Error
-		if errors.As(err, &apiErr) && apiErr.Err.Code == api.CodeNotFound {
-			return fail(stderr, "no action %s of this agent: %s", o.action, apiErr.Err.Message)
-		}
 		return fail(stderr, "action %s: %v", o.action, err)
+	case !a.Outcome.Valid() && a.Detail != "":
+		return fail(stderr, "action %s has no outcome (%s): %s", o.action, a.State, a.Detail)
+	case !a.Outcome.Valid() && a.Replica != "":
+		return fail(stderr, "action %s is still in flight (%s, on gateway replica %s); ask again later", o.action, a.State, a.Replica)
 	case !a.Outcome.Valid():
 		return fail(stderr, "action %s is still in flight (%s); ask again later", o.action, a.State)
 	}

@@ -55,7 +55,8 @@ flags:
   --action ID     print the recorded result of an earlier action of this agent
                   (its output as the object holds it, its exit status), waiting
                   for it if it is still in flight: after a broken connection
-                  to the gateway, or a signal
+                  to the gateway, or a signal; another gateway replica on
+                  this host answers too (--socket)
   --json          print the action object as JSON instead of the output
   --accept-truncation
                   exit with the remote status even when the output was cut

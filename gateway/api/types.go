@@ -164,6 +164,11 @@ type Action struct {
 	FinishedAt  *time.Time `json:"finished_at,omitempty"`
 
 	Approval ApprovalInfo `json:"approval"`
+
+	// Replica names the gateway replica that holds the action in flight
+	// when another replica answers for it (storage on PostgreSQL); absent
+	// otherwise.
+	Replica string `json:"replica,omitempty"`
 }
 
 // RevealedCommand is the answer of GET /v1/approvals/{id}/command: the

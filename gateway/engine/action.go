@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base32"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -84,6 +85,9 @@ type Action struct {
 	// cancel cancels the action's context with a cause (stop); nil for
 	// an action read back from the audit log.
 	cancel context.CancelCauseFunc
+	// away, for an action this replica does not hold and that has no
+	// outcome yet, follows its record while someone reads its events.
+	away *away
 }
 
 func newActionID() string {
@@ -211,11 +215,15 @@ func (a *Action) subscribe(watcher bool) (<-chan Event, func()) {
 		return s.ch, func() {}
 	}
 	a.subs[s] = struct{}{}
+	a.away.follow(a)
 	return s.ch, func() {
 		s.goneOnce.Do(func() { close(s.gone) })
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		delete(a.subs, s)
+		if len(a.subs) == 0 {
+			a.away.stop()
+		}
 	}
 }
 
@@ -289,10 +297,22 @@ func (a *Action) output(stream sshexec.Stream, p []byte) {
 // output, and out to read the output back; its followers' channels close,
 // and they read the result with Result.
 func (a *Action) finish(result api.Action, out *heldOutput) {
-	a.mu.Lock()
 	result.State = api.StateFinished
 	result.Stdout, result.StdoutEncoding, result.Stderr, result.StderrEncoding = "", "", "", ""
-	a.obj, a.out = result, out
+	a.end(func() { a.obj, a.out = result, out })
+}
+
+// end ends the action's streams after set, run under its lock, gave it
+// its last object: no event follows, its followers' channels close, Done
+// closes.
+// An action ended already stays as it was.
+func (a *Action) end(set func()) {
+	a.mu.Lock()
+	if a.finished {
+		a.mu.Unlock()
+		return
+	}
+	set()
 	a.finished = true
 	subs := a.subs
 	a.subs = nil
@@ -428,17 +448,25 @@ func (e *core) action(ctx context.Context, id string) (*Action, error) {
 	if ok {
 		return a, nil
 	}
-	if obj, out, found := e.actionFromAudit(ctx, id); found {
-		return finishedAction(obj, out, e.outputPolicy(obj.Target, obj.Account), e.outputs), nil
+	obj, out, found := e.actionFromAudit(ctx, id)
+	switch {
+	case !found:
+		return nil, refuse(ErrNotFound, "no action "+strconv.Quote(id))
+	case obj.State != api.StateFinished:
+		return e.awayAction(ctx, obj), nil
 	}
-	return nil, refuse(ErrNotFound, "no action "+strconv.Quote(id))
+	return finishedAction(obj, out, e.outputPolicy(obj.Target, obj.Account), e.outputs), nil
 }
 
 // ActionOf returns an action of the caller's own run: an agent reads its
-// run's actions, also after the run ended, and nothing else.
+// run's actions, also after the run ended, through any replica, and
+// nothing else. An action of another run is refused as one that does not
+// exist.
 func (e *Actions) ActionOf(ctx context.Context, c Caller, id string) (*Action, error) {
 	a, err := e.action(ctx, id)
-	if err != nil {
+	if errors.Is(err, ErrNotFound) {
+		return nil, notInRun(id)
+	} else if err != nil {
 		return nil, err
 	}
 	// An action just started may not know its run yet.
@@ -447,9 +475,8 @@ func (e *Actions) ActionOf(ctx context.Context, c Caller, id string) (*Action, e
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	run, err := e.findRun(ctx, c)
-	if err != nil || string(run.ID) != a.Snapshot().RunID {
-		return nil, refuse(ErrNotFound, "no action "+strconv.Quote(id)+" in your run")
+	if !e.inRun(ctx, c, a.Snapshot().RunID) {
+		return nil, notInRun(id)
 	}
 	return a, nil
 }

@@ -176,7 +176,7 @@ func (e *core) actionFromAudit(ctx context.Context, id string) (api.Action, *hel
 	if err != nil || len(recs) == 0 {
 		return api.Action{}, nil, false
 	}
-	a := api.Action{ID: id, State: api.StateRunning}
+	a := api.Action{ID: id, State: api.StateRequested}
 	var out *heldOutput
 	for _, rec := range recs {
 		en := rec.Entry
@@ -197,7 +197,7 @@ func (e *core) actionFromAudit(ctx context.Context, id string) (api.Action, *hel
 			a.RequestedAt = en.Time
 		case auditchain.KindActionConnecting:
 			t := en.Time
-			a.StartedAt = &t
+			a.StartedAt, a.State = &t, api.StateRunning
 		case auditchain.KindActionFinished:
 			var f actionFinished
 			if err := en.Decode(&f); err != nil {

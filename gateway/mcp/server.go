@@ -133,7 +133,7 @@ func budgetText(o Options) string {
 
 const listTargetsDescription = `List the SSH targets this gateway is configured for: each target's name (use it with ssh_exec), address, default account, pinned host-key fingerprints, and per account its approval mode ("run": a reviewer approves this session once; "call": a reviewer approves every command), max_timeout_s and output policy. Never returns secrets. Read-only; needs no approval.`
 
-const getActionDescription = `Return the action object of an action of this session by its id (act_…): its state or outcome, exit code, output as the output policy allows (sized as ssh_exec returns it), and approval. With wait_s it waits for the action to finish (a long poll). With stream (stdout or stderr), offset and limit it also returns one page of the stored output of a finished action in page, under the same output policy. Only actions of this session's run are visible. Read-only; needs no approval.`
+const getActionDescription = `Return the action object of an action of this session by its id (act_…): its state or outcome, exit code, output as the output policy allows (sized as ssh_exec returns it), and approval. With wait_s it waits for the action to finish (a long poll). With stream (stdout or stderr), offset and limit it also returns one page of the stored output of a finished action in page, under the same output policy. Only actions of this session's run are visible. With several gateway replicas, any of them answers for this run's token, also when the replica that ran the action stopped (its outcome is then interrupted, once recorded). Read-only; needs no approval.`
 
 // actionFieldDescriptions document the action object in the output schema,
 // so that a model reads results right.
@@ -141,6 +141,7 @@ var actionFieldDescriptions = map[string]string{
 	"id":                   "the action's id; get_action returns it again",
 	"run_id":               "the run (this agent session's authority) the action belongs to",
 	"state":                "where the action is: requested, waiting_approval, connecting, running or finished",
+	"replica":              "the gateway replica running the action, when another replica answers while it is in flight",
 	"outcome":              "how it ended: exited (the command ran; see exit_code — only 0 is success), rejected, denied, expired, audit_unavailable, dial_failed, handshake_failed, host_key_unknown, host_key_mismatch, host_key_revoked, auth_failed, session_failed, signaled, exit_missing, timed_out, cancelled, connection_lost or interrupted; absent while in flight",
 	"detail":               "a human-readable explanation of the outcome",
 	"exit_code":            "the command's exit status (outcome exited)",
