@@ -112,6 +112,11 @@ func TestPostgresActionThroughAnyReplica(t *testing.T) {
 	if want := replicaIDOf(t, a); running.Replica != want {
 		t.Errorf("the running action through B names replica %q, want A's %q", running.Replica, want)
 	}
+	// A reviewer on B cannot stop it there, and is told where it runs
+	// (not that it finished).
+	if _, err := b.reviewer.CancelAction(ctx, id, "from b"); err == nil || !strings.Contains(err.Error(), "runs on the gateway replica "+running.Replica) {
+		t.Errorf("cancel through B of A's running action: %v", err)
+	}
 	var states []api.State
 	final, err := viaB.WaitAction(ctx, id, api.Events{State: func(s api.StateEvent) { states = append(states, s.State) }})
 	if err != nil || final.Outcome != sshexec.Exited || final.Stdout != "late-on-a\n" || final.Replica != "" {

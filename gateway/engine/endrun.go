@@ -201,8 +201,17 @@ func (e *Review) CancelAction(ctx context.Context, rv Reviewer, id, reason strin
 	a, ok := e.actions[id]
 	e.mu.Unlock()
 	if !ok {
-		if _, err := e.action(ctx, id); err != nil {
+		away, err := e.action(ctx, id)
+		if err != nil {
 			return nil, err
+		}
+		if v := away.Snapshot(); v.State != api.StateFinished {
+			where := "another gateway replica"
+			if v.Replica != "" {
+				where = "the gateway replica " + v.Replica
+			}
+			return nil, refuse(ErrNotFinished, "the action runs on "+where+", not this one: cancel it through that replica, "+
+				"or end its run (airlock runs end), which cancels it from any replica within seconds")
 		}
 		return nil, refuse(ErrFinished, "the action has finished already; there is nothing to cancel")
 	}
