@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -59,14 +60,13 @@ func storageMigrate(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("airlock storage migrate", "airlock storage migrate [--config FILE] [--from STATE_DIR] [--to postgres://…] [--to-password-file FILE]", stderr)
 	cfgPath := configFlag(fs)
 	from := fs.String("from", "", "a SQLite gateway's state `DIR` to move into the database")
-	to := fs.String("to", "", "the PostgreSQL database's `URL` (default: the configuration's storage block)")
-	toPassword := fs.String("to-password-file", "", "`FILE` holding the password for --to (default: the storage block's password_file)")
+	to := databaseFlags(fs)
 	if _, code, ok := parseVerb(fs, args, 0, stdout, stderr); !ok {
 		return code
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	db, url, code := openStorageFlag(*cfgPath, *to, *toPassword, stderr)
+	db, url, code := to.open(*cfgPath, stderr)
 	if db == nil {
 		return code
 	}
@@ -96,11 +96,22 @@ func storageMigrate(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// openStorageFlag opens the database of --to (with --to-password-file), or
-// else of the configuration's storage block, and says which (without its
+// databaseFlag is --to and --to-password-file.
+type databaseFlag struct{ url, passwordFile *string }
+
+// databaseFlags defines --to and --to-password-file on fs.
+func databaseFlags(fs *flag.FlagSet) databaseFlag {
+	return databaseFlag{
+		url:          fs.String("to", "", "the PostgreSQL database's `URL` (default: the configuration's storage block)"),
+		passwordFile: fs.String("to-password-file", "", "`FILE` holding the password for --to (default: the storage block's password_file)"),
+	}
+}
+
+// open opens the database of --to (with --to-password-file), or else of
+// the configuration's storage block, and says which (without its
 // password); nil and the exit code when it cannot, said on stderr.
-func openStorageFlag(cfgPath, to, toPassword string, stderr io.Writer) (*sqldb.DB, string, int) {
-	url, pwFile := to, toPassword
+func (d databaseFlag) open(cfgPath string, stderr io.Writer) (*sqldb.DB, string, int) {
+	url, pwFile := *d.url, *d.passwordFile
 	if url == "" {
 		cfg, ok := loadConfig(cfgPath, stderr)
 		if !ok {
@@ -172,8 +183,7 @@ func storageKeys(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("airlock storage keys", "airlock storage keys --from STATE_DIR [--config FILE] [--to postgres://…] [--to-password-file FILE]", stderr)
 	cfgPath := configFlag(fs)
 	from := fs.String("from", "", "the state `DIR` whose keys the replicas share (required)")
-	to := fs.String("to", "", "the PostgreSQL database's `URL` (default: the configuration's storage block)")
-	toPassword := fs.String("to-password-file", "", "`FILE` holding the password for --to (default: the storage block's password_file)")
+	to := databaseFlags(fs)
 	if _, code, ok := parseVerb(fs, args, 0, stdout, stderr); !ok {
 		return code
 	}
@@ -182,7 +192,7 @@ func storageKeys(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	db, _, code := openStorageFlag(*cfgPath, *to, *toPassword, stderr)
+	db, _, code := to.open(*cfgPath, stderr)
 	if db == nil {
 		return code
 	}
