@@ -101,7 +101,12 @@ func (c *Client) send(req *http.Request) (*http.Response, error) {
 	w := &watchdog{d: d, cancel: cancel}
 	w.t = time.AfterFunc(d, func() { cancel(&SilenceError{After: d}) })
 	req = req.WithContext(ctx)
-	if req.Body != nil && req.Body != http.NoBody {
+	// A streamed body (an upload) moves the watchdog on as it is sent.
+	// One already in memory (GetBody set: JSON) is left as it is: the
+	// transport sends a body it does not know as in memory after the
+	// headers, in a write of its own, and a gateway that answers from
+	// the headers alone (and closes) then breaks that write (EPIPE).
+	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
 		req.Body = &watchedBody{ReadCloser: req.Body, w: w, ctx: ctx}
 	}
 	resp, err := c.http.Do(req)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,5 +122,47 @@ func TestSilenceFromEnv(t *testing.T) {
 		if (err == nil) != tt.ok || got != tt.want {
 			t.Errorf("AIRLOCK_SILENCE=%q: %v, %v; want %v (ok %v)", tt.env, got, err, tt.want, tt.ok)
 		}
+	}
+}
+
+// bodyRecorder is a RoundTripper that keeps the body each request went
+// out with, and answers 204.
+type bodyRecorder struct{ bodies []io.Reader }
+
+func (b *bodyRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	b.bodies = append(b.bodies, req.Body)
+	if req.Body != nil {
+		io.Copy(io.Discard, req.Body)
+		req.Body.Close()
+	}
+	return &http.Response{StatusCode: http.StatusNoContent, Body: http.NoBody, Request: req}, nil
+}
+
+// A JSON body goes to the transport as the in-memory reader it is, so
+// that the headers and the body leave in one write: wrapped in the
+// watchdog's reader, the transport flushed the headers first, and a
+// gateway that answered from the headers and closed broke the body's
+// write (EPIPE: "reviewer disable nobody" failed so under load). A
+// streamed body (an upload) is still watched.
+func TestInMemoryBodiesLeaveInOneWrite(t *testing.T) {
+	rec := &bodyRecorder{}
+	c := NewHTTPClient("http://gateway.test", "").WithHTTP(&http.Client{Transport: rec})
+	if err := c.Do(context.Background(), http.MethodPost, "/v1/reviewers/nobody/disable", struct{}{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, watched := rec.bodies[0].(*watchedBody); watched {
+		t.Errorf("a JSON body went out as %T, which the transport sends after the headers in a write of its own", rec.bodies[0])
+	}
+	req, err := http.NewRequest(http.MethodPut, "http://gateway.test/v1/uploads", io.NopCloser(strings.NewReader("streamed")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.send(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if _, watched := rec.bodies[1].(*watchedBody); !watched {
+		t.Errorf("a streamed body went out as %T, not watched", rec.bodies[1])
 	}
 }
