@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -16,59 +15,19 @@ import (
 
 	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/gatewaytest"
 )
-
-// gatewayDir lays out what a gateway publishes — a directory with its
-// socket and control file — with a listener that accepts nothing itself.
-func gatewayDir(t *testing.T) (sock string, l *net.UnixListener) {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "run")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	sock = filepath.Join(dir, "airlock.sock")
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	if err := os.WriteFile(filepath.Join(dir, api.ControlFileName), fmt.Appendf(nil, `{"socket":%q,"token":"t"}`, sock), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return sock, l
-}
 
 // silentGateway stands in for a gateway that hangs, which no real one does
 // on demand: it accepts, reads a request and answers prefix (nothing, or
 // the start of an event stream), then never another byte.
 func silentGateway(t *testing.T, prefix string) string {
 	t.Helper()
-	sock, l := gatewayDir(t)
-	conns := make(chan net.Conn, 16)
-	done := make(chan struct{})
-	t.Cleanup(func() {
-		l.Close()
-		<-done
-		for len(conns) > 0 {
-			(<-conns).Close()
+	return gatewaytest.HangingGateway(t, func(req *http.Request, c net.Conn) {
+		if req != nil && prefix != "" {
+			io.WriteString(c, prefix)
 		}
 	})
-	go func() {
-		defer close(done)
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			conns <- c
-			if prefix != "" {
-				if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
-					io.WriteString(c, prefix)
-				}
-			}
-		}
-	}()
-	return sock
 }
 
 // runBounded is run, failing the test when it still waits after
@@ -145,7 +104,7 @@ func TestRefusesForeignGateway(t *testing.T) {
 		{"control file others can read", func(dir string) error { return os.Chmod(filepath.Join(dir, api.ControlFileName), 0o604) }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			sock, l := gatewayDir(t)
+			sock, l := gatewaytest.GatewayDir(t)
 			if err := tt.setup(filepath.Dir(sock)); err != nil {
 				t.Fatal(err)
 			}
@@ -169,7 +128,7 @@ func TestRefusesForeignGateway(t *testing.T) {
 // and then sends only heartbeats.
 func stuckGateway(t *testing.T) string {
 	t.Helper()
-	sock, l := gatewayDir(t)
+	sock, l := gatewaytest.GatewayDir(t)
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	t.Cleanup(func() { close(stop); l.Close(); <-done })

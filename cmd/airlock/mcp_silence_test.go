@@ -1,20 +1,17 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/airlockgw/airlock/gateway/api"
+	"github.com/airlockgw/airlock/gateway/gatewaytest"
 	"github.com/airlockgw/airlock/gateway/mcp/mcptest"
 )
 
@@ -24,54 +21,19 @@ import (
 // and never another byte; with silentFirst it answers nothing at all.
 func hangingGateway(t *testing.T, silentFirst bool) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "run")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	sock := filepath.Join(dir, "airlock.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, api.ControlFileName), fmt.Appendf(nil, `{"socket":%q,"token":"t"}`, sock), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	conns := make(chan net.Conn, 64)
-	done := make(chan struct{})
-	t.Cleanup(func() {
-		l.Close()
-		<-done
-		for len(conns) > 0 {
-			(<-conns).Close()
+	return gatewaytest.HangingGateway(t, func(req *http.Request, c net.Conn) {
+		switch {
+		case req == nil || silentFirst:
+		case req.URL.Path == "/v1/runs" && req.Method == http.MethodPost:
+			body := `{"run_id":"run_hang","state":"active","kind":"local","requester":"uid:0","created_at":"2026-01-01T00:00:00Z"}`
+			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+		case req.URL.Path == "/v1/actions":
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"+
+				"event: state\ndata: {\"state\":\"waiting_approval\",\"action_id\":\"act_hang\",\"kind\":\"call\",\"approval_id\":\"apr_x\"}\n\n")
+		default:
+			io.WriteString(c, "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n")
 		}
 	})
-	go func() {
-		defer close(done)
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			if len(conns) == cap(conns) {
-				c.Close()
-				continue
-			}
-			conns <- c
-			req, err := http.ReadRequest(bufio.NewReader(c))
-			switch {
-			case err != nil || silentFirst:
-			case req.URL.Path == "/v1/runs" && req.Method == http.MethodPost:
-				body := `{"run_id":"run_hang","state":"active","kind":"local","requester":"uid:0","created_at":"2026-01-01T00:00:00Z"}`
-				fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
-			case req.URL.Path == "/v1/actions":
-				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"+
-					"event: state\ndata: {\"state\":\"waiting_approval\",\"action_id\":\"act_hang\",\"kind\":\"call\",\"approval_id\":\"apr_x\"}\n\n")
-			default:
-				io.WriteString(c, "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n")
-			}
-		}
-	}()
-	return sock
 }
 
 // TestMCPSilentGateway: the bridge gives up on a gateway silent for
