@@ -2,6 +2,7 @@ package auditchain
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -148,10 +149,12 @@ type Log struct {
 	size      int64
 	chain     [32]byte
 	front     frontier
-	ckpt      Checkpoint // last signed checkpoint (Size 0: none)
-	ckptEntry bool       // the last entry is the checkpoint entry of ckpt
-	ckptAt    time.Time  // when ckpt was signed, or the log opened (monotonic)
-	retryAt   time.Time  // earliest retry of a checkpoint that could not run (monotonic)
+	ckpt      Checkpoint  // last signed checkpoint (Size 0: none)
+	ckptEntry bool        // the last entry is the checkpoint entry of ckpt
+	ckptAt    time.Time   // when ckpt was signed, or the log opened (monotonic)
+	retryAt   time.Time   // earliest retry of a checkpoint that could not run (monotonic)
+	durable   durableHead // on PostgreSQL: how far this writer confirmed the log durable
+	writerID  string      // on PostgreSQL: this writer's row in flush_barrier
 }
 
 type appendReq struct {
@@ -197,12 +200,13 @@ func Open(ctx context.Context, opts Options) (*Log, error) {
 		opts.WriteTimeout = DefaultWriteTimeout
 	}
 	l := &Log{
-		opts:    opts,
-		log:     opts.Logger,
-		now:     opts.Now,
-		reqs:    make(chan *appendReq, maxBatch),
-		closing: make(chan struct{}),
-		done:    make(chan struct{}),
+		opts:     opts,
+		log:      opts.Logger,
+		now:      opts.Now,
+		reqs:     make(chan *appendReq, maxBatch),
+		closing:  make(chan struct{}),
+		done:     make(chan struct{}),
+		writerID: rand.Text(),
 	}
 	if l.log == nil {
 		l.log = hclog.NewNullLogger()
@@ -312,6 +316,11 @@ func (l *Log) release() {
 		l.w.Close()
 	}
 	l.dropLease()
+	if l.db != nil && l.shared() {
+		ctx, cancel := context.WithTimeout(context.Background(), l.opts.WriteTimeout)
+		l.db.ExecContext(ctx, `DELETE FROM flush_barrier WHERE writer = ?`, l.writerID)
+		cancel()
+	}
 	if l.db != nil && l.db != l.opts.DB {
 		l.db.Close()
 	}
@@ -339,19 +348,8 @@ func (l *Log) begin(ctx context.Context) (*sqldb.Tx, error) {
 	if !l.shared() {
 		return l.w.BeginTx(ctx, nil)
 	}
-	tx, err := l.db.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, chainLockKey); err != nil {
-		tx.Rollback()
-		return nil, err
-	}
-	if err := l.refresh(ctx, tx); err != nil {
-		tx.Rollback()
-		return nil, err
-	}
-	return tx, nil
+	tx, _, err := l.beginShared(ctx, false, nil)
+	return tx, err
 }
 
 // Dangling returns the action ids that have an action.connecting entry and

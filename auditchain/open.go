@@ -110,7 +110,17 @@ func (l *Log) openShared(ctx context.Context) error {
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, chainLockKey); err != nil {
 		return fmt.Errorf("auditchain: read the log: %w", err)
 	}
-	return l.loadState(ctx, tx)
+	if err := l.loadState(ctx, tx); err != nil {
+		return err
+	}
+	tx.Rollback()
+	// What was read may end with another replica's batch not yet on disk:
+	// once the barrier returns, it is.
+	if err := l.barrier(ctx); err != nil {
+		return fmt.Errorf("auditchain: read the log: %w", err)
+	}
+	l.durable = durableHead{l.size, l.chain}
+	return nil
 }
 
 // openKey loads the signing key (creating it when create and missing).

@@ -1,7 +1,6 @@
 package auditchain
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -17,9 +16,10 @@ import (
 // The log on PostgreSQL: several gateway replicas append to one chain.
 // Each write transaction takes a transaction-level advisory lock on the
 // chain and re-reads its head, so appends from all replicas fall into one
-// order; a replica whose view is behind reloads the head and the Merkle
-// frontier before it adds its batch. Group commit still gathers each
-// replica's concurrent appends into one transaction. One replica at a
+// order; a replica whose view is behind extends its Merkle frontier with
+// the entries appended since before it adds its batch (pgwrite.go). Group
+// commit still gathers each replica's concurrent appends into one
+// transaction. One replica at a
 // time signs the periodic checkpoints: the holder of a session-level
 // advisory lock (the signer lease).
 
@@ -153,7 +153,13 @@ func (l *Log) initSchemaPG(ctx context.Context) (origin, vkey string, err error)
 				return "", "", fmt.Errorf("auditchain: create schema: %w", err)
 			}
 		}
-	} else {
+	}
+	for _, s := range barrierDDL {
+		if _, err := tx.ExecContext(ctx, s); err != nil {
+			return "", "", fmt.Errorf("auditchain: create schema: %w", err)
+		}
+	}
+	if exists {
 		d, err := pgSchemaDiff(ctx, tx)
 		if err != nil {
 			return "", "", err
@@ -232,39 +238,6 @@ func errKeyMismatch(log, mine string) error {
 	return fmt.Errorf("auditchain: this replica's checkpoint key (%s) is not the shared log's (%s): every replica signs with one key; copy keys/checkpoint.key and keys/checkpoint.vkey from the replica that started the log", mine, log)
 }
 
-// refresh brings the writer's view up to the database's head, inside a
-// write transaction that holds the chain lock: other replicas may have
-// appended since this one last wrote.
-func (l *Log) refresh(ctx context.Context, tx *sqldb.Tx) error {
-	var seq int64
-	var chain, leaf []byte
-	err := tx.QueryRowContext(ctx, `SELECT seq, chain, leaf FROM entries ORDER BY seq DESC LIMIT 1`).Scan(&seq, &chain, &leaf)
-	size := seq + 1
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		size = 0
-	case err != nil:
-		return fmt.Errorf("auditchain: read the head: %w", err)
-	}
-	if size == l.size && (size == 0 || bytes.Equal(chain, l.chain[:])) {
-		return nil
-	}
-	if size <= l.size {
-		return l.fail(fmt.Errorf("auditchain: the log on PostgreSQL ends at %d entries, this replica saw %d: %w", size, l.size, ErrInconsistent))
-	}
-	e, err := DecodeLeaf(leaf)
-	if err != nil || e.Seq != seq || len(chain) != 32 {
-		return l.fail(fmt.Errorf("auditchain: the last entry %d is malformed: %w", seq, ErrInconsistent))
-	}
-	front, err := loadFrontierPG(ctx, tx, size)
-	if err != nil {
-		return err
-	}
-	l.size, l.front, l.ckptEntry = size, front, e.Kind == KindCheckpoint
-	copy(l.chain[:], chain)
-	return l.refreshCheckpoint(ctx, tx)
-}
-
 // loadFrontierPG is loadFrontier in one query.
 func loadFrontierPG(ctx context.Context, tx *sqldb.Tx, size int64) (frontier, error) {
 	f := frontier{n: size}
@@ -316,32 +289,23 @@ func (l *Log) refreshCheckpoint(ctx context.Context, tx *sqldb.Tx) error {
 	case err != nil:
 		return fmt.Errorf("auditchain: read the last checkpoint: %w", err)
 	default:
-		c, err := OpenCheckpoint(msg, l.vfy)
-		if err != nil {
-			return l.fail(fmt.Errorf("auditchain: the last checkpoint on PostgreSQL: %w: %w", err, ErrInconsistent))
-		}
-		if c.Size > l.ckpt.Size {
-			// Another replica signed: the interval starts again from it.
-			l.ckpt, l.ckptAt = c, time.Now()
-		}
+		return l.takeCheckpoint(msg)
 	}
 	return nil
 }
 
-// confirm asks, after a commit whose answer was lost, whether the batch
-// ending with lastSeq and leaf hash lh is in the log.
-func (l *Log) confirm(lastSeq int64, lh []byte) (bool, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	var got []byte
-	err := l.db.QueryRowContext(ctx, `SELECT leaf_hash FROM entries WHERE seq = ?`, lastSeq).Scan(&got)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
+// takeCheckpoint makes the signed checkpoint msg from the database the
+// writer's last when it is newer.
+func (l *Log) takeCheckpoint(msg []byte) error {
+	c, err := OpenCheckpoint(msg, l.vfy)
 	if err != nil {
-		return false, err
+		return l.fail(fmt.Errorf("auditchain: the last checkpoint on PostgreSQL: %w: %w", err, ErrInconsistent))
 	}
-	return bytes.Equal(got, lh), nil
+	if c.Size > l.ckpt.Size {
+		// Another replica signed: the interval starts again from it.
+		l.ckpt, l.ckptAt = c, time.Now()
+	}
+	return nil
 }
 
 // signerLease reports whether this replica holds the signer lease,

@@ -29,6 +29,23 @@ func pgDB(t testing.TB) *sqldb.DB {
 	return db
 }
 
+// privatePG starts a PostgreSQL cluster of the test's own (one the test
+// may stop or reconfigure) and opens a database on it.
+func privatePG(t testing.TB) (*pgtest.Cluster, *sqldb.DB) {
+	t.Helper()
+	c := pgtest.Start(t)
+	dsn, err := c.CreateDatabase("log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sqldb.OpenPostgres(context.Background(), sqldb.PostgresOptions{URL: dsn, ConnectTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return c, db
+}
+
 // replicaOptions are a replica's options: a state directory of its own,
 // the shared database, and (after the first) the first one's key.
 func replicaOptions(t testing.TB, db *sqldb.DB, keyFrom string) Options {
@@ -244,17 +261,8 @@ func TestPostgresTamper(t *testing.T) {
 // the chain verifies.
 func TestPostgresRestart(t *testing.T) {
 	t.Parallel()
-	c := pgtest.Start(t)
-	dsn, err := c.CreateDatabase("restart")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, db := privatePG(t)
 	ctx := context.Background()
-	db, err := sqldb.OpenPostgres(ctx, sqldb.PostgresOptions{URL: dsn, ConnectTimeout: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	o := replicaOptions(t, db, "")
 	l := openLog(t, o)
 	for i := range 5 {
@@ -266,7 +274,7 @@ func TestPostgresRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	actx, cancel := context.WithTimeout(ctx, testkit.Patience)
-	_, err = l.Append(actx, sampleEntry(5))
+	_, err := l.Append(actx, sampleEntry(5))
 	cancel()
 	if err == nil {
 		t.Fatal("an append succeeded with PostgreSQL down")

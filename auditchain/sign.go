@@ -160,6 +160,10 @@ func (l *Log) checkpoint(ctx context.Context, entry bool) error {
 	} else {
 		l.apply(st)
 	}
+	if l.shared() {
+		// Committed with synchronous_commit: durable, and all before it.
+		l.durable = durableHead{l.size, l.chain}
+	}
 	l.ckpt, l.ckptAt = c, time.Now()
 	l.log.Debug("signed checkpoint", "size", size, "root", root.String())
 	if l.witness != nil {

@@ -113,19 +113,12 @@ func (l *Log) write(ctx context.Context, batch []*appendReq) ([]*appendReq, []Re
 	}
 	ctx, cancel := l.writeCtx(ctx)
 	defer cancel()
+	if l.shared() {
+		return l.writeShared(ctx, batch)
+	}
 	tx, err := l.begin(ctx)
 	if err != nil {
 		return batch, nil, l.recover(ctx, fmt.Errorf("auditchain: begin: %w", err))
-	}
-	if l.shared() {
-		if batch, err = l.oneOutcome(ctx, tx, batch); err != nil {
-			tx.Rollback()
-			return batch, nil, l.recover(ctx, err)
-		}
-		if len(batch) == 0 {
-			tx.Rollback()
-			return nil, nil, nil
-		}
 	}
 	refs, st, err := l.stage(ctx, tx, batch)
 	if err != nil {
@@ -133,10 +126,7 @@ func (l *Log) write(ctx context.Context, batch []*appendReq) ([]*appendReq, []Re
 		return batch, nil, err
 	}
 	if err := tx.Commit(); err != nil {
-		if err := l.commitFailed(ctx, refs, st, err); err != nil {
-			return batch, nil, err
-		}
-		return batch, refs, nil // it committed after all
+		return batch, nil, l.commitFailed(ctx, refs, st, err)
 	}
 	l.apply(st)
 	return batch, refs, nil
@@ -144,53 +134,24 @@ func (l *Log) write(ctx context.Context, batch []*appendReq) ([]*appendReq, []Re
 
 // oneOutcome keeps every action at one action.finished entry across
 // replicas: under the chain lock, a finished entry for an action that
-// already has one (in the log, or earlier in the batch) is answered
-// ErrAlreadyFinished and dropped from the batch, which it returns.
-func (l *Log) oneOutcome(ctx context.Context, tx *sqldb.Tx, batch []*appendReq) ([]*appendReq, error) {
-	// One query for the batch: which of its actions have an outcome.
-	var ids []string
-	for _, r := range batch {
-		if r.e.Kind == KindActionFinished && r.e.ActionID != "" {
-			ids = append(ids, r.e.ActionID)
-		}
-	}
-	if len(ids) == 0 {
-		return batch, nil
-	}
-	seen := map[string]bool{}
-	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT action_id FROM entries WHERE kind = 'action.finished' AND action_id = ANY(?)`, ids)
-	if err != nil {
-		return batch, fmt.Errorf("auditchain: look for outcomes: %w", err)
-	}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return batch, fmt.Errorf("auditchain: look for outcomes: %w", err)
-		}
-		seen[id] = true
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return batch, fmt.Errorf("auditchain: look for outcomes: %w", err)
-	}
-	var kept, dups []*appendReq
+// already has one (finished, read from the log, or earlier in the batch)
+// is answered ErrAlreadyFinished and dropped from the batch, which it
+// returns.
+func oneOutcome(batch []*appendReq, finished map[string]bool) []*appendReq {
+	kept := batch[:0:0]
 	for _, r := range batch {
 		if r.e.Kind != KindActionFinished || r.e.ActionID == "" {
 			kept = append(kept, r)
 			continue
 		}
-		if seen[r.e.ActionID] {
-			dups = append(dups, r)
+		if finished[r.e.ActionID] {
+			r.done <- appendResult{err: fmt.Errorf("auditchain: append: action %s: %w", r.e.ActionID, ErrAlreadyFinished)}
 			continue
 		}
-		seen[r.e.ActionID] = true
+		finished[r.e.ActionID] = true
 		kept = append(kept, r)
 	}
-	for _, r := range dups {
-		r.done <- appendResult{err: fmt.Errorf("auditchain: append: action %s: %w", r.e.ActionID, ErrAlreadyFinished)}
-	}
-	return kept, nil
+	return kept
 }
 
 // headState is the writer's view of the log's end.
@@ -236,6 +197,16 @@ func (l *Log) stage(ctx context.Context, tx *sqldb.Tx, batch []*appendReq) ([]Re
 		refs[i] = Ref{Seq: e.Seq, Time: e.Time, LeafHash: lh, Chain: st.chain}
 		st.size++
 	}
+	if l.shared() {
+		// One statement for both tables (PostgreSQL takes 65535
+		// parameters, more than a batch of maxBatch entries needs).
+		q := `WITH e AS (` + valuesSQL(`INSERT INTO entries (seq, time_ns, kind, action_id, run_id, leaf, leaf_hash, chain) VALUES `, 8, len(entryArgs)/8) +
+			`) ` + valuesSQL(`INSERT INTO tree_hashes (idx, hash) VALUES `, 2, len(hashArgs)/2)
+		if _, err := tx.ExecContext(ctx, q, append(entryArgs, hashArgs...)...); err != nil {
+			return nil, st, l.recover(ctx, fmt.Errorf("auditchain: insert entries from %d: %w", l.size, err))
+		}
+		return refs, st, nil
+	}
 	// Multi-row inserts: a batch costs a few statements, not three per entry.
 	if err := insertRows(ctx, tx, `INSERT INTO entries (seq, time_ns, kind, action_id, run_id, leaf, leaf_hash, chain) VALUES `, 8, entryArgs); err != nil {
 		return nil, st, l.recover(ctx, fmt.Errorf("auditchain: insert entries from %d: %w", l.size, err))
@@ -248,26 +219,13 @@ func (l *Log) stage(ctx context.Context, tx *sqldb.Tx, batch []*appendReq) ([]Re
 
 // commitFailed handles a commit that returned err. On SQLite the commit
 // did not happen (recover checks). On PostgreSQL the answer may have been
-// lost with the connection: the batch is looked for, and when it cannot
-// be, the caller hears ErrOutcomeUnknown.
+// lost with the connection: settle looks for the batch.
 func (l *Log) commitFailed(ctx context.Context, refs []Ref, st headState, err error) error {
 	cause := fmt.Errorf("auditchain: commit: %w", err)
 	if !l.shared() || len(refs) == 0 {
 		return l.recover(ctx, cause)
 	}
-	last := refs[len(refs)-1]
-	in, cerr := l.confirm(last.Seq, last.LeafHash[:])
-	switch {
-	case cerr != nil:
-		l.log.Warn("append batch: commit answer lost; whether it committed is unknown", "error", err, "check_error", cerr)
-		return fmt.Errorf("auditchain: %w: %w", ErrOutcomeUnknown, cause)
-	case in:
-		l.log.Warn("append batch: commit answer lost, and the batch is in the log", "error", err)
-		l.apply(st)
-		return nil
-	}
-	l.log.Warn("append batch failed and was rolled back", "error", cause)
-	return cause
+	return l.settle(refs, st, cause)
 }
 
 // insertRows runs prefix with as many "(?, …)" tuples of width columns as
@@ -276,14 +234,18 @@ func insertRows(ctx context.Context, tx *sqldb.Tx, prefix string, width int, arg
 	const maxRows = 256
 	for len(args) > 0 {
 		n := min(len(args)/width, maxRows)
-		tuple := "(" + strings.Repeat("?, ", width-1) + "?)"
-		q := prefix + strings.Repeat(tuple+", ", n-1) + tuple
-		if _, err := tx.ExecContext(ctx, q, args[:n*width]...); err != nil {
+		if _, err := tx.ExecContext(ctx, valuesSQL(prefix, width, n), args[:n*width]...); err != nil {
 			return err
 		}
 		args = args[n*width:]
 	}
 	return nil
+}
+
+// valuesSQL is prefix followed by n "(?, …)" tuples of width columns.
+func valuesSQL(prefix string, width, n int) string {
+	tuple := "(" + strings.Repeat("?, ", width-1) + "?)"
+	return prefix + strings.Repeat(tuple+", ", n-1) + tuple
 }
 
 // recover is called after a failed write: when the database still ends
