@@ -155,6 +155,7 @@ type Log struct {
 	retryAt   time.Time   // earliest retry of a checkpoint that could not run (monotonic)
 	durable   durableHead // on PostgreSQL: how far this writer confirmed the log durable
 	writerID  string      // on PostgreSQL: this writer's row in flush_barrier
+	wconn     *sqldb.Conn // on PostgreSQL: the writer's own connection (pgfast.go)
 }
 
 type appendReq struct {
@@ -316,6 +317,7 @@ func (l *Log) release() {
 		l.w.Close()
 	}
 	l.dropLease()
+	l.dropWriterConn()
 	if l.db != nil && l.shared() {
 		ctx, cancel := context.WithTimeout(context.Background(), l.opts.WriteTimeout)
 		l.db.ExecContext(ctx, `DELETE FROM flush_barrier WHERE writer = ?`, l.writerID)

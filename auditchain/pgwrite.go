@@ -63,35 +63,57 @@ func (l *Log) beginShared(ctx context.Context, async bool, ids []string) (tx *sq
 // behind, it reads the frontier from the stored tree.
 const maxCatchUp = 4096
 
+// catchUpSQL reads, in one query, what brings a writer up to the head:
+// the head, the leaf hashes appended since the writer's view, a
+// checkpoint newer than its last, and which of the batch's actions
+// already have an action.finished entry (catchUpArgs).
+const catchUpSQL = `SELECT h.seq, h.chain, h.leaf,
+	(SELECT string_agg(leaf_hash, ''::bytea ORDER BY seq) FROM entries WHERE seq >= ? AND seq < ?),
+	(SELECT note FROM checkpoints WHERE size > ? ORDER BY id DESC LIMIT 1),
+	(SELECT json_agg(DISTINCT action_id)::text FROM entries WHERE kind = 'action.finished' AND action_id = ANY(?))
+	FROM (SELECT 1) one LEFT JOIN (SELECT seq, chain, leaf FROM entries ORDER BY seq DESC LIMIT 1) h ON true`
+
+func (l *Log) catchUpArgs(ids []string) []any {
+	return []any{l.size, l.size + maxCatchUp, l.ckpt.Size, ids}
+}
+
+// headRead is what catchUpSQL returns.
+type headRead struct {
+	seq                       sql.NullInt64
+	chain, leaf, hashes, note []byte
+	outcomes                  sql.NullString
+}
+
+func (h *headRead) dest() []any {
+	return []any{&h.seq, &h.chain, &h.leaf, &h.hashes, &h.note, &h.outcomes}
+}
+
 // catchUp brings the writer's view up to the database's head, inside a
-// transaction that holds the chain lock, in one query: the head, the
-// leaf hashes appended since the writer's view, a checkpoint newer than
-// its last, and which of ids already have an action.finished entry.
+// transaction that holds the chain lock, and returns which of ids
+// already have an action.finished entry.
 func (l *Log) catchUp(ctx context.Context, tx *sqldb.Tx, ids []string) (map[string]bool, error) {
-	var seq sql.NullInt64
-	var chain, leaf, hashes, note []byte
-	var outcomes sql.NullString
-	err := tx.QueryRowContext(ctx, `SELECT h.seq, h.chain, h.leaf,
-		(SELECT string_agg(leaf_hash, ''::bytea ORDER BY seq) FROM entries WHERE seq >= ? AND seq < ?),
-		(SELECT note FROM checkpoints WHERE size > ? ORDER BY id DESC LIMIT 1),
-		(SELECT json_agg(DISTINCT action_id)::text FROM entries WHERE kind = 'action.finished' AND action_id = ANY(?))
-		FROM (SELECT 1) one LEFT JOIN (SELECT seq, chain, leaf FROM entries ORDER BY seq DESC LIMIT 1) h ON true`,
-		l.size, l.size+maxCatchUp, l.ckpt.Size, ids).Scan(&seq, &chain, &leaf, &hashes, &note, &outcomes)
-	if err != nil {
+	var h headRead
+	if err := tx.QueryRowContext(ctx, catchUpSQL, l.catchUpArgs(ids)...).Scan(h.dest()...); err != nil {
 		return nil, fmt.Errorf("auditchain: read the head: %w", err)
 	}
-	if err := l.moveHead(ctx, tx, seq, chain, leaf, hashes); err != nil {
+	if err := l.moveHead(ctx, tx, h); err != nil {
 		return nil, err
 	}
-	if note != nil {
-		if err := l.takeCheckpoint(note); err != nil {
+	return l.takeRead(h)
+}
+
+// takeRead takes the checkpoint and the outcomes of h, once the head
+// has moved.
+func (l *Log) takeRead(h headRead) (map[string]bool, error) {
+	if h.note != nil {
+		if err := l.takeCheckpoint(h.note); err != nil {
 			return nil, err
 		}
 	}
 	finished := map[string]bool{}
-	if outcomes.Valid {
+	if h.outcomes.Valid {
 		var got []string
-		if err := json.Unmarshal([]byte(outcomes.String), &got); err != nil {
+		if err := json.Unmarshal([]byte(h.outcomes.String), &got); err != nil {
 			return nil, fmt.Errorf("auditchain: look for outcomes: %w", err)
 		}
 		for _, id := range got {
@@ -101,42 +123,75 @@ func (l *Log) catchUp(ctx context.Context, tx *sqldb.Tx, ids []string) (map[stri
 	return finished, nil
 }
 
-// moveHead takes the head catchUp read (seq null: no entries) and the
-// leaf hashes from the writer's size on.
-func (l *Log) moveHead(ctx context.Context, tx *sqldb.Tx, head sql.NullInt64, chain, leaf, hashes []byte) error {
-	seq, size := head.Int64, head.Int64+1
-	if !head.Valid {
+// moveHead takes the head h names (seq null: no entries).
+func (l *Log) moveHead(ctx context.Context, tx *sqldb.Tx, h headRead) error {
+	if moved, err := l.moveHeadAhead(h); moved || err != nil {
+		return err
+	}
+	size := h.seq.Int64 + 1
+	if !h.seq.Valid {
 		size = 0
 	}
-	if size == l.size && (size == 0 || bytes.Equal(chain, l.chain[:])) {
-		return nil
-	}
-	behind := size <= l.size
-	if behind {
+	if size <= l.size {
 		// The database lost entries this writer saw: only those nobody
 		// confirmed may go (a crash before their flush).
 		if err := l.lostOnlyUnconfirmed(ctx, tx, size); err != nil {
 			return err
 		}
 	}
-	e, err := DecodeLeaf(leaf)
-	if size > 0 && (err != nil || e.Seq != seq || len(chain) != 32) {
-		return l.fail(fmt.Errorf("auditchain: the last entry %d is malformed: %w", seq, ErrInconsistent))
+	e, err := l.lastEntry(h, size)
+	if err != nil {
+		return err
 	}
-	front := l.front
-	if !behind && int64(len(hashes)) == (size-l.size)*tlog.HashSize {
-		for ; len(hashes) > 0; hashes = hashes[tlog.HashSize:] {
-			if _, err := front.add(tlog.Hash(hashes[:tlog.HashSize])); err != nil {
-				return l.fail(err)
-			}
-		}
-	} else if front, err = loadFrontierPG(ctx, tx, size); err != nil {
+	front, err := loadFrontierPG(ctx, tx, size)
+	if err != nil {
 		return err
 	}
 	l.size, l.front, l.ckptEntry = size, front, size > 0 && e.Kind == KindCheckpoint
 	l.chain = [32]byte{}
-	copy(l.chain[:], chain)
+	copy(l.chain[:], h.chain)
 	return nil
+}
+
+// moveHeadAhead takes the head h names when that needs no more reading:
+// it is the writer's view, or follows it by the leaf hashes h brings.
+// moved is false when it is neither.
+func (l *Log) moveHeadAhead(h headRead) (moved bool, err error) {
+	size := h.seq.Int64 + 1
+	if !h.seq.Valid {
+		size = 0
+	}
+	if size == l.size && (size == 0 || bytes.Equal(h.chain, l.chain[:])) {
+		return true, nil
+	}
+	if size <= l.size || int64(len(h.hashes)) != (size-l.size)*tlog.HashSize {
+		return false, nil
+	}
+	e, err := l.lastEntry(h, size)
+	if err != nil {
+		return false, err
+	}
+	front := l.front
+	for hs := h.hashes; len(hs) > 0; hs = hs[tlog.HashSize:] {
+		if _, err := front.add(tlog.Hash(hs[:tlog.HashSize])); err != nil {
+			return false, l.fail(err)
+		}
+	}
+	l.size, l.front, l.ckptEntry = size, front, e.Kind == KindCheckpoint
+	copy(l.chain[:], h.chain)
+	return true, nil
+}
+
+// lastEntry decodes the head's entry (none when size is 0).
+func (l *Log) lastEntry(h headRead, size int64) (Entry, error) {
+	if size == 0 {
+		return Entry{}, nil
+	}
+	e, err := DecodeLeaf(h.leaf)
+	if err != nil || e.Seq != h.seq.Int64 || len(h.chain) != 32 {
+		return e, l.fail(fmt.Errorf("auditchain: the last entry %d is malformed: %w", h.seq.Int64, ErrInconsistent))
+	}
+	return e, nil
 }
 
 // lostOnlyUnconfirmed checks a log found at size, shorter than (or as
@@ -177,6 +232,9 @@ func (l *Log) writeShared(ctx context.Context, batch []*appendReq) ([]*appendReq
 			ids = append(ids, r.e.ActionID)
 		}
 	}
+	if kept, refs, err := l.writeFast(ctx, batch, ids); !errors.Is(err, errSlowPath) {
+		return kept, refs, err
+	}
 	tx, finished, err := l.beginShared(ctx, true, ids)
 	if err != nil {
 		return batch, nil, l.recover(ctx, fmt.Errorf("auditchain: begin: %w", err))
@@ -213,10 +271,12 @@ func (l *Log) writeShared(ctx context.Context, batch []*appendReq) ([]*appendReq
 // which follows every earlier one. Each writer has a row of its own, so
 // the barriers of several replicas never wait for each other's locks.
 func (l *Log) barrier(ctx context.Context) error {
-	_, err := l.db.ExecContext(ctx, `INSERT INTO flush_barrier (writer, n, at) VALUES (?, 1, now())
-		ON CONFLICT (writer) DO UPDATE SET n = flush_barrier.n + 1, at = now()`, l.writerID)
+	_, err := l.db.ExecContext(ctx, barrierSQL, l.writerID)
 	return err
 }
+
+const barrierSQL = `INSERT INTO flush_barrier (writer, n, at) VALUES (?, 1, now())
+	ON CONFLICT (writer) DO UPDATE SET n = flush_barrier.n + 1, at = now()`
 
 // barrierDDL creates the barrier's table, and forgets the rows of
 // writers gone for a day (a replica removes its own at Close).

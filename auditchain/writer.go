@@ -166,55 +166,81 @@ func (l *Log) apply(st headState) {
 	l.size, l.chain, l.front, l.ckptEntry = st.size, st.chain, st.front, st.ckptEntry
 }
 
+// staged is a batch laid out after the writer's view of the head: its
+// refs and the head once it commits, and the rows to insert.
+type staged struct {
+	refs      []Ref
+	st        headState
+	entryArgs []any // 8 per entry
+	hashArgs  []any // 2 per stored tree hash
+}
+
+// prepare lays batch out after the writer's view of the head.
+func (l *Log) prepare(batch []*appendReq) (staged, error) {
+	p := staged{
+		st:        headState{size: l.size, chain: l.chain, front: l.front},
+		refs:      make([]Ref, len(batch)),
+		entryArgs: make([]any, 0, 8*len(batch)),
+		hashArgs:  make([]any, 0, 4*len(batch)),
+	}
+	for i, r := range batch {
+		e := r.e
+		e.Seq = p.st.size
+		e.Time = time.Unix(0, l.now().UnixNano()).UTC()
+		leaf, err := appendLeaf(nil, e, r.fields)
+		if err != nil {
+			return p, err
+		}
+		lh := tlog.RecordHash(leaf)
+		p.st.chain = ChainHash(p.st.chain, leaf)
+		hs, err := p.st.front.add(lh)
+		if err != nil {
+			return p, l.fail(err)
+		}
+		p.entryArgs = append(p.entryArgs, e.Seq, e.Time.UnixNano(), e.Kind.String(), e.ActionID, e.RunID, leaf, bytes.Clone(lh[:]), bytes.Clone(p.st.chain[:]))
+		base := tlog.StoredHashIndex(0, e.Seq)
+		for j, h := range hs {
+			p.hashArgs = append(p.hashArgs, base+int64(j), bytes.Clone(h[:]))
+		}
+		p.st.ckptEntry = e.Kind == KindCheckpoint
+		p.refs[i] = Ref{Seq: e.Seq, Time: e.Time, LeafHash: lh, Chain: p.st.chain}
+		p.st.size++
+	}
+	return p, nil
+}
+
+// insertPG is the one statement that inserts p on PostgreSQL, both
+// tables at once (PostgreSQL takes 65535 parameters, more than a batch
+// of maxBatch entries needs).
+func (p staged) insertPG() (string, []any) {
+	q := `WITH e AS (` + valuesSQL(`INSERT INTO entries (seq, time_ns, kind, action_id, run_id, leaf, leaf_hash, chain) VALUES `, 8, len(p.entryArgs)/8) +
+		`) ` + valuesSQL(`INSERT INTO tree_hashes (idx, hash) VALUES `, 2, len(p.hashArgs)/2)
+	return q, append(append([]any(nil), p.entryArgs...), p.hashArgs...)
+}
+
 // stage inserts batch after the writer's view of the head in tx, and
 // returns the refs and the head once tx commits. Its errors are final
 // (recover has run where it applies); tx must then be rolled back.
 func (l *Log) stage(ctx context.Context, tx *sqldb.Tx, batch []*appendReq) ([]Ref, headState, error) {
-	st := headState{size: l.size, chain: l.chain, front: l.front}
-	refs := make([]Ref, len(batch))
-	entryArgs := make([]any, 0, 8*len(batch))
-	hashArgs := make([]any, 0, 4*len(batch))
-	for i, r := range batch {
-		e := r.e
-		e.Seq = st.size
-		e.Time = time.Unix(0, l.now().UnixNano()).UTC()
-		leaf, err := appendLeaf(nil, e, r.fields)
-		if err != nil {
-			return nil, st, err
-		}
-		lh := tlog.RecordHash(leaf)
-		st.chain = ChainHash(st.chain, leaf)
-		hs, err := st.front.add(lh)
-		if err != nil {
-			return nil, st, l.fail(err)
-		}
-		entryArgs = append(entryArgs, e.Seq, e.Time.UnixNano(), e.Kind.String(), e.ActionID, e.RunID, leaf, bytes.Clone(lh[:]), bytes.Clone(st.chain[:]))
-		base := tlog.StoredHashIndex(0, e.Seq)
-		for j, h := range hs {
-			hashArgs = append(hashArgs, base+int64(j), bytes.Clone(h[:]))
-		}
-		st.ckptEntry = e.Kind == KindCheckpoint
-		refs[i] = Ref{Seq: e.Seq, Time: e.Time, LeafHash: lh, Chain: st.chain}
-		st.size++
+	p, err := l.prepare(batch)
+	if err != nil {
+		return nil, p.st, err
 	}
 	if l.shared() {
-		// One statement for both tables (PostgreSQL takes 65535
-		// parameters, more than a batch of maxBatch entries needs).
-		q := `WITH e AS (` + valuesSQL(`INSERT INTO entries (seq, time_ns, kind, action_id, run_id, leaf, leaf_hash, chain) VALUES `, 8, len(entryArgs)/8) +
-			`) ` + valuesSQL(`INSERT INTO tree_hashes (idx, hash) VALUES `, 2, len(hashArgs)/2)
-		if _, err := tx.ExecContext(ctx, q, append(entryArgs, hashArgs...)...); err != nil {
-			return nil, st, l.recover(ctx, fmt.Errorf("auditchain: insert entries from %d: %w", l.size, err))
+		q, args := p.insertPG()
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return nil, p.st, l.recover(ctx, fmt.Errorf("auditchain: insert entries from %d: %w", l.size, err))
 		}
-		return refs, st, nil
+		return p.refs, p.st, nil
 	}
 	// Multi-row inserts: a batch costs a few statements, not three per entry.
-	if err := insertRows(ctx, tx, `INSERT INTO entries (seq, time_ns, kind, action_id, run_id, leaf, leaf_hash, chain) VALUES `, 8, entryArgs); err != nil {
-		return nil, st, l.recover(ctx, fmt.Errorf("auditchain: insert entries from %d: %w", l.size, err))
+	if err := insertRows(ctx, tx, `INSERT INTO entries (seq, time_ns, kind, action_id, run_id, leaf, leaf_hash, chain) VALUES `, 8, p.entryArgs); err != nil {
+		return nil, p.st, l.recover(ctx, fmt.Errorf("auditchain: insert entries from %d: %w", l.size, err))
 	}
-	if err := insertRows(ctx, tx, `INSERT INTO tree_hashes (idx, hash) VALUES `, 2, hashArgs); err != nil {
-		return nil, st, l.recover(ctx, fmt.Errorf("auditchain: insert tree hashes: %w", err))
+	if err := insertRows(ctx, tx, `INSERT INTO tree_hashes (idx, hash) VALUES `, 2, p.hashArgs); err != nil {
+		return nil, p.st, l.recover(ctx, fmt.Errorf("auditchain: insert tree hashes: %w", err))
 	}
-	return refs, st, nil
+	return p.refs, p.st, nil
 }
 
 // commitFailed handles a commit that returned err. On SQLite the commit

@@ -214,12 +214,7 @@ func (d *DB) Listen(ctx context.Context, channel string, ready func(), got func(
 		return err
 	}
 	defer c.Discard() // a listening session must not go back to the pool
-	return c.Raw(func(dc any) error {
-		sc, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("sqldb: Listen: a %T is not a pgx connection", dc)
-		}
-		pc := sc.Conn()
+	return c.Pgx(func(pc *pgx.Conn) error {
 		if _, err := pc.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
 			return err
 		}
@@ -231,6 +226,20 @@ func (d *DB) Listen(ctx context.Context, channel string, ready func(), got func(
 			}
 			got(n.Payload)
 		}
+	})
+}
+
+// Pgx calls fn with c's PostgreSQL connection, for what database/sql
+// cannot say (a pipeline of statements in one round trip, LISTEN). A
+// connection fn leaves in a state the pool cannot reuse must be
+// discarded (Discard) afterwards.
+func (c *Conn) Pgx(fn func(*pgx.Conn) error) error {
+	return c.Raw(func(dc any) error {
+		sc, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("sqldb: a %T is not a pgx connection", dc)
+		}
+		return fn(sc.Conn())
 	})
 }
 
