@@ -59,7 +59,7 @@ func TestMain(m *testing.M) {
 // target per output policy ("box": full, "tailbox": tail, "nonebox":
 // none), every account approved per run. A reviewer approves every
 // request it is asked (the tests here are about what the agent gets).
-func gateway(t *testing.T) *gatewaytest.Daemon {
+func gateway(t testing.TB) *gatewaytest.Daemon {
 	t.Helper()
 	sshtest.Need(t)
 	sshdOnce.Do(func() { shared, sharedEr = sshtest.StartSSHD(sshtest.Options{}) })
@@ -334,15 +334,10 @@ func TestStdinIsSent(t *testing.T) {
 	})
 	t.Run("an open pipe with nothing coming does not hold the command", func(t *testing.T) {
 		t.Parallel()
-		pr, pw, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer pw.Close() // open, silent, for the whole call
-		defer pr.Close()
+		pr, _ := silentPipe(t) // open, silent, for the whole call
 		var out bytes.Buffer
 		stderr, code := agentIn(t, d, pr, &out, "box", "--", "echo ran")
-		if code != 0 || out.String() != "ran\n" || !strings.HasPrefix(withoutWaiting(stderr), "airlock-ssh: standard input is a pipe that stayed open with nothing on it, so none was sent") {
+		if code != 0 || out.String() != "ran\n" || !strings.HasPrefix(withoutWaiting(stderr), "airlock-ssh: standard input had nothing on it for 100ms, so none was sent") {
 			t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), stderr)
 		}
 		// -n says so: no note.
@@ -352,14 +347,23 @@ func TestStdinIsSent(t *testing.T) {
 			t.Fatalf("-n: exit %d, stdout %q, stderr %q", code, out.String(), stderr)
 		}
 	})
-	t.Run("input that comes too late is reported", func(t *testing.T) {
+	t.Run("the open pipe of the process that started it is not waited for", func(t *testing.T) {
 		t.Parallel()
-		pr, pw, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
+		pr, _ := silentPipe(t)
+		// A shell that holds the pipe as its own standard input (an agent
+		// harness's) starts airlock-ssh, which shares it.
+		sh := exec.Command("sh", "-c", `"$@"; exit $?`, "sh", gatewaytest.Binary(t, "airlock-ssh"), "box", "--", "echo ran")
+		sh.Env = append(os.Environ(), "AIRLOCK_SOCKET="+d.Socket)
+		sh.Stdin = pr
+		var out, errb bytes.Buffer
+		sh.Stdout, sh.Stderr = &out, &errb
+		if err := sh.Run(); err != nil || out.String() != "ran\n" || !strings.HasPrefix(withoutWaiting(errb.String()), "airlock-ssh: standard input is the pipe of the process that started airlock-ssh, with nothing on it, so none was sent") {
+			t.Fatalf("%v, stdout %q, stderr %q", err, out.String(), errb.String())
 		}
-		defer pw.Close()
-		defer pr.Close()
+	})
+	t.Run("input that comes too late is reported, and left unread", func(t *testing.T) {
+		t.Parallel()
+		pr, pw := silentPipe(t)
 		outR, outW := io.Pipe()
 		go func() {
 			// Once the command runs, the input comes: too late.
@@ -370,8 +374,14 @@ func TestStdinIsSent(t *testing.T) {
 		}()
 		stderr, code := agentIn(t, d, pr, outW, "box", "--", "echo started; sleep 5")
 		outW.Close()
-		if code != 255 || !strings.Contains(stderr, "standard input had nothing for 1s, so none was sent; 5 bytes came later and were not sent") {
+		if code != 255 || !strings.Contains(stderr, "standard input had nothing on it for 100ms when the action was requested, so none was sent; 5 bytes arrived on it later and were not sent (they are left unread)") {
 			t.Fatalf("exit %d, stderr %q", code, stderr)
+		}
+		// Nothing was taken from the pipe: the bytes are still there for
+		// whoever reads it next.
+		pw.Close()
+		if rest, err := io.ReadAll(pr); err != nil || string(rest) != "late\n" {
+			t.Fatalf("the pipe holds %q (%v) after the call; want the late input, unread", rest, err)
 		}
 	})
 	t.Run("over the account's max_stdin", func(t *testing.T) {
@@ -455,6 +465,17 @@ func TestStdinAndReasonReachTheReviewer(t *testing.T) {
 	if err != nil || pg.Data != "hello\n" || pg.Total != 6 || pg.NextOffset != nil {
 		t.Errorf("the stored input: %+v %v", pg, err)
 	}
+}
+
+// silentPipe is a pipe open until the test ends, nothing written to it.
+func silentPipe(t *testing.T) (r, w *os.File) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(); w.Close() })
+	return r, w
 }
 
 // openPTY returns the terminal side of a new pseudo-terminal, as an agent

@@ -29,7 +29,6 @@ import (
 	"github.com/airlockgw/airlock/deploy/buildinfo"
 
 	"github.com/airlockgw/airlock/sshexec/outcome"
-	"golang.org/x/sys/unix"
 
 	"github.com/airlockgw/airlock/gateway/api"
 )
@@ -78,7 +77,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return reportAction(ctx, client, socket, o, stdout, stderr)
 	}
 	req := api.ActionRequest{Target: o.target, Account: o.account, Command: o.command, Reason: o.reason, Secret: o.secret}
-	var late *lateInput
+	var late *silentInput
 	var getTo *localFile
 	switch {
 	case o.put:
@@ -157,12 +156,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	switch n, open := late.arrived(); {
 	case n > 0:
-		fmt.Fprintf(stderr, "airlock-ssh: standard input had nothing for %s, so none was sent; %d bytes came later and were not sent (action %s); send all input before, or pass -n\n", stdinGrace, n, a.ID)
+		fmt.Fprintf(stderr, "airlock-ssh: %s when the action was requested, so none was sent; %d bytes arrived on it later and were not sent (they are left unread) (action %s); give the input before airlock-ssh starts (a file: < FILE), or pass -n\n", late.what(), n, a.ID)
 		return 255
 	case open:
 		// Nothing was lost yet, but input may still come: say what
 		// happened to it.
-		fmt.Fprintf(stderr, "airlock-ssh: standard input is a pipe that stayed open with nothing on it, so none was sent (action %s); pass -n to say so and silence this note\n", a.ID)
+		fmt.Fprintf(stderr, "airlock-ssh: %s, so none was sent (action %s); pass -n to say so and silence this note\n", late.what(), a.ID)
 	}
 	return code
 }
@@ -399,109 +398,6 @@ func stoppedBySignal(c *api.Client, id string, stderr io.Writer) int {
 			return fail(stderr, "stopped by a signal: the gateway is cancelling action %s, and had not recorded its outcome after %s; "+
 				"a command that had started may still be running (its outcome: GET /v1/actions/%s, or ask a reviewer)", id, outcomeWait, id)
 		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-// stdinGrace is how long a pipe on standard input may stay silent before
-// airlock-ssh sends no input: some agent harnesses leave one open with
-// nothing coming, and a command that reads none must still run.
-const stdinGrace = time.Second
-
-// readStdin reads the standard input to send: all of it (at most
-// api.MaxStdin bytes), or nothing for a terminal or a pipe that stays
-// silent for stdinGrace — then late watches it for input that comes
-// after all.
-func readStdin(r io.Reader) (in []byte, late *lateInput, err error) {
-	tooBig := fmt.Errorf("standard input is over %d bytes, more than airlock sends; pass -n, or move the data another way", api.MaxStdin)
-	f, ok := r.(*os.File)
-	if !ok {
-		b, err := io.ReadAll(io.LimitReader(r, api.MaxStdin+1))
-		if len(b) > api.MaxStdin {
-			return nil, nil, tooBig
-		}
-		return b, nil, err
-	}
-	if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err == nil {
-		return nil, nil, nil // a terminal: nothing is sent, as ssh -T with a tty would block
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, nil, nil // no standard input at all
-	}
-	if fi.Mode().IsRegular() || fi.Mode()&os.ModeDevice != 0 {
-		b, err := io.ReadAll(io.LimitReader(f, api.MaxStdin+1))
-		if len(b) > api.MaxStdin {
-			return nil, nil, tooBig
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("reading standard input: %v", err)
-		}
-		return b, nil, nil
-	}
-	// A pipe or a socket: wait for its first bytes, or its end.
-	chunks := make(chan []byte, 16)
-	done := make(chan error, 1)
-	go func() {
-		for {
-			p := make([]byte, 64<<10)
-			n, err := f.Read(p)
-			if n > 0 {
-				chunks <- p[:n]
-			}
-			if err != nil {
-				close(chunks)
-				if err != io.EOF {
-					done <- err
-				}
-				close(done)
-				return
-			}
-		}
-	}()
-	var buf []byte
-	select {
-	case c, ok := <-chunks:
-		if !ok {
-			return nil, nil, <-done // an empty input
-		}
-		buf = append(buf, c...)
-	case <-time.After(stdinGrace):
-		return nil, &lateInput{chunks: chunks}, nil
-	}
-	for c := range chunks {
-		if len(buf)+len(c) > api.MaxStdin {
-			return nil, nil, tooBig
-		}
-		buf = append(buf, c...)
-	}
-	if err := <-done; err != nil {
-		return nil, nil, fmt.Errorf("reading standard input: %v", err)
-	}
-	return buf, nil, nil
-}
-
-// lateInput watches a standard input that was silent when the action was
-// requested.
-type lateInput struct {
-	chunks <-chan []byte
-}
-
-// arrived is how many bytes came on it since, and whether it is still
-// open; nil watches nothing.
-func (l *lateInput) arrived() (n int, open bool) {
-	if l == nil {
-		return 0, false
-	}
-	for {
-		select {
-		case c, ok := <-l.chunks:
-			if !ok {
-				return n, false
-			}
-			n += len(c)
-		default:
-			return n, true
 		}
 	}
 }
