@@ -84,6 +84,9 @@ func gateway(t testing.TB) *gatewaytest.Daemon {
 			}
 			targets = append(targets, gatewaytest.Target{Name: name, Address: shared.Addr, HostKey: shared.HostKey, Accounts: []gatewaytest.Account{a}})
 		}
+		// "twobox" has no default account: the agent names one.
+		targets = append(targets, gatewaytest.Target{Name: "twobox", Address: shared.Addr, HostKey: shared.HostKey, Accounts: []gatewaytest.Account{
+			{Name: shared.User, Credential: "key", Approval: "run"}, {Name: "ghost", Credential: "key", Approval: "run"}}})
 		secretFile := filepath.Join(dir, "db-secret")
 		if gwErr = os.WriteFile(secretFile, []byte(contractSecret+"\n"), 0o600); gwErr != nil {
 			return
@@ -392,6 +395,31 @@ func TestStdinIsSent(t *testing.T) {
 			t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), stderr)
 		}
 	})
+}
+
+// Flags after the target are read as ssh reads them, and the command runs
+// as the account they name.
+func TestFlagsAfterTheTarget(t *testing.T) {
+	t.Parallel()
+	d := gateway(t)
+	for _, args := range [][]string{
+		{"twobox", "-l", shared.User, "--", "id", "-un"},
+		{"twobox", "-l" + shared.User, "id", "-un"},
+		{"twobox", "-nl", shared.User, "--timeout", "30s", "--", "id", "-un"},
+	} {
+		var out bytes.Buffer
+		stderr, code := agent(t, d, &out, args...)
+		if code != 0 || out.String() != shared.User+"\n" {
+			t.Errorf("airlock-ssh %q: exit %d, stdout %q, stderr %q; want 0 and %q", args, code, out.String(), stderr, shared.User)
+		}
+	}
+	// What airlock-ssh cannot honour is refused there too, before
+	// anything is asked.
+	var out bytes.Buffer
+	stderr, code := agent(t, d, &out, "twobox", "-l", shared.User, "-v", "--", "id")
+	if code != 255 || out.Len() != 0 || !strings.Contains(stderr, "-v is refused: ") || strings.Contains(stderr, "act_") {
+		t.Errorf("-v after the target: exit %d, stdout %q, stderr %q", code, out.String(), stderr)
+	}
 }
 
 // contractSecret is the value of the package gateway's secret "db".

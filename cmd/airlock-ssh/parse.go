@@ -173,31 +173,44 @@ var (
 )
 
 // parse reads the command line: flags, then [account@]target and the
-// command, or a transfer's paths, as usage says.
+// command, or a transfer's paths, as usage says. As ssh does, flags may
+// also follow the target, until the command begins or a "--".
 func parse(args []string) (options, error) {
 	var o options
 	c := &argv{args: args}
-	for ; c.i < len(args); c.i++ {
-		a := args[c.i]
+	ended, err := o.flags(c)
+	if err != nil {
+		return o, err
+	}
+	err = o.operands(c, ended)
+	return o, err
+}
+
+// flags reads flags from the current argument on, up to the first that
+// is not one (left current) or a "--" (passed; ended is then true).
+func (o *options) flags(c *argv) (ended bool, err error) {
+	for ; c.i < len(c.args); c.i++ {
+		a := c.args[c.i]
 		if a == "--" {
 			c.i++
-			break
+			return true, nil
 		}
 		if !strings.HasPrefix(a, "-") || a == "-" {
-			break
+			return false, nil
 		}
 		if err := o.flag(c, a); err != nil {
-			return o, err
+			return false, err
 		}
 	}
-	err := o.operands(args[c.i:])
-	return o, err
+	return false, nil
 }
 
 // argv is the command line and the argument parse is at.
 type argv struct {
 	args []string
 	i    int
+	// afterTarget: the flags being read follow the target.
+	afterTarget bool
 }
 
 // value returns the value of flag name at the current argument:
@@ -224,6 +237,9 @@ func isLong(a, name string) bool { return a == name || strings.HasPrefix(a, name
 // flag reads flag a (and its value) into o.
 func (o *options) flag(c *argv, a string) error {
 	var err error
+	if name, _, _ := strings.Cut(a, "="); c.afterTarget && (name == "--put" || name == "--get" || name == "--action") {
+		return usagef(badCombination, name, "%s goes before the target: it takes the place of a target and command (see airlock-ssh --help)", name)
+	}
 	switch {
 	case a == "-h" || a == "--help":
 		return errHelp
@@ -257,7 +273,9 @@ func (o *options) flag(c *argv, a string) error {
 		o.mode, err = c.value("--mode")
 	case a == "--overwrite":
 		o.overwrite = true
-	case a == "-T":
+	case a == "-T" || a == "-x" || a == "-a":
+		// ssh's "no terminal", "no X11", "no agent forwarding": what
+		// every action is anyway.
 	case a == "-l" || strings.HasPrefix(a, "-l") && len(a) > 2 && !strings.HasPrefix(a, "--"):
 		o.account, err = c.value("-l")
 	case isLong(a, "--timeout"):
@@ -268,15 +286,10 @@ func (o *options) flag(c *argv, a string) error {
 		o.timeout, err = parseTimeout(v)
 	case isLong(a, "--socket"):
 		o.socket, err = c.value("--socket")
+	case len(a) > 2 && a[1] != '-':
+		return o.cluster(c, a)
 	default:
-		flag := a
-		if len(a) > 2 && a[1] != '-' {
-			flag = a[:2] // -L8080:… or a cluster like -tt
-		}
-		if why, ok := refused[flag]; ok {
-			return usagef(refusedFlag, flag, "%s is refused: %s", flag, why)
-		}
-		return usagef(unknownFlag, a, "unknown flag %s (see airlock-ssh --help)", a)
+		return flagError(c, a, a)
 	}
 	return err
 }
@@ -309,9 +322,11 @@ func (o *options) transfer(c *argv, a string) error {
 	return nil
 }
 
-// operands reads what follows the flags (rest): [account@]target and the
-// command, or nothing after --action or a transfer.
-func (o *options) operands(rest []string) error {
+// operands reads what follows the flags: [account@]target, flags after
+// it unless a "--" ended them (ended), and the command; or nothing after
+// --action or a transfer.
+func (o *options) operands(c *argv, ended bool) error {
+	rest := c.args[c.i:]
 	if o.action != "" {
 		if len(rest) > 0 || o.put || o.get {
 			return usagef(badCombination, "--action", "--action takes no target, command or transfer: it reports an action that was already requested")
@@ -342,12 +357,41 @@ func (o *options) operands(rest []string) error {
 	if err := o.setTarget(rest[0]); err != nil {
 		return err
 	}
-	rest = rest[1:]
-	if len(rest) > 0 && rest[0] == "--" {
-		rest = rest[1:]
+	c.i++
+	return o.readCommand(c, ended)
+}
+
+// readCommand reads the command that follows the target: after flags, as
+// ssh reads them there, unless a "--" before the target ended them
+// (ended). A first word that reads as a flag is sent only after a "--"
+// right before it; elsewhere it is refused, never sent by mistake.
+func (o *options) readCommand(c *argv, ended bool) error {
+	explicit := false // a "--" directly before the command
+	if !ended {
+		c.afterTarget = true
+		account := o.account
+		var err error
+		if explicit, err = o.flags(c); err != nil {
+			return err
+		}
+		switch {
+		case account != "" && o.account != account:
+			return usagef(badCombination, "-l", "account given twice: %s and -l %s", account, o.account)
+		case o.mode != "":
+			return usagef(badCombination, "--mode", "--mode goes with --put")
+		case o.overwrite:
+			return usagef(badCombination, "--overwrite", "--overwrite goes with --put or --get")
+		}
+	} else if c.i < len(c.args) && c.args[c.i] == "--" {
+		c.i++
+		explicit = true
 	}
+	rest := c.args[c.i:]
 	if len(rest) == 0 {
 		return usagef(missingOperand, "", "no command given: airlock runs one command per action, never an interactive shell")
+	}
+	if strings.HasPrefix(rest[0], "-") && !explicit {
+		return usagef(badCombination, rest[0], "the command would begin with %s, which reads as a flag: flags ended at the -- before the target; put flags before that --, and a command that begins with - after a -- that follows the target: airlock-ssh [flags] TARGET -- COMMAND", rest[0])
 	}
 	// As ssh does: the arguments are joined with single spaces.
 	o.command = strings.Join(rest, " ")
