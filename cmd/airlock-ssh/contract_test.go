@@ -422,6 +422,40 @@ func TestFlagsAfterTheTarget(t *testing.T) {
 	}
 }
 
+// --exit-codes=detailed gives each outcome a code of its own, which a
+// remote status never is; a remote exit 255 stays 255, and by default
+// every other end is 255 too, as ssh does.
+func TestDetailedExitCodes(t *testing.T) {
+	d := gateway(t)
+	for _, tt := range []struct {
+		name   string
+		env    string
+		args   []string
+		want   int
+		stderr string
+	}{
+		{"ssh: a remote 255", "", []string{"box", "--", "exit 255"}, 255, ""},
+		{"ssh: rejected", "", []string{"nosuch", "--", "true"}, 255, "airlock-ssh: rejected: "},
+		{"detailed: a remote 255", "", []string{"--exit-codes=detailed", "box", "--", "exit 255"}, 255, ""},
+		{"detailed: a remote 7", "", []string{"--exit-codes", "detailed", "box", "--", "exit 7"}, 7, ""},
+		{"detailed: a remote status in airlock's range", "", []string{"--exit-codes=detailed", "box", "--", "exit 230"}, 254, "airlock-ssh: the command exited 230, a status --exit-codes=detailed keeps"},
+		{"detailed: rejected", "", []string{"--exit-codes=detailed", "nosuch", "--", "true"}, 201, "airlock-ssh: rejected: "},
+		{"detailed: auth_failed, from the environment", "detailed", []string{"twobox", "-l", "ghost", "--", "true"}, 210, "airlock-ssh: auth_failed: "},
+		{"detailed: timed_out, the flag after the target", "", []string{"box", "--exit-codes=detailed", "--timeout", "1", "--", "sleep 30"}, 215, "airlock-ssh: timed_out: "},
+		{"detailed: nothing ran", "detailed", []string{"-q", "box", "true"}, 200, "-q is refused"},
+		{"the flag before the environment", "detailed", []string{"--exit-codes=ssh", "nosuch", "--", "true"}, 255, "airlock-ssh: rejected: "},
+		{"a bad environment is refused", "verbose", []string{"box", "--", "true"}, 255, "$AIRLOCK_EXIT_CODES \"verbose\": give ssh"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("AIRLOCK_EXIT_CODES", tt.env)
+			stderr, code := agent(t, d, io.Discard, tt.args...)
+			if code != tt.want || !strings.Contains(stderr, tt.stderr) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr, tt.want, tt.stderr)
+			}
+		})
+	}
+}
+
 // contractSecret is the value of the package gateway's secret "db".
 const contractSecret = "contract-secret-value"
 

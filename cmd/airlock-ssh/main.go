@@ -49,26 +49,46 @@ const outcomeWait = killGrace + 2*time.Second
 // program, started once per action, does not link the SSH client).
 const killGrace = 2 * time.Second
 
-// fail prints a message and returns exit status 255.
+// fail prints a message and returns endNotRun: nothing ran.
 func fail(stderr io.Writer, format string, args ...any) int {
 	fmt.Fprintf(stderr, "airlock-ssh: "+format+"\n", args...)
-	return 255
+	return endNotRun
+}
+
+// failUnknown prints a message and returns endUnknown: what became of
+// the action is not known.
+func failUnknown(stderr io.Writer, format string, args ...any) int {
+	fail(stderr, format, args...)
+	return endUnknown
 }
 
 // run is airlock-ssh with args, returning its exit status.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	o, err := parse(args)
 	if errors.Is(err, errHelp) {
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, usage+exitCodeTable())
 		return 0
 	}
 	if errors.Is(err, errVersion) {
 		fmt.Fprintf(stdout, "airlock-ssh %s\n", buildinfo.Read())
 		return 0
 	}
-	if err != nil {
-		return fail(stderr, "%v", err)
+	env, envErr := exitCodesFromEnv()
+	if !o.codesSet {
+		o.codes = env
+		if err == nil {
+			err = envErr
+		}
 	}
+	if err != nil {
+		return o.codes.status(fail(stderr, "%v", err))
+	}
+	return o.codes.status(act(ctx, o, stdin, stdout, stderr))
+}
+
+// act asks for the action o describes and reports it, returning how it
+// ended (see endNotRun).
+func act(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	client, socket, err := localClient(o.socket)
 	if err != nil {
 		return fail(stderr, "%v", err)
@@ -146,7 +166,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	})
 	if err != nil {
 		if due.passed() {
-			return fail(stderr, "the gateway stopped answering: action %s started, and no outcome came within its timeout, the %s kill grace and %s more; its outcome is unknown, and it may still be running; %s", actionID, killGrace, client.Silence(), askAgain(actionID))
+			return failUnknown(stderr, "the gateway stopped answering: action %s started, and no outcome came within its timeout, the %s kill grace and %s more; its outcome is unknown, and it may still be running; %s", actionID, killGrace, client.Silence(), askAgain(actionID))
 		}
 		return runFailed(ctx, err, client, socket, actionID, stderr)
 	}
@@ -156,8 +176,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	switch n, open := late.arrived(); {
 	case n > 0:
-		fmt.Fprintf(stderr, "airlock-ssh: %s when the action was requested, so none was sent; %d bytes arrived on it later and were not sent (they are left unread) (action %s); give the input before airlock-ssh starts (a file: < FILE), or pass -n\n", late.what(), n, a.ID)
-		return 255
+		fmt.Fprintf(stderr, "airlock-ssh: %s when the action was requested, so none was sent; %d bytes arrived on it later and were not sent (they are left unread) (action %s); give the input before airlock-ssh starts (a file: < FILE), or pass -n; exiting %d\n", late.what(), n, a.ID, o.codes.status(endInputNotSent))
+		return endInputNotSent
 	case open:
 		// Nothing was lost yet, but input may still come: say what
 		// happened to it.
@@ -251,9 +271,9 @@ func runFailed(ctx context.Context, err error, c *api.Client, socket, actionID s
 	switch {
 	case errors.As(err, &silent) && (silent.ActionID != "" || actionID != ""):
 		id := cmp.Or(silent.ActionID, actionID)
-		return fail(stderr, "the gateway stopped answering: nothing came from it for %s during action %s; its outcome is unknown, and it may have run; %s", silent.After, id, askAgain(id))
+		return failUnknown(stderr, "the gateway stopped answering: nothing came from it for %s during action %s; its outcome is unknown, and it may have run; %s", silent.After, id, askAgain(id))
 	case errors.As(err, &silent):
-		return fail(stderr, "the gateway at %s stopped answering: nothing came from it for %s, before it named an action; if it had taken the request, the action is cancelled when the gateway sees this end; ask an operator to look at the gateway (airlock serve)", socket, silent.After)
+		return failUnknown(stderr, "the gateway at %s stopped answering: nothing came from it for %s, before it named an action; if it had taken the request, the action is cancelled when the gateway sees this end; ask an operator to look at the gateway (airlock serve)", socket, silent.After)
 	case errors.As(err, &apiErr) && apiErr.Err.Code == api.CodeUnauthorized:
 		return fail(stderr, "the gateway refused the local token from %s: the token may have been rotated; run again, or ask an operator", socket)
 	case errors.As(err, &apiErr):
@@ -263,9 +283,9 @@ func runFailed(ctx context.Context, err error, c *api.Client, socket, actionID s
 	case ctx.Err() != nil:
 		return stoppedBySignal(c, actionID, stderr)
 	case actionID != "":
-		return fail(stderr, "the connection to the gateway broke during action %s (%v): its outcome is unknown, and it may have run; %s", actionID, err, askAgain(actionID))
+		return failUnknown(stderr, "the connection to the gateway broke during action %s (%v): its outcome is unknown, and it may have run; %s", actionID, err, askAgain(actionID))
 	}
-	return fail(stderr, "%v", err)
+	return failUnknown(stderr, "%v", err)
 }
 
 // askAgain says how to learn what became of action id when the gateway
@@ -333,9 +353,10 @@ func report(o options, a *api.Action, delivered [2]int64, live bool, stdout, std
 
 	if a.Outcome == outcome.Exited && a.ExitCode != nil {
 		if cut && !o.acceptCut {
-			fmt.Fprintf(stderr, "airlock-ssh: the command exited %d, but its output did not reach you whole; exiting 255 (--accept-truncation keeps the exit status)\n", *a.ExitCode)
-			return 255
+			fmt.Fprintf(stderr, "airlock-ssh: the command exited %d, but its output did not reach you whole; exiting %d (--accept-truncation keeps the exit status)\n", *a.ExitCode, o.codes.status(endOutputCut))
+			return endOutputCut
 		}
+		o.codes.noteInRange(*a.ExitCode, a.ID, stderr)
 		return *a.ExitCode
 	}
 	detail := a.Detail
@@ -346,7 +367,7 @@ func report(o options, a *api.Action, delivered [2]int64, live bool, stdout, std
 		detail += next
 	}
 	fmt.Fprintf(stderr, "airlock-ssh: %s: %s (action %s)\n", a.Outcome, detail, a.ID)
-	return 255
+	return outcomeEnd(a.Outcome)
 }
 
 // reportAction is --action: the recorded result of an earlier action, as
@@ -365,9 +386,9 @@ func reportAction(ctx context.Context, c *api.Client, socket string, o options, 
 	case !a.Outcome.Valid() && a.Detail != "":
 		return fail(stderr, "action %s has no outcome (%s): %s", o.action, a.State, a.Detail)
 	case !a.Outcome.Valid() && a.Replica != "":
-		return fail(stderr, "action %s is still in flight (%s, on gateway replica %s); ask again later", o.action, a.State, a.Replica)
+		return failUnknown(stderr, "action %s is still in flight (%s, on gateway replica %s); ask again later", o.action, a.State, a.Replica)
 	case !a.Outcome.Valid():
-		return fail(stderr, "action %s is still in flight (%s); ask again later", o.action, a.State)
+		return failUnknown(stderr, "action %s is still in flight (%s); ask again later", o.action, a.State)
 	}
 	return report(o, a, [2]int64{}, false, stdout, stderr)
 }
@@ -378,7 +399,7 @@ func reportAction(ctx context.Context, c *api.Client, socket string, o options, 
 // claims more than the record says.
 func stoppedBySignal(c *api.Client, id string, stderr io.Writer) int {
 	if id == "" {
-		return fail(stderr, "stopped by a signal before the gateway named the action: if it had taken it, it is cancelled (a reviewer can look it up in the recent actions)")
+		return failUnknown(stderr, "stopped by a signal before the gateway named the action: if it had taken it, it is cancelled (a reviewer can look it up in the recent actions)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), outcomeWait)
 	defer cancel()
@@ -391,11 +412,15 @@ func stoppedBySignal(c *api.Client, id string, stderr io.Writer) int {
 			if a.Detail != "" {
 				msg += ": " + a.Detail
 			}
-			return fail(stderr, "%s", msg)
+			fail(stderr, "%s", msg)
+			if a.Outcome == outcome.Exited {
+				return endOutputCut // it ended, but not all of it reached the agent
+			}
+			return outcomeEnd(a.Outcome)
 		}
 		select {
 		case <-ctx.Done():
-			return fail(stderr, "stopped by a signal: the gateway is cancelling action %s, and had not recorded its outcome after %s; "+
+			return failUnknown(stderr, "stopped by a signal: the gateway is cancelling action %s, and had not recorded its outcome after %s; "+
 				"a command that had started may still be running (its outcome: GET /v1/actions/%s, or ask a reviewer)", id, outcomeWait, id)
 		case <-time.After(100 * time.Millisecond):
 		}
@@ -523,10 +548,12 @@ func finishTransfer(ctx context.Context, c *api.Client, o options, a *api.Action
 		return code
 	}
 	if _, err := c.Fetch(ctx, a, to.tmp); err != nil {
-		return fail(stderr, "fetching the file of action %s: %v; %s was not written", a.ID, err, to.dest)
+		fail(stderr, "fetching the file of action %s: %v; %s was not written", a.ID, err, to.dest)
+		return endFileNotWritten
 	}
 	if err := to.publish(); err != nil {
-		return fail(stderr, "writing %s: %v (the file of action %s was fetched whole and is gone from the gateway)", to.dest, err, a.ID)
+		fail(stderr, "writing %s: %v (the file of action %s was fetched whole and is gone from the gateway)", to.dest, err, a.ID)
+		return endFileNotWritten
 	}
 	return code
 }

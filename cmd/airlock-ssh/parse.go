@@ -22,14 +22,22 @@ gateway makes.
 
 standard input: read whole before the request and sent to the command (the
 reviewer sees its size, digest and, when short text, the text; the
-account's max_stdin bounds it, 1 MiB by default). Nothing is sent when it
-is a terminal, with -n, or when it is a pipe on which nothing arrives
-within 1 s (an agent harness's open pipe; a note says so, -n silences it);
-if input arrives after that, airlock-ssh says so and exits 255.
+account's max_stdin bounds it, 1 MiB by default): a file, a closed pipe, a
+pipe with bytes on it (read to its end). Nothing is sent, and nothing read,
+when it is a terminal, with -n, or when it is a pipe or socket still open
+with nothing on it: at once when it is also the standard input of the
+process that started airlock-ssh (an agent harness's shell), else after
+100 ms (a pipeline's writer writes at once). A note says no input was sent
+(-n silences it); airlock-ssh watches that pipe without reading it, and if
+bytes arrive while the action runs, they stay in the pipe, and it says so
+and fails the call (exit 255). To be sure input is sent, give it before
+airlock-ssh starts (< FILE, a heredoc).
 
-flags:
+flags (before the target, or after it until the command begins or a --,
+as ssh reads them; a command that begins with - goes after a -- that
+follows the target):
   -l ACCOUNT      remote account (default: the target's default account)
-  -n              send no standard input (as ssh -n)
+  -n              send no standard input, and do not look at it (as ssh -n)
   --reason TEXT   what the action is for, shown to the reviewer as your own
                   claim (at most 500 characters)
   --secret NAME   the gateway writes its secret NAME to the command's standard
@@ -63,7 +71,13 @@ flags:
                   (by the gateway's output cap or a broken stream); the cut
                   is still reported on stderr
   --socket PATH   gateway socket (default: $AIRLOCK_SOCKET, else the standard path)
-  -T              accepted and ignored: no terminal is ever allocated
+  --exit-codes=ssh|detailed
+                  ssh (the default): the remote exit status, else 255;
+                  detailed: a code of its own for each outcome (below);
+                  also $AIRLOCK_EXIT_CODES
+  -T, -x, -a      accepted and ignored: no terminal, X11 or agent forwarding
+                  is ever asked for. ssh's other flags are refused with why
+                  and what to do instead
   --version       print the version (and the commit it was built from)
 
 output: stdout and stderr stream as the command writes them. An account
@@ -83,8 +97,10 @@ checks that the socket's directory and control.json belong to root, you
 or a system account and that no one else can change them.
 
 exit status: the remote exit status; 255 when the command did not run to an
-exit status, or when its output was cut (unless --accept-truncation); the
-reason is printed on stderr.
+exit status, or when its output was cut (unless --accept-truncation), or
+when input came too late; the reason is printed on stderr. A remote exit
+255 looks the same: --exit-codes=detailed tells them apart, and never
+uses 200-254 for a remote status:
 `
 
 // refused are ssh's flags that would open a hole, with the reason.
@@ -129,6 +145,9 @@ type options struct {
 	socket        string
 	target        string
 	command       string
+	// codes is --exit-codes (codesSet), else $AIRLOCK_EXIT_CODES.
+	codes    exitCodes
+	codesSet bool
 }
 
 // usageError is a command line parse refuses. Its message is printed as
@@ -286,6 +305,13 @@ func (o *options) flag(c *argv, a string) error {
 		o.timeout, err = parseTimeout(v)
 	case isLong(a, "--socket"):
 		o.socket, err = c.value("--socket")
+	case isLong(a, "--exit-codes"):
+		var v string
+		if v, err = c.value("--exit-codes"); err != nil {
+			return err
+		}
+		o.codes, err = parseExitCodes(v, "--exit-codes")
+		o.codesSet = true
 	case len(a) > 2 && a[1] != '-':
 		return o.cluster(c, a)
 	default:
