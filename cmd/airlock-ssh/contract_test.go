@@ -456,6 +456,31 @@ func TestDetailedExitCodes(t *testing.T) {
 	}
 }
 
+// The waiting line says how long the reviewer has: the deadline the
+// gateway set for the request, which only the gateway knows (the agent
+// has nothing but $AIRLOCK_SOCKET).
+func TestWaitingSaysHowLongTheReviewerHas(t *testing.T) {
+	t.Parallel()
+	d := gateway(t)
+	var out bytes.Buffer
+	stderr, code := agent(t, d, &out, "--json", "callbox", "--", "true")
+	var a api.Action
+	if err := json.Unmarshal(out.Bytes(), &a); code != 0 || err != nil {
+		t.Fatalf("exit %d (%v), stderr %q", code, err, stderr)
+	}
+	m := regexp.MustCompile(`waiting for a reviewer to approve this call \(approval (apr_\w+)\); the reviewer has \S+, until (\S+) \(the gateway's approval timeout\), then it ends expired\n`).FindStringSubmatch(stderr)
+	if m == nil || m[1] != a.Approval.ID {
+		t.Fatalf("stderr %q: no waiting line naming approval %s and its deadline", stderr, a.Approval.ID)
+	}
+	v, ok := seen.Load(a.Approval.ID)
+	if !ok {
+		t.Fatalf("the reviewer never saw approval %s", a.Approval.ID)
+	}
+	if want := v.(api.Approval).ExpiresAt.UTC().Format(time.RFC3339); m[2] != want {
+		t.Errorf("the agent was told the reviewer has until %s; the request expires at %s", m[2], want)
+	}
+}
+
 // contractSecret is the value of the package gateway's secret "db".
 const contractSecret = "contract-secret-value"
 

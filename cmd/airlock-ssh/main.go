@@ -144,11 +144,7 @@ func act(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.Writ
 			}
 			if s.State == api.StateWaitingApproval && !waited {
 				waited = true
-				why := ""
-				if s.Reason != "" {
-					why = "; it asks its own approval: " + s.Reason
-				}
-				fmt.Fprintf(stderr, "airlock-ssh: waiting for a reviewer to approve this %s (approval %s)%s\n", s.Kind, s.ApprovalID, why)
+				fmt.Fprint(stderr, waitingLine(s, time.Now()))
 			}
 		},
 		Output: func(stream string, p []byte) {

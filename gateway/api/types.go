@@ -328,6 +328,9 @@ type StateEvent struct {
 	// (the account's policy escalates its class, or it uses a
 	// gateway-held secret); "" when nothing took it out.
 	Reason string `json:"reason,omitempty"`
+	// ExpiresAt, for StateWaitingApproval, is when the request expires
+	// unless a reviewer decides first (the approval timeout).
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 	// ActionID is set on the first event of an action.
 	ActionID string `json:"action_id,omitempty"`
 }

@@ -269,8 +269,9 @@ func (l *lifecycle) approve(ctx context.Context) bool {
 		if l.escalation != "" {
 			msg += "; it asks its own approval: " + l.escalation
 		}
+		expires := r.ExpiresAt.UTC()
 		l.a.setState(api.StateWaitingApproval, api.StateEvent{
-			ApprovalID: string(r.ID), Kind: r.Kind.String(), Message: msg, Reason: l.escalation,
+			ApprovalID: string(r.ID), Kind: r.Kind.String(), Message: msg, Reason: l.escalation, ExpiresAt: &expires,
 		})
 	})
 	e.metrics.approvalWait.Observe((e.clock.Elapsed() - waitStart).Seconds())
