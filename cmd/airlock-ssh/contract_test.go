@@ -110,8 +110,9 @@ type processTB struct{ testing.TB }
 
 func (p *processTB) Cleanup(func()) {}
 
-// seen holds every approval request the reviewer approved, by id.
-var seen sync.Map
+// seen holds every approval request the reviewer approved, by id; held,
+// the commands it leaves undecided while a test holds them there.
+var seen, held sync.Map
 
 // approveEverything is a reviewer who approves every request.
 func approveEverything(d *gatewaytest.Daemon) {
@@ -132,6 +133,9 @@ func approveEverything(d *gatewaytest.Daemon) {
 			continue
 		}
 		for _, p := range pending {
+			if _, wait := held.Load(p.Command); wait {
+				continue
+			}
 			seen.Store(p.ID, p)
 			c.Decide(ctx, p.ID, api.DecisionRequest{Decision: api.DecisionApprove, Digest: p.Digest})
 		}
@@ -335,58 +339,6 @@ func TestStdinIsSent(t *testing.T) {
 			t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), stderr)
 		}
 	})
-	t.Run("an open pipe with nothing coming does not hold the command", func(t *testing.T) {
-		t.Parallel()
-		pr, _ := silentPipe(t) // open, silent, for the whole call
-		var out bytes.Buffer
-		stderr, code := agentIn(t, d, pr, &out, "box", "--", "echo ran")
-		if code != 0 || out.String() != "ran\n" || !strings.HasPrefix(withoutWaiting(stderr), "airlock-ssh: standard input had nothing on it for 100ms, so none was sent") {
-			t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), stderr)
-		}
-		// -n says so: no note.
-		out.Reset()
-		stderr, code = agentIn(t, d, pr, &out, "-n", "box", "--", "echo ran")
-		if code != 0 || out.String() != "ran\n" || withoutWaiting(stderr) != "" {
-			t.Fatalf("-n: exit %d, stdout %q, stderr %q", code, out.String(), stderr)
-		}
-	})
-	t.Run("the open pipe of the process that started it is not waited for", func(t *testing.T) {
-		t.Parallel()
-		pr, _ := silentPipe(t)
-		// A shell that holds the pipe as its own standard input (an agent
-		// harness's) starts airlock-ssh, which shares it.
-		sh := exec.Command("sh", "-c", `"$@"; exit $?`, "sh", gatewaytest.Binary(t, "airlock-ssh"), "box", "--", "echo ran")
-		sh.Env = append(os.Environ(), "AIRLOCK_SOCKET="+d.Socket)
-		sh.Stdin = pr
-		var out, errb bytes.Buffer
-		sh.Stdout, sh.Stderr = &out, &errb
-		if err := sh.Run(); err != nil || out.String() != "ran\n" || !strings.HasPrefix(withoutWaiting(errb.String()), "airlock-ssh: standard input is the pipe of the process that started airlock-ssh, with nothing on it, so none was sent") {
-			t.Fatalf("%v, stdout %q, stderr %q", err, out.String(), errb.String())
-		}
-	})
-	t.Run("input that comes too late is reported, and left unread", func(t *testing.T) {
-		t.Parallel()
-		pr, pw := silentPipe(t)
-		outR, outW := io.Pipe()
-		go func() {
-			// Once the command runs, the input comes: too late.
-			buf := make([]byte, 64)
-			outR.Read(buf)
-			pw.Write([]byte("late\n"))
-			io.Copy(io.Discard, outR)
-		}()
-		stderr, code := agentIn(t, d, pr, outW, "box", "--", "echo started; sleep 5")
-		outW.Close()
-		if code != 255 || !strings.Contains(stderr, "standard input had nothing on it for 100ms when the action was requested, so none was sent; 5 bytes arrived on it later and were not sent (they are left unread)") {
-			t.Fatalf("exit %d, stderr %q", code, stderr)
-		}
-		// Nothing was taken from the pipe: the bytes are still there for
-		// whoever reads it next.
-		pw.Close()
-		if rest, err := io.ReadAll(pr); err != nil || string(rest) != "late\n" {
-			t.Fatalf("the pipe holds %q (%v) after the call; want the late input, unread", rest, err)
-		}
-	})
 	t.Run("over the account's max_stdin", func(t *testing.T) {
 		t.Parallel()
 		var out bytes.Buffer
@@ -552,17 +504,6 @@ func TestStdinAndReasonReachTheReviewer(t *testing.T) {
 	if err != nil || pg.Data != "hello\n" || pg.Total != 6 || pg.NextOffset != nil {
 		t.Errorf("the stored input: %+v %v", pg, err)
 	}
-}
-
-// silentPipe is a pipe open until the test ends, nothing written to it.
-func silentPipe(t *testing.T) (r, w *os.File) {
-	t.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close(); w.Close() })
-	return r, w
 }
 
 // openPTY returns the terminal side of a new pseudo-terminal, as an agent

@@ -130,6 +130,7 @@ func act(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.Writ
 		req.TimeoutS = int((o.timeout + time.Second - 1) / time.Second)
 	}
 	waited := false
+	lateBytes := 0
 	var actionID string
 	var delivered [2]int64 // stdout, stderr bytes written as they streamed
 	due := newDeadline(ctx, o.timeout, client.Silence())
@@ -141,6 +142,12 @@ func act(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.Writ
 			}
 			if s.State == api.StateConnecting || s.State == api.StateRunning {
 				due.start()
+			}
+			if n, _ := late.arrived(); n > 0 && s.State == api.StateConnecting {
+				// Input came while the action was asked for or approved:
+				// the command is not run without it.
+				lateBytes = n
+				due.cancel(errLateInput)
 			}
 			if s.State == api.StateWaitingApproval && !waited {
 				waited = true
@@ -161,6 +168,10 @@ func act(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.Writ
 		},
 	})
 	if err != nil {
+		if errors.Is(context.Cause(due.ctx), errLateInput) {
+			stopped(client, actionID, fmt.Sprintf("%s when the action was requested, so none was sent; %d bytes arrived on it before the command started (they are left unread), so airlock-ssh cancelled the action rather than run the command without them (give the input before airlock-ssh starts, < FILE, or pass -n)", late.what(), lateBytes), stderr)
+			return endInputNotSent
+		}
 		if due.passed() {
 			return failUnknown(stderr, "the gateway stopped answering: action %s started, and no outcome came within its timeout, the %s kill grace and %s more; its outcome is unknown, and it may still be running; %s", actionID, killGrace, client.Silence(), askAgain(actionID))
 		}
@@ -198,7 +209,10 @@ type deadline struct {
 	timer  *time.Timer
 }
 
-var errDeadline = errors.New("the action's outcome is overdue")
+var (
+	errDeadline  = errors.New("the action's outcome is overdue")
+	errLateInput = errors.New("standard input arrived after the request")
+)
 
 func newDeadline(parent context.Context, timeout, silence time.Duration) *deadline {
 	ctx, cancel := context.WithCancelCause(parent)
@@ -390,18 +404,23 @@ func reportAction(ctx context.Context, c *api.Client, socket string, o options, 
 }
 
 // stoppedBySignal says what became of the action after a signal stopped
-// airlock-ssh (and so cancelled the action): what the gateway recorded,
-// asked for up to outcomeWait, or that it is not known yet. It never
-// claims more than the record says.
+// airlock-ssh (and so cancelled the action).
 func stoppedBySignal(c *api.Client, id string, stderr io.Writer) int {
 	if id == "" {
 		return failUnknown(stderr, "stopped by a signal before the gateway named the action: if it had taken it, it is cancelled (a reviewer can look it up in the recent actions)")
 	}
+	return stopped(c, id, "stopped by a signal", stderr)
+}
+
+// stopped says why airlock-ssh cancelled action id, and what became of
+// it: what the gateway recorded, asked for up to outcomeWait, or that it
+// is not known yet. It never claims more than the record says.
+func stopped(c *api.Client, id, why string, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(context.Background(), outcomeWait)
 	defer cancel()
 	for {
 		if a, err := c.Action(ctx, id); err == nil && a.Outcome.Valid() {
-			msg := fmt.Sprintf("stopped by a signal: action %s ended %s", id, a.Outcome)
+			msg := fmt.Sprintf("%s: action %s ended %s", why, id, a.Outcome)
 			if a.Termination.Valid() {
 				msg += fmt.Sprintf(" (termination: %s)", a.Termination)
 			}
@@ -416,8 +435,8 @@ func stoppedBySignal(c *api.Client, id string, stderr io.Writer) int {
 		}
 		select {
 		case <-ctx.Done():
-			return failUnknown(stderr, "stopped by a signal: the gateway is cancelling action %s, and had not recorded its outcome after %s; "+
-				"a command that had started may still be running (its outcome: GET /v1/actions/%s, or ask a reviewer)", id, outcomeWait, id)
+			return failUnknown(stderr, "%s: the gateway is cancelling action %s, and had not recorded its outcome after %s; "+
+				"a command that had started may still be running (its outcome: GET /v1/actions/%s, or ask a reviewer)", why, id, outcomeWait, id)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

@@ -28,14 +28,17 @@ when it is a terminal, with -n, or when it is a pipe or socket still open
 with nothing on it: at once when it is also the standard input of the
 process that started airlock-ssh (an agent harness's shell), else after
 100 ms (a pipeline's writer writes at once). A note says no input was sent
-(-n silences it); airlock-ssh watches that pipe without reading it, and if
-bytes arrive while the action runs, they stay in the pipe, and it says so
-and fails the call (exit 255). To be sure input is sent, give it before
-airlock-ssh starts (< FILE, a heredoc).
+(-n silences it); airlock-ssh watches that pipe without reading it: bytes
+that arrive on it stay in the pipe, and airlock-ssh says so and fails the
+call (exit 255); when they arrive before the command starts (while a
+reviewer decides), it cancels the action rather than run the command
+without them. To be sure input is sent, give it before airlock-ssh
+starts (< FILE, a heredoc).
 
 flags (before the target, or after it until the command begins or a --,
-as ssh reads them; a command that begins with - goes after a -- that
-follows the target):
+as ssh reads them: airlock-ssh box -l ops -- id; --put, --get and --action
+only before it; a command that begins with - goes after a -- that follows
+the target):
   -l ACCOUNT      remote account (default: the target's default account)
   -n              send no standard input, and do not look at it (as ssh -n)
   --reason TEXT   what the action is for, shown to the reviewer as your own
@@ -92,7 +95,8 @@ up on one silent for 45 s ($AIRLOCK_SILENCE sets another limit, at least
 1s), and, once the action is connecting, waits no longer than --timeout,
 the 2 s kill grace and that silence: exit 255, "the gateway stopped
 answering", with the action id. A wait for a reviewer ends when the
-gateway's approval timeout does. Before sending anything, airlock-ssh
+gateway's approval timeout does: the line that says airlock-ssh waits
+names the approval, how long the reviewer has and until when. Before sending anything, airlock-ssh
 checks that the socket's directory and control.json belong to root, you
 or a system account and that no one else can change them.
 

@@ -16,12 +16,14 @@ import (
 // run:
 //
 //	go build -o /tmp/airlock-ssh-before ./cmd/airlock-ssh   # at the earlier commit
-//	AIRLOCK_SSH_BASELINE=/tmp/airlock-ssh-before go test -run '^$' -bench PipedStdin -benchtime 20x ./cmd/airlock-ssh
+//	AIRLOCK_SSH_BASELINE=/tmp/airlock-ssh-before go test -run '^$' -bench PipedStdin -benchtime 10x -count 6 ./cmd/airlock-ssh > stdin.txt
+//	benchstat -col /build stdin.txt
 func BenchmarkPipedStdin(b *testing.B) {
 	d := gateway(b)
-	bins := []struct{ name, path string }{{"now", gatewaytest.Binary(b, "airlock-ssh")}}
+	type build struct{ name, path string }
+	bins := []build{{"build=now", gatewaytest.Binary(b, "airlock-ssh")}}
 	if p := os.Getenv("AIRLOCK_SSH_BASELINE"); p != "" {
-		bins = append(bins, struct{ name, path string }{"baseline", p})
+		bins = append([]build{{"build=baseline", p}}, bins...) // benchstat's base column
 	}
 	for _, bin := range bins {
 		for _, in := range []struct {
@@ -34,12 +36,12 @@ func BenchmarkPipedStdin(b *testing.B) {
 			// input (an agent harness's `sh -c`).
 			shell bool
 		}{
-			{"-n", []string{"-n"}, openSilentPipe, false},
-			{"closed-empty-pipe", nil, closedPipe(""), false},
-			{"pipe-with-4KiB", nil, closedPipe(strings.Repeat("x", 4<<10)), false},
-			{"open-silent-pipe", nil, openSilentPipe, false},
-			{"sh-c/-n", []string{"-n"}, openSilentPipe, true},
-			{"sh-c/open-silent-pipe", nil, openSilentPipe, true},
+			{"stdin=-n", []string{"-n"}, openSilentPipe, false},
+			{"stdin=closed-empty-pipe", nil, closedPipe(""), false},
+			{"stdin=pipe-with-4KiB", nil, closedPipe(strings.Repeat("x", 4<<10)), false},
+			{"stdin=open-silent-pipe", nil, openSilentPipe, false},
+			{"stdin=sh-c,-n", []string{"-n"}, openSilentPipe, true},
+			{"stdin=sh-c,open-silent-pipe", nil, openSilentPipe, true},
 		} {
 			b.Run(bin.name+"/"+in.name, func(b *testing.B) {
 				for b.Loop() {
