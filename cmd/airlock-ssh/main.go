@@ -3,11 +3,13 @@
 // prints the result as ssh would. It holds no keys, keeps no session and
 // never runs ssh.
 //
-//	airlock-ssh [flags] [account@]target [--] command [args...]
+//	airlock-ssh [flags] [account@]target [flags] [--] command [args...]
 //
-// Exit status: the remote command's exit status when it ran and reported
-// one; 255 for every other outcome, with one line on stderr:
-// "airlock-ssh: OUTCOME: DETAIL (action ID)".
+// Flags after the target are read as OpenSSH reads them there. Exit
+// status: the remote command's exit status when it ran and reported one;
+// 255 for every other outcome, with one line on stderr: "airlock-ssh:
+// OUTCOME: DETAIL (action ID)"; --exit-codes=detailed gives every end a
+// code of its own in 200–254 (exitcodes.go).
 package main
 
 import (

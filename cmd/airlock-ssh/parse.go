@@ -11,7 +11,7 @@ import (
 	"github.com/airlockgw/airlock/gateway/api"
 )
 
-const usage = `usage: airlock-ssh [flags] [account@]target [--] command [args...]
+const usage = `usage: airlock-ssh [flags] [account@]target [flags] [--] command [args...]
        airlock-ssh [flags] --put LOCAL [account@]target:REMOTE
        airlock-ssh [flags] --get [account@]target:REMOTE LOCAL
        airlock-ssh [--json] [--accept-truncation] --action ID
