@@ -79,7 +79,8 @@ func readable(fd int, d time.Duration) (bool, error) {
 	deadline := time.Now().Add(d)
 	for {
 		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		n, err := unix.Poll(fds, int(time.Until(deadline).Milliseconds()))
+		// Never negative: poll(2) waits for ever on a negative timeout.
+		n, err := unix.Poll(fds, int(max(time.Until(deadline), 0).Milliseconds()))
 		switch {
 		case errors.Is(err, unix.EINTR):
 			if time.Now().Before(deadline) {

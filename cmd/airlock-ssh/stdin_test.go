@@ -118,3 +118,36 @@ func silentPipe(t *testing.T) (r, w *os.File) {
 	t.Cleanup(func() { r.Close(); w.Close() })
 	return r, w
 }
+
+// TestReadable: a pipe has something to read when it holds bytes or its
+// writer is gone; an open silent one has not, and asking does not wait.
+func TestReadable(t *testing.T) {
+	r, w := silentPipe(t)
+	fd := int(r.Fd())
+	if got, err := readable(fd, 0); got || err != nil {
+		t.Fatalf("an open silent pipe: readable = %v, %v; want false", got, err)
+	}
+	s := &silentInput{fd: fd}
+	if n, open := s.arrived(); n != 0 || !open {
+		t.Fatalf("an open silent pipe: arrived %d, open %v; want 0, open", n, open)
+	}
+	w.Write([]byte("abc"))
+	if got, err := readable(fd, 0); !got || err != nil {
+		t.Fatalf("a pipe with bytes: readable = %v, %v; want true", got, err)
+	}
+	if n, _ := s.arrived(); n != 3 {
+		t.Fatalf("a pipe with 3 bytes: arrived %d", n)
+	}
+	// arrived counted them without reading them.
+	if n, _ := s.arrived(); n != 3 {
+		t.Fatalf("asked again: arrived %d, want the same 3", n)
+	}
+	r2, w2 := silentPipe(t)
+	w2.Close()
+	if got, err := readable(int(r2.Fd()), 0); !got || err != nil {
+		t.Fatalf("a closed pipe: readable = %v, %v; want true", got, err)
+	}
+	if n, open := (&silentInput{fd: int(r2.Fd())}).arrived(); n != 0 || open {
+		t.Fatalf("a closed empty pipe: arrived %d, open %v; want 0, closed", n, open)
+	}
+}
