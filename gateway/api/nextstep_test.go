@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -102,5 +103,33 @@ func TestNextStepFailedTransfer(t *testing.T) {
 	s := NextStepOf(a)
 	if s == nil || s.Retry != RetryAfterCheck || !strings.Contains(s.Text, "detail") || strings.Contains(s.Text, "output") {
 		t.Errorf("next step of a failed put: %+v", s)
+	}
+}
+
+// TestApprovalModeOmittedWhenNoneApplied: an action rejected before it
+// named a configured account had no approval mode, and its approval
+// object says none rather than an empty one; a mode that applied is sent.
+func TestApprovalModeOmittedWhenNoneApplied(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		info ApprovalInfo
+		want string
+	}{
+		{"none applied", ApprovalInfo{}, `{}`},
+		{"run", ApprovalInfo{Mode: ModeRun, ID: "apr_1"}, `{"mode":"run","id":"apr_1"}`},
+	} {
+		b, err := json.Marshal(&Action{Outcome: sshexec.Rejected, Approval: c.info})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Approval json.RawMessage `json:"approval"`
+		}
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatal(err)
+		}
+		if string(got.Approval) != c.want {
+			t.Errorf("%s: approval %s, want %s", c.name, got.Approval, c.want)
+		}
 	}
 }
