@@ -71,6 +71,9 @@ verb "hang" {
 verb "privileges" {
   argv = ["/bin/grep", "-E", "^(NoNewPrivs|Cap(Inh|Prm|Eff|Amb)):", "/proc/self/status"]
 }
+verb "environment" {
+  argv = ["/usr/bin/env"]
+}
 verb "linger" {
   argv    = ["/bin/sh", "-c", "echo $$ > {file}; exec /bin/sleep 30"]
   param "file" { path_under = "DIR/data" }
