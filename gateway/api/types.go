@@ -198,8 +198,10 @@ const (
 )
 
 // ApprovalInfo says under which approval an action ran or was refused.
+// Mode is absent when no approval mode applied: a request rejected
+// before it named a configured target and account.
 type ApprovalInfo struct {
-	Mode      Mode     `json:"mode"`
+	Mode      Mode     `json:"mode,omitempty"`
 	ID        string   `json:"id,omitempty"`
 	DecidedBy string   `json:"decided_by,omitempty"`
 	Decision  Decision `json:"decision,omitempty"`
