@@ -206,6 +206,9 @@ type ApprovalInfo struct {
 	DecidedBy string   `json:"decided_by,omitempty"`
 	Decision  Decision `json:"decision,omitempty"`
 	Reason    string   `json:"reason,omitempty"`
+	// Why says why a reviewer is asked, as the agent waits: the escalated
+	// class and command, the secret used, or the approval mode.
+	Why string `json:"why,omitempty"`
 	// GrantUntil is set when the approval ID's grant let this repeat of
 	// the action it approved through: until when it does.
 	GrantUntil *time.Time `json:"grant_until,omitempty"`
@@ -622,6 +625,7 @@ type TargetAccount struct {
 	// Secrets names the gateway-held secrets the account may be given on
 	// standard input (their names only).
 	Secrets []string `json:"secrets,omitempty"`
+	AccountPolicy
 }
 
 // LoginRequest is the body of POST /v1/login.
