@@ -173,7 +173,7 @@ func finished(outcome sshexec.Outcome, code *int) *api.Action {
 
 func TestToolsAreTypedAndDescribed(t *testing.T) {
 	t.Parallel()
-	cs, _ := connect(t, &fakeBackend{}, mcp.Options{ApprovalTimeout: 7 * time.Minute, OutputBudget: 16 << 10})
+	cs, _ := connect(t, &fakeBackend{}, mcp.Options{ApprovalTimeout: 7 * time.Minute, OutputBudget: 16 << 10, MaxWait: 20 * time.Second})
 	res, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -220,11 +220,16 @@ func TestToolsAreTypedAndDescribed(t *testing.T) {
 	}
 	for _, tool := range res.Tools {
 		if tool.Name == mcp.ToolExec {
-			// The waits and sizes stated are the gateway's, as configured.
-			for _, word := range []string{"approv", "up to 7 min", "exit_code 0", "16 KiB per stream", "wait_s"} {
+			// The waits and sizes stated are the gateway's, as configured,
+			// and a run approval is not promised for what escalates.
+			for _, word := range []string{"approv", "up to 7 min", "exit_code 0", "16 KiB per stream", "wait_s", "answers within 20 s",
+				"escalated class", "any use of a secret are asked on their own", "approval.why"} {
 				if !strings.Contains(tool.Description, word) {
 					t.Errorf("ssh_exec's description does not mention %q", word)
 				}
+			}
+			if strings.Contains(tool.Description, "approves this session once") {
+				t.Errorf("ssh_exec's description promises one approval per session:\n%s", tool.Description)
 			}
 		}
 	}

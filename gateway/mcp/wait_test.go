@@ -3,7 +3,11 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -144,4 +148,53 @@ func (p *pagedBackend) Output(ctx context.Context, id, stream string, offset, li
 		pg.NextOffset = &end
 	}
 	return pg, nil
+}
+
+// heldFilesBackend is pendingBackend with the file tools' part: what a
+// get fetches is the text given.
+type heldFilesBackend struct {
+	*pendingBackend
+	content string
+}
+
+func (*heldFilesBackend) Upload(context.Context, io.Reader, int64) (*api.Upload, error) {
+	return nil, errors.New("the fake takes no uploads")
+}
+
+func (h *heldFilesBackend) Fetch(_ context.Context, _ *api.Action, w io.Writer) (int64, error) {
+	n, err := io.WriteString(w, h.content)
+	return int64(n), err
+}
+
+// An ssh_get answered in flight saves its file once the action succeeds,
+// and get_action says so.
+func TestHeldGetSavesItsFileWhenItSucceeds(t *testing.T) {
+	t.Parallel()
+	b := &heldFilesBackend{pendingBackend: newPendingBackend(), content: "listen 80\n"}
+	root := t.TempDir()
+	cs, _ := connect(t, b, mcp.Options{MaxWait: 50 * time.Millisecond, FileRoot: root})
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: mcp.ToolGet,
+		Arguments: map[string]any{"target": "box", "path": "/etc/app.conf", "local_path": "got/app.conf"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := mcptest.Structured[mcp.FileResult](t, res); res.IsError || got.State != api.StateWaitingApproval || got.LocalPath != "" ||
+		!strings.Contains(mcptest.Text(res), "once the get succeeds, the file is saved to local_path got/app.conf") {
+		t.Errorf("held get: isError %v, %+v\n%s", res.IsError, got, mcptest.Text(res))
+	}
+	if _, err := os.Stat(filepath.Join(root, "got", "app.conf")); err == nil {
+		t.Fatal("the file was saved before the get succeeded")
+	}
+	close(b.decide)
+	// The fake's get_action does not wait: ask until the action is done.
+	testkit.EventuallyErr(t, func() error {
+		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: mcp.ToolGetAction, Arguments: map[string]any{"action_id": "act_held"}})
+		if err != nil || !strings.Contains(mcptest.Text(res), "the file was saved to local_path got/app.conf") {
+			return fmt.Errorf("get_action: %v\n%s", err, mcptest.Text(res))
+		}
+		return nil
+	}, "get_action to report the saved file")
+	if b, err := os.ReadFile(filepath.Join(root, "got", "app.conf")); err != nil || string(b) != "listen 80\n" {
+		t.Errorf("saved file: %q, %v", b, err)
+	}
 }
