@@ -17,8 +17,9 @@ import (
 
 // TestMCPPolicyInView: an agent sees the account's policy before it acts
 // (GET /v1/targets and list_targets, text and structured), and a call
-// answered while it waits for a reviewer says why one is asked: the run's
-// first approval, then the class the account escalates, with the command.
+// answered while it waits for a reviewer — and its log message — says why
+// one is asked: the run's first approval, then the class the account
+// escalates, with the command.
 func TestMCPPolicyInView(t *testing.T) {
 	t.Parallel()
 	s := sharedSSHD(t)
@@ -37,7 +38,7 @@ func TestMCPPolicyInView(t *testing.T) {
 		t.Errorf("GET /v1/targets: %s account policy (-want +got):\n%s", ts[0].Name, diff)
 	}
 
-	cs, _, _ := connectHTTP(t, g)
+	cs, events, _ := connectHTTP(t, g)
 	res, err := cs.CallTool(ctx, callParams("list_targets", map[string]any{}))
 	if err != nil || res.IsError {
 		t.Fatalf("list_targets: %v %+v", err, res)
@@ -61,6 +62,9 @@ func TestMCPPolicyInView(t *testing.T) {
 			t.Fatalf("%s: %v %s", step.command, err, mcptest.Text(res))
 		}
 		held := mcptest.Structured[mcp.ActionResult](t, res)
+		if ev := events.Wait(t, api.StateWaitingApproval); !strings.Contains(ev.Message, step.why) {
+			t.Errorf("%s: the waiting log message does not say why: %q", step.command, ev.Message)
+		}
 		if held.State != api.StateWaitingApproval || !strings.HasPrefix(held.Approval.Why, step.why) || !strings.Contains(mcptest.Text(res), "because: "+step.why) {
 			t.Errorf("%s: state %s, why %q, text:\n%s", step.command, held.State, held.Approval.Why, mcptest.Text(res))
 		}

@@ -64,12 +64,12 @@ func (l *lifecycle) escalatedClass() (cmdclass.Class, bool) {
 }
 
 // waitingMessage is the message of the waiting_approval state event: until
-// when the reviewer may decide, and why one is asked — the escalation in
-// full when policy took the action out of a run approval, else why.
+// when the reviewer may decide, why one is asked, and the escalation in
+// full when policy took the action out of a run approval.
 func (l *lifecycle) waitingMessage(r approvals.Request, why string) string {
-	msg := fmt.Sprintf("waiting for a reviewer to approve this %s (until %s)", r.Kind, r.ExpiresAt.UTC().Format(time.RFC3339))
+	msg := fmt.Sprintf("waiting for a reviewer to approve this %s (until %s) because: %s", r.Kind, r.ExpiresAt.UTC().Format(time.RFC3339), why)
 	if l.escalation != "" {
-		return msg + "; it asks its own approval: " + l.escalation
+		msg += "; it asks its own approval: " + l.escalation
 	}
-	return msg + "; " + why
+	return msg
 }
