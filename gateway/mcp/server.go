@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"reflect"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -14,7 +13,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlockgw/airlock/gateway/api"
-	"github.com/airlockgw/airlock/sshexec"
 )
 
 // Backend is what the tools need of a gateway, declared here so that the
@@ -144,23 +142,8 @@ const listTargetsDescription = `List the configured SSH targets (use the name wi
 
 const getActionDescription = `Return an action of this session by its id (act_…), sized as ssh_exec returns it: state or outcome, exit code, output, approval. With wait_s it waits for the action to finish (a long poll). With stream, offset and limit it returns only that page of the stored output, under the account's output policy, and the arguments of the next page. Read-only.`
 
-// closedSets are the schemas of the closed sets the action object holds:
-// strings from a fixed list, as the wire carries them.
-var closedSets = map[reflect.Type]*jsonschema.Schema{
-	reflect.TypeFor[sshexec.Outcome]():     enumSchema(sshexec.Outcomes()),
-	reflect.TypeFor[sshexec.Termination](): enumSchema(sshexec.Terminations()),
-}
-
-func enumSchema[T fmt.Stringer](values []T) *jsonschema.Schema {
-	s := &jsonschema.Schema{Type: "string"}
-	for _, v := range values {
-		s.Enum = append(s.Enum, v.String())
-	}
-	return s
-}
-
 func mustSchema[T any]() *jsonschema.Schema {
-	s, err := jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: closedSets})
+	s, err := jsonschema.For[T](nil)
 	if err != nil {
 		panic(fmt.Sprintf("mcp: schema of %T: %v", *new(T), err))
 	}
