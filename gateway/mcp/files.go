@@ -179,8 +179,11 @@ func (ft *fileTools) get(ctx context.Context, req *sdk.CallToolRequest, in GetIn
 	defer rep.stop()
 	// A get answered in flight saves its file when it succeeds, and
 	// get_action says what became of it.
-	saveLater := func(ctx context.Context, a *api.Action) string {
-		if !a.Success() {
+	saveLater := func(ctx context.Context, a *api.Action, err error) string {
+		switch {
+		case err != nil:
+			return fmt.Sprintf("the get could not be followed to its end (%v), so nothing was saved to local_path %s; once get_action shows it finished, run ssh_get again", err, name)
+		case !a.Success():
 			return ""
 		}
 		if err := ft.save(ctx, a, name, in.Overwrite); err != nil {

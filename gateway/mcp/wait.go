@@ -36,11 +36,12 @@ type heldResult struct {
 // it is (held is true) and the action goes on, followed to its end in
 // the background — the local socket cancels an action whose stream
 // closes, so the stream stays open — and after, when not nil, runs then
-// (ssh_get saves its file) and leaves its note for get_action. A host's
+// with what following it returned (ssh_get saves its file) and leaves its
+// note for get_action. A host's
 // cancel of a call that has answered reaches nothing: the action's
 // context is not the call's. The background goroutine ends when the
 // action does (its approval deadline and timeout bound it).
-func (t *tools) runHeld(ctx context.Context, req api.ActionRequest, state func(api.StateEvent), after func(context.Context, *api.Action) string) (a *api.Action, held bool, err error) {
+func (t *tools) runHeld(ctx context.Context, req api.ActionRequest, state func(api.StateEvent), after func(context.Context, *api.Action, error) string) (a *api.Action, held bool, err error) {
 	h := &hold{idKnown: make(chan struct{}), result: make(chan heldResult, 1)}
 	ev := api.Events{State: func(s api.StateEvent) {
 		h.mu.Lock()
@@ -65,8 +66,8 @@ func (t *tools) runHeld(ctx context.Context, req api.ActionRequest, state func(a
 		h.mu.Unlock()
 		if answered {
 			note := ""
-			if after != nil && err == nil {
-				note = after(actx, a)
+			if after != nil {
+				note = after(actx, a, err)
 			}
 			t.followUps.finish(h.id, note)
 		}

@@ -198,3 +198,36 @@ func TestHeldGetSavesItsFileWhenItSucceeds(t *testing.T) {
 		t.Errorf("saved file: %q, %v", b, err)
 	}
 }
+
+// A get answered in flight whose action could not be followed to its end
+// saves nothing, and get_action says so and what to do.
+func TestHeldGetThatCannotBeFollowedSaysSo(t *testing.T) {
+	t.Parallel()
+	b := &heldFilesBackend{pendingBackend: newPendingBackend(), content: "listen 80\n"}
+	follow := b.run
+	b.run = func(ctx context.Context, req api.ActionRequest, ev api.Events) (*api.Action, error) {
+		if _, err := follow(ctx, req, ev); err != nil {
+			return nil, err
+		}
+		return nil, errors.New("the gateway stopped answering")
+	}
+	root := t.TempDir()
+	cs, _ := connect(t, b, mcp.Options{MaxWait: 50 * time.Millisecond, FileRoot: root})
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: mcp.ToolGet,
+		Arguments: map[string]any{"target": "box", "path": "/etc/app.conf", "local_path": "app.conf"}})
+	if err != nil || res.IsError {
+		t.Fatalf("held get: %v %s", err, mcptest.Text(res))
+	}
+	close(b.decide)
+	want := "the get could not be followed to its end (the gateway stopped answering), so nothing was saved to local_path app.conf"
+	testkit.EventuallyErr(t, func() error {
+		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: mcp.ToolGetAction, Arguments: map[string]any{"action_id": "act_held"}})
+		if err != nil || !strings.Contains(mcptest.Text(res), want) {
+			return fmt.Errorf("get_action: %v\n%s", err, mcptest.Text(res))
+		}
+		return nil
+	}, "get_action to say the file was not saved")
+	if _, err := os.Stat(filepath.Join(root, "app.conf")); err == nil {
+		t.Error("a file was saved")
+	}
+}
