@@ -206,9 +206,7 @@ type ApprovalInfo struct {
 	DecidedBy string   `json:"decided_by,omitempty"`
 	Decision  Decision `json:"decision,omitempty"`
 	Reason    string   `json:"reason,omitempty"`
-	// Why says why a reviewer is asked, as the agent waits: the escalated
-	// class and command, the secret used, or the approval mode.
-	Why string `json:"why,omitempty"`
+	Why       string   `json:"why,omitempty"` // why a reviewer is asked: escalated class and command, secret, or mode
 	// GrantUntil is set when the approval ID's grant let this repeat of
 	// the action it approved through: until when it does.
 	GrantUntil *time.Time `json:"grant_until,omitempty"`
