@@ -155,15 +155,46 @@ func agentIn(t *testing.T, d *gatewaytest.Daemon, in io.Reader, out io.Writer, a
 	cmd := exec.Command(gatewaytest.Binary(t, "airlock-ssh"), args...)
 	cmd.Env = append(os.Environ(), "AIRLOCK_SOCKET="+d.Socket)
 	cmd.Stdin = in
+	if _, isFile := in.(*os.File); in != nil && !isFile {
+		cmd.Stdin = readyPipe(t, in)
+	}
 	var errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = out, &errb
 	err := cmd.Run()
+	if c, ok := cmd.Stdin.(io.Closer); ok && cmd.Stdin != in {
+		c.Close()
+	}
 	if ee, ok := err.(*exec.ExitError); ok {
 		return errb.String(), ee.ExitCode()
 	} else if err != nil {
 		t.Fatal(err)
 	}
 	return errb.String(), 0
+}
+
+// readyPipe is a pipe that already holds the start of in when the
+// agent starts (as a producer's pipe does once it has written): the
+// rest follows from a goroutine, and the pipe closes after it. Exec's
+// own copying would start only after the agent did, and on a busy
+// machine later than airlock-ssh's grace for a silent pipe.
+func readyPipe(t *testing.T, in io.Reader) *os.File {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := make([]byte, 32<<10) // fits in the pipe's buffer
+	n, rerr := io.ReadFull(in, first)
+	if _, err := w.Write(first[:n]); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer w.Close()
+		if rerr == nil {
+			io.Copy(w, in)
+		}
+	}()
+	return r
 }
 
 // seqOutput is what `seq 1 n` prints.
