@@ -6,19 +6,6 @@ import (
 	"testing"
 )
 
-func maxOutputConfig(line string) string {
-	return `credential "k" { private_key_file = "/k" }
-target "t" {
-  address   = "10.0.0.1:22"
-  host_keys = ["` + testHostKey + `"]
-  account "a" {
-    credential = "k"
-    ` + line + `
-  }
-}
-`
-}
-
 // TestMaxOutput: an account's max_output is a size from the in-memory cap
 // (8 MiB) to 4 GiB, 64 MiB when unset; anything else is refused at its
 // line with the bounds.
@@ -35,7 +22,7 @@ func TestMaxOutput(t *testing.T) {
 		{"the largest", `max_output = "4GiB"`, 4 << 30},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := Parse([]byte(maxOutputConfig(tt.line)), "airlock.hcl")
+			cfg, err := Parse([]byte(readOnlyAccount("    "+tt.line)), "airlock.hcl")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -51,7 +38,7 @@ func TestMaxOutput(t *testing.T) {
 		{"a fraction", `max_output = 1.5`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse([]byte(maxOutputConfig(tt.line)), "airlock.hcl")
+			_, err := Parse([]byte(readOnlyAccount("    "+tt.line)), "airlock.hcl")
 			var ce *Error
 			if !errors.As(err, &ce) || len(ce.Problems) != 1 {
 				t.Fatalf("err = %v, want one problem", err)

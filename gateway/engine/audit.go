@@ -223,7 +223,8 @@ func (e *core) actionFromAudit(ctx context.Context, id string) (api.Action, *hel
 			}
 			// The policy the output was stored under; entries from before
 			// it was recorded take the configuration's now.
-			out = f.held(cmp.Or(f.OutputPolicy, e.outputPolicy(a.Target, a.Account)))
+			out = f.held(id, cmp.Or(f.OutputPolicy, e.outputPolicy(a.Target, a.Account)), e.spills)
+			a.OutputDropped = droppedView(f.StdoutSpill, f.StderrSpill)
 		}
 	}
 	a.NextStep = api.NextStepOf(&a)
@@ -257,7 +258,8 @@ func (e *Actions) Targets() []api.Target {
 			a := t.Accounts[an]
 			cred := cfg.Credentials[a.Credential]
 			ta := api.TargetAccount{Name: a.Name, Approval: api.Mode(a.Approval.String()),
-				MaxTimeoutS: int(a.MaxTimeout / time.Second), Output: string(a.Output), Certificate: cred != nil && cred.CA}
+				MaxTimeoutS: int(a.MaxTimeout / time.Second), Output: string(a.Output), Certificate: cred != nil && cred.CA,
+				MaxOutput: a.MaxOutput}
 			for _, sc := range cfg.Secrets {
 				if _, ok := sc.GrantFor(t.Name, a.Name); ok {
 					ta.Secrets = append(ta.Secrets, sc.Name)
