@@ -128,8 +128,10 @@ type spillFacts struct {
 type keptStream struct {
 	sshexec.Capture
 	// keep is how much of the stream's start is kept: max_output under
-	// output "full", else the in-memory cap (nothing spills).
+	// output "full" (full), else the in-memory cap (nothing spills, and
+	// nothing is told dropped: the agent reads only the end, if that).
 	keep int64
+	full bool
 	dir  *spillDir
 	name string
 	// room checks the disk floor before n more bytes are written.
@@ -193,7 +195,7 @@ func (k *keptStream) done() *spillFacts {
 	if tail := k.Tail(); tail != nil {
 		dropped = max(0, k.Total()-int64(len(tail))-int64(len(k.Head()))-k.spilled)
 	}
-	if k.spilled == 0 && dropped == 0 {
+	if !k.full || k.spilled == 0 && dropped == 0 {
 		return nil
 	}
 	f := &spillFacts{Bytes: k.spilled, Dropped: dropped, MaxOutput: k.keep, Why: k.why}
@@ -220,15 +222,15 @@ func (k *keptOutput) stream(s sshexec.Stream) *keptStream {
 // newKeptOutput keeps the output of the action id on account a, the
 // spill files in dir, within the disk floor of the transfer block t.
 func newKeptOutput(id string, a *config.Account, dir *spillDir, sp *spool, t config.Transfer) *keptOutput {
-	keep := int64(sshexec.DefaultOutputLimit)
-	if a.Output == config.OutputFull {
+	keep, full := int64(sshexec.DefaultOutputLimit), a.Output == config.OutputFull
+	if full {
 		keep = max(keep, a.MaxOutput)
 	}
 	room := func(n int64) error { return sp.floor(n, t) }
 	k := &keptOutput{}
 	for _, s := range []sshexec.Stream{sshexec.Stdout, sshexec.Stderr} {
 		*k.stream(s) = keptStream{Capture: sshexec.Capture{Limit: sshexec.DefaultOutputLimit, TailLimit: tailKeep},
-			keep: keep, dir: dir, name: spillName(id, s), room: room}
+			keep: keep, full: full, dir: dir, name: spillName(id, s), room: room}
 	}
 	return k
 }
@@ -339,9 +341,9 @@ func droppedView(stdout, stderr *spillFacts) *api.OutputDropped {
 		return d
 	}
 	d.Why = api.DroppedMaxOutput
-	d.Text = fmt.Sprintf("%s after the first %s of the stream not kept (the account's max_output); no page returns them: "+
+	d.Text = fmt.Sprintf("%s not kept: past the first %s of a stream (the account's max_output) the gateway keeps only its last %s, and no page returns the bytes between; "+
 		"raise the account's max_output in the gateway's configuration, or run the command again with less output (a filter, or a file on the target)",
-		what, sizeText(d.MaxOutput))
+		what, sizeText(d.MaxOutput), sizeText(tailKeep))
 	return d
 }
 

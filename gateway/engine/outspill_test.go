@@ -26,7 +26,7 @@ func smallKept(t *testing.T, keep, full int64) (*keptStream, *spillDir) {
 		t.Fatal(err)
 	}
 	t.Cleanup(dir.close)
-	k := &keptStream{Capture: sshexec.Capture{Limit: 16, TailLimit: 8}, keep: keep, dir: dir, name: "act_test.stdout"}
+	k := &keptStream{Capture: sshexec.Capture{Limit: 16, TailLimit: 8}, keep: keep, full: true, dir: dir, name: "act_test.stdout"}
 	k.room = func(n int64) error {
 		if full >= 0 && k.spilled+n > full {
 			return errors.New("no room")
@@ -156,7 +156,7 @@ func TestSpillRetention(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(state, spillDirName)); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Fatalf("spill directory mode %v (%v), want 0700", fi.Mode(), err)
 	}
-	k := &keptStream{Capture: sshexec.Capture{Limit: 4}, keep: 64, dir: dir, name: "act_a.stdout", room: func(int64) error { return nil }}
+	k := &keptStream{Capture: sshexec.Capture{Limit: 4}, keep: 64, full: true, dir: dir, name: "act_a.stdout", room: func(int64) error { return nil }}
 	k.write([]byte("0123456789"))
 	if f := k.done(); f == nil || f.Bytes != 6 {
 		t.Fatalf("facts %+v", f)
