@@ -95,7 +95,7 @@ func TestOutputPastTheCapIsKept(t *testing.T) {
 	}
 	limits := map[string]int64{}
 	for _, tg := range targets {
-		limits[tg.Name] = tg.Accounts[0].MaxOutput
+		limits[tg.Name] = tg.Accounts[0].MaxOutputBytes
 	}
 	if limits["box-run"] != config.DefaultMaxOutput || limits["box-call"] != small {
 		t.Errorf("listed max_output %v, want box-run %d, box-call %d", limits, config.DefaultMaxOutput, small)

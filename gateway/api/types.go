@@ -199,12 +199,15 @@ const (
 )
 
 // ApprovalInfo says under which approval an action ran or was refused.
+// Mode is absent when no approval mode applied: a request rejected
+// before it named a configured target and account.
 type ApprovalInfo struct {
-	Mode      Mode     `json:"mode"`
+	Mode      Mode     `json:"mode,omitempty"`
 	ID        string   `json:"id,omitempty"`
 	DecidedBy string   `json:"decided_by,omitempty"`
 	Decision  Decision `json:"decision,omitempty"`
 	Reason    string   `json:"reason,omitempty"`
+	Why       string   `json:"why,omitempty"` // why a reviewer is asked: escalated class and command, secret, or mode
 	// GrantUntil is set when the approval ID's grant let this repeat of
 	// the action it approved through: until when it does.
 	GrantUntil *time.Time `json:"grant_until,omitempty"`
@@ -618,10 +621,10 @@ type TargetAccount struct {
 	MaxTimeoutS int    `json:"max_timeout_s"`
 	Output      string `json:"output"`
 	Certificate bool   `json:"certificate"`
-	MaxOutput   int64  `json:"max_output"` // bytes of each stream's start kept for paging
 	// Secrets names the gateway-held secrets the account may be given on
 	// standard input (their names only).
 	Secrets []string `json:"secrets,omitempty"`
+	AccountPolicy
 }
 
 // LoginRequest is the body of POST /v1/login.
