@@ -33,7 +33,7 @@ func TestMCPPolicyInView(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := api.AccountPolicy{Escalate: []string{"destructive", "privileged"}, Refuse: []string{"forbidden"}, AllowUnreviewed: []string{"read_only"},
-		MaxTransferBytes: config.DefaultMaxTransfer, ApprovalTimeoutS: 20}
+		MaxTransferBytes: config.DefaultMaxTransfer, MaxOutputBytes: config.DefaultMaxOutput, ApprovalTimeoutS: 20}
 	if diff := cmp.Diff(want, ts[0].Accounts[0].AccountPolicy); ts[0].Name != "box-run" || diff != "" {
 		t.Errorf("GET /v1/targets: %s account policy (-want +got):\n%s", ts[0].Name, diff)
 	}

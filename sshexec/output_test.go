@@ -17,16 +17,13 @@ func TestCaptureKeepsHeadAndTail(t *testing.T) {
 		for i := range stream {
 			stream[i] = byte(r.IntN(256))
 		}
-		c := &capture{limit: int64(tc.limit), tailLimit: int64(tc.tail)}
+		c := &Capture{Limit: int64(tc.limit), TailLimit: int64(tc.tail)}
 		for rest := stream; len(rest) > 0; {
 			n := min(len(rest), 1+r.IntN(3*max(tc.tail, 1)))
-			c.keep(rest[:n])
+			c.Write(rest[:n])
 			rest = rest[n:]
 		}
-		var head, tail []byte
-		var n int64
-		var cut bool
-		c.fill(&head, &n, &cut, &tail)
+		head, tail, n, cut := c.Head(), c.Tail(), c.Total(), c.Truncated()
 		if n != int64(tc.total) || !bytes.Equal(head, stream[:min(tc.total, tc.limit)]) || cut != (tc.total > tc.limit) {
 			t.Errorf("%+v: head %d bytes, total %d, cut %v", tc, len(head), n, cut)
 		}

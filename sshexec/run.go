@@ -321,8 +321,8 @@ func (a *action) session(ctx, dctx context.Context, wc *watchConn, conn ssh.Conn
 	wc.watchChannel(ex.closed)
 	wg.Go(func() { ex.collect(chReqs) })
 	limit := a.cfg.outputLimit()
-	stdout := &capture{stream: Stdout, limit: limit, out: a.cfg.Output, tailLimit: a.cfg.TailLimit}
-	stderr := &capture{stream: Stderr, limit: limit, out: a.cfg.Output, tailLimit: a.cfg.TailLimit}
+	stdout := &capture{Capture: Capture{Limit: limit, TailLimit: a.cfg.TailLimit}, stream: Stdout, out: a.cfg.Output}
+	stderr := &capture{Capture: Capture{Limit: limit, TailLimit: a.cfg.TailLimit}, stream: Stderr, out: a.cfg.Output}
 	wg.Go(func() { stdout.drain(ch) })
 	wg.Go(func() { stderr.drain(ch.Stderr()) })
 

@@ -22,6 +22,10 @@ type AccountPolicy struct {
 	// MaxTransferBytes bounds a file put to or got from the account; 0:
 	// the account takes no transfers.
 	MaxTransferBytes int64 `json:"max_transfer_bytes"`
+	// MaxOutputBytes is how much of the start of each output stream the
+	// gateway keeps for paging under output "full" (max_output): past
+	// it, only the last 64 KiB (the action's output_dropped says so).
+	MaxOutputBytes int64 `json:"max_output_bytes"`
 	// ApprovalTimeoutS is how long a reviewer has to decide, in seconds
 	// (approval.timeout); an undecided request ends expired.
 	ApprovalTimeoutS int `json:"approval_timeout_s"`

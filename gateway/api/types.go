@@ -133,7 +133,8 @@ type Action struct {
 	StderrTruncated bool   `json:"stderr_truncated"`
 	// OutputPolicy is the account's output policy that Stdout and Stderr
 	// follow (full, tail or none); absent when no output was stored.
-	OutputPolicy string `json:"output_policy,omitempty"`
+	OutputPolicy  string         `json:"output_policy,omitempty"`
+	OutputDropped *OutputDropped `json:"output_dropped,omitempty"` // output no page returns
 
 	// StdinBytes and StdinSHA256 (hex) describe the standard input the
 	// action sent; absent for none.

@@ -392,6 +392,10 @@ type Account struct {
 	// MaxTransfer bounds a file put to or got from the account; 0
 	// refuses transfers.
 	MaxTransfer int64
+	// MaxOutput bounds what the gateway keeps of each output stream of
+	// an action for paging (output "full"): the first 8 MiB in memory,
+	// the rest up to MaxOutput spilled to disk, and the last 64 KiB.
+	MaxOutput int64
 	// OnSecret is what happens to a command in which a detector finds a
 	// credential: OnSecretRedact (the default) or OnSecretRefuse.
 	OnSecret string
@@ -445,6 +449,11 @@ const (
 	DefaultMaxTransfer = 64 << 20
 	MaxTransferLimit   = 16 << 30
 	MaxStdinLimit      = api.MaxStdin
+	// DefaultMaxOutput and MaxOutputLimit bound max_output; its least
+	// is the in-memory cap, which spills nothing.
+	DefaultMaxOutput = 64 << 20
+	MinMaxOutput     = sshexec.DefaultOutputLimit
+	MaxOutputLimit   = 4 << 30
 	// DefaultSpoolMax caps the transfer spool: sixteen files of the
 	// default max_transfer, small beside a state disk, and each file is
 	// held an hour at most. One requester may hold a quarter of it.

@@ -298,6 +298,7 @@ type rawAccount struct {
 	Deny            *hcl.Attribute `hcl:"deny_patterns,optional"`
 	Unreviewed      *hcl.Attribute `hcl:"allow_unreviewed,optional"`
 	MaxXfer         *hcl.Attribute `hcl:"max_transfer,optional"`
+	MaxOutput       *hcl.Attribute `hcl:"max_output,optional"`
 	ActionPol       string         `hcl:"action_policy,optional"`
 	ActionPolRange  hcl.Range      `hcl:"action_policy,attr_range"`
 	EnforceRO       bool           `hcl:"enforce_read_only,optional"`

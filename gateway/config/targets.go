@@ -91,6 +91,7 @@ func (c *checker) account(cfg *Config, t *Target, ra *rawAccount, base string) {
 		Output:      OutputPolicy(or(ra.Output, c.Value(ra.OutputRange), string(OutputFull))),
 		MaxStdin:    c.size(ra.MaxStdin, DefaultMaxStdin, 0, MaxStdinLimit),
 		MaxTransfer: c.size(ra.MaxXfer, DefaultMaxTransfer, 0, MaxTransferLimit),
+		MaxOutput:   c.size(ra.MaxOutput, DefaultMaxOutput, MinMaxOutput, MaxOutputLimit),
 		OnSecret:    or(ra.OnSecret, c.Value(ra.OnSecretRange), OnSecretRedact),
 	}
 	if per := cfg.Transfer.SpoolMaxPerRequester; a.MaxTransfer > per {

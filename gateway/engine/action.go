@@ -77,6 +77,9 @@ type Action struct {
 	releaseOnce sync.Once
 	// outputs is where out's blobs are.
 	outputs *auditchain.OutputStore
+	// spillChecked marks the streams whose spill file was checked
+	// against its digest (checkSpill).
+	spillChecked map[string]bool
 	// redaction is what of the command was found to be credentials and
 	// replaced in the object (and so everywhere it is stored or shown).
 	redaction redact.Result

@@ -223,7 +223,8 @@ func (e *core) actionFromAudit(ctx context.Context, id string) (api.Action, *hel
 			}
 			// The policy the output was stored under; entries from before
 			// it was recorded take the configuration's now.
-			out = f.held(cmp.Or(f.OutputPolicy, e.outputPolicy(a.Target, a.Account)))
+			out = f.held(id, cmp.Or(f.OutputPolicy, e.outputPolicy(a.Target, a.Account)), e.spills)
+			a.OutputDropped = droppedView(f.StdoutSpill, f.StderrSpill)
 		}
 	}
 	a.NextStep = api.NextStepOf(&a)

@@ -77,39 +77,6 @@ func secretEscalation(name string) string {
 		"the value on in a form the output mask does not catch (base64, rev, a file)"
 }
 
-// hideSecret replaces the secret's value in what sshexec kept of the
-// output, and gives the sizes of the output as replaced.
-func (l *lifecycle) hideSecret(r *sshexec.Result) {
-	for _, s := range []struct {
-		stream     sshexec.Stream
-		head, tail *[]byte
-		total      *int64
-		cut        bool
-	}{
-		{sshexec.Stdout, &r.Stdout, &r.StdoutTail, &r.StdoutBytes, r.StdoutTruncated},
-		{sshexec.Stderr, &r.Stderr, &r.StderrTail, &r.StderrBytes, r.StderrTruncated},
-	} {
-		sm := l.mask.stream(s.stream)
-		if rest := sm.flush(); len(rest) > 0 && l.account.Output == config.OutputFull {
-			l.a.output(s.stream, rest)
-		}
-		*s.head, *s.tail = l.mask.stored(*s.head, *s.tail, s.cut)
-		*s.total = sm.total
-		if !s.cut {
-			*s.total = int64(len(*s.head))
-		}
-		// A mark is longer than a short value: what is stored stays
-		// within the store's cap all the same.
-		if h := *s.head; len(h) > sshexec.DefaultOutputLimit {
-			if !s.cut {
-				// It held the whole stream: keep its end, as for a cut one.
-				*s.tail = append([]byte(nil), h[len(h)-tailKeep:]...)
-			}
-			*s.head = h[:sshexec.DefaultOutputLimit]
-		}
-	}
-}
-
 // stdinFacts describes the standard input for reviewers and the digest:
 // nothing for a secret, which the digest binds by name.
 func (l *lifecycle) stdinFacts() *approvals.Stdin {

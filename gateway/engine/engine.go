@@ -74,7 +74,9 @@ type core struct {
 	commandKey []byte
 	outputs    *auditchain.OutputStore
 	// spool holds transfer files: uploads, got files.
-	spool   *spool
+	spool *spool
+	// spills holds output past the output store's cap (outspill.go).
+	spills  *spillDir
 	store   *approvals.Store
 	metrics *metrics
 	tracer  trace.Tracer // nil: tracing off
@@ -198,6 +200,9 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		return fail(err)
 	}
 	if e.spool, err = openSpool(cfg.StateDir, e.clock); err != nil {
+		return fail(err)
+	}
+	if e.spills, err = openSpillDir(cfg.StateDir, e.clock); err != nil {
 		return fail(err)
 	}
 
@@ -366,6 +371,9 @@ func (e *core) closeStores(ctx context.Context) {
 	}
 	if e.outputs != nil {
 		e.outputs.Close()
+	}
+	if e.spills != nil {
+		e.spills.close()
 	}
 	if e.alog != nil {
 		if err := e.alog.Close(ctx); err != nil {

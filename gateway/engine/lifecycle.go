@@ -9,10 +9,7 @@ import (
 	"io/fs"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
-
-	"golang.org/x/crypto/ssh"
 
 	"github.com/airlockgw/airlock/approvals"
 	"github.com/airlockgw/airlock/auditchain"
@@ -68,6 +65,7 @@ type lifecycle struct {
 	// what allowed it; mask hides its value in the output.
 	secret, grant string
 	mask          *secretMask
+	kept          *keptOutput // the output, as passed on (execConfig)
 	// classReason is why the command has its class (redacted);
 	// escalation why no run approval covers it, "" when one may.
 	classReason, escalation string
@@ -382,9 +380,7 @@ func (l *lifecycle) connect(ctx context.Context) {
 		l.end(ctx, sshexec.Rejected, fmt.Sprintf("target %q cannot be used: %v", l.target.Name, err), 0)
 		return
 	}
-	if l.mask != nil {
-		l.hideSecret(r)
-	}
+	l.takeOutput(r)
 	l.ph.connection(execStart, r.Timings)
 	l.res = result{outcome: r.Outcome, detail: r.Detail, termination: r.Termination, conn: r}
 	switch t := r.Transfer; {
@@ -435,37 +431,6 @@ func (l *lifecycle) recordIntent(ctx context.Context, connecting actionConnectin
 	return true
 }
 
-// execConfig is the one connection of the action: the target, its account
-// signed in with signer, through the jump hosts via.
-func (l *lifecycle) execConfig(signer ssh.Signer, via []sshexec.Hop) *sshexec.Config {
-	cfg := &sshexec.Config{
-		Addr:     l.target.Address,
-		Name:     l.target.Name,
-		User:     l.account.Name,
-		Signers:  []ssh.Signer{signer},
-		HostKeys: hostKeysOf(l.target),
-		Via:      via,
-		Timeout:  l.remaining(),
-		// The end of a stream over the store's cap is kept too.
-		TailLimit: tailKeep,
-		Stdin:     l.stdin,
-	}
-	var runningOnce sync.Once
-	running := func() { runningOnce.Do(func() { l.a.setState(api.StateRunning, api.StateEvent{}) }) }
-	cfg.Started = running
-	cfg.Output = func(stream sshexec.Stream, p []byte) {
-		running() // output can be read before the exec reply is
-		if l.mask != nil {
-			// Nothing of a secret's value goes on, not even live.
-			p = l.mask.stream(stream).write(p)
-		}
-		if l.account.Output == config.OutputFull && len(p) > 0 {
-			l.a.output(stream, p)
-		}
-	}
-	return cfg
-}
-
 // finish stores what the connection r gave and records action.finished —
 // also when the caller has gone (cancelled): what ran is recorded in
 // full — and answers.
@@ -480,6 +445,7 @@ func (l *lifecycle) finish(ctx context.Context, r *sshexec.Result) {
 		n := int64(l.mask.replaced())
 		fin.SecretReplacements = &n
 	}
+	l.keptFacts(&fin)
 	outs := [][]byte{r.Stdout, r.Stderr}
 	if r.StdoutTail != nil || r.StderrTail != nil {
 		outs = append(outs, r.StdoutTail, r.StderrTail)
@@ -630,7 +596,8 @@ func (l *lifecycle) answer() {
 		if f := l.res.stored; f != nil {
 			stdout, stderr := resultStreams(r)
 			outputView(&obj, stdout, stderr, l.account.Output)
-			out = f.held(l.account.Output)
+			out = f.held(l.a.id, l.account.Output, l.e.spills)
+			obj.OutputDropped = droppedView(f.StdoutSpill, f.StderrSpill)
 		}
 	}
 	obj.NextStep = l.res.nextStep(&obj)

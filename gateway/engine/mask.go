@@ -13,11 +13,6 @@ import (
 // occurrence is replaced by "[secret NAME]" before any byte of the stream
 // is passed on, stored or returned, and the replacements are counted.
 
-// minPartialMask is the shortest piece of a value that is hidden where a
-// stored part of a stream is cut (the end of a head, the start of a tail):
-// a shorter piece is too likely to be ordinary text.
-const minPartialMask = 3
-
 // secretMask hides one value in both streams of an action.
 type secretMask struct {
 	value []byte // without a trailing line end
@@ -96,37 +91,6 @@ func overlapEnd(b, v []byte) int {
 		}
 	}
 	return 0
-}
-
-// overlapStart is the length of the longest proper suffix of v that b
-// starts with.
-func overlapStart(b, v []byte) int {
-	for k := min(len(v)-1, len(b)); k > 0; k-- {
-		if bytes.HasPrefix(b, v[len(v)-k:]) {
-			return k
-		}
-	}
-	return 0
-}
-
-// stored hides the value in the parts of a stream that are stored: the
-// head (which ends where the store's cap cut it, when cut) and the tail
-// (which starts mid-stream). A piece of the value at a cut is hidden too,
-// when it is long enough to be one.
-func (m *secretMask) stored(head, tail []byte, cut bool) ([]byte, []byte) {
-	head, _ = replaceValue(head, m.value, m.mark)
-	if cut {
-		if k := overlapEnd(head, m.value); k >= minPartialMask {
-			head = append(head[:len(head)-k:len(head)-k], m.mark...)
-		}
-	}
-	if tail != nil {
-		tail, _ = replaceValue(tail, m.value, m.mark)
-		if k := overlapStart(tail, m.value); k >= minPartialMask {
-			tail = append(append([]byte(nil), m.mark...), tail[k:]...)
-		}
-	}
-	return head, tail
 }
 
 // secretScan checks the bytes of a get for the values of gateway-held

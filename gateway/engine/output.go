@@ -3,7 +3,9 @@ package engine
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"unicode/utf8"
 
 	"github.com/airlockgw/airlock/auditchain"
@@ -29,6 +31,19 @@ type streamRef struct {
 	tail *[32]byte
 	// total is the bytes the command wrote to the stream.
 	total int64
+	// spill is what was kept past the head in a spill file, and dropped
+	// after it (nil: nothing); spillPath is the file, "" when it holds
+	// nothing.
+	spill     *spillFacts
+	spillPath string
+}
+
+// spilled is how many bytes the spill file holds.
+func (r streamRef) spilled() int64 {
+	if r.spillPath == "" {
+		return 0
+	}
+	return r.spill.Bytes
 }
 
 // heldOutput says where a finished action's output is, and how much of
@@ -77,6 +92,66 @@ func (s storedStream) end(n int64) []byte {
 		src = api.StartOnRune(src[int64(len(src))-n:])
 	}
 	return src
+}
+
+// pageBytes reads up to limit bytes at offset of stream, from the stored
+// head, the spill file or the stored end, whichever holds offset.
+func (a *Action) pageBytes(ref streamRef, s storedStream, stream string, offset, limit int64) ([]byte, error) {
+	head := int64(len(s.head))
+	kept := head + ref.spilled()
+	switch {
+	case offset < head:
+		return s.head[offset:min(head, offset+limit)], nil
+	case offset < kept:
+		if err := a.checkSpill(ref, stream, head, kept); err != nil {
+			return nil, err
+		}
+		b, err := readSpill(ref.spillPath, offset-head, min(limit, kept-offset))
+		if err != nil {
+			return nil, a.spillGone(err, stream, head, kept)
+		}
+		return b, nil
+	case s.tail != nil && offset >= s.tailStart():
+		return s.tail[offset-s.tailStart() : min(int64(len(s.tail)), offset-s.tailStart()+limit)], nil
+	}
+	why := fmt.Sprintf("the output store keeps the first %d bytes and the last %d of each stream", head, len(s.tail))
+	if d := streamDropped(stream, ref.spill); d != nil {
+		why = d.Text
+	}
+	return nil, refuse(ErrNotFound, fmt.Sprintf("bytes %d to %d of %s are not stored (next stored offset: %d): %s",
+		kept, s.tailStart(), stream, s.tailStart(), why))
+}
+
+// checkSpill checks, once for each stream of a, that its spill file holds
+// what action.finished recorded.
+func (a *Action) checkSpill(ref streamRef, stream string, from, to int64) error {
+	a.mu.Lock()
+	ok := a.spillChecked[stream]
+	a.mu.Unlock()
+	if ok {
+		return nil
+	}
+	if err := checkSpill(ref.spillPath, ref.spill); err != nil {
+		return a.spillGone(err, stream, from, to)
+	}
+	a.mu.Lock()
+	if a.spillChecked == nil {
+		a.spillChecked = map[string]bool{}
+	}
+	a.spillChecked[stream] = true
+	a.mu.Unlock()
+	return nil
+}
+
+// spillGone is the refusal of a page of bytes [from, to) of stream that
+// were in a spill file that is gone or changed (err).
+func (a *Action) spillGone(err error, stream string, from, to int64) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return refuse(ErrNotFound, fmt.Sprintf("bytes %d to %d of %s were kept on the disk of the gateway that ran the action for %s after it ended, and are gone "+
+			"(removed after that time, or kept by another replica of the gateway: ask through that one); the stored end of the stream can still be read", from, to, stream, spillRetention))
+	}
+	return refuse(ErrUnavailable, fmt.Sprintf("bytes %d to %d of %s cannot be returned: the gateway's spill file for them cannot be read or does not hold what the audit log recorded (%v); tell the operator",
+		from, to, stream, err))
 }
 
 // policyView returns what the policy lets the agent see of s, and whether
@@ -196,15 +271,9 @@ func (a *Action) page(ctx context.Context, stream string, offset, limit int64, r
 	if err != nil {
 		return pg, fmt.Errorf("engine: reading the %s of %s from the output store: %w", stream, a.id, err)
 	}
-	var b []byte
-	switch head := int64(len(s.head)); {
-	case offset < head:
-		b = s.head[offset:min(head, offset+limit)]
-	case s.tail != nil && offset >= s.tailStart():
-		b = s.tail[offset-s.tailStart() : min(int64(len(s.tail)), offset-s.tailStart()+limit)]
-	default:
-		return pg, refuse(ErrNotFound, fmt.Sprintf("bytes %d to %d of %s are not stored: the output store keeps the first %d bytes and the last %d of each stream (next stored offset: %d)",
-			head, s.tailStart(), stream, head, len(s.tail), s.tailStart()))
+	b, err := a.pageBytes(ref, s, stream, offset, limit)
+	if err != nil {
+		return pg, err
 	}
 	if end := offset + int64(len(b)); end < ref.total && !utf8.Valid(b) {
 		// A page that ends inside a character: end it before, when that
@@ -219,9 +288,9 @@ func (a *Action) page(ctx context.Context, stream string, offset, limit int64, r
 	pg.Data, pg.Encoding = api.EncodeBytes(b)
 	pg.Bytes = int64(len(b))
 	if next := offset + pg.Bytes; next < ref.total {
-		if s.tail != nil && next == int64(len(s.head)) && next < s.tailStart() {
+		if kept := int64(len(s.head)) + ref.spilled(); s.tail != nil && next == kept && next < s.tailStart() {
 			next = s.tailStart() // skip what is not stored
-			pg.Skipped = s.tailStart() - int64(len(s.head))
+			pg.Skipped = s.tailStart() - kept
 		}
 		pg.NextOffset = &next
 	}

@@ -179,6 +179,10 @@ type actionFinished struct {
 	// store's cap (the last 64 KiB), stored beside its head.
 	StdoutTail *auditchain.Blob `audit:"stdout_tail"`
 	StderrTail *auditchain.Blob `audit:"stderr_tail"`
+	// StdoutSpill and StderrSpill are what was kept past the store's cap
+	// (output "full"), and what was not (see spillFacts).
+	StdoutSpill *spillFacts `audit:"stdout_spill"`
+	StderrSpill *spillFacts `audit:"stderr_spill"`
 	// Result is what the connection and the command did, when one was
 	// attempted.
 	Result *connResult `audit:",inline"`
@@ -398,17 +402,20 @@ func (commandRevealed) kind() auditchain.Kind  { return auditchain.KindCommandRe
 func (authFailed) kind() auditchain.Kind       { return auditchain.KindAuthFailed }
 func (tokenRotated) kind() auditchain.Kind     { return auditchain.KindTokenRotated }
 
-// held says where the output f names is, for the policy p; nil when f
-// names none.
-func (f *actionFinished) held(p config.OutputPolicy) *heldOutput {
+// held says where the output f of action id names is, for the policy p,
+// its spill files in spills; nil when f names none.
+func (f *actionFinished) held(id string, p config.OutputPolicy, spills *spillDir) *heldOutput {
 	if f.Stdout == nil || f.Stderr == nil {
 		return nil
 	}
-	ref := func(head, tail *auditchain.Blob, received int64) streamRef {
-		r := streamRef{head: head.Digest, total: max(received, head.Size)}
+	ref := func(head, tail *auditchain.Blob, received int64, spill *spillFacts, s sshexec.Stream) streamRef {
+		r := streamRef{head: head.Digest, total: max(received, head.Size), spill: spill}
 		if tail != nil {
 			d := tail.Digest
 			r.tail = &d
+		}
+		if spill != nil && spill.Bytes > 0 {
+			r.spillPath = spills.path(spillName(id, s))
 		}
 		return r
 	}
@@ -416,5 +423,6 @@ func (f *actionFinished) held(p config.OutputPolicy) *heldOutput {
 	if f.Result != nil {
 		outN, errN = f.Result.StdoutReceived, f.Result.StderrReceived
 	}
-	return &heldOutput{stdout: ref(f.Stdout, f.StdoutTail, outN), stderr: ref(f.Stderr, f.StderrTail, errN), policy: p}
+	return &heldOutput{stdout: ref(f.Stdout, f.StdoutTail, outN, f.StdoutSpill, sshexec.Stdout),
+		stderr: ref(f.Stderr, f.StderrTail, errN, f.StderrSpill, sshexec.Stderr), policy: p}
 }

@@ -16,7 +16,7 @@ var allClasses = []cmdclass.Class{cmdclass.ReadOnly, cmdclass.Mutating, cmdclass
 // every class the lifecycle escalates (classify: a class at or above any
 // escalate class), refused ones left out: they never reach a reviewer.
 func accountPolicy(cfg *config.Config, a *config.Account) api.AccountPolicy {
-	p := api.AccountPolicy{DenyPatterns: len(a.DenyPatterns), MaxTransferBytes: a.MaxTransfer,
+	p := api.AccountPolicy{DenyPatterns: len(a.DenyPatterns), MaxTransferBytes: a.MaxTransfer, MaxOutputBytes: a.MaxOutput,
 		ApprovalTimeoutS: int(cfg.Approval.Timeout / time.Second)}
 	for _, c := range allClasses {
 		refused := slices.Contains(a.Refuse, c)
