@@ -627,7 +627,7 @@ func TestListTargetsAndGetAction(t *testing.T) {
 	targets := []api.Target{{Name: "box", Address: "10.0.0.24:22", DefaultAccount: "deploy", HostKeys: []string{"SHA256:abc"}, MaxParallel: 4,
 		Accounts: []api.TargetAccount{{Name: "deploy", Approval: "run", MaxTimeoutS: 600, Output: "full", Secrets: []string{"db-password"},
 			AccountPolicy: api.AccountPolicy{Escalate: []string{"destructive", "privileged"}, Refuse: []string{"forbidden"}, AllowUnreviewed: []string{"read_only"},
-				MaxTransferBytes: 64 << 20, ApprovalTimeoutS: 120}}}}}
+				MaxTransferBytes: 64 << 20, MaxOutputBytes: 64 << 20, ApprovalTimeoutS: 120}}}}}
 	done := finished(sshexec.Exited, exitCode(0))
 	inFlight := &api.Action{ID: "act_running", RunID: done.RunID, Target: "box", Account: "deploy", Command: "sleep 9", TimeoutS: 60,
 		State: api.StateWaitingApproval, RequestedAt: done.RequestedAt, Approval: api.ApprovalInfo{Mode: "call", ID: "apr_0123456789abcdef0123456789abcdef"}}
@@ -648,7 +648,7 @@ func TestListTargetsAndGetAction(t *testing.T) {
 	// structured content.
 	for _, want := range []string{"box account deploy, default account: approval per run", "asks a call approval for destructive, privileged",
 		"refuses forbidden", "runs unreviewed read_only", "secrets db-password (each use asks a reviewer)", "reviewer decides within 120s",
-		"timeout up to 600s", "transfers up to 64 MiB"} {
+		"timeout up to 600s", "transfers up to 64 MiB", "output full (kept up to 64 MiB per stream for get_action's pages; more is dropped)"} {
 		if !strings.Contains(mcptest.Text(res), want) {
 			t.Errorf("list_targets text lacks %q:\n%s", want, mcptest.Text(res))
 		}

@@ -174,8 +174,12 @@ func targetsSummary(ts []api.Target) string {
 			if len(a.Secrets) > 0 {
 				fmt.Fprintf(&b, "; secrets %s (each use asks a reviewer)", strings.Join(a.Secrets, ", "))
 			}
-			fmt.Fprintf(&b, "; reviewer decides within %ds; timeout up to %ds; transfers %s; output %s\n",
+			fmt.Fprintf(&b, "; reviewer decides within %ds; timeout up to %ds; transfers %s; output %s",
 				a.ApprovalTimeoutS, a.MaxTimeoutS, transferText(a.MaxTransferBytes), a.Output)
+			if a.Output == "full" && a.MaxOutputBytes > 0 {
+				fmt.Fprintf(&b, " (kept up to %s per stream for get_action's pages; more is dropped)", sizeText(a.MaxOutputBytes))
+			}
+			b.WriteString("\n")
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
@@ -186,10 +190,19 @@ func transferText(n int64) string {
 	switch {
 	case n <= 0:
 		return "refused"
-	case n%(1<<20) == 0:
-		return fmt.Sprintf("up to %d MiB", n>>20)
-	case n%(1<<10) == 0:
-		return fmt.Sprintf("up to %d KiB", n>>10)
 	}
-	return fmt.Sprintf("up to %d bytes", n)
+	return "up to " + sizeText(n)
+}
+
+// sizeText is a byte count in words, in the largest unit that divides it.
+func sizeText(n int64) string {
+	switch {
+	case n > 0 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n > 0 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n > 0 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
