@@ -68,7 +68,9 @@ func (s *Store) ttl(d *time.Duration, def time.Duration) (time.Duration, error) 
 }
 
 // ResolveRemote returns the run a token belongs to, if the run may still
-// act. Errors: ErrMalformedToken, ErrUnknownRun, ErrWrongToken (compared in
+// act: the token's own run, or the last run that renews it. A run whose
+// approval ran out is renewed (see Renewable): the run returned is the
+// new, pending one, for the same token. Errors: ErrMalformedToken, ErrUnknownRun, ErrWrongToken (compared in
 // constant time), ErrTokenExpired, ErrRunDenied, ErrRunEnded, ErrRunExpired.
 // With the last three the run is returned too, as FindRemote would show it,
 // so that the refused request can name it; it grants nothing.
@@ -89,6 +91,9 @@ func (s *Store) ResolveRemote(ctx context.Context, token Secret) (Run, error) {
 		return Run{}, ErrTokenExpired
 	}
 	if err := s.expireIfDue(ctx, r, now); err != nil {
+		if errors.Is(err, ErrRunExpired) {
+			return s.renewRemote(ctx, r.ID)
+		}
 		return refused(r, err)
 	}
 	return *r, nil
@@ -120,7 +125,8 @@ func (s *Store) FindRemote(ctx context.Context, token Secret) (Run, error) {
 }
 
 // tokenRun loads the remote run token belongs to, comparing the token's
-// hash in constant time. Called with s.mu held.
+// hash in constant time, and follows its renewals to the last. Called
+// with s.mu held.
 func (s *Store) tokenRun(ctx context.Context, token Secret) (*Run, error) {
 	hexID, hash, err := parseToken(runTokenPrefix, token)
 	if err != nil {
@@ -133,7 +139,8 @@ func (s *Store) tokenRun(ctx context.Context, token Secret) (*Run, error) {
 	if r.Local() || !equalHash(r.tokenHash, hash[:]) {
 		return nil, ErrWrongToken
 	}
-	return r, nil
+	// The token acts in the last run that renews its own.
+	return s.latest(ctx, r)
 }
 
 // EndRun ends a run at its requester's wish (DELETE /v1/runs/{id}, or an
