@@ -97,3 +97,26 @@ func (e *Runs) TokenSession(ctx context.Context, tok Secret) (TokenSession, erro
 	}
 	return TokenSession{ID: string(first), Expires: run.TokenExpiresAt}, nil
 }
+
+// maxRenewalsRead bounds how far back an agent's reads follow the runs its
+// run renews.
+const maxRenewalsRead = 1000
+
+// renewedFrom reports whether run is runID or renews it, directly or
+// through the runs it renews: an agent reads the actions of the runs it
+// went on from as its own.
+func (e *core) renewedFrom(ctx context.Context, run approvals.Run, runID string) bool {
+	for range maxRenewalsRead {
+		if string(run.ID) == runID {
+			return true
+		}
+		if run.Renews == "" {
+			return false
+		}
+		var err error
+		if run, err = e.store.Run(ctx, run.Renews); err != nil {
+			return false
+		}
+	}
+	return false
+}
