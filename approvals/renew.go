@@ -183,28 +183,21 @@ func (s *Store) CheckRemote(ctx context.Context, token Secret) (first RunID, r R
 	if err != nil {
 		return "", Run{}, err
 	}
-	cur, err := s.tokenRun(ctx, token)
-	if err != nil {
+	first = RunID(runIDPrefix + hexID)
+	cur, ended, err := s.tokenRunNow(ctx, token)
+	switch {
+	case err != nil:
 		return "", Run{}, err
-	}
-	first, now := RunID(runIDPrefix+hexID), s.clock.Now()
-	if cur.State == RunExpired && cur.EndReason == EndTokenExpired || s.due(tokenKey(cur.ID), cur.TokenExpiresAt, now) {
-		if err := s.expireIfDue(ctx, cur, now); err != nil && !isRunStateErr(err) {
-			return "", Run{}, err
-		}
-		return "", Run{}, ErrTokenExpired
-	}
-	if err := s.expireIfDue(ctx, cur, now); err != nil {
-		if !errors.Is(err, ErrRunExpired) {
-			r, err := refused(cur, err)
-			return first, r, err
-		}
+	case errors.Is(ended, ErrRunExpired):
 		if cur, err = loadRun(ctx, s.db, cur.ID); err != nil {
 			return "", Run{}, err
 		}
 		if !cur.Renewable() {
 			return first, *cur, stateErr(cur)
 		}
+	case ended != nil:
+		r, err := refused(cur, ended)
+		return first, r, err
 	}
 	return first, *cur, nil
 }

@@ -107,6 +107,20 @@ func (e *env) mustPending(t *testing.T) []Request {
 	return p
 }
 
+// expiredLocal starts a local agent whose run was approved for a minute,
+// a minute ago, and returns its helper's peer and that run.
+func (e *env) expiredLocal(rv Reviewer) (Peer, Run) {
+	e.t.Helper()
+	peer := e.localAgent()
+	first, err := e.s.ResolveLocal(context.Background(), peer)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.approveFirst(rv, first.ID, Decision{Verdict: Approve, TTL: ttl(time.Minute)})
+	e.clock.Advance(time.Minute)
+	return peer, first
+}
+
 // TestRenewLocal: a local anchor's run whose TTL passed is renewed for
 // the same anchor process, whose next actions resolve to the renewal; a
 // restart keeps the anchor on the renewal.
@@ -114,13 +128,7 @@ func TestRenewLocal(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	rv := e.reviewer("rita")
-	peer := e.localAgent()
-	first, err := e.s.ResolveLocal(ctx, peer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.approveFirst(rv, first.ID, Decision{Verdict: Approve, TTL: ttl(time.Minute)})
-	e.clock.Advance(time.Minute)
+	peer, first := e.expiredLocal(rv)
 	second, err := e.s.ResolveLocal(ctx, peer)
 	if err != nil || second.Renews != first.ID || second.State != RunPending || second.Anchor.ID != first.Anchor.ID {
 		t.Fatalf("renewal = %+v, %v; want a pending run of the same anchor that renews %s", second, err, first.ID)
@@ -233,13 +241,7 @@ func TestDeadAnchorNeverRenews(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	rv := e.reviewer("rita")
-	peer := e.localAgent()
-	first, err := e.s.ResolveLocal(ctx, peer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.approveFirst(rv, first.ID, Decision{Verdict: Approve, TTL: ttl(time.Minute)})
-	e.clock.Advance(time.Minute)
+	_, first := e.expiredLocal(rv)
 	e.procs.kill(60)
 	e.procs.kill(30)
 	e.procs.add(31, 10, 31, "node", 1000)

@@ -79,24 +79,37 @@ func (s *Store) ResolveRemote(ctx context.Context, token Secret) (Run, error) {
 		return Run{}, err
 	}
 	defer s.unlock()
-	r, err := s.tokenRun(ctx, token)
-	if err != nil {
+	r, ended, err := s.tokenRunNow(ctx, token)
+	switch {
+	case err != nil:
 		return Run{}, err
+	case errors.Is(ended, ErrRunExpired):
+		return s.renewRemote(ctx, r.ID)
+	case ended != nil:
+		return refused(r, ended)
+	}
+	return *r, nil
+}
+
+// tokenRunNow is tokenRun with the token's own lifetime checked
+// (ErrTokenExpired) and the run's deadlines applied: ended is the run's
+// state error, as expireIfDue returns it, when it may not act. Called
+// with s.mu held.
+func (s *Store) tokenRunNow(ctx context.Context, token Secret) (r *Run, ended, err error) {
+	if r, err = s.tokenRun(ctx, token); err != nil {
+		return nil, nil, err
 	}
 	now := s.clock.Now()
 	if r.State == RunExpired && r.EndReason == EndTokenExpired || s.due(tokenKey(r.ID), r.TokenExpiresAt, now) {
 		if err := s.expireIfDue(ctx, r, now); err != nil && !isRunStateErr(err) {
-			return Run{}, err
+			return nil, nil, err
 		}
-		return Run{}, ErrTokenExpired
+		return nil, nil, ErrTokenExpired
 	}
-	if err := s.expireIfDue(ctx, r, now); err != nil {
-		if errors.Is(err, ErrRunExpired) {
-			return s.renewRemote(ctx, r.ID)
-		}
-		return refused(r, err)
+	if ended = s.expireIfDue(ctx, r, now); ended != nil && !isRunStateErr(ended) {
+		return nil, nil, ended
 	}
-	return *r, nil
+	return r, ended, nil
 }
 
 // FindRemote returns the run a token belongs to and changes nothing: for
