@@ -117,3 +117,33 @@ func TestRevokedRunNeverRenews(t *testing.T) {
 		t.Errorf("pending after the revocation: %v, %v; want none", p, err)
 	}
 }
+
+// TestRevokedAgentsRunNeverRenews: a run whose approval ran out is not
+// renewed once the agent token it was created with is revoked; the call
+// is rejected saying why, and its next step names who can act instead of
+// blaming the request.
+func TestRevokedAgentsRunNeverRenews(t *testing.T) {
+	t.Parallel()
+	clk := clocktest.New(time.Now())
+	g := startGateway(t, sharedSSHD(t), gwOptions{options: func(o *Options) { o.clock = clk },
+		mutate: func(c *config.Config) { c.Approval.RunTTL = time.Minute }})
+	cs, _, _ := connectHTTP(t, g) // its agent is "test-agent"
+	done := execAsync(t, cs, "true")
+	g.decideNext("run", "approve", "")
+	<-done
+	clk.Advance(time.Minute)
+	if _, err := g.srv.eng.Admin().RevokeAgent(context.Background(), "test-agent", "operator"); err != nil {
+		t.Fatal(err)
+	}
+	res := <-execAsync(t, cs, "true")
+	a := mcptest.Structured[api.Action](t, res)
+	if a.Outcome != sshexec.Rejected || !strings.Contains(a.Detail, "may not be renewed") || !strings.Contains(a.Detail, "revoked") {
+		t.Errorf("call after the agent's revocation: %+v", a)
+	}
+	if s := a.NextStep; s == nil || s.Who != api.WhoOperator || s.Retry != api.RetryNo || strings.Contains(mcptest.Text(res), "fix the request") {
+		t.Errorf("next step %+v\n%s", s, mcptest.Text(res))
+	}
+	if p, err := g.reviewer.Approvals(context.Background(), "pending"); err != nil || len(p) != 0 {
+		t.Errorf("pending: %v, %v; want no renewal asked", p, err)
+	}
+}
