@@ -201,3 +201,16 @@ func (s *Store) CheckRemote(ctx context.Context, token Secret) (first RunID, r R
 	}
 	return first, *cur, nil
 }
+
+// RenewedBy returns the run that renews run id, "" when none does.
+func (s *Store) RenewedBy(ctx context.Context, id RunID) (RunID, error) {
+	if err := s.lock(); err != nil {
+		return "", err
+	}
+	defer s.unlock()
+	next, err := loadRuns(ctx, s.db, "renews = ?", string(id))
+	if err != nil || len(next) == 0 {
+		return "", err
+	}
+	return next[0].ID, nil
+}

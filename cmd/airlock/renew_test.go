@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -51,6 +52,10 @@ func e2eRunRenews(t *testing.T, d *daemon) {
 	if show, _, _ := d.cli("approvals", "show", renewal.ID); !strings.Contains(show, "run "+first.RunID+": its approval ran out") {
 		t.Errorf("approvals show does not say what the request renews:\n%s", show)
 	}
+	// airlock run keeps watching for a reviewer's revocation while the
+	// renewal waits: it must follow the run to its renewal, not take the
+	// old run's end for one and kill the agent.
+	time.Sleep(2*revokePoll + time.Second)
 	if _, errs, code := d.cli("approvals", "approve", renewal.ID); code != 0 {
 		t.Fatalf("approve the renewal: %s", errs)
 	}

@@ -128,8 +128,21 @@ func (e *Runs) Get(ctx context.Context, raw string) (Run, error) {
 	if err != nil {
 		return Run{}, classify(err)
 	}
-	return runView(run), nil
+	v := runView(run)
+	if run.Renewable() {
+		next, err := e.store.RenewedBy(ctx, id)
+		if err != nil {
+			return Run{}, classify(err)
+		}
+		v.RenewedBy = string(next)
+	}
+	return v, nil
 }
+
+// Owns reports whether run id is the caller's: its own run, a run its
+// run renews, or (local callers) a run of its anchor made through
+// another replica.
+func (e *Runs) Owns(ctx context.Context, c Caller, id string) bool { return e.inRun(ctx, c, id) }
 
 // Recent returns the active runs and the ones that ended lately (the
 // n created last, whatever their state), oldest first.
