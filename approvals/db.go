@@ -61,9 +61,10 @@ var migrations = []string{
 const renewsColumns = `ALTER TABLE runs ADD COLUMN renews TEXT;
 	 ALTER TABLE requests ADD COLUMN renews TEXT;` + renewsIndex
 
-// renewsIndex finds the run that renews a run.
+// renewsIndex finds the run that renews a run, and keeps it one: a run
+// is renewed at most once, also by replicas acting at once.
 const renewsIndex = `
-CREATE INDEX IF NOT EXISTS runs_renews ON runs(renews) WHERE renews IS NOT NULL;`
+CREATE UNIQUE INDEX IF NOT EXISTS runs_renews ON runs(renews) WHERE renews IS NOT NULL;`
 
 // One identity at the provider is one account. Before schema 10 a
 // changed name claim made a second account for the same identity; the
