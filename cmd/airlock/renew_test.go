@@ -13,9 +13,11 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/airlockgw/airlock/deploy/pgtest"
 	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/mcp/mcptest"
+	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
 
 // e2eRunRenews: an agent under airlock run (a local anchor that lives on)
@@ -23,13 +25,26 @@ import (
 // asks for a renewal of the run — approvals list names the run it renews,
 // in its table and in --json — and, approved, runs in the new run; the
 // anchor process is the same.
-func e2eRunRenews(t *testing.T, d *daemon) {
+func e2eRunRenews(t *testing.T, d *daemon) { runRenews(t, d, d) }
+
+// TestReplicaRunRenews: with two replicas sharing PostgreSQL, an agent
+// under airlock run through replica A renews its run, the renewal asked
+// and approved through replica B.
+func TestReplicaRunRenews(t *testing.T) {
+	s := sshtest.NewSSHD(t, sshtest.Options{})
+	ds := replicas(t, s, pgtest.Shared(t).NewDatabase(t), 2, "run", "")
+	runRenews(t, ds[0], ds[1])
+}
+
+// runRenews is e2eRunRenews with the agent on gateway a and the reviewer
+// on gateway d (replicas of one state, or the same gateway).
+func runRenews(t *testing.T, a, d *daemon) {
 	airlock, _ := binaries(t)
 	gate := filepath.Join(t.TempDir(), "go-on")
 	var out bytes.Buffer
-	a := d.agent(airlock + " run -- sh -c 'airlock-ssh box echo before; while [ ! -e " + gate + " ]; do sleep 0.1; done; airlock-ssh box echo after'")
-	a.Stdout, a.Stderr = &out, &out
-	if err := a.Start(); err != nil {
+	agent := a.agent(airlock + " run -- sh -c 'airlock-ssh box echo before; while [ ! -e " + gate + " ]; do sleep 0.1; done; airlock-ssh box echo after'")
+	agent.Stdout, agent.Stderr = &out, &out
+	if err := agent.Start(); err != nil {
 		t.Fatal(err)
 	}
 	first := d.pending(1)[0]
@@ -59,7 +74,7 @@ func e2eRunRenews(t *testing.T, d *daemon) {
 	if _, errs, code := d.cli("approvals", "approve", renewal.ID); code != 0 {
 		t.Fatalf("approve the renewal: %s", errs)
 	}
-	if err := waitBounded(t, a); err != nil {
+	if err := waitBounded(t, agent); err != nil {
 		t.Fatalf("agent: %v\n%s", err, out.String())
 	}
 	if got := out.String(); !strings.Contains(got, "before\n") || !strings.Contains(got, "after\n") {
