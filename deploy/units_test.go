@@ -16,6 +16,7 @@ import (
 
 	"github.com/airlockgw/airlock/deploy/testkit"
 	"github.com/airlockgw/airlock/sshexec"
+	"github.com/airlockgw/airlock/sshexec/batchenv"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
 
@@ -158,6 +159,14 @@ func TestTargetSSHDConfig(t *testing.T) {
 	}
 	if want := "publickey " + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(key.PublicKey()))); !strings.HasPrefix(string(res.Stdout), want) {
 		t.Errorf("SSH_USER_AUTH holds %q, want %q (ExposeAuthInfo)", res.Stdout, want)
+	}
+	// AcceptEnv: the command sees the gateway's fixed non-interactive
+	// environment, every variable of it.
+	for _, v := range batchenv.Vars() {
+		res, err := sshexec.Run(context.Background(), cfg, `printf '%s' "$`+v.Name+`"`)
+		if err != nil || !res.Success() || string(res.Stdout) != v.Value {
+			t.Errorf("$%s is %q (%v), want %q (AcceptEnv)", v.Name, res.Stdout, err, v.Value)
+		}
 	}
 
 	c, err := dial(s, key, "")

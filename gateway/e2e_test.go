@@ -816,6 +816,9 @@ func TestMaxParallelQueuesWithinTheDeadline(t *testing.T) {
 	if err != nil || short.Outcome != sshexec.TimedOut || short.Termination != sshexec.NotStarted {
 		t.Fatalf("queued past its deadline: %+v %v, want timed_out/not_started", short, err)
 	}
+	if short.NextStep == nil || short.NextStep.Retry != api.RetryYes {
+		t.Errorf("queued past its deadline, nothing ran: next step %+v, want retry yes", short.NextStep)
+	}
 	if accepted() != before {
 		t.Error("a queued action past its deadline was dialed")
 	}

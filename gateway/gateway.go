@@ -108,7 +108,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 // front ends know nothing of each other; this wiring joins them.
 func mcpSessions(eng *engine.Engine, cfg *config.Config, log hclog.Logger) func(engine.Caller) *sdk.Server {
 	opts := mcp.Options{Version: Version, Logger: log.Named("mcp"),
-		OutputBudget: cfg.MCP.OutputBudget, ApprovalTimeout: cfg.Approval.Timeout}
+		OutputBudget: cfg.MCP.OutputBudget, ApprovalTimeout: cfg.Approval.Timeout, MaxWait: cfg.MCP.MaxWait}
 	return func(c engine.Caller) *sdk.Server {
 		return mcp.NewServer(mcp.NewEngineBackend(eng.Actions(), c), opts)
 	}

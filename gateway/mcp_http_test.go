@@ -311,12 +311,12 @@ func mcpSizedOutput(t *testing.T, cs *sdk.ClientSession) {
 	if err != nil || res.IsError {
 		t.Fatalf("get_action page: %v %s", err, mcptest.Text(res))
 	}
-	pg := mcptest.Structured[mcp.ActionResult](t, res).Page
+	pg := mcptest.Structured[mcp.PageResult](t, res).Page
 	if pg == nil || pg.Offset != off || pg.Data != want[off:off+1000] || pg.NextOffset == nil || *pg.NextOffset != off+1000 || pg.Total != int64(len(want)) {
 		t.Errorf("page: %+v", pg)
 	}
 	res, err = cs.CallTool(ctx, callParams("get_action", map[string]any{"action_id": big.ID, "stream": "stderr", "offset": 0}))
-	if pg := mcptest.Structured[mcp.ActionResult](t, res).Page; err != nil || res.IsError || pg == nil || pg.Bytes != 0 || pg.NextOffset != nil {
+	if pg := mcptest.Structured[mcp.PageResult](t, res).Page; err != nil || res.IsError || pg == nil || pg.Bytes != 0 || pg.NextOffset != nil {
 		t.Errorf("an empty stream's page: %v %+v", err, pg)
 	}
 

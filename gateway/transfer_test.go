@@ -89,7 +89,8 @@ func TestTransferPutAndGet(t *testing.T) {
 		ap := g.decideNext("call", "approve", "")
 		r := <-res
 		switch {
-		case !overwrite && (r.a.Outcome != sshexec.Exited || *r.a.ExitCode != 1 || r.a.Transfer.Published || !strings.Contains(r.a.Detail, "exists")):
+		case !overwrite && (r.a.Outcome != sshexec.Exited || *r.a.ExitCode != 1 || r.a.Transfer.Published || !strings.Contains(r.a.Detail, "exists") ||
+			!strings.Contains(r.a.Detail, "--overwrite") || !strings.Contains(r.a.Detail, `"overwrite": true`)):
 			t.Errorf("without overwrite: %+v", r.a)
 		case overwrite && (!r.a.Success() || !r.a.Transfer.Replaced || ap.Class != "destructive"):
 			t.Errorf("with overwrite: %+v (class %s)", r.a, ap.Class)
@@ -197,8 +198,10 @@ func TestTransferThroughAirlockAction(t *testing.T) {
 	if st, _ := os.Stat(remote); st.Mode().Perm() != 0o600 {
 		t.Errorf("mode %v", st.Mode().Perm())
 	}
-	// Again without overwrite: airlock-action refuses, says why.
-	if a := put(remote, false, true); a.Outcome != sshexec.Exited || *a.ExitCode == 0 || !strings.Contains(a.Detail, "exists") || a.Transfer.Published {
+	// Again without overwrite: airlock-action refuses, says why, and the
+	// detail says how to replace the file.
+	if a := put(remote, false, true); a.Outcome != sshexec.Exited || *a.ExitCode == 0 || !strings.Contains(a.Detail, "exists") || a.Transfer.Published ||
+		!strings.Contains(a.Detail, "--overwrite") || !strings.Contains(a.Detail, `"overwrite": true`) {
 		t.Errorf("a second put: %+v", a)
 	}
 	// Outside put_under: refused by the gateway, nothing dialed.

@@ -6,9 +6,12 @@
 // no way to turn checking off), authenticates with the configured signers,
 // opens one session, sends one "exec" request, drains stdout and stderr into
 // bounded buffers, and closes the connection before it returns. It never
-// requests a PTY, agent forwarding, X11, port forwarding, environment
-// variables or a subsystem, and it rejects every channel the server tries to
-// open toward it. There is no connection cache, pool or keepalive anywhere in
+// requests a PTY, agent forwarding, X11, port forwarding or a subsystem
+// (but SFTP, for Put and Get), and no environment variable but the fixed
+// non-interactive set of package batchenv (GIT_TERMINAL_PROMPT=0,
+// PAGER=cat, …), sent as "env" requests that sshd takes when its
+// AcceptEnv allows and otherwise ignores; it rejects every channel the
+// server tries to open toward it. There is no connection cache, pool or keepalive anywhere in
 // this package: each call to Run starts from nothing.
 //
 // A target behind jump hosts (Config.Via) is reached the way OpenSSH's

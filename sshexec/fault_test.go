@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlockgw/airlock/sshexec"
+	"github.com/airlockgw/airlock/sshexec/batchenv"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
 
@@ -253,7 +254,8 @@ func TestCancel(t *testing.T) {
 }
 
 // TestNoForwardingEver checks both directions: we never ask for a PTY,
-// agent forwarding, X11, port forwarding, environment or a subsystem, and
+// agent forwarding, X11, port forwarding or a subsystem, and no
+// environment but the fixed non-interactive set (package batchenv), and
 // every channel or request the server sends toward us is refused.
 func TestNoForwardingEver(t *testing.T) {
 	t.Parallel()
@@ -268,8 +270,11 @@ func TestNoForwardingEver(t *testing.T) {
 	if err != nil || !res.Success() {
 		t.Fatalf("Run: %v", err)
 	}
-	want := []string{
-		"channel:session",
+	want := []string{"channel:session"}
+	for _, v := range batchenv.Vars() {
+		want = append(want, "req:env:"+v.String())
+	}
+	want = append(want,
 		"req:exec",
 		"open-to-client:forwarded-tcpip:rejected",
 		"open-to-client:auth-agent@openssh.com:rejected",
@@ -277,7 +282,7 @@ func TestNoForwardingEver(t *testing.T) {
 		"open-to-client:direct-tcpip:rejected",
 		"open-to-client:session:rejected",
 		"global-to-client:keepalive@openssh.com:rejected",
-	}
+	)
 	if diff := cmp.Diff(want, f.Seen()); diff != "" {
 		t.Errorf("what the server saw (-want +got):\n%s", diff)
 	}

@@ -336,6 +336,7 @@ func (a *action) session(ctx, dctx context.Context, wc *watchConn, conn ssh.Conn
 	execAt := time.Now()
 	execReply := make(chan error, 1)
 	wg.Go(func() {
+		sendBatchEnv(ch)
 		ok, err := ch.SendRequest("exec", true, ssh.Marshal(struct{ Command string }{a.command}))
 		if err == nil && !ok {
 			err = errExecRefused

@@ -78,6 +78,9 @@ type Transfer struct {
 	Published bool
 	Replaced  bool
 	Leftover  string
+	// Exists (put only) says why nothing was published: a file is at
+	// Path, and the put did not say Overwrite.
+	Exists bool
 	// LocalError (get only) says the transfer failed on this side: the
 	// bytes could not be written to GetFile.Out.
 	LocalError bool
@@ -296,10 +299,11 @@ func put(c *sftp.Client, f PutFile, t *Transfer) (string, error) {
 	dir := path.Dir(f.Path)
 	if st, err := c.Lstat(f.Path); err == nil {
 		switch {
-		case !f.Overwrite:
-			return f.Path + " exists; it is replaced only when the transfer says overwrite", nil
 		case !st.Mode().IsRegular() && st.Mode()&fs.ModeSymlink == 0:
 			return f.Path + " exists and is not a regular file; only a file is replaced", nil
+		case !f.Overwrite:
+			t.Exists = true
+			return f.Path + " exists; it is replaced only when the transfer says overwrite", nil
 		}
 	} else if why, ok := statusErr(err); !ok {
 		return "", err
@@ -547,6 +551,7 @@ func putExec(ctx context.Context, cfg *Config, f PutFile) (*Result, error) {
 		t.Published = true
 	case res.Outcome == Exited:
 		res.Detail = forcedWhy(res)
+		t.Exists = !f.Overwrite && strings.HasSuffix(res.Detail, forcedExists)
 	case res.Outcome != Exited && res.Termination != NotStarted:
 		t.Published = true // its end is unknown: it may have published
 	}
@@ -597,6 +602,10 @@ func getExec(ctx context.Context, cfg *Config, g GetFile) (*Result, error) {
 	}
 	return res, err
 }
+
+// forcedExists ends airlock-action's refusal of a put over an existing
+// file without overwrite (deploy/forcedcmd says it in these words).
+const forcedExists = ": it exists; it is replaced only with overwrite"
 
 // forcedWhy is a forced command's refusal, from its standard error.
 func forcedWhy(res *Result) string {

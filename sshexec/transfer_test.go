@@ -81,7 +81,7 @@ func TestPutRefusals(t *testing.T) {
 	}
 
 	res, err := sshexec.Put(ctx, configFor(s), putSpec(remote, []byte("new\n"), 0o644, false))
-	if err != nil || res.Outcome != sshexec.Exited || res.ExitCode != 1 || res.Transfer.Published || !strings.Contains(res.Detail, "exists") {
+	if err != nil || res.Outcome != sshexec.Exited || res.ExitCode != 1 || res.Transfer.Published || !res.Transfer.Exists || !strings.Contains(res.Detail, "exists") {
 		t.Fatalf("put over an existing file without overwrite: %v %+v", err, res)
 	}
 	if b, _ := os.ReadFile(remote); string(b) != "old\n" {
@@ -142,6 +142,13 @@ func TestPutRefusals(t *testing.T) {
 	os.Mkdir(filepath.Join(dir, "sub"), 0o777)
 	if res, err := sshexec.Put(ctx, configFor(s), putSpec(filepath.Join(dir, "sub"), []byte("x"), 0o644, true)); err != nil || res.Transfer.Published {
 		t.Errorf("a directory at the name: %v %+v", err, res)
+	}
+	// Without overwrite too, a directory is no file that overwrite would
+	// replace: the detail says so, and Exists does not send the agent to
+	// overwrite.
+	if res, err := sshexec.Put(ctx, configFor(s), putSpec(filepath.Join(dir, "sub"), []byte("x"), 0o644, false)); err != nil || res.Transfer.Published ||
+		res.Transfer.Exists || !strings.Contains(res.Detail, "not a regular file") {
+		t.Errorf("a directory at the name, without overwrite: %v %+v %+v", err, res, res.Transfer)
 	}
 
 	for name, spec := range map[string]sshexec.PutFile{

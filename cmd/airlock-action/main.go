@@ -13,6 +13,11 @@
 //	airlock-action --reap --read-only -- PROGRAM…   supervise a verb marked read-only (airlock-action runs this)
 //	airlock-action --version                        print the version and the commit it was built from
 //
+// A verb's program gets a fixed environment: PATH, the gateway's
+// non-interactive set (GIT_TERMINAL_PROMPT=0, DEBIAN_FRONTEND=noninteractive,
+// PAGER=cat, …; package sshexec/batchenv), whatever sshd passed under those
+// names, and the variables its env allow-list names; --explain shows it.
+//
 // A request that begins with "@read-only " was marked read-only by the
 // gateway: its verb runs with every mount read-only, or is refused. A
 // refused request exits 126 with one line on stderr. See

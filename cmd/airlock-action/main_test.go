@@ -71,6 +71,9 @@ verb "hang" {
 verb "privileges" {
   argv = ["/bin/grep", "-E", "^(NoNewPrivs|Cap(Inh|Prm|Eff|Amb)):", "/proc/self/status"]
 }
+verb "environment" {
+  argv = ["/usr/bin/env"]
+}
 verb "linger" {
   argv    = ["/bin/sh", "-c", "echo $$ > {file}; exec /bin/sleep 30"]
   param "file" { path_under = "DIR/data" }
@@ -445,7 +448,7 @@ func TestFlags(t *testing.T) {
 		wantCode   int
 		wantStdout string // a substring
 	}{
-		{"check valid", []string{"--check", "--policy", good}, 0, "ok, 8 verbs"},
+		{"check valid", []string{"--check", "--policy", good}, 0, "ok, 9 verbs"},
 		{"check invalid", []string{"--check", "--policy", bad}, 1, bad + ":2: "},
 		{"check with a log_file that cannot be written", []string{"--check", "--policy", nolog}, 1, "every request would be refused"},
 		{"explain allowed", []string{"--policy", good, "--explain", "restart web"}, 0, "argv:    /bin/echo restarting web\n"},

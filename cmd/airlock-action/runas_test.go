@@ -28,8 +28,8 @@ import (
 // runAsPolicy has run_as verbs that start processes as root which ignore
 // SIGHUP and SIGTERM — one in the verb's process group, one that leaves
 // it (setsid), one more — and write their pids (and the shell's) to a
-// file; and a verb without run_as that runs sudo itself, whose root
-// process the account can never signal.
+// file; one that prints its environment; and a verb without run_as that
+// runs sudo itself, whose root process the account can never signal.
 const runAsPolicy = `
 log_file = "DIR/log/runas.log"
 
@@ -44,6 +44,10 @@ verb "spawn-linger" {
   argv    = ["/bin/sh", "-c", "trap '' HUP TERM; /bin/sleep 300 & echo $! >> \"$1\"; /usr/bin/setsid /bin/sleep 301 & echo $! >> \"$1\"; /bin/sleep 302 & echo $! >> \"$1\"; echo $$ >> \"$1\"; wait", "spawn", "{file}"]
   param "file" { path_under = "DIR/data" }
   timeout = "1m"
+}
+verb "environment-root" {
+  run_as = "root"
+  argv   = ["/usr/bin/env"]
 }
 verb "sudo-sleep" {
   argv    = ["/usr/bin/sudo", "-n", "-u", "root", "--", "/bin/sleep", "SLEEP"]
@@ -89,8 +93,8 @@ func runAsEnv(t *testing.T) (e *env, key ssh.Signer, log, sleepArg string) {
 			rules += e.sshd.User + " ALL=(" + r + "\n"
 		}
 	}
-	if strings.Count(rules, "\n") != 2 {
-		t.Fatalf("--check printed %d sudoers rules for the 2 run_as verbs:\n%s", strings.Count(rules, "\n"), out.String())
+	if strings.Count(rules, "\n") != 3 {
+		t.Fatalf("--check printed %d sudoers rules for the 3 run_as verbs:\n%s", strings.Count(rules, "\n"), out.String())
 	}
 	rules += e.sshd.User + " ALL=(root) NOPASSWD: /bin/sleep " + sleepArg + "\n"
 	// sudo ignores names with a dot in /etc/sudoers.d.

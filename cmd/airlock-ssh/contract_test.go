@@ -59,7 +59,7 @@ func TestMain(m *testing.M) {
 // target per output policy ("box": full, "tailbox": tail, "nonebox":
 // none), every account approved per run. A reviewer approves every
 // request it is asked (the tests here are about what the agent gets).
-func gateway(t *testing.T) *gatewaytest.Daemon {
+func gateway(t testing.TB) *gatewaytest.Daemon {
 	t.Helper()
 	sshtest.Need(t)
 	sshdOnce.Do(func() { shared, sharedEr = sshtest.StartSSHD(sshtest.Options{}) })
@@ -84,6 +84,9 @@ func gateway(t *testing.T) *gatewaytest.Daemon {
 			}
 			targets = append(targets, gatewaytest.Target{Name: name, Address: shared.Addr, HostKey: shared.HostKey, Accounts: []gatewaytest.Account{a}})
 		}
+		// "twobox" has no default account: the agent names one.
+		targets = append(targets, gatewaytest.Target{Name: "twobox", Address: shared.Addr, HostKey: shared.HostKey, Accounts: []gatewaytest.Account{
+			{Name: shared.User, Credential: "key", Approval: "run"}, {Name: "ghost", Credential: "key", Approval: "run"}}})
 		secretFile := filepath.Join(dir, "db-secret")
 		if gwErr = os.WriteFile(secretFile, []byte(contractSecret+"\n"), 0o600); gwErr != nil {
 			return
@@ -107,8 +110,9 @@ type processTB struct{ testing.TB }
 
 func (p *processTB) Cleanup(func()) {}
 
-// seen holds every approval request the reviewer approved, by id.
-var seen sync.Map
+// seen holds every approval request the reviewer approved, by id; held,
+// the commands it leaves undecided while a test holds them there.
+var seen, held sync.Map
 
 // approveEverything is a reviewer who approves every request.
 func approveEverything(d *gatewaytest.Daemon) {
@@ -129,6 +133,9 @@ func approveEverything(d *gatewaytest.Daemon) {
 			continue
 		}
 		for _, p := range pending {
+			if _, wait := held.Load(p.Command); wait {
+				continue
+			}
 			seen.Store(p.ID, p)
 			c.Decide(ctx, p.ID, api.DecisionRequest{Decision: api.DecisionApprove, Digest: p.Digest})
 		}
@@ -148,15 +155,46 @@ func agentIn(t *testing.T, d *gatewaytest.Daemon, in io.Reader, out io.Writer, a
 	cmd := exec.Command(gatewaytest.Binary(t, "airlock-ssh"), args...)
 	cmd.Env = append(os.Environ(), "AIRLOCK_SOCKET="+d.Socket)
 	cmd.Stdin = in
+	if _, isFile := in.(*os.File); in != nil && !isFile {
+		cmd.Stdin = readyPipe(t, in)
+	}
 	var errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = out, &errb
 	err := cmd.Run()
+	if c, ok := cmd.Stdin.(io.Closer); ok && cmd.Stdin != in {
+		c.Close()
+	}
 	if ee, ok := err.(*exec.ExitError); ok {
 		return errb.String(), ee.ExitCode()
 	} else if err != nil {
 		t.Fatal(err)
 	}
 	return errb.String(), 0
+}
+
+// readyPipe is a pipe that already holds the start of in when the
+// agent starts (as a producer's pipe does once it has written): the
+// rest follows from a goroutine, and the pipe closes after it. Exec's
+// own copying would start only after the agent did, and on a busy
+// machine later than airlock-ssh's grace for a silent pipe.
+func readyPipe(t *testing.T, in io.Reader) *os.File {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := make([]byte, 32<<10) // fits in the pipe's buffer
+	n, rerr := io.ReadFull(in, first)
+	if _, err := w.Write(first[:n]); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer w.Close()
+		if rerr == nil {
+			io.Copy(w, in)
+		}
+	}()
+	return r
 }
 
 // seqOutput is what `seq 1 n` prints.
@@ -332,48 +370,6 @@ func TestStdinIsSent(t *testing.T) {
 			t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), stderr)
 		}
 	})
-	t.Run("an open pipe with nothing coming does not hold the command", func(t *testing.T) {
-		t.Parallel()
-		pr, pw, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer pw.Close() // open, silent, for the whole call
-		defer pr.Close()
-		var out bytes.Buffer
-		stderr, code := agentIn(t, d, pr, &out, "box", "--", "echo ran")
-		if code != 0 || out.String() != "ran\n" || !strings.HasPrefix(withoutWaiting(stderr), "airlock-ssh: standard input is a pipe that stayed open with nothing on it, so none was sent") {
-			t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), stderr)
-		}
-		// -n says so: no note.
-		out.Reset()
-		stderr, code = agentIn(t, d, pr, &out, "-n", "box", "--", "echo ran")
-		if code != 0 || out.String() != "ran\n" || withoutWaiting(stderr) != "" {
-			t.Fatalf("-n: exit %d, stdout %q, stderr %q", code, out.String(), stderr)
-		}
-	})
-	t.Run("input that comes too late is reported", func(t *testing.T) {
-		t.Parallel()
-		pr, pw, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer pw.Close()
-		defer pr.Close()
-		outR, outW := io.Pipe()
-		go func() {
-			// Once the command runs, the input comes: too late.
-			buf := make([]byte, 64)
-			outR.Read(buf)
-			pw.Write([]byte("late\n"))
-			io.Copy(io.Discard, outR)
-		}()
-		stderr, code := agentIn(t, d, pr, outW, "box", "--", "echo started; sleep 5")
-		outW.Close()
-		if code != 255 || !strings.Contains(stderr, "standard input had nothing for 1s, so none was sent; 5 bytes came later and were not sent") {
-			t.Fatalf("exit %d, stderr %q", code, stderr)
-		}
-	})
 	t.Run("over the account's max_stdin", func(t *testing.T) {
 		t.Parallel()
 		var out bytes.Buffer
@@ -382,6 +378,90 @@ func TestStdinIsSent(t *testing.T) {
 			t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), stderr)
 		}
 	})
+}
+
+// Flags after the target are read as ssh reads them, and the command runs
+// as the account they name.
+func TestFlagsAfterTheTarget(t *testing.T) {
+	t.Parallel()
+	d := gateway(t)
+	for _, args := range [][]string{
+		{"twobox", "-l", shared.User, "--", "id", "-un"},
+		{"twobox", "-l" + shared.User, "id", "-un"},
+		{"twobox", "-nl", shared.User, "--timeout", "30s", "--", "id", "-un"},
+	} {
+		var out bytes.Buffer
+		stderr, code := agent(t, d, &out, args...)
+		if code != 0 || out.String() != shared.User+"\n" {
+			t.Errorf("airlock-ssh %q: exit %d, stdout %q, stderr %q; want 0 and %q", args, code, out.String(), stderr, shared.User)
+		}
+	}
+	// What airlock-ssh cannot honour is refused there too, before
+	// anything is asked.
+	var out bytes.Buffer
+	stderr, code := agent(t, d, &out, "twobox", "-l", shared.User, "-v", "--", "id")
+	if code != 255 || out.Len() != 0 || !strings.Contains(stderr, "-v is refused: ") || strings.Contains(stderr, "act_") {
+		t.Errorf("-v after the target: exit %d, stdout %q, stderr %q", code, out.String(), stderr)
+	}
+}
+
+// --exit-codes=detailed gives each outcome a code of its own, which a
+// remote status never is; a remote exit 255 stays 255, and by default
+// every other end is 255 too, as ssh does.
+func TestDetailedExitCodes(t *testing.T) {
+	d := gateway(t)
+	for _, tt := range []struct {
+		name   string
+		env    string
+		args   []string
+		want   int
+		stderr string
+	}{
+		{"ssh: a remote 255", "", []string{"box", "--", "exit 255"}, 255, ""},
+		{"ssh: rejected", "", []string{"nosuch", "--", "true"}, 255, "airlock-ssh: rejected: "},
+		{"detailed: a remote 255", "", []string{"--exit-codes=detailed", "box", "--", "exit 255"}, 255, ""},
+		{"detailed: a remote 7", "", []string{"--exit-codes", "detailed", "box", "--", "exit 7"}, 7, ""},
+		{"detailed: a remote status in airlock's range", "", []string{"--exit-codes=detailed", "box", "--", "exit 230"}, 254, "airlock-ssh: the command exited 230, a status --exit-codes=detailed keeps"},
+		{"detailed: rejected", "", []string{"--exit-codes=detailed", "nosuch", "--", "true"}, 201, "airlock-ssh: rejected: "},
+		{"detailed: auth_failed, from the environment", "detailed", []string{"twobox", "-l", "ghost", "--", "true"}, 210, "airlock-ssh: auth_failed: "},
+		{"detailed: timed_out, the flag after the target", "", []string{"box", "--exit-codes=detailed", "--timeout", "1", "--", "sleep 30"}, 215, "airlock-ssh: timed_out: "},
+		{"detailed: nothing ran", "detailed", []string{"-q", "box", "true"}, 200, "-q is refused"},
+		{"the flag before the environment", "detailed", []string{"--exit-codes=ssh", "nosuch", "--", "true"}, 255, "airlock-ssh: rejected: "},
+		{"a bad environment is refused", "verbose", []string{"box", "--", "true"}, 255, "$AIRLOCK_EXIT_CODES \"verbose\": give ssh"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("AIRLOCK_EXIT_CODES", tt.env)
+			stderr, code := agent(t, d, io.Discard, tt.args...)
+			if code != tt.want || !strings.Contains(stderr, tt.stderr) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr, tt.want, tt.stderr)
+			}
+		})
+	}
+}
+
+// The waiting line says how long the reviewer has: the deadline the
+// gateway set for the request, which only the gateway knows (the agent
+// has nothing but $AIRLOCK_SOCKET).
+func TestWaitingSaysHowLongTheReviewerHas(t *testing.T) {
+	t.Parallel()
+	d := gateway(t)
+	var out bytes.Buffer
+	stderr, code := agent(t, d, &out, "--json", "callbox", "--", "true")
+	var a api.Action
+	if err := json.Unmarshal(out.Bytes(), &a); code != 0 || err != nil {
+		t.Fatalf("exit %d (%v), stderr %q", code, err, stderr)
+	}
+	m := regexp.MustCompile(`waiting for a reviewer to approve this call \(approval (apr_\w+)\); the reviewer has \S+, until (\S+) \(the gateway's approval timeout\), then it ends expired\n`).FindStringSubmatch(stderr)
+	if m == nil || m[1] != a.Approval.ID {
+		t.Fatalf("stderr %q: no waiting line naming approval %s and its deadline", stderr, a.Approval.ID)
+	}
+	v, ok := seen.Load(a.Approval.ID)
+	if !ok {
+		t.Fatalf("the reviewer never saw approval %s", a.Approval.ID)
+	}
+	if want := v.(api.Approval).ExpiresAt.UTC().Format(time.RFC3339); m[2] != want {
+		t.Errorf("the agent was told the reviewer has until %s; the request expires at %s", m[2], want)
+	}
 }
 
 // contractSecret is the value of the package gateway's secret "db".

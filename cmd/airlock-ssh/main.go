@@ -3,11 +3,13 @@
 // prints the result as ssh would. It holds no keys, keeps no session and
 // never runs ssh.
 //
-//	airlock-ssh [flags] [account@]target [--] command [args...]
+//	airlock-ssh [flags] [account@]target [flags] [--] command [args...]
 //
-// Exit status: the remote command's exit status when it ran and reported
-// one; 255 for every other outcome, with one line on stderr:
-// "airlock-ssh: OUTCOME: DETAIL (action ID)".
+// Flags after the target are read as OpenSSH reads them there. Exit
+// status: the remote command's exit status when it ran and reported one;
+// 255 for every other outcome, with one line on stderr: "airlock-ssh:
+// OUTCOME: DETAIL (action ID)"; --exit-codes=detailed gives every end a
+// code of its own in 200–254 (exitcodes.go).
 package main
 
 import (
@@ -29,7 +31,6 @@ import (
 	"github.com/airlockgw/airlock/deploy/buildinfo"
 
 	"github.com/airlockgw/airlock/sshexec/outcome"
-	"golang.org/x/sys/unix"
 
 	"github.com/airlockgw/airlock/gateway/api"
 )
@@ -50,26 +51,46 @@ const outcomeWait = killGrace + 2*time.Second
 // program, started once per action, does not link the SSH client).
 const killGrace = 2 * time.Second
 
-// fail prints a message and returns exit status 255.
+// fail prints a message and returns endNotRun: nothing ran.
 func fail(stderr io.Writer, format string, args ...any) int {
 	fmt.Fprintf(stderr, "airlock-ssh: "+format+"\n", args...)
-	return 255
+	return endNotRun
+}
+
+// failUnknown prints a message and returns endUnknown: what became of
+// the action is not known.
+func failUnknown(stderr io.Writer, format string, args ...any) int {
+	fail(stderr, format, args...)
+	return endUnknown
 }
 
 // run is airlock-ssh with args, returning its exit status.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	o, err := parse(args)
 	if errors.Is(err, errHelp) {
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, usage+exitCodeTable())
 		return 0
 	}
 	if errors.Is(err, errVersion) {
 		fmt.Fprintf(stdout, "airlock-ssh %s\n", buildinfo.Read())
 		return 0
 	}
-	if err != nil {
-		return fail(stderr, "%v", err)
+	env, envErr := exitCodesFromEnv()
+	if !o.codesSet {
+		o.codes = env
+		if err == nil {
+			err = envErr
+		}
 	}
+	if err != nil {
+		return o.codes.status(fail(stderr, "%v", err))
+	}
+	return o.codes.status(act(ctx, o, stdin, stdout, stderr))
+}
+
+// act asks for the action o describes and reports it, returning how it
+// ended (see endNotRun).
+func act(ctx context.Context, o options, stdin io.Reader, stdout, stderr io.Writer) int {
 	client, socket, err := localClient(o.socket)
 	if err != nil {
 		return fail(stderr, "%v", err)
@@ -78,7 +99,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return reportAction(ctx, client, socket, o, stdout, stderr)
 	}
 	req := api.ActionRequest{Target: o.target, Account: o.account, Command: o.command, Reason: o.reason, Secret: o.secret}
-	var late *lateInput
+	var late *silentInput
 	var getTo *localFile
 	switch {
 	case o.put:
@@ -111,6 +132,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		req.TimeoutS = int((o.timeout + time.Second - 1) / time.Second)
 	}
 	waited := false
+	lateBytes := 0
 	var actionID string
 	var delivered [2]int64 // stdout, stderr bytes written as they streamed
 	due := newDeadline(ctx, o.timeout, client.Silence())
@@ -123,13 +145,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			if s.State == api.StateConnecting || s.State == api.StateRunning {
 				due.start()
 			}
+			if n, _ := late.arrived(); n > 0 && s.State == api.StateConnecting {
+				// Input came while the action was asked for or approved:
+				// the command is not run without it.
+				lateBytes = n
+				due.cancel(errLateInput)
+			}
 			if s.State == api.StateWaitingApproval && !waited {
 				waited = true
-				why := ""
-				if s.Reason != "" {
-					why = "; it asks its own approval: " + s.Reason
-				}
-				fmt.Fprintf(stderr, "airlock-ssh: waiting for a reviewer to approve this %s (approval %s)%s\n", s.Kind, s.ApprovalID, why)
+				fmt.Fprint(stderr, waitingLine(s, time.Now()))
 			}
 		},
 		Output: func(stream string, p []byte) {
@@ -146,8 +170,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		},
 	})
 	if err != nil {
+		if errors.Is(context.Cause(due.ctx), errLateInput) {
+			stopped(client, actionID, fmt.Sprintf("%s when the action was requested, so none was sent; %d bytes arrived on it before the command started (they are left unread), so airlock-ssh cancelled the action rather than run the command without them (give the input before airlock-ssh starts, < FILE, or pass -n)", late.what(), lateBytes), stderr)
+			return endInputNotSent
+		}
 		if due.passed() {
-			return fail(stderr, "the gateway stopped answering: action %s started, and no outcome came within its timeout, the %s kill grace and %s more; its outcome is unknown, and it may still be running; %s", actionID, killGrace, client.Silence(), askAgain(actionID))
+			return failUnknown(stderr, "the gateway stopped answering: action %s started, and no outcome came within its timeout, the %s kill grace and %s more; its outcome is unknown, and it may still be running; %s", actionID, killGrace, client.Silence(), askAgain(actionID))
 		}
 		return runFailed(ctx, err, client, socket, actionID, stderr)
 	}
@@ -157,12 +185,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	switch n, open := late.arrived(); {
 	case n > 0:
-		fmt.Fprintf(stderr, "airlock-ssh: standard input had nothing for %s, so none was sent; %d bytes came later and were not sent (action %s); send all input before, or pass -n\n", stdinGrace, n, a.ID)
-		return 255
+		fmt.Fprintf(stderr, "airlock-ssh: %s when the action was requested, so none was sent; %d bytes arrived on it later and were not sent (they are left unread) (action %s); give the input before airlock-ssh starts (a file: < FILE), or pass -n; exiting %d\n", late.what(), n, a.ID, o.codes.status(endInputNotSent))
+		return endInputNotSent
 	case open:
 		// Nothing was lost yet, but input may still come: say what
 		// happened to it.
-		fmt.Fprintf(stderr, "airlock-ssh: standard input is a pipe that stayed open with nothing on it, so none was sent (action %s); pass -n to say so and silence this note\n", a.ID)
+		fmt.Fprintf(stderr, "airlock-ssh: %s, so none was sent (action %s); pass -n to say so and silence this note\n", late.what(), a.ID)
 	}
 	return code
 }
@@ -183,7 +211,10 @@ type deadline struct {
 	timer  *time.Timer
 }
 
-var errDeadline = errors.New("the action's outcome is overdue")
+var (
+	errDeadline  = errors.New("the action's outcome is overdue")
+	errLateInput = errors.New("standard input arrived after the request")
+)
 
 func newDeadline(parent context.Context, timeout, silence time.Duration) *deadline {
 	ctx, cancel := context.WithCancelCause(parent)
@@ -252,9 +283,9 @@ func runFailed(ctx context.Context, err error, c *api.Client, socket, actionID s
 	switch {
 	case errors.As(err, &silent) && (silent.ActionID != "" || actionID != ""):
 		id := cmp.Or(silent.ActionID, actionID)
-		return fail(stderr, "the gateway stopped answering: nothing came from it for %s during action %s; its outcome is unknown, and it may have run; %s", silent.After, id, askAgain(id))
+		return failUnknown(stderr, "the gateway stopped answering: nothing came from it for %s during action %s; its outcome is unknown, and it may have run; %s", silent.After, id, askAgain(id))
 	case errors.As(err, &silent):
-		return fail(stderr, "the gateway at %s stopped answering: nothing came from it for %s, before it named an action; if it had taken the request, the action is cancelled when the gateway sees this end; ask an operator to look at the gateway (airlock serve)", socket, silent.After)
+		return failUnknown(stderr, "the gateway at %s stopped answering: nothing came from it for %s, before it named an action; if it had taken the request, the action is cancelled when the gateway sees this end; ask an operator to look at the gateway (airlock serve)", socket, silent.After)
 	case errors.As(err, &apiErr) && apiErr.Err.Code == api.CodeUnauthorized:
 		return fail(stderr, "the gateway refused the local token from %s: the token may have been rotated; run again, or ask an operator", socket)
 	case errors.As(err, &apiErr):
@@ -264,9 +295,9 @@ func runFailed(ctx context.Context, err error, c *api.Client, socket, actionID s
 	case ctx.Err() != nil:
 		return stoppedBySignal(c, actionID, stderr)
 	case actionID != "":
-		return fail(stderr, "the connection to the gateway broke during action %s (%v): its outcome is unknown, and it may have run; %s", actionID, err, askAgain(actionID))
+		return failUnknown(stderr, "the connection to the gateway broke during action %s (%v): its outcome is unknown, and it may have run; %s", actionID, err, askAgain(actionID))
 	}
-	return fail(stderr, "%v", err)
+	return failUnknown(stderr, "%v", err)
 }
 
 // askAgain says how to learn what became of action id when the gateway
@@ -334,9 +365,10 @@ func report(o options, a *api.Action, delivered [2]int64, live bool, stdout, std
 
 	if a.Outcome == outcome.Exited && a.ExitCode != nil {
 		if cut && !o.acceptCut {
-			fmt.Fprintf(stderr, "airlock-ssh: the command exited %d, but its output did not reach you whole; exiting 255 (--accept-truncation keeps the exit status)\n", *a.ExitCode)
-			return 255
+			fmt.Fprintf(stderr, "airlock-ssh: the command exited %d, but its output did not reach you whole; exiting %d (--accept-truncation keeps the exit status)\n", *a.ExitCode, o.codes.status(endOutputCut))
+			return endOutputCut
 		}
+		o.codes.noteInRange(*a.ExitCode, a.ID, stderr)
 		return *a.ExitCode
 	}
 	detail := a.Detail
@@ -347,7 +379,7 @@ func report(o options, a *api.Action, delivered [2]int64, live bool, stdout, std
 		detail += next
 	}
 	fmt.Fprintf(stderr, "airlock-ssh: %s: %s (action %s)\n", a.Outcome, detail, a.ID)
-	return 255
+	return outcomeEnd(a.Outcome)
 }
 
 // reportAction is --action: the recorded result of an earlier action, as
@@ -366,142 +398,48 @@ func reportAction(ctx context.Context, c *api.Client, socket string, o options, 
 	case !a.Outcome.Valid() && a.Detail != "":
 		return fail(stderr, "action %s has no outcome (%s): %s", o.action, a.State, a.Detail)
 	case !a.Outcome.Valid() && a.Replica != "":
-		return fail(stderr, "action %s is still in flight (%s, on gateway replica %s); ask again later", o.action, a.State, a.Replica)
+		return failUnknown(stderr, "action %s is still in flight (%s, on gateway replica %s); ask again later", o.action, a.State, a.Replica)
 	case !a.Outcome.Valid():
-		return fail(stderr, "action %s is still in flight (%s); ask again later", o.action, a.State)
+		return failUnknown(stderr, "action %s is still in flight (%s); ask again later", o.action, a.State)
 	}
 	return report(o, a, [2]int64{}, false, stdout, stderr)
 }
 
 // stoppedBySignal says what became of the action after a signal stopped
-// airlock-ssh (and so cancelled the action): what the gateway recorded,
-// asked for up to outcomeWait, or that it is not known yet. It never
-// claims more than the record says.
+// airlock-ssh (and so cancelled the action).
 func stoppedBySignal(c *api.Client, id string, stderr io.Writer) int {
 	if id == "" {
-		return fail(stderr, "stopped by a signal before the gateway named the action: if it had taken it, it is cancelled (a reviewer can look it up in the recent actions)")
+		return failUnknown(stderr, "stopped by a signal before the gateway named the action: if it had taken it, it is cancelled (a reviewer can look it up in the recent actions)")
 	}
+	return stopped(c, id, "stopped by a signal", stderr)
+}
+
+// stopped says why airlock-ssh cancelled action id, and what became of
+// it: what the gateway recorded, asked for up to outcomeWait, or that it
+// is not known yet. It never claims more than the record says.
+func stopped(c *api.Client, id, why string, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(context.Background(), outcomeWait)
 	defer cancel()
 	for {
 		if a, err := c.Action(ctx, id); err == nil && a.Outcome.Valid() {
-			msg := fmt.Sprintf("stopped by a signal: action %s ended %s", id, a.Outcome)
+			msg := fmt.Sprintf("%s: action %s ended %s", why, id, a.Outcome)
 			if a.Termination.Valid() {
 				msg += fmt.Sprintf(" (termination: %s)", a.Termination)
 			}
 			if a.Detail != "" {
 				msg += ": " + a.Detail
 			}
-			return fail(stderr, "%s", msg)
+			fail(stderr, "%s", msg)
+			if a.Outcome == outcome.Exited {
+				return endOutputCut // it ended, but not all of it reached the agent
+			}
+			return outcomeEnd(a.Outcome)
 		}
 		select {
 		case <-ctx.Done():
-			return fail(stderr, "stopped by a signal: the gateway is cancelling action %s, and had not recorded its outcome after %s; "+
-				"a command that had started may still be running (its outcome: GET /v1/actions/%s, or ask a reviewer)", id, outcomeWait, id)
+			return failUnknown(stderr, "%s: the gateway is cancelling action %s, and had not recorded its outcome after %s; "+
+				"a command that had started may still be running (its outcome: GET /v1/actions/%s, or ask a reviewer)", why, id, outcomeWait, id)
 		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-// stdinGrace is how long a pipe on standard input may stay silent before
-// airlock-ssh sends no input: some agent harnesses leave one open with
-// nothing coming, and a command that reads none must still run.
-const stdinGrace = time.Second
-
-// readStdin reads the standard input to send: all of it (at most
-// api.MaxStdin bytes), or nothing for a terminal or a pipe that stays
-// silent for stdinGrace — then late watches it for input that comes
-// after all.
-func readStdin(r io.Reader) (in []byte, late *lateInput, err error) {
-	tooBig := fmt.Errorf("standard input is over %d bytes, more than airlock sends; pass -n, or move the data another way", api.MaxStdin)
-	f, ok := r.(*os.File)
-	if !ok {
-		b, err := io.ReadAll(io.LimitReader(r, api.MaxStdin+1))
-		if len(b) > api.MaxStdin {
-			return nil, nil, tooBig
-		}
-		return b, nil, err
-	}
-	if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err == nil {
-		return nil, nil, nil // a terminal: nothing is sent, as ssh -T with a tty would block
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, nil, nil // no standard input at all
-	}
-	if fi.Mode().IsRegular() || fi.Mode()&os.ModeDevice != 0 {
-		b, err := io.ReadAll(io.LimitReader(f, api.MaxStdin+1))
-		if len(b) > api.MaxStdin {
-			return nil, nil, tooBig
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("reading standard input: %v", err)
-		}
-		return b, nil, nil
-	}
-	// A pipe or a socket: wait for its first bytes, or its end.
-	chunks := make(chan []byte, 16)
-	done := make(chan error, 1)
-	go func() {
-		for {
-			p := make([]byte, 64<<10)
-			n, err := f.Read(p)
-			if n > 0 {
-				chunks <- p[:n]
-			}
-			if err != nil {
-				close(chunks)
-				if err != io.EOF {
-					done <- err
-				}
-				close(done)
-				return
-			}
-		}
-	}()
-	var buf []byte
-	select {
-	case c, ok := <-chunks:
-		if !ok {
-			return nil, nil, <-done // an empty input
-		}
-		buf = append(buf, c...)
-	case <-time.After(stdinGrace):
-		return nil, &lateInput{chunks: chunks}, nil
-	}
-	for c := range chunks {
-		if len(buf)+len(c) > api.MaxStdin {
-			return nil, nil, tooBig
-		}
-		buf = append(buf, c...)
-	}
-	if err := <-done; err != nil {
-		return nil, nil, fmt.Errorf("reading standard input: %v", err)
-	}
-	return buf, nil, nil
-}
-
-// lateInput watches a standard input that was silent when the action was
-// requested.
-type lateInput struct {
-	chunks <-chan []byte
-}
-
-// arrived is how many bytes came on it since, and whether it is still
-// open; nil watches nothing.
-func (l *lateInput) arrived() (n int, open bool) {
-	if l == nil {
-		return 0, false
-	}
-	for {
-		select {
-		case c, ok := <-l.chunks:
-			if !ok {
-				return n, false
-			}
-			n += len(c)
-		default:
-			return n, true
 		}
 	}
 }
@@ -627,10 +565,12 @@ func finishTransfer(ctx context.Context, c *api.Client, o options, a *api.Action
 		return code
 	}
 	if _, err := c.Fetch(ctx, a, to.tmp); err != nil {
-		return fail(stderr, "fetching the file of action %s: %v; %s was not written", a.ID, err, to.dest)
+		fail(stderr, "fetching the file of action %s: %v; %s was not written", a.ID, err, to.dest)
+		return endFileNotWritten
 	}
 	if err := to.publish(); err != nil {
-		return fail(stderr, "writing %s: %v (the file of action %s was fetched whole and is gone from the gateway)", to.dest, err, a.ID)
+		fail(stderr, "writing %s: %v (the file of action %s was fetched whole and is gone from the gateway)", to.dest, err, a.ID)
+		return endFileNotWritten
 	}
 	return code
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/airlockgw/airlock/gateway/api"
 )
 
-const usage = `usage: airlock-ssh [flags] [account@]target [--] command [args...]
+const usage = `usage: airlock-ssh [flags] [account@]target [flags] [--] command [args...]
        airlock-ssh [flags] --put LOCAL [account@]target:REMOTE
        airlock-ssh [flags] --get [account@]target:REMOTE LOCAL
        airlock-ssh [--json] [--accept-truncation] --action ID
@@ -22,14 +22,25 @@ gateway makes.
 
 standard input: read whole before the request and sent to the command (the
 reviewer sees its size, digest and, when short text, the text; the
-account's max_stdin bounds it, 1 MiB by default). Nothing is sent when it
-is a terminal, with -n, or when it is a pipe on which nothing arrives
-within 1 s (an agent harness's open pipe; a note says so, -n silences it);
-if input arrives after that, airlock-ssh says so and exits 255.
+account's max_stdin bounds it, 1 MiB by default): a file, a closed pipe, a
+pipe with bytes on it (read to its end). Nothing is sent, and nothing read,
+when it is a terminal, with -n, or when it is a pipe or socket still open
+with nothing on it: at once when it is also the standard input of the
+process that started airlock-ssh (an agent harness's shell), else after
+100 ms (a pipeline's writer writes at once). A note says no input was sent
+(-n silences it); airlock-ssh watches that pipe without reading it: bytes
+that arrive on it stay in the pipe, and airlock-ssh says so and fails the
+call (exit 255); when they arrive before the command starts (while a
+reviewer decides), it cancels the action rather than run the command
+without them. To be sure input is sent, give it before airlock-ssh
+starts (< FILE, a heredoc).
 
-flags:
+flags (before the target, or after it until the command begins or a --,
+as ssh reads them: airlock-ssh box -l ops -- id; --put, --get and --action
+only before it; a command that begins with - goes after a -- that follows
+the target):
   -l ACCOUNT      remote account (default: the target's default account)
-  -n              send no standard input (as ssh -n)
+  -n              send no standard input, and do not look at it (as ssh -n)
   --reason TEXT   what the action is for, shown to the reviewer as your own
                   claim (at most 500 characters)
   --secret NAME   the gateway writes its secret NAME to the command's standard
@@ -63,7 +74,13 @@ flags:
                   (by the gateway's output cap or a broken stream); the cut
                   is still reported on stderr
   --socket PATH   gateway socket (default: $AIRLOCK_SOCKET, else the standard path)
-  -T              accepted and ignored: no terminal is ever allocated
+  --exit-codes=ssh|detailed
+                  ssh (the default): the remote exit status, else 255;
+                  detailed: a code of its own for each outcome (below);
+                  also $AIRLOCK_EXIT_CODES
+  -T, -x, -a      accepted and ignored: no terminal, X11 or agent forwarding
+                  is ever asked for. ssh's other flags are refused with why
+                  and what to do instead
   --version       print the version (and the commit it was built from)
 
 output: stdout and stderr stream as the command writes them. An account
@@ -78,13 +95,16 @@ up on one silent for 45 s ($AIRLOCK_SILENCE sets another limit, at least
 1s), and, once the action is connecting, waits no longer than --timeout,
 the 2 s kill grace and that silence: exit 255, "the gateway stopped
 answering", with the action id. A wait for a reviewer ends when the
-gateway's approval timeout does. Before sending anything, airlock-ssh
+gateway's approval timeout does: the line that says airlock-ssh waits
+names the approval, how long the reviewer has and until when. Before sending anything, airlock-ssh
 checks that the socket's directory and control.json belong to root, you
 or a system account and that no one else can change them.
 
 exit status: the remote exit status; 255 when the command did not run to an
-exit status, or when its output was cut (unless --accept-truncation); the
-reason is printed on stderr.
+exit status, or when its output was cut (unless --accept-truncation), or
+when input came too late; the reason is printed on stderr. A remote exit
+255 looks the same: --exit-codes=detailed tells them apart, and never
+uses 200-254 for a remote status:
 `
 
 // refused are ssh's flags that would open a hole, with the reason.
@@ -129,6 +149,9 @@ type options struct {
 	socket        string
 	target        string
 	command       string
+	// codes is --exit-codes (codesSet), else $AIRLOCK_EXIT_CODES.
+	codes    exitCodes
+	codesSet bool
 }
 
 // usageError is a command line parse refuses. Its message is printed as
@@ -173,31 +196,44 @@ var (
 )
 
 // parse reads the command line: flags, then [account@]target and the
-// command, or a transfer's paths, as usage says.
+// command, or a transfer's paths, as usage says. As ssh does, flags may
+// also follow the target, until the command begins or a "--".
 func parse(args []string) (options, error) {
 	var o options
 	c := &argv{args: args}
-	for ; c.i < len(args); c.i++ {
-		a := args[c.i]
+	ended, err := o.flags(c)
+	if err != nil {
+		return o, err
+	}
+	err = o.operands(c, ended)
+	return o, err
+}
+
+// flags reads flags from the current argument on, up to the first that
+// is not one (left current) or a "--" (passed; ended is then true).
+func (o *options) flags(c *argv) (ended bool, err error) {
+	for ; c.i < len(c.args); c.i++ {
+		a := c.args[c.i]
 		if a == "--" {
 			c.i++
-			break
+			return true, nil
 		}
 		if !strings.HasPrefix(a, "-") || a == "-" {
-			break
+			return false, nil
 		}
 		if err := o.flag(c, a); err != nil {
-			return o, err
+			return false, err
 		}
 	}
-	err := o.operands(args[c.i:])
-	return o, err
+	return false, nil
 }
 
 // argv is the command line and the argument parse is at.
 type argv struct {
 	args []string
 	i    int
+	// afterTarget: the flags being read follow the target.
+	afterTarget bool
 }
 
 // value returns the value of flag name at the current argument:
@@ -224,6 +260,9 @@ func isLong(a, name string) bool { return a == name || strings.HasPrefix(a, name
 // flag reads flag a (and its value) into o.
 func (o *options) flag(c *argv, a string) error {
 	var err error
+	if name, _, _ := strings.Cut(a, "="); c.afterTarget && (name == "--put" || name == "--get" || name == "--action") {
+		return usagef(badCombination, name, "%s goes before the target: it takes the place of a target and command (see airlock-ssh --help)", name)
+	}
 	switch {
 	case a == "-h" || a == "--help":
 		return errHelp
@@ -257,7 +296,9 @@ func (o *options) flag(c *argv, a string) error {
 		o.mode, err = c.value("--mode")
 	case a == "--overwrite":
 		o.overwrite = true
-	case a == "-T":
+	case a == "-T" || a == "-x" || a == "-a":
+		// ssh's "no terminal", "no X11", "no agent forwarding": what
+		// every action is anyway.
 	case a == "-l" || strings.HasPrefix(a, "-l") && len(a) > 2 && !strings.HasPrefix(a, "--"):
 		o.account, err = c.value("-l")
 	case isLong(a, "--timeout"):
@@ -268,15 +309,17 @@ func (o *options) flag(c *argv, a string) error {
 		o.timeout, err = parseTimeout(v)
 	case isLong(a, "--socket"):
 		o.socket, err = c.value("--socket")
+	case isLong(a, "--exit-codes"):
+		var v string
+		if v, err = c.value("--exit-codes"); err != nil {
+			return err
+		}
+		o.codes, err = parseExitCodes(v, "--exit-codes")
+		o.codesSet = true
+	case len(a) > 2 && a[1] != '-':
+		return o.cluster(c, a)
 	default:
-		flag := a
-		if len(a) > 2 && a[1] != '-' {
-			flag = a[:2] // -L8080:… or a cluster like -tt
-		}
-		if why, ok := refused[flag]; ok {
-			return usagef(refusedFlag, flag, "%s is refused: %s", flag, why)
-		}
-		return usagef(unknownFlag, a, "unknown flag %s (see airlock-ssh --help)", a)
+		return flagError(c, a, a)
 	}
 	return err
 }
@@ -309,9 +352,11 @@ func (o *options) transfer(c *argv, a string) error {
 	return nil
 }
 
-// operands reads what follows the flags (rest): [account@]target and the
-// command, or nothing after --action or a transfer.
-func (o *options) operands(rest []string) error {
+// operands reads what follows the flags: [account@]target, flags after
+// it unless a "--" ended them (ended), and the command; or nothing after
+// --action or a transfer.
+func (o *options) operands(c *argv, ended bool) error {
+	rest := c.args[c.i:]
 	if o.action != "" {
 		if len(rest) > 0 || o.put || o.get {
 			return usagef(badCombination, "--action", "--action takes no target, command or transfer: it reports an action that was already requested")
@@ -342,12 +387,41 @@ func (o *options) operands(rest []string) error {
 	if err := o.setTarget(rest[0]); err != nil {
 		return err
 	}
-	rest = rest[1:]
-	if len(rest) > 0 && rest[0] == "--" {
-		rest = rest[1:]
+	c.i++
+	return o.readCommand(c, ended)
+}
+
+// readCommand reads the command that follows the target: after flags, as
+// ssh reads them there, unless a "--" before the target ended them
+// (ended). A first word that reads as a flag is sent only after a "--"
+// right before it; elsewhere it is refused, never sent by mistake.
+func (o *options) readCommand(c *argv, ended bool) error {
+	explicit := false // a "--" directly before the command
+	if !ended {
+		c.afterTarget = true
+		account := o.account
+		var err error
+		if explicit, err = o.flags(c); err != nil {
+			return err
+		}
+		switch {
+		case account != "" && o.account != account:
+			return usagef(badCombination, "-l", "account given twice: %s and -l %s", account, o.account)
+		case o.mode != "":
+			return usagef(badCombination, "--mode", "--mode goes with --put")
+		case o.overwrite:
+			return usagef(badCombination, "--overwrite", "--overwrite goes with --put or --get")
+		}
+	} else if c.i < len(c.args) && c.args[c.i] == "--" {
+		c.i++
+		explicit = true
 	}
+	rest := c.args[c.i:]
 	if len(rest) == 0 {
 		return usagef(missingOperand, "", "no command given: airlock runs one command per action, never an interactive shell")
+	}
+	if strings.HasPrefix(rest[0], "-") && !explicit {
+		return usagef(badCombination, rest[0], "the command would begin with %s, which reads as a flag: flags ended at the -- before the target; put flags before that --, and a command that begins with - after a -- that follows the target: airlock-ssh [flags] TARGET -- COMMAND", rest[0])
 	}
 	// As ssh does: the arguments are joined with single spaces.
 	o.command = strings.Join(rest, " ")

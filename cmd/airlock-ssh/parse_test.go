@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,20 @@ func TestParse(t *testing.T) {
 		{"-l and the same account@", []string{"-l", "deploy", "deploy@t", "id"}, options{account: "deploy", target: "t", command: "id"}},
 		{"a lone - is the target", []string{"-", "true"}, options{target: "-", command: "true"}},
 		{"a get", []string{"--overwrite", "--get", "web:/var/log/app.log", "app.log"}, options{get: true, overwrite: true, local: "app.log", target: "web", remote: "/var/log/app.log"}},
+
+		// As ssh reads them: flags after the target, until the command
+		// begins or a "--".
+		{"-l after the target, then --", []string{"t", "-l", "ops", "--", "id"}, options{account: "ops", target: "t", command: "id"}},
+		{"-l after the target", []string{"t", "-l", "ops", "id", "-u"}, options{account: "ops", target: "t", command: "id -u"}},
+		{"-lACCOUNT after the target", []string{"t", "-lops", "id"}, options{account: "ops", target: "t", command: "id"}},
+		{"flags on both sides", []string{"-n", "t", "--timeout", "5m", "-T", "--json", "id"}, options{noStdin: true, timeout: 5 * time.Minute, json: true, target: "t", command: "id"}},
+		{"a cluster", []string{"-nTlops", "t", "id"}, options{noStdin: true, account: "ops", target: "t", command: "id"}},
+		{"a cluster after the target, its -l value next", []string{"t", "-nl", "ops", "id"}, options{noStdin: true, account: "ops", target: "t", command: "id"}},
+		{"-x and -a are what every action is", []string{"-x", "t", "-a", "true"}, options{target: "t", command: "true"}},
+		{"the same account twice", []string{"ops@t", "-l", "ops", "id"}, options{account: "ops", target: "t", command: "id"}},
+		{"-- after the target sends a command that begins with -", []string{"t", "--", "-x"}, options{target: "t", command: "-x"}},
+		{"-- on both sides", []string{"--", "t", "--", "-x", "y"}, options{target: "t", command: "-x y"}},
+		{"flags after the command are the command's", []string{"t", "ls", "-l", "ops"}, options{target: "t", command: "ls -l ops"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -80,7 +95,30 @@ func TestParseRefuses(t *testing.T) {
 		{"-f background", []string{"-f", "t", "true"}, refusedFlag, "-f"},
 
 		{"unknown flag", []string{"--bogus", "t", "true"}, unknownFlag, "--bogus"},
-		{"unknown short flag", []string{"-q", "t", "true"}, unknownFlag, "-q"},
+		{"unknown short flag", []string{"-z", "t", "true"}, unknownFlag, "-z"},
+		{"unknown flag in a cluster", []string{"-nz", "t", "true"}, unknownFlag, "-z"},
+
+		// ssh's other flags, which airlock-ssh cannot honour.
+		{"-q quiet", []string{"-q", "t", "true"}, refusedFlag, "-q"},
+		{"-v verbose", []string{"-v", "t", "true"}, refusedFlag, "-v"},
+		{"-4 address family in a cluster", []string{"-n4", "t", "true"}, refusedFlag, "-4"},
+
+		// After the target, as before it.
+		{"-A after the target", []string{"t", "-A", "true"}, refusedFlag, "-A"},
+		{"-p after the target", []string{"t", "-p", "22", "true"}, refusedFlag, "-p"},
+		{"-q after the target", []string{"t", "-q", "true"}, refusedFlag, "-q"},
+		{"an unknown flag after the target is not the command", []string{"t", "-rf", "/tmp/x"}, unknownFlag, "-r"},
+		{"an unknown long flag after the target", []string{"t", "--force", "x"}, unknownFlag, "--force"},
+		{"-l without a value after the target", []string{"t", "-l"}, missingValue, "-l"},
+		{"no command after flags after the target", []string{"t", "-l", "ops"}, missingOperand, ""},
+		{"no command after flags and --", []string{"t", "-n", "--"}, missingOperand, ""},
+		{"another account after the target", []string{"a@t", "-l", "b", "id"}, badCombination, "-l"},
+		{"another -l after the target", []string{"-l", "a", "t", "-l", "b", "id"}, badCombination, "-l"},
+		{"--put after the target", []string{"t", "--put", "a", "t:/x"}, badCombination, "--put"},
+		{"--action= after the target", []string{"t", "--action=act_1"}, badCombination, "--action"},
+		{"--mode after the target", []string{"t", "--mode", "0644", "id"}, badCombination, "--mode"},
+		{"a flag after -- before the target", []string{"--", "t", "-l", "ops", "id"}, badCombination, "-l"},
+		{"a lone - as the command", []string{"t", "-"}, badCombination, "-"},
 
 		{"-l without a value", []string{"-l"}, missingValue, "-l"},
 		{"--timeout without a value", []string{"--timeout"}, missingValue, "--timeout"},
@@ -121,8 +159,8 @@ func TestParseRefuses(t *testing.T) {
 			if got, want := [2]any{ue.kind, ue.flag}, [2]any{tt.kind, tt.flag}; got != want {
 				t.Errorf("parse(%q): kind, flag = %v, want %v (%v)", tt.args, got, want, err)
 			}
-			if tt.kind == refusedFlag && !strings.Contains(err.Error(), refused[tt.flag]) {
-				t.Errorf("parse(%q) = %v, want the reason %q", tt.args, err, refused[tt.flag])
+			if why := refusal(tt.flag); tt.kind == refusedFlag && (why == "" || !strings.Contains(err.Error(), why)) {
+				t.Errorf("parse(%q) = %v, want the reason %q", tt.args, err, why)
 			}
 		})
 		if tt.kind == refusedFlag {
@@ -148,13 +186,18 @@ func TestParseHelpAndVersion(t *testing.T) {
 // FuzzParse: parse never panics, and what it accepts names a target or an
 // earlier action. The arguments are joined with NUL.
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{"deploy@t\x00ls\x00-la", "-l\x00root\x00t\x00--\x00id", "--put\x00a\x00web:/x", "--action=act_1", "-L8080\x00t", "--timeout=5m\x00t\x00true"} {
+	for _, s := range []string{"deploy@t\x00ls\x00-la", "-l\x00root\x00t\x00--\x00id", "--put\x00a\x00web:/x", "--action=act_1", "-L8080\x00t", "--timeout=5m\x00t\x00true", "t\x00-nlops\x00--\x00-x", "--\x00t\x00-l\x00x"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, joined string) {
 		o, err := parse(strings.Split(joined, "\x00"))
 		if err == nil && o.target == "" && o.action == "" {
 			t.Errorf("parse(%q) accepted %+v: no target and no action", joined, o)
+		}
+		// A command that begins with - is one a "--" right before it
+		// asked for.
+		if args := strings.Split(joined, "\x00"); err == nil && strings.HasPrefix(o.command, "-") && !slices.Contains(args, "--") {
+			t.Errorf("parse(%q) sent %q as the command without a --", joined, o.command)
 		}
 	})
 }

@@ -57,9 +57,9 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 		opts.FileRoot = dir
 	}
 	if cfg, ok := localConfig(*cfgPath); ok {
-		// What the tools say of waits and output sizes, as the gateway
-		// is configured.
-		opts.OutputBudget, opts.ApprovalTimeout = cfg.MCP.OutputBudget, cfg.Approval.Timeout
+		// What the tools say of waits and output sizes, and how long a
+		// call is held, as the gateway is configured.
+		opts.OutputBudget, opts.ApprovalTimeout, opts.MaxWait = cfg.MCP.OutputBudget, cfg.Approval.Timeout, cfg.MCP.MaxWait
 	}
 	srv := mcp.NewServer(b, opts)
 	err := srv.Run(ctx, &sdk.IOTransport{Reader: os.Stdin, Writer: nopWriteCloser{stdout}})

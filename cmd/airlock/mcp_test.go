@@ -43,12 +43,18 @@ const (
 // request nobody decides expires after approvalTimeout.
 func startMCPDaemon(t *testing.T, approvalTimeout time.Duration) *daemon {
 	t.Helper()
+	return startMCPDaemonWith(t, approvalTimeout, "")
+}
+
+// startMCPDaemonWith is startMCPDaemon with more configuration (extra).
+func startMCPDaemonWith(t *testing.T, approvalTimeout time.Duration, extra string) *daemon {
+	t.Helper()
 	airlock, _ := binaries(t)
 	s := sshtest.NewSSHD(t, sshtest.Options{})
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
 	c := gatewaytest.Config{StateDir: state, HTTP: "127.0.0.1:0", ApprovalTimeout: approvalTimeout.String(),
-		Credentials: map[string]string{"key": s.ClientKeyFile}}
+		Credentials: map[string]string{"key": s.ClientKeyFile}, Extra: extra}
 	for _, tg := range [][2]string{{"box-run", "run"}, {"box-call", "call"}} {
 		c.Targets = append(c.Targets, gatewaytest.Target{Name: tg[0], Address: s.Addr, HostKey: s.HostKey,
 			Accounts: []gatewaytest.Account{{Name: s.User, Credential: "key", Approval: tg[1]}}})

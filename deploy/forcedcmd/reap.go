@@ -33,7 +33,8 @@ type ReapStatus struct {
 // Reap is airlock-action --reap -- argv…: the supervisor of every verb,
 // which sudo runs as the verb's user for a run_as verb, so that the verb
 // can be stopped whole, also by an account that cannot signal it. It runs argv (an absolute path,
-// no shell, the environment sudo gives it) in a process group of its own
+// no shell, the environment sudo gives it with the fixed non-interactive
+// set on top, withBatchEnv) in a process group of its own
 // and is the child subreaper (PR_SET_CHILD_SUBREAPER) of everything the
 // program starts, so that no process of the verb — not even one that left
 // the group with setsid — escapes it.
@@ -78,7 +79,7 @@ func Reap(argv []string, readOnly bool, stderr io.Writer) ReapStatus {
 	}
 	stopping := os.Getppid() != parent // sudo ended before the prctl
 	cmd := &exec.Cmd{
-		Path: argv[0], Args: argv, Env: os.Environ(),
+		Path: argv[0], Args: argv, Env: withBatchEnv(os.Environ()), // sudo's env_reset dropped it for run_as
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}

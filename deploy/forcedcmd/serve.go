@@ -397,8 +397,9 @@ func watchPeer(f *os.File, stop <-chan struct{}, gone chan<- struct{}) {
 	}
 }
 
-// environment is the program's environment: the fixed PATH and the
-// allow-listed names that are set in env.
+// environment is the program's environment: the fixed PATH, the
+// allow-listed names that are set in env, and the fixed non-interactive
+// set (withBatchEnv), whose values no allow-listed name replaces.
 func environment(names, env []string) []string {
 	out := []string{"PATH=" + Path}
 	for _, n := range names {
@@ -406,7 +407,7 @@ func environment(names, env []string) []string {
 			out = append(out, n+"="+v)
 		}
 	}
-	return out
+	return withBatchEnv(out)
 }
 
 // lookupEnv finds name in env; like getenv(3), the first entry wins.
@@ -476,7 +477,7 @@ func Explain(pol *policy.Policy, command string, w io.Writer) int {
 	if dir == "" {
 		dir = "(the account's home directory, as sshd leaves it)"
 	}
-	env := "PATH=" + Path
+	env := "PATH=" + Path + " " + batchEnvWords()
 	if len(plan.Env) > 0 {
 		env += " and, when set, " + strings.Join(plan.Env, " ")
 	}

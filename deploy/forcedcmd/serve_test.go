@@ -21,6 +21,7 @@ import (
 	"github.com/airlockgw/airlock/deploy/policy"
 	"github.com/airlockgw/airlock/deploy/proctree"
 	"github.com/airlockgw/airlock/deploy/testkit"
+	"github.com/airlockgw/airlock/sshexec/batchenv"
 )
 
 // recorder is a Logger that keeps the records.
@@ -71,7 +72,7 @@ verb "term" {
 }
 verb "env" {
   argv = ["/usr/bin/env"]
-  env  = ["LANG", "UNSET_VAR"]
+  env  = ["LANG", "UNSET_VAR", "PAGER"]
 }
 verb "pwd" {
   argv = ["/bin/pwd"]
@@ -125,8 +126,11 @@ func TestServe(t *testing.T) {
 			wantRec: &Record{Decision: Allow, Verb: "term", Args: []string{}, Exit: 143, Signal: "TERM"},
 		},
 		{
-			name: "only PATH and the allow-list", command: "env", env: []string{"LANG=C.UTF-8", "HOME=/root", "LD_PRELOAD=/evil.so", "PATH=/evil"},
-			want:    serveResult{Exit: 0, Stdout: "PATH=" + Path + "\nLANG=C.UTF-8\n"},
+			// The fixed non-interactive set, whatever sshd passed under
+			// its names (an allow-listed one included).
+			name: "only PATH, the allow-list and the fixed set", command: "env",
+			env:     []string{"LANG=C.UTF-8", "HOME=/root", "LD_PRELOAD=/evil.so", "PATH=/evil", "PAGER=less", "GIT_TERMINAL_PROMPT=1"},
+			want:    serveResult{Exit: 0, Stdout: "PATH=" + Path + "\nLANG=C.UTF-8\n" + batchEnvLines()},
 			wantRec: &Record{Decision: Allow, Verb: "env", Args: []string{}, Exit: 0},
 		},
 		{
@@ -624,4 +628,13 @@ func TestConclude(t *testing.T) {
 			}
 		})
 	}
+}
+
+// batchEnvLines is the fixed non-interactive set as env(1) prints it.
+func batchEnvLines() string {
+	var b strings.Builder
+	for _, v := range batchenv.Vars() {
+		b.WriteString(v.String() + "\n")
+	}
+	return b.String()
 }

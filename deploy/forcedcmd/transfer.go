@@ -81,10 +81,11 @@ func putFile(tr *policy.TransferRequest, root string, in io.Reader) error {
 	var st unix.Stat_t
 	if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
 		switch {
-		case !tr.Overwrite:
-			return errors.New("it exists; it is replaced only with overwrite")
 		case st.Mode&unix.S_IFMT != unix.S_IFREG && st.Mode&unix.S_IFMT != unix.S_IFLNK:
 			return errors.New("it exists and is not a regular file")
+		case !tr.Overwrite:
+			// The gateway (sshexec) knows the refusal by these words.
+			return errors.New("it exists; it is replaced only with overwrite")
 		}
 	} else if !errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("checking it: %w", err)

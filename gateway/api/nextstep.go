@@ -37,8 +37,11 @@ func NextStepOf(a *Action) *NextStepInfo {
 	step := func(retry, who, text string) *NextStepInfo { return &NextStepInfo{retry, who, text} }
 	switch a.Outcome {
 	case outcome.Exited:
-		if a.Success() {
+		switch {
+		case a.Success():
 			return nil
+		case a.Transfer != nil:
+			return step(RetryAfterCheck, WhoAgent, "the transfer failed: its detail says why; check the file on the target before retrying")
 		}
 		return step(RetryAfterCheck, WhoAgent, "the command ran and failed; read its output before retrying")
 	case outcome.Rejected:
@@ -78,10 +81,7 @@ func NextStepOf(a *Action) *NextStepInfo {
 	case outcome.ExitMissing:
 		return step(RetryAfterCheck, WhoAgent, "the command ended without an exit status; check its effects before retrying")
 	case outcome.TimedOut:
-		if a.Termination == outcome.Confirmed {
-			return step(RetryYes, WhoAgent, "retry with a longer timeout (airlock-ssh --timeout, timeout_s) only if it needs more time")
-		}
-		return step(RetryAfterCheck, WhoAgent, "check the target before retrying")
+		return timedOutStep(a)
 	case outcome.Cancelled:
 		if a.Termination == outcome.NotStarted {
 			return step(RetryYes, WhoAgent, "nothing ran; a retry may work")
@@ -95,10 +95,36 @@ func NextStepOf(a *Action) *NextStepInfo {
 	return nil
 }
 
-// NextStep is the text of NextStepOf(a): what an agent should do after a
-// finished action, "" after a success. airlock-ssh prints it after the
+// timedOutStep is the next step after timed_out. A deadline that passed
+// before the command started (waiting for a connection slot) ran
+// nothing. Once it started, a kill, confirmed or not, may have cut it
+// anywhere: a migration, an upgrade or a copy may be half done. The
+// action object does not say which client asked (airlock-ssh's --timeout,
+// the API's or MCP's timeout_s), so the text names neither.
+func timedOutStep(a *Action) *NextStepInfo {
+	if a.Termination == outcome.NotStarted {
+		return &NextStepInfo{RetryYes, WhoAgent, "nothing ran: the deadline passed before the command started; a retry may work"}
+	}
+	had := "its timeout"
+	if a.TimeoutS > 0 {
+		had = fmt.Sprintf("its timeout of %ds", a.TimeoutS)
+	}
+	end := "it was killed and its end is not confirmed: it may still be running"
+	if a.Termination == outcome.Confirmed {
+		end = "it was killed and its end confirmed"
+	}
+	return &NextStepInfo{RetryAfterCheck, WhoAgent, "the command did not finish within " + had + "; " + end +
+		"; it may have run in part: check its effects on the target before retrying, and ask for a longer timeout only if it needs more time"}
+}
+
+// NextStep is the text of the action's next step: a.NextStep as the
+// gateway sent it (which knows why the engine stopped an action), else
+// NextStepOf(a); "" after a success. airlock-ssh prints it after the
 // outcome and MCP tools put it in their text result.
 func NextStep(a *Action) string {
+	if a.NextStep != nil {
+		return a.NextStep.Text
+	}
 	if s := NextStepOf(a); s != nil {
 		return s.Text
 	}

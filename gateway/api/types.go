@@ -198,12 +198,15 @@ const (
 )
 
 // ApprovalInfo says under which approval an action ran or was refused.
+// Mode is absent when no approval mode applied: a request rejected
+// before it named a configured target and account.
 type ApprovalInfo struct {
-	Mode      Mode     `json:"mode"`
+	Mode      Mode     `json:"mode,omitempty"`
 	ID        string   `json:"id,omitempty"`
 	DecidedBy string   `json:"decided_by,omitempty"`
 	Decision  Decision `json:"decision,omitempty"`
 	Reason    string   `json:"reason,omitempty"`
+	Why       string   `json:"why,omitempty"` // why a reviewer is asked: escalated class and command, secret, or mode
 	// GrantUntil is set when the approval ID's grant let this repeat of
 	// the action it approved through: until when it does.
 	GrantUntil *time.Time `json:"grant_until,omitempty"`
@@ -328,6 +331,9 @@ type StateEvent struct {
 	// (the account's policy escalates its class, or it uses a
 	// gateway-held secret); "" when nothing took it out.
 	Reason string `json:"reason,omitempty"`
+	// ExpiresAt, for StateWaitingApproval, is when the request expires
+	// unless a reviewer decides first (the approval timeout).
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 	// ActionID is set on the first event of an action.
 	ActionID string `json:"action_id,omitempty"`
 }
@@ -622,6 +628,7 @@ type TargetAccount struct {
 	// Secrets names the gateway-held secrets the account may be given on
 	// standard input (their names only).
 	Secrets []string `json:"secrets,omitempty"`
+	AccountPolicy
 }
 
 // LoginRequest is the body of POST /v1/login.

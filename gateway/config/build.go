@@ -195,9 +195,16 @@ func (c *checker) reviewers(cfg *Config, raw []*rawReviewer) {
 // mcp reads the mcp block (m nil: none).
 func (c *checker) mcp(cfg *Config, m *rawMCP) {
 	cfg.MCP.OutputBudget = DefaultMCPOutputBudget
-	if m != nil {
-		// At most twice the end the output store keeps of a long stream.
-		cfg.MCP.OutputBudget = int(c.size(m.OutputBudget, DefaultMCPOutputBudget, 1<<10, 128<<10))
+	cfg.MCP.MaxWait = DefaultMCPMaxWait
+	if m == nil {
+		return
+	}
+	// At most twice the end the output store keeps of a long stream.
+	cfg.MCP.OutputBudget = int(c.size(m.OutputBudget, DefaultMCPOutputBudget, 1<<10, 128<<10))
+	cfg.MCP.MaxWait = c.duration("max_wait", m.MaxWait, m.MaxWaitRange, DefaultMCPMaxWait, MaxMCPMaxWait)
+	if cfg.MCP.MaxWait < time.Second {
+		c.Errorf(m.MaxWaitRange, "max_wait = %s is under a second; write the time a tool call may hold its host, under the host's own request timeout (60s for most hosts), like %q", cfg.MCP.MaxWait, "50s")
+		cfg.MCP.MaxWait = DefaultMCPMaxWait
 	}
 }
 

@@ -223,15 +223,27 @@ const (
 // DefaultSubjectClaim is oidc.subject_claim when it is not set.
 const DefaultSubjectClaim = "sub"
 
-// MCP is the mcp block: how the MCP tools size what they return.
+// MCP is the mcp block: how the MCP tools size what they return and how
+// long they hold a call.
 type MCP struct {
 	// OutputBudget is how many bytes of each output stream a tool
 	// result carries (its head and its end).
 	OutputBudget int
+	// MaxWait is how long ssh_exec, ssh_put and ssh_get hold a call that
+	// gave no wait_s before they answer with the action still in flight
+	// (waiting_approval or running): under the host's own request
+	// timeout, so that the host never gives up first and cancels.
+	MaxWait time.Duration
 }
 
-// DefaultMCPOutputBudget is mcp.output_budget when it is not set.
-const DefaultMCPOutputBudget = 32 << 10
+// The mcp block's defaults and bounds.
+const (
+	DefaultMCPOutputBudget = 32 << 10
+	// DefaultMCPMaxWait is below the 60 s most MCP hosts (the
+	// TypeScript SDK's default request timeout among them) give a call.
+	DefaultMCPMaxWait = 50 * time.Second
+	MaxMCPMaxWait     = time.Hour
+)
 
 // Listen is the listen block.
 type Listen struct {

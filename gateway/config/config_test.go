@@ -278,6 +278,25 @@ func TestParseConfigSizes(t *testing.T) {
 	}
 }
 
+// TestParseConfigMCPMaxWait: mcp.max_wait, whose default answers before
+// the 60 s request timeout of most MCP hosts (the TypeScript SDK's).
+func TestParseConfigMCPMaxWait(t *testing.T) {
+	if DefaultMCPMaxWait >= 60*time.Second {
+		t.Errorf("DefaultMCPMaxWait = %s: a host with the common 60 s request timeout gives up first", DefaultMCPMaxWait)
+	}
+	for src, want := range map[string]time.Duration{
+		"":                                   DefaultMCPMaxWait,
+		"mcp {\n  output_budget = 4096\n}\n": DefaultMCPMaxWait,
+		"mcp {\n  max_wait = \"5s\"\n}\n":    5 * time.Second,
+		"mcp {\n  max_wait = \"10m\"\n}\n":   10 * time.Minute,
+	} {
+		cfg, err := Parse([]byte(contractExample+src), "/etc/airlock/airlock.hcl")
+		if err != nil || cfg.MCP.MaxWait != want {
+			t.Errorf("%q: %v, max_wait %s, want %s", src, err, cfg.MCP.MaxWait, want)
+		}
+	}
+}
+
 // TestParseConfigTransfer: the transfer block's budgets, their defaults,
 // and the share of one requester following spool_max when not set.
 func TestParseConfigTransfer(t *testing.T) {
@@ -399,6 +418,10 @@ target "t" {
 	{"size under the minimum", validConfig("mcp {\n  output_budget = 10\n}\n"), []int{8}},
 	{"size with an unknown unit", validConfig("mcp {\n  output_budget = \"32KB\"\n}\n"), []int{8}},
 	{"size not whole", validConfig("mcp {\n  output_budget = 1.5\n}\n"), []int{8}},
+	{"max_wait not a duration", validConfig("mcp {\n  max_wait = \"soon\"\n}\n"), []int{8}},
+	{"max_wait zero", validConfig("mcp {\n  max_wait = \"0s\"\n}\n"), []int{8}},
+	{"max_wait under a second", validConfig("mcp {\n  max_wait = \"500ms\"\n}\n"), []int{8}},
+	{"max_wait over an hour", validConfig("mcp {\n  max_wait = \"2h\"\n}\n"), []int{8}},
 	{"size huge", validConfig("mcp {\n  output_budget = \"99999999999999999999GiB\"\n}\n"), []int{8}},
 	{"reviewer linked to no user name", validConfig("reviewer \"alice\" {\n  unix_users = [\"al ice\"]\n}\n"), []int{8}},
 	{"reviewer linked to a malformed agent subject", validConfig("reviewer \"alice\" {\n  agent_subjects = [\"ci\"]\n}\n"), []int{8}},

@@ -230,6 +230,8 @@ type rawApproval struct {
 
 type rawMCP struct {
 	OutputBudget *hcl.Attribute `hcl:"output_budget,optional"`
+	MaxWait      string         `hcl:"max_wait,optional"`
+	MaxWaitRange hcl.Range      `hcl:"max_wait,attr_range"`
 }
 
 type rawAudit struct {

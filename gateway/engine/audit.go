@@ -260,7 +260,8 @@ func (e *Actions) Targets() []api.Target {
 			a := t.Accounts[an]
 			cred := cfg.Credentials[a.Credential]
 			ta := api.TargetAccount{Name: a.Name, Approval: api.Mode(a.Approval.String()),
-				MaxTimeoutS: int(a.MaxTimeout / time.Second), Output: string(a.Output), Certificate: cred != nil && cred.CA}
+				MaxTimeoutS: int(a.MaxTimeout / time.Second), Output: string(a.Output), Certificate: cred != nil && cred.CA,
+				AccountPolicy: accountPolicy(cfg, a)}
 			for _, sc := range cfg.Secrets {
 				if _, ok := sc.GrantFor(t.Name, a.Name); ok {
 					ta.Secrets = append(ta.Secrets, sc.Name)

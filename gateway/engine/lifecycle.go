@@ -266,10 +266,11 @@ func (l *lifecycle) approve(ctx context.Context) bool {
 		Class: l.a.Snapshot().Class, ClassReason: l.classReason, Escalation: l.escalationText(),
 		Unreviewed: l.unreviewed, Transfer: l.xfer,
 	}, func(r approvals.Request) {
-		l.a.update(func(o *api.Action) { o.Approval.ID = string(r.ID) })
-		msg := waitingText(r, l.escalation)
+		why := l.approvalWhy(r.Kind)
+		expires := r.ExpiresAt.UTC()
+		l.a.update(func(o *api.Action) { o.Approval.ID, o.Approval.Why = string(r.ID), why })
 		l.a.setState(api.StateWaitingApproval, api.StateEvent{
-			ApprovalID: string(r.ID), Kind: r.Kind.String(), Message: msg, Reason: l.escalation,
+			ApprovalID: string(r.ID), Kind: r.Kind.String(), Message: renewalNote(r, l.waitingMessage(r, why)), Reason: l.escalation, ExpiresAt: &expires,
 		})
 	})
 	e.metrics.approvalWait.Observe((e.clock.Elapsed() - waitStart).Seconds())
@@ -286,7 +287,7 @@ func (l *lifecycle) approve(ctx context.Context) bool {
 		decision = api.DecisionDeny
 	}
 	info := api.ApprovalInfo{Mode: api.Mode(res.Mode.String()), ID: string(res.RequestID),
-		DecidedBy: res.Reviewer, Reason: res.Reason, Decision: decision}
+		DecidedBy: res.Reviewer, Reason: res.Reason, Decision: decision, Why: l.a.Snapshot().Approval.Why}
 	switch {
 	case res.Unreviewed:
 		info = api.ApprovalInfo{Mode: api.ModeUnreviewed, Decision: decision,

@@ -18,14 +18,11 @@ import (
 // when a run is refused, with what next step — never "fix the request"
 // when the request was fine.
 
-// waitingText is what an agent waiting for request r is told.
-func waitingText(r approvals.Request, escalation string) string {
-	msg := fmt.Sprintf("waiting for a reviewer to approve this %s (until %s)", r.Kind, r.ExpiresAt.UTC().Format(time.RFC3339))
+// renewalNote adds to msg, what an agent waiting for request r is told,
+// the run r renews, if it renews one.
+func renewalNote(r approvals.Request, msg string) string {
 	if r.Renews != "" {
 		msg += fmt.Sprintf("; it renews run %s, whose approval ran out", r.Renews)
-	}
-	if escalation != "" {
-		msg += "; it asks its own approval: " + escalation
 	}
 	return msg
 }

@@ -204,8 +204,15 @@ func (l *lifecycle) exec(ctx context.Context, cfg *sshexec.Config) (*sshexec.Res
 			return nil, fmt.Errorf("the upload is gone from the gateway's disk: %w", err)
 		}
 		defer f.Close()
-		return sshexec.Put(ctx, cfg, sshexec.PutFile{Path: t.Path, Mode: l.mode, Overwrite: t.Overwrite,
+		r, err := sshexec.Put(ctx, cfg, sshexec.PutFile{Path: t.Path, Mode: l.mode, Overwrite: t.Overwrite,
 			Data: f, Size: l.upload.size, SHA256: l.upload.sum, Exec: l.account.ActionPolicy != nil})
+		if r != nil && r.Transfer != nil && r.Transfer.Exists {
+			// The action object does not say which client asked: name
+			// the way each says it.
+			r.Detail = t.Path + " exists on the target and was left as it is: a put replaces a file only when it says so. " +
+				"To replace it, put it again with overwrite (airlock-ssh --put … --overwrite; \"overwrite\": true in the API's put and in MCP's ssh_put)"
+		}
+		return r, err
 	}
 	var r *sshexec.Result
 	var runErr error

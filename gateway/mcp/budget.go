@@ -17,7 +17,7 @@ const DefaultOutputBudget = 32 << 10
 // longer than the budget, Stdout holds its head, StdoutTail its end, and
 // StdoutOmittedBytes counts what is between (for an account whose policy
 // is "tail", Stdout holds the end and the omitted bytes come before it)
-// — and, for get_action with a stream, one page of the stored output.
+// — and, while it is in flight, how to follow it.
 type ActionResult struct {
 	api.Action
 	StdoutTail         string `json:"stdout_tail,omitempty"`
@@ -26,8 +26,8 @@ type ActionResult struct {
 	StderrTail         string `json:"stderr_tail,omitempty"`
 	StderrTailEncoding string `json:"stderr_tail_encoding,omitempty"`
 	StderrOmittedBytes int64  `json:"stderr_omitted_bytes,omitempty"`
-	// Page is what get_action read of one stream when asked to.
-	Page *api.OutputPage `json:"page,omitempty"`
+	// Follow, while the action is in flight, is how to follow it.
+	Follow *Follow `json:"follow,omitempty"`
 }
 
 // lastBytes reads the last n bytes of a stored stream of total bytes,

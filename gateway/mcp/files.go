@@ -96,11 +96,11 @@ type FileResult struct {
 }
 
 func putDescription(root string) string {
-	return `Copy a file from this session's transfer directory (` + root + `) to an SSH target, as one action of its own: approved like a command (the reviewer sees the path, mode, size and SHA-256, and short text in full), recorded, sent over a fresh connection. On the target the file is written under a temporary name and renamed to path only once all of it arrived with the approved digest; an existing file is replaced only with overwrite. Result: the action object (outcome exited with exit_code 0 when the file is in place; exit_code 1 when the target refused it, with detail saying why); transfer says what landed.`
+	return `Copy a file from this session's transfer directory (` + root + `) to an SSH target, as one action: approved like a command (the reviewer sees path, mode, size and SHA-256), recorded, sent over a fresh connection. The file is renamed to path only once all of it arrived with the approved digest; an existing file is replaced only with overwrite. Answers within the gateway's max_wait like ssh_exec (follow an action in flight with get_action). Result: the action object (exited with exit_code 0 when the file is in place); transfer says what landed.`
 }
 
 func getDescription(root string) string {
-	return `Copy a file from an SSH target into this session's transfer directory (` + root + `), as one action of its own: approved like a command, recorded, read over a fresh connection. The bytes go to local_path, never into this conversation: the result gives the size and SHA-256, checked before the file is saved; an existing local_path is replaced only with overwrite. Result: the action object (outcome exited with exit_code 0 when the file was saved); transfer says what was read.`
+	return `Copy a file from an SSH target into this session's transfer directory (` + root + `), as one action: approved like a command, recorded, read over a fresh connection. The bytes go to local_path, never into this conversation; the SHA-256 is checked before the file is saved; an existing local_path is replaced only with overwrite. Answers within the gateway's max_wait like ssh_exec; an action in flight saves its file when it succeeds, and get_action says so. Result: the action object (exited with exit_code 0 when the file was saved).`
 }
 
 // fileTools serve ssh_put and ssh_get in root.
@@ -147,12 +147,12 @@ func (ft *fileTools) put(ctx context.Context, req *sdk.CallToolRequest, in PutIn
 	}
 	rep := newReporter(ctx, req, ft.t.interval)
 	defer rep.stop()
-	a, err := ft.t.b.RunAction(ctx, api.ActionRequest{Target: in.Target, Account: in.Account, TimeoutS: in.TimeoutS, Reason: in.Reason,
-		Put: &api.PutRequest{Upload: up.ID, Path: in.Path, Mode: in.Mode, Overwrite: in.Overwrite}}, api.Events{State: rep.state})
+	a, _, err := ft.t.runHeld(ctx, api.ActionRequest{Target: in.Target, Account: in.Account, TimeoutS: in.TimeoutS, Reason: in.Reason,
+		Put: &api.PutRequest{Upload: up.ID, Path: in.Path, Mode: in.Mode, Overwrite: in.Overwrite}}, rep.state, nil)
 	if err != nil {
 		return nil, nil, backendError("the put could not be requested", err)
 	}
-	r := &FileResult{ActionResult: *sized(ctx, ft.t.b, a, ft.t.budget), LocalPath: name}
+	r := &FileResult{ActionResult: *ft.t.sized(ctx, a), LocalPath: name}
 	return fileResult(r, ""), r, nil
 }
 
@@ -177,12 +177,29 @@ func (ft *fileTools) get(ctx context.Context, req *sdk.CallToolRequest, in GetIn
 	}
 	rep := newReporter(ctx, req, ft.t.interval)
 	defer rep.stop()
-	a, err := ft.t.b.RunAction(ctx, api.ActionRequest{Target: in.Target, Account: in.Account, TimeoutS: in.TimeoutS, Reason: in.Reason,
-		Get: &api.GetRequest{Path: in.Path}}, api.Events{State: rep.state})
+	// A get answered in flight saves its file when it succeeds, and
+	// get_action says what became of it.
+	saveLater := func(ctx context.Context, a *api.Action, err error) string {
+		switch {
+		case err != nil:
+			return fmt.Sprintf("the get could not be followed to its end (%v), so nothing was saved to local_path %s; once get_action shows it finished, run ssh_get again", err, name)
+		case !a.Success():
+			return ""
+		}
+		if err := ft.save(ctx, a, name, in.Overwrite); err != nil {
+			return fmt.Sprintf("the file was read on the target but not saved to local_path %s: %v", name, err)
+		}
+		return "the file was saved to local_path " + name
+	}
+	a, held, err := ft.t.runHeld(ctx, api.ActionRequest{Target: in.Target, Account: in.Account, TimeoutS: in.TimeoutS, Reason: in.Reason,
+		Get: &api.GetRequest{Path: in.Path}}, rep.state, saveLater)
 	if err != nil {
 		return nil, nil, backendError("the get could not be requested", err)
 	}
-	r := &FileResult{ActionResult: *sized(ctx, ft.t.b, a, ft.t.budget)}
+	r := &FileResult{ActionResult: *ft.t.sized(ctx, a)}
+	if held {
+		return fileResult(r, "once the get succeeds, the file is saved to local_path "+name+"; get_action then says so"), r, nil
+	}
 	if !a.Success() {
 		return fileResult(r, ""), r, nil
 	}

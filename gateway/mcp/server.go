@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"reflect"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -14,7 +13,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlockgw/airlock/gateway/api"
-	"github.com/airlockgw/airlock/sshexec"
 )
 
 // Backend is what the tools need of a gateway, declared here so that the
@@ -62,6 +60,10 @@ type Options struct {
 	// and ssh_get writes files; the file tools are served only with it
 	// and a Backend that is also Files (the stdio bridge). "": none.
 	FileRoot string
+	// MaxWait is how long ssh_exec, ssh_put and ssh_get hold a call that
+	// gave no wait_s before they answer with the action in flight
+	// (mcp.max_wait); zero: DefaultMaxWait.
+	MaxWait time.Duration
 }
 
 // The tool names of the contract.
@@ -80,16 +82,16 @@ type ExecInput struct {
 	Secret   string `json:"secret,omitempty" jsonschema:"name of a secret the gateway holds (list_targets shows which an account may have): the gateway writes its value to the command's standard input, and you never see it; occurrences in the output come back as [secret NAME]. An action with a secret always waits for a human reviewer to approve it on its own, also when the session's run is approved. Cannot be combined with stdin"`
 	Account  string `json:"account,omitempty" jsonschema:"remote account on the target; omit it for the target's default account"`
 	TimeoutS int    `json:"timeout_s,omitempty" jsonschema:"seconds the command may run once connected (default 60, capped by the account's max_timeout_s); time waiting for a reviewer does not count"`
-	WaitS    int    `json:"wait_s,omitempty" jsonschema:"return after this many seconds even if the action has not finished (for example while a reviewer has not decided yet): the result then has state waiting_approval or running and the action goes on; follow it with get_action. Keep it under your host's tool-call timeout. Omitted: wait for the end, and cancelling the call cancels the action"`
+	WaitS    int    `json:"wait_s,omitempty" jsonschema:"return after this many seconds even if the action has not finished; it goes on, and cancelling the call then does not cancel it. Omitted: the gateway's max_wait (50 s unless configured), and a cancel before the answer cancels the action"`
 }
 
 // GetActionInput is the input of get_action.
 type GetActionInput struct {
 	ActionID string `json:"action_id" jsonschema:"id of an action (act_…) from an ssh_exec result of this session"`
-	WaitS    int    `json:"wait_s,omitempty" jsonschema:"wait up to this many seconds for the action to finish before returning it (a long poll); omitted: return it as it is now"`
-	Stream   string `json:"stream,omitempty" jsonschema:"read a page of the stored output of this stream (stdout or stderr) of a finished action, or of the stdin it sent; the result's page holds it"`
-	Offset   int64  `json:"offset,omitempty" jsonschema:"the byte offset in the stream where the page starts (default 0); a result's omitted-bytes note and a page's next_offset give it"`
-	Limit    int64  `json:"limit,omitempty" jsonschema:"the most bytes the page holds (default and maximum: the output budget, 32 KiB unless configured)"`
+	WaitS    int    `json:"wait_s,omitempty" jsonschema:"wait up to this many seconds for the action to finish (a long poll); omitted: return it as it is now"`
+	Stream   string `json:"stream,omitempty" jsonschema:"return only a page of this stream's stored output (stdout, stderr, or the stdin sent) instead of the action"`
+	Offset   int64  `json:"offset,omitempty" jsonschema:"byte offset of the page (default 0)"`
+	Limit    int64  `json:"limit,omitempty" jsonschema:"most bytes of the page (default and maximum: the output budget)"`
 }
 
 // TargetList is the structured result of list_targets: MCP structured
@@ -110,17 +112,22 @@ func approvalWait(d time.Duration) string {
 }
 
 func instructions(o Options) string {
-	return `airlock runs commands on SSH targets that an operator configured, one command per call, each over a fresh connection with a pinned host key, approved by a human when policy says so, and recorded in a signed audit log.
-Call list_targets first to learn target and account names and which need approval. Then call ssh_exec with one of those names; an address is never accepted.
-A reviewer may have to approve: the first command of this session when the account's approval mode is "run", every command when it is "call". The call then waits (` + approvalWait(o.ApprovalTimeout) + `) and reports progress while it does; if your host times tool calls out sooner, pass wait_s and follow the action with get_action. If a call is denied, do not retry without asking a human.
-Only outcome "exited" with exit_code 0 is success; every other result is an error whose next_step says what to do next. Long output comes as its head and its end with the omitted bytes counted; get_action with stream, offset and limit reads the rest.`
+	return `airlock runs commands on SSH targets an operator configured, one command per call, over a fresh connection with a pinned host key, approved by a human when the account's policy says so, recorded in a signed audit log.
+Call list_targets first: it names the targets and accounts and shows each account's policy (approval mode, escalated and refused classes, secrets, approval timeout). Then call ssh_exec with those names; an address is never accepted.
+A call that waits for a reviewer (` + approvalWait(o.ApprovalTimeout) + `) or a long command answers within ` + waitText(o) + ` with state waiting_approval or running and the action id; the action goes on: follow it with get_action and wait_s. If a call is denied, do not retry without asking a human.
+Only outcome "exited" with exit_code 0 is success; any other result is an error whose next_step says what to do. Long output comes as its head and its end; get_action with stream, offset and limit pages through the rest.`
 }
 
 func execDescription(o Options) string {
-	return `Run one command on a configured SSH target through the airlock gateway and return its result.
-The gateway opens a fresh SSH connection with strict host-key checking, runs exactly this command (no PTY, no forwarding; standard input only what stdin holds), records it in a signed audit log and closes the connection; nothing persists between calls (no working directory, no environment).
-Approval: a human reviewer may have to approve first — the first command of this session when the account's approval mode is "run", every command when it is "call" (list_targets shows the mode). The call then waits until the reviewer decides (` + approvalWait(o.ApprovalTimeout) + `), sending progress notifications meanwhile; the command's own timeout starts only after approval. With wait_s the call returns by then with state waiting_approval or running, and the action goes on: follow it with get_action.
-Result: the action object. Only outcome "exited" with exit_code 0 is success; any other outcome (the command failed, denied, expired, host key problems, timed_out, …) is returned as an error result whose next_step says what to do next. stdout and stderr are what the account's output policy returns (full, last 64 KiB, or none), cut to ` + budgetText(o) + ` per stream: the head in stdout, the end in stdout_tail, the bytes between counted in stdout_omitted_bytes; get_action pages through the rest.`
+	return `Run one shell command on a configured SSH target (a name from list_targets) through the airlock gateway: fresh connection, pinned host key, no PTY or forwarding, recorded in a signed audit log; nothing persists between calls.
+Approval: the account's policy decides (list_targets shows it). Mode "call" asks a reviewer for every command; mode "run" asks once for this session, but commands of an escalated class (such as destructive) and any use of a secret are asked on their own even then; refused classes are rejected. A reviewer has ` + approvalWait(o.ApprovalTimeout) + `; the command's timeout starts after approval.
+Waiting: the call answers within ` + waitText(o) + ` (or wait_s). An action not finished by then is returned with state waiting_approval (approval.why says why a human is asked) or running, and goes on: follow it with get_action (follow gives its arguments). A cancel before the answer cancels the action; after it, nothing.
+Result: the action object; only outcome exited with exit_code 0 is success, any other is an error result whose next_step says what to do. Output is cut to ` + budgetText(o) + ` per stream (head in stdout, end in stdout_tail, stdout_omitted_bytes between); get_action pages through the rest.`
+}
+
+// waitText is how long a call is held, in words.
+func waitText(o Options) string {
+	return fmt.Sprintf("%d s", (o.MaxWait+time.Second-1)/time.Second)
 }
 
 // budgetText is the output budget in words.
@@ -131,122 +138,12 @@ func budgetText(o Options) string {
 	return fmt.Sprintf("%d bytes", o.OutputBudget)
 }
 
-const listTargetsDescription = `List the SSH targets this gateway is configured for: each target's name (use it with ssh_exec), address, default account, pinned host-key fingerprints, and per account its approval mode ("run": a reviewer approves this session once; "call": a reviewer approves every command), max_timeout_s and output policy. Never returns secrets. Read-only; needs no approval.`
+const listTargetsDescription = `List the configured SSH targets (use the name with ssh_exec) and, per account, its policy: approval mode ("call": a reviewer approves every command; "run": once for this session), the classes that escalate to a call approval even then, the classes refused and those allowed unreviewed, the secrets it may use (names), max_timeout_s, max_transfer_bytes, output policy and the approval timeout. Never returns secrets. Read-only.`
 
-const getActionDescription = `Return the action object of an action of this session by its id (act_…): its state or outcome, exit code, output as the output policy allows (sized as ssh_exec returns it), and approval. With wait_s it waits for the action to finish (a long poll). With stream (stdout or stderr), offset and limit it also returns one page of the stored output of a finished action in page, under the same output policy. Only actions of this session's run are visible. With several gateway replicas, any of them answers for this run's token, also when the replica that ran the action stopped (its outcome is then interrupted, once recorded). Read-only; needs no approval.`
-
-// actionFieldDescriptions document the action object in the output schema,
-// so that a model reads results right.
-var actionFieldDescriptions = map[string]string{
-	"id":                   "the action's id; get_action returns it again",
-	"run_id":               "the run (this agent session's authority) the action belongs to",
-	"state":                "where the action is: requested, waiting_approval, connecting, running or finished",
-	"replica":              "the gateway replica running the action, when another replica answers while it is in flight",
-	"outcome":              "how it ended: exited (the command ran; see exit_code — only 0 is success), rejected, denied, expired, audit_unavailable, dial_failed, handshake_failed, host_key_unknown, host_key_mismatch, host_key_revoked, auth_failed, session_failed, signaled, exit_missing, timed_out, cancelled, connection_lost or interrupted; absent while in flight",
-	"detail":               "a human-readable explanation of the outcome",
-	"exit_code":            "the command's exit status (outcome exited)",
-	"signal":               "the signal that ended the command (outcome signaled)",
-	"termination":          "for timed_out and cancelled: not_started, confirmed (the command was stopped) or unconfirmed (it may still run)",
-	"host_key_fingerprint": "the SHA256 fingerprint of the host key the target presented",
-	"stdout":               "standard output as the account's output policy returns it; base64 when stdout_encoding is base64",
-	"stderr":               "standard error as the account's output policy returns it; base64 when stderr_encoding is base64",
-	"stdout_encoding":      "base64 when stdout is not valid UTF-8",
-	"stderr_encoding":      "base64 when stderr is not valid UTF-8",
-	"stdout_bytes":         "bytes the command wrote to stdout, including any not returned",
-	"stderr_bytes":         "bytes the command wrote to stderr, including any not returned",
-	"stdout_truncated":     "true when stdout holds less than the command wrote (output policy or size cap)",
-	"stderr_truncated":     "true when stderr holds less than the command wrote (output policy or size cap)",
-	"stdin_bytes":          "bytes of standard input the action sent (absent for none)",
-	"stdin_sha256":         "SHA-256 of the standard input, hex",
-	"reason":               "what the agent said the action is for",
-	"secret":               "the gateway-held secret written to the command's standard input (its value is never returned)",
-	"secret_replacements":  "how many times the secret's value was found in the output and replaced by [secret NAME]",
-	"class":                "the command's class as the gateway read it: read_only, mutating, destructive, privileged or forbidden; an account may reject some classes or ask a reviewer for them even inside an approved session; its policy engine and its quotas may reject a request too (detail says which)",
-	"redactions":           "what of the command looked like a credential and is stored replaced by [redacted:RULE]: rule, offset and length in the command as sent; pass secrets with secret instead",
-	"transfer":             "for a file transfer instead of a command: direction (put or get), remote path, mode and overwrite of a put, size and sha256 of the file, whether a put was published (or replaced a file), a temporary file a failed put left, and for a get where its bytes are fetched",
-	"hop":                  "for a target behind a jump host: where the action failed before its command started (the jump host's target name, or the target's own)",
-	"approval":             "under which approval the action ran or was refused: mode run, call or unreviewed (the account lets read-only commands run without a reviewer), the approval id, who decided, the decision and its reason, and grant_until when a reviewer's grant let this exact repeat through",
-	"next_step":            "after an action that did not succeed: retry (no, yes, or after_check: the command may have run, look first), who must act (agent, reviewer or operator) and the same in words",
-	"output_policy":        "the account's output policy that stdout and stderr follow: full, tail (the last 64 KiB) or none",
-	"stdout_tail":          "the end of stdout when it is longer than this result's budget (stdout then holds its head)",
-	"stderr_tail":          "the end of stderr when it is longer than this result's budget (stderr then holds its head)",
-	"stdout_omitted_bytes": "bytes of stdout this result leaves out, between stdout and stdout_tail (before stdout for an account whose output policy is tail); get_action with stream stdout pages through them",
-	"stderr_omitted_bytes": "bytes of stderr this result leaves out, between stderr and stderr_tail (before stderr for an account whose output policy is tail); get_action with stream stderr pages through them",
-	"page":                 "the page of stored output get_action read when asked for a stream: offset, bytes, data, total, next_offset",
-}
-
-// schemas are built once: inferred from the Go types, then given the
-// descriptions and bounds that inference cannot express.
-var (
-	execInputSchema = func() *jsonschema.Schema {
-		s := mustSchema[ExecInput]()
-		one := 1
-		s.Properties["target"].MinLength = &one
-		s.Properties["command"].MinLength = &one
-		s.Properties["timeout_s"].Minimum = new(1.0)
-		s.Properties["reason"].MaxLength = new(api.MaxReason)
-		s.Properties["wait_s"].Minimum = new(1.0)
-		s.Properties["wait_s"].Maximum = new(float64(maxWaitS))
-		return s
-	}()
-	getActionInputSchema = func() *jsonschema.Schema {
-		s := mustSchema[GetActionInput]()
-		one := 1
-		s.Properties["action_id"].MinLength = &one
-		s.Properties["wait_s"].Minimum = new(1.0)
-		s.Properties["wait_s"].Maximum = new(float64(maxWaitS))
-		s.Properties["stream"].Enum = []any{"stdout", "stderr", "stdin"}
-		s.Properties["offset"].Minimum = new(0.0)
-		s.Properties["limit"].Minimum = new(1.0)
-		return s
-	}()
-	actionSchema = func() *jsonschema.Schema {
-		s := mustSchema[ActionResult]()
-		for name, d := range actionFieldDescriptions {
-			p, ok := s.Properties[name]
-			if !ok {
-				panic("mcp: the action object has no field " + name)
-			}
-			p.Description = d
-		}
-		return s
-	}()
-	targetListSchema = mustSchema[TargetList]()
-	putInputSchema   = func() *jsonschema.Schema {
-		s := transferSchema[PutInput]()
-		s.Properties["mode"].Pattern = "^0?[0-7]{3}$"
-		return s
-	}()
-	getInputSchema   = transferSchema[GetInput]()
-	fileResultSchema = func() *jsonschema.Schema {
-		s := mustSchema[FileResult]()
-		for name, d := range actionFieldDescriptions {
-			if p, ok := s.Properties[name]; ok {
-				p.Description = d
-			}
-		}
-		return s
-	}()
-	schemaCache = sdk.NewSchemaCache()
-)
-
-// closedSets are the schemas of the closed sets the action object holds:
-// strings from a fixed list, as the wire carries them.
-var closedSets = map[reflect.Type]*jsonschema.Schema{
-	reflect.TypeFor[sshexec.Outcome]():     enumSchema(sshexec.Outcomes()),
-	reflect.TypeFor[sshexec.Termination](): enumSchema(sshexec.Terminations()),
-}
-
-func enumSchema[T fmt.Stringer](values []T) *jsonschema.Schema {
-	s := &jsonschema.Schema{Type: "string"}
-	for _, v := range values {
-		s.Enum = append(s.Enum, v.String())
-	}
-	return s
-}
+const getActionDescription = `Return an action of this session by its id (act_…), sized as ssh_exec returns it: state or outcome, exit code, output, approval. With wait_s it waits for the action to finish (a long poll). With stream, offset and limit it returns only that page of the stored output, under the account's output policy, and the arguments of the next page. Read-only.`
 
 func mustSchema[T any]() *jsonschema.Schema {
-	s, err := jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: closedSets})
+	s, err := jsonschema.For[T](nil)
 	if err != nil {
 		panic(fmt.Sprintf("mcp: schema of %T: %v", *new(T), err))
 	}
@@ -269,6 +166,9 @@ func NewServer(b Backend, o Options) *sdk.Server {
 	if o.OutputBudget <= 0 {
 		o.OutputBudget = DefaultOutputBudget
 	}
+	if o.MaxWait <= 0 {
+		o.MaxWait = DefaultMaxWait
+	}
 	srv := sdk.NewServer(&sdk.Implementation{Name: "airlock", Title: "airlock SSH action gateway", Version: o.Version}, &sdk.ServerOptions{
 		Instructions: instructions(o),
 		SchemaCache:  schemaCache,
@@ -276,7 +176,7 @@ func NewServer(b Backend, o Options) *sdk.Server {
 		Capabilities: &sdk.ServerCapabilities{Logging: &sdk.LoggingCapabilities{}, Tools: &sdk.ToolCapabilities{}},
 	})
 	srv.AddReceivingMiddleware(argumentsInWords)
-	t := &tools{b: b, log: o.Logger, interval: o.ProgressInterval, budget: o.OutputBudget}
+	t := &tools{b: b, log: o.Logger, interval: o.ProgressInterval, budget: o.OutputBudget, maxWait: o.MaxWait}
 	yes := true
 	sdk.AddTool(srv, &sdk.Tool{
 		Name:         ToolExec,
@@ -314,7 +214,7 @@ func NewServer(b Backend, o Options) *sdk.Server {
 			Title:        "Copy a file to an SSH target (may need human approval)",
 			Description:  putDescription(o.FileRoot),
 			InputSchema:  putInputSchema,
-			OutputSchema: fileResultSchema,
+			OutputSchema: actionSchema,
 			Annotations:  &sdk.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: &yes},
 		}, ft.put)
 		sdk.AddTool(srv, &sdk.Tool{
@@ -322,7 +222,7 @@ func NewServer(b Backend, o Options) *sdk.Server {
 			Title:        "Copy a file from an SSH target (may need human approval)",
 			Description:  getDescription(o.FileRoot),
 			InputSchema:  getInputSchema,
-			OutputSchema: fileResultSchema,
+			OutputSchema: actionSchema,
 			Annotations:  &sdk.ToolAnnotations{OpenWorldHint: &yes},
 		}, ft.get)
 	}
@@ -334,6 +234,10 @@ type tools struct {
 	log      hclog.Logger
 	interval time.Duration
 	budget   int
+	maxWait  time.Duration
+	// followUps hold what held ssh_get calls did once their action
+	// finished, for get_action.
+	followUps followUps
 }
 
 // maxWaitS bounds wait_s: an hour.
@@ -370,7 +274,7 @@ func (t *tools) exec(ctx context.Context, req *sdk.CallToolRequest, in ExecInput
 			cancel()
 		}
 	} else {
-		a, err = t.b.RunAction(ctx, ar, api.Events{State: rep.state})
+		a, _, err = t.runHeld(ctx, ar, rep.state, nil)
 	}
 	if err != nil {
 		if ctx.Err() == nil {
@@ -378,8 +282,18 @@ func (t *tools) exec(ctx context.Context, req *sdk.CallToolRequest, in ExecInput
 		}
 		return nil, nil, backendError("the action could not be requested", err)
 	}
-	r := sized(ctx, t.b, a, t.budget)
+	r := t.sized(ctx, a)
 	return actionResult(r), r, nil
+}
+
+// sized is a's result as a tool returns it: its output cut to the
+// budget, and while it is in flight how to follow it.
+func (t *tools) sized(ctx context.Context, a *api.Action) *ActionResult {
+	r := sized(ctx, t.b, a, t.budget)
+	if !a.Outcome.Valid() {
+		r.Follow = &Follow{Tool: ToolGetAction, ActionID: a.ID, WaitS: int((t.maxWait + time.Second - 1) / time.Second)}
+	}
+	return r
 }
 
 func (t *tools) listTargets(ctx context.Context, req *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, *TargetList, error) {
@@ -393,7 +307,7 @@ func (t *tools) listTargets(ctx context.Context, req *sdk.CallToolRequest, _ str
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: targetsSummary(ts)}}}, &TargetList{Targets: ts}, nil
 }
 
-func (t *tools) getAction(ctx context.Context, req *sdk.CallToolRequest, in GetActionInput) (*sdk.CallToolResult, *ActionResult, error) {
+func (t *tools) getAction(ctx context.Context, req *sdk.CallToolRequest, in GetActionInput) (*sdk.CallToolResult, any, error) {
 	if err := checkArguments(req); err != nil {
 		return nil, nil, err
 	}
@@ -413,26 +327,16 @@ func (t *tools) getAction(ctx context.Context, req *sdk.CallToolRequest, in GetA
 		}
 		return nil, nil, backendError("the action could not be read", err)
 	}
-	r := sized(ctx, t.b, a, t.budget)
 	if in.Stream != "" {
-		limit := in.Limit
-		if limit <= 0 || limit > int64(t.budget) {
-			limit = int64(t.budget)
-		}
-		pg, err := t.b.Output(ctx, in.ActionID, in.Stream, in.Offset, limit)
-		if err != nil {
-			var ae *api.Error
-			if errors.As(err, &ae) {
-				return nil, nil, fmt.Errorf("the %s of action %s could not be read: %s", in.Stream, in.ActionID, ae.Err.Message)
-			}
-			return nil, nil, backendError("the output could not be read", err)
-		}
-		r.Page = pg
+		return t.page(ctx, a, in)
 	}
+	r := t.sized(ctx, a)
 	res := actionResult(r)
 	if !a.Outcome.Valid() {
 		// Still in flight: not a failure yet.
 		res.IsError = false
+	} else if note := t.followUps.note(ctx, a.ID); note != "" {
+		res.Content = append(res.Content, &sdk.TextContent{Text: note})
 	}
 	return res, r, nil
 }

@@ -173,7 +173,7 @@ func finished(outcome sshexec.Outcome, code *int) *api.Action {
 
 func TestToolsAreTypedAndDescribed(t *testing.T) {
 	t.Parallel()
-	cs, _ := connect(t, &fakeBackend{}, mcp.Options{ApprovalTimeout: 7 * time.Minute, OutputBudget: 16 << 10})
+	cs, _ := connect(t, &fakeBackend{}, mcp.Options{ApprovalTimeout: 7 * time.Minute, OutputBudget: 16 << 10, MaxWait: 20 * time.Second})
 	res, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -220,11 +220,16 @@ func TestToolsAreTypedAndDescribed(t *testing.T) {
 	}
 	for _, tool := range res.Tools {
 		if tool.Name == mcp.ToolExec {
-			// The waits and sizes stated are the gateway's, as configured.
-			for _, word := range []string{"approv", "up to 7 min", "exit_code 0", "16 KiB per stream", "wait_s"} {
+			// The waits and sizes stated are the gateway's, as configured,
+			// and a run approval is not promised for what escalates.
+			for _, word := range []string{"approv", "up to 7 min", "exit_code 0", "16 KiB per stream", "wait_s", "answers within 20 s",
+				"escalated class", "any use of a secret are asked on their own", "approval.why"} {
 				if !strings.Contains(tool.Description, word) {
 					t.Errorf("ssh_exec's description does not mention %q", word)
 				}
+			}
+			if strings.Contains(tool.Description, "approves this session once") {
+				t.Errorf("ssh_exec's description promises one approval per session:\n%s", tool.Description)
 			}
 		}
 	}
@@ -620,7 +625,9 @@ func TestGatewayFailuresAreToolErrors(t *testing.T) {
 func TestListTargetsAndGetAction(t *testing.T) {
 	t.Parallel()
 	targets := []api.Target{{Name: "box", Address: "10.0.0.24:22", DefaultAccount: "deploy", HostKeys: []string{"SHA256:abc"}, MaxParallel: 4,
-		Accounts: []api.TargetAccount{{Name: "deploy", Approval: "run", MaxTimeoutS: 600, Output: "full"}}}}
+		Accounts: []api.TargetAccount{{Name: "deploy", Approval: "run", MaxTimeoutS: 600, Output: "full", Secrets: []string{"db-password"},
+			AccountPolicy: api.AccountPolicy{Escalate: []string{"destructive", "privileged"}, Refuse: []string{"forbidden"}, AllowUnreviewed: []string{"read_only"},
+				MaxTransferBytes: 64 << 20, ApprovalTimeoutS: 120}}}}}
 	done := finished(sshexec.Exited, exitCode(0))
 	inFlight := &api.Action{ID: "act_running", RunID: done.RunID, Target: "box", Account: "deploy", Command: "sleep 9", TimeoutS: 60,
 		State: api.StateWaitingApproval, RequestedAt: done.RequestedAt, Approval: api.ApprovalInfo{Mode: "call", ID: "apr_0123456789abcdef0123456789abcdef"}}
@@ -637,8 +644,14 @@ func TestListTargetsAndGetAction(t *testing.T) {
 	if diff := cmp.Diff(mcp.TargetList{Targets: targets}, mcptest.Structured[mcp.TargetList](t, res)); diff != "" {
 		t.Errorf("list_targets (-want +got):\n%s", diff)
 	}
-	if !strings.Contains(mcptest.Text(res), "box account deploy, default account: approval per run") {
-		t.Errorf("list_targets text:\n%s", mcptest.Text(res))
+	// The policy is in the text a model reads, not only in the
+	// structured content.
+	for _, want := range []string{"box account deploy, default account: approval per run", "asks a call approval for destructive, privileged",
+		"refuses forbidden", "runs unreviewed read_only", "secrets db-password (each use asks a reviewer)", "reviewer decides within 120s",
+		"timeout up to 600s", "transfers up to 64 MiB"} {
+		if !strings.Contains(mcptest.Text(res), want) {
+			t.Errorf("list_targets text lacks %q:\n%s", want, mcptest.Text(res))
+		}
 	}
 
 	for _, tt := range []struct {

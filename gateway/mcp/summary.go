@@ -30,6 +30,9 @@ func Summary(r *ActionResult) string {
 	default:
 		fmt.Fprintf(&b, "%s: %s %s (action %s)\n", a.Outcome, a.Detail, where, a.ID)
 	}
+	if !a.Outcome.Valid() {
+		inFlight(&b, r)
+	}
 	if a.Approval.DecidedBy != "" {
 		fmt.Fprintf(&b, "%s approval %s by %s", a.Approval.Mode, decisionWord(a.Approval.Decision), a.Approval.DecidedBy)
 		if a.Approval.Reason != "" {
@@ -39,9 +42,6 @@ func Summary(r *ActionResult) string {
 	}
 	stream(&b, a.ID, streamView{"stdout", a.Stdout, a.StdoutEncoding, r.StdoutTail, r.StdoutTailEncoding, r.StdoutOmittedBytes, a.StdoutBytes, a.StdoutTruncated, a.OutputPolicy})
 	stream(&b, a.ID, streamView{"stderr", a.Stderr, a.StderrEncoding, r.StderrTail, r.StderrTailEncoding, r.StderrOmittedBytes, a.StderrBytes, a.StderrTruncated, a.OutputPolicy})
-	if p := r.Page; p != nil {
-		page(&b, p)
-	}
 	if next := api.NextStep(a); next != "" {
 		fmt.Fprintf(&b, "next: %s\n", next)
 	}
@@ -129,7 +129,24 @@ func page(b *strings.Builder, p *api.OutputPage) {
 	}
 }
 
-// targetsSummary is the text of list_targets: one line per account.
+// inFlight writes what an action in flight waits for and how to follow
+// it.
+func inFlight(b *strings.Builder, r *ActionResult) {
+	a := &r.Action
+	if a.State == api.StateWaitingApproval {
+		fmt.Fprintf(b, "waiting for a human reviewer (approval %s)", a.Approval.ID)
+		if a.Approval.Why != "" {
+			fmt.Fprintf(b, " because: %s", a.Approval.Why)
+		}
+		b.WriteString("\n")
+	}
+	if f := r.Follow; f != nil {
+		fmt.Fprintf(b, "the action goes on without this call; follow it with %s, action_id %q and wait_s %d\n", f.Tool, f.ActionID, f.WaitS)
+	}
+}
+
+// targetsSummary is the text of list_targets: one line per account, with
+// its policy.
 func targetsSummary(ts []api.Target) string {
 	if len(ts) == 0 {
 		return "no targets are configured; an operator must add one to the gateway's configuration"
@@ -142,8 +159,37 @@ func targetsSummary(ts []api.Target) string {
 			if a.Name == t.DefaultAccount {
 				def = ", default account"
 			}
-			fmt.Fprintf(&b, "- %s account %s%s: approval per %s, timeout up to %ds, output %s\n", t.Name, a.Name, def, a.Approval, a.MaxTimeoutS, a.Output)
+			fmt.Fprintf(&b, "- %s account %s%s: approval per %s", t.Name, a.Name, def, a.Approval)
+			for _, l := range []struct {
+				what    string
+				classes []string
+			}{{"asks a call approval for", a.Escalate}, {"refuses", a.Refuse}, {"runs unreviewed", a.AllowUnreviewed}} {
+				if len(l.classes) > 0 {
+					fmt.Fprintf(&b, "; %s %s", l.what, strings.Join(l.classes, ", "))
+				}
+			}
+			if a.DenyPatterns > 0 {
+				fmt.Fprintf(&b, "; %d deny patterns", a.DenyPatterns)
+			}
+			if len(a.Secrets) > 0 {
+				fmt.Fprintf(&b, "; secrets %s (each use asks a reviewer)", strings.Join(a.Secrets, ", "))
+			}
+			fmt.Fprintf(&b, "; reviewer decides within %ds; timeout up to %ds; transfers %s; output %s\n",
+				a.ApprovalTimeoutS, a.MaxTimeoutS, transferText(a.MaxTransferBytes), a.Output)
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// transferText is an account's max_transfer in words.
+func transferText(n int64) string {
+	switch {
+	case n <= 0:
+		return "refused"
+	case n%(1<<20) == 0:
+		return fmt.Sprintf("up to %d MiB", n>>20)
+	case n%(1<<10) == 0:
+		return fmt.Sprintf("up to %d KiB", n>>10)
+	}
+	return fmt.Sprintf("up to %d bytes", n)
 }

@@ -227,7 +227,12 @@ func (f *FaultServer) session(c net.Conn, sc *ssh.ServerConn, ch ssh.Channel, re
 	}()
 	started := false
 	for r := range reqs {
-		f.record("req:" + r.Type)
+		var env struct{ Name, Value string }
+		if r.Type == "env" && ssh.Unmarshal(r.Payload, &env) == nil {
+			f.record("req:env:" + env.Name + "=" + env.Value)
+		} else {
+			f.record("req:" + r.Type)
+		}
 		switch {
 		case r.Type == "exec" && !started:
 			var m struct{ Command string }

@@ -82,6 +82,15 @@ func Client(t testing.TB, args ...string) *exec.Cmd {
 	return cmd
 }
 
+// WaitClient returns a command running the TypeScript script of a host
+// that passes no wait_s (wait.mjs), with args as for Client.
+func WaitClient(t testing.TB, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(Node(t), append([]string{filepath.Join(Dir(), "wait.mjs")}, args...)...)
+	cmd.Dir = Dir()
+	return cmd
+}
+
 // Steps parses the client script's output: one JSON object per line, keyed
 // by its "step".
 func Steps(t testing.TB, out []byte) map[string]json.RawMessage {
@@ -132,7 +141,7 @@ func Step(t testing.TB, steps map[string]json.RawMessage, name string) Result {
 // argument in words), "exec_stdin" (text on
 // standard input reaches cat, the reason is kept), "exec_big" (seq 1 200000 sized
 // to mcp.DefaultOutputBudget: head, end, the middle counted), "page" (the
-// 1000 bytes after the head), "exec_wait" (a 2 s command returned in
+// 1000 bytes after the head, alone), "exec_wait" (a 2 s command returned in
 // flight after wait_s 1) and "followed" (get_action's wait_s to its end).
 func CheckAgentContract(t testing.TB, steps map[string]json.RawMessage) {
 	t.Helper()
@@ -158,12 +167,25 @@ func CheckAgentContract(t testing.TB, steps map[string]json.RawMessage) {
 		big.StdoutOmittedBytes != int64(len(all)-len(big.Stdout)-len(big.StdoutTail)) || len(bigStep.Text) > mcp.DefaultOutputBudget+2048 {
 		t.Errorf("exec_big: error %v, head %d, tail %d, omitted %d, text %d bytes", bigStep.IsError, len(big.Stdout), len(big.StdoutTail), big.StdoutOmittedBytes, len(bigStep.Text))
 	}
-	var page mcp.ActionResult
+	// A page is the slice alone, with what asks for the next one: not
+	// the head and end of the output again.
+	var page mcp.PageResult
+	var pageFields map[string]json.RawMessage
 	pageStep := Step(t, steps, "page")
 	json.Unmarshal(pageStep.Structured, &page)
+	json.Unmarshal(pageStep.Structured, &pageFields)
 	off := len(big.Stdout)
-	if pageStep.IsError || page.Page == nil || page.Page.Offset != int64(off) || off+1000 > len(all) || page.Page.Data != all[off:off+1000] {
+	if pageStep.IsError || page.Page == nil || page.Page.Offset != int64(off) || off+1000 > len(all) || page.Page.Data != all[off:off+1000] ||
+		page.NextPage == nil || page.NextPage.Offset != int64(off+1000) || page.NextPage.ActionID != big.ID {
 		t.Errorf("page: %+v", pageStep)
+	}
+	for _, f := range []string{"stdout", "stdout_tail", "stderr", "command"} {
+		if _, ok := pageFields[f]; ok {
+			t.Errorf("page: the structured result repeats %s", f)
+		}
+	}
+	if len(pageStep.Text) > 1000+512 || strings.Contains(pageStep.Text, big.StdoutTail) {
+		t.Errorf("page: %d bytes of text for a page of 1000 bytes:\n%.2000s", len(pageStep.Text), pageStep.Text)
 	}
 	var early, late mcp.ActionResult
 	earlyStep, lateStep := Step(t, steps, "exec_wait"), Step(t, steps, "followed")

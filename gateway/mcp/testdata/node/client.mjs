@@ -7,23 +7,9 @@
 //
 // Targets: "box-run" (run approval) must exist; the Go test approves the run.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { transportFromArgs } from "./transport.mjs";
 
-const [mode, ...rest] = process.argv.slice(2);
-let transport;
-if (mode === "stdio") {
-  const [command, ...args] = rest;
-  transport = new StdioClientTransport({ command, args, env: { ...process.env }, stderr: "inherit" });
-} else if (mode === "http") {
-  const [url, token] = rest;
-  transport = new StreamableHTTPClientTransport(new URL(url), {
-    requestInit: { headers: { Authorization: `Bearer ${token}` } },
-  });
-} else {
-  console.error("usage: node client.mjs stdio BINARY [ARGS...] | http URL TOKEN");
-  process.exit(2);
-}
+const transport = transportFromArgs("client.mjs");
 
 const out = (step, data) => process.stdout.write(JSON.stringify({ step, ...data }) + "\n");
 const text = (res) => (res.content || []).filter((c) => c.type === "text").map((c) => c.text).join("\n");
