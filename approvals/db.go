@@ -18,7 +18,7 @@ import (
 
 // schemaVersion is PRAGMA user_version; bump it with a migration, and
 // add the same change to pgMigrations.
-const schemaVersion = 10
+const schemaVersion = 11
 
 // migrations bring a database of version i+1 to version i+2; a new
 // database gets schema, which is the latest, at once.
@@ -53,7 +53,18 @@ var migrations = []string{
 	 DELETE FROM reviewer_tokens WHERE name IN (SELECT r.name FROM reviewers r WHERE ` + ssoDuplicate + `);
 	 UPDATE reviewers SET enabled = 0, epoch = epoch + 1, links = NULL, sso_subject = NULL
 		WHERE name IN (SELECT r.name FROM reviewers r WHERE ` + ssoDuplicate + `);` + ssoSubjectIndex,
+	renewsColumns,
 }
+
+// renewsColumns name the run a run renews (and that its requests are
+// for), and find a run's renewal.
+const renewsColumns = `ALTER TABLE runs ADD COLUMN renews TEXT;
+	 ALTER TABLE requests ADD COLUMN renews TEXT;` + renewsIndex
+
+// renewsIndex finds the run that renews a run, and keeps it one: a run
+// is renewed at most once, also by replicas acting at once.
+const renewsIndex = `
+CREATE UNIQUE INDEX IF NOT EXISTS runs_renews ON runs(renews) WHERE renews IS NOT NULL;`
 
 // One identity at the provider is one account. Before schema 10 a
 // changed name claim made a second account for the same identity; the
@@ -136,10 +147,11 @@ CREATE TABLE IF NOT EXISTS runs (
 	end_note         TEXT,
 	agent_id         TEXT,
 	limits           TEXT,
-	host             TEXT
+	host             TEXT,
+	renews           TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_live_anchor ON runs(anchor_gone, anchor_pid);
-CREATE INDEX IF NOT EXISTS runs_state ON runs(state);
+CREATE INDEX IF NOT EXISTS runs_state ON runs(state);` + renewsIndex + `
 CREATE TABLE IF NOT EXISTS requests (
 	id           TEXT PRIMARY KEY,
 	kind         TEXT NOT NULL,
@@ -169,7 +181,8 @@ CREATE TABLE IF NOT EXISTS requests (
 	escalation   TEXT,
 	grant_until  INTEGER,
 	transfer     TEXT,
-	replica      TEXT
+	replica      TEXT,
+	renews       TEXT
 );
 CREATE INDEX IF NOT EXISTS requests_status ON requests(status);` + grantIndex + quotaTable + `
 CREATE TABLE IF NOT EXISTS reviewers (
@@ -208,6 +221,7 @@ var pgMigrations = []string{
 	 DELETE FROM reviewer_tokens WHERE name IN (SELECT r.name FROM reviewers r WHERE ` + ssoDuplicate + `);
 	 UPDATE reviewers SET enabled = 0, epoch = epoch + 1, links = NULL, sso_subject = NULL
 		WHERE name IN (SELECT r.name FROM reviewers r WHERE ` + ssoDuplicate + `);` + ssoSubjectIndex,
+	renewsColumns,
 }
 
 //go:embed pgschema_v1.sql
@@ -340,7 +354,7 @@ func nullStr(s string) any {
 const runColumns = `id, state, requester, created_at, anchor_pid, anchor_start, anchor, explicit,
 	anchor_gone, token_hash, token_expires_at, approval_id, decided_by, decided_at, reason,
 	expires_at, max_actions, scope, actions, ended_at, end_reason, ended_by, end_note,
-	agent_id, limits, host`
+	agent_id, limits, host, renews`
 
 func upsertRun(ctx context.Context, q querier, r *Run) error {
 	var pid, start, anchor, scope any
@@ -370,7 +384,7 @@ func upsertRun(ctx context.Context, q querier, r *Run) error {
 		limits = string(b)
 	}
 	_, err := q.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT(id) DO UPDATE SET state=excluded.state, anchor_gone=excluded.anchor_gone,
 			approval_id=excluded.approval_id, decided_by=excluded.decided_by,
 			decided_at=excluded.decided_at, reason=excluded.reason, expires_at=excluded.expires_at,
@@ -381,7 +395,7 @@ func upsertRun(ctx context.Context, q querier, r *Run) error {
 		flag(r.anchorGone), r.tokenHash, ns(r.TokenExpiresAt), nullStr(string(r.ApprovalID)),
 		nullStr(r.DecidedBy), ns(r.DecidedAt), nullStr(r.Reason), ns(r.ExpiresAt), r.MaxActions,
 		scope, r.Actions, ns(r.EndedAt), endReason, nullStr(r.EndedBy), nullStr(r.EndNote),
-		nullStr(string(r.AgentID)), limits, nullStr(r.host))
+		nullStr(string(r.AgentID)), limits, nullStr(r.host), nullStr(string(r.Renews)))
 	if err != nil {
 		return fmt.Errorf("approvals: write run %s: %w", r.ID, err)
 	}
@@ -397,12 +411,13 @@ func scanRun(sc scanner) (*Run, error) {
 		pid, start                                         sql.NullInt64
 		anchor, approvalID, decidedBy, reason, scope       sql.NullString
 		endReason, endedBy, endNote, agentID, limits, host sql.NullString
+		renews                                             sql.NullString
 		createdAt, tokenExp, decidedAt, expiresAt, endedAt sql.NullInt64
 	)
 	err := sc.Scan(&id, &state, &r.Requester, &createdAt, &pid, &start, &anchor, &r.Explicit,
 		&r.anchorGone, &r.tokenHash, &tokenExp, &approvalID, &decidedBy, &decidedAt, &reason,
 		&expiresAt, &r.MaxActions, &scope, &r.Actions, &endedAt, &endReason, &endedBy, &endNote,
-		&agentID, &limits, &host)
+		&agentID, &limits, &host, &renews)
 	if err != nil {
 		return nil, err
 	}
@@ -426,7 +441,7 @@ func scanRun(sc scanner) (*Run, error) {
 			return nil, fmt.Errorf("approvals: decode limits of %s: %w", id, err)
 		}
 	}
-	r.AgentID, r.host = AgentID(agentID.String), host.String
+	r.AgentID, r.host, r.Renews = AgentID(agentID.String), host.String, RunID(renews.String)
 	if endReason.Valid {
 		if r.EndReason, err = ParseEndReason(endReason.String); err != nil {
 			return nil, err
@@ -469,7 +484,7 @@ func loadRuns(ctx context.Context, q querier, where string, args ...any) ([]*Run
 
 const requestColumns = `id, kind, run_id, target, account, command, timeout_ns, digest, requester,
 	requested_at, expires_at, status, decided_by, decided_at, reason, consumed_at,
-	stdin_size, stdin_sha256, stdin_text, agent_reason, secret, redactions, class, class_reason, escalation, grant_until, transfer`
+	stdin_size, stdin_sha256, stdin_text, agent_reason, secret, redactions, class, class_reason, escalation, grant_until, transfer, renews`
 
 // upsertRequest writes r; replica (the gateway replica whose agent waits
 // for it) is written when the row is made, never changed.
@@ -500,7 +515,7 @@ func upsertRequest(ctx context.Context, q querier, r *Request, replica string) e
 		original = nullStr(r.Original)
 	}
 	_, err := q.ExecContext(ctx, `INSERT INTO requests (`+requestColumns+`, command_original, replica)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT(id) DO UPDATE SET status=excluded.status, decided_by=excluded.decided_by,
 			decided_at=excluded.decided_at, reason=excluded.reason, consumed_at=excluded.consumed_at,
 			command_original=excluded.command_original, stdin_text=excluded.stdin_text,
@@ -509,7 +524,7 @@ func upsertRequest(ctx context.Context, q querier, r *Request, replica string) e
 		int64(r.Timeout), r.Digest[:], r.Requester, ns(r.RequestedAt), ns(r.ExpiresAt),
 		r.Status.String(), nullStr(r.DecidedBy), ns(r.DecidedAt), nullStr(r.Reason), ns(r.ConsumedAt),
 		stdinSize, stdinSum, stdinText, nullStr(r.AgentReason), nullStr(r.Secret), redactions,
-		nullStr(r.Class), nullStr(r.ClassReason), nullStr(r.Escalation), ns(r.GrantUntil), transfer, original, nullStr(replica))
+		nullStr(r.Class), nullStr(r.ClassReason), nullStr(r.Escalation), ns(r.GrantUntil), transfer, nullStr(string(r.Renews)), original, nullStr(replica))
 	if err != nil {
 		return fmt.Errorf("approvals: write request %s: %w", r.ID, err)
 	}
@@ -523,7 +538,7 @@ func scanRequest(sc scanner) (*Request, error) {
 		timeout                                    int64
 		digest                                     []byte
 		decidedBy, reason, stdinText, agentReason  sql.NullString
-		secret, redactions, transfer               sql.NullString
+		secret, redactions, transfer, renews       sql.NullString
 		class, classReason, escalation             sql.NullString
 		requestedAt, expiresAt, decidedAt, consume sql.NullInt64
 		grantUntil                                 sql.NullInt64
@@ -532,7 +547,7 @@ func scanRequest(sc scanner) (*Request, error) {
 	)
 	err := sc.Scan(&id, &kind, &runID, &r.Target, &r.Account, &r.Command, &timeout, &digest,
 		&r.Requester, &requestedAt, &expiresAt, &status, &decidedBy, &decidedAt, &reason, &consume,
-		&stdinSize, &stdinSum, &stdinText, &agentReason, &secret, &redactions, &class, &classReason, &escalation, &grantUntil, &transfer)
+		&stdinSize, &stdinSum, &stdinText, &agentReason, &secret, &redactions, &class, &classReason, &escalation, &grantUntil, &transfer, &renews)
 	if err != nil {
 		return nil, err
 	}
@@ -557,7 +572,7 @@ func scanRequest(sc scanner) (*Request, error) {
 			return nil, fmt.Errorf("approvals: request %s: redactions: %w", id, err)
 		}
 	}
-	r.ID, r.RunID, r.Timeout = RequestID(id), RunID(runID), time.Duration(timeout)
+	r.ID, r.RunID, r.Timeout, r.Renews = RequestID(id), RunID(runID), time.Duration(timeout), RunID(renews.String)
 	if r.Kind, err = ParseKind(kind); err != nil {
 		return nil, err
 	}

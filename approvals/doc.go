@@ -34,6 +34,12 @@
 // A denied run stays denied for as long as its process lives: the agent
 // cannot ask again by sending another command.
 //
+// A run whose approval ran out (its TTL, or its action budget) is renewed
+// when its agent acts again: a new pending run that names it (Run.Renews),
+// for the same anchor process or run token, which a reviewer approves or
+// denies as a first run. Nothing else renews: see Run.Renewable and
+// NotRenewedError.
+//
 // # Modes
 //
 // Each target account is configured "run" or "call"; where several rules

@@ -191,6 +191,10 @@ func TestUpgradeMergesAnIdentitysAccounts(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "state.db")
 		v9 := strings.Replace(schema, ssoSubjectIndex, "", 1)
 		v9 = strings.Replace(v9, "expires_at INTEGER NOT NULL,\n\tepoch      INTEGER\n", "expires_at INTEGER NOT NULL\n", 1)
+		// Schema 11's renewals.
+		v9 = strings.Replace(v9, "host             TEXT,\n\trenews           TEXT\n", "host             TEXT\n", 1)
+		v9 = strings.Replace(v9, "replica      TEXT,\n\trenews       TEXT\n", "replica      TEXT\n", 1)
+		v9 = strings.Replace(v9, renewsIndex, "", 1)
 		if v9 == schema {
 			t.Fatal("cannot make the schema 9 tables")
 		}

@@ -19,8 +19,11 @@ import (
 // reused pid never finds an old run. The run's requester is the caller's
 // user.
 //
-// A denied, ended or expired run is not replaced while its anchor lives:
-// that process stays refused (ErrRunDenied, ErrRunEnded, ErrRunExpired),
+// A run whose approval ran out is renewed (see Renewable): the run
+// returned is the new, pending one, for the same anchor. A denied or
+// ended run, or an expired one that may not be renewed, is not replaced
+// while its anchor lives: that process stays refused (ErrRunDenied,
+// ErrRunEnded, ErrRunExpired),
 // and the run is returned with the error, as FindLocal would show it, so
 // that the refused request can name it; it grants nothing.
 func (s *Store) ResolveLocal(ctx context.Context, peer Peer) (Run, error) {
@@ -29,6 +32,9 @@ func (s *Store) ResolveLocal(ctx context.Context, peer Peer) (Run, error) {
 		return Run{}, err
 	}
 	if r, found, err := s.findLocal(ctx, cl, false); found || err != nil {
+		if found && r.ID != "" && errors.Is(err, ErrRunExpired) {
+			return s.renewLocal(ctx, cl, r)
+		}
 		return r, err
 	}
 	if cl.explicitOnly {

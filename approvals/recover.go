@@ -30,6 +30,12 @@ func (s *Store) recover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	renewed := map[RunID]bool{}
+	for _, r := range runs {
+		if r.Renews != "" {
+			renewed[r.Renews] = true // its anchor holds the run that renews it
+		}
+	}
 	for _, r := range runs {
 		if r.Local() && !r.anchorGone && s.mine(r) {
 			if !s.alive(r.Anchor.ID) {
@@ -38,6 +44,8 @@ func (s *Store) recover(ctx context.Context) error {
 				}
 				continue
 			}
+		}
+		if r.Local() && !r.anchorGone && s.mine(r) && !renewed[r.ID] {
 			// A live anchor keeps even a denied or expired run, so that the
 			// process stays refused rather than getting a fresh run.
 			s.anchors[r.Anchor.ID] = anchorEntry{run: r.ID, explicit: r.Explicit}

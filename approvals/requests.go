@@ -54,7 +54,7 @@ func (s *Store) raise(ctx context.Context, r *Run, kind Kind, a Action) (*waitSe
 		Target: a.Target, Account: a.Account, Command: a.Command, Timeout: a.Timeout,
 		Stdin: a.Stdin, AgentReason: a.AgentReason, Secret: a.Secret,
 		Class: a.Class, ClassReason: a.ClassReason, Escalation: a.Escalation, Transfer: a.Transfer,
-		Digest: DigestOf(r.ID, a), Requester: r.Requester,
+		Digest: DigestOf(r.ID, a), Requester: r.Requester, Renews: r.Renews,
 		RequestedAt: now, ExpiresAt: now.Add(s.timeout), Status: StatusPending,
 	}
 	if a.Shown != "" && a.Shown != a.Command {

@@ -68,7 +68,9 @@ func (s *Store) ttl(d *time.Duration, def time.Duration) (time.Duration, error) 
 }
 
 // ResolveRemote returns the run a token belongs to, if the run may still
-// act. Errors: ErrMalformedToken, ErrUnknownRun, ErrWrongToken (compared in
+// act: the token's own run, or the last run that renews it. A run whose
+// approval ran out is renewed (see Renewable): the run returned is the
+// new, pending one, for the same token. Errors: ErrMalformedToken, ErrUnknownRun, ErrWrongToken (compared in
 // constant time), ErrTokenExpired, ErrRunDenied, ErrRunEnded, ErrRunExpired.
 // With the last three the run is returned too, as FindRemote would show it,
 // so that the refused request can name it; it grants nothing.
@@ -77,21 +79,37 @@ func (s *Store) ResolveRemote(ctx context.Context, token Secret) (Run, error) {
 		return Run{}, err
 	}
 	defer s.unlock()
-	r, err := s.tokenRun(ctx, token)
-	if err != nil {
+	r, ended, err := s.tokenRunNow(ctx, token)
+	switch {
+	case err != nil:
 		return Run{}, err
+	case errors.Is(ended, ErrRunExpired):
+		return s.renewRemote(ctx, r.ID)
+	case ended != nil:
+		return refused(r, ended)
+	}
+	return *r, nil
+}
+
+// tokenRunNow is tokenRun with the token's own lifetime checked
+// (ErrTokenExpired) and the run's deadlines applied: ended is the run's
+// state error, as expireIfDue returns it, when it may not act. Called
+// with s.mu held.
+func (s *Store) tokenRunNow(ctx context.Context, token Secret) (r *Run, ended, err error) {
+	if r, err = s.tokenRun(ctx, token); err != nil {
+		return nil, nil, err
 	}
 	now := s.clock.Now()
 	if r.State == RunExpired && r.EndReason == EndTokenExpired || s.due(tokenKey(r.ID), r.TokenExpiresAt, now) {
 		if err := s.expireIfDue(ctx, r, now); err != nil && !isRunStateErr(err) {
-			return Run{}, err
+			return nil, nil, err
 		}
-		return Run{}, ErrTokenExpired
+		return nil, nil, ErrTokenExpired
 	}
-	if err := s.expireIfDue(ctx, r, now); err != nil {
-		return refused(r, err)
+	if ended = s.expireIfDue(ctx, r, now); ended != nil && !isRunStateErr(ended) {
+		return nil, nil, ended
 	}
-	return *r, nil
+	return r, ended, nil
 }
 
 // FindRemote returns the run a token belongs to and changes nothing: for
@@ -120,7 +138,8 @@ func (s *Store) FindRemote(ctx context.Context, token Secret) (Run, error) {
 }
 
 // tokenRun loads the remote run token belongs to, comparing the token's
-// hash in constant time. Called with s.mu held.
+// hash in constant time, and follows its renewals to the last. Called
+// with s.mu held.
 func (s *Store) tokenRun(ctx context.Context, token Secret) (*Run, error) {
 	hexID, hash, err := parseToken(runTokenPrefix, token)
 	if err != nil {
@@ -133,7 +152,8 @@ func (s *Store) tokenRun(ctx context.Context, token Secret) (*Run, error) {
 	if r.Local() || !equalHash(r.tokenHash, hash[:]) {
 		return nil, ErrWrongToken
 	}
-	return r, nil
+	// The token acts in the last run that renews its own.
+	return s.latest(ctx, r)
 }
 
 // EndRun ends a run at its requester's wish (DELETE /v1/runs/{id}, or an

@@ -48,6 +48,11 @@ type Run struct {
 	AgentID AgentID `json:"agent_id,omitempty"`
 	Limits  []Scope `json:"limits,omitempty"`
 
+	// Renews is the run this one renews: the same agent (anchor process
+	// or run token) asking again after that run's approval ran out (see
+	// Renewable); "" for a first run.
+	Renews RunID `json:"renews,omitempty"`
+
 	tokenHash  []byte
 	anchorGone bool
 	// host is the process space the anchor lives in (Options.Host of the
@@ -123,6 +128,9 @@ type Request struct {
 	Class       string `json:"class,omitempty"`
 	ClassReason string `json:"class_reason,omitempty"`
 	Escalation  string `json:"escalation,omitempty"`
+	// Renews is the run that the request's run renews, "" when it is a
+	// first run: the reviewer is asked to let the same agent go on.
+	Renews RunID `json:"renews,omitempty"`
 	// Digest binds a call approval to its action (see DigestOf).
 	Digest    Digest    `json:"digest"`
 	Status    Status    `json:"status"`

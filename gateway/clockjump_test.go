@@ -38,14 +38,19 @@ func TestClockSetBackDoesNotLengthenRun(t *testing.T) {
 	if err != nil || !a.Success() {
 		t.Fatalf("action within the run's hour: %+v %v", a, err)
 	}
-	// By the wall clock three hours remain; by elapsed time, none.
+	// By the wall clock three hours remain; by elapsed time, none: the
+	// next action runs only if a reviewer renews the run.
 	clk.Advance(time.Second)
-	a, err = g.agent.RunAction(ctx, api.ActionRequest{Target: "box-run", Command: "echo too late"}, api.Events{})
-	if err != nil {
-		t.Fatal(err)
+	late := g.runAsync(api.ActionRequest{Target: "box-run", Command: "echo too late"})
+	if ap := g.decideNext("run", "deny", "not again"); ap.Renews == "" {
+		t.Errorf("the action after the run's hour asked %+v; want a renewal of the run", ap)
 	}
-	if a.Outcome != sshexec.Rejected || a.StartedAt != nil {
-		t.Fatalf("action after the run's hour: %+v, want rejected before start", a)
+	r := <-late
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if a := r.a; a.Outcome != sshexec.Denied || a.StartedAt != nil {
+		t.Fatalf("action after the run's hour: %+v, want it asked for a renewal and denied before start", a)
 	}
 	rep := g.verifyAudit()
 	if rep.TimeSetBack == nil || rep.TimeSetBack.Largest < 2*time.Hour {

@@ -142,6 +142,7 @@ var endToEndPhases = []struct {
 	run  func(t *testing.T, d *daemon)
 }{
 	{"airlock run: one approval covers the run, a second process needs its own", e2eRunApproval},
+	{"airlock run past its run's TTL: the next action asks for a renewal", e2eRunRenews},
 	{"airlock-ssh --put and --get move a file byte for byte", e2ePutGet},
 	{"a redacted command: revealed, approved, proven", e2eRedactedCommand},
 	{"operator CLI: agent tokens", e2eAgentTokens},

@@ -279,11 +279,12 @@ func approvalsList(args []string, stdout, stderr io.Writer) int {
 			AgentReason string    `json:"agent_reason,omitempty"`
 			Secret      string    `json:"secret,omitempty"`
 			Digest      string    `json:"digest"`
+			Renews      string    `json:"renews,omitempty"`
 		}
 		out := make([]item, 0, len(list))
 		for _, a := range list {
 			out = append(out, item{a.ID, string(a.Kind), a.RunID, a.Target, a.Account, a.Command, a.RequestedAt, a.ExpiresAt, a.Requester,
-				a.StdinBytes, a.StdinSHA256, a.StdinText, a.AgentReason, a.Secret, a.Digest})
+				a.StdinBytes, a.StdinSHA256, a.StdinText, a.AgentReason, a.Secret, a.Digest, a.Renews})
 		}
 		return printJSON(stdout, out)
 	}
@@ -320,6 +321,9 @@ func approvalsList(args []string, stdout, stderr io.Writer) int {
 	}
 	tw.Flush()
 	for _, a := range list {
+		if a.Renews != "" {
+			fmt.Fprintf(stdout, "%s renews run %s: its approval ran out, and the same agent asks to go on\n", a.ID, a.Renews)
+		}
 		if a.StdinText != "" {
 			fmt.Fprintf(stdout, "%s standard input (%d bytes):\n%s\n", a.ID, a.StdinBytes, visible(a.StdinText))
 		}
@@ -435,6 +439,9 @@ func approvalsShow(args []string, stdout, stderr io.Writer) int {
 	line("expires in", time.Until(a.ExpiresAt).Round(time.Second).String())
 	if r := a.Run; r != nil {
 		line("run", fmt.Sprintf("%s (%s, %s, %d actions so far)", r.ID, r.State, r.Kind, r.Actions))
+		if a.Renews != "" {
+			line("renews", "run "+a.Renews+": its approval ran out, and the same agent asks to go on")
+		}
 		if p := r.Anchor; p != nil {
 			line("anchor", fmt.Sprintf("pid %d, start time %d, uid %d (%s)", p.PID, p.StartTime, p.UID, visible(p.User)))
 			line("executable", cmp.Or(visible(p.Executable), "unknown")+"  sha256 "+cmp.Or(p.SHA256, "unknown"))

@@ -123,7 +123,7 @@ func exitStatus(err error, stderr io.Writer) int {
 }
 
 // watchRevoked asks the gateway every revokePoll whether a reviewer ended
-// run id, until ctx ends: revoked is closed when one did, done when it
+// run id, or the run that renews it, until ctx ends: revoked is closed when one did, done when it
 // stopped asking. The run's own end (this process exiting) needs no
 // asking. A gateway that cannot be reached ends nothing: only its answer
 // that the run was revoked does.
@@ -141,6 +141,11 @@ func watchRevoked(ctx context.Context, c *api.Client, id string) (revoked, done 
 			}
 			var run api.Run
 			err := c.Do(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(id), nil, &run)
+			if err == nil && run.RenewedBy != "" {
+				// Its approval ran out and a renewal goes on: watch that.
+				id = run.RenewedBy
+				continue
+			}
 			// A revoked run is no longer its anchor's to read (not
 			// found); a denied or expired one reads as it is, and its
 			// agent may go on without the gateway.

@@ -45,6 +45,10 @@ func NextStepOf(a *Action) *NextStepInfo {
 		}
 		return step(RetryAfterCheck, WhoAgent, "the command ran and failed; read its output before retrying")
 	case outcome.Rejected:
+		if a.NextStep != nil {
+			// The gateway said what to do: a refused run, not a wrong request.
+			return a.NextStep
+		}
 		return step(RetryNo, WhoAgent, "fix the request; the same request will be rejected again")
 	case outcome.Denied:
 		if a.Approval.Reason != "" {

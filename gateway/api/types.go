@@ -448,6 +448,7 @@ type Run struct {
 	EndedBy   string `json:"ended_by,omitempty"`
 	EndNote   string `json:"end_note,omitempty"`
 	Actions   int    `json:"actions"`
+	Renewal
 	// Token is returned once, by POST /v1/runs.
 	Token string `json:"token,omitempty"`
 }
@@ -575,6 +576,7 @@ type Approval struct {
 	DecidedBy   string     `json:"decided_by,omitempty"`
 	DecidedAt   *time.Time `json:"decided_at,omitempty"`
 	Reason      string     `json:"reason,omitempty"`
+	Renewal
 }
 
 // CancelRequest is the body of POST /v1/actions/{id}/cancel: a reviewer

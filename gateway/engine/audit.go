@@ -60,6 +60,9 @@ func (e *core) recordApprovalEvent(ctx context.Context, ev approvals.Event) erro
 	if ev.Kind == approvals.EventRunCreated && (ev.Run.AgentID != "" || len(ev.Run.Limits) > 0) {
 		rec.AgentID, rec.Limits = ev.Run.AgentID, scopeText(ev.Run.Limits)
 	}
+	if ev.Kind == approvals.EventRunCreated || ev.Kind == approvals.EventApprovalRequested {
+		rec.Renews = ev.Run.Renews
+	}
 	if a := ev.Run.Anchor; a != nil && ev.Kind == approvals.EventRunCreated {
 		rec.Anchor = &anchorFacts{PID: int64(a.ID.PID), StartTime: a.ID.StartTime, Exe: a.Exe, ExeSHA256: a.ExeSHA256,
 			UID: int64(a.UID), Cwd: a.Cwd, Argv: quoteArgv(a.Argv)}

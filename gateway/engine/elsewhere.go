@@ -165,13 +165,13 @@ func notInRun(id string) error {
 }
 
 // inRun reports whether the caller belongs to run runID: its own run is
-// that one, or, for a local caller, that run was made through another
+// that one or renews it, or, for a local caller, that run was made through another
 // replica on this host and its anchor is the caller's (LocalRunOf).
 func (e *core) inRun(ctx context.Context, c Caller, runID string) bool {
 	if runID == "" {
 		return false
 	}
-	if run, err := e.findRun(ctx, c); err == nil && string(run.ID) == runID {
+	if run, err := e.findRun(ctx, c); err == nil && e.renewedFrom(ctx, run, runID) {
 		return true
 	}
 	if !c.Local {

@@ -87,6 +87,8 @@ type lifecycle struct {
 	upload   *spoolFile
 	uploaded *approvals.Stdin
 	run      approvals.Run
+	// runStep is the next step of a run's refusal (refuseRun), nil else.
+	runStep *api.NextStepInfo
 	// requested is where action.requested landed: a per-action
 	// certificate's serial.
 	requested auditchain.Ref
@@ -266,7 +268,7 @@ func (l *lifecycle) approve(ctx context.Context) bool {
 		expires := r.ExpiresAt.UTC()
 		l.a.update(func(o *api.Action) { o.Approval.ID, o.Approval.Why = string(r.ID), why })
 		l.a.setState(api.StateWaitingApproval, api.StateEvent{
-			ApprovalID: string(r.ID), Kind: r.Kind.String(), Message: l.waitingMessage(r, why), Reason: l.escalation, ExpiresAt: &expires,
+			ApprovalID: string(r.ID), Kind: r.Kind.String(), Message: renewalNote(r, l.waitingMessage(r, why)), Reason: l.escalation, ExpiresAt: &expires,
 		})
 	})
 	e.metrics.approvalWait.Observe((e.clock.Elapsed() - waitStart).Seconds())
@@ -600,7 +602,7 @@ func (l *lifecycle) answer() {
 			obj.OutputDropped = droppedView(f.StdoutSpill, f.StderrSpill)
 		}
 	}
-	obj.NextStep = l.res.nextStep(&obj)
+	obj.NextStep = l.nextStep(&obj)
 	l.a.finish(obj, out)
 	l.e.metrics.actions.WithLabelValues(obj.Outcome.String()).Inc()
 	code := ""
@@ -618,6 +620,7 @@ func (l *lifecycle) endRunError(ctx context.Context, err error) {
 		l.end(ctx, sshexec.Cancelled, stoppedDetail(ctx, sshexec.Cancelled, "the caller went away before the action started"), sshexec.NotStarted)
 	case errors.Is(err, approvals.ErrEventNotRecorded):
 		l.answerUnrecorded("an approval event could not be recorded in the audit log, so nothing was run")
+	case l.endRunRefused(ctx, err):
 	case errors.Is(err, approvals.ErrRunDenied):
 		l.a.update(func(o *api.Action) { o.Approval.Decision = api.DecisionDeny })
 		l.end(ctx, sshexec.Denied, "a reviewer denied this run; a new agent process needs a new approval", 0)
@@ -636,17 +639,12 @@ func (l *lifecycle) endRunError(ctx context.Context, err error) {
 			l.end(ctx, sshexec.Denied, detail+"; do not retry without asking a human", 0)
 			return
 		}
-		l.end(ctx, sshexec.Rejected, "the run has ended; start a new one", 0)
-	case errors.Is(err, approvals.ErrRunExpired), errors.Is(err, approvals.ErrTokenExpired):
-		l.end(ctx, sshexec.Rejected, "the run's approval or token has expired; start a new run", 0)
 	case errors.Is(err, approvals.ErrOutOfScope):
 		l.end(ctx, sshexec.Rejected, "the run's approval does not cover this target or account, or its action budget is spent", 0)
 	case errors.Is(err, approvals.ErrNoAnchor), errors.Is(err, approvals.ErrNoProcess), errors.Is(err, approvals.ErrPeerMismatch), errors.Is(err, approvals.ErrNotAncestor):
 		l.end(ctx, sshexec.Rejected, "the calling process could not be identified as an agent process", 0)
 	case errors.Is(err, approvals.ErrWrongToken), errors.Is(err, approvals.ErrMalformedToken), errors.Is(err, approvals.ErrUnknownRun):
 		l.end(ctx, sshexec.Rejected, "the run token is not valid", 0)
-	case errors.Is(err, approvals.ErrTooManyPending):
-		l.end(ctx, sshexec.Rejected, pendingLimitDetail(err), 0)
 	case sqldb.Unavailable(err):
 		// The database is not answering (replicas on PostgreSQL): nothing
 		// was decided, nothing is run, and the agent is not told about

@@ -284,6 +284,9 @@ type runEvent struct {
 	// run.created; Limits that agent's limits.
 	AgentID approvals.AgentID `audit:"agent_id,omitempty"`
 	Limits  string            `audit:"limits,omitempty"`
+	// Renews is the run a renewal renews, on its run.created and the
+	// approval.requested entries of its requests.
+	Renews approvals.RunID `audit:"renews,omitempty"`
 }
 
 // agentEvent is agent.added or agent.revoked: an agent token an operator

@@ -399,6 +399,7 @@ func approvalView(q approvals.Request) api.Approval {
 		DecidedBy: q.DecidedBy, Reason: q.Reason, AgentReason: q.AgentReason, Secret: q.Secret,
 		Redactions: apiRedactions(q.Redactions), Class: q.Class, ClassReason: q.ClassReason, Escalation: q.Escalation,
 	}
+	v.Renews = string(q.Renews)
 	if in := q.Stdin; in != nil {
 		v.StdinBytes, v.StdinSHA256, v.StdinText = in.Size, hex.EncodeToString(in.SHA256[:]), in.Text
 	}

@@ -40,10 +40,11 @@ func (e *core) resolveRun(ctx context.Context, c Caller) (approvals.Run, error) 
 	return e.store.ResolveRemote(ctx, c.RunToken.s)
 }
 
-// ResolveToken returns the run a bearer token belongs to if that run may
-// still act (see approvals.Store.ResolveRemote).
+// ResolveToken returns the run a bearer token acts in if that run may
+// still act, or may ask a reviewer to renew it (expired, Renewable; see
+// approvals.Store.CheckRemote). It never renews: only an action does.
 func (e *Runs) ResolveToken(ctx context.Context, tok Secret) (api.Run, error) {
-	run, err := e.store.ResolveRemote(ctx, tok.s)
+	_, run, err := e.store.CheckRemote(ctx, tok.s)
 	if err != nil {
 		return api.Run{}, classify(err)
 	}
@@ -127,8 +128,21 @@ func (e *Runs) Get(ctx context.Context, raw string) (Run, error) {
 	if err != nil {
 		return Run{}, classify(err)
 	}
-	return runView(run), nil
+	v := runView(run)
+	if run.Renewable() {
+		next, err := e.store.RenewedBy(ctx, id)
+		if err != nil {
+			return Run{}, classify(err)
+		}
+		v.RenewedBy = string(next)
+	}
+	return v, nil
 }
+
+// Owns reports whether run id is the caller's: its own run, a run its
+// run renews, or (local callers) a run of its anchor made through
+// another replica.
+func (e *Runs) Owns(ctx context.Context, c Caller, id string) bool { return e.inRun(ctx, c, id) }
 
 // Recent returns the active runs and the ones that ended lately (the
 // n created last, whatever their state), oldest first.
@@ -226,6 +240,7 @@ func apiRun(r approvals.Run) api.Run {
 	v.ExpiresAt = timeOrNil(r.ExpiresAt)
 	v.TokenExpiresAt = timeOrNil(r.TokenExpiresAt)
 	v.Limits = limitTexts(r.Limits)
+	v.Renews, v.Renewable = string(r.Renews), r.Renewable()
 	if r.State.Terminal() {
 		v.EndReason, v.EndedBy, v.EndNote = r.EndReason.String(), r.EndedBy, r.EndNote
 		if r.EndReason == 0 {

@@ -62,10 +62,11 @@ func (s *server) mcpGuard(next http.Handler) http.Handler {
 }
 
 // verifyRunToken is the bearer-token verifier of /mcp: the token must
-// belong to a run that may still act. The session is bound to the run's
-// id, and the token's expiry is the run's.
+// belong to a run that may still act, or whose next action asks a
+// reviewer to renew it. The session is bound to the token's own run,
+// which its renewals keep, and the token's expiry is the session's.
 func (s *server) verifyRunToken(ctx context.Context, token string, r *http.Request) (*sdkauth.TokenInfo, error) {
-	run, err := s.e.Runs().ResolveToken(ctx, engine.NewSecret(token))
+	sess, err := s.e.Runs().TokenSession(ctx, engine.NewSecret(token))
 	if err != nil {
 		why := runTokenProblem(err)
 		if why == "" {
@@ -77,14 +78,7 @@ func (s *server) verifyRunToken(ctx context.Context, token string, r *http.Reque
 		}
 		return nil, fmt.Errorf("%w: %s", sdkauth.ErrInvalidToken, why)
 	}
-	var exp time.Time
-	if run.TokenExpiresAt != nil {
-		exp = *run.TokenExpiresAt
-	}
-	if run.ExpiresAt != nil && run.ExpiresAt.Before(exp) {
-		exp = *run.ExpiresAt
-	}
-	return &sdkauth.TokenInfo{UserID: run.ID, Expiration: exp}, nil
+	return &sdkauth.TokenInfo{UserID: sess.ID, Expiration: sess.Expires}, nil
 }
 
 // runTokenProblem says why a token was refused, or "" for a failure that

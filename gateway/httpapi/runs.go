@@ -90,8 +90,7 @@ func (s *server) runFor(w http.ResponseWriter, r *http.Request) (api.Run, bool) 
 	}
 	p := principalFrom(r.Context())
 	if !p.isReviewer {
-		own, err := s.e.Runs().Find(r.Context(), p.caller())
-		if err != nil || own.ID != id {
+		if !s.e.Runs().Owns(r.Context(), p.caller(), id) {
 			writeError(w, http.StatusNotFound, api.CodeNotFound, "no such run of yours")
 			return api.Run{}, false
 		}

@@ -152,6 +152,9 @@ type Card struct {
 	Reason      string
 	// Run is the requesting run, nil if it could not be read.
 	Run *Run
+	// Renews is the run the requesting run renews: the same agent asks
+	// to go on after that run's approval ran out; "" for a first run.
+	Renews string
 	// TTLs are the run-approval lifetimes a reviewer may choose, within
 	// policy; DefaultTTL is preselected.
 	TTLs       []time.Duration

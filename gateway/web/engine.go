@@ -125,7 +125,7 @@ func (b *EngineBackend) card(ctx context.Context, q engine.Request, mem []api.Ac
 		Target: q.Target, Account: q.Account, Command: q.Command, Timeout: q.Timeout,
 		Digest: q.Digest, RequestedAt: q.RequestedAt, ExpiresAt: q.ExpiresAt,
 		Requester: q.Requester, DecidedBy: q.DecidedBy, Reason: q.Reason, AgentReason: q.AgentReason,
-		Secret: q.Secret, Class: q.Class, ClassReason: q.ClassReason, Escalation: q.Escalation,
+		Secret: q.Secret, Class: q.Class, ClassReason: q.ClassReason, Escalation: q.Escalation, Renews: q.Renews,
 	}
 	for _, r := range q.Redactions {
 		c.Redacted = append(c.Redacted, r.Rule)
