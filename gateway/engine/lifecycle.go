@@ -425,6 +425,15 @@ func (l *lifecycle) recordIntent(ctx context.Context, connecting actionConnectin
 			return false
 		}
 		e.log.Error("audit append failed; nothing dialed", "action", l.a.id, "error", err)
+		if errors.Is(err, auditchain.ErrOutcomeUnknown) {
+			// The intent may be in the log after all (the database went
+			// away between its commit and the answer): it gets an
+			// outcome too, now or once the log takes it.
+			l.res = result{outcome: sshexec.AuditUnavailable, termination: sshexec.NotStarted,
+				detail: "whether the intent reached the audit log is unknown, so nothing was dialed"}
+			l.traceAndAnswer(ctx, actionFinished{})
+			return false
+		}
 		l.answerUnrecorded("the intent could not be recorded in the audit log, so nothing was dialed")
 		return false
 	}
@@ -504,9 +513,14 @@ func (l *lifecycle) mayHaveRun(ctx context.Context, why string, fin actionFinish
 	ran := l.res.outcome
 	l.res.outcome = sshexec.AuditUnavailable
 	l.res.detail = why + "; the command may have run (its outcome was " + ran.String() + ")"
-	// Leave a trace: now, or as soon as the audit log takes it (a full
-	// disk may have room again). If the gateway stops first, recovery
-	// finishes the action as interrupted.
+	l.traceAndAnswer(ctx, fin)
+}
+
+// traceAndAnswer records action.finished with l.res and fin — now, or as
+// soon as the audit log takes it (a full disk may have room again, a
+// database come back); if the gateway stops first, recovery finishes the
+// action as interrupted — and answers.
+func (l *lifecycle) traceAndAnswer(ctx context.Context, fin actionFinished) {
 	if err := l.recordFinished(context.WithoutCancel(ctx), fin); err != nil {
 		fin.RecordedLate = true
 		late := *l
