@@ -172,6 +172,71 @@ func TestTokensDieWithTheirCredential(t *testing.T) {
 	}
 }
 
+// Disabling or removing a reviewer ends every token it holds, those
+// issued by logins racing the change included, and neither enabling it
+// again nor adding the name back revives one.
+func TestTokensDieWithDisableAndRemove(t *testing.T) {
+	for _, end := range []struct {
+		name string
+		end  func(*Accounts) error
+		back func(*Accounts) error
+	}{
+		{"disable",
+			func(a *Accounts) error { return a.SetEnabled(context.Background(), "rita", false, "test") },
+			func(a *Accounts) error { return a.SetEnabled(context.Background(), "rita", true, "test") }},
+		{"remove",
+			func(a *Accounts) error { return a.Remove(context.Background(), "rita", "test") },
+			func(a *Accounts) error {
+				return a.Add(context.Background(), "rita", NewSecret("correct horse battery rita"), "test")
+			}},
+	} {
+		t.Run(end.name, func(t *testing.T) {
+			e := newEnv(t)
+			ctx := context.Background()
+			acc := e.s.Accounts()
+			rv := e.reviewer("rita")
+			before, err := acc.IssueTokenFor(ctx, rv, time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			issued := []Secret{before}
+			var (
+				wg sync.WaitGroup
+				mu sync.Mutex
+			)
+			start := make(chan struct{})
+			for range 50 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					if tok, err := acc.IssueTokenFor(ctx, rv, time.Hour); err == nil {
+						mu.Lock()
+						issued = append(issued, tok)
+						mu.Unlock()
+					}
+				}()
+			}
+			close(start)
+			if err := end.end(acc); err != nil {
+				t.Fatal(err)
+			}
+			wg.Wait()
+			if err := end.back(acc); err != nil {
+				t.Fatal(err)
+			}
+			for i, tok := range issued {
+				if _, err := acc.VerifyToken(ctx, tok); err == nil {
+					t.Errorf("token %d of %d, issued before or during the %s, works after the account came back", i, len(issued), end.name)
+				}
+			}
+			if _, err := acc.IssueTokenFor(ctx, rv, time.Hour); err == nil {
+				t.Errorf("a login verified before the %s got a token after it", end.name)
+			}
+		})
+	}
+}
+
 // A state database made before one identity was one account, holding
 // three accounts of one identity (its name claim changed twice), is
 // upgraded to one: the oldest stays, the others are disabled, lose their
