@@ -436,7 +436,11 @@ func e2eRunsListAndEnd(t *testing.T, d *daemon) {
 	// is told to end (SIGTERM), and tries one more.
 	airlock, _ := binaries(t)
 	out1 := &lockedBuffer{}
-	a := d.agent(airlock + ` run -- sh -c 'trap "airlock-ssh box echo again; exit 3" TERM; airlock-ssh box true; while :; do sleep 0.1; done'`)
+	// It also leaves a child that ignores SIGTERM: the run's end must end
+	// it too (airlock run KILLs what is left of the agent's group).
+	pidFile := filepath.Join(t.TempDir(), "pids")
+	a := d.agent(airlock + ` run -- sh -c '(trap "" TERM; exec sleep 1000) >/dev/null 2>&1 & echo $! > ` + pidFile +
+		`; trap "airlock-ssh box echo again; exit 3" TERM; airlock-ssh box true; while :; do sleep 0.1; done'`)
 	a.Stdout, a.Stderr = out1, out1
 	if err := a.Start(); err != nil {
 		t.Fatal(err)
@@ -488,6 +492,10 @@ func e2eRunsListAndEnd(t *testing.T, d *daemon) {
 	}
 	if want := "the run was ended by " + gatewaytest.Reviewer + ": test over; do not retry without asking a human"; !strings.Contains(out1.String(), want) {
 		t.Errorf("the agent after runs end was told:\n%s\nwant %q", out1.String(), want)
+	}
+	for _, pid := range readPids(t, pidFile) {
+		testkit.Eventually(t, func() bool { return !proctree.Alive(pid) },
+			"the agent's child %d, which ignores SIGTERM, outlived the run a reviewer ended", pid)
 	}
 }
 
