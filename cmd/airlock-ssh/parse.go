@@ -89,6 +89,10 @@ last 64 KiB of each stream, or nothing; a line on stderr says what was
 withheld. Whenever less than the whole output reached you (the gateway's
 output cap, a stream cut), a line on stderr says so:
   airlock-ssh: stdout truncated: delivered N of M bytes (action ID)
+The gateway keeps each stream whole up to the account's max_output (64 MiB
+by default; GET /v1/targets lists it as max_output_bytes) for 24 hours, to
+read back in pages; past it only the last 64 KiB is kept, and the action
+says how many bytes were dropped.
 
 waiting: the gateway sends a heartbeat at least every 15 s; airlock-ssh gives
 up on one silent for 45 s ($AIRLOCK_SILENCE sets another limit, at least
