@@ -231,3 +231,67 @@ func TestHeldGetThatCannotBeFollowedSaysSo(t *testing.T) {
 		t.Error("a file was saved")
 	}
 }
+
+// uploadingBackend is pendingBackend that takes the put's upload.
+type uploadingBackend struct {
+	*pendingBackend
+	got chan string
+}
+
+func (u *uploadingBackend) Upload(_ context.Context, r io.Reader, size int64) (*api.Upload, error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	u.got <- string(b)
+	return &api.Upload{ID: "upl_held", Size: size, SHA256: "00", ExpiresAt: time.Now().Add(time.Hour)}, nil
+}
+
+func (*uploadingBackend) Fetch(context.Context, *api.Action, io.Writer) (int64, error) {
+	return 0, errors.New("the fake serves no gets")
+}
+
+// Without wait_s, ssh_put answers by max_wait with the action waiting for
+// its reviewer, like ssh_exec, and the put goes on once approved.
+func TestHeldPutAnswersByMaxWait(t *testing.T) {
+	t.Parallel()
+	b := &uploadingBackend{pendingBackend: newPendingBackend(), got: make(chan string, 1)}
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "app.conf"), []byte("listen 80\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cs, _ := connect(t, b, mcp.Options{MaxWait: 50 * time.Millisecond, FileRoot: root})
+	ctx, cancel := context.WithCancel(context.Background())
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: mcp.ToolPut,
+		Arguments: map[string]any{"target": "box", "local_path": "app.conf", "path": "/etc/app.conf"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel() // as a host whose timeout fires after the answer
+	if got := <-b.got; got != "listen 80\n" {
+		t.Errorf("uploaded %q", got)
+	}
+	got := mcptest.Structured[mcp.FileResult](t, res)
+	if res.IsError || got.ID != "act_held" || got.State != api.StateWaitingApproval || got.Outcome.Valid() {
+		t.Errorf("held put: isError %v, %+v\n%s", res.IsError, got, mcptest.Text(res))
+	}
+	if text := mcptest.Text(res); !strings.Contains(text, `get_action, action_id "act_held"`) {
+		t.Errorf("the held put does not say how to follow it:\n%s", text)
+	}
+	select {
+	case <-b.cancelled:
+		t.Fatal("the put was cancelled with the call that answered")
+	default:
+	}
+	close(b.decide)
+	testkit.EventuallyErr(t, func() error {
+		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: mcp.ToolGetAction, Arguments: map[string]any{"action_id": "act_held"}})
+		if err != nil {
+			return err
+		}
+		if a := mcptest.Structured[mcp.ActionResult](t, res); !a.Success() {
+			return fmt.Errorf("get_action: %+v", a)
+		}
+		return nil
+	}, "the held put to finish")
+}
