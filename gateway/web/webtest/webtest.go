@@ -171,6 +171,37 @@ func Screenshot(t testing.TB, ctx context.Context, sel, name, dir string) {
 		t.Errorf("screenshot %s: %v", name, err)
 		return
 	}
+	save(t, png, name, dir)
+}
+
+// ScreenOf sets the tab's viewport to width × height CSS pixels and saves
+// a PNG of what is on that first screen, as Screenshot saves it.
+func ScreenOf(t testing.TB, ctx context.Context, width, height int64, name, dir string) {
+	t.Helper()
+	var png []byte
+	var err error
+	for attempt := range 5 {
+		if attempt > 0 {
+			time.Sleep(200 * time.Millisecond)
+		}
+		if err = chromedp.Do(ctx, chromedp.EmulateViewport(width, height)); err != nil {
+			continue
+		}
+		if png, err = chromedp.Run(ctx, chromedp.CaptureScreenshot()); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Errorf("screenshot %s: %v", name, err)
+		return
+	}
+	save(t, png, name, dir)
+}
+
+// save writes png as name in the test's artifact directory, and under dir
+// when dir is not empty.
+func save(t testing.TB, png []byte, name, dir string) {
+	t.Helper()
 	dirs := []string{artifactDir(t)}
 	if dir != "" {
 		dirs = append(dirs, dir)
