@@ -697,7 +697,7 @@ func (b *browserTour) actionDetail(t *testing.T) {
 		t.Fatal(err)
 	}
 	page, _ := webtest.Eval[string](b.tab, `document.querySelector('main').textContent`)
-	for _, want := range []string{"exited", ssh.FingerprintSHA256(b.sshd.CurrentHostKey()), "action.requested", "action.connecting", "action.finished", "approve by " + testReviewer} {
+	for _, want := range []string{"exited", ssh.FingerprintSHA256(b.sshd.CurrentHostKey()), "action.requested", "action.connecting", "action.finished", "approved by " + testReviewer} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the action page lacks %q", want)
 		}

@@ -26,6 +26,8 @@ func TestBrowser(t *testing.T) {
 	t.Run("expired card", p.expiredCard)
 	t.Run("CSRF-less POST refused", p.refuseWithoutCSRF)
 	t.Run("logout", p.logout)
+	t.Run("card layout", p.cardLayout)
+	t.Run("short confirmation", p.shortConfirmation)
 }
 
 // browserPages is TestBrowser's fixture: one browser, in which each

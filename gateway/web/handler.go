@@ -437,7 +437,8 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, Prefix+"/pending", http.StatusSeeOther)
 		return
 	}
-	h.sessions.setFlash(st.s, &flash{OK: true, Message: decidedMessage(card), Detail: card.Command})
+	shown, cut := firstLine(card.Command)
+	h.sessions.setFlash(st.s, &flash{OK: true, Message: decidedMessage(card), Detail: shown, Cut: cut})
 	http.Redirect(w, r, Prefix+"/pending", http.StatusSeeOther)
 }
 

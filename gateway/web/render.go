@@ -91,25 +91,28 @@ type cardView struct {
 	Now  time.Time
 }
 
+// whoView is what the "who-body" template gets: a Run or *Run, and
+// whether to show its weak-evidence warnings.
+type whoView struct {
+	Run  any
+	Warn bool
+}
+
 var funcs = template.FuncMap{
 	"cardView":   func(p *pageData, c Card) cardView { return cardView{Card: c, CSRF: p.CSRF, Now: p.Now} },
 	"reveal":     Reveal,
 	"revealText": RevealText,
-	"flags":      Flags,
-	"cardFlags": func(c Card) []Flag {
-		texts := []string{c.Command, c.Requester, c.AgentReason}
-		if c.Stdin != nil {
-			texts = append(texts, c.Stdin.Text)
-		}
-		if c.Run != nil {
-			texts = append(texts, runTexts(c.Run)...)
-		}
-		return Flags(texts...)
+	"actionFlags": func(a Action) []FieldFlag {
+		return FieldFlags(field{"command", a.Command}, field{"outcome detail", a.Detail}, field{"approval reason", a.ApprovalReason})
 	},
-	"runFlags": func(r Run) []Flag { return Flags(runTexts(&r)...) },
-	"time":     func(t time.Time) string { return fmtTime(t) },
-	"iso":      func(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") },
-	"dur":      fmtDur,
+	"cardFlags": func(c Card) []FieldFlag { return FieldFlags(cardFields(c)...) },
+	"runFlags":  func(r Run) []FieldFlag { return FieldFlags(runFields(&r)...) },
+	// whoView: the card shows a run's weak-evidence warnings in its
+	// header, the runs page beside the process.
+	"whoView": func(run any, warn bool) whoView { return whoView{Run: run, Warn: warn} },
+	"time":    func(t time.Time) string { return fmtTime(t) },
+	"iso":     func(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") },
+	"dur":     fmtDur,
 	"left": func(now, t time.Time) string {
 		if !t.After(now) {
 			return "expired"
@@ -135,19 +138,6 @@ var funcs = template.FuncMap{
 		}
 		return s
 	},
-}
-
-// runTexts are the texts of a run that its requester controls.
-func runTexts(r *Run) []string {
-	t := []string{r.Requester}
-	if p := r.Process; p != nil {
-		t = append(t, p.Exe, p.Cwd, p.User)
-		t = append(t, p.Argv...)
-		for _, q := range p.Parents {
-			t = append(t, q.Comm, q.Exe)
-		}
-	}
-	return t
 }
 
 func fmtTime(t time.Time) string {

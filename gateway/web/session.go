@@ -44,8 +44,9 @@ type session struct {
 type flash struct {
 	OK      bool
 	Message string
-	// Detail is attacker-influenced text (a command), shown revealed.
-	Detail string
+	// Detail is attacker-influenced text (a command), shown revealed;
+	// Cut says what of it was left out ("" for nothing).
+	Detail, Cut string
 }
 
 // sessions holds the sessions by the SHA-256 of their cookie value, so the

@@ -151,6 +151,16 @@ func Screenshot(t testing.TB, ctx context.Context, sel, name, dir string) {
 	t.Helper()
 	var png []byte
 	var err error
+	// An image of a whole page or card is taller than a screen: elements
+	// that stick to the screen's edge (the decision bar) would land in its
+	// middle, over other content. Put them back in place for the image.
+	unstick := `document.querySelectorAll('*').forEach(function (e) { if (getComputedStyle(e).position === 'sticky') { e.dataset.unstuck = '1'; e.style.position = 'static'; } }), true`
+	restick := `document.querySelectorAll('[data-unstuck]').forEach(function (e) { e.style.position = ''; delete e.dataset.unstuck; }), true`
+	if _, err := Eval[bool](ctx, unstick); err != nil {
+		t.Errorf("screenshot %s: %v", name, err)
+		return
+	}
+	defer Eval[bool](ctx, restick)
 	// Headless Chromium sometimes reports a zero-width page for a moment
 	// after a navigation; set the viewport and try again shortly.
 	for attempt := range 5 {
@@ -171,6 +181,37 @@ func Screenshot(t testing.TB, ctx context.Context, sel, name, dir string) {
 		t.Errorf("screenshot %s: %v", name, err)
 		return
 	}
+	save(t, png, name, dir)
+}
+
+// ScreenOf sets the tab's viewport to width × height CSS pixels and saves
+// a PNG of what is on that first screen, as Screenshot saves it.
+func ScreenOf(t testing.TB, ctx context.Context, width, height int64, name, dir string) {
+	t.Helper()
+	var png []byte
+	var err error
+	for attempt := range 5 {
+		if attempt > 0 {
+			time.Sleep(200 * time.Millisecond)
+		}
+		if err = chromedp.Do(ctx, chromedp.EmulateViewport(width, height)); err != nil {
+			continue
+		}
+		if png, err = chromedp.Run(ctx, chromedp.CaptureScreenshot()); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Errorf("screenshot %s: %v", name, err)
+		return
+	}
+	save(t, png, name, dir)
+}
+
+// save writes png as name in the test's artifact directory, and under dir
+// when dir is not empty.
+func save(t testing.TB, png []byte, name, dir string) {
+	t.Helper()
 	dirs := []string{artifactDir(t)}
 	if dir != "" {
 		dirs = append(dirs, dir)
