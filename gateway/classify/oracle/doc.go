@@ -1,7 +1,9 @@
 // Package oracle checks the command classifier against what commands do
 // (issue #35). It has no code of its own, only tests: TestOracle runs
 // every line of a corpus — generated from classify.Programs, every
-// modelled option spelled every way a shell allows, and the tricks of
+// modelled option spelled every way a shell allows, the base lines of
+// the programs read by rules (testdata/rules.txt) spelled the same ways,
+// and the tricks of
 // testdata/tricks.txt — on a real OpenSSH sshd, as an unprivileged
 // account whose home is a fresh scratch tree, and compares what changed
 // with the verdict. A read_only verdict must leave no change and no

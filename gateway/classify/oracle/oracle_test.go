@@ -31,11 +31,16 @@ const lineBudget = 2400
 // grammars, then the tricks.
 func corpusLines(tb testing.TB) []line {
 	tb.Helper()
-	budget := lineBudget
-	if os.Getenv("AIRLOCK_ORACLE_FULL") != "" {
+	budget, full := lineBudget, os.Getenv("AIRLOCK_ORACLE_FULL") != ""
+	if full {
 		budget = 0
 	}
 	gen := generated(classify.Programs(), budget)
+	rl, err := ruled(full)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	gen = append(gen, rl...)
 	tr, err := tricks()
 	if err != nil {
 		tb.Fatal(err)
