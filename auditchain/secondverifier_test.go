@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,9 +13,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 // The second verifier, deploy/verifier/airlock-verify.py, is written in
@@ -220,5 +223,56 @@ func TestSecondVerifierCouldNotVerify(t *testing.T) {
 				t.Errorf("exit: %v, want exit code 2\nstderr: %s", err, stderr.String())
 			}
 		})
+	}
+}
+
+// The worked example of docs/audit.md ("Verifying without airlock") is
+// what the log computes: the verifier key of the Ed25519 key whose seed is
+// 32 bytes of 0x2a, the leaf, leaf hash and chain of the example entry at
+// seq 0, and a checkpoint signed over it and the same entry at seq 1.
+func TestSecondVerifierDocExample(t *testing.T) {
+	const (
+		vkey     = "airlock/example/K4QZ7MXJ2A+83aa4310+ARl/ayPhbIUyxqvIOPrNXqeJvgx2spIDNAOb+os9No1h"
+		leaf0    = "01000000000000000001020304050607080972756e2e656e6465640001610002726e00040162030101640400000001ff016e02ffffffffffffffff0173010000000178"
+		leafHash = "8f41e2caed5250797adc5a601ab29a5c6fd61a0dad59d161630f07f688b702ed"
+		chain0   = "d83084fca8cd46f0e71fcd7242066eb5ced792370143c47c823e463acdcaedc2"
+		ckpt     = "airlock/example/K4QZ7MXJ2A\n2\ndpBDnDpr+93gk80ZRtVfrM+uhsH5r1ird9Ubier6GAs=\n\n" +
+			"— airlock/example/K4QZ7MXJ2A g6pDEIQesy7H63C2i9J6GbJmqBiLqeSQq9R0Y9Yrx1C0nGzthLvD2FM2qYi9d/h0tW7u86FZfS7GAcMSZSk75JRh/Q0=\n"
+	)
+	e := Entry{Seq: 0, Time: time.Unix(0, 0x0102030405060708), Kind: KindRunEnded, ActionID: "a", RunID: "rn",
+		Fields: []Field{Str("s", "x"), Int("n", -1), Bytes("d", []byte{0xff}), Bool("b", true)}}
+	leaf, err := EncodeLeaf(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lh, c := tlog.RecordHash(leaf), ChainHash(chainGenesis, leaf)
+	got := []string{hex.EncodeToString(leaf), hex.EncodeToString(lh[:]), hex.EncodeToString(c[:])}
+	if diff := cmp.Diff([]string{leaf0, leafHash, chain0}, got); diff != "" {
+		t.Errorf("leaf, leaf hash, chain (-doc +computed):\n%s", diff)
+	}
+	e.Seq = 1
+	leaf1, err := EncodeLeaf(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := ParseVerifierKey(vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := OpenCheckpoint([]byte(ckpt), v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := tlog.NodeHash(lh, tlog.RecordHash(leaf1)); cp.Size != 2 || cp.Root != want {
+		t.Errorf("checkpoint %d %s, want 2 %s", cp.Size, cp.Root, want)
+	}
+	doc, err := os.ReadFile("../docs/audit.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{vkey, leafHash, chain0, ckpt} {
+		if !strings.Contains(string(doc), s) {
+			t.Errorf("docs/audit.md does not show %q", s)
+		}
 	}
 }
