@@ -191,7 +191,7 @@ class Verifier:
         return bytes(self.roots[32 * size:32 * size + 32])
 
     def add_leaf(self, leaf_hash):
-        """RFC 6962 tree: the hashes tree_hashes stores for the new leaf, and the new root."""
+        """Adds a leaf to the RFC 6962 tree, records the new root and returns the hashes tree_hashes stores for it."""
         out, h, level = [leaf_hash], leaf_hash, 0
         while self.n >> level & 1:
             h = sha256(b"\x01", self.nodes[level], h)
@@ -315,7 +315,7 @@ class Verifier:
         if body[1] != size:
             return
         if body[2] != self.root(size):
-            return self.find(self.last_good, "fork", f"checkpoint {cid} signs another root at size {size}")
+            return self.find(self.last_good, "fork", f"checkpoint {cid} signs another root at size {size} than the entries give")
         self.last_db, self.last_good, self.good[0] = size, max(self.last_good, size), self.good[0] + 1
 
     def finish(self, n):
