@@ -549,3 +549,100 @@ func TestAuditCheckProof(t *testing.T) {
 		t.Errorf("a consistency proof without a checkpoint: exit %d: %s", code, errs)
 	}
 }
+
+// A witness keeps every note in one file, as checkpoints.log does:
+// check-proof picks the note of the proof's size signed by the key, and
+// says which it used.
+func TestAuditCheckProofPicksTheNoteFromAWitnessFile(t *testing.T) {
+	o := newAuditLog(t, 17)
+	dir := t.TempDir()
+	data, err := os.ReadFile(o.CheckpointLogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes, err := auditchain.SplitNotes(data)
+	if err != nil || len(notes) < 3 {
+		t.Fatalf("%d notes: %v", len(notes), err)
+	}
+	// As `cat >> notes.log` appends them: no blank line between.
+	witness := filepath.Join(dir, "notes.log")
+	if err := os.WriteFile(witness, bytes.Join(notes, nil), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	second, err := auditchain.ParseCheckpoint(string(notes[1][:bytes.Index(notes[1], []byte("\n\n"))+1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "audit", "consistency", "--db", o.Path, "--json", "2", strconv.FormatInt(second.Size, 10))
+	if code != exitOK {
+		t.Fatalf("consistency: %d %s", code, errs)
+	}
+	proof := filepath.Join(dir, "proof.json")
+	os.WriteFile(proof, []byte(out), 0o600)
+	code, out, errs = runCLI(t, "audit", "check-proof", "--key", o.VerifierKeyPath, "--checkpoint", witness, proof)
+	wantUsing := fmt.Sprintf("using note #2 of %s (%d in the file): tree size %d", witness, len(notes), second.Size)
+	if code != exitOK || !strings.Contains(out, wantUsing) || !strings.Contains(out, "holds:") {
+		t.Errorf("exit %d, want 0 and %q:\n%s%s", code, wantUsing, out, errs)
+	}
+
+	// A proof for a size no note has: it could not be checked, and the
+	// sizes the file has are named.
+	code, out, _ = runCLI(t, "audit", "consistency", "--db", o.Path, "--json", "2", "7")
+	os.WriteFile(proof, []byte(out), 0o600)
+	code, _, errs = runCLI(t, "audit", "check-proof", "--key", o.VerifierKeyPath, "--checkpoint", witness, proof)
+	if code != exitFailed || !strings.Contains(errs, "no note in it is of tree size 7") {
+		t.Errorf("a size no note has: exit %d, want %d:\n%s", code, exitFailed, errs)
+	}
+
+	// Another log's key: its own verdict.
+	other := newAuditLog(t, 6)
+	code, _, errs = runCLI(t, "audit", "check-proof", "--key", other.VerifierKeyPath, "--checkpoint", witness, proof)
+	if code != exitWrongKey || !strings.Contains(errs, "did not sign this log") {
+		t.Errorf("another key: exit %d, want %d:\n%s", code, exitWrongKey, errs)
+	}
+}
+
+// A verifier key that signed none of the log's checkpoints is its own
+// verdict and exit code, said once: not one unknown_key damage per
+// checkpoint.
+func TestAuditVerifyWrongKey(t *testing.T) {
+	o := newAuditLog(t, 30)
+	dir := t.TempDir()
+	otherOrigin := auditchain.DefaultOptions(dir)
+	otherOrigin.Origin = "other.test/log"
+	sameOrigin := auditchain.DefaultOptions(t.TempDir())
+	sameOrigin.Origin = o.Origin
+	for _, tc := range []struct {
+		name string
+		o    auditchain.Options
+		want []string
+	}{
+		{"another origin", otherOrigin, []string{"WRONG KEY: this key (origin other.test/log) did not sign this log (origin cli.test/log)"}},
+		{"the same origin, another key", sameOrigin, []string{"WRONG KEY: this key (origin cli.test/log, key hash", "re-signed with another key"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := auditchain.Open(context.Background(), tc.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.Close(context.Background())
+			code, out, errs := runCLI(t, "audit", "verify", "--db", o.Path, "--key", tc.o.VerifierKeyPath)
+			for _, want := range tc.want {
+				if code != exitWrongKey || !strings.Contains(out, want) {
+					t.Errorf("exit %d (want %d), output lacks %q:\n%s%s", code, exitWrongKey, want, out, errs)
+				}
+			}
+			if strings.Contains(out, "DAMAGED") || strings.Count(out, "\n") != 1 {
+				t.Errorf("want one line and no damage:\n%s", out)
+			}
+			code, out, _ = runCLI(t, "audit", "verify", "--db", o.Path, "--key", tc.o.VerifierKeyPath, "--json")
+			var got struct {
+				Status    string `json:"status"`
+				KeyOrigin string `json:"key_origin"`
+			}
+			if err := json.Unmarshal([]byte(out), &got); err != nil || code != exitWrongKey || got.Status != "wrong_key" || got.KeyOrigin != tc.o.Origin {
+				t.Errorf("--json: exit %d, %v: %s", code, err, out)
+			}
+		})
+	}
+}
