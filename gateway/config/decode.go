@@ -235,8 +235,8 @@ type rawMCP struct {
 }
 
 type rawAudit struct {
-	CheckpointEvery     *hcl.Attribute `hcl:"checkpoint_every,optional"`
-	WitnessCommand      *hcl.Attribute `hcl:"witness_command,optional"`
+	CheckpointEvery *hcl.Attribute `hcl:"checkpoint_every,optional"`
+	WitnessCommand  *hcl.Attribute `hcl:"witness_command,optional"`
 }
 
 type rawNotify struct {
