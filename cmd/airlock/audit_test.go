@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/base64"
@@ -16,7 +17,8 @@ import (
 	"time"
 
 	"github.com/airlockgw/airlock/auditchain"
-	"github.com/google/go-cmp/cmp"
+	"github.com/airlockgw/airlock/gateway/redact"
+	gocmp "github.com/google/go-cmp/cmp"
 	"golang.org/x/mod/sumdb/tlog"
 )
 
@@ -234,7 +236,7 @@ func TestAuditVerifyExitCodes(t *testing.T) {
 			if tt.want.Status == "" {
 				return
 			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
+			if diff := gocmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("verify --json (-want +got):\n%s", diff)
 			}
 		})
@@ -644,5 +646,90 @@ func TestAuditVerifyWrongKey(t *testing.T) {
 				t.Errorf("--json: exit %d, %v: %s", code, err, out)
 			}
 		})
+	}
+}
+
+// check-command words its match by what became of the action: a rejected
+// action's command never ran.
+func TestAuditCheckCommandSaysWhetherItRan(t *testing.T) {
+	for _, tc := range []struct{ outcome, want string }{
+		{"exited", "MATCH: this is the command it ran (outcome exited)"},
+		{"rejected", "MATCH: this is the command it asked to run; it never ran (outcome rejected)"},
+		{"denied", "it never ran (outcome denied)"},
+		{"interrupted", "it may have run (outcome interrupted)"},
+		{"", "no outcome is recorded for it"},
+	} {
+		t.Run(cmp.Or(tc.outcome, "none"), func(t *testing.T) {
+			o := auditchain.DefaultOptions(t.TempDir())
+			o.Origin = "cli.test/log"
+			ctx := context.Background()
+			key, err := redact.LoadOrCreateKey(filepath.Join(filepath.Dir(o.Path), filepath.FromSlash(redact.KeyFile)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			const original = "deploy --token AKIAIOSFODNN7EXAMPLE"
+			mac := redact.MAC(key, original)
+			l, err := auditchain.Open(ctx, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			entries := []auditchain.Entry{{Kind: auditchain.KindActionRequested, ActionID: "act_1", Fields: []auditchain.Field{
+				auditchain.Str("command", "deploy --token [redacted:aws-access-key]"), auditchain.Bytes("command_hmac", mac[:]),
+				auditchain.Str("redactions", "aws-access-key")}}}
+			if tc.outcome != "" {
+				entries = append(entries, auditchain.Entry{Kind: auditchain.KindActionFinished, ActionID: "act_1",
+					Fields: []auditchain.Field{auditchain.Str("outcome", tc.outcome)}})
+			}
+			for _, e := range entries {
+				if _, err := l.Append(ctx, e); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l.Close(ctx)
+			file := filepath.Join(t.TempDir(), "cmd.txt")
+			os.WriteFile(file, []byte(original+"\n"), 0o600)
+			code, out, errs := runCLI(t, "audit", "check-command", "--db", o.Path, "--command-file", file, "act_1")
+			if code != exitOK || !strings.Contains(out, tc.want) {
+				t.Errorf("exit %d, want 0 and %q:\n%s%s", code, tc.want, out, errs)
+			}
+		})
+	}
+}
+
+// export escapes what show escapes: its lines are ASCII, and a JSON
+// parser reads the very strings that were logged.
+func TestAuditExportEscapesBidi(t *testing.T) {
+	o := auditchain.DefaultOptions(t.TempDir())
+	o.Origin = "cli.test/log"
+	ctx := context.Background()
+	l, err := auditchain.Open(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const command = "echo \u202egnp.exe\u202c \U0001F600 caf\u00e9"
+	if _, err := l.Append(ctx, auditchain.Entry{Kind: auditchain.KindActionRequested, ActionID: "act_1",
+		Fields: []auditchain.Field{auditchain.Str("command", command)}}); err != nil {
+		t.Fatal(err)
+	}
+	l.Close(ctx)
+	code, out, errs := runCLI(t, "audit", "export", "--db", o.Path)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for i := 0; i < len(out); i++ {
+		if out[i] >= 0x80 {
+			t.Fatalf("export printed a byte outside ASCII at %d:\n%s", i, out)
+		}
+	}
+	if !strings.Contains(out, `echo \u202egnp.exe\u202c \ud83d\ude00 caf\u00e9`) {
+		t.Errorf("export does not escape the command as expected:\n%s", out)
+	}
+	var line struct {
+		Fields struct {
+			Command string `json:"command"`
+		} `json:"fields"`
+	}
+	if err := json.Unmarshal([]byte(strings.SplitN(out, "\n", 2)[0]), &line); err != nil || line.Fields.Command != command {
+		t.Errorf("decoded command %q (%v), want %q", line.Fields.Command, err, command)
 	}
 }
