@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -13,8 +14,11 @@ import (
 //	{"seq":0,"time":"…","kind":"action.requested","action_id":"…","run_id":"…",
 //	 "fields":{"name":value,…},"leaf":"<base64>","leaf_hash":"<base64>","chain_hash":"<base64>"}
 //
-// Field values: strings as JSON strings (invalid UTF-8 is replaced by
-// U+FFFD, so such a string does not round-trip), int64 as numbers, bools,
+// The line is ASCII: every character outside it is a \uXXXX escape, so
+// that bidi controls and look-alikes never reach a terminal raw; a JSON
+// parser reads the same strings. Field values: strings as JSON strings
+// (invalid UTF-8 is replaced by U+FFFD, so such a string does not
+// round-trip), int64 as numbers, bools,
 // bytes as hex strings. Fields appear sorted by name, as in the leaf. The
 // JSON is for people and tools; leaf holds the exact bytes that are hashed,
 // from which everything else can be re-derived and checked.
@@ -76,9 +80,9 @@ func (r Record) AppendJSON(b []byte) ([]byte, error) {
 	return b, nil
 }
 
-// appendJSONString appends s as a JSON string (RFC 8259 §7): quotes,
-// backslashes and control characters escaped, invalid UTF-8 replaced.
-// U+2028 and U+2029 are escaped too, as encoding/json does.
+// appendJSONString appends s as a JSON string (RFC 8259 §7) in ASCII:
+// quotes, backslashes, control characters and every character outside
+// ASCII escaped, invalid UTF-8 replaced by U+FFFD.
 func appendJSONString(b []byte, s string) []byte {
 	const hexDigits = "0123456789abcdef"
 	b = append(b, '"')
@@ -102,16 +106,23 @@ func appendJSONString(b []byte, s string) []byte {
 			i++
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-		default:
-			b = append(b, s[i:i+size]...)
+		r, size := utf8.DecodeRuneInString(s[i:]) // invalid: U+FFFD
+		// Every rune outside ASCII as \uXXXX (a surrogate pair above
+		// U+FFFF): what a JSON parser reads is the same string, and bidi
+		// controls, format characters and look-alikes never reach a
+		// terminal raw, as audit show escapes them.
+		if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
+			b = appendU(appendU(b, r1), r2)
+		} else {
+			b = appendU(b, r)
 		}
 		i += size
 	}
 	return append(b, '"')
+}
+
+// appendU appends the JSON escape \uXXXX of the UTF-16 code unit r.
+func appendU(b []byte, r rune) []byte {
+	const hexDigits = "0123456789abcdef"
+	return append(b, '\\', 'u', hexDigits[r>>12&0xf], hexDigits[r>>8&0xf], hexDigits[r>>4&0xf], hexDigits[r&0xf])
 }

@@ -78,6 +78,12 @@ type Options struct {
 	// WitnessTimeout bounds one witness run. Zero: DefaultWitnessTimeout.
 	WitnessTimeout time.Duration
 
+	// OnWitness, when set, is called after each witness run with its
+	// error (nil: the witness accepted the note), so that a failing
+	// witness shows where an operator looks (a metric), not only in the
+	// log. It runs on the witness goroutine and must not block.
+	OnWitness func(err error)
+
 	// Logger receives operational messages. Nil: no logging.
 	Logger hclog.Logger
 

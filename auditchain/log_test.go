@@ -446,9 +446,24 @@ func TestWitness(t *testing.T) {
 		o := testOptions(t)
 		o.CheckpointEvery = 1
 		o.WitnessCommand = []string{"/bin/false"}
+		var mu sync.Mutex
+		var runs, failed int
+		o.OnWitness = func(err error) { // the gateway counts these in a metric
+			mu.Lock()
+			defer mu.Unlock()
+			runs++
+			if err != nil {
+				failed++
+			}
+		}
 		v := buildLog(t, o, 5)
 		if rep := verify(t, o, v); !rep.Intact() {
 			t.Fatal(rep.Damage)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if runs == 0 || failed != runs {
+			t.Errorf("OnWitness: %d runs, %d failed; want every run reported failed", runs, failed)
 		}
 	})
 	t.Run("hanging witness is bounded", func(t *testing.T) {

@@ -26,7 +26,8 @@ import (
 //
 // Damage is reported in the Report, with the first bad seq and its kind;
 // the error is for a verification that could not run (unreadable file, not
-// a database, no key).
+// a database, no key), or a *KeyMismatchError when the key signed none of
+// the database's checkpoints.
 func Verify(ctx context.Context, opts VerifyOptions) (*Report, error) {
 	if opts.Key == nil {
 		return nil, errors.New("auditchain: verify: a verifier key is required")
@@ -128,6 +129,8 @@ func (v *verifier) run(trusted []TrustedNote) error {
 	}
 	if d != "" {
 		v.damage(-1, DamageSchema, "database", "schema differs from the log's: %s", d)
+	} else if err := v.keyCheck(); err != nil {
+		return err
 	}
 	for _, t := range trusted {
 		c, err := OpenCheckpoint(t.Note, v.key)

@@ -20,9 +20,13 @@ func (l *Log) runWitness() {
 		var out bytes.Buffer
 		err := l.witnessOnce(msg, &limitedBuffer{buf: &out, max: 4096})
 		if err != nil {
-			l.log.Error("witness command failed", "command", l.opts.WitnessCommand[0], "error", err, "output", out.String())
+			l.log.Error("witness command failed: the signed checkpoint was not kept elsewhere; run the command by hand with a note on its standard input to see why",
+				"command", l.opts.WitnessCommand, "error", err, "output", out.String())
 		} else {
 			l.log.Debug("witness accepted checkpoint", "command", l.opts.WitnessCommand[0])
+		}
+		if l.opts.OnWitness != nil {
+			l.opts.OnWitness(err)
 		}
 	}
 }

@@ -20,11 +20,15 @@ import (
 )
 
 // Exit codes of "airlock audit verify" (contract): intact, damage found,
-// could not verify. The other audit verbs use 0, 1 (not found) and 2.
+// could not verify; and, added to them, a verifier key that signed none of
+// the log's checkpoints (not damage: the key is not this log's, or every
+// checkpoint was re-signed). The other audit verbs use 0, 1 (not found)
+// and 2; check-proof uses 3 as verify does.
 const (
-	exitOK      = 0
-	exitDamaged = 1
-	exitFailed  = 2
+	exitOK       = 0
+	exitDamaged  = 1
+	exitFailed   = 2
+	exitWrongKey = 3
 )
 
 const auditUsage = `usage: airlock audit VERB [flags] [args]
@@ -32,7 +36,8 @@ const auditUsage = `usage: airlock audit VERB [flags] [args]
 verbs:
   verify [--db FILE] [--key FILE] [--trusted-checkpoint FILE]... [--json]
       rehash and check the whole log; exit 0 intact, 1 damage found
-      (the first bad seq and the kind are printed), 2 could not verify
+      (the first bad seq and the kind are printed), 2 could not verify,
+      3 the key signed none of the log's checkpoints (wrong key)
   export [--db FILE] [--key FILE] [--after SEQ]
       every entry with seq > SEQ as JSON Lines on stdout; the log is
       verified first: damage is said on stderr and the exit status is 1
@@ -45,7 +50,9 @@ verbs:
       consistency proof that the tree of size OLD is a prefix of size NEW
   check-proof --key FILE [--checkpoint FILE] PROOF.json
       check a proof prove --json or consistency --json wrote, offline,
-      against a signed checkpoint; exit 0 holds, 1 does not, 2 unchecked
+      against a signed checkpoint (--checkpoint: a note, or a file of
+      notes such as a witness keeps: the one of the proof's size is used);
+      exit 0 holds, 1 does not, 2 unchecked, 3 wrong key
   check-command [--db FILE] [--command-key FILE] [--command-file FILE] ACTION_ID
       check an original command (the file, or standard input) against the
       MAC recorded beside the action's redacted command; exit 0 it is the
@@ -338,6 +345,9 @@ func checkRead(ctx context.Context, f *auditFlags, verb string, stderr io.Writer
 		return 0, false
 	}
 	rep, err := f.verify(ctx, key, nil)
+	if mm := (*auditchain.KeyMismatchError)(nil); errors.As(err, &mm) {
+		err = mm // the verdict, without the verifier's context
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock audit %s: could not verify what it reads: %v\n", verb, err)
 		return 0, false

@@ -18,6 +18,7 @@ import (
 	"github.com/airlockgw/airlock/auditchain"
 	"github.com/airlockgw/airlock/gateway/engine"
 	"github.com/airlockgw/airlock/gateway/redact"
+	"github.com/airlockgw/airlock/sshexec/outcome"
 )
 
 func auditExport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -318,7 +319,7 @@ func auditCheckCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 		// have: try the bytes as they are, then without that one newline.
 		for _, cand := range []string{string(original), strings.TrimSuffix(string(original), "\n")} {
 			if redact.CheckMAC(key, cand, mac) {
-				fmt.Fprintf(stdout, "action %s: MATCH: this is the command it ran (entry %d records its MAC; redactions %s)\n", pos[0], rec.Seq, strings.Join(rules, " "))
+				fmt.Fprintf(stdout, "action %s: MATCH: this is the command %s (entry %d records its MAC; redactions %s)\n", pos[0], commandFate(recs), rec.Seq, strings.Join(rules, " "))
 				return exitOK
 			}
 		}
@@ -326,4 +327,34 @@ func auditCheckCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 		return exitDamaged
 	}
 	return fail("no action.requested entry for action %q", pos[0])
+}
+
+// commandFate says what became of an action's command, by the outcome its
+// action.finished records: one that was rejected or denied never ran.
+func commandFate(recs []auditchain.Record) string {
+	name := ""
+	for _, rec := range recs {
+		if rec.Kind != auditchain.KindActionFinished {
+			continue
+		}
+		for _, fl := range rec.Fields {
+			if s, ok := fl.Value.(string); ok && fl.Name == "outcome" {
+				name = s
+			}
+		}
+	}
+	o, err := outcome.ParseOutcome(name)
+	switch {
+	case name == "":
+		return "it asked to run; no outcome is recorded for it (yet)"
+	case err != nil:
+		return fmt.Sprintf("it asked to run (outcome %s)", visible(name))
+	}
+	switch o {
+	case outcome.Exited, outcome.Signaled, outcome.ExitMissing, outcome.TimedOut, outcome.ConnectionLost:
+		return fmt.Sprintf("it ran (outcome %s)", o)
+	case outcome.Cancelled, outcome.Interrupted, outcome.AuditUnavailable:
+		return fmt.Sprintf("it asked to run; it may have run (outcome %s)", o)
+	}
+	return fmt.Sprintf("it asked to run; it never ran (outcome %s)", o)
 }

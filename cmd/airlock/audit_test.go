@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/airlockgw/airlock/auditchain"
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 	"golang.org/x/mod/sumdb/tlog"
 )
 
@@ -234,7 +234,7 @@ func TestAuditVerifyExitCodes(t *testing.T) {
 			if tt.want.Status == "" {
 				return
 			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
+			if diff := gocmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("verify --json (-want +got):\n%s", diff)
 			}
 		})

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -52,6 +53,9 @@ func auditVerify(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		trusted = append(trusted, ns...)
 	}
 	rep, err := f.verify(ctx, key, trusted)
+	if mm := (*auditchain.KeyMismatchError)(nil); errors.As(err, &mm) {
+		return wrongKey(mm, f.jsonOut, stdout, stderr)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock audit verify: could not verify: %v\n", err)
 		return exitFailed
@@ -108,6 +112,24 @@ func auditVerify(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	printTimeSetBack(stdout, rep.TimeSetBack)
 	return code
+}
+
+// wrongKey reports a verifier key that signed none of the log's
+// checkpoints: its own verdict, not damage.
+func wrongKey(mm *auditchain.KeyMismatchError, jsonOut bool, stdout, stderr io.Writer) int {
+	if jsonOut {
+		if code := writeJSON(stdout, stderr, struct {
+			Status     string   `json:"status"`
+			KeyOrigin  string   `json:"key_origin"`
+			LogOrigins []string `json:"log_origins"`
+			Detail     string   `json:"detail"`
+		}{"wrong_key", mm.KeyOrigin, mm.LogOrigins, mm.Error()}); code != exitOK {
+			return code
+		}
+		return exitWrongKey
+	}
+	fmt.Fprintf(stdout, "WRONG KEY: %v\n", mm)
+	return exitWrongKey
 }
 
 // printTimeSetBack explains entry times that go backwards: not damage, but

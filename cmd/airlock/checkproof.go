@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 
+	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/airlockgw/airlock/auditchain"
@@ -45,8 +47,58 @@ audit consistency --json wrote.
 The root must be in a checkpoint signed by the key in --key (a copy kept
 away from the gateway): for an inclusion proof, the checkpoint in the file
 or --checkpoint; for a consistency proof, --checkpoint, a note of the newer
-size (one you kept, say from a witness). Exit 0: the proof holds; 1: it does
-not; 2: it could not be checked.`
+size (one you kept, say from a witness). --checkpoint may be a file of many
+notes (checkpoints.log, or what a witness appended): the note of the
+proof's tree size signed by the key (the last one, if several) is used, and
+named. Exit 0: the proof holds; 1: it does not; 2: it could not be checked;
+3: the key signed none of the notes (wrong key).`
+
+// proofCheckpoint is the signed checkpoint a proof is checked against:
+// the one in the proof file, or the note of --checkpoint FILE of the
+// proof's tree size, signed by key (a file a witness keeps holds many:
+// the last of that size is used, and said). Else the exit code.
+func proofCheckpoint(p proofFile, key note.Verifier, file string, stdout, stderr io.Writer) (auditchain.Checkpoint, int) {
+	fail := func(code int, format string, a ...any) (auditchain.Checkpoint, int) {
+		fmt.Fprintf(stderr, "airlock audit check-proof: "+format+"\n", a...)
+		return auditchain.Checkpoint{}, code
+	}
+	size := p.Size
+	if p.Old != nil {
+		size = p.New
+	}
+	source := "the proof file's checkpoint"
+	notes := [][]byte{[]byte(p.Checkpoint)}
+	if file != "" {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return fail(exitFailed, "%v", err)
+		}
+		if notes, err = auditchain.SplitNotes(data); err != nil {
+			return fail(exitFailed, "%s is not a file of signed checkpoints: %v", file, err)
+		}
+		source = file
+	} else if p.Checkpoint == "" {
+		return fail(exitFailed, "no signed checkpoint to check against: pass --checkpoint FILE (a note of tree size %d, or a file of notes that holds one)", size)
+	}
+	c, at, err := auditchain.PickCheckpoint(notes, key, size, source)
+	var mm *auditchain.KeyMismatchError
+	var ns *auditchain.NoCheckpointOfSizeError
+	switch {
+	case errors.As(err, &mm):
+		return fail(exitWrongKey, "%v", mm)
+	case file == "" && errors.As(err, &ns):
+		// The proof file's own checkpoint is for another tree: the file
+		// contradicts itself.
+		fmt.Fprintf(stdout, "DOES NOT HOLD: the proof is for a tree of %d entries, the checkpoint in the proof file for %d\n", size, ns.Sizes[0])
+		return auditchain.Checkpoint{}, exitDamaged
+	case err != nil:
+		return fail(exitFailed, "%s: %v", source, err)
+	}
+	if file != "" {
+		fmt.Fprintf(stdout, "using note #%d of %s (%d in the file): tree size %d, origin %s\n", at, file, len(notes), c.Size, c.Origin)
+	}
+	return c, exitOK
+}
 
 func auditCheckProof(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("airlock audit check-proof", checkProofUsage, stderr)
@@ -84,18 +136,11 @@ func auditCheckProof(ctx context.Context, args []string, stdout, stderr io.Write
 			return fail("proof hash %d: %v", i, err)
 		}
 	}
-	note := []byte(p.Checkpoint)
-	if *ckptFile != "" {
-		if note, err = os.ReadFile(*ckptFile); err != nil {
-			return fail("%v", err)
-		}
-	}
-	if len(note) == 0 {
-		return fail("no signed checkpoint to check against: pass --checkpoint FILE")
-	}
-	c, err := auditchain.OpenCheckpoint(note, key)
-	if err != nil {
-		return fail("the checkpoint does not verify with the key: %v", err)
+	// c is of the proof's tree size: CheckInclusion and CheckConsistency
+	// check that again.
+	c, code := proofCheckpoint(p, key, *ckptFile, stdout, stderr)
+	if code != exitOK {
+		return code
 	}
 	holds := func(what string, err error) int {
 		if err != nil {
@@ -111,17 +156,11 @@ func auditCheckProof(ctx context.Context, args []string, stdout, stderr io.Write
 		if err != nil {
 			return fail("leaf_hash: %v", err)
 		}
-		if p.Size != c.Size {
-			return holds(fmt.Sprintf("entry %d", *p.Seq), fmt.Errorf("the proof is for a tree of %d entries, the checkpoint for %d", p.Size, c.Size))
-		}
 		return holds(fmt.Sprintf("entry %d (leaf hash %s) is in the log", *p.Seq, leaf), c.CheckInclusion(auditchain.InclusionProof{Seq: *p.Seq, Size: p.Size, LeafHash: leaf, Proof: proof}))
 	case p.Old != nil:
 		old, err := tlog.ParseHash(p.OldRoot)
 		if err != nil {
 			return fail("old_root: %v", err)
-		}
-		if p.New != c.Size {
-			return holds(fmt.Sprintf("the tree of %d is a prefix of the tree of %d", *p.Old, p.New), fmt.Errorf("the checkpoint is for a tree of %d entries, not %d: pass --checkpoint with a note of size %d", c.Size, p.New, p.New))
 		}
 		return holds(fmt.Sprintf("the tree of %d (root %s) is a prefix of the tree of %d", *p.Old, old, p.New), c.CheckConsistency(auditchain.ConsistencyProof{Old: *p.Old, New: p.New, OldRoot: old, Proof: proof}))
 	}

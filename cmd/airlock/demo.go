@@ -161,6 +161,13 @@ approval {
   timeout = "5m"
 }
 
+# A signed checkpoint after every entry, so that the investigator has
+# signed checkpoints to verify at once (the default: every 100 entries or
+# 30 seconds).
+audit {
+  checkpoint_every = "1 entries"
+}
+
 credential "demo" {
   private_key_file = %q
 }

@@ -34,6 +34,10 @@ func TestDemoScript(t *testing.T) {
 			t.Errorf("the tour's output lacks %q:\n%s", want, out.String())
 		}
 	}
+	// The investigator's step has signed checkpoints to verify.
+	if m := regexp.MustCompile(`intact: \d+ entries, (\d+) signed checkpoints`).FindStringSubmatch(out.String()); m == nil || m[1] == "0" {
+		t.Errorf("the investigator's step verified no signed checkpoint:\n%s", out.String())
+	}
 	// --keep keeps a working state directory: the audit log verifies with
 	// the CLI from its configuration.
 	if _, err := os.Stat(filepath.Join(keep, "state", "audit.db")); err != nil {

@@ -233,7 +233,7 @@ func (c *checker) audit(cfg *Config, a *rawAudit, base string) {
 			}
 		}
 	}
-	cfg.Audit.WitnessCommand = c.path("witness_command", a.WitnessCommand, a.WitnessCommandRange, base)
+	cfg.Audit.WitnessCommand = c.witnessCommand(a.WitnessCommand, base)
 }
 
 // notify reads the notify block (n nil: none).

@@ -293,7 +293,10 @@ type Audit struct {
 	// this many entries and/or this much time; zero disables that trigger.
 	CheckpointEntries  int
 	CheckpointInterval time.Duration
-	WitnessCommand     string
+	// WitnessCommand is the program (an absolute path) and its arguments
+	// run, without a shell, with each signed checkpoint note on standard
+	// input; nil: none.
+	WitnessCommand []string
 }
 
 // Notify is the notify block (reviewer webhook).

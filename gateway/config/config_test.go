@@ -83,7 +83,7 @@ func TestParseConfigContractExample(t *testing.T) {
 		MaxPendingPerRun: approvals.DefaultMaxPendingPerRun, MaxPendingPerRequester: approvals.DefaultMaxPendingPerRequester}, cfg.Approval); diff != "" {
 		t.Errorf("approval (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(Audit{CheckpointEntries: 100, CheckpointInterval: 30 * time.Second, WitnessCommand: "/usr/local/bin/push-checkpoint"}, cfg.Audit); diff != "" {
+	if diff := cmp.Diff(Audit{CheckpointEntries: 100, CheckpointInterval: 30 * time.Second, WitnessCommand: []string{"/usr/local/bin/push-checkpoint"}}, cfg.Audit); diff != "" {
 		t.Errorf("audit (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{"build-box", "db"}, cfg.TargetNames); diff != "" {
@@ -294,6 +294,44 @@ func TestParseConfigMCPMaxWait(t *testing.T) {
 		if err != nil || cfg.MCP.MaxWait != want {
 			t.Errorf("%q: %v, max_wait %s, want %s", src, err, cfg.MCP.MaxWait, want)
 		}
+	}
+}
+
+// witness_command is a program and its arguments, run without a shell: a
+// list; a string is a plain program path, and one with spaces or shell
+// syntax is refused with the list form to write.
+func TestParseConfigWitnessCommand(t *testing.T) {
+	for _, tc := range []struct {
+		name, value string
+		want        []string
+		wantErr     []string
+	}{
+		{name: "list", value: `["/usr/local/bin/push", "--to", "/mnt/w/notes.log"]`, want: []string{"/usr/local/bin/push", "--to", "/mnt/w/notes.log"}},
+		{name: "list, program relative to the file", value: `["bin/push", "a b"]`, want: []string{"/etc/airlock/bin/push", "a b"}},
+		{name: "a plain program path", value: `"/usr/local/bin/push-checkpoint"`, want: []string{"/usr/local/bin/push-checkpoint"}},
+		{name: "shell syntax", value: `"cat >> /mnt/witness/notes.log"`,
+			wantErr: []string{"run without a shell", `witness_command = ["/usr/local/bin/push-checkpoint", "--to", "/mnt/witness/notes.log"]`, "put the commands in a script"}},
+		{name: "spaces", value: `"/usr/local/bin/push --to /mnt/w"`,
+			wantErr: []string{"run without a shell", `witness_command = ["/usr/local/bin/push", "--to", "/mnt/w"]`}},
+		{name: "empty list", value: `[]`, wantErr: []string{"must name a program"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Parse([]byte(validConfig("audit {\n  witness_command = "+tc.value+"\n}\n")), "/etc/airlock/airlock.hcl")
+			if tc.wantErr == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(tc.want, cfg.Audit.WitnessCommand); diff != "" {
+					t.Errorf("witness_command (-want +got):\n%s", diff)
+				}
+				return
+			}
+			for _, want := range tc.wantErr {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("error %v, want one with %q", err, want)
+				}
+			}
+		})
 	}
 }
 

@@ -235,9 +235,8 @@ type rawMCP struct {
 }
 
 type rawAudit struct {
-	CheckpointEvery     *hcl.Attribute `hcl:"checkpoint_every,optional"`
-	WitnessCommand      string         `hcl:"witness_command,optional"`
-	WitnessCommandRange hcl.Range      `hcl:"witness_command,attr_range"`
+	CheckpointEvery *hcl.Attribute `hcl:"checkpoint_every,optional"`
+	WitnessCommand  *hcl.Attribute `hcl:"witness_command,optional"`
 }
 
 type rawNotify struct {

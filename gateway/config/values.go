@@ -286,3 +286,68 @@ func IsLoopback(host string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
+
+// shellSyntax are characters that mean something to a shell and nothing
+// to a program started without one.
+const shellSyntax = "|&;<>()$`\\\"'*?[]{}~#"
+
+// witnessCommand reads audit.witness_command: a list, the program and its
+// arguments, run without a shell. A string is accepted when it is a plain
+// program path (a list of one); one with spaces or shell syntax would be
+// run as a single program of that name, and fail at every checkpoint, so
+// it is refused with the list form to write instead.
+func (c *checker) witnessCommand(a *hcl.Attribute, base string) []string {
+	if a == nil {
+		return nil
+	}
+	v, diags := a.Expr.Value(nil)
+	if diags.HasErrors() {
+		c.Diags(diags)
+		return nil
+	}
+	if v.Type() == cty.String {
+		s, ok := c.strOK(a)
+		if !ok {
+			return nil
+		}
+		if strings.ContainsAny(s, shellSyntax) || strings.IndexFunc(s, unicode.IsSpace) >= 0 {
+			c.Errorf(a.Range, "witness_command = %q is run without a shell, as one program: write the program and its arguments as a list, like %s; "+
+				"for redirection or pipes (>>, |), put the commands in a script and name the script",
+				s, witnessListExample(s))
+			return nil
+		}
+	}
+	argv := c.strList(a)
+	if argv == nil {
+		return nil
+	}
+	if len(argv) == 0 || argv[0] == "" {
+		c.Errorf(a.Range, `witness_command must name a program: ["/usr/local/bin/push-checkpoint", "ARG", …]`)
+		return nil
+	}
+	for _, arg := range argv {
+		if strings.ContainsAny(arg, "\x00\n\r") {
+			c.Errorf(a.Range, "witness_command must not contain NUL or line breaks")
+			return nil
+		}
+	}
+	if !filepath.IsAbs(argv[0]) {
+		argv[0] = filepath.Join(base, argv[0])
+	}
+	argv[0] = filepath.Clean(argv[0])
+	return argv
+}
+
+// witnessListExample is the list form of a witness command written as one
+// string, as far as it can be without a shell.
+func witnessListExample(s string) string {
+	words := strings.Fields(s)
+	if strings.ContainsAny(s, shellSyntax) || len(words) == 0 {
+		return `witness_command = ["/usr/local/bin/push-checkpoint", "--to", "/mnt/witness/notes.log"]`
+	}
+	q := make([]string, len(words))
+	for i, w := range words {
+		q[i] = strconv.Quote(w)
+	}
+	return "witness_command = [" + strings.Join(q, ", ") + "]"
+}

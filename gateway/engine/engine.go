@@ -246,9 +246,8 @@ func (e *core) auditOptions(cfg *config.Config) auditchain.Options {
 	if ao.CheckpointInterval == 0 {
 		ao.CheckpointInterval = -1
 	}
-	if cfg.Audit.WitnessCommand != "" {
-		ao.WitnessCommand = []string{cfg.Audit.WitnessCommand}
-	}
+	ao.WitnessCommand = cfg.Audit.WitnessCommand
+	ao.OnWitness = e.metrics.witnessRun
 	ao.Now = e.clock.Now
 	ao.OnCommit = func(n int, took time.Duration) {
 		e.metrics.auditCommit.Observe(took.Seconds())

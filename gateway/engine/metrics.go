@@ -20,6 +20,7 @@ type metrics struct {
 	auditCommit  prometheus.Histogram
 	auditBatch   prometheus.Histogram
 	authFailures *prometheus.CounterVec
+	witnessRuns  *prometheus.CounterVec
 	// configDrift and configDigest are the replicas' configuration drift
 	// (drift.go).
 	configDrift  prometheus.Gauge
@@ -69,6 +70,12 @@ func newMetrics() *metrics {
 		Name: "airlock_auth_failures_total",
 		Help: "Failed credentials by kind (reviewer_password, run_token, local_token, …): every one, also those the audit log's bound holds back and guesses at one reviewer spread over many addresses.",
 	}, []string{"credential"})
+	m.witnessRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "airlock_audit_witness_runs_total",
+		Help: "Runs of the audit witness_command by result (ok, failed): a failed run means a signed checkpoint was not kept elsewhere; the gateway's log says why.",
+	}, []string{"result"})
+	m.witnessRuns.WithLabelValues("ok")
+	m.witnessRuns.WithLabelValues("failed") // 0 shows before the first failure
 	m.configDrift = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "airlock_replicas_config_drift",
 		Help: "Live replicas sharing this gateway's database whose configuration's security digest differs from this one's (0 without a storage block).",
@@ -77,7 +84,7 @@ func newMetrics() *metrics {
 		Name: "airlock_config_digest_info",
 		Help: "1, labelled with the short security digest of the configuration this replica enforces, as airlock storage status shows it (with a storage block).",
 	}, []string{"digest"})
-	m.reg.MustRegister(m.actions, m.inFlight, m.approvalWait, m.phase, m.auditAppend, m.auditCommit, m.auditBatch, m.authFailures,
+	m.reg.MustRegister(m.actions, m.inFlight, m.approvalWait, m.phase, m.auditAppend, m.auditCommit, m.auditBatch, m.authFailures, m.witnessRuns,
 		m.configDrift, m.configDigest,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -99,4 +106,14 @@ func (m *metrics) setConfigDigest(digest string) {
 	m.configDigest.Reset()
 	m.configDigest.With(prometheus.Labels{"digest": short}).Set(1)
 	m.digestShown = short
+}
+
+// witnessRun counts one run of the witness command (err nil: it accepted
+// the note).
+func (m *metrics) witnessRun(err error) {
+	result := "ok"
+	if err != nil {
+		result = "failed"
+	}
+	m.witnessRuns.WithLabelValues(result).Inc()
 }
