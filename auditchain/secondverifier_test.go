@@ -2,6 +2,7 @@ package auditchain
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
@@ -190,7 +191,14 @@ func TestSecondVerifierAgreesOnTheWrongKey(t *testing.T) {
 			if err := os.WriteFile(path, []byte(vkey+"\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			checkAgree(t, py, o, path, false)
+			v, err := ReadVerifierKey(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mismatch *KeyMismatchError
+			if _, err := Verify(context.Background(), VerifyOptions{Path: o.Path, Key: v}); !errors.As(err, &mismatch) {
+				t.Errorf("Verify: %v, want a key mismatch", err)
+			}
 			if got := runSecondVerifier(t, py, o.Path, path); got.Verdict != "key_mismatch" {
 				t.Errorf("verdict %s, want key_mismatch", got)
 			}
