@@ -54,7 +54,7 @@ func InitCA(file string) (pub ssh.PublicKey, created bool, err error) {
 	}
 	uid, gid, err := securefile.CheckDirs(dir, want)
 	if err != nil {
-		return nil, false, err
+		return nil, false, forFile(err, file)
 	}
 	if fi, err := os.Lstat(file); err == nil {
 		if err := securefile.CheckSecret(file, fi, uid); err != nil {

@@ -35,6 +35,16 @@ func sameFile(path string, before fs.FileInfo) error {
 	return nil
 }
 
+// forFile names file in a refusal of its directory, whose fix may be to
+// move the file (out of a sticky directory such as /tmp).
+func forFile(err error, file string) error {
+	var se *securefile.Error
+	if errors.As(err, &se) && se.Path == filepath.Dir(file) {
+		se.File = file
+	}
+	return err
+}
+
 // maxEditedFileBytes bounds a file updateFile reads.
 const maxEditedFileBytes = 16 << 20
 
@@ -54,7 +64,7 @@ func updateFile(file string, newMode fs.FileMode, edit func(old []byte, exists b
 	dir := filepath.Dir(file)
 	uid, gid, err := securefile.CheckDirs(dir, -1)
 	if err != nil {
-		return 0, err
+		return 0, forFile(err, file)
 	}
 	unlock, err := securefile.LockDir(dir, lockWait)
 	if err != nil {

@@ -207,7 +207,7 @@ func carries(l []byte, comment string) bool {
 // ErrStrictModes: sshd's StrictModes (on by default) would refuse the
 // authorized_keys file where it is, so a line there would never log
 // anyone in.
-var ErrStrictModes = errors.New("deploy: sshd (StrictModes, on by default) would refuse this authorized_keys file")
+var ErrStrictModes = errors.New("sshd (StrictModes, on by default) would refuse this authorized_keys file: every directory above it, sticky or not, must be writable by nobody but root or the account")
 
 // strictModes refuses what sshd's StrictModes refuses: every directory
 // from the file's up to the account's home directory (or to / for a file
@@ -228,7 +228,7 @@ func strictModes(file string) error {
 	refuse := func(kind, path string, fi fs.FileInfo, problem securefile.Problem) error {
 		u, _ := securefile.Owner(fi)
 		return fmt.Errorf("%w (bad ownership or modes for %s %s): %w", ErrStrictModes, kind, path,
-			&securefile.Error{Path: path, Problem: problem, Mode: fi.Mode(), UID: u, WantUID: account})
+			&securefile.Error{Path: path, Problem: problem, Mode: fi.Mode(), UID: u, WantUID: account, File: file})
 	}
 	if fi, err := os.Stat(file); err == nil {
 		u, _ := securefile.Owner(fi)

@@ -34,7 +34,7 @@ func TestCheckSecret(t *testing.T) {
 			setup func(path string)
 			want  Problem
 			fix   string
-		}{"owned by another user", 0o600, func(p string) { os.Chown(p, 12345, 12345) }, WrongOwner, "chown 0 "})
+		}{"owned by another user", 0o600, func(p string) { os.Chown(p, 12345, 12345) }, WrongOwner, "chown root "})
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
