@@ -125,3 +125,44 @@ func TestConfigCheckSystemdCredentialByHand(t *testing.T) {
 		t.Errorf("config check: exit %d: %s", code, stderr)
 	}
 }
+
+// Two accounts of one target whose action policies name one log_file are
+// warned of (airlock-action would refuse the account that did not create
+// the file), with the accounts, the file and the fix; one account alone
+// is not.
+func TestConfigCheckWarnsOfASharedLogFile(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "key")
+	if _, err := sshtest.GenerateKeyFile(key, "ed25519", ""); err != nil {
+		t.Fatal(err)
+	}
+	actionPolicy := filepath.Join(dir, "action.hcl")
+	if err := os.WriteFile(actionPolicy, []byte("log_file = \"/var/log/airlock-action.log\"\nverb \"up\" {\n  argv = [\"/usr/bin/uptime\"]\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	account := func(name string) string {
+		return fmt.Sprintf("  account %q {\n    credential    = \"k\"\n    action_policy = %q\n  }\n", name, actionPolicy)
+	}
+	for _, tt := range []struct {
+		name     string
+		accounts string
+		warned   bool
+	}{
+		{"one account", account("deploy"), false},
+		{"two accounts", account("deploy") + account("backup"), true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfgFile := filepath.Join(t.TempDir(), "airlock.hcl")
+			src := fmt.Sprintf("state_dir = %q\ncredential \"k\" { private_key_file = %q }\ntarget \"box\" {\n  address   = \"127.0.0.1:22\"\n  host_keys = [\"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKnQ7cBmrfILU8y0HCfFXb5n5bd2OoB25Bhz9wGtK6Ko\"]\n  default_account = \"deploy\"\n%s}\n",
+				filepath.Join(dir, "state"), key, tt.accounts)
+			if err := os.WriteFile(cfgFile, []byte(src), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, _, stderr := runCLI(t, "config", "check", "--config", cfgFile)
+			want := `warning: target "box": accounts deploy, backup share log_file /var/log/airlock-action.log`
+			if code != 0 || strings.Contains(stderr, want) != tt.warned || (tt.warned && !strings.Contains(stderr, "chmod 0660 /var/log/airlock-action.log")) {
+				t.Errorf("config check: exit %d, stderr %q; want exit 0 and warned %v", code, stderr, tt.warned)
+			}
+		})
+	}
+}

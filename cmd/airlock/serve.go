@@ -320,6 +320,9 @@ func configCheck(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "%s: warning: notify.secret_file %s is empty or unreadable: notifications would be off\n", cfg.Path, n.SecretFile)
 		}
 	}
+	for _, w := range config.SharedLogFiles(cfg) {
+		fmt.Fprintf(stderr, "%s: warning: %s\n", cfg.Path, w)
+	}
 	if problems > 0 {
 		if gw != os.Geteuid() {
 			fmt.Fprintf(stderr, "%s: files checked for %s, the owner of %s, as whom the gateway runs\n", cfg.Path, securefile.UserName(gw), cfg.StateDir)

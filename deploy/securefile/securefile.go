@@ -125,7 +125,7 @@ func (e *Error) Fix() string {
 		}
 		return "chmod go-w " + e.Path
 	case WrongOwner:
-		return fmt.Sprintf("chown %s %s", userArg(e.WantUID), e.Path)
+		return fmt.Sprintf("chown %s %s", AccountName(e.WantUID), e.Path)
 	case NotRegular:
 		return "replace " + e.Path + " with a regular file"
 	case NotDirectory:
@@ -160,8 +160,8 @@ func UserName(uid int) string {
 	return fmt.Sprintf("uid %d", uid)
 }
 
-// userArg is account uid as chown takes it: its name, or the number.
-func userArg(uid int) string {
+// AccountName is account uid as chown takes it: its name, or the number.
+func AccountName(uid int) string {
 	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
 		return u.Username
 	}
@@ -293,7 +293,7 @@ func openError(path string, err error) error {
 	}
 	owner, _ := Owner(fi)
 	return &explained{fmt.Sprintf("%s cannot be read by %s, who runs this: it belongs to %s with mode %04o; fix: run this as the user the file is for (sudo -u %s …, or as root), or, if it is for %s, give it to that user: chown %s %s",
-		path, me, UserName(owner), fi.Mode().Perm(), userArg(owner), me, userArg(os.Geteuid()), path), err}
+		path, me, UserName(owner), fi.Mode().Perm(), AccountName(owner), me, AccountName(os.Geteuid()), path), err}
 }
 
 // CheckDirs checks dir and every directory above it: each must be a
