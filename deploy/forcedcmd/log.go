@@ -247,7 +247,7 @@ func (l *fileLogger) Log(r *Record) error {
 func oneLine(err error) string {
 	var pe *policy.Error
 	if errors.As(err, &pe) && len(pe.Problems) > 1 {
-		return fmt.Sprintf("policy: %s and %d more problems (run airlock-action --check)", pe.Problems[0], len(pe.Problems)-1)
+		return fmt.Sprintf("policy file: %s and %d more problems (run airlock-action --check to see them all)", pe.Problems[0], len(pe.Problems)-1)
 	}
 	return strings.NewReplacer("\r", " ", "\n", "; ").Replace(err.Error())
 }

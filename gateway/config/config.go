@@ -489,7 +489,7 @@ type Error struct {
 type Problem = hclcheck.Problem
 
 func (e *Error) Error() string {
-	return hclcheck.Text("config", e.Problems)
+	return hclcheck.Text("configuration", e.Problems)
 }
 
 // Path returns the configuration file to use: flag if set, else
