@@ -393,7 +393,7 @@ func TestInstallLineInAStickyDirectorySaysMoveTheFile(t *testing.T) {
 		t.Fatalf("InstallLine: got %v, want a refusal of %s", err, dir)
 	}
 	msg := err.Error()
-	for _, want := range []string{"move " + file + " into a directory that only root or its owner can write", "leave " + dir + " as it is", "sticky"} {
+	for _, want := range []string{"move " + file + " out of " + dir + ", into a directory that only root or its owner can write", "leave " + dir + " as it is", "sticky"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message %q lacks %q", msg, want)
 		}

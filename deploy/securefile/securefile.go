@@ -146,9 +146,9 @@ func (e *Error) stickyFix() string {
 	if file == "" {
 		file = "the file"
 	}
-	return fmt.Sprintf("move %s into a directory that only root or its owner can write (for example mkdir -m 0755 %s), and leave %s as it is: "+
+	return fmt.Sprintf("move %s out of %s, into a directory that only root or its owner can write, under directories others cannot write either (the owner's home directory, say), and leave %s as it is: "+
 		"it is sticky and writable by everyone by design, so anyone may create files in it, and another user could have put a file there first under the name airlock uses",
-		file, filepath.Join(e.Path, "airlock"), e.Path)
+		file, e.Path, e.Path)
 }
 
 // UserName names account uid for a message: "airlock (uid 999)", or
