@@ -39,7 +39,7 @@ func (c Checkpoint) Text() string {
 }
 
 func malformedCheckpoint(format string, args ...any) error {
-	return fmt.Errorf("auditchain: checkpoint: %s: %w", fmt.Sprintf(format, args...), ErrMalformedCheckpoint)
+	return fmt.Errorf("audit log: checkpoint: %s: %w", fmt.Sprintf(format, args...), ErrMalformedCheckpoint)
 }
 
 // ParseCheckpoint parses a checkpoint body. It is strict where the
@@ -113,7 +113,7 @@ type CheckpointError struct {
 }
 
 func (e *CheckpointError) Error() string {
-	return fmt.Sprintf("auditchain: checkpoint rejected: %v", e.Err)
+	return fmt.Sprintf("audit log: checkpoint rejected: %v", e.Err)
 }
 
 func (e *CheckpointError) Unwrap() error { return e.Err }
@@ -154,7 +154,7 @@ func OpenCheckpoint(msg []byte, v note.Verifier) (Checkpoint, error) {
 func ParseVerifierKey(s string) (note.Verifier, error) {
 	v, err := note.NewVerifier(strings.TrimSpace(s))
 	if err != nil {
-		return nil, fmt.Errorf("auditchain: verifier key: %w", err)
+		return nil, fmt.Errorf("audit log: verifier key: %w", err)
 	}
 	return v, nil
 }
@@ -163,10 +163,10 @@ func ParseVerifierKey(s string) (note.Verifier, error) {
 func ReadVerifierKey(path string) (note.Verifier, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("auditchain: read verifier key: %w", err)
+		return nil, fmt.Errorf("audit log: read verifier key: %w", err)
 	}
 	if len(b) > 4096 {
-		return nil, fmt.Errorf("auditchain: verifier key %s: file too large", path)
+		return nil, fmt.Errorf("audit log: verifier key %s: file too large", path)
 	}
 	return ParseVerifierKey(string(b))
 }
@@ -227,7 +227,7 @@ func (signingKey) GoString() string { return "[redacted]" }
 func loadOrCreateKey(path, vkeyPath, name string) (*signingKey, bool, error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, false, fmt.Errorf("auditchain: create key directory: %w", err)
+		return nil, false, fmt.Errorf("audit log: create key directory: %w", err)
 	}
 	if err := securefile.CheckDir(dir); err != nil {
 		return nil, false, err
@@ -241,29 +241,29 @@ func loadOrCreateKey(path, vkeyPath, name string) (*signingKey, bool, error) {
 		}
 		created = true
 		if fi, err = os.Lstat(path); err != nil {
-			return nil, false, fmt.Errorf("auditchain: stat key: %w", err)
+			return nil, false, fmt.Errorf("audit log: stat key: %w", err)
 		}
 	case err != nil:
-		return nil, false, fmt.Errorf("auditchain: stat key: %w", err)
+		return nil, false, fmt.Errorf("audit log: stat key: %w", err)
 	}
 	if err := securefile.CheckSecret(path, fi, -1); err != nil {
 		return nil, false, err
 	}
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return nil, false, fmt.Errorf("auditchain: read key %s: %w", path, err)
+		return nil, false, fmt.Errorf("audit log: read key %s: %w", path, err)
 	}
 	signer, err := note.NewSigner(strings.TrimSpace(string(raw)))
 	if err != nil {
 		// The parse error could quote key material: do not wrap it.
-		return nil, false, fmt.Errorf("auditchain: key %s is not a note signer key", path)
+		return nil, false, fmt.Errorf("audit log: key %s is not a note signer key", path)
 	}
 	if signer.Name() != name {
-		return nil, false, fmt.Errorf("auditchain: key %s is named %q, want the log origin %q", path, signer.Name(), name)
+		return nil, false, fmt.Errorf("audit log: key %s is named %q, want the log origin %q", path, signer.Name(), name)
 	}
 	vkey, err := verifierKeyOf(string(raw))
 	if err != nil {
-		return nil, false, fmt.Errorf("auditchain: key %s: derive verifier key", path)
+		return nil, false, fmt.Errorf("audit log: key %s: derive verifier key", path)
 	}
 	if vkeyPath != "" {
 		if err := securefile.WriteFile(vkeyPath, []byte(vkey+"\n"), securefile.WriteOptions{Mode: 0o644, UID: -1, GID: -1}); err != nil {
@@ -291,12 +291,12 @@ func verifierKeyOf(skey string) (string, error) {
 func createKey(path, name string) error {
 	skey, _, err := note.GenerateKey(rand.Reader, name)
 	if err != nil {
-		return fmt.Errorf("auditchain: generate checkpoint key: %w", err)
+		return fmt.Errorf("audit log: generate checkpoint key: %w", err)
 	}
 	// Linked into place, never renamed: a key that appeared meanwhile is
 	// never replaced.
 	if err := securefile.WriteFile(path, []byte(skey+"\n"), securefile.WriteOptions{Mode: 0o600, UID: -1, GID: -1, NoReplace: true}); err != nil {
-		return fmt.Errorf("auditchain: install key: %w", err)
+		return fmt.Errorf("audit log: install key: %w", err)
 	}
 	return nil
 }
@@ -310,7 +310,7 @@ func ed25519PublicFromSeed(seed []byte) ed25519.PublicKey {
 // leaf hash and the audit path, gives the checkpoint's root.
 func (c Checkpoint) CheckInclusion(p InclusionProof) error {
 	if p.Size != c.Size {
-		return fmt.Errorf("auditchain: the proof is for a tree of %d entries, the checkpoint for %d: %w", p.Size, c.Size, errBadProof)
+		return fmt.Errorf("audit log: the proof is for a tree of %d entries, the checkpoint for %d: %w", p.Size, c.Size, errBadProof)
 	}
 	p.Root = c.Root
 	return p.Check()
@@ -320,7 +320,7 @@ func (c Checkpoint) CheckInclusion(p InclusionProof) error {
 // with root p.OldRoot to be a prefix of the tree this checkpoint signed.
 func (c Checkpoint) CheckConsistency(p ConsistencyProof) error {
 	if p.New != c.Size {
-		return fmt.Errorf("auditchain: the proof is for a tree of %d entries, the checkpoint for %d: %w", p.New, c.Size, errBadProof)
+		return fmt.Errorf("audit log: the proof is for a tree of %d entries, the checkpoint for %d: %w", p.New, c.Size, errBadProof)
 	}
 	p.NewRoot = c.Root
 	return p.Check()

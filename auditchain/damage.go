@@ -87,7 +87,7 @@ func (k DamageKind) String() string {
 // MarshalText returns the kind's name.
 func (k DamageKind) MarshalText() ([]byte, error) {
 	if k <= damageInvalid || k >= damageEnd {
-		return nil, fmt.Errorf("auditchain: invalid damage kind %d", uint8(k))
+		return nil, fmt.Errorf("audit log: invalid damage kind %d", uint8(k))
 	}
 	return []byte(damageNames[k]), nil
 }
@@ -109,7 +109,7 @@ func ParseDamageKind(s string) (DamageKind, error) {
 			return k, nil
 		}
 	}
-	return damageInvalid, fmt.Errorf("auditchain: unknown damage kind %q", s)
+	return damageInvalid, fmt.Errorf("audit log: unknown damage kind %q", s)
 }
 
 func (p CheckpointProblem) damage() DamageKind {

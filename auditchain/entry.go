@@ -89,7 +89,7 @@ func validFieldName[T string | []byte](s T) bool {
 }
 
 func invalid(format string, args ...any) error {
-	return fmt.Errorf("auditchain: %s: %w", fmt.Sprintf(format, args...), ErrInvalidEntry)
+	return fmt.Errorf("audit log: %s: %w", fmt.Sprintf(format, args...), ErrInvalidEntry)
 }
 
 // normalize checks e against the encoding rules and returns its fields
@@ -210,7 +210,7 @@ type leafReader struct {
 
 func (r *leafReader) fail(what string) {
 	if r.err == nil {
-		r.err = fmt.Errorf("auditchain: leaf: %s: %w", what, ErrMalformedLeaf)
+		r.err = fmt.Errorf("audit log: leaf: %s: %w", what, ErrMalformedLeaf)
 	}
 }
 
@@ -306,11 +306,11 @@ type leafHeader struct {
 func walkLeaf(leaf []byte, visit func(name []byte, tag byte, val []byte)) (leafHeader, error) {
 	var h leafHeader
 	if len(leaf) > MaxLeafLen {
-		return h, fmt.Errorf("auditchain: leaf of %d bytes: %w", len(leaf), ErrMalformedLeaf)
+		return h, fmt.Errorf("audit log: leaf of %d bytes: %w", len(leaf), ErrMalformedLeaf)
 	}
 	r := &leafReader{b: leaf}
 	if v := r.u8("version"); r.err == nil && v != leafVersion1 {
-		return h, fmt.Errorf("auditchain: leaf version %d: %w", v, ErrMalformedLeaf)
+		return h, fmt.Errorf("audit log: leaf version %d: %w", v, ErrMalformedLeaf)
 	}
 	seq := r.u64("seq")
 	if seq > math.MaxInt64 {

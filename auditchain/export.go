@@ -29,7 +29,7 @@ func (r Record) MarshalJSON() ([]byte, error) {
 // AppendJSON appends the export line of r (without a newline) to b.
 func (r Record) AppendJSON(b []byte) ([]byte, error) {
 	if !r.Kind.Valid() {
-		return b, fmt.Errorf("auditchain: export entry %d: invalid kind %d", r.Seq, uint8(r.Kind))
+		return b, fmt.Errorf("audit log: export entry %d: invalid kind %d", r.Seq, uint8(r.Kind))
 	}
 	b = append(b, `{"seq":`...)
 	b = strconv.AppendInt(b, r.Seq, 10)
@@ -65,7 +65,7 @@ func (r Record) AppendJSON(b []byte) ([]byte, error) {
 		case bool:
 			b = strconv.AppendBool(b, v)
 		default:
-			return b, fmt.Errorf("auditchain: export entry %d: field %q has type %T", r.Seq, f.Name, f.Value)
+			return b, fmt.Errorf("audit log: export entry %d: field %q has type %T", r.Seq, f.Name, f.Value)
 		}
 	}
 	b = append(b, `},"leaf":"`...)

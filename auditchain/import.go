@@ -23,46 +23,46 @@ func ImportSQLite(ctx context.Context, path string, db *sqldb.DB, vkey string) (
 	meta := map[string]string{}
 	rows, err := src.QueryContext(ctx, `SELECT name, value FROM meta`)
 	if err != nil {
-		return 0, fmt.Errorf("auditchain: read %s: %w", path, err)
+		return 0, fmt.Errorf("audit log: read %s: %w", path, err)
 	}
 	for rows.Next() {
 		var k, v string
 		if err := rows.Scan(&k, &v); err != nil {
 			rows.Close()
-			return 0, fmt.Errorf("auditchain: read %s: %w", path, err)
+			return 0, fmt.Errorf("audit log: read %s: %w", path, err)
 		}
 		meta[k] = v
 	}
 	rows.Close()
 	if meta["format"] != formatVersion || meta["origin"] == "" {
-		return 0, fmt.Errorf("auditchain: %s: format %q, this build reads %q", path, meta["format"], formatVersion)
+		return 0, fmt.Errorf("audit log: %s: format %q, this build reads %q", path, meta["format"], formatVersion)
 	}
 	if v, err := ParseVerifierKey(vkey); err != nil || v.Name() != meta["origin"] {
-		return 0, fmt.Errorf("auditchain: the verifier key is not the key of %s (origin %q)", path, meta["origin"])
+		return 0, fmt.Errorf("audit log: the verifier key is not the key of %s (origin %q)", path, meta["origin"])
 	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, fmt.Errorf("auditchain: import: %w", err)
+		return 0, fmt.Errorf("audit log: import: %w", err)
 	}
 	defer tx.Rollback()
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, chainLockKey); err != nil {
-		return 0, fmt.Errorf("auditchain: import: %w", err)
+		return 0, fmt.Errorf("audit log: import: %w", err)
 	}
 	var exists bool
 	if err := tx.QueryRowContext(ctx, `SELECT to_regclass('meta') IS NOT NULL`).Scan(&exists); err != nil {
-		return 0, fmt.Errorf("auditchain: import: %w", err)
+		return 0, fmt.Errorf("audit log: import: %w", err)
 	}
 	if exists {
-		return 0, errors.New("auditchain: the PostgreSQL database already holds an audit log; import into an empty one")
+		return 0, errors.New("audit log: the PostgreSQL database already holds an audit log; import into an empty one")
 	}
 	for _, s := range pgSchemaDDL {
 		if _, err := tx.ExecContext(ctx, s); err != nil {
-			return 0, fmt.Errorf("auditchain: import: %w", err)
+			return 0, fmt.Errorf("audit log: import: %w", err)
 		}
 	}
 	for _, kv := range [][2]string{{"format", formatVersion}, {"origin", meta["origin"]}, {"vkey", vkey}} {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO meta (name, value) VALUES (?, ?)`, kv[0], kv[1]); err != nil {
-			return 0, fmt.Errorf("auditchain: import: %w", err)
+			return 0, fmt.Errorf("audit log: import: %w", err)
 		}
 	}
 	n, err := sqldb.CopyTable(ctx, src, tx, "entries", "entries", []string{"seq", "time_ns", "kind", "action_id", "run_id", "leaf", "leaf_hash", "chain"}, "seq")
@@ -79,7 +79,7 @@ func ImportSQLite(ctx context.Context, path string, db *sqldb.DB, vkey string) (
 		return 0, err
 	}
 	if err := tx.Commit(); err != nil {
-		return 0, fmt.Errorf("auditchain: import: %w", err)
+		return 0, fmt.Errorf("audit log: import: %w", err)
 	}
 	return n, nil
 }
@@ -97,18 +97,18 @@ func ImportOutputs(ctx context.Context, path string, db *sqldb.DB) (int64, error
 	defer src.Close()
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, fmt.Errorf("auditchain: import outputs: %w", err)
+		return 0, fmt.Errorf("audit log: import outputs: %w", err)
 	}
 	defer tx.Rollback()
 	if _, err := tx.ExecContext(ctx, `CREATE TEMPORARY TABLE import_blobs (LIKE blobs) ON COMMIT DROP`); err != nil {
-		return 0, fmt.Errorf("auditchain: import outputs: %w", err)
+		return 0, fmt.Errorf("audit log: import outputs: %w", err)
 	}
 	n, err := sqldb.CopyTable(ctx, src, tx, "blobs", "import_blobs", []string{"digest", "data"}, "digest")
 	if err != nil {
 		return 0, err
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO blobs SELECT * FROM import_blobs ON CONFLICT (digest) DO NOTHING`); err != nil {
-		return 0, fmt.Errorf("auditchain: import outputs: %w", err)
+		return 0, fmt.Errorf("audit log: import outputs: %w", err)
 	}
 	return n, tx.Commit()
 }

@@ -99,7 +99,7 @@ func (k Kind) String() string {
 // MarshalText returns the persisted name; it fails for an invalid kind.
 func (k Kind) MarshalText() ([]byte, error) {
 	if !k.Valid() {
-		return nil, fmt.Errorf("auditchain: invalid kind %d", uint8(k))
+		return nil, fmt.Errorf("audit log: invalid kind %d", uint8(k))
 	}
 	return []byte(kindNames[k]), nil
 }
@@ -122,5 +122,5 @@ func ParseKind(s string) (Kind, error) {
 			return k, nil
 		}
 	}
-	return kindInvalid, fmt.Errorf("auditchain: unknown entry kind %q: %w", s, ErrInvalidEntry)
+	return kindInvalid, fmt.Errorf("audit log: unknown entry kind %q: %w", s, ErrInvalidEntry)
 }

@@ -189,7 +189,7 @@ type appendResult struct {
 // (in the database or in the checkpoint file) vouches for (ErrInconsistent).
 func Open(ctx context.Context, opts Options) (*Log, error) {
 	if (opts.Path == "" && opts.DB == nil) || opts.KeyPath == "" {
-		return nil, errors.New("auditchain: Options.Path (or DB) and Options.KeyPath are required")
+		return nil, errors.New("audit log: Options.Path (or DB) and Options.KeyPath are required")
 	}
 	if opts.VerifierKeyPath == "" {
 		opts.VerifierKeyPath = strings.TrimSuffix(opts.KeyPath, ".key") + ".vkey"
@@ -268,14 +268,14 @@ func (l *Log) Append(ctx context.Context, e Entry) (Ref, error) {
 	// A context that has already ended must not race the writer for the
 	// entry: select picks among ready cases at random.
 	if err := ctx.Err(); err != nil {
-		return Ref{}, fmt.Errorf("auditchain: append: %w", err)
+		return Ref{}, fmt.Errorf("audit log: append: %w", err)
 	}
 	r := &appendReq{e: e, fields: fs, done: make(chan appendResult, 1)}
 	select {
 	case <-l.closing:
-		return Ref{}, fmt.Errorf("auditchain: append: %w", ErrClosed)
+		return Ref{}, fmt.Errorf("audit log: append: %w", ErrClosed)
 	case <-ctx.Done():
-		return Ref{}, fmt.Errorf("auditchain: append: %w", ctx.Err())
+		return Ref{}, fmt.Errorf("audit log: append: %w", ctx.Err())
 	case l.reqs <- r:
 	}
 	select {
@@ -286,13 +286,13 @@ func (l *Log) Append(ctx context.Context, e Entry) (Ref, error) {
 		case res := <-r.done:
 			return res.ref, res.err
 		default:
-			return Ref{}, fmt.Errorf("auditchain: append: %w", ErrClosed)
+			return Ref{}, fmt.Errorf("audit log: append: %w", ErrClosed)
 		}
 	case <-ctx.Done():
 		if r.state.CompareAndSwap(reqPending, reqCancelled) {
-			return Ref{}, fmt.Errorf("auditchain: append: %w", ctx.Err())
+			return Ref{}, fmt.Errorf("audit log: append: %w", ctx.Err())
 		}
-		return Ref{}, fmt.Errorf("auditchain: append: %w: %w", ErrOutcomeUnknown, ctx.Err())
+		return Ref{}, fmt.Errorf("audit log: append: %w: %w", ErrOutcomeUnknown, ctx.Err())
 	}
 }
 
@@ -305,13 +305,13 @@ func (l *Log) Close(ctx context.Context) error {
 	select {
 	case <-l.done:
 	case <-ctx.Done():
-		return fmt.Errorf("auditchain: close: %w", ctx.Err())
+		return fmt.Errorf("audit log: close: %w", ctx.Err())
 	}
 	if l.witness != nil {
 		select {
 		case <-l.witnessDone:
 		case <-ctx.Done():
-			return fmt.Errorf("auditchain: close: waiting for witness: %w", ctx.Err())
+			return fmt.Errorf("audit log: close: waiting for witness: %w", ctx.Err())
 		}
 	}
 	return l.final

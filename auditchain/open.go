@@ -26,38 +26,38 @@ func (l *Log) open(ctx context.Context) error {
 	}
 	dir := filepath.Dir(l.opts.Path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("auditchain: create state directory: %w", err)
+		return fmt.Errorf("audit log: create state directory: %w", err)
 	}
 	lock, err := os.OpenFile(l.opts.Path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return fmt.Errorf("auditchain: lock: %w", err)
+		return fmt.Errorf("audit log: lock: %w", err)
 	}
 	l.lock = lock
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		return fmt.Errorf("auditchain: %s is open in another process: %w", l.opts.Path, err)
+		return fmt.Errorf("audit log: %s is open in another process: %w", l.opts.Path, err)
 	}
 	if err := securefile.Create(l.opts.Path, 0o600); err != nil {
 		return err
 	}
 	raw, err := sql.Open("sqlite3", rwDSN(l.opts.Path))
 	if err != nil {
-		return fmt.Errorf("auditchain: open %s: %w", l.opts.Path, err)
+		return fmt.Errorf("audit log: open %s: %w", l.opts.Path, err)
 	}
 	db := sqldb.Wrap(raw, sqldb.SQLite)
 	l.db = db
 	db.SetMaxOpenConns(8)
 	if l.w, err = db.Conn(ctx); err != nil {
-		return fmt.Errorf("auditchain: open %s: %w", l.opts.Path, err)
+		return fmt.Errorf("audit log: open %s: %w", l.opts.Path, err)
 	}
 	// Only the writer moves WAL frames into the main file, and only right
 	// before a checkpoint is signed: a signed checkpoint then never covers
 	// an entry that lives only in the WAL (see docs/audit.md, crashes).
 	if _, err := l.w.ExecContext(ctx, `PRAGMA wal_autocheckpoint = 0`); err != nil {
-		return fmt.Errorf("auditchain: configure %s: %w", l.opts.Path, err)
+		return fmt.Errorf("audit log: configure %s: %w", l.opts.Path, err)
 	}
 	var mode string
 	if err := l.w.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
-		return fmt.Errorf("auditchain: %s: journal mode %q, want wal (err %v)", l.opts.Path, mode, err)
+		return fmt.Errorf("audit log: %s: journal mode %q, want wal (err %v)", l.opts.Path, mode, err)
 	}
 	origin, err := l.initSchema(ctx)
 	if err != nil {
@@ -75,7 +75,7 @@ func (l *Log) open(ctx context.Context) error {
 // the first replica, and one signing key for all, recorded by the first.
 func (l *Log) openShared(ctx context.Context) error {
 	if l.opts.DB.Engine != sqldb.Postgres {
-		return errors.New("auditchain: Options.DB must be a PostgreSQL database (SQLite logs open by Path)")
+		return errors.New("audit log: Options.DB must be a PostgreSQL database (SQLite logs open by Path)")
 	}
 	l.db = l.opts.DB
 	origin, vkey, err := l.initSchemaPG(ctx)
@@ -85,7 +85,7 @@ func (l *Log) openShared(ctx context.Context) error {
 	if vkey != "" {
 		// Another replica started the log: its key must be here already.
 		if _, err := os.Stat(l.opts.KeyPath); errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("auditchain: the shared log's checkpoint key is not here (%s): copy keys/checkpoint.key and keys/checkpoint.vkey from the replica that started the log", l.opts.KeyPath)
+			return fmt.Errorf("audit log: the shared log's checkpoint key is not here (%s): copy keys/checkpoint.key and keys/checkpoint.vkey from the replica that started the log", l.opts.KeyPath)
 		}
 	}
 	if err := l.openKey(origin, vkey == ""); err != nil {
@@ -104,11 +104,11 @@ func (l *Log) openShared(ctx context.Context) error {
 	// Read the state while no replica appends.
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("auditchain: read the log: %w", err)
+		return fmt.Errorf("audit log: read the log: %w", err)
 	}
 	defer tx.Rollback()
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, chainLockKey); err != nil {
-		return fmt.Errorf("auditchain: read the log: %w", err)
+		return fmt.Errorf("audit log: read the log: %w", err)
 	}
 	if err := l.loadState(ctx, tx); err != nil {
 		return err
@@ -117,7 +117,7 @@ func (l *Log) openShared(ctx context.Context) error {
 	// What was read may end with another replica's batch not yet on disk:
 	// once the barrier returns, it is.
 	if err := l.barrier(ctx); err != nil {
-		return fmt.Errorf("auditchain: read the log: %w", err)
+		return fmt.Errorf("audit log: read the log: %w", err)
 	}
 	l.durable = durableHead{l.size, l.chain}
 	return nil
@@ -135,7 +135,7 @@ func (l *Log) openKey(origin string, create bool) error {
 	}
 	l.key = key
 	if l.vfy, err = note.NewVerifier(key.vkey); err != nil {
-		return fmt.Errorf("auditchain: verifier key: %w", err)
+		return fmt.Errorf("audit log: verifier key: %w", err)
 	}
 	return nil
 }
@@ -156,7 +156,7 @@ func (l *Log) newOrigin() (string, error) {
 		}, host) + "/" + rand.Text()[:10]
 	}
 	if !validOrigin(origin) {
-		return "", fmt.Errorf("auditchain: origin %q: want non-empty UTF-8 without spaces or '+'", origin)
+		return "", fmt.Errorf("audit log: origin %q: want non-empty UTF-8 without spaces or '+'", origin)
 	}
 	return origin, nil
 }
@@ -175,21 +175,21 @@ func (l *Log) initSchema(ctx context.Context) (string, error) {
 		}
 		tx, err := l.w.BeginTx(ctx, nil)
 		if err != nil {
-			return "", fmt.Errorf("auditchain: create schema: %w", err)
+			return "", fmt.Errorf("audit log: create schema: %w", err)
 		}
 		defer tx.Rollback()
 		for _, s := range schemaDDL {
 			if _, err := tx.ExecContext(ctx, s); err != nil {
-				return "", fmt.Errorf("auditchain: create schema: %w", err)
+				return "", fmt.Errorf("audit log: create schema: %w", err)
 			}
 		}
 		for k, v := range map[string]string{"format": formatVersion, "origin": origin} {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO meta (name, value) VALUES (?, ?)`, k, v); err != nil {
-				return "", fmt.Errorf("auditchain: create schema: %w", err)
+				return "", fmt.Errorf("audit log: create schema: %w", err)
 			}
 		}
 		if err := tx.Commit(); err != nil {
-			return "", fmt.Errorf("auditchain: create schema: %w", err)
+			return "", fmt.Errorf("audit log: create schema: %w", err)
 		}
 		return origin, nil
 	}
@@ -198,20 +198,20 @@ func (l *Log) initSchema(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if d := schemaDiff(want, got); d != "" {
-		return "", fmt.Errorf("auditchain: %s: schema differs (%s); run airlock audit verify: %w", l.opts.Path, d, ErrInconsistent)
+		return "", fmt.Errorf("audit log: %s: schema differs (%s); run airlock audit verify: %w", l.opts.Path, d, ErrInconsistent)
 	}
 	var format, origin string
 	if err := l.w.QueryRowContext(ctx, `SELECT value FROM meta WHERE name = 'format'`).Scan(&format); err != nil {
-		return "", fmt.Errorf("auditchain: read format: %w", err)
+		return "", fmt.Errorf("audit log: read format: %w", err)
 	}
 	if format != formatVersion {
-		return "", fmt.Errorf("auditchain: %s: format %q, this build reads %q", l.opts.Path, format, formatVersion)
+		return "", fmt.Errorf("audit log: %s: format %q, this build reads %q", l.opts.Path, format, formatVersion)
 	}
 	if err := l.w.QueryRowContext(ctx, `SELECT value FROM meta WHERE name = 'origin'`).Scan(&origin); err != nil {
-		return "", fmt.Errorf("auditchain: read origin: %w", err)
+		return "", fmt.Errorf("audit log: read origin: %w", err)
 	}
 	if l.opts.Origin != "" && l.opts.Origin != origin {
-		return "", fmt.Errorf("auditchain: %s has origin %q, options say %q", l.opts.Path, origin, l.opts.Origin)
+		return "", fmt.Errorf("audit log: %s has origin %q, options say %q", l.opts.Path, origin, l.opts.Origin)
 	}
 	return origin, nil
 }
@@ -221,32 +221,32 @@ func (l *Log) initSchema(ctx context.Context) (string, error) {
 func (l *Log) loadState(ctx context.Context, q querier) error {
 	var n, maxSeq sql.NullInt64
 	if err := q.QueryRowContext(ctx, `SELECT count(*), max(seq) FROM entries`).Scan(&n, &maxSeq); err != nil {
-		return fmt.Errorf("auditchain: read size: %w", err)
+		return fmt.Errorf("audit log: read size: %w", err)
 	}
 	l.size = n.Int64
 	if l.size > 0 && maxSeq.Int64 != l.size-1 {
-		return fmt.Errorf("auditchain: %d entries but last seq %d: %w", l.size, maxSeq.Int64, ErrInconsistent)
+		return fmt.Errorf("audit log: %d entries but last seq %d: %w", l.size, maxSeq.Int64, ErrInconsistent)
 	}
 	l.chain = chainGenesis
 	if l.size > 0 {
 		var leaf, chain, prev []byte
 		if err := q.QueryRowContext(ctx, `SELECT leaf, chain FROM entries WHERE seq = ?`, l.size-1).Scan(&leaf, &chain); err != nil {
-			return fmt.Errorf("auditchain: read last entry: %w", err)
+			return fmt.Errorf("audit log: read last entry: %w", err)
 		}
 		prevChain := chainGenesis
 		if l.size > 1 {
 			if err := q.QueryRowContext(ctx, `SELECT chain FROM entries WHERE seq = ?`, l.size-2).Scan(&prev); err != nil {
-				return fmt.Errorf("auditchain: read last entry: %w", err)
+				return fmt.Errorf("audit log: read last entry: %w", err)
 			}
 			copy(prevChain[:], prev)
 		}
 		if got := ChainHash(prevChain, leaf); string(got[:]) != string(chain) {
-			return fmt.Errorf("auditchain: last entry %d does not match its chain hash: %w", l.size-1, ErrInconsistent)
+			return fmt.Errorf("audit log: last entry %d does not match its chain hash: %w", l.size-1, ErrInconsistent)
 		}
 		copy(l.chain[:], chain)
 		e, err := DecodeLeaf(leaf)
 		if err != nil || e.Seq != l.size-1 {
-			return fmt.Errorf("auditchain: last entry %d is malformed: %w", l.size-1, ErrInconsistent)
+			return fmt.Errorf("audit log: last entry %d is malformed: %w", l.size-1, ErrInconsistent)
 		}
 		l.ckptEntry = e.Kind == KindCheckpoint
 	}
@@ -256,10 +256,10 @@ func (l *Log) loadState(ctx context.Context, q querier) error {
 	}
 	var count int64
 	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM tree_hashes`).Scan(&count); err != nil {
-		return fmt.Errorf("auditchain: read tree size: %w", err)
+		return fmt.Errorf("audit log: read tree size: %w", err)
 	}
 	if count != tlog.StoredHashCount(l.size) {
-		return fmt.Errorf("auditchain: %d stored tree hashes for %d entries: %w", count, l.size, ErrInconsistent)
+		return fmt.Errorf("audit log: %d stored tree hashes for %d entries: %w", count, l.size, ErrInconsistent)
 	}
 	root := l.front.root()
 	// The last checkpoint in the database.
@@ -268,11 +268,11 @@ func (l *Log) loadState(ctx context.Context, q querier) error {
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
-		return fmt.Errorf("auditchain: read last checkpoint: %w", err)
+		return fmt.Errorf("audit log: read last checkpoint: %w", err)
 	default:
 		c, err := OpenCheckpoint(msg, l.vfy)
 		if err != nil {
-			return fmt.Errorf("auditchain: last checkpoint in the database: %w: %w", err, ErrInconsistent)
+			return fmt.Errorf("audit log: last checkpoint in the database: %w: %w", err, ErrInconsistent)
 		}
 		if err := l.consistentWith(ctx, q, c, root); err != nil {
 			return err
@@ -284,16 +284,16 @@ func (l *Log) loadState(ctx context.Context, q querier) error {
 	if l.opts.CheckpointLogPath != "" {
 		data, err := os.ReadFile(l.opts.CheckpointLogPath)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("auditchain: read checkpoint file: %w", err)
+			return fmt.Errorf("audit log: read checkpoint file: %w", err)
 		}
 		notes, err := SplitNotes(data)
 		if err != nil {
-			return fmt.Errorf("auditchain: checkpoint file %s: %w", l.opts.CheckpointLogPath, err)
+			return fmt.Errorf("audit log: checkpoint file %s: %w", l.opts.CheckpointLogPath, err)
 		}
 		if len(notes) > 0 {
 			c, err := OpenCheckpoint(notes[len(notes)-1], l.vfy)
 			if err != nil {
-				return fmt.Errorf("auditchain: last checkpoint in %s: %w: %w", l.opts.CheckpointLogPath, err, ErrInconsistent)
+				return fmt.Errorf("audit log: last checkpoint in %s: %w: %w", l.opts.CheckpointLogPath, err, ErrInconsistent)
 			}
 			if err := l.consistentWith(ctx, q, c, root); err != nil {
 				return err
@@ -327,12 +327,12 @@ func loadFrontier(ctx context.Context, q querier, size int64) (frontier, error) 
 // held in the database, whose root at the current size is root.
 func (l *Log) consistentWith(ctx context.Context, q querier, c Checkpoint, root tlog.Hash) error {
 	if c.Size > l.size {
-		return fmt.Errorf("auditchain: a checkpoint covers %d entries, the database holds %d: %w", c.Size, l.size, ErrInconsistent)
+		return fmt.Errorf("audit log: a checkpoint covers %d entries, the database holds %d: %w", c.Size, l.size, ErrInconsistent)
 	}
 	hr := dbHashReader{ctx, q}
 	if c.Size == l.size {
 		if c.Root != root {
-			return fmt.Errorf("auditchain: checkpoint root at size %d differs from the database: %w", c.Size, ErrInconsistent)
+			return fmt.Errorf("audit log: checkpoint root at size %d differs from the database: %w", c.Size, ErrInconsistent)
 		}
 		return nil
 	}
@@ -341,10 +341,10 @@ func (l *Log) consistentWith(ctx context.Context, q querier, c Checkpoint, root 
 	}
 	p, err := tlog.ProveTree(l.size, c.Size, hr)
 	if err != nil {
-		return fmt.Errorf("auditchain: prove consistency with checkpoint %d: %w", c.Size, err)
+		return fmt.Errorf("audit log: prove consistency with checkpoint %d: %w", c.Size, err)
 	}
 	if err := tlog.CheckTree(p, l.size, root, c.Size, c.Root); err != nil {
-		return fmt.Errorf("auditchain: checkpoint at size %d is not a prefix of the database: %w", c.Size, ErrInconsistent)
+		return fmt.Errorf("audit log: checkpoint at size %d is not a prefix of the database: %w", c.Size, ErrInconsistent)
 	}
 	return nil
 }

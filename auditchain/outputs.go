@@ -71,15 +71,15 @@ func OpenOutputs(ctx context.Context, opts OutputOptions) (*OutputStore, error) 
 	}
 	if opts.DB != nil {
 		if err := opts.DB.Migrate(ctx, "outputs", pgOutputMigrations); err != nil {
-			return nil, fmt.Errorf("auditchain: output store: %w", err)
+			return nil, fmt.Errorf("audit log: output store: %w", err)
 		}
 		return &OutputStore{db: opts.DB, maxBlob: opts.MaxBlob}, nil
 	}
 	if opts.Path == "" {
-		return nil, errors.New("auditchain: OutputOptions.Path (or DB) is required")
+		return nil, errors.New("audit log: OutputOptions.Path (or DB) is required")
 	}
 	if err := os.MkdirAll(filepath.Dir(opts.Path), 0o700); err != nil {
-		return nil, fmt.Errorf("auditchain: output store: %w", err)
+		return nil, fmt.Errorf("audit log: output store: %w", err)
 	}
 	returnLargeAllocations()
 	// Output can hold secrets: an existing file others may read is refused.
@@ -88,7 +88,7 @@ func OpenOutputs(ctx context.Context, opts OutputOptions) (*OutputStore, error) 
 	}
 	raw, err := sql.Open("sqlite3", rwDSN(opts.Path))
 	if err != nil {
-		return nil, fmt.Errorf("auditchain: output store: %w", err)
+		return nil, fmt.Errorf("audit log: output store: %w", err)
 	}
 	db := sqldb.Wrap(raw, sqldb.SQLite)
 	// SQLite takes one writer at a time anyway: one connection keeps many
@@ -96,7 +96,7 @@ func OpenOutputs(ctx context.Context, opts OutputOptions) (*OutputStore, error) 
 	db.SetMaxOpenConns(1)
 	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS blobs (digest BLOB PRIMARY KEY, data BLOB NOT NULL) STRICT`); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("auditchain: output store: %w", err)
+		return nil, fmt.Errorf("audit log: output store: %w", err)
 	}
 	return &OutputStore{db: db, owned: true, maxBlob: opts.MaxBlob}, nil
 }
@@ -146,17 +146,17 @@ func (s *OutputStore) PutAll(ctx context.Context, data ...[]byte) ([]Blob, error
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("auditchain: store output: %w", err)
+		return nil, fmt.Errorf("audit log: store output: %w", err)
 	}
 	defer tx.Rollback()
 	for i, d := range stored {
 		digest := sha256.Sum256(d)
 		if _, err := tx.ExecContext(ctx, `INSERT INTO blobs (digest, data) VALUES (?, ?) ON CONFLICT (digest) DO NOTHING`, digest[:], d); err != nil {
-			return nil, fmt.Errorf("auditchain: store output %d: %w", i, err)
+			return nil, fmt.Errorf("audit log: store output %d: %w", i, err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("auditchain: store output: %w", err)
+		return nil, fmt.Errorf("audit log: store output: %w", err)
 	}
 	return blobs, nil
 }
@@ -168,13 +168,13 @@ func (s *OutputStore) Get(ctx context.Context, digest [32]byte) ([]byte, error) 
 	var data []byte
 	err := s.db.QueryRowContext(ctx, `SELECT data FROM blobs WHERE digest = ?`, digest[:]).Scan(&data)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("auditchain: output %s: %w", hex.EncodeToString(digest[:]), ErrNotFound)
+		return nil, fmt.Errorf("audit log: output %s: %w", hex.EncodeToString(digest[:]), ErrNotFound)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("auditchain: read output: %w", err)
+		return nil, fmt.Errorf("audit log: read output: %w", err)
 	}
 	if sha256.Sum256(data) != digest {
-		return nil, fmt.Errorf("auditchain: output %s does not match its digest", hex.EncodeToString(digest[:]))
+		return nil, fmt.Errorf("audit log: output %s does not match its digest", hex.EncodeToString(digest[:]))
 	}
 	return data, nil
 }

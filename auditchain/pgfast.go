@@ -20,7 +20,7 @@ import (
 
 // errSlowPath: the turn was rolled back before writing anything; the
 // batch goes writeShared's way.
-var errSlowPath = errors.New("auditchain: the batch needs the usual path")
+var errSlowPath = errors.New("audit log: the batch needs the usual path")
 
 // writerConn is the writer's connection on PostgreSQL, taken from the
 // pool on first use and after a failure.
@@ -129,14 +129,14 @@ func (l *Log) writeFast(ctx context.Context, batch []*appendReq, ids []string) (
 		// on a connection from the pool (this one may be stale).
 		return batch, nil, errSlowPath
 	case phase == "begin" || phase == "insert":
-		return answered, nil, l.recover(ctx, fmt.Errorf("auditchain: %s: %w", phase, err))
+		return answered, nil, l.recover(ctx, fmt.Errorf("audit log: %s: %w", phase, err))
 	case phase == "commit":
-		if err := l.settle(p.refs, p.st, fmt.Errorf("auditchain: commit: %w", err)); err != nil {
+		if err := l.settle(p.refs, p.st, fmt.Errorf("audit log: commit: %w", err)); err != nil {
 			return answered, nil, err
 		}
 		return answered, p.refs, nil
 	}
-	if err := l.settle(p.refs, p.st, fmt.Errorf("auditchain: wait for the commit to reach the disk: %w", err)); err != nil {
+	if err := l.settle(p.refs, p.st, fmt.Errorf("audit log: wait for the commit to reach the disk: %w", err)); err != nil {
 		return answered, nil, err
 	}
 	return answered, p.refs, nil

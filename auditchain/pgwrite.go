@@ -94,7 +94,7 @@ func (h *headRead) dest() []any {
 func (l *Log) catchUp(ctx context.Context, tx *sqldb.Tx, ids []string) (map[string]bool, error) {
 	var h headRead
 	if err := tx.QueryRowContext(ctx, catchUpSQL, l.catchUpArgs(ids)...).Scan(h.dest()...); err != nil {
-		return nil, fmt.Errorf("auditchain: read the head: %w", err)
+		return nil, fmt.Errorf("audit log: read the head: %w", err)
 	}
 	if err := l.moveHead(ctx, tx, h); err != nil {
 		return nil, err
@@ -114,7 +114,7 @@ func (l *Log) takeRead(h headRead) (map[string]bool, error) {
 	if h.outcomes.Valid {
 		var got []string
 		if err := json.Unmarshal([]byte(h.outcomes.String), &got); err != nil {
-			return nil, fmt.Errorf("auditchain: look for outcomes: %w", err)
+			return nil, fmt.Errorf("audit log: look for outcomes: %w", err)
 		}
 		for _, id := range got {
 			finished[id] = true
@@ -189,7 +189,7 @@ func (l *Log) lastEntry(h headRead, size int64) (Entry, error) {
 	}
 	e, err := DecodeLeaf(h.leaf)
 	if err != nil || e.Seq != h.seq.Int64 || len(h.chain) != 32 {
-		return e, l.fail(fmt.Errorf("auditchain: the last entry %d is malformed: %w", h.seq.Int64, ErrInconsistent))
+		return e, l.fail(fmt.Errorf("audit log: the last entry %d is malformed: %w", h.seq.Int64, ErrInconsistent))
 	}
 	return e, nil
 }
@@ -199,16 +199,16 @@ func (l *Log) lastEntry(h headRead, size int64) (Entry, error) {
 // confirmed durable must still be there, unchanged.
 func (l *Log) lostOnlyUnconfirmed(ctx context.Context, tx *sqldb.Tx, size int64) error {
 	if size < l.durable.size {
-		return l.fail(fmt.Errorf("auditchain: the log on PostgreSQL ends at %d entries, this replica confirmed %d: %w", size, l.durable.size, ErrInconsistent))
+		return l.fail(fmt.Errorf("audit log: the log on PostgreSQL ends at %d entries, this replica confirmed %d: %w", size, l.durable.size, ErrInconsistent))
 	}
 	if l.durable.size > 0 {
 		var chain []byte
 		err := tx.QueryRowContext(ctx, `SELECT chain FROM entries WHERE seq = ?`, l.durable.size-1).Scan(&chain)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("auditchain: read entry %d: %w", l.durable.size-1, err)
+			return fmt.Errorf("audit log: read entry %d: %w", l.durable.size-1, err)
 		}
 		if !bytes.Equal(chain, l.durable.chain[:]) {
-			return l.fail(fmt.Errorf("auditchain: entry %d on PostgreSQL differs from the one this replica confirmed: %w", l.durable.size-1, ErrInconsistent))
+			return l.fail(fmt.Errorf("audit log: entry %d on PostgreSQL differs from the one this replica confirmed: %w", l.durable.size-1, ErrInconsistent))
 		}
 	}
 	l.log.Warn("the log on PostgreSQL lost entries no replica had confirmed (the database crashed before they reached its disk): going on from its head",
@@ -237,7 +237,7 @@ func (l *Log) writeShared(ctx context.Context, batch []*appendReq) ([]*appendReq
 	}
 	tx, finished, err := l.beginShared(ctx, true, ids)
 	if err != nil {
-		return batch, nil, l.recover(ctx, fmt.Errorf("auditchain: begin: %w", err))
+		return batch, nil, l.recover(ctx, fmt.Errorf("audit log: begin: %w", err))
 	}
 	if batch = oneOutcome(batch, finished); len(batch) == 0 {
 		tx.Rollback()
@@ -256,7 +256,7 @@ func (l *Log) writeShared(ctx context.Context, batch []*appendReq) ([]*appendReq
 	}
 	l.apply(st)
 	if err := l.barrier(ctx); err != nil {
-		if err := l.settle(refs, st, fmt.Errorf("auditchain: wait for the commit to reach the disk: %w", err)); err != nil {
+		if err := l.settle(refs, st, fmt.Errorf("audit log: wait for the commit to reach the disk: %w", err)); err != nil {
 			return batch, nil, err
 		}
 	}
@@ -302,7 +302,7 @@ func (l *Log) settle(refs []Ref, st headState, cause error) error {
 	switch {
 	case err != nil:
 		l.log.Warn("append batch: whether it is durable is unknown", "error", cause, "check_error", err)
-		return fmt.Errorf("auditchain: %w: %w", ErrOutcomeUnknown, cause)
+		return fmt.Errorf("audit log: %w: %w", ErrOutcomeUnknown, cause)
 	case in:
 		l.log.Warn("append batch: its answer was lost, and it is in the log", "error", cause)
 		l.apply(st)

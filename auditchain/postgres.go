@@ -83,20 +83,20 @@ func pgSchemaDiff(ctx context.Context, q querier) (string, error) {
 		rows, err := q.QueryContext(ctx, `SELECT column_name, data_type, is_nullable FROM information_schema.columns
 			WHERE table_schema = current_schema() AND table_name = ? ORDER BY ordinal_position`, t)
 		if err != nil {
-			return "", fmt.Errorf("auditchain: read schema: %w", err)
+			return "", fmt.Errorf("audit log: read schema: %w", err)
 		}
 		var got []string
 		for rows.Next() {
 			var name, typ, null string
 			if err := rows.Scan(&name, &typ, &null); err != nil {
 				rows.Close()
-				return "", fmt.Errorf("auditchain: read schema: %w", err)
+				return "", fmt.Errorf("audit log: read schema: %w", err)
 			}
 			got = append(got, name+" "+typ+" "+null)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return "", fmt.Errorf("auditchain: read schema: %w", err)
+			return "", fmt.Errorf("audit log: read schema: %w", err)
 		}
 		switch want := pgColumns[t]; {
 		case len(got) == 0:
@@ -113,7 +113,7 @@ func pgSchemaDiff(ctx context.Context, q querier) (string, error) {
 			case errors.Is(err, sql.ErrNoRows):
 				diffs = append(diffs, "missing trigger "+trig)
 			case err != nil:
-				return "", fmt.Errorf("auditchain: read schema: %w", err)
+				return "", fmt.Errorf("audit log: read schema: %w", err)
 			case enabled == "D":
 				diffs = append(diffs, "disabled trigger "+trig)
 			}
@@ -128,15 +128,15 @@ func pgSchemaDiff(ctx context.Context, q querier) (string, error) {
 func (l *Log) initSchemaPG(ctx context.Context) (origin, vkey string, err error) {
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
-		return "", "", fmt.Errorf("auditchain: create schema: %w", err)
+		return "", "", fmt.Errorf("audit log: create schema: %w", err)
 	}
 	defer tx.Rollback()
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, chainLockKey); err != nil {
-		return "", "", fmt.Errorf("auditchain: create schema: %w", err)
+		return "", "", fmt.Errorf("audit log: create schema: %w", err)
 	}
 	var exists bool
 	if err := tx.QueryRowContext(ctx, `SELECT to_regclass('meta') IS NOT NULL`).Scan(&exists); err != nil {
-		return "", "", fmt.Errorf("auditchain: read schema: %w", err)
+		return "", "", fmt.Errorf("audit log: read schema: %w", err)
 	}
 	if !exists {
 		origin, err := l.newOrigin()
@@ -145,18 +145,18 @@ func (l *Log) initSchemaPG(ctx context.Context) (origin, vkey string, err error)
 		}
 		for _, s := range pgSchemaDDL {
 			if _, err := tx.ExecContext(ctx, s); err != nil {
-				return "", "", fmt.Errorf("auditchain: create schema: %w", err)
+				return "", "", fmt.Errorf("audit log: create schema: %w", err)
 			}
 		}
 		for k, v := range map[string]string{"format": formatVersion, "origin": origin} {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO meta (name, value) VALUES (?, ?)`, k, v); err != nil {
-				return "", "", fmt.Errorf("auditchain: create schema: %w", err)
+				return "", "", fmt.Errorf("audit log: create schema: %w", err)
 			}
 		}
 	}
 	for _, s := range barrierDDL {
 		if _, err := tx.ExecContext(ctx, s); err != nil {
-			return "", "", fmt.Errorf("auditchain: create schema: %w", err)
+			return "", "", fmt.Errorf("audit log: create schema: %w", err)
 		}
 	}
 	if exists {
@@ -165,35 +165,35 @@ func (l *Log) initSchemaPG(ctx context.Context) (origin, vkey string, err error)
 			return "", "", err
 		}
 		if d != "" {
-			return "", "", fmt.Errorf("auditchain: PostgreSQL: the audit log's schema differs (%s); run airlock audit verify: %w", d, ErrInconsistent)
+			return "", "", fmt.Errorf("audit log: PostgreSQL: the audit log's schema differs (%s); run airlock audit verify: %w", d, ErrInconsistent)
 		}
 	}
 	meta := map[string]string{}
 	rows, err := tx.QueryContext(ctx, `SELECT name, value FROM meta`)
 	if err != nil {
-		return "", "", fmt.Errorf("auditchain: read meta: %w", err)
+		return "", "", fmt.Errorf("audit log: read meta: %w", err)
 	}
 	for rows.Next() {
 		var k, v string
 		if err := rows.Scan(&k, &v); err != nil {
 			rows.Close()
-			return "", "", fmt.Errorf("auditchain: read meta: %w", err)
+			return "", "", fmt.Errorf("audit log: read meta: %w", err)
 		}
 		meta[k] = v
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return "", "", fmt.Errorf("auditchain: read meta: %w", err)
+		return "", "", fmt.Errorf("audit log: read meta: %w", err)
 	}
 	if meta["format"] != formatVersion {
-		return "", "", fmt.Errorf("auditchain: PostgreSQL: format %q, this build reads %q", meta["format"], formatVersion)
+		return "", "", fmt.Errorf("audit log: PostgreSQL: format %q, this build reads %q", meta["format"], formatVersion)
 	}
 	origin = meta["origin"]
 	if l.opts.Origin != "" && l.opts.Origin != origin {
-		return "", "", fmt.Errorf("auditchain: the log on PostgreSQL has origin %q, options say %q", origin, l.opts.Origin)
+		return "", "", fmt.Errorf("audit log: the log on PostgreSQL has origin %q, options say %q", origin, l.opts.Origin)
 	}
 	if err := tx.Commit(); err != nil {
-		return "", "", fmt.Errorf("auditchain: create schema: %w", err)
+		return "", "", fmt.Errorf("audit log: create schema: %w", err)
 	}
 	return origin, meta["vkey"], nil
 }
@@ -205,7 +205,7 @@ func RecordedVerifierKey(ctx context.Context, db *sqldb.DB) (note.Verifier, erro
 	var vkey string
 	err := db.QueryRowContext(ctx, `SELECT value FROM meta WHERE name = 'vkey'`).Scan(&vkey)
 	if err != nil {
-		return nil, fmt.Errorf("auditchain: no verifier key recorded in the database (%v); pass it with --key FILE", err)
+		return nil, fmt.Errorf("audit log: no verifier key recorded in the database (%v); pass it with --key FILE", err)
 	}
 	return ParseVerifierKey(vkey)
 }
@@ -215,18 +215,18 @@ func RecordedVerifierKey(ctx context.Context, db *sqldb.DB) (note.Verifier, erro
 func (l *Log) recordVerifierKey(ctx context.Context, vkey string) error {
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("auditchain: record the verifier key: %w", err)
+		return fmt.Errorf("audit log: record the verifier key: %w", err)
 	}
 	defer tx.Rollback()
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, chainLockKey); err != nil {
-		return fmt.Errorf("auditchain: record the verifier key: %w", err)
+		return fmt.Errorf("audit log: record the verifier key: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO meta (name, value) VALUES ('vkey', ?) ON CONFLICT (name) DO NOTHING`, vkey); err != nil {
-		return fmt.Errorf("auditchain: record the verifier key: %w", err)
+		return fmt.Errorf("audit log: record the verifier key: %w", err)
 	}
 	var got string
 	if err := tx.QueryRowContext(ctx, `SELECT value FROM meta WHERE name = 'vkey'`).Scan(&got); err != nil {
-		return fmt.Errorf("auditchain: record the verifier key: %w", err)
+		return fmt.Errorf("audit log: record the verifier key: %w", err)
 	}
 	if got != vkey {
 		return errKeyMismatch(got, vkey)
@@ -235,7 +235,7 @@ func (l *Log) recordVerifierKey(ctx context.Context, vkey string) error {
 }
 
 func errKeyMismatch(log, mine string) error {
-	return fmt.Errorf("auditchain: this replica's checkpoint key (%s) is not the shared log's (%s): every replica signs with one key; copy keys/checkpoint.key and keys/checkpoint.vkey from the replica that started the log", mine, log)
+	return fmt.Errorf("audit log: this replica's checkpoint key (%s) is not the shared log's (%s): every replica signs with one key; copy keys/checkpoint.key and keys/checkpoint.vkey from the replica that started the log", mine, log)
 }
 
 // loadFrontierPG is loadFrontier in one query.
@@ -252,7 +252,7 @@ func loadFrontierPG(ctx context.Context, tx *sqldb.Tx, size int64) (frontier, er
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT idx, hash FROM tree_hashes WHERE idx = ANY(?)`, idx)
 	if err != nil {
-		return f, fmt.Errorf("auditchain: read the frontier: %w", err)
+		return f, fmt.Errorf("audit log: read the frontier: %w", err)
 	}
 	defer rows.Close()
 	got := map[int64][]byte{}
@@ -260,18 +260,18 @@ func loadFrontierPG(ctx context.Context, tx *sqldb.Tx, size int64) (frontier, er
 		var i int64
 		var h []byte
 		if err := rows.Scan(&i, &h); err != nil {
-			return f, fmt.Errorf("auditchain: read the frontier: %w", err)
+			return f, fmt.Errorf("audit log: read the frontier: %w", err)
 		}
 		got[i] = h
 	}
 	if err := rows.Err(); err != nil {
-		return f, fmt.Errorf("auditchain: read the frontier: %w", err)
+		return f, fmt.Errorf("audit log: read the frontier: %w", err)
 	}
 	for lv := 0; lv < 63; lv++ {
 		if size>>uint(lv)&1 == 1 {
 			h := got[tlog.StoredHashIndex(lv, size>>uint(lv)-1)]
 			if len(h) != tlog.HashSize {
-				return f, fmt.Errorf("auditchain: tree hash of level %d at size %d is missing: %w", lv, size, ErrInconsistent)
+				return f, fmt.Errorf("audit log: tree hash of level %d at size %d is missing: %w", lv, size, ErrInconsistent)
 			}
 			copy(f.nodes[lv][:], h)
 		}
@@ -287,7 +287,7 @@ func (l *Log) refreshCheckpoint(ctx context.Context, tx *sqldb.Tx) error {
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
-		return fmt.Errorf("auditchain: read the last checkpoint: %w", err)
+		return fmt.Errorf("audit log: read the last checkpoint: %w", err)
 	default:
 		return l.takeCheckpoint(msg)
 	}
@@ -299,7 +299,7 @@ func (l *Log) refreshCheckpoint(ctx context.Context, tx *sqldb.Tx) error {
 func (l *Log) takeCheckpoint(msg []byte) error {
 	c, err := OpenCheckpoint(msg, l.vfy)
 	if err != nil {
-		return l.fail(fmt.Errorf("auditchain: the last checkpoint on PostgreSQL: %w: %w", err, ErrInconsistent))
+		return l.fail(fmt.Errorf("audit log: the last checkpoint on PostgreSQL: %w: %w", err, ErrInconsistent))
 	}
 	if c.Size > l.ckpt.Size {
 		// Another replica signed: the interval starts again from it.

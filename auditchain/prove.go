@@ -26,7 +26,7 @@ type CheckpointMismatchError struct {
 }
 
 func (e *CheckpointMismatchError) Error() string {
-	return fmt.Sprintf("auditchain: the stored tree disagrees with the signed checkpoint of size %d", e.Size)
+	return fmt.Sprintf("audit log: the stored tree disagrees with the signed checkpoint of size %d", e.Size)
 }
 
 func (e *CheckpointMismatchError) Unwrap() error { return ErrInconsistent }

@@ -53,18 +53,18 @@ func init() {
 func openReadOnly(ctx context.Context, path string) (*sqldb.DB, error) {
 	raw, err := sql.Open(readOnlyDriver, roDSN(path))
 	if err != nil {
-		return nil, fmt.Errorf("auditchain: open %s: %w", path, err)
+		return nil, fmt.Errorf("audit log: open %s: %w", path, err)
 	}
 	db := sqldb.Wrap(raw, sqldb.SQLite)
 	db.SetMaxOpenConns(4)
 	var n int
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&n); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("auditchain: open %s: %w", path, err)
+		return nil, fmt.Errorf("audit log: open %s: %w", path, err)
 	}
 	if n == 0 {
 		db.Close()
-		return nil, fmt.Errorf("auditchain: %s is not an audit log (empty database): %w", path, ErrNotFound)
+		return nil, fmt.Errorf("audit log: %s is not an audit log (empty database): %w", path, ErrNotFound)
 	}
 	return db, nil
 }
@@ -91,14 +91,14 @@ func scanRecord(rows interface{ Scan(...any) error }) (Record, error) {
 	var seq int64
 	var lh, chain []byte
 	if err := rows.Scan(&seq, &rec.Leaf, &lh, &chain); err != nil {
-		return rec, fmt.Errorf("auditchain: read entry: %w", err)
+		return rec, fmt.Errorf("audit log: read entry: %w", err)
 	}
 	e, err := DecodeLeaf(rec.Leaf)
 	if err != nil {
-		return rec, fmt.Errorf("auditchain: entry %d: %w", seq, err)
+		return rec, fmt.Errorf("audit log: entry %d: %w", seq, err)
 	}
 	if e.Seq != seq || len(lh) != tlog.HashSize || len(chain) != 32 {
-		return rec, fmt.Errorf("auditchain: entry %d: stored row does not match its leaf: %w", seq, ErrMalformedLeaf)
+		return rec, fmt.Errorf("audit log: entry %d: stored row does not match its leaf: %w", seq, ErrMalformedLeaf)
 	}
 	rec.Entry = e
 	copy(rec.LeafHash[:], lh)
@@ -112,7 +112,7 @@ const recordColumns = `seq, leaf, leaf_hash, chain`
 func (r *Reader) Size(ctx context.Context) (int64, error) {
 	var n sql.NullInt64
 	if err := r.db.QueryRowContext(ctx, `SELECT max(seq) FROM entries`).Scan(&n); err != nil {
-		return 0, fmt.Errorf("auditchain: size: %w", err)
+		return 0, fmt.Errorf("audit log: size: %w", err)
 	}
 	if !n.Valid {
 		return 0, nil
@@ -127,7 +127,7 @@ func (r *Reader) Entries(ctx context.Context, after int64) iter.Seq2[Record, err
 	return func(yield func(Record, error) bool) {
 		rows, err := r.db.QueryContext(ctx, `SELECT `+recordColumns+` FROM entries WHERE seq > ? ORDER BY seq`, after)
 		if err != nil {
-			yield(Record{}, fmt.Errorf("auditchain: read entries: %w", err))
+			yield(Record{}, fmt.Errorf("audit log: read entries: %w", err))
 			return
 		}
 		defer rows.Close()
@@ -138,7 +138,7 @@ func (r *Reader) Entries(ctx context.Context, after int64) iter.Seq2[Record, err
 			}
 		}
 		if err := rows.Err(); err != nil {
-			yield(Record{}, fmt.Errorf("auditchain: read entries: %w", err))
+			yield(Record{}, fmt.Errorf("audit log: read entries: %w", err))
 		}
 	}
 }
@@ -148,7 +148,7 @@ func (r *Reader) Entry(ctx context.Context, seq int64) (Record, error) {
 	row := r.db.QueryRowContext(ctx, `SELECT `+recordColumns+` FROM entries WHERE seq = ?`, seq)
 	rec, err := scanRecord(row)
 	if errors.Is(err, sql.ErrNoRows) {
-		return rec, fmt.Errorf("auditchain: entry %d: %w", seq, ErrNotFound)
+		return rec, fmt.Errorf("audit log: entry %d: %w", seq, ErrNotFound)
 	}
 	return rec, err
 }
@@ -158,7 +158,7 @@ func (r *Reader) Entry(ctx context.Context, seq int64) (Record, error) {
 func (r *Reader) ActionEntries(ctx context.Context, actionID string) ([]Record, error) {
 	rows, err := r.db.QueryContext(ctx, `SELECT `+recordColumns+` FROM entries WHERE action_id = ? ORDER BY seq`, actionID)
 	if err != nil {
-		return nil, fmt.Errorf("auditchain: read action %q: %w", actionID, err)
+		return nil, fmt.Errorf("audit log: read action %q: %w", actionID, err)
 	}
 	defer rows.Close()
 	var out []Record
@@ -170,10 +170,10 @@ func (r *Reader) ActionEntries(ctx context.Context, actionID string) ([]Record, 
 		out = append(out, rec)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("auditchain: read action %q: %w", actionID, err)
+		return nil, fmt.Errorf("audit log: read action %q: %w", actionID, err)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("auditchain: action %q: %w", actionID, ErrNotFound)
+		return nil, fmt.Errorf("audit log: action %q: %w", actionID, ErrNotFound)
 	}
 	return out, nil
 }
@@ -188,19 +188,19 @@ func (r *Reader) Dangling(ctx context.Context) ([]string, error) {
 		                  WHERE f.action_id = c.action_id AND f.kind = 'action.finished')
 		GROUP BY c.action_id ORDER BY min(c.seq)`)
 	if err != nil {
-		return nil, fmt.Errorf("auditchain: dangling actions: %w", err)
+		return nil, fmt.Errorf("audit log: dangling actions: %w", err)
 	}
 	defer rows.Close()
 	var ids []string
 	for rows.Next() {
 		var id string
 		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("auditchain: dangling actions: %w", err)
+			return nil, fmt.Errorf("audit log: dangling actions: %w", err)
 		}
 		ids = append(ids, id)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("auditchain: dangling actions: %w", err)
+		return nil, fmt.Errorf("audit log: dangling actions: %w", err)
 	}
 	return ids, nil
 }
@@ -217,19 +217,19 @@ type StoredCheckpoint struct {
 func (r *Reader) Checkpoints(ctx context.Context) ([]StoredCheckpoint, error) {
 	rows, err := r.db.QueryContext(ctx, `SELECT id, size, note FROM checkpoints ORDER BY id`)
 	if err != nil {
-		return nil, fmt.Errorf("auditchain: read checkpoints: %w", err)
+		return nil, fmt.Errorf("audit log: read checkpoints: %w", err)
 	}
 	defer rows.Close()
 	var out []StoredCheckpoint
 	for rows.Next() {
 		var c StoredCheckpoint
 		if err := rows.Scan(&c.ID, &c.Size, &c.Note); err != nil {
-			return nil, fmt.Errorf("auditchain: read checkpoints: %w", err)
+			return nil, fmt.Errorf("audit log: read checkpoints: %w", err)
 		}
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("auditchain: read checkpoints: %w", err)
+		return nil, fmt.Errorf("audit log: read checkpoints: %w", err)
 	}
 	return out, nil
 }
@@ -248,7 +248,7 @@ type InclusionProof struct {
 // checkpoint (p.Root == checkpoint.Root) for it to mean anything.
 func (p InclusionProof) Check() error {
 	if err := tlog.CheckRecord(p.Proof, p.Size, p.Root, p.Seq, p.LeafHash); err != nil {
-		return fmt.Errorf("auditchain: inclusion proof of %d in %d: %w", p.Seq, p.Size, err)
+		return fmt.Errorf("audit log: inclusion proof of %d in %d: %w", p.Seq, p.Size, err)
 	}
 	return nil
 }
@@ -266,12 +266,12 @@ func (p ConsistencyProof) Check() error {
 	if p.Old == 0 || p.Old == p.New {
 		// Every tree extends the empty tree, and a tree only itself.
 		if len(p.Proof) != 0 || (p.Old == 0 && p.OldRoot != emptyRoot) || (p.Old == p.New && p.OldRoot != p.NewRoot) {
-			return fmt.Errorf("auditchain: consistency proof %d to %d: %w", p.Old, p.New, errBadProof)
+			return fmt.Errorf("audit log: consistency proof %d to %d: %w", p.Old, p.New, errBadProof)
 		}
 		return nil
 	}
 	if err := tlog.CheckTree(p.Proof, p.New, p.NewRoot, p.Old, p.OldRoot); err != nil {
-		return fmt.Errorf("auditchain: consistency proof %d to %d: %w", p.Old, p.New, err)
+		return fmt.Errorf("audit log: consistency proof %d to %d: %w", p.Old, p.New, err)
 	}
 	return nil
 }
@@ -291,7 +291,7 @@ func (r *Reader) checkSize(ctx context.Context, size int64) error {
 		return err
 	}
 	if size < 0 || size > n {
-		return fmt.Errorf("auditchain: tree size %d outside 0..%d: %w", size, n, ErrNotFound)
+		return fmt.Errorf("audit log: tree size %d outside 0..%d: %w", size, n, ErrNotFound)
 	}
 	return nil
 }
@@ -303,7 +303,7 @@ func (r *Reader) ProveInclusion(ctx context.Context, seq, size int64) (Inclusion
 		return InclusionProof{}, err
 	}
 	if seq < 0 || seq >= size {
-		return InclusionProof{}, fmt.Errorf("auditchain: entry %d is not in a tree of size %d: %w", seq, size, ErrNotFound)
+		return InclusionProof{}, fmt.Errorf("audit log: entry %d is not in a tree of size %d: %w", seq, size, ErrNotFound)
 	}
 	rec, err := r.Entry(ctx, seq)
 	if err != nil {
@@ -312,10 +312,10 @@ func (r *Reader) ProveInclusion(ctx context.Context, seq, size int64) (Inclusion
 	hr := dbHashReader{ctx, r.db}
 	p := InclusionProof{Seq: seq, Size: size, LeafHash: tlog.RecordHash(rec.Leaf)}
 	if p.Root, err = tlog.TreeHash(size, hr); err != nil {
-		return p, fmt.Errorf("auditchain: prove inclusion: %w", err)
+		return p, fmt.Errorf("audit log: prove inclusion: %w", err)
 	}
 	if p.Proof, err = tlog.ProveRecord(size, seq, hr); err != nil {
-		return p, fmt.Errorf("auditchain: prove inclusion: %w", err)
+		return p, fmt.Errorf("audit log: prove inclusion: %w", err)
 	}
 	return p, p.Check()
 }
@@ -327,20 +327,20 @@ func (r *Reader) ProveConsistency(ctx context.Context, old, new int64) (Consiste
 		return ConsistencyProof{}, err
 	}
 	if old < 0 || old > new {
-		return ConsistencyProof{}, fmt.Errorf("auditchain: consistency from %d to %d: %w", old, new, ErrNotFound)
+		return ConsistencyProof{}, fmt.Errorf("audit log: consistency from %d to %d: %w", old, new, ErrNotFound)
 	}
 	hr := dbHashReader{ctx, r.db}
 	p := ConsistencyProof{Old: old, New: new}
 	var err error
 	if p.OldRoot, err = tlog.TreeHash(old, hr); err != nil {
-		return p, fmt.Errorf("auditchain: prove consistency: %w", err)
+		return p, fmt.Errorf("audit log: prove consistency: %w", err)
 	}
 	if p.NewRoot, err = tlog.TreeHash(new, hr); err != nil {
-		return p, fmt.Errorf("auditchain: prove consistency: %w", err)
+		return p, fmt.Errorf("audit log: prove consistency: %w", err)
 	}
 	if old > 0 && old < new {
 		if p.Proof, err = tlog.ProveTree(new, old, hr); err != nil {
-			return p, fmt.Errorf("auditchain: prove consistency: %w", err)
+			return p, fmt.Errorf("audit log: prove consistency: %w", err)
 		}
 	}
 	return p, p.Check()

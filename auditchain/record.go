@@ -75,7 +75,7 @@ func planOf(t reflect.Type) (*recordPlan, error) {
 
 func buildPlan(t reflect.Type) (*recordPlan, error) {
 	if t.Kind() != reflect.Struct {
-		return nil, fmt.Errorf("auditchain: a record is a struct, not %s", t)
+		return nil, fmt.Errorf("audit log: a record is a struct, not %s", t)
 	}
 	p := &recordPlan{}
 	for i := range t.NumField() {
@@ -85,7 +85,7 @@ func buildPlan(t reflect.Type) (*recordPlan, error) {
 			continue
 		}
 		if !sf.IsExported() {
-			return nil, fmt.Errorf("auditchain: record %s: field %s is tagged but not exported", t, sf.Name)
+			return nil, fmt.Errorf("audit log: record %s: field %s is tagged but not exported", t, sf.Name)
 		}
 		if tag == ",inline" {
 			et := sf.Type
@@ -93,7 +93,7 @@ func buildPlan(t reflect.Type) (*recordPlan, error) {
 				et = et.Elem()
 			}
 			if et.Kind() != reflect.Struct || et == timeType {
-				return nil, fmt.Errorf("auditchain: record %s: field %s: only a struct can be inline", t, sf.Name)
+				return nil, fmt.Errorf("audit log: record %s: field %s: only a struct can be inline", t, sf.Name)
 			}
 			sub, err := planOf(et)
 			if err != nil {
@@ -105,7 +105,7 @@ func buildPlan(t reflect.Type) (*recordPlan, error) {
 		name, opts, _ := strings.Cut(tag, ",")
 		f := recordField{index: []int{i}, name: name, omitEmpty: opts == "omitempty"}
 		if opts != "" && opts != "omitempty" {
-			return nil, fmt.Errorf("auditchain: record %s: field %s: unknown tag option %q", t, sf.Name, opts)
+			return nil, fmt.Errorf("audit log: record %s: field %s: unknown tag option %q", t, sf.Name, opts)
 		}
 		ft := sf.Type
 		if ft.Kind() == reflect.Pointer {
@@ -118,9 +118,9 @@ func buildPlan(t reflect.Type) (*recordPlan, error) {
 			}
 			f.group = sub
 		} else if !supported(ft) {
-			return nil, fmt.Errorf("auditchain: record %s: field %s has type %s, which a record cannot hold", t, sf.Name, sf.Type)
+			return nil, fmt.Errorf("audit log: record %s: field %s has type %s, which a record cannot hold", t, sf.Name, sf.Type)
 		} else if !validFieldName(name) {
-			return nil, fmt.Errorf("auditchain: record %s: field %s: invalid name %q", t, sf.Name, name)
+			return nil, fmt.Errorf("audit log: record %s: field %s: invalid name %q", t, sf.Name, name)
 		}
 		p.fields = append(p.fields, f)
 	}
@@ -179,7 +179,7 @@ func (p *recordPlan) appendFields(out []Field, v reflect.Value, prefix string) (
 		}
 		val, err := encodeValue(fv)
 		if err != nil {
-			return nil, fmt.Errorf("auditchain: field %s: %w", name, err)
+			return nil, fmt.Errorf("audit log: field %s: %w", name, err)
 		}
 		out = append(out, Field{Name: name, Value: val})
 	}
@@ -221,7 +221,7 @@ func encodeValue(v reflect.Value) (any, error) {
 func (e *Entry) Decode(rec any) error {
 	v := reflect.ValueOf(rec)
 	if v.Kind() != reflect.Pointer || v.IsNil() {
-		return fmt.Errorf("auditchain: Decode needs a pointer to a record, not %T", rec)
+		return fmt.Errorf("audit log: Decode needs a pointer to a record, not %T", rec)
 	}
 	v = v.Elem()
 	p, err := planOf(v.Type())
@@ -265,7 +265,7 @@ func (p *recordPlan) decode(v reflect.Value, byName map[string]any, prefix strin
 			fv = fv.Elem()
 		}
 		if err := decodeValue(fv, val); err != nil {
-			return fmt.Errorf("auditchain: field %s: %w", name, err)
+			return fmt.Errorf("audit log: field %s: %w", name, err)
 		}
 	}
 	return nil

@@ -60,7 +60,7 @@ type EvidenceError struct {
 }
 
 func (e *EvidenceError) Error() string {
-	return fmt.Sprintf("auditchain: the checkpoint file %s, note #%d, cannot be used: %v (this says nothing about the database: fix the file, or leave it out)", e.Source, e.Index, e.Err)
+	return fmt.Sprintf("audit log: the checkpoint file %s, note #%d, cannot be used: %v (this says nothing about the database: fix the file, or leave it out)", e.Source, e.Index, e.Err)
 }
 
 func (e *EvidenceError) Unwrap() error { return e.Err }
@@ -70,11 +70,11 @@ func (e *EvidenceError) Unwrap() error { return e.Err }
 func ReadTrustedNotes(path string) ([]TrustedNote, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("auditchain: read checkpoints: %w", err)
+		return nil, fmt.Errorf("audit log: read checkpoints: %w", err)
 	}
 	notes, err := SplitNotes(data)
 	if err != nil {
-		return nil, fmt.Errorf("auditchain: %s: %w", path, err)
+		return nil, fmt.Errorf("audit log: %s: %w", path, err)
 	}
 	out := make([]TrustedNote, len(notes))
 	for i, n := range notes {

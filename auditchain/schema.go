@@ -61,19 +61,19 @@ type schemaObject struct {
 func readSchema(ctx context.Context, q querier) ([]schemaObject, error) {
 	rows, err := q.QueryContext(ctx, `SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_schema ORDER BY type, name`)
 	if err != nil {
-		return nil, fmt.Errorf("auditchain: read schema: %w", err)
+		return nil, fmt.Errorf("audit log: read schema: %w", err)
 	}
 	defer rows.Close()
 	var objs []schemaObject
 	for rows.Next() {
 		var o schemaObject
 		if err := rows.Scan(&o.Type, &o.Name, &o.Table, &o.SQL); err != nil {
-			return nil, fmt.Errorf("auditchain: read schema: %w", err)
+			return nil, fmt.Errorf("audit log: read schema: %w", err)
 		}
 		objs = append(objs, o)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("auditchain: read schema: %w", err)
+		return nil, fmt.Errorf("audit log: read schema: %w", err)
 	}
 	return objs, nil
 }
@@ -95,13 +95,13 @@ func expectedSchema(ctx context.Context) ([]schemaObject, error) {
 func buildExpectedSchema(ctx context.Context) ([]schemaObject, error) {
 	db, err := sql.Open("sqlite3", "file:expected?mode=memory")
 	if err != nil {
-		return nil, fmt.Errorf("auditchain: expected schema: %w", err)
+		return nil, fmt.Errorf("audit log: expected schema: %w", err)
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
 	for _, s := range schemaDDL {
 		if _, err := db.ExecContext(ctx, s); err != nil {
-			return nil, fmt.Errorf("auditchain: expected schema: %w", err)
+			return nil, fmt.Errorf("audit log: expected schema: %w", err)
 		}
 	}
 	return readSchema(ctx, db)
@@ -152,10 +152,10 @@ func (r dbHashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 		var b []byte
 		err := r.q.QueryRowContext(r.ctx, `SELECT hash FROM tree_hashes WHERE idx = ?`, idx).Scan(&b)
 		if err != nil {
-			return nil, fmt.Errorf("auditchain: read tree hash %d: %w", idx, err)
+			return nil, fmt.Errorf("audit log: read tree hash %d: %w", idx, err)
 		}
 		if len(b) != tlog.HashSize {
-			return nil, fmt.Errorf("auditchain: tree hash %d has %d bytes", idx, len(b))
+			return nil, fmt.Errorf("audit log: tree hash %d has %d bytes", idx, len(b))
 		}
 		copy(out[i][:], b)
 	}

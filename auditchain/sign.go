@@ -85,10 +85,10 @@ func (l *Log) checkpoint(ctx context.Context, entry bool) error {
 		// reader holds frames back, signing waits for a later attempt.
 		var busy, walFrames, moved int
 		if err := l.w.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &walFrames, &moved); err != nil {
-			return fmt.Errorf("auditchain: wal checkpoint: %w", err)
+			return fmt.Errorf("audit log: wal checkpoint: %w", err)
 		}
 		if busy != 0 || walFrames != moved {
-			return fmt.Errorf("auditchain: wal checkpoint moved %d of %d frames; readers hold the rest", moved, walFrames)
+			return fmt.Errorf("audit log: wal checkpoint moved %d of %d frames; readers hold the rest", moved, walFrames)
 		}
 	}
 	// On PostgreSQL the transaction holds the chain lock from here to the
@@ -98,7 +98,7 @@ func (l *Log) checkpoint(ctx context.Context, entry bool) error {
 	defer cancel()
 	tx, err := l.begin(ctx)
 	if err != nil {
-		return l.recover(ctx, fmt.Errorf("auditchain: begin: %w", err))
+		return l.recover(ctx, fmt.Errorf("audit log: begin: %w", err))
 	}
 	defer tx.Rollback()
 	if l.shared() {
@@ -114,10 +114,10 @@ func (l *Log) checkpoint(ctx context.Context, entry bool) error {
 	size := l.size
 	root, err := tlog.TreeHash(size, dbHashReader{ctx, tx})
 	if err != nil {
-		return fmt.Errorf("auditchain: tree hash: %w", err)
+		return fmt.Errorf("audit log: tree hash: %w", err)
 	}
 	if root != l.front.root() {
-		return l.fail(fmt.Errorf("auditchain: stored tree hashes disagree with the appended entries: %w", ErrInconsistent))
+		return l.fail(fmt.Errorf("audit log: stored tree hashes disagree with the appended entries: %w", ErrInconsistent))
 	}
 	if l.ckpt.Size > 0 {
 		p, err := tlog.ProveTree(size, l.ckpt.Size, dbHashReader{ctx, tx})
@@ -125,20 +125,20 @@ func (l *Log) checkpoint(ctx context.Context, entry bool) error {
 			err = tlog.CheckTree(p, size, root, l.ckpt.Size, l.ckpt.Root)
 		}
 		if err != nil {
-			return l.fail(fmt.Errorf("auditchain: new tree is not consistent with checkpoint %d: %w: %w", l.ckpt.Size, err, ErrInconsistent))
+			return l.fail(fmt.Errorf("audit log: new tree is not consistent with checkpoint %d: %w: %w", l.ckpt.Size, err, ErrInconsistent))
 		}
 	}
 	c := Checkpoint{Origin: l.opts.Origin, Size: size, Root: root}
 	msg, err := note.Sign(&note.Note{Text: c.Text()}, l.key.signer)
 	if err != nil {
-		return fmt.Errorf("auditchain: sign checkpoint: %w", err)
+		return fmt.Errorf("audit log: sign checkpoint: %w", err)
 	}
 	if err := l.appendCheckpointFile(msg); err != nil {
 		// The outside copy is evidence, not a condition for appending.
 		l.log.Error("could not append checkpoint to file", "path", l.opts.CheckpointLogPath, "error", err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO checkpoints (size, note) VALUES (?, ?)`, size, msg); err != nil {
-		return l.recover(ctx, fmt.Errorf("auditchain: store checkpoint: %w", err))
+		return l.recover(ctx, fmt.Errorf("audit log: store checkpoint: %w", err))
 	}
 	st := headState{size: l.size, chain: l.chain, front: l.front, ckptEntry: l.ckptEntry}
 	var refs []Ref

@@ -51,7 +51,7 @@ func (f *frontier) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 	for i, idx := range indexes {
 		level, k := tlog.SplitStoredHashIndex(idx)
 		if level >= 64 || f.n>>uint(level)&1 == 0 || k != f.n>>uint(level)-1 {
-			return nil, fmt.Errorf("auditchain: tree hash %d (level %d, %d) not on the frontier of size %d", idx, level, k, f.n)
+			return nil, fmt.Errorf("audit log: tree hash %d (level %d, %d) not on the frontier of size %d", idx, level, k, f.n)
 		}
 		out[i] = f.nodes[level]
 	}

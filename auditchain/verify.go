@@ -30,7 +30,7 @@ import (
 // the database's checkpoints.
 func Verify(ctx context.Context, opts VerifyOptions) (*Report, error) {
 	if opts.Key == nil {
-		return nil, errors.New("auditchain: verify: a verifier key is required")
+		return nil, errors.New("audit log: verify: a verifier key is required")
 	}
 	txo := &sql.TxOptions{ReadOnly: true}
 	db, name := opts.DB, opts.Path
@@ -46,12 +46,12 @@ func Verify(ctx context.Context, opts VerifyOptions) (*Report, error) {
 		// Reading the file through a memory map saves a copy per page on a
 		// full scan; the page cache is sized for the scan, not kept after.
 		if _, err := db.ExecContext(ctx, `PRAGMA mmap_size = 1073741824`); err != nil {
-			return nil, fmt.Errorf("auditchain: verify: %w", err)
+			return nil, fmt.Errorf("audit log: verify: %w", err)
 		}
 	}
 	tx, err := db.BeginTx(ctx, txo)
 	if err != nil {
-		return nil, fmt.Errorf("auditchain: verify: %w", err)
+		return nil, fmt.Errorf("audit log: verify: %w", err)
 	}
 	defer tx.Rollback()
 	v := &verifier{ctx: ctx, tx: tx, key: opts.Key, rep: &Report{Damage: []Damage{}}, lastTrusted: map[string]int64{}}
@@ -59,7 +59,7 @@ func Verify(ctx context.Context, opts VerifyOptions) (*Report, error) {
 		// A PostgreSQL connection streams one result at a time: each
 		// cursor gets a transaction of its own on the same snapshot.
 		if err := tx.QueryRowContext(ctx, `SELECT pg_export_snapshot()`).Scan(&v.snapshot); err != nil {
-			return nil, fmt.Errorf("auditchain: verify: %w", err)
+			return nil, fmt.Errorf("audit log: verify: %w", err)
 		}
 		v.db, v.txo = db, txo
 		defer func() {
@@ -69,7 +69,7 @@ func Verify(ctx context.Context, opts VerifyOptions) (*Report, error) {
 		}()
 	}
 	if err := v.run(opts.Trusted); err != nil {
-		return nil, fmt.Errorf("auditchain: verify %s: %w", name, err)
+		return nil, fmt.Errorf("audit log: verify %s: %w", name, err)
 	}
 	return v.rep, nil
 }
@@ -215,7 +215,7 @@ func (v *verifier) stream(query string, args ...any) (*sql.Rows, error) {
 		return v.tx.QueryContext(v.ctx, query, args...)
 	}
 	if strings.Trim(v.snapshot, "0123456789ABCDEF-") != "" {
-		return nil, fmt.Errorf("auditchain: verify: odd snapshot id %q", v.snapshot)
+		return nil, fmt.Errorf("audit log: verify: odd snapshot id %q", v.snapshot)
 	}
 	tx, err := v.db.BeginTx(v.ctx, v.txo)
 	if err != nil {

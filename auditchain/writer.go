@@ -17,7 +17,7 @@ import (
 
 // fail makes every later Append return ErrFailed wrapping cause.
 func (l *Log) fail(cause error) error {
-	err := fmt.Errorf("auditchain: %w: %w", ErrFailed, cause)
+	err := fmt.Errorf("audit log: %w: %w", ErrFailed, cause)
 	if l.failed.CompareAndSwap(nil, &err) {
 		l.log.Error("audit log failed; refusing further appends", "error", cause)
 	}
@@ -118,7 +118,7 @@ func (l *Log) write(ctx context.Context, batch []*appendReq) ([]*appendReq, []Re
 	}
 	tx, err := l.begin(ctx)
 	if err != nil {
-		return batch, nil, l.recover(ctx, fmt.Errorf("auditchain: begin: %w", err))
+		return batch, nil, l.recover(ctx, fmt.Errorf("audit log: begin: %w", err))
 	}
 	refs, st, err := l.stage(ctx, tx, batch)
 	if err != nil {
@@ -145,7 +145,7 @@ func oneOutcome(batch []*appendReq, finished map[string]bool) []*appendReq {
 			continue
 		}
 		if finished[r.e.ActionID] {
-			r.done <- appendResult{err: fmt.Errorf("auditchain: append: action %s: %w", r.e.ActionID, ErrAlreadyFinished)}
+			r.done <- appendResult{err: fmt.Errorf("audit log: append: action %s: %w", r.e.ActionID, ErrAlreadyFinished)}
 			continue
 		}
 		finished[r.e.ActionID] = true
@@ -229,16 +229,16 @@ func (l *Log) stage(ctx context.Context, tx *sqldb.Tx, batch []*appendReq) ([]Re
 	if l.shared() {
 		q, args := p.insertPG()
 		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
-			return nil, p.st, l.recover(ctx, fmt.Errorf("auditchain: insert entries from %d: %w", l.size, err))
+			return nil, p.st, l.recover(ctx, fmt.Errorf("audit log: insert entries from %d: %w", l.size, err))
 		}
 		return p.refs, p.st, nil
 	}
 	// Multi-row inserts: a batch costs a few statements, not three per entry.
 	if err := insertRows(ctx, tx, `INSERT INTO entries (seq, time_ns, kind, action_id, run_id, leaf, leaf_hash, chain) VALUES `, 8, p.entryArgs); err != nil {
-		return nil, p.st, l.recover(ctx, fmt.Errorf("auditchain: insert entries from %d: %w", l.size, err))
+		return nil, p.st, l.recover(ctx, fmt.Errorf("audit log: insert entries from %d: %w", l.size, err))
 	}
 	if err := insertRows(ctx, tx, `INSERT INTO tree_hashes (idx, hash) VALUES `, 2, p.hashArgs); err != nil {
-		return nil, p.st, l.recover(ctx, fmt.Errorf("auditchain: insert tree hashes: %w", err))
+		return nil, p.st, l.recover(ctx, fmt.Errorf("audit log: insert tree hashes: %w", err))
 	}
 	return p.refs, p.st, nil
 }
@@ -247,7 +247,7 @@ func (l *Log) stage(ctx context.Context, tx *sqldb.Tx, batch []*appendReq) ([]Re
 // did not happen (recover checks). On PostgreSQL the answer may have been
 // lost with the connection: settle looks for the batch.
 func (l *Log) commitFailed(ctx context.Context, refs []Ref, st headState, err error) error {
-	cause := fmt.Errorf("auditchain: commit: %w", err)
+	cause := fmt.Errorf("audit log: commit: %w", err)
 	if !l.shared() || len(refs) == 0 {
 		return l.recover(ctx, cause)
 	}

@@ -26,11 +26,11 @@ const LegacyOptions = "no-port-forwarding,no-agent-forwarding,no-X11-forwarding,
 
 // The reasons AuthorizedKeysLine refuses its input.
 var (
-	ErrInvalidName    = errors.New("deploy: invalid target or account name")
-	ErrInvalidCommand = errors.New("deploy: command cannot be written in an authorized_keys line")
-	ErrInvalidFrom    = errors.New("deploy: invalid from pattern")
-	ErrInvalidKey     = errors.New("deploy: invalid key")
-	ErrInvalidJumpTo  = errors.New("deploy: invalid jump-to address")
+	ErrInvalidName    = errors.New("invalid target or account name")
+	ErrInvalidCommand = errors.New("the command cannot be written in an authorized_keys line")
+	ErrInvalidFrom    = errors.New("invalid from pattern")
+	ErrInvalidKey     = errors.New("invalid key")
+	ErrInvalidJumpTo  = errors.New("invalid jump-to address")
 )
 
 // LineOptions describe the authorized_keys line of one target account.
@@ -215,7 +215,7 @@ func airlockComment(comment string) (string, error) {
 func CredentialPublicKey(file string) (ssh.PublicKey, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
-		return nil, fmt.Errorf("deploy: credential: %w", err)
+		return nil, fmt.Errorf("credential: %w", err)
 	}
 	s, err := ssh.ParsePrivateKey(b)
 	if err == nil {
@@ -227,11 +227,11 @@ func CredentialPublicKey(file string) (ssh.PublicKey, error) {
 	}
 	pub, perr := os.ReadFile(file + ".pub")
 	if perr != nil {
-		return nil, fmt.Errorf("deploy: credential %s: %w", file, err)
+		return nil, fmt.Errorf("credential %s: %w", file, err)
 	}
 	k, _, _, _, err := ssh.ParseAuthorizedKey(pub)
 	if err != nil {
-		return nil, fmt.Errorf("deploy: credential %s.pub: %w", file, err)
+		return nil, fmt.Errorf("credential %s.pub: %w", file, err)
 	}
 	return k, nil
 }

@@ -40,7 +40,7 @@ const maxKeyFileBytes = 64 << 10
 func InitCA(file string) (pub ssh.PublicKey, created bool, err error) {
 	file, err = filepath.Abs(file)
 	if err != nil {
-		return nil, false, fmt.Errorf("deploy: %w", err)
+		return nil, false, err
 	}
 	dir := filepath.Dir(file)
 	if err := makeKeyDir(dir); err != nil {
@@ -54,7 +54,7 @@ func InitCA(file string) (pub ssh.PublicKey, created bool, err error) {
 	}
 	uid, gid, err := securefile.CheckDirs(dir, want)
 	if err != nil {
-		return nil, false, err
+		return nil, false, forFile(err, file)
 	}
 	if fi, err := os.Lstat(file); err == nil {
 		if err := securefile.CheckSecret(file, fi, uid); err != nil {
@@ -66,7 +66,7 @@ func InitCA(file string) (pub ssh.PublicKey, created bool, err error) {
 		}
 		return s.PublicKey(), false, nil
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, false, fmt.Errorf("deploy: %w", err)
+		return nil, false, err
 	}
 
 	unlock, err := securefile.LockDir(dir, lockWait)
@@ -76,15 +76,15 @@ func InitCA(file string) (pub ssh.PublicKey, created bool, err error) {
 	defer unlock()
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
-		return nil, false, fmt.Errorf("deploy: generate CA key: %w", err)
+		return nil, false, fmt.Errorf("generate the CA key: %w", err)
 	}
 	block, err := ssh.MarshalPrivateKey(priv, CAComment)
 	if err != nil {
-		return nil, false, fmt.Errorf("deploy: encode CA key: %w", err)
+		return nil, false, fmt.Errorf("encode the CA key: %w", err)
 	}
 	signer, err := ssh.NewSignerFromKey(priv)
 	if err != nil {
-		return nil, false, fmt.Errorf("deploy: CA key: %w", err)
+		return nil, false, fmt.Errorf("CA key: %w", err)
 	}
 	pub = signer.PublicKey()
 	// The public half first: a crash in between leaves no private key
@@ -106,18 +106,18 @@ func makeKeyDir(dir string) error {
 		return nil
 	}
 	if err := os.Mkdir(dir, 0o700); err != nil {
-		return fmt.Errorf("deploy: %w", err)
+		return err
 	}
 	if os.Geteuid() != 0 {
 		return nil
 	}
 	parent, err := os.Stat(filepath.Dir(dir))
 	if err != nil {
-		return fmt.Errorf("deploy: %w", err)
+		return err
 	}
 	uid, gid := securefile.Owner(parent)
 	if err := os.Chown(dir, uid, gid); err != nil {
-		return fmt.Errorf("deploy: %w", err)
+		return err
 	}
 	return nil
 }
@@ -127,7 +127,7 @@ func makeKeyDir(dir string) error {
 func LoadCA(file string, passphrase []byte) (ssh.Signer, error) {
 	fi, err := os.Lstat(file)
 	if err != nil {
-		return nil, fmt.Errorf("deploy: CA key: %w", err)
+		return nil, fmt.Errorf("CA key: %w", err)
 	}
 	want := os.Geteuid()
 	if want == 0 {
@@ -138,12 +138,12 @@ func LoadCA(file string, passphrase []byte) (ssh.Signer, error) {
 	}
 	f, err := os.Open(file)
 	if err != nil {
-		return nil, fmt.Errorf("deploy: CA key: %w", err)
+		return nil, fmt.Errorf("CA key: %w", err)
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxKeyFileBytes))
 	if err != nil {
-		return nil, fmt.Errorf("deploy: CA key: %w", err)
+		return nil, fmt.Errorf("CA key: %w", err)
 	}
 	var s ssh.Signer
 	if len(passphrase) > 0 {
@@ -153,7 +153,7 @@ func LoadCA(file string, passphrase []byte) (ssh.Signer, error) {
 	}
 	if err != nil {
 		// Never the key bytes; x/crypto's errors do not carry them.
-		return nil, fmt.Errorf("deploy: CA key %s: %w", file, err)
+		return nil, fmt.Errorf("CA key %s: %w", file, err)
 	}
 	return s, nil
 }
@@ -178,7 +178,7 @@ const (
 
 // ErrInvalidCertRequest is wrapped by every error NewActionCert returns for
 // a request it cannot sign.
-var ErrInvalidCertRequest = errors.New("deploy: invalid certificate request")
+var ErrInvalidCertRequest = errors.New("invalid certificate request")
 
 // CertRequest describes one action's certificate.
 type CertRequest struct {
@@ -275,15 +275,15 @@ func NewActionCert(ca ssh.Signer, r CertRequest) (*ActionCert, error) {
 
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
-		return nil, fmt.Errorf("deploy: generate action key: %w", err)
+		return nil, fmt.Errorf("generate the action's key: %w", err)
 	}
 	key, err := ssh.NewSignerFromKey(priv)
 	if err != nil {
-		return nil, fmt.Errorf("deploy: action key: %w", err)
+		return nil, fmt.Errorf("the action's key: %w", err)
 	}
 	sshPub, err := ssh.NewPublicKey(pub)
 	if err != nil {
-		return nil, fmt.Errorf("deploy: action key: %w", err)
+		return nil, fmt.Errorf("the action's key: %w", err)
 	}
 	cert := &ssh.Certificate{
 		Key:             sshPub,
@@ -299,11 +299,11 @@ func NewActionCert(ca ssh.Signer, r CertRequest) (*ActionCert, error) {
 		cert.Permissions.Extensions["permit-port-forwarding"] = ""
 	}
 	if err := cert.SignCert(rand.Reader, ca); err != nil {
-		return nil, fmt.Errorf("deploy: sign certificate: %w", err)
+		return nil, fmt.Errorf("sign the action's certificate: %w", err)
 	}
 	signer, err := ssh.NewCertSigner(cert, key)
 	if err != nil {
-		return nil, fmt.Errorf("deploy: certificate signer: %w", err)
+		return nil, fmt.Errorf("the action's certificate signer: %w", err)
 	}
 	return &ActionCert{
 		Signer:      signer,

@@ -13,7 +13,7 @@ import (
 
 // ErrChanged is returned when a file changed between our read and our
 // rename; nothing was written, and running again is safe.
-var ErrChanged = errors.New("deploy: file changed while it was being rewritten")
+var ErrChanged = errors.New("the file changed while it was being rewritten; nothing was written: run this again")
 
 // lockWait is how long an edit waits for another airlock process editing
 // in the same directory.
@@ -35,6 +35,16 @@ func sameFile(path string, before fs.FileInfo) error {
 	return nil
 }
 
+// forFile names file in a refusal of its directory, whose fix may be to
+// move the file (out of a sticky directory such as /tmp).
+func forFile(err error, file string) error {
+	var se *securefile.Error
+	if errors.As(err, &se) && se.Path == filepath.Dir(file) {
+		se.File = file
+	}
+	return err
+}
+
 // maxEditedFileBytes bounds a file updateFile reads.
 const maxEditedFileBytes = 16 << 20
 
@@ -49,12 +59,12 @@ const maxEditedFileBytes = 16 << 20
 func updateFile(file string, newMode fs.FileMode, edit func(old []byte, exists bool) ([]byte, Change, error)) (Change, error) {
 	file, err := filepath.Abs(file)
 	if err != nil {
-		return 0, fmt.Errorf("deploy: %w", err)
+		return 0, err
 	}
 	dir := filepath.Dir(file)
 	uid, gid, err := securefile.CheckDirs(dir, -1)
 	if err != nil {
-		return 0, err
+		return 0, forFile(err, file)
 	}
 	unlock, err := securefile.LockDir(dir, lockWait)
 	if err != nil {
@@ -69,18 +79,18 @@ func updateFile(file string, newMode fs.FileMode, edit func(old []byte, exists b
 	case errors.Is(err, fs.ErrNotExist):
 		before = nil
 	case err != nil:
-		return 0, fmt.Errorf("deploy: %w", err)
+		return 0, err
 	default:
 		if err := securefile.CheckFile(file, before, uid); err != nil {
 			return 0, err
 		}
 		if before.Size() > maxEditedFileBytes {
-			return 0, fmt.Errorf("deploy: %s is larger than %d bytes", file, maxEditedFileBytes)
+			return 0, fmt.Errorf("%s is larger than %d bytes: is it the right file?", file, maxEditedFileBytes)
 		}
 		mode = before.Mode().Perm()
 		uid, gid = securefile.Owner(before)
 		if old, err = os.ReadFile(file); err != nil {
-			return 0, fmt.Errorf("deploy: %w", err)
+			return 0, err
 		}
 	}
 	data, change, err := edit(old, before != nil)

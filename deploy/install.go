@@ -48,9 +48,9 @@ func (c Change) String() string {
 
 // The reasons a line is refused by the installer.
 var (
-	ErrInvalidLine    = errors.New("deploy: not a valid authorized_keys line")
-	ErrNotAirlockLine = errors.New("deploy: line has no airlock:TARGET/ACCOUNT comment")
-	ErrNotRestricted  = errors.New(`deploy: line lacks the "restrict" option`)
+	ErrInvalidLine    = errors.New("not a valid authorized_keys line (give the line airlock deploy authorized-keys printed, quoted)")
+	ErrNotAirlockLine = errors.New("the line has no airlock:TARGET/ACCOUNT comment (give the line airlock deploy authorized-keys printed)")
+	ErrNotRestricted  = errors.New(`the line lacks the "restrict" option (give the line airlock deploy authorized-keys printed)`)
 )
 
 // InstallLine puts line into the authorized_keys file: it replaces the line
@@ -207,7 +207,7 @@ func carries(l []byte, comment string) bool {
 // ErrStrictModes: sshd's StrictModes (on by default) would refuse the
 // authorized_keys file where it is, so a line there would never log
 // anyone in.
-var ErrStrictModes = errors.New("deploy: sshd (StrictModes, on by default) would refuse this authorized_keys file")
+var ErrStrictModes = errors.New("sshd (StrictModes, on by default) would refuse this authorized_keys file: every directory above it, sticky or not, must be writable by nobody but root or the account")
 
 // strictModes refuses what sshd's StrictModes refuses: every directory
 // from the file's up to the account's home directory (or to / for a file
@@ -222,13 +222,13 @@ func strictModes(file string) error {
 	}
 	di, err := os.Stat(dir)
 	if err != nil {
-		return fmt.Errorf("deploy: %w", err)
+		return err
 	}
 	account, _ := securefile.Owner(di)
 	refuse := func(kind, path string, fi fs.FileInfo, problem securefile.Problem) error {
 		u, _ := securefile.Owner(fi)
 		return fmt.Errorf("%w (bad ownership or modes for %s %s): %w", ErrStrictModes, kind, path,
-			&securefile.Error{Path: path, Problem: problem, Mode: fi.Mode(), UID: u, WantUID: account})
+			&securefile.Error{Path: path, Problem: problem, Mode: fi.Mode(), UID: u, WantUID: account, File: file})
 	}
 	if fi, err := os.Stat(file); err == nil {
 		u, _ := securefile.Owner(fi)
@@ -246,7 +246,7 @@ func strictModes(file string) error {
 	for d := dir; ; d = filepath.Dir(d) {
 		fi, err := os.Stat(d)
 		if err != nil {
-			return fmt.Errorf("deploy: %w", err)
+			return err
 		}
 		switch u, _ := securefile.Owner(fi); {
 		case u != 0 && u != account:
@@ -273,7 +273,7 @@ func ensureKeysDir(dir string) error {
 	uid, gid, err := securefile.CheckDirs(parent, -1)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("deploy: %s does not exist: is the account's home directory there? (create the account first)", parent)
+			return fmt.Errorf("%s does not exist: is the account's home directory there? (create the account first)", parent)
 		}
 		return err
 	}
@@ -285,22 +285,22 @@ func ensureKeysDir(dir string) error {
 		if errors.Is(err, fs.ErrExist) {
 			return nil // made meanwhile: the checks of what is there judge it
 		}
-		return fmt.Errorf("deploy: create %s: %w", dir, err)
+		return fmt.Errorf("create %s: %w", dir, err)
 	}
 	// Set mode and owner through a descriptor of the directory just made,
 	// never through its name: the parent's owner could swap that name for
 	// a link between the mkdir and the chmod.
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("deploy: open %s: %w", dir, err)
+		return fmt.Errorf("open %s: %w", dir, err)
 	}
 	f := os.NewFile(uintptr(fd), dir)
 	defer f.Close()
 	if err := f.Chmod(mode); err != nil { // umask may have cut it
-		return fmt.Errorf("deploy: %w", err)
+		return err
 	}
 	if err := f.Chown(uid, gid); err != nil {
-		return fmt.Errorf("deploy: give %s to the owner of %s: %w", dir, parent, err)
+		return fmt.Errorf("give %s to the owner of %s: %w", dir, parent, err)
 	}
 	return nil
 }

@@ -325,7 +325,7 @@ func TestInstallLineRefusesUnsafeFiles(t *testing.T) {
 		{"file writable by others", func(t *testing.T, dir, file string) { writeFile(t, file, "", 0o606) }, "file", securefile.WritableByOthers, false},
 		{"file writable by group", func(t *testing.T, dir, file string) { writeFile(t, file, "", 0o620) }, "file", securefile.WritableByOthers, false},
 		{"directory writable by others", func(t *testing.T, dir, file string) { os.Chmod(dir, 0o777) }, "dir", securefile.WritableByOthers, false},
-		{"sticky directory writable by others", func(t *testing.T, dir, file string) { os.Chmod(dir, 0o1777) }, "dir", securefile.WritableByOthers, false},
+		{"sticky directory writable by others", func(t *testing.T, dir, file string) { os.Chmod(dir, 0o777|fs.ModeSticky) }, "dir", securefile.WritableByOthers, false},
 		{"directory writable by group", func(t *testing.T, dir, file string) { os.Chmod(dir, 0o770) }, "dir", securefile.WritableByOthers, false},
 		{"parent writable by others", func(t *testing.T, dir, file string) { os.Chmod(filepath.Dir(dir), 0o777) }, "parent", securefile.WritableByOthers, false},
 		{"symbolic link", func(t *testing.T, dir, file string) {
@@ -374,6 +374,32 @@ func TestInstallLineRefusesUnsafeFiles(t *testing.T) {
 			}
 			assertNoTempFiles(t, dir)
 		})
+	}
+}
+
+// A file kept directly in a sticky directory everyone may write (as /tmp
+// is, by design) is refused with the advice to move the file, naming it,
+// never to chmod the directory.
+func TestInstallLineInAStickyDirectorySaysMoveTheFile(t *testing.T) {
+	t.Parallel()
+	dir := keysDir(t)
+	if err := os.Chmod(dir, 0o777|fs.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "authorized_keys")
+	_, err := InstallLine(file, line(t, 1, "box", "deploy"))
+	var se *securefile.Error
+	if !errors.As(err, &se) || se.Problem != securefile.WritableByOthers {
+		t.Fatalf("InstallLine: got %v, want a refusal of %s", err, dir)
+	}
+	msg := err.Error()
+	for _, want := range []string{"move " + file + " out of " + dir + ", into a directory that only root or its owner can write", "leave " + dir + " as it is", "sticky"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message %q lacks %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "chmod") {
+		t.Errorf("message %q advises a chmod of a sticky directory", msg)
 	}
 }
 
@@ -491,7 +517,7 @@ func TestInstallRefusesWhatStrictModesRefuses(t *testing.T) {
 	}{
 		{"a directory of root's", func(string) {}, true},
 		{"a group-writable directory", func(d string) { os.Chmod(d, 0o775) }, false},
-		{"a sticky world-writable parent, like /tmp", func(d string) { os.Chmod(filepath.Dir(d), 0o1777) }, false},
+		{"a sticky world-writable parent, like /tmp", func(d string) { os.Chmod(filepath.Dir(d), 0o777|fs.ModeSticky) }, false},
 		{"a world-writable parent", func(d string) { os.Chmod(filepath.Dir(d), 0o777) }, false},
 	}
 	var files []string

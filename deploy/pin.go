@@ -22,22 +22,22 @@ import (
 var (
 	// ErrBadFingerprint: not "SHA256:" followed by an unpadded base64
 	// SHA-256 digest, as ssh-keygen -l prints it.
-	ErrBadFingerprint = errors.New(`deploy: fingerprint must be "SHA256:" and 43 base64 characters, as ssh-keygen -lf prints it`)
+	ErrBadFingerprint = errors.New(`the fingerprint must be "SHA256:" and 43 base64 characters, as ssh-keygen -lf prints it`)
 	// ErrFingerprintNotOffered: the server offered no key (and no host
 	// certificate signed by a CA) with that fingerprint.
-	ErrFingerprintNotOffered = errors.New("deploy: the server offered no key with that fingerprint")
+	ErrFingerprintNotOffered = errors.New("the server offered no key with that fingerprint")
 	// ErrCANeedsKnownHosts: the fingerprint is a host CA's, which can only
 	// be trusted through a known_hosts file (@cert-authority).
-	ErrCANeedsKnownHosts = errors.New("deploy: a host CA can only be pinned in a known_hosts file")
+	ErrCANeedsKnownHosts = errors.New("a host CA can only be pinned in a known_hosts file")
 	// ErrHostCertInvalid: the host certificate signed by the confirmed CA
 	// is expired, badly signed, or not valid for the target's host name.
-	ErrHostCertInvalid = errors.New("deploy: the host certificate is not valid for this host")
+	ErrHostCertInvalid = errors.New("the host certificate is not valid for this host")
 	// ErrTargetNotFound: the config has no target block of that name (or
 	// more than one).
-	ErrTargetNotFound = errors.New("deploy: target not found in the config")
+	ErrTargetNotFound = errors.New("target not found in the configuration")
 	// ErrConfigNotLiteral: the target's address or host_keys is not a
 	// literal that can be read and edited without evaluating anything.
-	ErrConfigNotLiteral = errors.New("deploy: config value is not a literal")
+	ErrConfigNotLiteral = errors.New("the configuration value is not a literal (write it out, without variables or functions)")
 )
 
 // Selection is the offered key an operator's fingerprint picked.
@@ -165,7 +165,7 @@ func targetBlock(body *hclsyntax.Body, file, name string) (*hclsyntax.Block, err
 func parseConfig(src []byte, file string) (*hclsyntax.Body, error) {
 	f, diags := hclsyntax.ParseConfig(src, file, hcl.InitialPos)
 	if diags.HasErrors() {
-		return nil, fmt.Errorf("deploy: %w", diags)
+		return nil, diags
 	}
 	return f.Body.(*hclsyntax.Body), nil
 }
@@ -177,7 +177,7 @@ func parseConfig(src []byte, file string) (*hclsyntax.Body, error) {
 func TargetAddress(configFile, name string) (string, error) {
 	src, err := os.ReadFile(configFile)
 	if err != nil {
-		return "", fmt.Errorf("deploy: %w", err)
+		return "", err
 	}
 	body, err := parseConfig(src, configFile)
 	if err != nil {
@@ -221,7 +221,7 @@ func editHostKeys(configFile, name string, key ssh.PublicKey, edit func(src []by
 	line := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(key)))
 	return updateFile(configFile, 0o640, func(src []byte, exists bool) ([]byte, Change, error) {
 		if !exists {
-			return nil, 0, fmt.Errorf("deploy: %s does not exist", configFile)
+			return nil, 0, fmt.Errorf("%s does not exist: give the gateway's configuration file with --config", configFile)
 		}
 		out, change, err := edit(src, configFile, name, key, line)
 		if err != nil || change == Unchanged {
@@ -229,11 +229,11 @@ func editHostKeys(configFile, name string, key ssh.PublicKey, edit func(src []by
 		}
 		// Whatever we produced must parse and now hold the key.
 		if body, err := parseConfig(out, configFile); err != nil {
-			return nil, 0, fmt.Errorf("deploy: could not add the key to %s without breaking it; add %q to target %q's host_keys by hand: %w", configFile, line, name, err)
+			return nil, 0, fmt.Errorf("could not add the key to %s without breaking it; add %q to target %q's host_keys by hand: %w", configFile, line, name, err)
 		} else if b, err := targetBlock(body, configFile, name); err != nil {
 			return nil, 0, err
 		} else if keys, err := hostKeys(b, configFile); err != nil || !containsKey(keys, key) {
-			return nil, 0, fmt.Errorf("deploy: could not add the key to %s; add %q to target %q's host_keys by hand", configFile, line, name)
+			return nil, 0, fmt.Errorf("could not add the key to %s; add %q to target %q's host_keys by hand", configFile, line, name)
 		}
 		return out, change, nil
 	})
@@ -394,7 +394,7 @@ func splice(src []byte, at int, ins string) []byte {
 func addHostCA(file, addr string, cert *ssh.Certificate, replace bool) (Change, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return 0, fmt.Errorf("deploy: address %q is not host:port", addr)
+		return 0, fmt.Errorf("address %q is not host:port (for example 10.0.0.5:22)", addr)
 	}
 	checker := &ssh.CertChecker{IsHostAuthority: func(ssh.PublicKey, string) bool { return true }}
 	if cert.CertType != ssh.HostCert {

@@ -73,10 +73,10 @@ const scanTimeout = 10 * time.Second
 
 // ErrNoHostKeys is returned when a server answered but offered no host key
 // of any algorithm Scan knows.
-var ErrNoHostKeys = errors.New("deploy: server offered no host key")
+var ErrNoHostKeys = errors.New("the server offered no host key")
 
 // errScanned aborts each scan handshake once the host key is seen.
-var errScanned = errors.New("deploy: host key recorded")
+var errScanned = errors.New("host key recorded")
 
 // Scan connects to addr ("host:port") once per host key algorithm family
 // and returns every distinct host key (and host certificate) the server
@@ -86,7 +86,7 @@ var errScanned = errors.New("deploy: host key recorded")
 // server does not offer are skipped; a dial error ends the scan.
 func Scan(ctx context.Context, addr string) ([]OfferedKey, error) {
 	if _, _, err := net.SplitHostPort(addr); err != nil {
-		return nil, fmt.Errorf("deploy: scan: address %q is not host:port", addr)
+		return nil, fmt.Errorf("scan: address %q is not host:port (for example 10.0.0.5:22)", addr)
 	}
 	var (
 		out     []OfferedKey
@@ -98,7 +98,7 @@ func Scan(ctx context.Context, addr string) ([]OfferedKey, error) {
 		var ne net.Error
 		switch {
 		case errors.As(err, &ne) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-			return nil, fmt.Errorf("deploy: scan %s: %w", addr, err)
+			return nil, fmt.Errorf("scan %s: %w", addr, err)
 		case err != nil:
 			lastErr = err // not offered
 			continue
@@ -153,7 +153,7 @@ func scanOnce(ctx context.Context, addr string, algos []string) (ssh.PublicKey, 
 		return got, nil
 	}
 	if err == nil {
-		err = errors.New("deploy: scan: handshake ended without a host key")
+		err = errors.New("scan: the handshake ended without a host key")
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()

@@ -436,3 +436,25 @@ sso {
 		t.Errorf("config check passed:\n%s", errs)
 	}
 }
+
+// deploy install into a sticky directory everyone may write (as /tmp is,
+// by design) tells the operator to move the file, never to chmod the
+// directory.
+func TestDeployInstallInAStickyDirectory(t *testing.T) {
+	dir := filepath.Join(sshtest.SafeDir(t), "shared")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	ak := filepath.Join(dir, "authorized_keys")
+	line := "restrict,command=\"/usr/local/bin/airlock-action\" ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKnQ7cBmrfILU8y0HCfFXb5n5bd2OoB25Bhz9wGtK6Ko airlock:box/deploy"
+	code, _, stderr := runCLI(t, "deploy", "install", "--authorized-keys", ak, "--line", line)
+	if code == 0 || !strings.Contains(stderr, "move "+ak+" out of "+dir+", into a directory that only root or its owner can write") || !strings.Contains(stderr, "mode 1777") {
+		t.Errorf("deploy install into %s (1777): exit %d: %s", dir, code, stderr)
+	}
+	if strings.Contains(stderr, "chmod go-w "+dir) || strings.Contains(stderr, "deploy:") {
+		t.Errorf("deploy install advises chmod of a sticky directory, or shows a package prefix: %s", stderr)
+	}
+}

@@ -267,6 +267,10 @@ func configCheck(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return 1
 	}
+	// The files are checked for the user the gateway runs as (the owner
+	// of state_dir), not for whoever runs the check: root checking a
+	// service user's install must not be told to give its files to root.
+	gw := config.GatewayUser(cfg)
 	problems := 0
 	for _, name := range sortedKeys(cfg.Credentials) {
 		c := cfg.Credentials[name]
@@ -280,13 +284,13 @@ func configCheck(args []string, stdout, stderr io.Writer) int {
 			}
 			continue
 		}
-		if _, err := config.LoadSigner(c); err != nil {
+		if _, err := config.LoadSignerFor(c, gw); err != nil {
 			fmt.Fprintf(stderr, "%s: %v\n", cfg.Path, err)
 			problems++
 		}
 	}
 	for _, name := range sortedKeys(cfg.Secrets) {
-		if _, err := config.LoadSecretValue(cfg.Secrets[name]); err != nil {
+		if _, err := config.LoadSecretValueFor(cfg.Secrets[name], gw); err != nil {
 			fmt.Fprintf(stderr, "%s: %v\n", cfg.Path, err)
 			problems++
 		}
@@ -310,17 +314,26 @@ func configCheck(args []string, stdout, stderr io.Writer) int {
 		// The gateway would start, without notifications: a warning, so
 		// that the exit status still says whether it would start (the
 		// systemd unit runs this check before every start).
-		if err := securefile.CheckSecret(n.SecretFile, nil, -1); err != nil {
+		if err := securefile.CheckSecret(n.SecretFile, nil, gw); err != nil {
 			fmt.Fprintf(stderr, "%s: warning: notify.secret_file: %v; notifications would be off\n", cfg.Path, err)
 		} else if b, err := os.ReadFile(n.SecretFile); err != nil || len(strings.TrimSpace(string(b))) == 0 {
 			fmt.Fprintf(stderr, "%s: warning: notify.secret_file %s is empty or unreadable: notifications would be off\n", cfg.Path, n.SecretFile)
 		}
 	}
+	for _, w := range config.SharedLogFiles(cfg) {
+		fmt.Fprintf(stderr, "%s: warning: %s\n", cfg.Path, w)
+	}
 	if problems > 0 {
+		if gw != os.Geteuid() {
+			fmt.Fprintf(stderr, "%s: files checked for %s, the owner of %s, as whom the gateway runs\n", cfg.Path, securefile.UserName(gw), cfg.StateDir)
+		}
 		fmt.Fprintf(stderr, "airlock: %s with the files the configuration names\n", count(problems, "problem"))
 		return 1
 	}
 	fmt.Fprintf(stdout, "%s: OK (%s, %s, state in %s)\n", cfg.Path, count(len(cfg.Targets), "target"), count(len(cfg.Credentials), "credential"), cfg.StateDir)
+	if gw != os.Geteuid() {
+		fmt.Fprintf(stdout, "%s: files checked for %s, the owner of %s, as whom the gateway runs\n", cfg.Path, securefile.UserName(gw), cfg.StateDir)
+	}
 	return 0
 }
 

@@ -3,13 +3,16 @@ package forcedcmd
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/syslog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/airlockgw/airlock/deploy/policy"
+	"github.com/airlockgw/airlock/deploy/securefile"
 )
 
 // Decision is what became of a request. The names are part of the log
@@ -158,11 +161,39 @@ func openLog(file string) (Logger, error) {
 		f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
 		if err != nil {
 			ls.close()
-			return nil, fmt.Errorf("forcedcmd: log file: %w", err)
+			return nil, logFileError(file, err)
 		}
 		ls = append(ls, &fileLogger{f: f})
 	}
 	return ls, nil
+}
+
+// logFileError says why this account cannot append to the policy's
+// log_file (err is what opening it said), and what fixes it for this
+// install: most often another account that uses the same policy created
+// the file, and one account cannot append to the file of another.
+func logFileError(file string, err error) error {
+	me := os.Geteuid()
+	account := securefile.UserName(me)
+	fi, serr := os.Stat(file)
+	switch {
+	case serr == nil && errors.Is(err, fs.ErrPermission):
+		owner, _ := securefile.Owner(fi)
+		if owner != me && owner != 0 {
+			return fmt.Errorf("log_file %s cannot be written by this account, %s: it belongs to %s with mode %04o, another account that uses this policy and created it first; one log_file cannot serve two accounts unless both may write it; "+
+				"fix: give each account a policy with its own log_file, or let them share it through a group they are both in: chgrp GROUP %s && chmod 0660 %s",
+				file, account, securefile.UserName(owner), fi.Mode().Perm(), file, file)
+		}
+		return fmt.Errorf("log_file %s cannot be written by this account, %s: it belongs to %s with mode %04o; fix: chown %s %s (or, shared by several accounts, chgrp GROUP %s && chmod 0660 %s)",
+			file, account, securefile.UserName(owner), fi.Mode().Perm(), securefile.AccountName(me), file, file, file)
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("log_file %s cannot be created: its directory %s does not exist; fix: mkdir -p %s && install -m 0640 -o %s /dev/null %s",
+			file, filepath.Dir(file), filepath.Dir(file), securefile.AccountName(me), file)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("log_file %s cannot be created by this account, %s: its directory %s does not let it; fix: create the file for the account: install -m 0640 -o %s /dev/null %s",
+			file, account, filepath.Dir(file), securefile.AccountName(me), file)
+	}
+	return fmt.Errorf("log_file %s: %w", file, err)
 }
 
 // closeLog releases what openLog opened.
@@ -216,7 +247,7 @@ func (l *fileLogger) Log(r *Record) error {
 func oneLine(err error) string {
 	var pe *policy.Error
 	if errors.As(err, &pe) && len(pe.Problems) > 1 {
-		return fmt.Sprintf("policy: %s and %d more problems (run airlock-action --check)", pe.Problems[0], len(pe.Problems)-1)
+		return fmt.Sprintf("policy file: %s and %d more problems (run airlock-action --check to see them all)", pe.Problems[0], len(pe.Problems)-1)
 	}
 	return strings.NewReplacer("\r", " ", "\n", "; ").Replace(err.Error())
 }

@@ -543,7 +543,7 @@ func Check(path, reaper string, w io.Writer) int {
 			target = filepath.Dir(target)
 		}
 		if err := unix.Access(target, unix.W_OK); err != nil {
-			fmt.Fprintf(w, "%s: log_file %s cannot be written by uid %d (%v): every request would be refused; run --check as the account the key logs in as\n", pol.File, pol.LogFile, os.Geteuid(), err)
+			fmt.Fprintf(w, "%s: %v; every request would be refused (run --check as the account the key logs in as)\n", pol.File, logFileError(pol.LogFile, err))
 			return 1
 		}
 	}

@@ -398,6 +398,10 @@ func TestServeRefusesWhenLogFileUnwritable(t *testing.T) {
 	if code != ExitRefused || out.Len() != 0 {
 		t.Errorf("exit %d, stdout %q; want %d and nothing run", code, out.String(), ExitRefused)
 	}
+	// The refusal names the file and the fix, in no package's name.
+	if msg, want := errOut.String(), "its directory "+dir+"/missing does not exist; fix: mkdir -p "+dir+"/missing"; !strings.Contains(msg, want) || strings.Contains(msg, "forcedcmd:") {
+		t.Errorf("stderr %q; want it to contain %q", msg, want)
+	}
 }
 
 func TestServeLogsCertificateKeyID(t *testing.T) {

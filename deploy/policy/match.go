@@ -41,7 +41,7 @@ var (
 type UnknownVerbError struct{ Verb string }
 
 func (e *UnknownVerbError) Error() string {
-	return "policy: unknown verb " + Quote(e.Verb)
+	return "the policy has no verb " + Quote(e.Verb)
 }
 
 func (e *UnknownVerbError) Unwrap() error { return ErrUnknownVerb }
@@ -54,7 +54,7 @@ type ArgCountError struct {
 }
 
 func (e *ArgCountError) Error() string {
-	return fmt.Sprintf("policy: verb %s takes %d argument(s), got %d", e.Verb, e.Want, e.Got)
+	return fmt.Sprintf("verb %s takes %d argument(s), got %d", e.Verb, e.Want, e.Got)
 }
 
 func (e *ArgCountError) Unwrap() error { return ErrArgCount }
@@ -73,7 +73,7 @@ func (e *ArgError) Error() string {
 	if len(v) > 200 {
 		v = v[:200] + "…"
 	}
-	return fmt.Sprintf("policy: verb %s: param %s: %s %v", e.Verb, e.Param, Quote(v), e.Err)
+	return fmt.Sprintf("verb %s: param %s: %s %v", e.Verb, e.Param, Quote(v), e.Err)
 }
 
 func (e *ArgError) Unwrap() error { return e.Err }
@@ -191,7 +191,7 @@ func (p *Param) check(arg string, files bool) error {
 		}
 		return checkPathUnder(arg, p.Under)
 	}
-	return fmt.Errorf("policy: param %s has no type", p.Name)
+	return fmt.Errorf("param %s has no type", p.Name)
 }
 
 // checkPathUnder accepts an absolute, clean path strictly beneath under
@@ -265,7 +265,7 @@ type TransferRequest struct {
 
 // ErrNoTransfer: put or get asked of a policy without a transfer block,
 // or a direction it does not allow.
-var ErrNoTransfer = errors.New("policy: this policy takes no such transfer")
+var ErrNoTransfer = errors.New("this policy takes no such transfer")
 
 // MatchTransfer reads command as a built-in transfer verb. It returns nil
 // and no error when command names another verb (Match decides those). A
@@ -285,22 +285,22 @@ func (p *Policy) MatchTransfer(command string, files bool) (*TransferRequest, er
 	unders := t.GetUnder
 	switch {
 	case tr.Put && (len(words) < 5 || len(words) > 6 || len(words) == 6 && words[5] != "overwrite"):
-		return nil, errors.New("policy: put takes PATH MODE SIZE SHA256 [overwrite]")
+		return nil, errors.New("put takes PATH MODE SIZE SHA256 [overwrite]")
 	case !tr.Put && len(words) != 2:
-		return nil, errors.New("policy: get takes PATH")
+		return nil, errors.New("get takes PATH")
 	case tr.Put:
 		unders = t.PutUnder
 		mode, err := strconv.ParseUint(words[2], 8, 32)
 		if err != nil || mode > 0o777 {
-			return nil, fmt.Errorf("policy: put: mode %q: only permission bits in octal (at most 0777)", words[2])
+			return nil, fmt.Errorf("put: mode %q: only permission bits in octal (at most 0777)", words[2])
 		}
 		size, err := strconv.ParseInt(words[3], 10, 64)
 		if err != nil || size < 0 || size > t.MaxSize {
-			return nil, fmt.Errorf("policy: put: size %q: a number of bytes from 0 to the transfer's max_size of %d", words[3], t.MaxSize)
+			return nil, fmt.Errorf("put: size %q: a number of bytes from 0 to the transfer's max_size of %d", words[3], t.MaxSize)
 		}
 		sum, err := hex.DecodeString(words[4])
 		if err != nil || len(sum) != 32 {
-			return nil, errors.New("policy: put: the SHA-256 must be 64 hex digits")
+			return nil, errors.New("put: the SHA-256 must be 64 hex digits")
 		}
 		tr.Mode, tr.Size, tr.Overwrite = uint32(mode), size, len(words) == 6
 		copy(tr.SHA256[:], sum)
@@ -341,5 +341,5 @@ func (t *Transfer) allows(put bool, path string, unders []string, files bool) er
 			return nil
 		}
 	}
-	return fmt.Errorf("policy: %s %s: %w (allowed under: %s)", verb, path, last, strings.Join(unders, ", "))
+	return fmt.Errorf("%s %s: %w (allowed under: %s)", verb, path, last, strings.Join(unders, ", "))
 }

@@ -139,18 +139,18 @@ type Error struct {
 // Problem is one problem at a place in a policy file.
 type Problem = hclcheck.Problem
 
-func (e *Error) Error() string { return hclcheck.Text("policy", e.Problems) }
+func (e *Error) Error() string { return hclcheck.Text("policy file", e.Problems) }
 
 // Load reads and parses the policy file at path.
 func Load(path string) (*Policy, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("policy: %w", err)
+		return nil, fmt.Errorf("policy file: %w", err)
 	}
 	defer f.Close()
 	src, err := io.ReadAll(io.LimitReader(f, maxPolicyBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("policy: read %s: %w", path, err)
+		return nil, fmt.Errorf("policy file: read %s: %w", path, err)
 	}
 	if len(src) > maxPolicyBytes {
 		return nil, &Error{Problems: []Problem{{File: path, Message: fmt.Sprintf("larger than %d bytes", maxPolicyBytes)}}}

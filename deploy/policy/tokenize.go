@@ -44,9 +44,9 @@ type SyntaxError struct {
 
 func (e *SyntaxError) Error() string {
 	if e.Char != 0 {
-		return fmt.Sprintf("policy: command: %v %s at byte %d", e.Err, strconv.QuoteRuneToASCII(e.Char), e.Offset)
+		return fmt.Sprintf("command: %v %s at byte %d", e.Err, strconv.QuoteRuneToASCII(e.Char), e.Offset)
 	}
-	return fmt.Sprintf("policy: command: %v at byte %d", e.Err, e.Offset)
+	return fmt.Sprintf("command: %v at byte %d", e.Err, e.Offset)
 }
 
 func (e *SyntaxError) Unwrap() error { return e.Err }

@@ -45,7 +45,7 @@ func (p Proc) String() string {
 }
 
 // ErrMalformed: a /proc/PID/stat line that cannot be parsed.
-var ErrMalformed = errors.New("proctree: malformed /proc stat")
+var ErrMalformed = errors.New("malformed /proc/PID/stat")
 
 // ParseStat parses one /proc/PID/stat line (proc(5)). The comm field is in
 // parentheses and may itself hold ')' and spaces, so the fields after it

@@ -24,7 +24,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -93,23 +95,37 @@ type Error struct {
 	WantMode fs.FileMode
 	// Secret marks a file others must not read either.
 	Secret bool
+	// File, for a refused directory, is the file airlock was to use in
+	// it, when known: the fix may be to move that file.
+	File string
 }
 
 func (e *Error) Error() string {
-	return fmt.Sprintf("securefile: %s is %s (mode %04o, owner uid %d); refusing to use it; fix: %s",
-		e.Path, e.Problem, e.Mode.Perm(), e.UID, e.Fix())
+	what := e.Path
+	if e.File != "" && e.File != e.Path {
+		what = "the directory " + e.Path + " (holding " + e.File + ")"
+	}
+	mode := e.Mode.Perm()
+	if e.Mode&fs.ModeSticky != 0 {
+		mode |= 0o1000 // as ls and chmod show it: 1777 for /tmp
+	}
+	return fmt.Sprintf("%s is %s (mode %04o, owner %s); refusing to use it; fix: %s",
+		what, e.Problem, mode, UserName(e.UID), e.Fix())
 }
 
 // Fix is the command (or the change) that repairs the problem.
 func (e *Error) Fix() string {
 	switch e.Problem {
 	case WritableByOthers, ReadableByOthers:
+		if e.Mode.IsDir() && e.Mode&fs.ModeSticky != 0 {
+			return e.stickyFix()
+		}
 		if e.Secret {
 			return "chmod 600 " + e.Path
 		}
 		return "chmod go-w " + e.Path
 	case WrongOwner:
-		return fmt.Sprintf("chown %d %s", e.WantUID, e.Path)
+		return fmt.Sprintf("chown %s %s", AccountName(e.WantUID), e.Path)
 	case NotRegular:
 		return "replace " + e.Path + " with a regular file"
 	case NotDirectory:
@@ -120,6 +136,36 @@ func (e *Error) Fix() string {
 		return "keep " + e.Path + " on a file system that keeps Unix permissions"
 	}
 	return "check " + e.Path
+}
+
+// stickyFix is the fix for a file kept directly in a sticky directory
+// others may write (/tmp is 1777 by design, and must stay so): the
+// directory is right as it is; the file is in the wrong place.
+func (e *Error) stickyFix() string {
+	file := e.File
+	if file == "" {
+		file = "the file"
+	}
+	return fmt.Sprintf("move %s out of %s, into a directory that only root or its owner can write, under directories others cannot write either (the owner's home directory, say), and leave %s as it is: "+
+		"it is sticky and writable by everyone by design, so anyone may create files in it, and another user could have put a file there first under the name airlock uses",
+		file, e.Path, e.Path)
+}
+
+// UserName names account uid for a message: "airlock (uid 999)", or
+// "uid 999" when no account has that uid.
+func UserName(uid int) string {
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		return fmt.Sprintf("%s (uid %d)", u.Username, uid)
+	}
+	return fmt.Sprintf("uid %d", uid)
+}
+
+// AccountName is account uid as chown takes it: its name, or the number.
+func AccountName(uid int) string {
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		return u.Username
+	}
+	return strconv.Itoa(uid)
 }
 
 // Owner returns the owner and group of a file.
@@ -149,7 +195,7 @@ func checkFile(path string, fi fs.FileInfo, wantUID int, secret bool) error {
 	if fi == nil {
 		var err error
 		if fi, err = os.Stat(path); err != nil {
-			return fmt.Errorf("securefile: %w", err)
+			return err
 		}
 	}
 	uid, _ := Owner(fi)
@@ -177,8 +223,11 @@ func ReadToken(path string, max int64) (string, error) {
 		return "", err
 	}
 	tok := strings.TrimSpace(string(b))
-	if tok == "" || strings.ContainsAny(tok, "\r\n") {
-		return "", fmt.Errorf("securefile: %s must hold one token on one line", path)
+	switch {
+	case tok == "":
+		return "", fmt.Errorf("%s is empty; fix: write the token into it, on one line", path)
+	case strings.ContainsAny(tok, "\r\n"):
+		return "", fmt.Errorf("%s holds several lines; fix: write the token alone into it, on one line", path)
 	}
 	return tok, nil
 }
@@ -186,26 +235,65 @@ func ReadToken(path string, max int64) (string, error) {
 // ReadSecret checks a secret file (CheckSecret, owned by the current
 // user) and reads it, refusing one larger than max bytes.
 func ReadSecret(path string, max int64) ([]byte, error) {
+	return ReadSecretFor(path, max, -1)
+}
+
+// ReadSecretFor is ReadSecret for a secret of account uid (-1: the current
+// user), read by whoever runs this — root checking the files of the
+// service user the gateway runs as. Besides CheckSecret's rules with uid
+// as the owner, a file root owns is refused when uid is another account:
+// that account could not open it.
+func ReadSecretFor(path string, max int64, uid int) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("securefile: %w", err)
+		return nil, openError(path, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("securefile: %w", err)
-	}
-	if err := CheckSecret(path, fi, -1); err != nil {
 		return nil, err
+	}
+	if err := CheckSecret(path, fi, uid); err != nil {
+		return nil, err
+	}
+	if owner, _ := Owner(fi); uid > 0 && owner != uid {
+		return nil, &Error{Path: path, Problem: WrongOwner, Mode: fi.Mode(), UID: owner, WantUID: uid, Secret: true}
 	}
 	b, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
-		return nil, fmt.Errorf("securefile: read %s: %w", path, err)
+		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	if int64(len(b)) > max {
-		return nil, fmt.Errorf("securefile: %s is larger than %d bytes", path, max)
+		return nil, fmt.Errorf("%s is larger than %d bytes, more than a secret of this kind can be; fix: check that the setting names the right file", path, max)
 	}
 	return b, nil
+}
+
+// explained is an error reworded for the person who must fix it; it
+// still matches what it explains (errors.Is(err, fs.ErrPermission)).
+type explained struct {
+	text string
+	err  error
+}
+
+func (e *explained) Error() string { return e.text }
+func (e *explained) Unwrap() error { return e.err }
+
+// openError says why path could not be opened and what to do: for a
+// permission refused, who runs this, who owns the file, and whom to run
+// as instead.
+func openError(path string, err error) error {
+	if !errors.Is(err, fs.ErrPermission) {
+		return err
+	}
+	me := UserName(os.Geteuid())
+	fi, serr := os.Stat(path)
+	if serr != nil {
+		return &explained{fmt.Sprintf("%s cannot be read by %s, who runs this: a directory on its path does not let that user in; fix: run this as the user the file is for (sudo -u USER …), or as root", path, me), err}
+	}
+	owner, _ := Owner(fi)
+	return &explained{fmt.Sprintf("%s cannot be read by %s, who runs this: it belongs to %s with mode %04o; fix: run this as the user the file is for (sudo -u %s …, or as root), or, if it is for %s, give it to that user: chown %s %s",
+		path, me, UserName(owner), fi.Mode().Perm(), AccountName(owner), me, AccountName(os.Geteuid()), path), err}
 }
 
 // CheckDirs checks dir and every directory above it: each must be a
@@ -220,7 +308,7 @@ func CheckDirs(dir string, wantUID int) (uid, gid int, err error) {
 	}
 	fi, err := os.Stat(dir)
 	if err != nil {
-		return 0, 0, fmt.Errorf("securefile: %w", err)
+		return 0, 0, err
 	}
 	uid, gid = Owner(fi)
 	if wantUID < 0 {
@@ -229,7 +317,7 @@ func CheckDirs(dir string, wantUID int) (uid, gid int, err error) {
 	for d := dir; ; d = filepath.Dir(d) {
 		fi, err := os.Stat(d)
 		if err != nil {
-			return 0, 0, fmt.Errorf("securefile: %w", err)
+			return 0, 0, err
 		}
 		u, _ := Owner(fi)
 		switch {
@@ -267,7 +355,7 @@ func CheckUnchangeable(path string, uid int) error {
 		return err
 	}
 	if cfi, err := os.Stat(abs); err != nil || !os.SameFile(fi, cfi) {
-		return fmt.Errorf("securefile: %s leads elsewhere than %s (a link followed by \"..\"); give the file's real path", path, abs)
+		return fmt.Errorf("%s leads elsewhere than %s (a link followed by \"..\"); fix: give the file's real path", path, abs)
 	}
 	if err := unchangeable(abs, fi, uid, false); err != nil {
 		return err
@@ -275,7 +363,7 @@ func CheckUnchangeable(path string, uid int) error {
 	dirs := []string{filepath.Dir(abs)}
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
-		return fmt.Errorf("securefile: %w", err)
+		return err
 	}
 	if real, err = filepath.Abs(real); err == nil && filepath.Dir(real) != dirs[0] {
 		dirs = append(dirs, filepath.Dir(real))
@@ -284,7 +372,7 @@ func CheckUnchangeable(path string, uid int) error {
 		for d := dir; ; d = filepath.Dir(d) {
 			fi, err := os.Stat(d)
 			if err != nil {
-				return fmt.Errorf("securefile: %w", err)
+				return err
 			}
 			if err := unchangeable(d, fi, uid, true); err != nil {
 				return err
@@ -317,7 +405,7 @@ func unchangeable(path string, fi fs.FileInfo, uid int, dir bool) error {
 func CheckDir(dir string) error {
 	fi, err := os.Stat(dir)
 	if err != nil {
-		return fmt.Errorf("securefile: %w", err)
+		return err
 	}
 	me := os.Geteuid()
 	uid, _ := Owner(fi)
@@ -366,15 +454,15 @@ func privateDir(dir string, gid int, want fs.FileMode) error {
 func checkPrivateDir(dir string, gid int, want fs.FileMode, repair bool) error {
 	if repair {
 		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-			return fmt.Errorf("securefile: %w", err)
+			return err
 		}
 		if err := os.Mkdir(dir, want); err != nil && !errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("securefile: %w", err)
+			return err
 		}
 	}
 	fi, err := os.Lstat(dir)
 	if err != nil {
-		return fmt.Errorf("securefile: %w", err)
+		return err
 	}
 	uid, g := Owner(fi)
 	me := os.Geteuid()
@@ -393,7 +481,7 @@ func checkPrivateDir(dir string, gid int, want fs.FileMode, repair bool) error {
 	case fi.Mode().Perm() != want:
 		e.Problem = WrongMode
 	case gid >= 0 && g != gid:
-		return fmt.Errorf("securefile: %s is not owned by group %d; fix: chgrp %d %s", dir, gid, gid, dir)
+		return fmt.Errorf("%s is not owned by group %d; fix: chgrp %d %s", dir, gid, gid, dir)
 	default:
 		return nil
 	}
@@ -406,26 +494,26 @@ func checkPrivateDir(dir string, gid int, want fs.FileMode, repair bool) error {
 func repairDir(dir string, want fs.FileMode, gid int) error {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("securefile: open %s: %w", dir, err)
+		return fmt.Errorf("open %s: %w", dir, err)
 	}
 	f := os.NewFile(uintptr(fd), dir)
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("securefile: %w", err)
+		return err
 	}
 	uid, g := Owner(fi)
 	if uid != os.Geteuid() || fi.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("securefile: %s changed while it was checked; refusing to use it", dir)
+		return fmt.Errorf("%s changed while it was checked (someone else is changing it); refusing to use it; fix: find who changes it, then run this again", dir)
 	}
 	if gid >= 0 && g != gid {
 		if err := f.Chown(-1, gid); err != nil {
-			return fmt.Errorf("securefile: chown %s to group %d: %w", dir, gid, err)
+			return fmt.Errorf("chown %s to group %d: %w", dir, gid, err)
 		}
 	}
 	if fi.Mode().Perm() != want {
 		if err := f.Chmod(want); err != nil {
-			return fmt.Errorf("securefile: %w", err)
+			return err
 		}
 	}
 	return nil
@@ -436,7 +524,7 @@ func repairDir(dir string, want fs.FileMode, gid int) error {
 func Create(path string, mode fs.FileMode) error {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, mode)
 	if err != nil {
-		return fmt.Errorf("securefile: create %s: %w", path, err)
+		return fmt.Errorf("create %s: %w", path, err)
 	}
 	return f.Close()
 }
@@ -447,12 +535,12 @@ func Create(path string, mode fs.FileMode) error {
 func CreatePrivate(path string) error {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return fmt.Errorf("securefile: create %s: %w", path, err)
+		return fmt.Errorf("create %s: %w", path, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("securefile: %w", err)
+		return err
 	}
 	return CheckSecret(path, fi, -1)
 }
@@ -495,7 +583,7 @@ func writeFile(path string, data []byte, o WriteOptions, chmod func(*os.File, fs
 	}
 	tmp, err := os.CreateTemp(dir, "."+base+".airlock-*")
 	if err != nil {
-		return fmt.Errorf("securefile: write %s: %w", path, err)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	defer func() {
 		tmp.Close()
@@ -504,18 +592,18 @@ func writeFile(path string, data []byte, o WriteOptions, chmod func(*os.File, fs
 		}
 	}()
 	if err := chmod(tmp, o.Mode.Perm()); err != nil {
-		return fmt.Errorf("securefile: write %s: %w", path, err)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	fi, err := tmp.Stat()
 	if err != nil {
-		return fmt.Errorf("securefile: write %s: %w", path, err)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if u, g := Owner(fi); (o.UID >= 0 && u != o.UID) || (o.GID >= 0 && g != o.GID) {
 		if err := tmp.Chown(o.UID, o.GID); err != nil {
-			return fmt.Errorf("securefile: give %s owner %d:%d: %w", path, o.UID, o.GID, err)
+			return fmt.Errorf("give %s owner %d:%d: %w", path, o.UID, o.GID, err)
 		}
 		if fi, err = tmp.Stat(); err != nil {
-			return fmt.Errorf("securefile: write %s: %w", path, err)
+			return fmt.Errorf("write %s: %w", path, err)
 		}
 	}
 	if fi.Mode().Perm() != o.Mode.Perm() {
@@ -523,13 +611,13 @@ func writeFile(path string, data []byte, o WriteOptions, chmod func(*os.File, fs
 		return &Error{Path: path, Problem: ModeNotApplied, Mode: fi.Mode(), UID: uid, WantUID: o.UID, WantMode: o.Mode}
 	}
 	if _, err := tmp.Write(data); err != nil {
-		return fmt.Errorf("securefile: write %s: %w", path, err)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("securefile: write %s: %w", path, err)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("securefile: write %s: %w", path, err)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if o.Unchanged != nil {
 		if err := o.Unchanged(); err != nil {
@@ -542,7 +630,7 @@ func writeFile(path string, data []byte, o WriteOptions, chmod func(*os.File, fs
 		err = os.Rename(tmp.Name(), path)
 	}
 	if err != nil {
-		return fmt.Errorf("securefile: write %s: %w", path, err)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return SyncDir(dir)
 }
@@ -552,18 +640,18 @@ func writeFile(path string, data []byte, o WriteOptions, chmod func(*os.File, fs
 func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
-		return fmt.Errorf("securefile: sync %s: %w", dir, err)
+		return fmt.Errorf("sync %s: %w", dir, err)
 	}
 	defer d.Close()
 	if err := d.Sync(); err != nil {
-		return fmt.Errorf("securefile: sync %s: %w", dir, err)
+		return fmt.Errorf("sync %s: %w", dir, err)
 	}
 	return nil
 }
 
 // ErrBusy is returned when another process holds a directory's lock for
 // longer than LockDir waits.
-var ErrBusy = errors.New("securefile: another airlock process is writing in this directory")
+var ErrBusy = errors.New("another airlock process is writing in this directory (wait for it to finish, then run this again)")
 
 // LockDir takes an exclusive flock on dir, waiting up to wait, so that
 // processes rewriting files in it take turns. The lock is the directory
@@ -571,7 +659,7 @@ var ErrBusy = errors.New("securefile: another airlock process is writing in this
 func LockDir(dir string, wait time.Duration) (unlock func(), err error) {
 	f, err := os.Open(dir)
 	if err != nil {
-		return nil, fmt.Errorf("securefile: lock %s: %w", dir, err)
+		return nil, fmt.Errorf("lock %s: %w", dir, err)
 	}
 	deadline := time.Now().Add(wait)
 	for {
@@ -584,7 +672,7 @@ func LockDir(dir string, wait time.Duration) (unlock func(), err error) {
 			if errors.Is(err, unix.EWOULDBLOCK) {
 				return nil, fmt.Errorf("%w: %s", ErrBusy, dir)
 			}
-			return nil, fmt.Errorf("securefile: lock %s: %w", dir, err)
+			return nil, fmt.Errorf("lock %s: %w", dir, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

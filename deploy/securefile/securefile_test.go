@@ -34,7 +34,7 @@ func TestCheckSecret(t *testing.T) {
 			setup func(path string)
 			want  Problem
 			fix   string
-		}{"owned by another user", 0o600, func(p string) { os.Chown(p, 12345, 12345) }, WrongOwner, "chown 0 "})
+		}{"owned by another user", 0o600, func(p string) { os.Chown(p, 12345, 12345) }, WrongOwner, "chown root "})
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -276,5 +276,33 @@ func TestReadToken(t *testing.T) {
 		} else if strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("%s: the error quotes the token: %v", name, err)
 		}
+	}
+}
+
+// ReadSecretFor checks a secret for the account that will use it, not for
+// whoever reads it: root checking a service user's file accepts the
+// user's own, and refuses one of root's that the user could not open,
+// with the fix giving it to the user.
+func TestReadSecretForAnotherAccount(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to read another account's file")
+	}
+	const account = 12345 // no such account: the fix gives the number
+	p := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(p, []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var e *Error
+	if _, err := ReadSecretFor(p, 64, account); !errors.As(err, &e) || e.Problem != WrongOwner || e.Fix() != "chown 12345 "+p {
+		t.Errorf("root's file for account %d: %v; want it refused with the fix chown 12345 %s", account, err, p)
+	}
+	if err := os.Chown(p, account, account); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ReadSecretFor(p, 64, account); err != nil || string(b) != "secret" {
+		t.Errorf("the account's own file: %q, %v", b, err)
+	}
+	if _, err := ReadSecret(p, 64); !errors.As(err, &e) || e.Problem != WrongOwner {
+		t.Errorf("ReadSecret, for root, of the account's file: %v; want it refused", err)
 	}
 }

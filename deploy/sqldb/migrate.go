@@ -18,7 +18,7 @@ var migrateLockKey = LockKey("schema")
 // an older gateway must not write to tables it does not understand.
 func (d *DB) Migrate(ctx context.Context, component string, steps []string) error {
 	if d.Engine != Postgres {
-		return errors.New("sqldb: Migrate is for PostgreSQL")
+		return errors.New("storage: Migrate is for PostgreSQL")
 	}
 	conn, err := d.Conn(ctx)
 	if err != nil {

@@ -207,7 +207,7 @@ func LockKey(name string) int64 {
 // missed, so ready is where a caller catches up.
 func (d *DB) Listen(ctx context.Context, channel string, ready func(), got func(payload string)) error {
 	if d.Engine != Postgres {
-		return errors.New("sqldb: Listen is for PostgreSQL")
+		return errors.New("storage: Listen is for PostgreSQL")
 	}
 	c, err := d.Conn(ctx)
 	if err != nil {
@@ -237,7 +237,7 @@ func (c *Conn) Pgx(fn func(*pgx.Conn) error) error {
 	return c.Raw(func(dc any) error {
 		sc, ok := dc.(*stdlib.Conn)
 		if !ok {
-			return fmt.Errorf("sqldb: a %T is not a pgx connection", dc)
+			return fmt.Errorf("storage: a %T is not a pgx connection", dc)
 		}
 		return fn(sc.Conn())
 	})

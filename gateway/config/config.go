@@ -492,7 +492,7 @@ type Error struct {
 type Problem = hclcheck.Problem
 
 func (e *Error) Error() string {
-	return hclcheck.Text("config", e.Problems)
+	return hclcheck.Text("configuration", e.Problems)
 }
 
 // Path returns the configuration file to use: flag if set, else
@@ -524,19 +524,19 @@ func LoadAdmin(path string) (*Config, error) {
 func loadConfig(path string, allowUnpinned bool) (*Config, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, fmt.Errorf("configuration file %s: %w", path, err)
 	}
 	f, err := os.Open(abs)
 	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, fmt.Errorf("configuration file: %w (give its path with --config FILE)", err)
 	}
 	defer f.Close()
 	src, err := io.ReadAll(io.LimitReader(f, maxConfigSize+1))
 	if err != nil {
-		return nil, fmt.Errorf("config: read %s: %w", path, err)
+		return nil, fmt.Errorf("configuration file: read %s: %w", path, err)
 	}
 	if len(src) > maxConfigSize {
-		return nil, fmt.Errorf("config: %s is larger than %d bytes", path, maxConfigSize)
+		return nil, fmt.Errorf("configuration file %s is larger than %d bytes: is --config the right file?", path, maxConfigSize)
 	}
 	return parseConfig(src, abs, allowUnpinned)
 }

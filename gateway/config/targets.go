@@ -270,3 +270,36 @@ func (c *checker) enforceReadOnly(a *Account, ra *rawAccount, target string) {
 		}
 	}
 }
+
+// SharedLogFiles warns of accounts of one target whose action_policy
+// copies name the same log_file: airlock-action runs as each account, and
+// the account that did not create the file is refused every request
+// unless both may write it (a group file). Each warning names the target,
+// the accounts, the file and the fix.
+func SharedLogFiles(cfg *Config) []string {
+	var warnings []string
+	for _, tn := range cfg.TargetNames {
+		t := cfg.Targets[tn]
+		byFile := map[string][]string{}
+		var files []string
+		for _, an := range t.AccountNames {
+			a := t.Accounts[an]
+			if a.ActionPolicy == nil || a.ActionPolicy.LogFile == "" {
+				continue
+			}
+			f := a.ActionPolicy.LogFile
+			if byFile[f] == nil {
+				files = append(files, f)
+			}
+			byFile[f] = append(byFile[f], an)
+		}
+		for _, f := range files {
+			if accts := byFile[f]; len(accts) > 1 {
+				warnings = append(warnings, fmt.Sprintf("target %q: accounts %s share log_file %s (their action_policy names it): airlock-action writes it as each account, and refuses every request of an account that cannot write the file another created; "+
+					"fix: give each account a policy with its own log_file, or on the target make the file writable by a group of all of them (chgrp GROUP %s && chmod 0660 %s)",
+					tn, strings.Join(accts, ", "), f, f, f))
+			}
+		}
+	}
+	return warnings
+}

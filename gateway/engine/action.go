@@ -131,11 +131,11 @@ func (a *Action) Result(ctx context.Context) (api.Action, error) {
 	}
 	stdout, err := out.stdout.load(ctx, a.outputs)
 	if err != nil {
-		return obj, fmt.Errorf("engine: reading the stdout of %s from the output store: %w", a.id, err)
+		return obj, fmt.Errorf("reading the stdout of %s from the output store: %w", a.id, err)
 	}
 	stderr, err := out.stderr.load(ctx, a.outputs)
 	if err != nil {
-		return obj, fmt.Errorf("engine: reading the stderr of %s from the output store: %w", a.id, err)
+		return obj, fmt.Errorf("reading the stderr of %s from the output store: %w", a.id, err)
 	}
 	outputView(&obj, stdout, stderr, out.policy)
 	return obj, nil

@@ -140,19 +140,19 @@ func listReplicas(ctx context.Context, db sqldb.Querier, withDigest bool) ([]Rep
 		EXTRACT(EPOCH FROM (lease_until - clock_timestamp()))::float8, `+cols+`
 		FROM replicas ORDER BY started_at, id`)
 	if err != nil {
-		return nil, fmt.Errorf("engine: storage: read the replicas: %w", err)
+		return nil, fmt.Errorf("storage: read the replicas: %w", err)
 	}
 	defer rows.Close()
 	var out []ReplicaStatus
 	for rows.Next() {
 		var r ReplicaStatus
 		if err := rows.Scan(&r.ID, &r.Host, &r.PID, &r.Started, &r.LeaseLeft, &r.ConfigDigest, &r.DigestVersion); err != nil {
-			return nil, fmt.Errorf("engine: storage: read the replicas: %w", err)
+			return nil, fmt.Errorf("storage: read the replicas: %w", err)
 		}
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("engine: storage: read the replicas: %w", err)
+		return nil, fmt.Errorf("storage: read the replicas: %w", err)
 	}
 	return out, nil
 }

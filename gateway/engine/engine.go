@@ -120,7 +120,7 @@ type core struct {
 func Open(ctx context.Context, o Options) (*Engine, error) {
 	cfg := o.Config
 	if cfg == nil {
-		return nil, errors.New("engine: no config")
+		return nil, errors.New("no configuration was given")
 	}
 	e := &core{
 		log:     cmp.Or[hclog.Logger](o.Logger, hclog.NewNullLogger()),
@@ -142,7 +142,7 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 	// through it (0710), never list or read it.
 	gid, err := SocketGroupID(cfg.Listen)
 	if err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
+		return nil, err
 	}
 	if gid >= 0 && socketUnderStateDir(cfg) {
 		err = securefile.PassageDir(cfg.StateDir, gid)
@@ -163,7 +163,7 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 		return nil, err
 	}
 	if e.pg, err = OpenStorage(ctx, cfg); err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
+		return nil, err
 	}
 	if e.pg != nil {
 		if e.replica, err = joinReplicas(ctx, e, e.pg, cfg.Storage.Lease); err != nil {
@@ -216,10 +216,10 @@ func Open(ctx context.Context, o Options) (*Engine, error) {
 	}
 	host, _ := os.Hostname()
 	if _, err := e.record(ctx, "", "", gatewayStarted{PID: int64(os.Getpid()), Host: host, Version: e.version}); err != nil {
-		return fail(fmt.Errorf("engine: audit log: %w", err))
+		return fail(fmt.Errorf("recording the gateway's start: %w", err))
 	}
 	if _, err := e.record(ctx, "", "", configLoaded{Path: cfg.Path, SHA256: cfg.Digest, Targets: int64(len(cfg.Targets))}); err != nil {
-		return fail(fmt.Errorf("engine: audit log: %w", err))
+		return fail(fmt.Errorf("recording the configuration loaded: %w", err))
 	}
 	if e.replica != nil {
 		e.replica.run()
@@ -295,11 +295,11 @@ func (e *Engine) Now() time.Time { return e.clock.Now() }
 func (e *core) recover(ctx context.Context) error {
 	ids, err := e.alog.Dangling(ctx)
 	if err != nil {
-		return fmt.Errorf("engine: recovery: %w", err)
+		return fmt.Errorf("recovering the actions left unfinished: %w", err)
 	}
 	for _, id := range ids {
 		if held, err := e.replica.holds(ctx, id); err != nil {
-			return fmt.Errorf("engine: recovery: %w", err)
+			return fmt.Errorf("recovering the actions left unfinished: %w", err)
 		} else if held {
 			continue
 		}
@@ -314,7 +314,7 @@ func (e *core) recover(ctx context.Context) error {
 		}); errors.Is(err, auditchain.ErrAlreadyFinished) {
 			continue // finished meanwhile
 		} else if err != nil {
-			return fmt.Errorf("engine: recovery of action %s: %w", id, err)
+			return fmt.Errorf("recovering the unfinished action %s: %w", id, err)
 		}
 		e.metrics.actions.WithLabelValues(sshexec.Interrupted.String()).Inc()
 		e.log.Warn("action interrupted by a previous stop", "action", id)

@@ -16,64 +16,64 @@ import (
 var (
 	// ErrNotFound: no such action, run, request or reviewer (or not one
 	// the caller may see).
-	ErrNotFound = errors.New("engine: not found")
+	ErrNotFound = errors.New("not found")
 	// ErrAlreadyDecided: someone approved or denied the request first.
-	ErrAlreadyDecided = errors.New("engine: request already decided")
+	ErrAlreadyDecided = errors.New("request already decided")
 	// ErrExpired: the request's deadline passed before the decision.
-	ErrExpired = errors.New("engine: request expired")
+	ErrExpired = errors.New("request expired")
 	// ErrRunEnded: the run ended (its process exited, it was closed or
 	// revoked) or was denied, so it can act or be decided no more.
-	ErrRunEnded = errors.New("engine: run ended")
+	ErrRunEnded = errors.New("run ended")
 	// ErrChanged: the request is not the one the reviewer was shown (its
 	// digest differs).
-	ErrChanged = errors.New("engine: request changed since it was shown")
+	ErrChanged = errors.New("request changed since it was shown")
 	// ErrSelfApproval: the reviewer is linked to the requester.
-	ErrSelfApproval = errors.New("engine: reviewer is the requester")
+	ErrSelfApproval = errors.New("reviewer is the requester")
 	// ErrForbidden: the caller may not do this (not a reviewer, a
 	// disabled one, a process that is no agent's).
-	ErrForbidden = errors.New("engine: not allowed")
+	ErrForbidden = errors.New("not allowed")
 	// ErrInvalid: the request's values are invalid (a TTL over the cap, a
 	// negative action limit).
-	ErrInvalid = errors.New("engine: invalid request")
+	ErrInvalid = errors.New("invalid request")
 	// ErrUnauthorized: a credential is wrong, malformed or expired.
-	ErrUnauthorized = errors.New("engine: not authenticated")
+	ErrUnauthorized = errors.New("not authenticated")
 	// ErrRateLimited: too many failures or requests from this key; wait.
-	ErrRateLimited = errors.New("engine: rate limited")
+	ErrRateLimited = errors.New("rate limited")
 	// ErrUnavailable: the change could not be recorded in the audit log,
 	// so it did not happen.
-	ErrUnavailable = errors.New("engine: audit log unavailable")
+	ErrUnavailable = errors.New("audit log unavailable")
 	// ErrNotFinished: the action is still in flight; what needs its end
 	// (paging its output) must wait.
-	ErrNotFinished = errors.New("engine: action not finished")
+	ErrNotFinished = errors.New("action not finished")
 	// ErrFinished: the action has its outcome already; it cannot be
 	// cancelled.
-	ErrFinished = errors.New("engine: action finished")
+	ErrFinished = errors.New("action finished")
 	// ErrDraining: the engine is stopping and takes no new actions.
-	ErrDraining = errors.New("engine: shutting down")
+	ErrDraining = errors.New("shutting down")
 	// ErrTooLarge: a file is over the size limit.
-	ErrTooLarge = errors.New("engine: too large")
+	ErrTooLarge = errors.New("too large")
 	// ErrTooMany: a run holds as many of something as it may.
-	ErrTooMany = errors.New("engine: too many")
+	ErrTooMany = errors.New("too many")
 	// ErrNoSpace: the gateway has no room for a file: a budget of the
 	// transfer spool is spent, or its disk is at the free-space floor.
-	ErrNoSpace = errors.New("engine: no room on the gateway's disk")
+	ErrNoSpace = errors.New("no room on the gateway's disk")
 
 	// Finer kinds of the refusals above, for a front end whose answer
 	// depends on them (a bearer token's kind, why a run's token fails).
 
 	// ErrMalformedToken (an ErrUnauthorized): the token is not of the
 	// kind asked for (a run's token where a reviewer's is verified).
-	ErrMalformedToken = errors.New("engine: malformed token")
+	ErrMalformedToken = errors.New("malformed token")
 	// ErrWrongToken (an ErrUnauthorized): the token has the right form
 	// but belongs to nothing.
-	ErrWrongToken = errors.New("engine: wrong token")
+	ErrWrongToken = errors.New("wrong token")
 	// ErrTokenExpired (an ErrUnauthorized): a genuine token past its
 	// lifetime.
-	ErrTokenExpired = errors.New("engine: token expired")
+	ErrTokenExpired = errors.New("token expired")
 	// ErrRunExpired (an ErrRunEnded): the run's time ran out.
-	ErrRunExpired = errors.New("engine: run expired")
+	ErrRunExpired = errors.New("run expired")
 	// ErrRunDenied (an ErrRunEnded): a reviewer denied the run.
-	ErrRunDenied = errors.New("engine: run denied")
+	ErrRunDenied = errors.New("run denied")
 )
 
 // wireCodes are the API's error codes of the refusals, for every front

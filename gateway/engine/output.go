@@ -269,7 +269,7 @@ func (a *Action) page(ctx context.Context, stream string, offset, limit int64, r
 	}
 	s, err := ref.load(ctx, a.outputs)
 	if err != nil {
-		return pg, fmt.Errorf("engine: reading the %s of %s from the output store: %w", stream, a.id, err)
+		return pg, fmt.Errorf("reading the %s of %s from the output store: %w", stream, a.id, err)
 	}
 	b, err := a.pageBytes(ref, s, stream, offset, limit)
 	if err != nil {

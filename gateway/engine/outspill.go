@@ -57,7 +57,7 @@ func openSpillDir(stateDir string, clock approvals.Clock) (*spillDir, error) {
 	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("engine: the output spill directory: %w", err)
+		return nil, fmt.Errorf("the output spill directory: %w", err)
 	}
 	d := &spillDir{dir: dir, clock: clock, timers: map[string]func() bool{}}
 	now := clock.Now()

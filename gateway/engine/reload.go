@@ -91,7 +91,7 @@ func (e *core) load(cfg *config.Config, prev *loaded) (*loaded, error) {
 	}
 	w, err := newWorkloads(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
+		return nil, err
 	}
 	for name, nw := range w {
 		if prev != nil {
@@ -104,14 +104,14 @@ func (e *core) load(cfg *config.Config, prev *loaded) (*loaded, error) {
 	if prev != nil && prev.sso != nil && reflect.DeepEqual(prev.cfg.SSO, cfg.SSO) {
 		l.sso = prev.sso
 	} else if l.sso, err = newSSO(e, cfg); err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
+		return nil, err
 	}
 	return l, nil
 }
 
 // ErrNeedsRestart: a reload changed settings a running gateway cannot
 // take over.
-var ErrNeedsRestart = errors.New("engine: these settings change only with a restart")
+var ErrNeedsRestart = errors.New("these settings change only with a restart (systemctl restart airlock)")
 
 // Reload puts cfg in force: it is checked and everything it names is
 // loaded first, config.loaded is recorded, and only then is it swapped in

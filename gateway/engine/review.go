@@ -167,7 +167,7 @@ const maxLoginLinkTTL = 30 * time.Minute
 // short-lived reviewer token that never leaves the gateway.
 func (e *Admin) NewLoginLink(ctx context.Context, reviewer string, ttl time.Duration) (string, error) {
 	if ttl <= 0 || ttl > maxLoginLinkTTL {
-		return "", errors.New("engine: a login link lives between 0 and 30 minutes")
+		return "", errors.New("a login link lives between 0 and 30 minutes: give a --ttl in that range")
 	}
 	rt, err := e.store.Accounts().IssueToken(ctx, reviewer, ttl)
 	if err != nil {
@@ -457,11 +457,11 @@ func (e *Review) ReadOutput(ctx context.Context, rv Reviewer, id, via string) (O
 		}
 		stdout, err := e.outputs.Get(ctx, f.Stdout.Digest)
 		if err != nil {
-			return Output{}, fmt.Errorf("engine: reading stdout of %s: %w", id, err)
+			return Output{}, fmt.Errorf("reading stdout of %s: %w", id, err)
 		}
 		stderr, err := e.outputs.Get(ctx, f.Stderr.Digest)
 		if err != nil {
-			return Output{}, fmt.Errorf("engine: reading stderr of %s: %w", id, err)
+			return Output{}, fmt.Errorf("reading stderr of %s: %w", id, err)
 		}
 		// Reading output is its own audited permission.
 		outN, errN := int64(len(stdout)), int64(len(stderr))

@@ -54,7 +54,7 @@ func (e *Admin) ChangeReviewer(ctx context.Context, change ReviewerChange, name 
 	case ReviewerPassword:
 		err = acc.SetPassword(ctx, name, password.s, by)
 	default:
-		return fmt.Errorf("engine: unknown reviewer change %d", change)
+		return fmt.Errorf("unknown reviewer change %d", change)
 	}
 	if err == nil {
 		e.accountsDone()

@@ -117,7 +117,7 @@ func fingerprintOf(stateDir, name string) (string, error) {
 		}
 		return ssh.FingerprintSHA256(pub), nil
 	}
-	return "", fmt.Errorf("engine: no shared key %q", name)
+	return "", fmt.Errorf("the shared database holds no key %q", name)
 }
 
 // sharedKeysLock serializes the claims and checks of the shared keys.
@@ -154,11 +154,11 @@ func RecordedKeys(ctx context.Context, q interface {
 func claimSharedKeys(ctx context.Context, db *sqldb.DB, stateDir string, usesCA bool) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("engine: storage: %w", err)
+		return fmt.Errorf("storage: %w", err)
 	}
 	defer tx.Rollback()
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, sharedKeysLock); err != nil {
-		return fmt.Errorf("engine: storage: %w", err)
+		return fmt.Errorf("storage: %w", err)
 	}
 	recorded, err := RecordedKeys(ctx, tx)
 	if err != nil {
@@ -171,7 +171,7 @@ func claimSharedKeys(ctx context.Context, db *sqldb.DB, stateDir string, usesCA 
 			return err
 		}
 		if len(recorded) > 0 || entries > 0 {
-			return fmt.Errorf("engine: the shared database holds %s and records no command MAC key, and this replica has none (%s): "+
+			return fmt.Errorf("the shared database holds %s and records no command MAC key, and this replica has none (%s): "+
 				"a new key would not verify the redacted commands already in the log. Copy keys/command-hmac from the gateway whose state this is "+
 				"and record it with airlock storage keys --from STATE_DIR (on that gateway's machine)", count(entries, "audit entry", "audit entries"), cmdFile)
 		}
@@ -194,7 +194,7 @@ func claimSharedKeys(ctx context.Context, db *sqldb.DB, stateDir string, usesCA 
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("engine: storage: %w", err)
+		return fmt.Errorf("storage: %w", err)
 	}
 	return nil
 }
@@ -210,16 +210,16 @@ func checkSharedKey(ctx context.Context, tx *sqldb.Tx, stateDir string, k Shared
 	case want == "":
 		_, err := tx.ExecContext(ctx, `INSERT INTO shared_keys (name, fingerprint) VALUES (?, ?)`, k.Name, k.Fingerprint)
 		if err != nil {
-			return fmt.Errorf("engine: storage: record the key %s: %w", k.Name, err)
+			return fmt.Errorf("storage: record the key %s: %w", k.Name, err)
 		}
 		return nil
 	case k.Fingerprint == "" && !needed:
 		return nil
 	case k.Fingerprint == "":
-		return fmt.Errorf("engine: the replicas share the key %s (fingerprint %s), which this replica does not have: copy %s from a running replica (airlock storage status lists the fingerprints) into %s; never generate it here, which would split %s",
+		return fmt.Errorf("the replicas share the key %s (fingerprint %s), which this replica does not have: copy %s from a running replica (airlock storage status lists the fingerprints) into %s; never generate it here, which would split %s",
 			k.Name, want, filesText(stateDir, k.Files), stateDir, sharedKeyBinds(k.Name))
 	case k.Fingerprint != want:
-		return fmt.Errorf("engine: this replica's key %s (fingerprint %s) is not the one the replicas share (fingerprint %s): replace %s with the files of a running replica whose key has fingerprint %s (airlock storage status lists them); keep this one aside until you know where it came from",
+		return fmt.Errorf("this replica's key %s (fingerprint %s) is not the one the replicas share (fingerprint %s): replace %s with the files of a running replica whose key has fingerprint %s (airlock storage status lists them); keep this one aside until you know where it came from",
 			k.Name, k.Fingerprint, want, filesText(stateDir, k.Files), want)
 	}
 	return nil
@@ -291,14 +291,14 @@ func SharedCA(ctx context.Context, db *sqldb.DB) (string, error) {
 func auditEntries(ctx context.Context, tx *sqldb.Tx) (int, error) {
 	var reg sql.NullString
 	if err := tx.QueryRowContext(ctx, `SELECT to_regclass('entries')::text`).Scan(&reg); err != nil {
-		return 0, fmt.Errorf("engine: storage: %w", err)
+		return 0, fmt.Errorf("storage: %w", err)
 	}
 	if !reg.Valid {
 		return 0, nil
 	}
 	var n int
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM entries`).Scan(&n); err != nil {
-		return 0, fmt.Errorf("engine: storage: %w", err)
+		return 0, fmt.Errorf("storage: %w", err)
 	}
 	return n, nil
 }

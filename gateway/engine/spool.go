@@ -63,7 +63,7 @@ type spoolFile struct {
 func openSpool(stateDir string, clock approvals.Clock) (*spool, error) {
 	dir := filepath.Join(stateDir, spoolDir)
 	if err := os.RemoveAll(dir); err != nil {
-		return nil, fmt.Errorf("engine: emptying the transfer spool: %w", err)
+		return nil, fmt.Errorf("emptying the transfer spool: %w", err)
 	}
 	if err := securefile.PrivateDir(dir, -1); err != nil {
 		return nil, err
@@ -99,7 +99,7 @@ func (s *spool) add(run approvals.RunID, requester, id string, max, size int64, 
 	}
 	if _, dup := s.files[id]; dup {
 		s.mu.Unlock()
-		return nil, fmt.Errorf("engine: spool file %s exists", id)
+		return nil, fmt.Errorf("spool file %s exists already (a leftover of an earlier run: remove it)", id)
 	}
 	f := &spoolFile{id: id, run: run, requester: requester, path: filepath.Join(s.dir, id), expires: s.clock.Now().Add(spoolTTL)}
 	if size > 0 {

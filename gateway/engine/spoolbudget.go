@@ -94,7 +94,7 @@ func (s *spool) floor(n int64, b config.Transfer) error {
 	for _, dir := range []string{s.dir, filepath.Dir(s.dir)} {
 		var st unix.Statfs_t
 		if err := unix.Statfs(dir, &st); err != nil {
-			return fmt.Errorf("engine: free space of the transfer spool's disk: %w", err)
+			return fmt.Errorf("free space of the transfer spool's disk: %w", err)
 		}
 		// Bavail: what an unprivileged writer may still use.
 		free := int64(st.Bavail) * int64(st.Bsize)

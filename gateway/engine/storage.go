@@ -128,7 +128,7 @@ func (r *replica) register(ctx context.Context) error {
 	if _, err := r.db.ExecContext(ctx, `INSERT INTO replicas (id, host, pid, started_at, lease_until, config_digest, config_digest_version)
 		VALUES (?, ?, ?, ?, clock_timestamp() + make_interval(secs => ?), ?, ?)`,
 		id, r.host, os.Getpid(), r.e.clock.Now().UnixNano(), r.lease.Seconds(), digest, config.SecurityDigestVersion); err != nil {
-		return fmt.Errorf("engine: storage: register this replica: %w", err)
+		return fmt.Errorf("storage: register this replica: %w", err)
 	}
 	r.id.Store(&id)
 	r.drift.mu.Lock()

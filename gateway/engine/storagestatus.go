@@ -84,7 +84,7 @@ func ReadStorageStatus(ctx context.Context, db *sqldb.DB) (*StorageStatus, error
 	}
 	var hasLog bool
 	if err := db.QueryRowContext(ctx, `SELECT to_regclass('meta') IS NOT NULL`).Scan(&hasLog); err != nil {
-		return nil, fmt.Errorf("engine: storage: %w", err)
+		return nil, fmt.Errorf("storage: %w", err)
 	}
 	if hasLog {
 		// A log whose first replica has not recorded its key yet has none.
@@ -123,19 +123,19 @@ func reference(rs []ReplicaStatus) (digest string, tie bool) {
 func readSharedKeys(ctx context.Context, db *sqldb.DB) ([]SharedKeyStatus, error) {
 	rows, err := db.QueryContext(ctx, `SELECT name, fingerprint FROM shared_keys ORDER BY name`)
 	if err != nil {
-		return nil, fmt.Errorf("engine: storage: read the shared keys: %w", err)
+		return nil, fmt.Errorf("storage: read the shared keys: %w", err)
 	}
 	defer rows.Close()
 	var out []SharedKeyStatus
 	for rows.Next() {
 		var k SharedKeyStatus
 		if err := rows.Scan(&k.Name, &k.Fingerprint); err != nil {
-			return nil, fmt.Errorf("engine: storage: read the shared keys: %w", err)
+			return nil, fmt.Errorf("storage: read the shared keys: %w", err)
 		}
 		out = append(out, k)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("engine: storage: read the shared keys: %w", err)
+		return nil, fmt.Errorf("storage: read the shared keys: %w", err)
 	}
 	return out, nil
 }
