@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,16 +40,20 @@ func TestReplicaRunRenews(t *testing.T) {
 func runRenews(t *testing.T, a, d *daemon) {
 	airlock, _ := binaries(t)
 	gate := filepath.Join(t.TempDir(), "go-on")
-	var out bytes.Buffer
+	var out lockedBuffer
 	agent := a.agent(airlock + " run -- sh -c 'airlock-ssh box echo before; while [ ! -e " + gate + " ]; do sleep 0.1; done; airlock-ssh box echo after'")
 	agent.Stdout, agent.Stderr = &out, &out
 	if err := agent.Start(); err != nil {
 		t.Fatal(err)
 	}
 	first := d.pending(1)[0]
-	if _, errs, code := d.cli("approvals", "approve", first.ID, "--ttl", "1s"); code != 0 {
-		t.Fatalf("approve --ttl 1s: %s", errs)
+	// Long enough for the first action to finish on a busy machine: a
+	// run's end cancels what it still runs.
+	if _, errs, code := d.cli("approvals", "approve", first.ID, "--ttl", "6s"); code != 0 {
+		t.Fatalf("approve --ttl 6s: %s", errs)
 	}
+	testkit.Eventually(t, func() bool { return strings.Contains(out.String(), "before\n") },
+		"the first action to run before the run's approval runs out:\n%s", out.String())
 	// The run's approval runs out (the gateway's timer ends it), then the
 	// agent acts again.
 	d.waitInactive(t, first.RunID)
@@ -122,8 +125,10 @@ func TestMCPStdioRunRenews(t *testing.T) {
 	done := call("echo first")
 	events.Wait(t, api.StateWaitingApproval)
 	first := d.pending(1)[0]
-	if _, errs, code := d.cli("approvals", "approve", first.ID, "--ttl", "1s"); code != 0 {
-		t.Fatalf("approve --ttl 1s: %s", errs)
+	// Long enough for the first call to finish on a busy machine: a run's
+	// end cancels what it still runs.
+	if _, errs, code := d.cli("approvals", "approve", first.ID, "--ttl", "6s"); code != 0 {
+		t.Fatalf("approve --ttl 6s: %s", errs)
 	}
 	if a := mcptest.Structured[api.Action](t, <-done); !a.Success() {
 		t.Fatalf("first call: %+v", a)
