@@ -38,3 +38,21 @@ func TestEveryRunEndIsWorded(t *testing.T) {
 		t.Errorf("a reviewer's cancel, recorded: %+v", f)
 	}
 }
+
+// TestRanOutSaysWhich: what ran out of a run is worded for what it was —
+// a spent action budget, with its size, is not an expiry, and neither is
+// a token's lifetime.
+func TestRanOutSaysWhich(t *testing.T) {
+	for _, c := range []struct {
+		ran  approvals.ExpiredError
+		want string
+	}{
+		{approvals.ExpiredError{End: approvals.EndMaxActions, MaxActions: 1}, "the run's action budget (1) is spent"},
+		{approvals.ExpiredError{End: approvals.EndTTL}, "the run's approval has expired (its time ran out)"},
+		{approvals.ExpiredError{End: approvals.EndTokenExpired}, "the run's token has expired, and a token's lifetime is never renewed"},
+	} {
+		if got := ranOut(c.ran); got != c.want {
+			t.Errorf("ranOut(%v) = %q; want %q", c.ran.End, got, c.want)
+		}
+	}
+}
