@@ -159,27 +159,51 @@ func (e *Review) Enabled(ctx context.Context, rv Reviewer) bool {
 	return on
 }
 
-// maxLoginLinkTTL bounds how long a one-time login link works.
-const maxLoginLinkTTL = 30 * time.Minute
+// LoginLinkTTL is how long a one-time login link works: the one lifetime
+// every link has, stated as such wherever a link is made or shown (the
+// CLI, the demo, the link page, docs/reviewers.md).
+const LoginLinkTTL = 15 * time.Minute
 
-// NewLoginLink makes the token of a one-time link that logs reviewer in
-// without a password, valid for ttl (at most 30 minutes). It stands for a
-// short-lived reviewer token that never leaves the gateway.
-func (e *Admin) NewLoginLink(ctx context.Context, reviewer string, ttl time.Duration) (string, error) {
-	if ttl <= 0 || ttl > maxLoginLinkTTL {
-		return "", errors.New("engine: a login link lives between 0 and 30 minutes")
+// LoginLinkLifetime is LoginLinkTTL in words, as the CLI, the demo and
+// the link page say it.
+const LoginLinkLifetime = "15 minutes"
+
+// LoginLink is a one-time login link's token and when it stops working.
+type LoginLink struct {
+	Token   Secret
+	Expires time.Time
+}
+
+// NewLoginLink makes a one-time link that logs reviewer in without a
+// password, working once for LoginLinkTTL. It stands for a short-lived
+// reviewer token that never leaves the gateway. by is who asked for it
+// (an operator, the demo): reviewer.link_issued records it, and who the
+// link is for and until when, before the link exists; a link for an
+// unknown or disabled reviewer is refused.
+func (e *Admin) NewLoginLink(ctx context.Context, reviewer, by string) (LoginLink, error) {
+	_, enabled, err := e.store.Accounts().Epoch(ctx, reviewer)
+	switch {
+	case err != nil:
+		return LoginLink{}, ReviewerError(reviewer, err)
+	case !enabled:
+		return LoginLink{}, refuse(ErrForbidden, fmt.Sprintf("reviewer %q is disabled: no login link is made for it; enable it first (airlock reviewer enable %s)", reviewer, reviewer))
 	}
-	rt, err := e.store.Accounts().IssueToken(ctx, reviewer, ttl)
+	expires := e.clock.Now().Add(LoginLinkTTL)
+	if _, err := e.record(ctx, "", "", linkIssued{Name: reviewer, By: by, ExpiresAt: expires}); err != nil {
+		e.log.Error("audit append failed; no login link made", "error", err)
+		return LoginLink{}, refuse(ErrUnavailable, "the login link could not be recorded in the audit log, so none was made")
+	}
+	rt, err := e.store.Accounts().IssueToken(ctx, reviewer, LoginLinkTTL)
 	if err != nil {
-		return "", classify(err)
+		return LoginLink{}, ReviewerError(reviewer, err)
 	}
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
-		return "", err
+		return LoginLink{}, err
 	}
 	tok := hex.EncodeToString(b)
-	e.links.add(tok, rt, e.clock.Now().Add(ttl))
-	return tok, nil
+	e.links.add(tok, rt, expires)
+	return LoginLink{Token: NewSecret(tok), Expires: expires}, nil
 }
 
 // LoginLink consumes a one-time login link's token for a client at
@@ -222,7 +246,7 @@ func (l *loginLinks) add(tok string, rt approvals.Secret, expires time.Time) {
 		l.links = map[[sha256.Size]byte]loginLink{}
 	}
 	for h, e := range l.links { // forget the expired ones
-		if !e.expires.After(expires.Add(-maxLoginLinkTTL)) {
+		if !e.expires.After(expires.Add(-LoginLinkTTL)) {
 			delete(l.links, h)
 		}
 	}
