@@ -47,8 +47,10 @@ var (
 	ErrBadTTL = errors.New("approvals: ttl must be positive")
 	// ErrTTLOverCap: a TTL exceeds the configured maximum.
 	ErrTTLOverCap = errors.New("approvals: ttl over the maximum")
-	// ErrTTLForCall: a TTL was given for a call approval, which is used once.
-	ErrTTLForCall = errors.New("approvals: ttl given for a call approval")
+	// ErrTTLForCall: a TTL, an action budget or a scope — a run
+	// approval's limits — was given for a call approval, which is used
+	// once.
+	ErrTTLForCall = errors.New("approvals: run limits given for a call approval")
 	// ErrBadScope: a run approval's limits are invalid (negative max
 	// actions, empty target in the scope).
 	ErrBadScope = errors.New("approvals: invalid run approval limits")

@@ -44,13 +44,17 @@ const approvalsUsage = `usage: airlock approvals VERB [flags] [args]
 verbs:
   list [--json]
       the pending approval requests
-  show [--json] ID
+  show [--json] [--reveal] ID
       one pending request in full: the command, its input, the agent's
       reason, and who asks — the anchor process, what it covers now, and
-      any weak evidence about it
-  approve [--ttl DUR] [--max-actions N] [--scope TARGET[/ACCOUNT],…] [--reason TEXT] ID
-      approve a request; for a run, --ttl, --max-actions and --scope bound
-      the approval (without --scope it covers every run-mode account)
+      any weak evidence about it; --reveal also shows the original of a
+      command stored redacted (recorded as command.revealed)
+  approve [--ttl DUR] [--max-actions N] [--scope TARGET[/ACCOUNT],…] [--grant DUR] [--reason TEXT] ID
+      approve a request. For a run, --ttl, --max-actions and --scope bound
+      the approval (without --scope it covers every run-mode account). A
+      call is approved once and takes none of them; --grant DUR also lets
+      the exact same action repeat without asking for that long, up to its
+      account's max_grant
   deny [--reason TEXT] ID
       deny a request; the agent is told the reason
 

@@ -344,9 +344,29 @@ func (e *Review) decide(ctx context.Context, rv Reviewer, raw string, d Decision
 		}
 		return approvals.Request{}, refuse(ErrInvalid, "a grant goes with the approval of a call request on an account whose policy allows grants (max_grant); this one allows none")
 	case errors.Is(err, approvals.ErrTTLForCall), errors.Is(err, approvals.ErrBadScope):
-		return approvals.Request{}, refuse(ErrInvalid, "a call approval takes no time or action limits, and a run approval's action limit must be 0 or more")
+		return approvals.Request{}, e.limitsRefusal(ctx, id, d, err)
 	}
 	return approvals.Request{}, classify(err)
+}
+
+// limitsRefusal says why the limits of decision d on request id were
+// refused, with the fix: run limits on a call request, or run limits
+// that are invalid, are two cases, never one message.
+func (e *Review) limitsRefusal(ctx context.Context, id approvals.RequestID, d Decision, err error) error {
+	if errors.Is(err, approvals.ErrTTLForCall) {
+		msg := fmt.Sprintf("%s is a call request: its approval lets this one action run once, so it takes no run limits "+
+			"(a time, --ttl; an action budget, --max-actions; a scope, --scope): approve it without them", id)
+		if q, qerr := e.store.Request(ctx, id); qerr == nil && q.Secret == "" {
+			if limit := e.MaxGrant(q.Target, q.Account); limit > 0 {
+				msg += fmt.Sprintf("; to let the same action repeat without asking, approve it with a grant (--grant DUR, at most %s on %s@%s)", limit, q.Account, q.Target)
+			}
+		}
+		return refuse(ErrInvalid, msg)
+	}
+	if d.MaxActions < 0 {
+		return refuse(ErrInvalid, fmt.Sprintf("a run approval's action budget (--max-actions) is %d: give 0 (no limit) or more", d.MaxActions))
+	}
+	return refuse(ErrInvalid, "each scope of a run approval (--scope) names a target: TARGET or TARGET/ACCOUNT")
 }
 
 // endedWithItsRun reports whether request id expired because its run
