@@ -26,8 +26,14 @@ func TestEveryRunEndIsWorded(t *testing.T) {
 		if !strings.HasPrefix(d, "the run ended: ") || d == "the run ended: "+r.String() {
 			t.Errorf("%s: detail %q, want words of its own", r, d)
 		}
-		if s := c.nextStep(); s.Retry != api.RetryNo {
+		s := c.nextStep()
+		if s.Retry != api.RetryNo {
 			t.Errorf("%s: next step %+v, want no retry", r, s)
+		}
+		// A run whose approval's time ran out renews: its agent is not
+		// sent to start a new run.
+		if r == approvals.EndTTL && (strings.Contains(s.Text, "start a new run") || !strings.Contains(s.Text, "renews")) {
+			t.Errorf("%s: next step %q", r, s.Text)
 		}
 	}
 	c := &stopCause{By: "alice", Reason: "wrong host"}
