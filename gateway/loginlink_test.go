@@ -6,18 +6,15 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/airlockgw/airlock/approvals/clocktest"
 	"github.com/airlockgw/airlock/gateway/engine"
+	"github.com/airlockgw/airlock/gateway/gatewaytest"
 )
-
-var csrfInput = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
 // TestLoginLink: a one-time link logs a reviewer into the pages once, and
 // never again; its making is recorded (reviewer.link_issued, without the
@@ -77,37 +74,20 @@ func TestLoginLinkLifetime(t *testing.T) {
 	}
 }
 
-// useLink follows link in a new browser-like client and posts its form;
-// it reports the login's status and whether the pages then know the
-// reviewer.
+// useLink logs in with link (gatewaytest.UseLoginLink) and reports the
+// login's status and whether the pages then know the reviewer; the link
+// page must state the links' lifetime.
 func useLink(t *testing.T, g *testGateway, link string) (status int, loggedIn bool) {
 	t.Helper()
-	jar, _ := cookiejar.New(nil)
-	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	res, err := c.Get(link)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	m := csrfInput.FindStringSubmatch(string(body))
-	if m == nil {
-		t.Fatalf("no form on the link page (status %d)", res.StatusCode)
-	}
-	if !strings.Contains(string(body), engine.LoginLinkLifetime) {
+	c, body, status := gatewaytest.UseLoginLink(t, link)
+	if !strings.Contains(body, engine.LoginLinkLifetime) {
 		t.Errorf("the link page does not state the link's lifetime, %s:\n%s", engine.LoginLinkLifetime, body)
 	}
-	u, _ := url.Parse(link)
-	res, err = c.PostForm(g.base+"/ui/login", url.Values{"csrf": {m[1]}, "link": {u.Query().Get("link")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
 	page, err := c.Get(g.base + "/ui/pending")
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := io.ReadAll(page.Body)
 	page.Body.Close()
-	return res.StatusCode, page.StatusCode == http.StatusOK && strings.Contains(string(b), testReviewer)
+	return status, page.StatusCode == http.StatusOK && strings.Contains(string(b), testReviewer)
 }

@@ -1,15 +1,14 @@
 package main
 
 import (
-	"io"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/airlockgw/airlock/gateway/engine"
+	"github.com/airlockgw/airlock/gateway/gatewaytest"
 	"github.com/airlockgw/airlock/sshexec/sshtest"
 )
 
@@ -25,6 +24,9 @@ func TestReviewerLinkCLI(t *testing.T) {
 	if _, errs, code := runCLIEnv(t, map[string]string{"AIRLOCK_PASSWORD_FILE": writePW(t)}, "reviewer", "add", "alice", "--config", cfgFile); code != 0 {
 		t.Fatalf("reviewer add: %s", errs)
 	}
+	if out, errs, code := runCLIEnv(t, nil, "reviewer", "link", "alice", "--config", cfgFile); code == 0 || out != "" || !strings.Contains(errs, "airlock serve") {
+		t.Errorf("a link with no gateway running: exit %d: %q %q; want refused, saying to start the gateway", code, out, errs)
+	}
 	d := startDaemon(t, cfgFile, state)
 	out, errs, code := d.cli("reviewer", "link", "alice")
 	if code != 0 {
@@ -37,10 +39,10 @@ func TestReviewerLinkCLI(t *testing.T) {
 	if want := "it works once, for " + engine.LoginLinkLifetime; !strings.Contains(errs, want) {
 		t.Errorf("reviewer link said %q; want it to say %q", errs, want)
 	}
-	if status := loginWithLink(t, link); status != http.StatusSeeOther {
+	if _, _, status := gatewaytest.UseLoginLink(t, link); status != http.StatusSeeOther {
 		t.Errorf("the link's first use: status %d; want %d (logged in)", status, http.StatusSeeOther)
 	}
-	if status := loginWithLink(t, link); status != http.StatusUnauthorized {
+	if _, _, status := gatewaytest.UseLoginLink(t, link); status != http.StatusUnauthorized {
 		t.Errorf("the link's second use: status %d; want %d", status, http.StatusUnauthorized)
 	}
 	exported, _, _ := d.cli("audit", "export")
@@ -60,31 +62,4 @@ func TestReviewerLinkCLI(t *testing.T) {
 	if _, errs, code := d.cli("reviewer", "link", "nobody"); code == 0 || !strings.Contains(errs, `no reviewer "nobody"`) {
 		t.Errorf("a link for no reviewer: exit %d: %s", code, errs)
 	}
-}
-
-var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
-
-// loginWithLink opens link as a browser would and submits its form; the
-// login's HTTP status.
-func loginWithLink(t *testing.T, link string) int {
-	t.Helper()
-	jar, _ := cookiejar.New(nil)
-	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	res, err := c.Get(link)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	m := csrfField.FindStringSubmatch(string(body))
-	if m == nil {
-		t.Fatalf("no form on the link page (status %d)", res.StatusCode)
-	}
-	u, _ := url.Parse(link)
-	res, err = c.PostForm(u.Scheme+"://"+u.Host+"/ui/login", url.Values{"csrf": {m[1]}, "link": {u.Query().Get("link")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	return res.StatusCode
 }

@@ -231,15 +231,9 @@ func reviewerLink(args []string, stdout, stderr io.Writer) int {
 	if name == "" {
 		return usageErrorf(stderr, "give the reviewer's name: airlock reviewer link NAME")
 	}
-	cfg, ok := loadConfig(*cfgPath, stderr)
-	if !ok {
-		return 1
-	}
-	c, err := api.LocalClient(cfg.Listen.Socket)
-	if errors.Is(err, os.ErrNotExist) {
-		return failf(stderr, "no gateway runs with the socket %s: a login link is made by the running gateway; start it (airlock serve) and run this again", cfg.Listen.Socket)
-	} else if err != nil {
-		return failf(stderr, "cannot reach the gateway (%v): run this as the gateway's user", err)
+	c, err := operatorClient(*cfgPath)
+	if err != nil {
+		return failf(stderr, "%v; a login link is made by the running gateway, as its user", err)
 	}
 	var l api.LoginLink
 	err = c.Do(context.Background(), http.MethodPost, "/v1/reviewers/"+url.PathEscape(name)+"/link", struct{}{}, &l)
@@ -247,10 +241,8 @@ func reviewerLink(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case errors.As(err, &ae):
 		return failf(stderr, "%s", ae.Err.Message)
-	case gatewayDown(err):
-		return failf(stderr, "no gateway answers on %s: a login link is made by the running gateway; start it (airlock serve) and run this again", cfg.Listen.Socket)
 	case err != nil:
-		return failf(stderr, "the gateway at %s: %v", cfg.Listen.Socket, err)
+		return failf(stderr, "%v", err)
 	}
 	fmt.Fprintln(stdout, l.URL)
 	fmt.Fprintf(stderr, "a one-time login link for reviewer %s: it works once, for %s (until %s); recorded in the audit log. Give it only to %s.\n",
