@@ -172,7 +172,7 @@ func (s *Store) admit(ctx context.Context, r *Run, a Action) error {
 		if err := s.endRun(ctx, r, EndMaxActions, "", ""); err != nil {
 			return err
 		}
-		return ErrRunExpired
+		return &ExpiredError{End: EndMaxActions, MaxActions: r.MaxActions}
 	}
 	r = r.clone()
 	r.Actions++

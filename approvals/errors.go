@@ -16,7 +16,7 @@ var (
 	// ErrRunEnded: the run ended (anchor exited, closed or revoked).
 	ErrRunEnded = errors.New("approvals: run ended")
 	// ErrRunExpired: the run's approval or token expired, or its action
-	// budget is used up.
+	// budget is used up; an *ExpiredError says which.
 	ErrRunExpired = errors.New("approvals: run expired")
 	// ErrRunDenied: a reviewer denied the run.
 	ErrRunDenied = errors.New("approvals: run denied")
@@ -47,8 +47,10 @@ var (
 	ErrBadTTL = errors.New("approvals: ttl must be positive")
 	// ErrTTLOverCap: a TTL exceeds the configured maximum.
 	ErrTTLOverCap = errors.New("approvals: ttl over the maximum")
-	// ErrTTLForCall: a TTL was given for a call approval, which is used once.
-	ErrTTLForCall = errors.New("approvals: ttl given for a call approval")
+	// ErrTTLForCall: a TTL, an action budget or a scope — a run
+	// approval's limits — was given for a call approval, which is used
+	// once.
+	ErrTTLForCall = errors.New("approvals: run limits given for a call approval")
 	// ErrBadScope: a run approval's limits are invalid (negative max
 	// actions, empty target in the scope).
 	ErrBadScope = errors.New("approvals: invalid run approval limits")
@@ -146,3 +148,22 @@ func (e *RevokedError) Is(target error) bool { return target == ErrRunEnded }
 // redacted, or it is no longer pending (the original is erased when a
 // request ends).
 var ErrNoOriginal = errors.New("approvals: no original command: the request was not redacted, or is no longer pending")
+
+// ExpiredError is ErrRunExpired saying what ran out: End is EndTTL (the
+// approval's time), EndMaxActions (the action budget, MaxActions) or
+// EndTokenExpired (a remote run's token). The agent is told which: a
+// spent budget is not an expiry.
+type ExpiredError struct {
+	End        EndReason
+	MaxActions int
+}
+
+func (e *ExpiredError) Error() string {
+	if e.End == EndMaxActions {
+		return fmt.Sprintf("approvals: run's action budget (%d) spent", e.MaxActions)
+	}
+	return "approvals: run expired (" + e.End.String() + ")"
+}
+
+// Is makes an ExpiredError an ErrRunExpired.
+func (e *ExpiredError) Is(target error) bool { return target == ErrRunExpired }

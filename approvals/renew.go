@@ -27,8 +27,17 @@ import (
 // requests.
 
 // NotRenewedError is ErrRunExpired for a run whose approval ran out but
-// that may not be renewed; Why says why, in words its agent is told.
-type NotRenewedError struct{ Why string }
+// that may not be renewed; Why says why, in words its agent is told, and
+// Ran what ran out.
+type NotRenewedError struct {
+	Why string
+	Ran ExpiredError
+}
+
+// notRenewed is the refusal to renew r, for why.
+func (r *Run) notRenewed(why string) *NotRenewedError {
+	return &NotRenewedError{Why: why, Ran: ExpiredError{End: r.EndReason, MaxActions: r.MaxActions}}
+}
 
 func (e *NotRenewedError) Error() string {
 	return "approvals: run expired and may not be renewed: " + e.Why
@@ -77,7 +86,7 @@ func (s *Store) renewRemote(ctx context.Context, id RunID) (Run, error) {
 			return Run{}, err
 		}
 		if !a.Usable(s.clock.Now()) {
-			return refused(old, &NotRenewedError{Why: "the agent token it was created with was revoked or has expired"})
+			return refused(old, old.notRenewed("the agent token it was created with was revoked or has expired"))
 		}
 	}
 	now := s.clock.Now()
@@ -110,7 +119,7 @@ func (s *Store) renewLocal(ctx context.Context, cl caller, old Run) (Run, error)
 	// Describe reads and hashes the executable: do it without the lock.
 	p, err := s.insp.Describe(a)
 	if errors.Is(err, ErrNoProcess) {
-		return old, &NotRenewedError{Why: "its agent process has exited"}
+		return old, old.notRenewed("its agent process has exited")
 	} else if err != nil {
 		return Run{}, err
 	}
@@ -122,12 +131,12 @@ func (s *Store) renewLocal(ctx context.Context, cl caller, old Run) (Run, error)
 	e, ok := s.anchors[a]
 	switch {
 	case !ok || !s.alive(a):
-		return old, &NotRenewedError{Why: "its agent process has exited"}
+		return old, old.notRenewed("its agent process has exited")
 	case e.run != old.ID:
 		return s.usableRun(ctx, e.run) // another action renewed it first
 	}
 	if why := changedIdentity(old.Anchor, &p); why != "" {
-		return old, &NotRenewedError{Why: why}
+		return old, old.notRenewed(why)
 	}
 	now := s.clock.Now()
 	r := &Run{ID: RunID(newID(runIDPrefix)), State: RunPending, Requester: old.Requester, CreatedAt: now,

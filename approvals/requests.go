@@ -214,7 +214,7 @@ func (s *Store) Decide(ctx context.Context, rv Reviewer, id RequestID, d Decisio
 			return Request{}, ErrTTLForCall
 		}
 		if d.MaxActions != 0 || len(d.Scope) != 0 {
-			return Request{}, fmt.Errorf("approvals: limits on a call approval: %w", ErrBadScope)
+			return Request{}, fmt.Errorf("approvals: limits on a call approval: %w", ErrTTLForCall)
 		}
 	} else if d.Verdict == Approve {
 		if ttl, err = s.ttl(d.TTL, s.runTTL); err != nil {

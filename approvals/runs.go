@@ -265,7 +265,7 @@ func stateErr(r *Run) error {
 	case RunEnded:
 		return ErrRunEnded
 	case RunExpired:
-		return ErrRunExpired
+		return &ExpiredError{End: r.EndReason, MaxActions: r.MaxActions}
 	}
 	return nil
 }

@@ -359,6 +359,10 @@ func TestBadInput(t *testing.T) {
 			_, err := e.s.Decide(ctx, rita, callReq.ID, Decision{Verdict: Approve, TTL: ttl(time.Minute)})
 			return err
 		}, ErrTTLForCall},
+		{"action budget on a call", func() error {
+			_, err := e.s.Decide(ctx, rita, callReq.ID, Decision{Verdict: Approve, MaxActions: 1})
+			return err
+		}, ErrTTLForCall},
 		{"negative max actions", func() error {
 			_, err := e.s.Decide(ctx, rita, runReq.ID, Decision{Verdict: Approve, MaxActions: -1})
 			return err

@@ -132,5 +132,5 @@ func (s *Store) expireIfDue(ctx context.Context, r *Run, now time.Time) error {
 	if err := s.endRun(ctx, r, reason, "", ""); err != nil {
 		return err
 	}
-	return ErrRunExpired
+	return &ExpiredError{End: reason, MaxActions: r.MaxActions}
 }

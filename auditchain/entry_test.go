@@ -199,7 +199,7 @@ func TestKindNames(t *testing.T) {
 		"run.denied", "run.ended", "action.requested", "approval.requested", "approval.decided",
 		"action.connecting", "action.finished", "output.read", "token.rotated", "checkpoint", "auth.failed",
 		"agent.added", "agent.revoked", "reviewer.added", "reviewer.disabled", "reviewer.enabled", "reviewer.removed",
-		"reviewer.password_changed", "command.revealed", "reviewer.renamed", "reviewer.sessions_ended"}
+		"reviewer.password_changed", "command.revealed", "reviewer.renamed", "reviewer.sessions_ended", "reviewer.link_issued"}
 	var got []string
 	for k := kindInvalid + 1; k < kindEnd; k++ {
 		got = append(got, k.String())

@@ -51,6 +51,9 @@ const (
 	// reviewer groups.
 	KindReviewerRenamed
 	KindReviewerSessionsEnded
+	// KindReviewerLinkIssued records a one-time reviewer login link an
+	// operator made (airlock reviewer link), or the demo.
+	KindReviewerLinkIssued
 	kindEnd // keep last
 )
 
@@ -83,6 +86,7 @@ var kindNames = [...]string{
 	KindCommandRevealed:         "command.revealed",
 	KindReviewerRenamed:         "reviewer.renamed",
 	KindReviewerSessionsEnded:   "reviewer.sessions_ended",
+	KindReviewerLinkIssued:      "reviewer.link_issued",
 }
 
 // Valid reports whether k is one of the declared kinds.

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/url"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/gateway/engine"
 	"github.com/airlockgw/airlock/gateway/httpapi"
@@ -95,7 +95,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	s.local = &localListener{s: s}
 	backend := web.NewEngineBackend(eng.Review(), eng.Runs(), eng.Audit())
 	pages := web.New(backend, web.Options{MaxAge: engine.LoginTTL, Now: eng.Now, Logger: log.Named("ui"), SSO: backend.SSO})
-	s.handler = httpapi.New(httpapi.Options{Engine: eng, Local: s.local, UI: pages, MCP: mcpSessions(eng, o.Config, log), Logger: log, Heartbeat: o.heartbeat})
+	s.handler = httpapi.New(httpapi.Options{Engine: eng, Local: s.local, UI: pages, MCP: mcpSessions(eng, o.Config, log), Logger: log, Heartbeat: o.heartbeat, UIBase: s.uiBase})
 	if o.Config.Notify != nil {
 		notify.Start(eng, notify.Options{Config: o.Config.Notify, Base: s.uiBase, Ready: s.ready,
 			Version: Version, Attempt: o.notifyAttempt, Logger: log.Named("notify")})
@@ -147,17 +147,19 @@ func (s *Server) Ready() <-chan struct{} { return s.ready }
 func (s *Server) HTTPAddr() string { return s.httpAddr }
 
 // LoginLink makes a one-time link to the reviewer pages that logs the
-// reviewer in without a password, valid for ttl (at most 30 minutes). It is
-// for `airlock demo`, and for an operator handing a reviewer a first login;
-// anyone holding the link can use it once, so give it only to that person.
-func (s *Server) LoginLink(ctx context.Context, reviewer string, ttl time.Duration) (string, error) {
+// reviewer in without a password, working once for engine.LoginLinkTTL,
+// recorded in the audit log as asked for by by. It is for `airlock demo`;
+// an operator asks the running gateway for one (airlock reviewer link).
+// Anyone holding the link can use it once, so give it only to that
+// person.
+func (s *Server) LoginLink(ctx context.Context, reviewer, by string) (string, error) {
 	base := s.uiBase()
 	if base == "" {
-		return "", errors.New("gateway: no HTTP listener for the reviewer pages")
+		return "", errors.New("no HTTP listener for the reviewer pages: set listen.http")
 	}
-	tok, err := s.eng.Admin().NewLoginLink(ctx, reviewer, ttl)
+	l, err := s.eng.Admin().NewLoginLink(ctx, reviewer, by)
 	if err != nil {
 		return "", err
 	}
-	return base + "/ui/login?link=" + url.QueryEscape(tok), nil
+	return api.LoginLinkURL(base, l.Token.Reveal()), nil
 }

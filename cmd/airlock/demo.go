@@ -25,6 +25,7 @@ import (
 	"github.com/airlockgw/airlock/gateway/api"
 	"github.com/airlockgw/airlock/gateway/config"
 	"github.com/airlockgw/airlock/gateway/demo"
+	"github.com/airlockgw/airlock/gateway/engine"
 	"github.com/airlockgw/airlock/sshexec"
 )
 
@@ -253,7 +254,7 @@ func (e *demoEnv) startGateway(ctx context.Context) error {
 	case err := <-e.served:
 		return err
 	}
-	e.link, err = e.srv.LoginLink(ctx, demoReviewer, 30*time.Minute)
+	e.link, err = e.srv.LoginLink(ctx, demoReviewer, "demo")
 	return err
 }
 
@@ -351,7 +352,7 @@ func (e *demoEnv) printIntro(w io.Writer, temporary bool, bin, hint string) {
   config      %s
   socket      %s
   reviewer    %s
-              (a one-time login link for 30 minutes; afterwards log in at %s/ui/
+              (a one-time login link, working once for %s; afterwards log in at %s/ui/
                as %q with the password in %s)
   target      demo (%s): account "agent" asks once per run, "ops" for every command
 
@@ -371,7 +372,7 @@ Try it in another terminal%s:
   # an MCP client (Claude Desktop, Cursor, …) runs airlock mcp:
   {"mcpServers": {"airlock": {"command": %q, "args": ["mcp"], "env": {"AIRLOCK_SOCKET": %q}}}}
 
-`, where, e.cfgFile, e.cfg.Listen.Socket, e.link, url, demoReviewer, e.pwFile, e.target.Addr, first,
+`, where, e.cfgFile, e.cfg.Listen.Socket, e.link, engine.LoginLinkLifetime, url, demoReviewer, e.pwFile, e.target.Addr, first,
 		e.cfg.Listen.Socket, sshBin, url, demoReviewer, e.pwFile, airlockBin, airlockBin, airlockBin, e.cfgFile, airlockBin, e.cfg.Listen.Socket)
 }
 

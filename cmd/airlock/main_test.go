@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -240,6 +241,24 @@ func TestParseArgs(t *testing.T) {
 		pos, _, ok := parseArgs(fs, tt.args, io.Discard)
 		if !ok || !slices.Equal(pos, tt.pos) || *reason != tt.reason {
 			t.Errorf("parseArgs(%q) = %q, reason %q, %v; want %q, reason %q", tt.args, pos, *reason, ok, tt.pos, tt.reason)
+		}
+	}
+}
+
+// The help of the reviewer and account groups names every flag their
+// verbs take: a reviewer reading "airlock approvals --help" learns of
+// --grant as of --ttl.
+func TestGroupHelpNamesVerbFlags(t *testing.T) {
+	flagLine := regexp.MustCompile(`(?m)^  -([a-z-]+)`)
+	for _, name := range []string{"approvals", "runs", "reviewer"} {
+		_, groupHelp, _ := runCLI(t, name, "--help")
+		for verb := range commands[name].group.verbs {
+			_, verbHelp, _ := runCLI(t, name, verb, "--help")
+			for _, m := range flagLine.FindAllStringSubmatch(verbHelp, -1) {
+				if !strings.Contains(groupHelp, "--"+m[1]) {
+					t.Errorf("airlock %s --help does not name --%s, a flag of %s", name, m[1], verb)
+				}
+			}
 		}
 	}
 }

@@ -44,13 +44,17 @@ const approvalsUsage = `usage: airlock approvals VERB [flags] [args]
 verbs:
   list [--json]
       the pending approval requests
-  show [--json] ID
+  show [--json] [--reveal] ID
       one pending request in full: the command, its input, the agent's
       reason, and who asks — the anchor process, what it covers now, and
-      any weak evidence about it
-  approve [--ttl DUR] [--max-actions N] [--scope TARGET[/ACCOUNT],…] [--reason TEXT] ID
-      approve a request; for a run, --ttl, --max-actions and --scope bound
-      the approval (without --scope it covers every run-mode account)
+      any weak evidence about it; --reveal also shows the original of a
+      command stored redacted (recorded as command.revealed)
+  approve [--ttl DUR] [--max-actions N] [--scope TARGET[/ACCOUNT],…] [--grant DUR] [--reason TEXT] ID
+      approve a request. For a run, --ttl, --max-actions and --scope bound
+      the approval (without --scope it covers every run-mode account). A
+      call is approved once and takes none of them; --grant DUR also lets
+      the exact same action repeat without asking for that long, up to its
+      account's max_grant
   deny [--reason TEXT] ID
       deny a request; the agent is told the reason
 
@@ -541,7 +545,7 @@ func runsList(args []string, stdout, stderr io.Writer) int {
 			anchor = fmt.Sprintf("pid %d %s", r.Anchor.PID, shorten(strings.Join(r.Anchor.Argv, " "), maxArgvWidth))
 		}
 		if r.EndReason != "" {
-			ended = r.EndReason
+			ended = endReasonText(r)
 			if r.EndedBy != "" {
 				ended += " by " + printable(r.EndedBy)
 			}
@@ -553,6 +557,22 @@ func runsList(args []string, stdout, stderr io.Writer) int {
 	}
 	tw.Flush()
 	return 0
+}
+
+// endReasonText is why run r ended, as runs list says it: the reason's
+// name, and for the three ways a run's approval runs out, which it was —
+// a spent action budget is not an expiry.
+func endReasonText(r api.Run) string {
+	switch r.EndReason {
+	case "max_actions":
+		// The budget is spent when the actions reach it.
+		return fmt.Sprintf("max_actions: its action budget (%d) is spent", r.Actions)
+	case "ttl":
+		return "ttl: its approval's time ran out"
+	case "token_expired":
+		return "token_expired: its run token expired"
+	}
+	return r.EndReason
 }
 
 // maxArgvWidth is how much of an anchor's command line runs list shows,

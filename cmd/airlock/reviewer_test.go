@@ -165,3 +165,21 @@ func TestRunsListAnchor(t *testing.T) {
 		t.Errorf("--json does not have the whole argv: %+v", runs)
 	}
 }
+
+// runs list says which of a run's limits ran out: a spent action budget
+// with its size, not an expiry.
+func TestRunsListSaysWhatRanOut(t *testing.T) {
+	g := newFakeGateway(t,
+		api.Run{ID: "run_budget", State: "expired", Kind: "local", Requester: "agent", Actions: 1, EndReason: "max_actions"},
+		api.Run{ID: "run_ttl", State: "expired", Kind: "local", Requester: "agent", Actions: 4, EndReason: "ttl"})
+	env := map[string]string{"AIRLOCK_URL": g.URL, "AIRLOCK_REVIEWER": "alice", "AIRLOCK_PASSWORD_FILE": writePW(t)}
+	out, errs, code := runCLIEnv(t, env, "runs", "list", "--all")
+	if code != 0 {
+		t.Fatalf("runs list: exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"max_actions: its action budget (1) is spent", "ttl: its approval's time ran out"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("runs list does not say %q:\n%s", want, out)
+		}
+	}
+}

@@ -29,7 +29,8 @@ func init() {
 		"remove":  bind(reviewerChange, "remove"),
 		"rename":  reviewerRename,
 		"list":    reviewerList,
-	}}).command("add, list, disable, enable, rename and remove reviewer accounts, set their passwords (operator)")
+		"link":    reviewerLink,
+	}}).command("add, list, disable, enable, rename and remove reviewer accounts, set their passwords, make login links (operator)")
 }
 
 const reviewerUsage = `usage: airlock reviewer VERB [flags] [args]
@@ -63,6 +64,12 @@ verbs:
       reviewer "NEW-NAME"
   list [--json]
       the accounts: name, enabled, created
+  link NAME
+      print a one-time link that logs the reviewer into the pages without
+      a password; it works once, for ` + engine.LoginLinkLifetime + `, and is recorded
+      in the audit log (reviewer.link_issued). It is a credential: give it
+      only to that reviewer. Needs the running gateway and its HTTP
+      listener; a disabled reviewer gets none
 
 Each verb takes --config FILE (default $AIRLOCK_CONFIG, else ./airlock.hcl).
 `
@@ -209,6 +216,37 @@ func reviewerList(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", visible(r.Name), r.Source, state, r.CreatedAt.Local().Format(timeWithZone))
 	}
 	tw.Flush()
+	return 0
+}
+
+// reviewerLink asks the running gateway for a one-time login link: the
+// link lives in the gateway's memory, so there is no offline way.
+func reviewerLink(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("airlock reviewer link", "airlock reviewer link [--config FILE] NAME", stderr)
+	cfgPath := configFlag(fs)
+	name, code, ok := parseVerb(fs, args, 1, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if name == "" {
+		return usageErrorf(stderr, "give the reviewer's name: airlock reviewer link NAME")
+	}
+	c, err := operatorClient(*cfgPath)
+	if err != nil {
+		return failf(stderr, "%v; a login link is made by the running gateway, as its user", err)
+	}
+	var l api.LoginLink
+	err = c.Do(context.Background(), http.MethodPost, "/v1/reviewers/"+url.PathEscape(name)+"/link", struct{}{}, &l)
+	var ae *api.Error
+	switch {
+	case errors.As(err, &ae):
+		return failf(stderr, "%s", ae.Err.Message)
+	case err != nil:
+		return failf(stderr, "%v", err)
+	}
+	fmt.Fprintln(stdout, l.URL)
+	fmt.Fprintf(stderr, "a one-time login link for reviewer %s: it works once, for %s (until %s); recorded in the audit log. Give it only to %s.\n",
+		name, l.Lifetime, l.ExpiresAt.Local().Format(timeWithZone), name)
 	return 0
 }
 

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/base64"
 	"net/http"
+	"net/url"
 	"time"
 	"unicode/utf8"
 
@@ -495,6 +496,22 @@ type Reviewer struct {
 type ReviewerRequest struct {
 	Name     string `json:"name,omitempty"`
 	Password string `json:"password,omitempty"`
+}
+
+// LoginLink is the answer of POST /v1/reviewers/{name}/link: a one-time
+// link that logs the reviewer into the pages without a password. It is a
+// credential: hand it only to that reviewer.
+type LoginLink struct {
+	URL       string    `json:"url"`
+	ExpiresAt time.Time `json:"expires_at"`
+	// Lifetime is how long every link works, in words ("15 minutes").
+	Lifetime string `json:"lifetime"`
+}
+
+// LoginLinkURL is the address of the login link whose token is tok, on
+// the reviewer pages at base (scheme://host:port).
+func LoginLinkURL(base, tok string) string {
+	return base + "/ui/login?link=" + url.QueryEscape(tok)
 }
 
 // RenameRequest is the body of POST /v1/reviewers/{name}/rename.

@@ -249,6 +249,10 @@ func (c *stopCause) nextStep() *api.NextStepInfo {
 	case approvals.EndAgentRevoked:
 		return &api.NextStepInfo{Retry: api.RetryNo, Who: api.WhoOperator,
 			Text: "the agent token was revoked; ask an operator before anything else"}
+	case approvals.EndTTL:
+		// The run renews: not a new run, a reviewer's renewal.
+		return &api.NextStepInfo{Retry: api.RetryNo, Who: api.WhoAgent,
+			Text: "the run's approval ran out while the command ran; it may have run in part: check the target before anything else; the next action asks a reviewer to approve a new run that renews this one"}
 	}
 	return &api.NextStepInfo{Retry: api.RetryNo, Who: api.WhoAgent,
 		Text: "the run ended; the command may have run in part: check the target, then start a new run"}

@@ -26,8 +26,14 @@ func TestEveryRunEndIsWorded(t *testing.T) {
 		if !strings.HasPrefix(d, "the run ended: ") || d == "the run ended: "+r.String() {
 			t.Errorf("%s: detail %q, want words of its own", r, d)
 		}
-		if s := c.nextStep(); s.Retry != api.RetryNo {
+		s := c.nextStep()
+		if s.Retry != api.RetryNo {
 			t.Errorf("%s: next step %+v, want no retry", r, s)
+		}
+		// A run whose approval's time ran out renews: its agent is not
+		// sent to start a new run.
+		if r == approvals.EndTTL && (strings.Contains(s.Text, "start a new run") || !strings.Contains(s.Text, "renews")) {
+			t.Errorf("%s: next step %q", r, s.Text)
 		}
 	}
 	c := &stopCause{By: "alice", Reason: "wrong host"}
@@ -36,5 +42,23 @@ func TestEveryRunEndIsWorded(t *testing.T) {
 	}
 	if f := c.facts(); f.Why != "reviewer" || f.By != "alice" || *f.Reason != "wrong host" {
 		t.Errorf("a reviewer's cancel, recorded: %+v", f)
+	}
+}
+
+// TestRanOutSaysWhich: what ran out of a run is worded for what it was —
+// a spent action budget, with its size, is not an expiry, and neither is
+// a token's lifetime.
+func TestRanOutSaysWhich(t *testing.T) {
+	for _, c := range []struct {
+		ran  approvals.ExpiredError
+		want string
+	}{
+		{approvals.ExpiredError{End: approvals.EndMaxActions, MaxActions: 1}, "the run's action budget (1) is spent"},
+		{approvals.ExpiredError{End: approvals.EndTTL}, "the run's approval has expired (its time ran out)"},
+		{approvals.ExpiredError{End: approvals.EndTokenExpired}, "the run's token has expired, and a token's lifetime is never renewed"},
+	} {
+		if got := ranOut(c.ran); got != c.want {
+			t.Errorf("ranOut(%v) = %q; want %q", c.ran.End, got, c.want)
+		}
 	}
 }

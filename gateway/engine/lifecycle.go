@@ -654,7 +654,7 @@ func (l *lifecycle) endRunError(ctx context.Context, err error) {
 			return
 		}
 	case errors.Is(err, approvals.ErrOutOfScope):
-		l.end(ctx, sshexec.Rejected, "the run's approval does not cover this target or account, or its action budget is spent", 0)
+		l.end(ctx, sshexec.Rejected, "the run's approval, or the agent's limits, do not cover this target or account", 0)
 	case errors.Is(err, approvals.ErrNoAnchor), errors.Is(err, approvals.ErrNoProcess), errors.Is(err, approvals.ErrPeerMismatch), errors.Is(err, approvals.ErrNotAncestor):
 		l.end(ctx, sshexec.Rejected, "the calling process could not be identified as an agent process", 0)
 	case errors.Is(err, approvals.ErrWrongToken), errors.Is(err, approvals.ErrMalformedToken), errors.Is(err, approvals.ErrUnknownRun):

@@ -404,6 +404,16 @@ func (outputRead) kind() auditchain.Kind       { return auditchain.KindOutputRea
 func (commandRevealed) kind() auditchain.Kind  { return auditchain.KindCommandRevealed }
 func (authFailed) kind() auditchain.Kind       { return auditchain.KindAuthFailed }
 func (tokenRotated) kind() auditchain.Kind     { return auditchain.KindTokenRotated }
+func (linkIssued) kind() auditchain.Kind       { return auditchain.KindReviewerLinkIssued }
+
+// linkIssued is reviewer.link_issued: a one-time login link was made for
+// reviewer Name, asked for by By, working until ExpiresAt. The link's
+// token is never recorded.
+type linkIssued struct {
+	Name      string    `audit:"name"`
+	By        string    `audit:"by"`
+	ExpiresAt time.Time `audit:"expires_at"`
+}
 
 // held says where the output f of action id names is, for the policy p,
 // its spill files in spills; nil when f names none.

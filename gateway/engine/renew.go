@@ -34,18 +34,20 @@ func renewalNote(r approvals.Request, msg string) string {
 func (l *lifecycle) endRunRefused(ctx context.Context, err error) bool {
 	var nr *approvals.NotRenewedError
 	var rv *approvals.RevokedError
+	var ran *approvals.ExpiredError
 	switch {
 	case errors.As(err, &rv):
 		return false // a reviewer's no: endRunError tells who and why
 	case errors.As(err, &nr):
-		l.refuseRun(ctx, "the run's approval has expired and it may not be renewed: "+nr.Why, newRunStep)
+		l.refuseRun(ctx, ranOut(nr.Ran)+", and the run may not be renewed: "+nr.Why, newRunStep)
 	case errors.Is(err, approvals.ErrTokenExpired):
-		l.refuseRun(ctx, "the run's token has expired, and a token's lifetime is never renewed", newRunStep)
-	case errors.Is(err, approvals.ErrRunExpired):
-		// The approval ran out as this action asked (its action budget):
-		// the run renews at the next action.
-		l.refuseRun(ctx, "the run's approval has run out (its approved number of actions is used up)", &api.NextStepInfo{Retry: api.RetryYes, Who: api.WhoReviewer,
-			Text: "nothing is wrong with the request: retry, and the retry asks a reviewer to renew the run"})
+		l.refuseRun(ctx, ranOut(approvals.ExpiredError{End: approvals.EndTokenExpired}), newRunStep)
+	case errors.As(err, &ran) && ran.End == approvals.EndTokenExpired:
+		l.refuseRun(ctx, ranOut(*ran), newRunStep)
+	case errors.As(err, &ran):
+		// The approval ran out as this action asked (its time or its
+		// action budget): the run renews at the next action.
+		l.refuseRun(ctx, ranOut(*ran), renewStep)
 	case errors.Is(err, approvals.ErrRunEnded):
 		l.refuseRun(ctx, "the run has ended", newRunStep)
 	case errors.Is(err, approvals.ErrTooManyPending):
@@ -56,6 +58,25 @@ func (l *lifecycle) endRunRefused(ctx context.Context, err error) bool {
 	}
 	return true
 }
+
+// ranOut says what of a run ran out: its action budget is not its time,
+// and neither is its token's lifetime.
+func ranOut(e approvals.ExpiredError) string {
+	switch e.End {
+	case approvals.EndMaxActions:
+		return fmt.Sprintf("the run's action budget (%d) is spent", e.MaxActions)
+	case approvals.EndTTL:
+		return "the run's approval has expired (its time ran out)"
+	case approvals.EndTokenExpired:
+		return "the run's token has expired, and a token's lifetime is never renewed"
+	}
+	return "the run's approval has run out"
+}
+
+// renewStep is the next step of an action whose run's approval ran out
+// and may be renewed.
+var renewStep = &api.NextStepInfo{Retry: api.RetryYes, Who: api.WhoReviewer,
+	Text: "nothing is wrong with the request: retry, and the retry asks a reviewer to approve a new run that renews this one"}
 
 // newRunStep is the next step of an action whose run is over for good.
 var newRunStep = &api.NextStepInfo{Retry: api.RetryNo, Who: api.WhoOperator,

@@ -159,27 +159,51 @@ func (e *Review) Enabled(ctx context.Context, rv Reviewer) bool {
 	return on
 }
 
-// maxLoginLinkTTL bounds how long a one-time login link works.
-const maxLoginLinkTTL = 30 * time.Minute
+// LoginLinkTTL is how long a one-time login link works: the one lifetime
+// every link has, stated as such wherever a link is made or shown (the
+// CLI, the demo, the link page, docs/reviewers.md).
+const LoginLinkTTL = 15 * time.Minute
 
-// NewLoginLink makes the token of a one-time link that logs reviewer in
-// without a password, valid for ttl (at most 30 minutes). It stands for a
-// short-lived reviewer token that never leaves the gateway.
-func (e *Admin) NewLoginLink(ctx context.Context, reviewer string, ttl time.Duration) (string, error) {
-	if ttl <= 0 || ttl > maxLoginLinkTTL {
-		return "", errors.New("a login link lives between 0 and 30 minutes: give a --ttl in that range")
+// LoginLinkLifetime is LoginLinkTTL in words, as the CLI, the demo and
+// the link page say it.
+const LoginLinkLifetime = "15 minutes"
+
+// LoginLink is a one-time login link's token and when it stops working.
+type LoginLink struct {
+	Token   Secret
+	Expires time.Time
+}
+
+// NewLoginLink makes a one-time link that logs reviewer in without a
+// password, working once for LoginLinkTTL. It stands for a short-lived
+// reviewer token that never leaves the gateway. by is who asked for it
+// (an operator, the demo): reviewer.link_issued records it, and who the
+// link is for and until when, before the link exists; a link for an
+// unknown or disabled reviewer is refused.
+func (e *Admin) NewLoginLink(ctx context.Context, reviewer, by string) (LoginLink, error) {
+	_, enabled, err := e.store.Accounts().Epoch(ctx, reviewer)
+	switch {
+	case err != nil:
+		return LoginLink{}, ReviewerError(reviewer, err)
+	case !enabled:
+		return LoginLink{}, refuse(ErrForbidden, fmt.Sprintf("reviewer %q is disabled: no login link is made for it; enable it first (airlock reviewer enable %s)", reviewer, reviewer))
 	}
-	rt, err := e.store.Accounts().IssueToken(ctx, reviewer, ttl)
+	expires := e.clock.Now().Add(LoginLinkTTL)
+	if _, err := e.record(ctx, "", "", linkIssued{Name: reviewer, By: by, ExpiresAt: expires}); err != nil {
+		e.log.Error("audit append failed; no login link made", "error", err)
+		return LoginLink{}, refuse(ErrUnavailable, "the login link could not be recorded in the audit log, so none was made")
+	}
+	rt, err := e.store.Accounts().IssueToken(ctx, reviewer, LoginLinkTTL)
 	if err != nil {
-		return "", classify(err)
+		return LoginLink{}, ReviewerError(reviewer, err)
 	}
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
-		return "", err
+		return LoginLink{}, err
 	}
 	tok := hex.EncodeToString(b)
-	e.links.add(tok, rt, e.clock.Now().Add(ttl))
-	return tok, nil
+	e.links.add(tok, rt, expires)
+	return LoginLink{Token: NewSecret(tok), Expires: expires}, nil
 }
 
 // LoginLink consumes a one-time login link's token for a client at
@@ -222,7 +246,7 @@ func (l *loginLinks) add(tok string, rt approvals.Secret, expires time.Time) {
 		l.links = map[[sha256.Size]byte]loginLink{}
 	}
 	for h, e := range l.links { // forget the expired ones
-		if !e.expires.After(expires.Add(-maxLoginLinkTTL)) {
+		if !e.expires.After(expires.Add(-LoginLinkTTL)) {
 			delete(l.links, h)
 		}
 	}
@@ -320,9 +344,29 @@ func (e *Review) decide(ctx context.Context, rv Reviewer, raw string, d Decision
 		}
 		return approvals.Request{}, refuse(ErrInvalid, "a grant goes with the approval of a call request on an account whose policy allows grants (max_grant); this one allows none")
 	case errors.Is(err, approvals.ErrTTLForCall), errors.Is(err, approvals.ErrBadScope):
-		return approvals.Request{}, refuse(ErrInvalid, "a call approval takes no time or action limits, and a run approval's action limit must be 0 or more")
+		return approvals.Request{}, e.limitsRefusal(ctx, id, d, err)
 	}
 	return approvals.Request{}, classify(err)
+}
+
+// limitsRefusal says why the limits of decision d on request id were
+// refused, with the fix: run limits on a call request, or run limits
+// that are invalid, are two cases, never one message.
+func (e *Review) limitsRefusal(ctx context.Context, id approvals.RequestID, d Decision, err error) error {
+	if errors.Is(err, approvals.ErrTTLForCall) {
+		msg := fmt.Sprintf("%s is a call request: its approval lets this one action run once, so it takes no run limits "+
+			"(a time, --ttl; an action budget, --max-actions; a scope, --scope): approve it without them", id)
+		if q, qerr := e.store.Request(ctx, id); qerr == nil && q.Secret == "" {
+			if limit := e.MaxGrant(q.Target, q.Account); limit > 0 {
+				msg += fmt.Sprintf("; to let the same action repeat without asking, approve it with a grant (--grant DUR, at most %s on %s@%s)", limit, q.Account, q.Target)
+			}
+		}
+		return refuse(ErrInvalid, msg)
+	}
+	if d.MaxActions < 0 {
+		return refuse(ErrInvalid, fmt.Sprintf("a run approval's action budget (--max-actions) is %d: give 0 (no limit) or more", d.MaxActions))
+	}
+	return refuse(ErrInvalid, "each scope of a run approval (--scope) names a target: TARGET or TARGET/ACCOUNT")
 }
 
 // endedWithItsRun reports whether request id expired because its run

@@ -116,6 +116,29 @@ func (s *server) handleRenameReviewer(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"name": req.NewName})
 }
 
+// handleLoginLink serves POST /v1/reviewers/{name}/link: a one-time
+// login link for a reviewer (operator, over the local socket: airlock
+// reviewer link).
+func (s *server) handleLoginLink(w http.ResponseWriter, r *http.Request) {
+	if !s.operator(w, r, "make reviewer login links") {
+		return
+	}
+	base := ""
+	if s.uiBase != nil {
+		base = s.uiBase()
+	}
+	if base == "" {
+		writeError(w, http.StatusConflict, api.CodeConflict, "this gateway has no HTTP listener for the reviewer pages, so a login link leads nowhere: set listen.http in the configuration")
+		return
+	}
+	l, err := s.e.Admin().NewLoginLink(r.Context(), chi.URLParam(r, "name"), operatorName())
+	if err != nil {
+		s.writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, api.LoginLink{URL: api.LoginLinkURL(base, l.Token.Reveal()), ExpiresAt: l.Expires.UTC(), Lifetime: engine.LoginLinkLifetime})
+}
+
 func (s *server) handleAddAgent(w http.ResponseWriter, r *http.Request) {
 	if !s.operator(w, r, "issue agent tokens") {
 		return

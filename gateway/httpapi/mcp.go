@@ -87,8 +87,10 @@ func runTokenProblem(err error) string {
 	switch {
 	case invalidRunToken(err):
 		return "the run token is not valid; create a run with POST /v1/runs"
-	case errors.Is(err, engine.ErrTokenExpired), errors.Is(err, engine.ErrRunExpired):
-		return "the run has expired; create a new run with POST /v1/runs"
+	case errors.Is(err, engine.ErrTokenExpired):
+		return "the run token has expired, and a token's lifetime is never renewed; create a new run with POST /v1/runs"
+	case errors.Is(err, engine.ErrRunExpired):
+		return "the run's approval ran out and it may not be renewed; create a new run with POST /v1/runs"
 	case errors.Is(err, engine.ErrRunDenied):
 		return "a reviewer denied this run; ask a human before creating a new one"
 	case errors.Is(err, engine.ErrRunEnded):

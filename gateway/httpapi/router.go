@@ -92,6 +92,9 @@ type Options struct {
 	// token. The wiring builds it (gateway/mcp): the API carries the
 	// sessions, checks their tokens and knows nothing of the tools.
 	MCP func(c engine.Caller) *sdk.Server
+	// UIBase is the reviewer pages' base address (scheme://host:port),
+	// "" when there is no HTTP listener: login links point there.
+	UIBase func() string
 	// Logger receives the handler's log; nil discards.
 	Logger hclog.Logger
 	// Heartbeat is how often an event stream with nothing else to send
@@ -105,6 +108,7 @@ type Options struct {
 type server struct {
 	e         *engine.Engine
 	local     Local
+	uiBase    func() string
 	log       hclog.Logger
 	heartbeat time.Duration
 }
@@ -198,7 +202,7 @@ func (c *challenger) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 // socket's connections carry their peer credentials: see ConnContext).
 func New(o Options) http.Handler {
 	s := &server{e: o.Engine, local: o.Local, log: cmp.Or[hclog.Logger](o.Logger, hclog.NewNullLogger()),
-		heartbeat: cmp.Or(o.Heartbeat, api.Heartbeat)}
+		heartbeat: cmp.Or(o.Heartbeat, api.Heartbeat), uiBase: o.UIBase}
 	r := chi.NewRouter()
 	r.Use(s.recoverer, apiHeaders, s.hostGuard, bearerChallenge, s.identify)
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -243,6 +247,7 @@ func New(o Options) http.Handler {
 		r.Post("/reviewers/{name}/password", s.handleReviewerChange(engine.ReviewerPassword))
 		r.Delete("/reviewers/{name}", s.handleReviewerChange(engine.ReviewerRemove))
 		r.Post("/reviewers/{name}/rename", s.handleRenameReviewer)
+		r.Post("/reviewers/{name}/link", s.handleLoginLink)
 	})
 	if o.UI != nil {
 		r.Mount("/ui", uiGuard(o.UI))
