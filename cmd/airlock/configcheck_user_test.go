@@ -166,3 +166,58 @@ func TestConfigCheckWarnsOfASharedLogFile(t *testing.T) {
 		})
 	}
 }
+
+// config check run by root checks the single sign-on client secret and
+// the OPA token for the gateway's service user too: the service's own
+// files pass, and files only root could read are refused with the fix
+// naming the service user.
+func TestConfigCheckAsRootChecksIdentityAndPolicyFilesForTheServiceUser(t *testing.T) {
+	const svc = "airlock-cc-svc"
+	cfgFile, key, uid, gid := serviceInstall(t, svc, "")
+	dir := filepath.Dir(key)
+	secret, token := filepath.Join(dir, "sso-client-secret"), filepath.Join(dir, "opa-token")
+	for _, f := range []string{secret, token} {
+		if err := os.WriteFile(f, []byte("s3cr3t-value\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(f, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	extra := fmt.Sprintf(`
+listen { http = "127.0.0.1:0" }
+sso {
+  issuer             = "https://idp.example.com"
+  client_id          = "airlock"
+  client_secret_file = %q
+  reviewer_groups    = ["airlock-reviewers"]
+}
+policy {
+  opa_url        = "http://127.0.0.1:8181/v1/data/airlock/decision"
+  opa_token_file = %q
+}
+`, secret, token)
+	f, err := os.OpenFile(cfgFile, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(extra); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	code, stdout, stderr := runCLI(t, "config", "check", "--config", cfgFile)
+	if code != 0 {
+		t.Fatalf("config check of the service user's own secret and token: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	for _, f := range []string{secret, token} {
+		if err := os.Chown(f, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, _, stderr = runCLI(t, "config", "check", "--config", cfgFile)
+	for _, f := range []string{secret, token} {
+		if code == 0 || !strings.Contains(stderr, "fix: chown "+svc+" "+f) {
+			t.Errorf("config check of %s, which only root can read: exit %d, stderr %q; want the fix chown %s %s", f, code, stderr, svc, f)
+		}
+	}
+}

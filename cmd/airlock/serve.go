@@ -297,16 +297,24 @@ func configCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	if o := cfg.OPA; o != nil {
 		// Its files, as the gateway reads them; OPA itself is not asked.
-		if _, err := opa.New(opa.Options{URL: o.URL, Timeout: o.Timeout, TokenFile: o.TokenFile, CAFile: o.CAFile}); err != nil {
+		// The token file is checked for the gateway's user.
+		if _, err := opa.New(opa.Options{URL: o.URL, Timeout: o.Timeout, CAFile: o.CAFile}); err != nil {
 			fmt.Fprintf(stderr, "%s: %v\n", cfg.Path, err)
 			problems++
+		}
+		if o.TokenFile != "" {
+			// 64 KiB: the bound opa.New reads it with.
+			if _, err := securefile.ReadTokenFor(o.TokenFile, 64<<10, gw); err != nil {
+				fmt.Fprintf(stderr, "%s: opa.token_file: %v\n", cfg.Path, err)
+				problems++
+			}
 		}
 	}
 	if err := engine.CheckSocketReachable(cfg); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", cfg.Path, err)
 		problems++
 	}
-	for _, err := range engine.CheckIdentityFiles(cfg) {
+	for _, err := range engine.CheckIdentityFiles(cfg, gw) {
 		fmt.Fprintf(stderr, "%s: %v\n", cfg.Path, err)
 		problems++
 	}

@@ -217,8 +217,12 @@ func checkFile(path string, fi fs.FileInfo, wantUID int, secret bool) error {
 
 // ReadToken reads a secret file (ReadSecret) that holds one bearer token
 // on one line, and returns the token without its surrounding space.
-func ReadToken(path string, max int64) (string, error) {
-	b, err := ReadSecret(path, max)
+func ReadToken(path string, max int64) (string, error) { return ReadTokenFor(path, max, -1) }
+
+// ReadTokenFor is ReadToken for a token file of account uid, as
+// ReadSecretFor reads a secret (-1: the current user).
+func ReadTokenFor(path string, max int64, uid int) (string, error) {
+	b, err := ReadSecretFor(path, max, uid)
 	if err != nil {
 		return "", err
 	}

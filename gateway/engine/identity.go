@@ -118,13 +118,15 @@ func (w *workload) verifierFor(ctx context.Context, now time.Time) (*oidc.IDToke
 
 // CheckIdentityFiles reads the files the identity blocks name — issuers'
 // CA files, the sso client secrets, listen.client_ca_file — as a gateway
-// does at its start, and returns what would stop it (config check).
-func CheckIdentityFiles(cfg *config.Config) []error {
+// does at its start, and returns what would stop it (config check). The
+// secret files are checked as files of account uid, the user the gateway
+// runs as (-1: whoever runs this).
+func CheckIdentityFiles(cfg *config.Config, uid int) []error {
 	var errs []error
 	if _, err := newWorkloads(cfg); err != nil {
 		errs = append(errs, err)
 	}
-	if _, err := newSSO(&core{}, cfg); err != nil {
+	if _, err := newSSOAs(&core{}, cfg, uid); err != nil {
 		errs = append(errs, err)
 	}
 	if f := cfg.Listen.ClientCAFile; f != "" {

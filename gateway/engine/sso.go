@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -39,7 +38,12 @@ type SSO struct {
 }
 
 // newSSO makes the sso block's login, nil without one.
-func newSSO(e *core, cfg *config.Config) (*SSO, error) {
+func newSSO(e *core, cfg *config.Config) (*SSO, error) { return newSSOAs(e, cfg, -1) }
+
+// newSSOAs is newSSO with the client secret files checked as files of
+// account uid (-1: whoever runs this), as config check run by root checks
+// them for the gateway's service user.
+func newSSOAs(e *core, cfg *config.Config, uid int) (*SSO, error) {
 	if cfg.SSO == nil {
 		return nil, nil
 	}
@@ -48,28 +52,25 @@ func newSSO(e *core, cfg *config.Config) (*SSO, error) {
 		return nil, fmt.Errorf("sso.%w", err)
 	}
 	s := &SSO{e: e, cfg: cfg.SSO, discovery: d, devices: map[string]*deviceLogin{}}
-	if s.secret, err = readClientSecret("client_secret_file", cfg.SSO.ClientSecretFile); err != nil {
+	if s.secret, err = readClientSecret("client_secret_file", cfg.SSO.ClientSecretFile, uid); err != nil {
 		return nil, err
 	}
 	s.deviceSecret = s.secret
 	if f := cfg.SSO.DeviceClientSecretFile; f != "" || cfg.SSO.DeviceClientID != cfg.SSO.ClientID {
-		if s.deviceSecret, err = readClientSecret("device_client_secret_file", f); err != nil {
+		if s.deviceSecret, err = readClientSecret("device_client_secret_file", f, uid); err != nil {
 			return nil, err
 		}
 	}
 	return s, nil
 }
 
-// readClientSecret reads an OAuth client secret from an owner-only file
-// ("" for a public client).
-func readClientSecret(attr, file string) (string, error) {
+// readClientSecret reads an OAuth client secret from a file only account
+// uid (-1: whoever runs this) may read ("" for a public client).
+func readClientSecret(attr, file string, uid int) (string, error) {
 	if file == "" {
 		return "", nil
 	}
-	if err := securefile.CheckSecret(file, nil, -1); err != nil {
-		return "", fmt.Errorf("sso.%s: %w", attr, err)
-	}
-	b, err := os.ReadFile(file)
+	b, err := securefile.ReadSecretFor(file, config.MaxSecretFile, uid)
 	if err != nil {
 		return "", fmt.Errorf("sso.%s: %w", attr, err)
 	}
