@@ -125,15 +125,15 @@ func (d *Digest) UnmarshalText(b []byte) error {
 func ParseDigest(s string) (Digest, error) {
 	var d Digest
 	if len(s) != 2*len(d) {
-		return d, fmt.Errorf("approvals: digest of %d characters, want %d: %w", len(s), 2*len(d), ErrUnknownValue)
+		return d, fmt.Errorf("action digest of %d characters, want %d: %w", len(s), 2*len(d), ErrUnknownValue)
 	}
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return d, fmt.Errorf("approvals: digest is not lower-case hex: %w", ErrUnknownValue)
+			return d, fmt.Errorf("action digest is not lower-case hex: %w", ErrUnknownValue)
 		}
 	}
 	if _, err := hex.Decode(d[:], []byte(s)); err != nil {
-		return d, fmt.Errorf("approvals: digest: %w", ErrUnknownValue)
+		return d, fmt.Errorf("action digest: %w", ErrUnknownValue)
 	}
 	return d, nil
 }

@@ -104,24 +104,24 @@ func (a Agent) Usable(now time.Time) bool {
 }
 
 // ErrAgentNotUsable: the agent token was revoked or has expired.
-var ErrAgentNotUsable = errors.New("approvals: agent token revoked or expired")
+var ErrAgentNotUsable = errors.New("agent token revoked or expired")
 
 // ErrUnknownAgent: no agent token has that id or name.
-var ErrUnknownAgent = errors.New("approvals: no such agent token")
+var ErrUnknownAgent = errors.New("no such agent token")
 
 // AddAgent issues a token for the agent name, held to limits, that works
 // for ttl (zero: until revoked). The token is returned once; only its hash
 // is kept. Recorded (EventAgentAdded) before it exists.
 func (s *Store) AddAgent(ctx context.Context, name string, limits []Scope, ttl time.Duration) (Agent, Secret, error) {
 	if !ValidName(name) {
-		return Agent{}, Secret{}, fmt.Errorf("approvals: agent name %q: %w", name, ErrBadReviewerName)
+		return Agent{}, Secret{}, fmt.Errorf("agent name %q: %w", name, ErrBadReviewerName)
 	}
 	if ttl < 0 {
 		return Agent{}, Secret{}, ErrBadTTL
 	}
 	for _, sc := range limits {
 		if sc.Target == "" {
-			return Agent{}, Secret{}, fmt.Errorf("approvals: a limit without a target: %w", ErrBadScope)
+			return Agent{}, Secret{}, fmt.Errorf("a limit without a target: %w", ErrBadScope)
 		}
 	}
 	if err := s.lock(); err != nil {
@@ -145,14 +145,14 @@ func (s *Store) AddAgent(ctx context.Context, name string, limits []Scope, ttl t
 func (s *Store) Agents(ctx context.Context) ([]Agent, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+agentColumns+` FROM agents ORDER BY created_at DESC, id`)
 	if err != nil {
-		return nil, fmt.Errorf("approvals: read agents: %w", err)
+		return nil, fmt.Errorf("state database: read agent tokens: %w", err)
 	}
 	defer rows.Close()
 	var out []Agent
 	for rows.Next() {
 		a, err := scanAgent(rows)
 		if err != nil {
-			return nil, fmt.Errorf("approvals: read agents: %w", err)
+			return nil, fmt.Errorf("state database: read agent tokens: %w", err)
 		}
 		out = append(out, *a)
 	}
@@ -189,7 +189,7 @@ func (s *Store) RevokeAgent(ctx context.Context, idOrName, by string) ([]Agent, 
 		}
 	}
 	if len(done) == 0 {
-		return nil, fmt.Errorf("approvals: %q: %w", idOrName, ErrUnknownAgent)
+		return nil, fmt.Errorf("agent token %q: %w", idOrName, ErrUnknownAgent)
 	}
 	return done, nil
 }
@@ -224,7 +224,7 @@ func (s *Store) VerifyAgent(ctx context.Context, token Secret) (Agent, error) {
 		return Agent{}, ErrWrongToken
 	}
 	if err != nil {
-		return Agent{}, fmt.Errorf("approvals: read agent: %w", err)
+		return Agent{}, fmt.Errorf("state database: read agent token: %w", err)
 	}
 	if !equalHash(a.hash, hash[:]) {
 		return Agent{}, ErrWrongToken
@@ -243,7 +243,7 @@ func IsAgentToken(t Secret) bool { return strings.HasPrefix(t.s, agentTokenPrefi
 func (s *Store) commitAgent(ctx context.Context, a *Agent, ev Event) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("approvals: begin: %w", err)
+		return fmt.Errorf("state database: begin: %w", err)
 	}
 	defer tx.Rollback()
 	var limits any
@@ -257,13 +257,13 @@ func (s *Store) commitAgent(ctx context.Context, a *Agent, ev Event) error {
 	if _, err := tx.ExecContext(ctx, `INSERT INTO agents (`+agentColumns+`) VALUES (?,?,?,?,?,?,?,?)
 		ON CONFLICT(id) DO UPDATE SET revoked_at=excluded.revoked_at, revoked_by=excluded.revoked_by`,
 		string(a.ID), a.Name, a.hash, limits, ns(a.CreatedAt), ns(a.ExpiresAt), ns(a.RevokedAt), nullStr(a.RevokedBy)); err != nil {
-		return fmt.Errorf("approvals: write agent %s: %w", a.ID, err)
+		return fmt.Errorf("state database: write agent token %s: %w", a.ID, err)
 	}
 	if err := s.sink.Record(ctx, ev); err != nil {
 		return &eventError{kind: ev.Kind, err: err}
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("approvals: commit: %w", err)
+		return fmt.Errorf("state database: commit: %w", err)
 	}
 	return nil
 }
@@ -283,7 +283,7 @@ func scanAgent(sc scanner) (*Agent, error) {
 	a.ID = AgentID(id)
 	if limits.Valid {
 		if err := json.Unmarshal([]byte(limits.String), &a.Limits); err != nil {
-			return nil, fmt.Errorf("approvals: decode limits of %s: %w", id, err)
+			return nil, fmt.Errorf("state database: decode limits of %s: %w", id, err)
 		}
 	}
 	a.CreatedAt, a.ExpiresAt, a.RevokedAt = fromNS(createdAt), fromNS(expiresAt), fromNS(revokedAt)

@@ -242,15 +242,15 @@ func migratePG(ctx context.Context, db *sqldb.DB) error {
 // its writes anyway, and one connection makes transactions simple).
 func openDB(ctx context.Context, path string) (*sqldb.DB, error) {
 	if path == "" {
-		return nil, errors.New("approvals: no state database path")
+		return nil, errors.New("no state database path")
 	}
 	// The path goes into an SQLite URI; keep it free of URI syntax.
 	if strings.ContainsAny(path, "?#%") {
-		return nil, fmt.Errorf("approvals: state database path %q has one of ?#%%", path)
+		return nil, fmt.Errorf("state database path %q has one of ?#%%", path)
 	}
 	// It holds reviewer password hashes: refuse to use a file others can read.
 	if err := securefile.CreatePrivate(path); err != nil {
-		return nil, fmt.Errorf("approvals: state database: %w", err)
+		return nil, fmt.Errorf("state database: %w", err)
 	}
 	q := url.Values{}
 	q.Set("_journal_mode", "WAL")
@@ -263,7 +263,7 @@ func openDB(ctx context.Context, path string) (*sqldb.DB, error) {
 	q.Set("_secure_delete", "on")
 	raw, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
 	if err != nil {
-		return nil, fmt.Errorf("approvals: open state database: %w", err)
+		return nil, fmt.Errorf("open state database: %w", err)
 	}
 	db := sqldb.Wrap(raw, sqldb.SQLite)
 	db.SetMaxOpenConns(1)
@@ -277,33 +277,33 @@ func openDB(ctx context.Context, path string) (*sqldb.DB, error) {
 func migrate(ctx context.Context, db *sqldb.DB) error {
 	var v int
 	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
-		return fmt.Errorf("approvals: state database: %w", err)
+		return fmt.Errorf("state database: %w", err)
 	}
 	if v > schemaVersion {
-		return fmt.Errorf("approvals: state database schema %d is newer than this gateway's %d", v, schemaVersion)
+		return fmt.Errorf("state database schema %d is newer than this gateway's %d", v, schemaVersion)
 	}
 	// The schema (or the migrations) and the version commit together.
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("approvals: state database: %w", err)
+		return fmt.Errorf("state database: %w", err)
 	}
 	defer tx.Rollback()
 	if v == 0 {
 		if _, err := tx.ExecContext(ctx, schema+agentsTable+adminEventsTable); err != nil {
-			return fmt.Errorf("approvals: create schema: %w", err)
+			return fmt.Errorf("state database: create schema: %w", err)
 		}
 		v = schemaVersion
 	}
 	for i := v; i < schemaVersion; i++ {
 		if _, err := tx.ExecContext(ctx, migrations[i-1]); err != nil {
-			return fmt.Errorf("approvals: migrate the state database from schema %d: %w", i, err)
+			return fmt.Errorf("migrate the state database from schema %d: %w", i, err)
 		}
 	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
-		return fmt.Errorf("approvals: set schema version: %w", err)
+		return fmt.Errorf("state database: set schema version: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("approvals: migrate the state database: %w", err)
+		return fmt.Errorf("migrate the state database: %w", err)
 	}
 	return nil
 }
@@ -361,14 +361,14 @@ func upsertRun(ctx context.Context, q querier, r *Run) error {
 	if r.Anchor != nil {
 		b, err := json.Marshal(r.Anchor)
 		if err != nil {
-			return fmt.Errorf("approvals: encode anchor: %w", err)
+			return fmt.Errorf("state database: encode anchor: %w", err)
 		}
 		pid, start, anchor = r.Anchor.ID.PID, int64(r.Anchor.ID.StartTime), string(b)
 	}
 	if len(r.Scope) > 0 {
 		b, err := json.Marshal(r.Scope)
 		if err != nil {
-			return fmt.Errorf("approvals: encode scope: %w", err)
+			return fmt.Errorf("state database: encode scope: %w", err)
 		}
 		scope = string(b)
 	}
@@ -379,7 +379,7 @@ func upsertRun(ctx context.Context, q querier, r *Run) error {
 	if len(r.Limits) > 0 {
 		b, err := json.Marshal(r.Limits)
 		if err != nil {
-			return fmt.Errorf("approvals: encode limits: %w", err)
+			return fmt.Errorf("state database: encode limits: %w", err)
 		}
 		limits = string(b)
 	}
@@ -397,7 +397,7 @@ func upsertRun(ctx context.Context, q querier, r *Run) error {
 		scope, r.Actions, ns(r.EndedAt), endReason, nullStr(r.EndedBy), nullStr(r.EndNote),
 		nullStr(string(r.AgentID)), limits, nullStr(r.host), nullStr(string(r.Renews)))
 	if err != nil {
-		return fmt.Errorf("approvals: write run %s: %w", r.ID, err)
+		return fmt.Errorf("state database: write run %s: %w", r.ID, err)
 	}
 	return nil
 }
@@ -428,17 +428,17 @@ func scanRun(sc scanner) (*Run, error) {
 	if anchor.Valid {
 		r.Anchor = new(Process)
 		if err := json.Unmarshal([]byte(anchor.String), r.Anchor); err != nil {
-			return nil, fmt.Errorf("approvals: decode anchor of %s: %w", id, err)
+			return nil, fmt.Errorf("state database: decode anchor of %s: %w", id, err)
 		}
 	}
 	if scope.Valid {
 		if err := json.Unmarshal([]byte(scope.String), &r.Scope); err != nil {
-			return nil, fmt.Errorf("approvals: decode scope of %s: %w", id, err)
+			return nil, fmt.Errorf("state database: decode scope of %s: %w", id, err)
 		}
 	}
 	if limits.Valid {
 		if err := json.Unmarshal([]byte(limits.String), &r.Limits); err != nil {
-			return nil, fmt.Errorf("approvals: decode limits of %s: %w", id, err)
+			return nil, fmt.Errorf("state database: decode limits of %s: %w", id, err)
 		}
 	}
 	r.AgentID, r.host, r.Renews = AgentID(agentID.String), host.String, RunID(renews.String)
@@ -460,7 +460,7 @@ func loadRun(ctx context.Context, q querier, id RunID) (*Run, error) {
 		return nil, ErrUnknownRun
 	}
 	if err != nil {
-		return nil, fmt.Errorf("approvals: read run %s: %w", id, err)
+		return nil, fmt.Errorf("state database: read run %s: %w", id, err)
 	}
 	return r, nil
 }
@@ -468,14 +468,14 @@ func loadRun(ctx context.Context, q querier, id RunID) (*Run, error) {
 func loadRuns(ctx context.Context, q querier, where string, args ...any) ([]*Run, error) {
 	rows, err := q.QueryContext(ctx, `SELECT `+runColumns+` FROM runs WHERE `+where+` ORDER BY created_at, id`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("approvals: read runs: %w", err)
+		return nil, fmt.Errorf("state database: read runs: %w", err)
 	}
 	defer rows.Close()
 	var out []*Run
 	for rows.Next() {
 		r, err := scanRun(rows)
 		if err != nil {
-			return nil, fmt.Errorf("approvals: read runs: %w", err)
+			return nil, fmt.Errorf("state database: read runs: %w", err)
 		}
 		out = append(out, r)
 	}
@@ -526,7 +526,7 @@ func upsertRequest(ctx context.Context, q querier, r *Request, replica string) e
 		stdinSize, stdinSum, stdinText, nullStr(r.AgentReason), nullStr(r.Secret), redactions,
 		nullStr(r.Class), nullStr(r.ClassReason), nullStr(r.Escalation), ns(r.GrantUntil), transfer, nullStr(string(r.Renews)), original, nullStr(replica))
 	if err != nil {
-		return fmt.Errorf("approvals: write request %s: %w", r.ID, err)
+		return fmt.Errorf("state database: write request %s: %w", r.ID, err)
 	}
 	return nil
 }
@@ -554,7 +554,7 @@ func scanRequest(sc scanner) (*Request, error) {
 	if stdinSize.Valid {
 		in := &Stdin{Size: stdinSize.Int64, Text: stdinText.String}
 		if len(stdinSum) != len(in.SHA256) {
-			return nil, fmt.Errorf("approvals: request %s has a %d-byte stdin digest", id, len(stdinSum))
+			return nil, fmt.Errorf("state database: request %s has a %d-byte stdin digest", id, len(stdinSum))
 		}
 		copy(in.SHA256[:], stdinSum)
 		r.Stdin = in
@@ -564,12 +564,12 @@ func scanRequest(sc scanner) (*Request, error) {
 	if transfer.Valid {
 		r.Transfer = &Transfer{}
 		if err := json.Unmarshal([]byte(transfer.String), r.Transfer); err != nil {
-			return nil, fmt.Errorf("approvals: request %s: transfer: %w", id, err)
+			return nil, fmt.Errorf("state database: request %s: transfer: %w", id, err)
 		}
 	}
 	if redactions.Valid {
 		if err := json.Unmarshal([]byte(redactions.String), &r.Redactions); err != nil {
-			return nil, fmt.Errorf("approvals: request %s: redactions: %w", id, err)
+			return nil, fmt.Errorf("state database: request %s: redactions: %w", id, err)
 		}
 	}
 	r.ID, r.RunID, r.Timeout, r.Renews = RequestID(id), RunID(runID), time.Duration(timeout), RunID(renews.String)
@@ -580,7 +580,7 @@ func scanRequest(sc scanner) (*Request, error) {
 		return nil, err
 	}
 	if len(digest) != len(r.Digest) {
-		return nil, fmt.Errorf("approvals: request %s has a %d-byte digest", id, len(digest))
+		return nil, fmt.Errorf("state database: request %s has a %d-byte digest", id, len(digest))
 	}
 	copy(r.Digest[:], digest)
 	r.RequestedAt, r.ExpiresAt = fromNS(requestedAt), fromNS(expiresAt)
@@ -595,7 +595,7 @@ func loadRequest(ctx context.Context, q querier, id RequestID) (*Request, error)
 		return nil, ErrUnknownRequest
 	}
 	if err != nil {
-		return nil, fmt.Errorf("approvals: read request %s: %w", id, err)
+		return nil, fmt.Errorf("state database: read request %s: %w", id, err)
 	}
 	return r, nil
 }
@@ -603,14 +603,14 @@ func loadRequest(ctx context.Context, q querier, id RequestID) (*Request, error)
 func loadRequests(ctx context.Context, q querier, where string, args ...any) ([]*Request, error) {
 	rows, err := q.QueryContext(ctx, `SELECT `+requestColumns+` FROM requests WHERE `+where+` ORDER BY requested_at, id`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("approvals: read requests: %w", err)
+		return nil, fmt.Errorf("state database: read requests: %w", err)
 	}
 	defer rows.Close()
 	var out []*Request
 	for rows.Next() {
 		r, err := scanRequest(rows)
 		if err != nil {
-			return nil, fmt.Errorf("approvals: read requests: %w", err)
+			return nil, fmt.Errorf("state database: read requests: %w", err)
 		}
 		out = append(out, r)
 	}

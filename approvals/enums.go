@@ -280,7 +280,7 @@ func enumMarshal[T ~uint8](names map[T]string, v T, what string) ([]byte, error)
 	if s, ok := names[v]; ok {
 		return []byte(s), nil
 	}
-	return nil, fmt.Errorf("approvals: invalid %s %d", what, uint8(v))
+	return nil, fmt.Errorf("state database: invalid %s %d", what, uint8(v))
 }
 
 func enumUnmarshal[T ~uint8](names map[T]string, v *T, b []byte, what string) error {
@@ -298,5 +298,5 @@ func enumParse[T ~uint8](names map[T]string, s, what string) (T, error) {
 			return v, nil
 		}
 	}
-	return 0, fmt.Errorf("approvals: unknown %s %q: %w", what, s, ErrUnknownValue)
+	return 0, fmt.Errorf("unknown %s %q: %w", what, s, ErrUnknownValue)
 }

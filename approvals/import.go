@@ -33,20 +33,20 @@ func ImportSQLite(ctx context.Context, path string, db *sqldb.DB) (map[string]in
 	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("approvals: import: %w", err)
+		return nil, fmt.Errorf("import into PostgreSQL: %w", err)
 	}
 	defer tx.Rollback()
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, stateLockKey); err != nil {
-		return nil, fmt.Errorf("approvals: import: %w", err)
+		return nil, fmt.Errorf("import into PostgreSQL: %w", err)
 	}
 	counts := map[string]int64{}
 	for _, t := range importTables {
 		var n int64
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+t[0]).Scan(&n); err != nil {
-			return nil, fmt.Errorf("approvals: import: %w", err)
+			return nil, fmt.Errorf("import into PostgreSQL: %w", err)
 		}
 		if n > 0 {
-			return nil, fmt.Errorf("approvals: the PostgreSQL database already holds state (%d rows in %s); import into an empty one", n, t[0])
+			return nil, fmt.Errorf("the PostgreSQL database already holds state (%d rows in %s); import into an empty one", n, t[0])
 		}
 	}
 	for _, t := range importTables {
@@ -62,7 +62,7 @@ func ImportSQLite(ctx context.Context, path string, db *sqldb.DB) (map[string]in
 		return nil, err
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("approvals: import: %w", err)
+		return nil, fmt.Errorf("import into PostgreSQL: %w", err)
 	}
 	return counts, nil
 }

@@ -198,7 +198,7 @@ func (s *Store) createLocal(ctx context.Context, c []ProcStat, anchor int, p Pro
 		return Run{}, ErrPeerMismatch
 	}
 	if !s.alive(p.ID) {
-		return Run{}, fmt.Errorf("approvals: anchor %v exited: %w", p.ID, ErrNoProcess)
+		return Run{}, fmt.Errorf("local caller process: anchor %v exited: %w", p.ID, ErrNoProcess)
 	}
 	now := s.clock.Now()
 	r := &Run{ID: RunID(newID(runIDPrefix)), State: RunPending, Requester: p.User, CreatedAt: now,

@@ -98,7 +98,7 @@ func checkPassword(p Secret) error {
 		return ErrWeakPassword
 	}
 	if len(p.s) > maxPasswordLen {
-		return fmt.Errorf("approvals: password longer than %d bytes: %w", maxPasswordLen, ErrWeakPassword)
+		return fmt.Errorf("password longer than %d bytes: %w", maxPasswordLen, ErrWeakPassword)
 	}
 	return nil
 }
@@ -132,7 +132,7 @@ const (
 	maxArgonTime      = 64
 )
 
-var errBadPHC = errors.New("approvals: malformed password hash")
+var errBadPHC = errors.New("malformed password hash")
 
 // parsePHC parses what hashPassword writes, and nothing else.
 func parsePHC(s string) (Argon2Params, []byte, []byte, error) {

@@ -61,7 +61,7 @@ func (p Policy) MaxGrantFor(target, account string) time.Duration {
 func (p Policy) validate() error {
 	for i, r := range p.Rules {
 		if _, ok := modeNames[r.Mode]; !ok {
-			return fmt.Errorf("approvals: policy rule %d: invalid mode %d: %w", i, r.Mode, ErrUnknownValue)
+			return fmt.Errorf("state database: policy rule %d: invalid mode %d: %w", i, r.Mode, ErrUnknownValue)
 		}
 	}
 	return nil

@@ -83,7 +83,7 @@ func (p *ProcFS) ID(pid int) (ProcessID, error) {
 // ErrNoProcess.
 func (p *ProcFS) stat(pid int, buf []byte) (statLine, error) {
 	if pid <= 0 {
-		return statLine{}, fmt.Errorf("approvals: pid %d: %w", pid, ErrNoProcess)
+		return statLine{}, fmt.Errorf("local caller process %d: %w", pid, ErrNoProcess)
 	}
 	b, err := readProc(p.file(pid, "stat"), buf, true)
 	if err != nil {
@@ -94,10 +94,10 @@ func (p *ProcFS) stat(pid int, buf []byte) (statLine, error) {
 		return statLine{}, err
 	}
 	if st.ID.PID != pid {
-		return statLine{}, fmt.Errorf("approvals: /proc/%d/stat names pid %d", pid, st.ID.PID)
+		return statLine{}, fmt.Errorf("local caller process: /proc/%d/stat names pid %d", pid, st.ID.PID)
 	}
 	if st.zombie {
-		return statLine{}, fmt.Errorf("approvals: pid %d has exited: %w", pid, ErrNoProcess)
+		return statLine{}, fmt.Errorf("local caller process: pid %d has exited: %w", pid, ErrNoProcess)
 	}
 	return st, nil
 }
@@ -126,7 +126,7 @@ func readProc(name string, buf []byte, whole bool) ([]byte, error) {
 			return nil, &fs.PathError{Op: "read", Path: name, Err: err}
 		}
 		if whole && n == len(buf) {
-			return nil, fmt.Errorf("approvals: %s is longer than %d bytes", name, len(buf))
+			return nil, fmt.Errorf("local caller process: %s is longer than %d bytes", name, len(buf))
 		}
 		return buf[:n], nil
 	}
@@ -139,7 +139,7 @@ func (p *ProcFS) Describe(id ProcessID) (Process, error) {
 		return Process{}, err
 	}
 	if st.ID != id {
-		return Process{}, fmt.Errorf("approvals: pid %d is another process: %w", id.PID, ErrNoProcess)
+		return Process{}, fmt.Errorf("local caller process: pid %d is another process: %w", id.PID, ErrNoProcess)
 	}
 	pr := Process{ProcStat: st}
 	status, err := os.ReadFile(p.file(id.PID, "status"))
@@ -163,7 +163,7 @@ func (p *ProcFS) Describe(id ProcessID) (Process, error) {
 	pr.Warnings = anchorWarnings(pr, os.Stat)
 	// Everything above was read by pid; make sure it was still id's pid.
 	if again, err := p.Stat(id.PID); err != nil || again.ID != id {
-		return Process{}, fmt.Errorf("approvals: pid %d exited while read: %w", id.PID, ErrNoProcess)
+		return Process{}, fmt.Errorf("local caller process: pid %d exited while read: %w", id.PID, ErrNoProcess)
 	}
 	return pr, nil
 }
@@ -183,9 +183,9 @@ func hashFile(name string) (string, error) {
 
 func procErr(pid int, err error) error {
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("approvals: pid %d: %w", pid, ErrNoProcess)
+		return fmt.Errorf("local caller process %d: %w", pid, ErrNoProcess)
 	}
-	return fmt.Errorf("approvals: read /proc/%d: %w", pid, err)
+	return fmt.Errorf("local caller process: read /proc/%d: %w", pid, err)
 }
 
 // Wait returns nil once id has exited.
@@ -199,7 +199,7 @@ func (p *ProcFS) Wait(ctx context.Context, id ProcessID) error {
 	return p.waitPoll(ctx, id)
 }
 
-var errNoPidfd = errors.New("approvals: pidfd unavailable")
+var errNoPidfd = errors.New("local caller process: pidfd unavailable")
 
 // waitPidfd waits for the pidfd to become readable, which it does when the
 // process exits, through the runtime's poller: no thread is parked in a
@@ -240,7 +240,7 @@ func (p *ProcFS) waitPidfd(ctx context.Context, id ProcessID) error {
 	case ctx.Err() != nil:
 		return ctx.Err()
 	default:
-		return fmt.Errorf("approvals: wait for pid %d: %w", id.PID, err)
+		return fmt.Errorf("local caller process: wait for pid %d: %w", id.PID, err)
 	}
 }
 
@@ -273,7 +273,7 @@ type statLine struct {
 func parseStat(b []byte) (statLine, error) {
 	p, err := proctree.ParseStat(b)
 	if err != nil {
-		return statLine{}, fmt.Errorf("approvals: %w", err)
+		return statLine{}, fmt.Errorf("local caller process: %w", err)
 	}
 	var st statLine
 	st.ID = ProcessID{PID: p.PID, StartTime: p.StartTime}
@@ -302,7 +302,7 @@ func parseStatusIDs(b []byte, key string) (effective, realID int, err error) {
 		}
 		return e, r, nil
 	}
-	return 0, 0, fmt.Errorf("approvals: /proc status has no valid %s line", key)
+	return 0, 0, fmt.Errorf("local caller process: /proc status has no valid %s line", key)
 }
 
 // parseCmdline splits /proc/PID/cmdline on NUL bytes.

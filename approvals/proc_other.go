@@ -16,7 +16,7 @@ type ProcFS struct {
 	NoPidfd      bool
 }
 
-var errNoProcFS = errors.New("approvals: local callers are supported on Linux only")
+var errNoProcFS = errors.New("local callers are supported on Linux only")
 
 // Stat fails: not Linux.
 func (*ProcFS) Stat(int) (ProcStat, error) { return ProcStat{}, errNoProcFS }

@@ -104,14 +104,14 @@ func chain(insp Inspector, peer Peer) ([]ProcStat, error) {
 	c := []ProcStat{self}
 	for cur := self; cur.PPID > 0; {
 		if len(c) == maxChain {
-			return nil, fmt.Errorf("approvals: process chain longer than %d: %w", maxChain, ErrNoProcess)
+			return nil, fmt.Errorf("local caller process: chain longer than %d: %w", maxChain, ErrNoProcess)
 		}
 		p, err := insp.Stat(cur.PPID)
 		if err != nil {
-			return nil, fmt.Errorf("approvals: parent of pid %d: %w", cur.ID.PID, err)
+			return nil, fmt.Errorf("local caller process: parent of pid %d: %w", cur.ID.PID, err)
 		}
 		if p.ID.StartTime > cur.ID.StartTime {
-			return nil, fmt.Errorf("approvals: parent pid %d was reused: %w", p.ID.PID, ErrNoProcess)
+			return nil, fmt.Errorf("local caller process: parent pid %d was reused: %w", p.ID.PID, ErrNoProcess)
 		}
 		c = append(c, p)
 		cur = p

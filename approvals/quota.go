@@ -27,9 +27,9 @@ type QuotaError struct {
 
 func (e *QuotaError) Error() string {
 	if e.Of == "run" {
-		return fmt.Sprintf("approvals: the run's quota of %d actions on this account is spent", e.Limit)
+		return fmt.Sprintf("the run's quota of %d actions on this account is spent", e.Limit)
 	}
-	return fmt.Sprintf("approvals: the account's quota of %d actions per %s is spent", e.Limit, e.Window)
+	return fmt.Sprintf("the account's quota of %d actions per %s is spent", e.Limit, e.Window)
 }
 
 func (e *QuotaError) Unwrap() error { return ErrQuota }
@@ -50,14 +50,14 @@ func (s *Store) TakeQuota(ctx context.Context, run RunID, target, account string
 	now := s.clock.Now()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("approvals: quota: %w", err)
+		return fmt.Errorf("state database: action quota: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 	if q.PerRun > 0 {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM quota_uses WHERE run_id = ? AND target = ? AND account = ?`,
 			string(run), target, account).Scan(&n); err != nil {
-			return fmt.Errorf("approvals: quota: %w", err)
+			return fmt.Errorf("state database: action quota: %w", err)
 		}
 		if n >= q.PerRun {
 			return &QuotaError{Of: "run", Limit: q.PerRun}
@@ -69,7 +69,7 @@ func (s *Store) TakeQuota(ctx context.Context, run RunID, target, account string
 		var oldest int64
 		if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(min(at), 0) FROM quota_uses WHERE target = ? AND account = ? AND at > ?`,
 			target, account, since).Scan(&n, &oldest); err != nil {
-			return fmt.Errorf("approvals: quota: %w", err)
+			return fmt.Errorf("state database: action quota: %w", err)
 		}
 		if n >= q.PerWindow {
 			// The window frees a place when its oldest action leaves it;
@@ -80,12 +80,12 @@ func (s *Store) TakeQuota(ctx context.Context, run RunID, target, account string
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO quota_uses (target, account, run_id, at) VALUES (?, ?, ?, ?)`,
 		target, account, string(run), now.UnixNano()); err != nil {
-		return fmt.Errorf("approvals: quota: %w", err)
+		return fmt.Errorf("state database: action quota: %w", err)
 	}
 	// What no window reads any more goes, a little at a time.
 	if _, err := tx.ExecContext(ctx, `DELETE FROM quota_uses WHERE target = ? AND account = ? AND at < ?`,
 		target, account, now.Add(-MaxQuotaWindow).UnixNano()); err != nil {
-		return fmt.Errorf("approvals: quota: %w", err)
+		return fmt.Errorf("state database: action quota: %w", err)
 	}
 	return tx.Commit()
 }

@@ -19,11 +19,11 @@ func (s *Store) recover(ctx context.Context) error {
 		where += " AND replica IS NULL"
 	}
 	if err := s.expirePending(ctx, "gateway restarted", where, StatusPending.String()); err != nil {
-		return fmt.Errorf("approvals: at start-up: %w", err)
+		return fmt.Errorf("state database at start-up: %w", err)
 	}
 	// A gateway before this one kept the input of decided requests.
 	if _, err := s.db.ExecContext(ctx, `UPDATE requests SET stdin_text = NULL WHERE status <> ? AND stdin_text IS NOT NULL`, StatusPending.String()); err != nil {
-		return fmt.Errorf("approvals: at start-up: %w", err)
+		return fmt.Errorf("state database at start-up: %w", err)
 	}
 	runs, err := loadRuns(ctx, s.db, "state IN (?, ?) OR (anchor_pid IS NOT NULL AND anchor_gone = 0)",
 		RunPending.String(), RunApproved.String())
@@ -40,7 +40,7 @@ func (s *Store) recover(ctx context.Context) error {
 		if r.Local() && !r.anchorGone && s.mine(r) {
 			if !s.alive(r.Anchor.ID) {
 				if err := s.anchorExited(ctx, r); err != nil {
-					return fmt.Errorf("approvals: end run %s at start-up: %w", r.ID, err)
+					return fmt.Errorf("state database at start-up: end run %s: %w", r.ID, err)
 				}
 				continue
 			}
@@ -58,7 +58,7 @@ func (s *Store) recover(ctx context.Context) error {
 			if isRunStateErr(err) {
 				continue
 			}
-			return fmt.Errorf("approvals: expire run %s at start-up: %w", r.ID, err)
+			return fmt.Errorf("state database at start-up: expire run %s: %w", r.ID, err)
 		}
 		s.scheduleRun(r)
 	}
@@ -105,7 +105,7 @@ func (s *Store) expirePending(ctx context.Context, reason, where string, args ..
 		q.Status, q.DecidedAt, q.Reason = StatusExpired, now, reason
 		ev := Event{Kind: EventApprovalDecided, Time: now, Run: *r, Request: q}
 		if err := s.commit(ctx, nil, []*Request{q}, []Event{ev}); err != nil {
-			return fmt.Errorf("approvals: expire request %s: %w", q.ID, err)
+			return fmt.Errorf("state database: expire request %s: %w", q.ID, err)
 		}
 	}
 	return nil

@@ -40,7 +40,7 @@ func (r *Run) notRenewed(why string) *NotRenewedError {
 }
 
 func (e *NotRenewedError) Error() string {
-	return "approvals: run expired and may not be renewed: " + e.Why
+	return "run expired and may not be renewed: " + e.Why
 }
 
 // Is makes a NotRenewedError an ErrRunExpired.
@@ -170,10 +170,10 @@ func changedIdentity(was, now *Process) string {
 func (s *Store) agent(ctx context.Context, id AgentID) (*Agent, error) {
 	a, err := scanAgent(s.db.QueryRowContext(ctx, `SELECT `+agentColumns+` FROM agents WHERE id = ?`, string(id)))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("approvals: agent %s: %w", id, ErrUnknownAgent)
+		return nil, fmt.Errorf("agent token %s: %w", id, ErrUnknownAgent)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("approvals: read agent %s: %w", id, err)
+		return nil, fmt.Errorf("state database: read agent token %s: %w", id, err)
 	}
 	return a, nil
 }

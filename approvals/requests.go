@@ -25,7 +25,7 @@ type PendingLimitError struct {
 }
 
 func (e *PendingLimitError) Error() string {
-	return fmt.Sprintf("approvals: %d requests of this %s are waiting for a decision already", e.Limit, e.Of)
+	return fmt.Sprintf("%d requests of this %s are waiting for a decision already", e.Limit, e.Of)
 }
 
 func (e *PendingLimitError) Unwrap() error { return ErrTooManyPending }
@@ -152,7 +152,7 @@ func (s *Store) finish(q *Request, st Status) {
 // ErrEventNotRecorded.
 func (s *Store) Decide(ctx context.Context, rv Reviewer, id RequestID, d Decision) (Request, error) {
 	if d.Verdict != Approve && d.Verdict != Deny {
-		return Request{}, fmt.Errorf("approvals: verdict %d: %w", d.Verdict, ErrUnknownValue)
+		return Request{}, fmt.Errorf("decision verdict %d: %w", d.Verdict, ErrUnknownValue)
 	}
 	if err := s.lock(); err != nil {
 		return Request{}, err
@@ -198,15 +198,15 @@ func (s *Store) Decide(ctx context.Context, rv Reviewer, id RequestID, d Decisio
 	if d.Grant != 0 {
 		switch maxGrant := s.policy.MaxGrantFor(q.Target, q.Account); {
 		case q.Kind != KindCall || d.Verdict != Approve:
-			return Request{}, fmt.Errorf("approvals: a grant is given with a call approval only: %w", ErrGrantNotAllowed)
+			return Request{}, fmt.Errorf("a grant is given with a call approval only: %w", ErrGrantNotAllowed)
 		case q.Secret != "":
-			return Request{}, fmt.Errorf("approvals: no grant covers an action that uses a gateway-held secret: %w", ErrGrantNotAllowed)
+			return Request{}, fmt.Errorf("no grant covers an action that uses a gateway-held secret: %w", ErrGrantNotAllowed)
 		case d.Grant < 0:
-			return Request{}, fmt.Errorf("approvals: grant %s: %w", d.Grant, ErrGrantNotAllowed)
+			return Request{}, fmt.Errorf("grant %s: %w", d.Grant, ErrGrantNotAllowed)
 		case maxGrant <= 0:
-			return Request{}, fmt.Errorf("approvals: the policy of %s@%s allows no grants: %w", q.Account, q.Target, ErrGrantNotAllowed)
+			return Request{}, fmt.Errorf("the policy of %s@%s allows no grants: %w", q.Account, q.Target, ErrGrantNotAllowed)
 		case d.Grant > maxGrant:
-			return Request{}, fmt.Errorf("approvals: grant %s over the policy's %s: %w", d.Grant, maxGrant, ErrGrantNotAllowed)
+			return Request{}, fmt.Errorf("grant %s over the policy's %s: %w", d.Grant, maxGrant, ErrGrantNotAllowed)
 		}
 	}
 	if q.Kind == KindCall {
@@ -214,18 +214,18 @@ func (s *Store) Decide(ctx context.Context, rv Reviewer, id RequestID, d Decisio
 			return Request{}, ErrTTLForCall
 		}
 		if d.MaxActions != 0 || len(d.Scope) != 0 {
-			return Request{}, fmt.Errorf("approvals: limits on a call approval: %w", ErrTTLForCall)
+			return Request{}, fmt.Errorf("limits on a call approval: %w", ErrTTLForCall)
 		}
 	} else if d.Verdict == Approve {
 		if ttl, err = s.ttl(d.TTL, s.runTTL); err != nil {
 			return Request{}, err
 		}
 		if d.MaxActions < 0 {
-			return Request{}, fmt.Errorf("approvals: max actions %d: %w", d.MaxActions, ErrBadScope)
+			return Request{}, fmt.Errorf("max actions %d: %w", d.MaxActions, ErrBadScope)
 		}
 		for _, sc := range d.Scope {
 			if sc.Target == "" {
-				return Request{}, fmt.Errorf("approvals: scope without a target: %w", ErrBadScope)
+				return Request{}, fmt.Errorf("scope without a target: %w", ErrBadScope)
 			}
 		}
 	}
@@ -318,7 +318,7 @@ func (s *Store) PendingOriginal(ctx context.Context, id RequestID) (string, erro
 	case errors.Is(err, sql.ErrNoRows):
 		return "", ErrNoOriginal
 	case err != nil:
-		return "", fmt.Errorf("approvals: read request %s: %w", id, err)
+		return "", fmt.Errorf("state database: read request %s: %w", id, err)
 	case !orig.Valid:
 		return "", ErrNoOriginal
 	}

@@ -44,7 +44,7 @@ func (a *Accounts) issueToken(ctx context.Context, name string, epoch *int64, tt
 	}
 	res, err := a.db.ExecContext(ctx, q, args...)
 	if err != nil {
-		return Secret{}, fmt.Errorf("approvals: issue token: %w", err)
+		return Secret{}, fmt.Errorf("state database: issue reviewer token: %w", err)
 	}
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
 		if epoch != nil {
@@ -90,7 +90,7 @@ func (a *Accounts) VerifyToken(ctx context.Context, token Secret) (Reviewer, err
 		return Reviewer{}, ErrBadCredentials
 	}
 	if err != nil {
-		return Reviewer{}, fmt.Errorf("approvals: read token: %w", err)
+		return Reviewer{}, fmt.Errorf("state database: read reviewer token: %w", err)
 	}
 	// A token issued under an earlier credential epoch (a password,
 	// disable or rename since) is dead, even if it escaped the delete.
@@ -108,7 +108,7 @@ func (a *Accounts) RevokeToken(ctx context.Context, token Secret) error {
 		return nil
 	}
 	if _, err := a.db.ExecContext(ctx, `DELETE FROM reviewer_tokens WHERE id = ?`, id); err != nil {
-		return fmt.Errorf("approvals: revoke token: %w", err)
+		return fmt.Errorf("state database: revoke reviewer token: %w", err)
 	}
 	a.mu.Lock()
 	delete(a.live, id)
@@ -123,7 +123,7 @@ func (a *Accounts) armTokens(ctx context.Context) error {
 	rows, err := a.db.QueryContext(ctx, `SELECT id, created_at, expires_at FROM reviewer_tokens WHERE expires_at > ?`,
 		a.clock.Now().UnixNano())
 	if err != nil {
-		return fmt.Errorf("approvals: read tokens: %w", err)
+		return fmt.Errorf("state database: read reviewer tokens: %w", err)
 	}
 	defer rows.Close()
 	type token struct {
@@ -134,12 +134,12 @@ func (a *Accounts) armTokens(ctx context.Context) error {
 	for rows.Next() {
 		var t token
 		if err := rows.Scan(&t.id, &t.created, &t.expires); err != nil {
-			return fmt.Errorf("approvals: read tokens: %w", err)
+			return fmt.Errorf("state database: read reviewer tokens: %w", err)
 		}
 		ts = append(ts, t)
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("approvals: read tokens: %w", err)
+		return fmt.Errorf("state database: read reviewer tokens: %w", err)
 	}
 	rows.Close()
 	for _, t := range ts {

@@ -240,12 +240,12 @@ func (a *Accounts) changeEvent(ctx context.Context, ev Event, apply func(*sqldb.
 	}
 	tx, err := a.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("approvals: update reviewer: %w", err)
+		return fmt.Errorf("state database: update reviewer: %w", err)
 	}
 	defer tx.Rollback()
 	res, err := apply(tx)
 	if err != nil {
-		return fmt.Errorf("approvals: update reviewer: %w", err)
+		return fmt.Errorf("state database: update reviewer: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return ErrUnknownReviewer
@@ -262,11 +262,11 @@ func (a *Accounts) changeEvent(ctx context.Context, ev Event, apply func(*sqldb.
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO admin_events (body) VALUES (?)`, string(body)); err != nil {
-			return fmt.Errorf("approvals: queue the change for the audit log: %w", err)
+			return fmt.Errorf("state database: queue the change for the audit log: %w", err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("approvals: update reviewer: %w", err)
+		return fmt.Errorf("state database: update reviewer: %w", err)
 	}
 	return nil
 }
@@ -290,17 +290,17 @@ func (a *Accounts) recordQueued(ctx context.Context) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("approvals: read queued changes: %w", err)
+			return fmt.Errorf("state database: read queued changes: %w", err)
 		}
 		var q queuedChange
 		if err := json.Unmarshal([]byte(body), &q); err != nil || q.Reviewer == nil {
-			return fmt.Errorf("approvals: queued change %d is unreadable", seq)
+			return fmt.Errorf("state database: queued audit change %d is unreadable", seq)
 		}
 		if err := a.sink.Record(ctx, Event{Kind: q.Kind, Time: q.Time, Reviewer: q.Reviewer}); err != nil {
 			return fmt.Errorf("%w: %w", ErrEventNotRecorded, err)
 		}
 		if _, err := a.db.ExecContext(ctx, `DELETE FROM admin_events WHERE seq = ?`, seq); err != nil {
-			return fmt.Errorf("approvals: delete a recorded change: %w", err)
+			return fmt.Errorf("state database: delete a recorded change: %w", err)
 		}
 	}
 }
@@ -309,7 +309,7 @@ func (a *Accounts) recordQueued(ctx context.Context) error {
 func (a *Accounts) List(ctx context.Context) ([]ReviewerInfo, error) {
 	rows, err := a.db.QueryContext(ctx, `SELECT name, enabled, created_at, source FROM reviewers ORDER BY name`)
 	if err != nil {
-		return nil, fmt.Errorf("approvals: list reviewers: %w", err)
+		return nil, fmt.Errorf("state database: list reviewers: %w", err)
 	}
 	defer rows.Close()
 	var out []ReviewerInfo
@@ -317,7 +317,7 @@ func (a *Accounts) List(ctx context.Context) ([]ReviewerInfo, error) {
 		var ri ReviewerInfo
 		var created int64
 		if err := rows.Scan(&ri.Name, &ri.Enabled, &created, &ri.Source); err != nil {
-			return nil, fmt.Errorf("approvals: list reviewers: %w", err)
+			return nil, fmt.Errorf("state database: list reviewers: %w", err)
 		}
 		ri.CreatedAt = time.Unix(0, created)
 		out = append(out, ri)
@@ -345,7 +345,7 @@ func (a *Accounts) Verify(ctx context.Context, name string, password Secret) (Re
 		case errors.Is(err, sql.ErrNoRows):
 			stored = ""
 		default:
-			return Reviewer{}, fmt.Errorf("approvals: read reviewer: %w", err)
+			return Reviewer{}, fmt.Errorf("state database: read reviewer: %w", err)
 		}
 	}
 	ok := a.pw.verify(password, stored)
@@ -366,7 +366,7 @@ func (a *Accounts) Epoch(ctx context.Context, name string) (epoch int64, enabled
 		return 0, false, ErrUnknownReviewer
 	}
 	if err != nil {
-		return 0, false, fmt.Errorf("approvals: read reviewer: %w", err)
+		return 0, false, fmt.Errorf("state database: read reviewer: %w", err)
 	}
 	return epoch, enabled, nil
 }
@@ -402,7 +402,7 @@ func (s *Store) checkReviewer(ctx context.Context, rv Reviewer) error {
 	}
 	on, err := s.accounts.Active(ctx, rv)
 	if err != nil {
-		return fmt.Errorf("approvals: read reviewer: %w", err)
+		return fmt.Errorf("state database: read reviewer: %w", err)
 	}
 	if !on {
 		return ErrNotReviewer
@@ -420,11 +420,11 @@ func (a *Accounts) linksOf(ctx context.Context, name string) ([]string, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("approvals: read the reviewer's links: %w", err)
+		return nil, fmt.Errorf("state database: read the reviewer's links: %w", err)
 	}
 	var links []string
 	if err := json.Unmarshal([]byte(stored.String), &links); err != nil {
-		return nil, fmt.Errorf("approvals: the reviewer's links are unreadable: %w", err)
+		return nil, fmt.Errorf("the reviewer's links are unreadable: %w", err)
 	}
 	return links, nil
 }

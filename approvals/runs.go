@@ -28,7 +28,7 @@ type RemoteRun struct {
 // caller (POST /v1/runs) and forget it.
 func (s *Store) CreateRemote(ctx context.Context, rr RemoteRun) (Run, Secret, error) {
 	if strings.TrimSpace(rr.Requester) == "" {
-		return Run{}, Secret{}, errors.New("approvals: remote run without a requester")
+		return Run{}, Secret{}, errors.New("remote run without a requester")
 	}
 	ttl, err := s.ttl(rr.TTL, s.maxRunTTL)
 	if err != nil {
@@ -62,7 +62,7 @@ func (s *Store) ttl(d *time.Duration, def time.Duration) (time.Duration, error) 
 		return 0, ErrBadTTL
 	}
 	if *d > s.maxRunTTL {
-		return 0, fmt.Errorf("approvals: ttl %v over %v: %w", *d, s.maxRunTTL, ErrTTLOverCap)
+		return 0, fmt.Errorf("ttl %v over %v: %w", *d, s.maxRunTTL, ErrTTLOverCap)
 	}
 	return *d, nil
 }

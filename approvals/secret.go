@@ -48,7 +48,7 @@ const (
 // ParseRunID checks that s is a well-formed run id.
 func ParseRunID(s string) (RunID, error) {
 	if !validID(s, runIDPrefix) {
-		return "", fmt.Errorf("approvals: malformed run id: %w", ErrUnknownRun)
+		return "", fmt.Errorf("malformed run id: %w", ErrUnknownRun)
 	}
 	return RunID(s), nil
 }
@@ -56,7 +56,7 @@ func ParseRunID(s string) (RunID, error) {
 // ParseRequestID checks that s is a well-formed request id.
 func ParseRequestID(s string) (RequestID, error) {
 	if !validID(s, requestIDPrefix) {
-		return "", fmt.Errorf("approvals: malformed request id: %w", ErrUnknownRequest)
+		return "", fmt.Errorf("malformed request id: %w", ErrUnknownRequest)
 	}
 	return RequestID(s), nil
 }

@@ -26,7 +26,7 @@ type NameChangedError struct {
 }
 
 func (e *NameChangedError) Error() string {
-	return fmt.Sprintf("approvals: the identity's account is %q, the provider now names it %q", e.Account, e.Claim)
+	return fmt.Sprintf("the identity's account is %q, the provider now names it %q", e.Account, e.Claim)
 }
 
 // Unwrap makes errors.Is(err, ErrNameChanged) hold.
@@ -68,7 +68,7 @@ func (a *Accounts) SSOLogin(ctx context.Context, name, subject, by string, links
 			}
 			return Reviewer{name: found, accounts: a, epoch: epoch}, nil
 		case !errors.Is(err, sql.ErrNoRows):
-			return Reviewer{}, fmt.Errorf("approvals: read reviewer: %w", err)
+			return Reviewer{}, fmt.Errorf("state database: read reviewer: %w", err)
 		}
 		// A new identity: its name must be no other account's, in any
 		// case ("Bob" is "bob").
@@ -80,7 +80,7 @@ func (a *Accounts) SSOLogin(ctx context.Context, name, subject, by string, links
 		case err == nil:
 			return Reviewer{}, ErrOtherIdentity
 		case !errors.Is(err, sql.ErrNoRows):
-			return Reviewer{}, fmt.Errorf("approvals: read reviewer: %w", err)
+			return Reviewer{}, fmt.Errorf("state database: read reviewer: %w", err)
 		}
 		// Made only if neither the name nor the identity was taken
 		// meanwhile (by another login, on another replica): then read
@@ -94,7 +94,7 @@ func (a *Accounts) SSOLogin(ctx context.Context, name, subject, by string, links
 			return Reviewer{}, err
 		}
 	}
-	return Reviewer{}, fmt.Errorf("approvals: reviewer %q could not be made", name)
+	return Reviewer{}, fmt.Errorf("reviewer %q could not be made", name)
 }
 
 // keepLinks stores the identities the provider linked to an account at
@@ -106,7 +106,7 @@ func (a *Accounts) keepLinks(ctx context.Context, name string, links []string) e
 		stored = sql.NullString{String: string(b), Valid: true}
 	}
 	if _, err := a.db.ExecContext(ctx, `UPDATE reviewers SET links = ? WHERE name = ?`, stored, name); err != nil {
-		return fmt.Errorf("approvals: keep the reviewer's links: %w", err)
+		return fmt.Errorf("state database: keep the reviewer's links: %w", err)
 	}
 	return nil
 }
@@ -123,7 +123,7 @@ func (a *Accounts) EndSSOSessions(ctx context.Context, subject, by string) error
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("approvals: read reviewer: %w", err)
+		return fmt.Errorf("state database: read reviewer: %w", err)
 	}
 	err = a.change(ctx, EventReviewerSessionsEnded, name, by, func(tx *sqldb.Tx) (sql.Result, error) {
 		return a.endSessions(ctx, tx, name, `UPDATE reviewers SET epoch = epoch + 1 WHERE name = ? AND sso_subject = ?`, name, subject)

@@ -80,11 +80,11 @@ func (s *stateDB) pin() error {
 	defer cancel()
 	c, err := s.pool.Conn(ctx)
 	if err != nil {
-		return fmt.Errorf("approvals: state database: %w", err)
+		return fmt.Errorf("state database: %w", err)
 	}
 	if _, err := c.ExecContext(ctx, `SELECT pg_advisory_lock(?)`, stateLockKey); err != nil {
 		c.Discard()
-		return fmt.Errorf("approvals: state lock: %w", err)
+		return fmt.Errorf("state database: lock: %w", err)
 	}
 	s.db = c
 	return nil
@@ -114,7 +114,7 @@ func (s *stateDB) unpin() {
 func (s *stateDB) commit(ctx context.Context, runs []*Run, reqs []*Request, events []Event) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("approvals: begin: %w", err)
+		return fmt.Errorf("state database: begin: %w", err)
 	}
 	defer tx.Rollback()
 	for _, r := range runs {
@@ -136,7 +136,7 @@ func (s *stateDB) commit(ctx context.Context, runs []*Run, reqs []*Request, even
 		}
 		if q.Status != StatusPending && s.pool.Engine == sqldb.Postgres {
 			if err := notifyDecided(ctx, tx, q); err != nil {
-				return fmt.Errorf("approvals: notify: %w", err)
+				return fmt.Errorf("state database: notify the other replicas: %w", err)
 			}
 		}
 	}
@@ -146,7 +146,7 @@ func (s *stateDB) commit(ctx context.Context, runs []*Run, reqs []*Request, even
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("approvals: commit: %w", err)
+		return fmt.Errorf("state database: commit: %w", err)
 	}
 	if erased && s.pool.Engine == sqldb.SQLite {
 		// (PostgreSQL keeps old row versions until VACUUM: docs/high-availability.md.)

@@ -135,7 +135,7 @@ type waitSet struct {
 // recorded through Sink; if one cannot be, Open fails.
 func Open(ctx context.Context, o Options) (*Store, error) {
 	if o.Sink == nil {
-		return nil, errors.New("approvals: Options.Sink is required")
+		return nil, errors.New("Options.Sink is required")
 	}
 	if err := o.Policy.validate(); err != nil {
 		return nil, err
@@ -155,7 +155,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	s.SetLinks(o.Links)
 	s.maxPending = [2]int{cmp.Or(o.MaxPendingPerRun, DefaultMaxPendingPerRun), cmp.Or(o.MaxPendingPerRequester, DefaultMaxPendingPerRequester)}
 	if s.maxPending[0] < 0 || s.maxPending[1] < 0 {
-		return nil, errors.New("approvals: a negative cap on pending requests")
+		return nil, errors.New("a negative cap on pending requests")
 	}
 	if s.runTTL == 0 {
 		s.runTTL = DefaultRunTTL
@@ -164,10 +164,10 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		s.maxRunTTL = DefaultMaxRunTTL
 	}
 	if s.timeout < 0 || s.runTTL < 0 || s.maxRunTTL < 0 {
-		return nil, fmt.Errorf("approvals: negative timeout or ttl in options: %w", ErrBadTTL)
+		return nil, fmt.Errorf("negative timeout or ttl in options: %w", ErrBadTTL)
 	}
 	if s.runTTL > s.maxRunTTL {
-		return nil, fmt.Errorf("approvals: run_ttl %v over max_run_ttl %v: %w", s.runTTL, s.maxRunTTL, ErrTTLOverCap)
+		return nil, fmt.Errorf("run_ttl %v over max_run_ttl %v: %w", s.runTTL, s.maxRunTTL, ErrTTLOverCap)
 	}
 	transparent := o.Transparent
 	if transparent == nil {

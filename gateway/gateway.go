@@ -70,7 +70,7 @@ type Server struct {
 // posture.
 func New(ctx context.Context, o Options) (*Server, error) {
 	if o.Config == nil {
-		return nil, errors.New("gateway: no config")
+		return nil, errors.New("no config")
 	}
 	log := o.Logger
 	if log == nil {

@@ -27,7 +27,7 @@ type localToken struct{ hex string }
 func newLocalToken() (localToken, error) {
 	b := make([]byte, 16)
 	if _, err := rand.Read(b); err != nil {
-		return localToken{}, fmt.Errorf("gateway: local token: %w", err)
+		return localToken{}, fmt.Errorf("local API token: %w", err)
 	}
 	return localToken{hex: hex.EncodeToString(b)}, nil
 }
@@ -53,7 +53,7 @@ func writeControl(dir string, gid int, c api.Control) error {
 		return err
 	}
 	if err := securefile.WriteFile(filepath.Join(dir, ControlFileName), b, securefile.WriteOptions{Mode: mode, UID: -1, GID: gid}); err != nil {
-		return fmt.Errorf("gateway: control file: %w", err)
+		return fmt.Errorf("local control file: %w", err)
 	}
 	return nil
 }
@@ -63,17 +63,17 @@ func writeControl(dir string, gid int, c api.Control) error {
 func listenSocket(path string, gid int) (*net.UnixListener, error) {
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode().Type() != fs.ModeSocket {
-			return nil, fmt.Errorf("gateway: %s exists and is not a socket; remove it", path)
+			return nil, fmt.Errorf("local socket %s exists and is not a socket; remove it", path)
 		}
 		if c, err := net.Dial("unix", path); err == nil {
 			c.Close()
-			return nil, fmt.Errorf("gateway: another gateway is listening on %s", path)
+			return nil, fmt.Errorf("another gateway is listening on the local socket %s", path)
 		}
 		os.Remove(path)
 	}
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
-		return nil, fmt.Errorf("gateway: %w", err)
+		return nil, fmt.Errorf("local socket: %w", err)
 	}
 	l.SetUnlinkOnClose(true)
 	mode := fs.FileMode(0o600)
@@ -81,12 +81,12 @@ func listenSocket(path string, gid int) (*net.UnixListener, error) {
 		mode = 0o660
 		if err := os.Chown(path, -1, gid); err != nil {
 			l.Close()
-			return nil, fmt.Errorf("gateway: chown socket to the socket group: %w", err)
+			return nil, fmt.Errorf("local socket: chown to the socket group: %w", err)
 		}
 	}
 	if err := os.Chmod(path, mode); err != nil {
 		l.Close()
-		return nil, fmt.Errorf("gateway: %w", err)
+		return nil, fmt.Errorf("local socket: %w", err)
 	}
 	return l, nil
 }

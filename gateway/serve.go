@@ -246,7 +246,7 @@ func (s *Server) httpServer(h http.Handler) (*http.Server, net.Listener, error) 
 	}
 	ln, err := net.Listen("tcp", s.cfg.Listen.HTTP)
 	if err != nil {
-		return nil, nil, fmt.Errorf("gateway: listen.http: %w", err)
+		return nil, nil, fmt.Errorf("listen.http: %w", err)
 	}
 	if s.cfg.Listen.TLSCert != "" {
 		if err := securefile.CheckSecret(s.cfg.Listen.TLSKey, nil, -1); err != nil {
@@ -256,7 +256,7 @@ func (s *Server) httpServer(h http.Handler) (*http.Server, net.Listener, error) 
 		cert, err := tls.LoadX509KeyPair(s.cfg.Listen.TLSCert, s.cfg.Listen.TLSKey)
 		if err != nil {
 			ln.Close()
-			return nil, nil, fmt.Errorf("gateway: TLS: %w", err)
+			return nil, nil, fmt.Errorf("listen.tls_cert/tls_key: %w", err)
 		}
 		hs.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 		if f := s.cfg.Listen.ClientCAFile; f != "" {
@@ -265,7 +265,7 @@ func (s *Server) httpServer(h http.Handler) (*http.Server, net.Listener, error) 
 			pool, err := config.LoadCertPool(f)
 			if err != nil {
 				ln.Close()
-				return nil, nil, fmt.Errorf("gateway: listen.client_ca_file: %w", err)
+				return nil, nil, fmt.Errorf("listen.client_ca_file: %w", err)
 			}
 			hs.TLSConfig.ClientCAs, hs.TLSConfig.ClientAuth = pool, tls.VerifyClientCertIfGiven
 		}
@@ -273,7 +273,7 @@ func (s *Server) httpServer(h http.Handler) (*http.Server, net.Listener, error) 
 	} else if host, _, _ := net.SplitHostPort(ln.Addr().String()); !config.IsLoopback(host) {
 		// The configuration check refuses this; never serve it anyway.
 		ln.Close()
-		return nil, nil, fmt.Errorf("gateway: listen.http %s is not loopback and has no TLS", s.cfg.Listen.HTTP)
+		return nil, nil, fmt.Errorf("listen.http %s is not loopback and has no TLS", s.cfg.Listen.HTTP)
 	}
 	return hs, ln, nil
 }
@@ -283,11 +283,11 @@ func (s *Server) httpServer(h http.Handler) (*http.Server, net.Listener, error) 
 func pprofServer(addr string, log hclog.Logger) (*http.Server, net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, nil, fmt.Errorf("gateway: telemetry.pprof_listen: %w", err)
+		return nil, nil, fmt.Errorf("telemetry.pprof_listen: %w", err)
 	}
 	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !config.IsLoopback(host) {
 		ln.Close()
-		return nil, nil, fmt.Errorf("gateway: telemetry.pprof_listen %s is not loopback", addr)
+		return nil, nil, fmt.Errorf("telemetry.pprof_listen %s is not loopback", addr)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)

@@ -45,14 +45,14 @@ func newTracing(t *config.Telemetry, log hclog.Logger) (*tracing, error) {
 		// A credential: owned by the gateway's user, read by it alone.
 		tok, err := securefile.ReadToken(t.OTLPTokenFile, maxTokenFile)
 		if err != nil {
-			return nil, fmt.Errorf("gateway: telemetry.otlp_token_file: %w", err)
+			return nil, fmt.Errorf("telemetry.otlp_token_file: %w", err)
 		}
 		opts = append(opts, otlptracehttp.WithHeaders(map[string]string{"Authorization": "Bearer " + tok}))
 	}
 	if t.OTLPCAFile != "" {
 		pool, err := config.LoadCertPool(t.OTLPCAFile)
 		if err != nil {
-			return nil, fmt.Errorf("gateway: telemetry.otlp_ca_file: %w", err)
+			return nil, fmt.Errorf("telemetry.otlp_ca_file: %w", err)
 		}
 		opts = append(opts, otlptracehttp.WithTLSClientConfig(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}))
 	}
@@ -60,7 +60,7 @@ func newTracing(t *config.Telemetry, log hclog.Logger) (*tracing, error) {
 	// dropped spans (logged by the SDK), never an action.
 	exp, err := otlptracehttp.New(context.Background(), opts...)
 	if err != nil {
-		return nil, fmt.Errorf("gateway: telemetry: %w", err)
+		return nil, fmt.Errorf("telemetry: %w", err)
 	}
 	res := resource.NewSchemaless(attribute.String("service.name", t.ServiceName), attribute.String("service.version", Version))
 	tp := sdktrace.NewTracerProvider(

@@ -28,7 +28,7 @@ const clientVersion = "SSH-2.0-airlock"
 
 // ErrInvalidConfig is wrapped by every error Run returns for a Config it
 // cannot use. Nothing is dialed in that case.
-var ErrInvalidConfig = errors.New("sshexec: invalid config")
+var ErrInvalidConfig = errors.New("invalid SSH target config")
 
 // Config describes one action's connection. It is read, never modified, by
 // Run, and may be shared by concurrent calls.

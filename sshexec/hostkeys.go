@@ -42,13 +42,13 @@ type HostKeys struct {
 func ParseHostKey(line string) (ssh.PublicKey, error) {
 	k, _, options, rest, err := ssh.ParseAuthorizedKey([]byte(line))
 	if err != nil {
-		return nil, fmt.Errorf("sshexec: parse host key: %w", err)
+		return nil, fmt.Errorf("parse host key: %w", err)
 	}
 	if len(options) > 0 {
-		return nil, fmt.Errorf("sshexec: parse host key: unexpected options %q before the key", options)
+		return nil, fmt.Errorf("parse host key: unexpected options %q before the key", options)
 	}
 	if len(bytes.TrimSpace(rest)) > 0 {
-		return nil, fmt.Errorf("sshexec: parse host key: more than one key on the line")
+		return nil, fmt.Errorf("parse host key: more than one key on the line")
 	}
 	return k, nil
 }
@@ -74,11 +74,11 @@ func (e *HostKeyError) Error() string {
 	var b strings.Builder
 	switch e.Outcome {
 	case HostKeyRevoked:
-		fmt.Fprintf(&b, "sshexec: host key %s %s of %s is revoked", e.Type, e.Fingerprint, e.Addr)
+		fmt.Fprintf(&b, "host key %s %s of %s is revoked", e.Type, e.Fingerprint, e.Addr)
 	case HostKeyMismatch:
-		fmt.Fprintf(&b, "sshexec: host key %s %s of %s does not match the trusted keys %s", e.Type, e.Fingerprint, e.Addr, strings.Join(e.Known, ", "))
+		fmt.Fprintf(&b, "host key %s %s of %s does not match the trusted keys %s", e.Type, e.Fingerprint, e.Addr, strings.Join(e.Known, ", "))
 	default:
-		fmt.Fprintf(&b, "sshexec: host key %s %s of %s is not trusted (no pinned key or known_hosts entry)", e.Type, e.Fingerprint, e.Addr)
+		fmt.Fprintf(&b, "host key %s %s of %s is not trusted (no pinned key or known_hosts entry)", e.Type, e.Fingerprint, e.Addr)
 	}
 	if e.Reason != "" {
 		fmt.Fprintf(&b, ": %s", e.Reason)
@@ -112,7 +112,7 @@ func newHostKeyChecker(addr string, hk HostKeys) (*hostKeyChecker, error) {
 	if len(hk.KnownHostsFiles) > 0 {
 		cb, err := knownhosts.New(hk.KnownHostsFiles...)
 		if err != nil {
-			return nil, fmt.Errorf("sshexec: read known_hosts: %w", err)
+			return nil, fmt.Errorf("known_hosts file: %w", err)
 		}
 		c.known = cb
 		if c.caLines, err = caLinesOf(hk.KnownHostsFiles); err != nil {
@@ -129,7 +129,7 @@ func caLinesOf(files []string) (map[string]bool, error) {
 	for _, name := range files {
 		f, err := os.Open(name)
 		if err != nil {
-			return nil, fmt.Errorf("sshexec: read known_hosts: %w", err)
+			return nil, fmt.Errorf("known_hosts file: %w", err)
 		}
 		sc := bufio.NewScanner(f)
 		n := 0
@@ -143,7 +143,7 @@ func caLinesOf(files []string) (map[string]bool, error) {
 		err = sc.Err()
 		f.Close()
 		if err != nil {
-			return nil, fmt.Errorf("sshexec: read known_hosts %s: %w", name, err)
+			return nil, fmt.Errorf("known_hosts file %s: %w", name, err)
 		}
 	}
 	return out, nil

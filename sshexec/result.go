@@ -2,7 +2,6 @@ package sshexec
 
 import (
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -111,9 +110,9 @@ type Error struct {
 
 func (e *Error) Error() string {
 	if e.Err == nil {
-		return fmt.Sprintf("sshexec: %s", e.Outcome)
+		return fmt.Sprintf("SSH action: %s", e.Outcome)
 	}
-	return fmt.Sprintf("sshexec: %s: %s", e.Outcome, strings.TrimPrefix(e.Err.Error(), "sshexec: "))
+	return fmt.Sprintf("SSH action: %s: %s", e.Outcome, e.Err)
 }
 
 func (e *Error) Unwrap() error { return e.Err }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strings"
 	"sync"
 	"time"
 
@@ -117,7 +116,7 @@ func (a *action) end(o Outcome, t Termination, cause error) error {
 	}
 	if cause != nil {
 		// The outcome is reported beside the detail: don't repeat it.
-		a.res.Detail = strings.TrimPrefix(cause.Error(), "sshexec: ")
+		a.res.Detail = cause.Error()
 	} else {
 		a.res.Detail = o.String()
 	}
@@ -148,7 +147,7 @@ type hopError struct {
 }
 
 func (e *hopError) Error() string {
-	return fmt.Sprintf("jump host %s (%s): %s", e.hop.name, e.hop.addr, strings.TrimPrefix(e.err.Error(), "sshexec: "))
+	return fmt.Sprintf("jump host %s (%s): %s", e.hop.name, e.hop.addr, e.err)
 }
 
 func (e *hopError) Unwrap() error { return e.err }

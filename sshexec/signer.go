@@ -28,7 +28,7 @@ func ParsePrivateKey(pemBytes, passphrase []byte) (ssh.Signer, error) {
 		s, err = ssh.ParsePrivateKeyWithPassphrase(pemBytes, passphrase)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sshexec: parse private key: %w", err)
+		return nil, fmt.Errorf("SSH private key: %w", err)
 	}
 	return strongSigner(s)
 }
@@ -42,11 +42,11 @@ func strongSigner(s ssh.Signer) (ssh.Signer, error) {
 	}
 	as, ok := s.(ssh.AlgorithmSigner)
 	if !ok {
-		return nil, fmt.Errorf("sshexec: RSA signer cannot choose its signature algorithm, so it would sign with SHA-1")
+		return nil, fmt.Errorf("SSH private key: its RSA signer cannot choose its signature algorithm, so it would sign with SHA-1")
 	}
 	m, err := ssh.NewSignerWithAlgorithms(as, rsaSHA2)
 	if err != nil {
-		return nil, fmt.Errorf("sshexec: restrict RSA signer to SHA-2: %w", err)
+		return nil, fmt.Errorf("SSH private key: restrict its RSA signer to SHA-2: %w", err)
 	}
 	return m, nil
 }

@@ -23,13 +23,21 @@ var messageRoots = []string{
 	"auditchain",
 	"cmd/airlock-action",
 	"cmd/airlock",
+	"cmd/airlock-ssh",
+	"approvals",
+	"sshexec",
+	"gateway",
 }
 
 // messageSkipped are directories under messageRoots whose errors only
 // tests read: helpers that start test peers.
 var messageSkipped = map[string]bool{
-	"deploy/testkit": true, // test helpers: users, ports, waits
-	"deploy/pgtest":  true, // starts a throwaway PostgreSQL for tests
+	"deploy/testkit":      true, // test helpers: users, ports, waits
+	"deploy/pgtest":       true, // starts a throwaway PostgreSQL for tests
+	"approvals/clocktest": true, // a fake clock for tests
+	"sshexec/sshtest":     true, // starts a throwaway sshd for tests
+	"gateway/gatewaytest": true, // starts a gateway for tests
+	"gateway/systemtest":  true, // system tests and their measurements
 }
 
 // prefixAllowed are messages that may begin with a package name, each
@@ -97,7 +105,8 @@ func TestNoPackagePrefixInMessages(t *testing.T) {
 
 // messageLiterals returns the string literals that become error text in
 // f: the format of fmt.Errorf, the text of errors.New, and what an Error
-// method returns or formats with fmt.Sprintf.
+// method returns (the first operand of a concatenation) or formats with
+// fmt.Sprintf or fmt.Fprintf.
 func messageLiterals(f *ast.File) []*ast.BasicLit {
 	var lits []*ast.BasicLit
 	first := func(args []ast.Expr) {
@@ -123,7 +132,7 @@ func messageLiterals(f *ast.File) []*ast.BasicLit {
 				switch m := m.(type) {
 				case *ast.ReturnStmt:
 					for _, r := range m.Results {
-						if b, ok := r.(*ast.BinaryExpr); ok {
+						for b, ok := r.(*ast.BinaryExpr); ok; b, ok = r.(*ast.BinaryExpr) {
 							r = b.X
 						}
 						if l, ok := r.(*ast.BasicLit); ok && l.Kind == token.STRING {
@@ -133,6 +142,8 @@ func messageLiterals(f *ast.File) []*ast.BasicLit {
 				case *ast.CallExpr:
 					if sel, ok := m.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Sprintf" {
 						first(m.Args)
+					} else if ok && sel.Sel.Name == "Fprintf" && len(m.Args) > 1 {
+						first(m.Args[1:])
 					}
 				}
 				return true

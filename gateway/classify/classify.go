@@ -48,7 +48,7 @@ func (c Class) String() string {
 // MarshalText writes the class's name.
 func (c Class) MarshalText() ([]byte, error) {
 	if _, ok := classNames[c]; !ok {
-		return nil, fmt.Errorf("classify: invalid class %d", uint8(c))
+		return nil, fmt.Errorf("invalid class %d", uint8(c))
 	}
 	return []byte(c.String()), nil
 }
@@ -70,7 +70,7 @@ func ParseClass(s string) (Class, error) {
 			return c, nil
 		}
 	}
-	return 0, fmt.Errorf("classify: %q is not a class (read_only, mutating, destructive, privileged, forbidden)", s)
+	return 0, fmt.Errorf("%q is not a class (read_only, mutating, destructive, privileged, forbidden)", s)
 }
 
 // Part is one part of a command line that was classified: a simple

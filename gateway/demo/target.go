@@ -44,7 +44,7 @@ func Start(dir string, clientKey ssh.PublicKey) (*Target, error) {
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, fmt.Errorf("demo: %w", err)
+		return nil, fmt.Errorf("demo target: %w", err)
 	}
 	t := &Target{Addr: ln.Addr().String(), Dir: dir, client: clientKey, hostKey: host}
 	t.srv = netserve.Serve(ln, t.serve)
@@ -88,7 +88,7 @@ func (t *Target) serve(c net.Conn) {
 			if string(k.Marshal()) == string(t.client.Marshal()) {
 				return &ssh.Permissions{}, nil
 			}
-			return nil, errors.New("demo: unknown key")
+			return nil, errors.New("demo target: unknown client key")
 		},
 		ServerVersion: "SSH-2.0-airlock-demo-target",
 	}

@@ -17,7 +17,7 @@ import (
 func peerCred(c net.Conn) (engine.Peer, error) {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
-		return engine.Peer{}, errors.New("httpapi: not a unix connection")
+		return engine.Peer{}, errors.New("not a unix connection")
 	}
 	raw, err := uc.SyscallConn()
 	if err != nil {
@@ -31,7 +31,7 @@ func peerCred(c net.Conn) (engine.Peer, error) {
 		return engine.Peer{}, err
 	}
 	if serr != nil {
-		return engine.Peer{}, fmt.Errorf("httpapi: SO_PEERCRED: %w", serr)
+		return engine.Peer{}, fmt.Errorf("local caller's credentials (SO_PEERCRED): %w", serr)
 	}
 	return engine.Peer{PID: int(cred.Pid), UID: int(cred.Uid), GID: int(cred.Gid)}, nil
 }

@@ -102,7 +102,7 @@ func Start(e Engine, o Options) {
 	log := cmp.Or[hclog.Logger](o.Logger, hclog.NewNullLogger())
 	secret, err := securefile.ReadSecret(o.Config.SecretFile, config.MaxSecretFile)
 	if err == nil && len(bytes.TrimSpace(secret)) == 0 {
-		err = fmt.Errorf("notify: %s is empty", o.Config.SecretFile)
+		err = fmt.Errorf("notify secret file %s is empty", o.Config.SecretFile)
 	}
 	if err != nil {
 		log.Error("notifications disabled: the webhook secret cannot be used", "error", err)

@@ -143,7 +143,7 @@ func New(o Options) (*Client, error) {
 		// A credential: owned by the gateway's user, read by it alone.
 		tok, err := securefile.ReadToken(o.TokenFile, maxAnswer)
 		if err != nil {
-			return nil, fmt.Errorf("opa: token_file: %w", err)
+			return nil, fmt.Errorf("policy.opa_token_file: %w", err)
 		}
 		c.token = tok
 	}
@@ -152,11 +152,11 @@ func New(o Options) (*Client, error) {
 	if o.CAFile != "" {
 		pem, err := os.ReadFile(o.CAFile)
 		if err != nil {
-			return nil, fmt.Errorf("opa: ca_file: %w", err)
+			return nil, fmt.Errorf("policy.opa_ca_file: %w", err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("opa: ca_file %s holds no PEM certificate", o.CAFile)
+			return nil, fmt.Errorf("policy.opa_ca_file %s holds no PEM certificate", o.CAFile)
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
@@ -179,7 +179,7 @@ func (c *Client) Decide(ctx context.Context, in Input) (Decision, error) {
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
-		return Decision{}, fmt.Errorf("opa: %w", err)
+		return Decision{}, fmt.Errorf("OPA request: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if c.token != "" {
@@ -187,18 +187,18 @@ func (c *Client) Decide(ctx context.Context, in Input) (Decision, error) {
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return Decision{}, fmt.Errorf("opa: asking %s: %w", c.url, unwrapURL(err))
+		return Decision{}, fmt.Errorf("OPA at %s: %w", c.url, unwrapURL(err))
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
 	if err != nil {
-		return Decision{}, fmt.Errorf("opa: reading the answer: %w", err)
+		return Decision{}, fmt.Errorf("OPA: reading the answer: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return Decision{}, fmt.Errorf("opa: %s answered %s", c.url, resp.Status)
+		return Decision{}, fmt.Errorf("OPA at %s answered %s", c.url, resp.Status)
 	}
 	if len(raw) > maxAnswer {
-		return Decision{}, fmt.Errorf("opa: the answer is over %d bytes", maxAnswer)
+		return Decision{}, fmt.Errorf("OPA: the answer is over %d bytes", maxAnswer)
 	}
 	return parse(raw)
 }
@@ -208,7 +208,7 @@ func (c *Client) Decide(ctx context.Context, in Input) (Decision, error) {
 func parse(raw []byte) (Decision, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &top); err != nil || top == nil {
-		return Decision{}, errors.New("opa: the answer is not a JSON object")
+		return Decision{}, errors.New("OPA: the answer is not a JSON object")
 	}
 	if err := uniqueKeys(raw); err != nil {
 		return Decision{}, err
@@ -220,7 +220,7 @@ func parse(raw []byte) (Decision, error) {
 	}
 	result := bytes.TrimSpace(top["result"])
 	if len(result) == 0 || string(result) == "null" {
-		return d, errors.New("opa: no decision at that path (is the policy loaded, and the URL its package and rule?)")
+		return d, errors.New("OPA: no decision at that path (is the policy loaded, and the URL its package and rule?)")
 	}
 	switch string(result) {
 	case "true":
@@ -235,7 +235,7 @@ func parse(raw []byte) (Decision, error) {
 	// decision.
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(ans.Result, &obj); err != nil || obj == nil {
-		return d, errors.New(`opa: the decision is neither true/false nor an object with "allow" or "decision"`)
+		return d, errors.New(`OPA: the decision is neither true/false nor an object with "allow" or "decision"`)
 	}
 	allow, hasAllow, err := boolField(obj, "allow")
 	if err != nil {
@@ -246,15 +246,15 @@ func parse(raw []byte) (Decision, error) {
 	case err != nil:
 		return d, err
 	case hasAllow && hasDec && allow != dec:
-		return d, errors.New(`opa: the decision's "allow" and "decision" disagree`)
+		return d, errors.New(`OPA: the decision's "allow" and "decision" disagree`)
 	case !hasAllow && !hasDec:
-		return d, errors.New(`opa: the decision has no boolean "allow" or "decision"`)
+		return d, errors.New(`OPA: the decision has no boolean "allow" or "decision"`)
 	}
 	for key, to := range map[string]*string{"rule": &d.Rule, "reason": &d.Reason} {
 		if raw, ok := obj[key]; ok {
 			var v string
 			if err := json.Unmarshal(raw, &v); err != nil || string(raw) == "null" {
-				return Decision{DecisionID: d.DecisionID}, fmt.Errorf("opa: the decision's %q is not a string", key)
+				return Decision{DecisionID: d.DecisionID}, fmt.Errorf("OPA: the decision's %q is not a string", key)
 			}
 			*to = clip(v)
 		}
@@ -283,7 +283,7 @@ func uniqueKeys(raw []byte) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("opa: the answer is not JSON: %w", err)
+			return fmt.Errorf("OPA: the answer is not JSON: %w", err)
 		}
 		var top *level
 		if len(stack) > 0 {
@@ -292,9 +292,9 @@ func uniqueKeys(raw []byte) error {
 		if key, ok := tok.(string); ok && top != nil && top.wantKey {
 			if top.keys[key] {
 				if top.where == "" {
-					return fmt.Errorf("opa: the answer has the key %q twice", clip(key))
+					return fmt.Errorf("OPA: the answer has the key %q twice", clip(key))
 				}
-				return fmt.Errorf("opa: the answer has the key %q twice in %s", clip(key), clip(top.where))
+				return fmt.Errorf("OPA: the answer has the key %q twice in %s", clip(key), clip(top.where))
 			}
 			top.keys[key], top.wantKey, top.last = true, false, key
 			continue
@@ -339,7 +339,7 @@ func boolField(obj map[string]json.RawMessage, key string) (v, present bool, err
 	case "false":
 		return false, true, nil
 	}
-	return false, true, fmt.Errorf("opa: the decision's %q is not true or false", key)
+	return false, true, fmt.Errorf("OPA: the decision's %q is not true or false", key)
 }
 
 // maxText bounds the rule and reason kept.

@@ -21,13 +21,13 @@ const KeyFile = "keys/command-hmac"
 // base64, mode 0600) when there is none.
 func LoadOrCreateKey(path string) ([]byte, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("redact: key directory: %w", err)
+		return nil, fmt.Errorf("command MAC key directory: %w", err)
 	}
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
 		var k [32]byte
 		rand.Read(k[:])
 		if err := securefile.WriteFile(path, []byte(base64.StdEncoding.EncodeToString(k[:])+"\n"), securefile.WriteOptions{Mode: 0o600, UID: -1, GID: -1}); err != nil {
-			return nil, fmt.Errorf("redact: create the command MAC key: %w", err)
+			return nil, fmt.Errorf("create the command MAC key: %w", err)
 		}
 	}
 	return LoadKey(path)
@@ -37,11 +37,11 @@ func LoadOrCreateKey(path string) ([]byte, error) {
 func LoadKey(path string) ([]byte, error) {
 	b, err := securefile.ReadSecret(path, 1<<10)
 	if err != nil {
-		return nil, fmt.Errorf("redact: command MAC key: %w", err)
+		return nil, fmt.Errorf("command MAC key: %w", err)
 	}
 	k, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(b)))
 	if err != nil || len(k) < 32 {
-		return nil, fmt.Errorf("redact: %s is not a command MAC key (32 bytes, base64)", path)
+		return nil, fmt.Errorf("%s is not a command MAC key (32 bytes, base64)", path)
 	}
 	return k, nil
 }

@@ -68,32 +68,32 @@ type Reviewer interface {
 
 // Errors a Backend returns for what a reviewer can act on.
 var (
-	ErrBadCredentials = errors.New("web: wrong reviewer name or password")
-	ErrRateLimited    = errors.New("web: too many failed attempts")
-	ErrNotFound       = errors.New("web: not found")
+	ErrBadCredentials = errors.New("wrong reviewer name or password")
+	ErrRateLimited    = errors.New("too many failed attempts")
+	ErrNotFound       = errors.New("not found")
 	// ErrAlreadyDecided: someone approved or denied the request first.
-	ErrAlreadyDecided = errors.New("web: request already decided")
+	ErrAlreadyDecided = errors.New("request already decided")
 	// ErrExpired: the request's deadline passed before the decision.
-	ErrExpired = errors.New("web: request expired")
+	ErrExpired = errors.New("request expired")
 	// ErrRunEnded: the run ended (process exited, closed or revoked), so
 	// its requests can no longer be decided.
-	ErrRunEnded = errors.New("web: run ended")
+	ErrRunEnded = errors.New("run ended")
 	// ErrChanged: the request is not the one the reviewer was shown (its
 	// digest differs).
-	ErrChanged = errors.New("web: request changed since it was shown")
+	ErrChanged = errors.New("request changed since it was shown")
 	// ErrSelfApproval: the reviewer is the requester.
-	ErrSelfApproval = errors.New("web: reviewer is the requester")
+	ErrSelfApproval = errors.New("reviewer is the requester")
 	// ErrForbidden: the reviewer may not do this (for example, the
 	// account was disabled since login).
-	ErrForbidden = errors.New("web: not allowed")
+	ErrForbidden = errors.New("not allowed")
 	// ErrInvalid: the decision's limits are invalid (TTL over the cap, a
 	// negative action limit); wrap it with the reason.
-	ErrInvalid = errors.New("web: invalid decision")
+	ErrInvalid = errors.New("invalid decision")
 	// ErrUnavailable: the change could not be recorded in the audit log,
 	// so it did not happen.
-	ErrUnavailable = errors.New("web: audit log unavailable")
+	ErrUnavailable = errors.New("audit log unavailable")
 	// ErrFinished: the action has its outcome already; nothing to cancel.
-	ErrFinished = errors.New("web: action finished")
+	ErrFinished = errors.New("action finished")
 )
 
 // Decision is a reviewer's answer to one pending request, as submitted

@@ -51,7 +51,7 @@ type LimitError struct {
 	RetryAfter time.Duration
 }
 
-func (e *LimitError) Error() string        { return "web: " + e.Message }
+func (e *LimitError) Error() string        { return "" + e.Message }
 func (e *LimitError) Is(target error) bool { return target == ErrRateLimited }
 
 // loginLimited answers a login refused by a budget: 429, with

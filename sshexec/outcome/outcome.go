@@ -89,7 +89,7 @@ func (o Outcome) String() string {
 // that a zero Outcome can never be written as if it were a result.
 func (o Outcome) MarshalText() ([]byte, error) {
 	if !o.Valid() {
-		return nil, fmt.Errorf("sshexec: invalid outcome %d", uint8(o))
+		return nil, fmt.Errorf("invalid outcome %d", uint8(o))
 	}
 	return []byte(outcomeNames[o]), nil
 }
@@ -112,7 +112,7 @@ func ParseOutcome(s string) (Outcome, error) {
 			return o, nil
 		}
 	}
-	return invalidOutcome, fmt.Errorf("sshexec: unknown outcome %q", s)
+	return invalidOutcome, fmt.Errorf("unknown outcome %q", s)
 }
 
 // Termination says what became of a command that we tried to stop, or that
@@ -167,7 +167,7 @@ func (t Termination) String() string {
 // MarshalText returns the persisted name; it fails for invalid values.
 func (t Termination) MarshalText() ([]byte, error) {
 	if !t.Valid() {
-		return nil, fmt.Errorf("sshexec: invalid termination %d", uint8(t))
+		return nil, fmt.Errorf("invalid termination %d", uint8(t))
 	}
 	return []byte(terminationNames[t]), nil
 }
@@ -189,5 +189,5 @@ func ParseTermination(s string) (Termination, error) {
 			return t, nil
 		}
 	}
-	return invalidTermination, fmt.Errorf("sshexec: unknown termination %q", s)
+	return invalidTermination, fmt.Errorf("unknown termination %q", s)
 }
