@@ -179,3 +179,99 @@ func (p browserPages) shortConfirmation(t *testing.T) {
 	}
 	noHits(t, tab)
 }
+
+// runLimits: a run card's limits fold into one line of the decision bar
+// that names their defaults; Approve with the line closed approves with
+// those, and a limit changed is said to be changed once the line is
+// closed again (CSS, no script), and is what Approve sends.
+func (p browserPages) runLimits(t *testing.T) {
+	f, base, tab := p.start(t)
+	plain, changed := runCard("limits1", "make deploy"), runCard("limits2", "make test")
+	plain.ExpiresAt, changed.ExpiresAt = time.Now().Add(time.Minute), time.Now().Add(time.Minute)
+	f.add(plain)
+	f.add(changed)
+	showAt(t, tab, base+"/ui/pending", changed.ID, 390)
+	line := func(id string) string {
+		t.Helper()
+		s, err := webtest.Eval[string](tab, fmt.Sprintf(`document.querySelector('#options-%s summary').innerText`, id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if got, want := line(plain.ID), "limits: for 1h, any number of actions, only build-box as ci"; got != want {
+		t.Errorf("closed limits line %q, want %q", got, want)
+	}
+	summary := chromedp.CSS("#options-" + changed.ID + " summary")
+	if err := chromedp.Do(tab, chromedp.Click(summary), chromedp.SendKeys(chromedp.CSS("#options-"+changed.ID+" input[name=max_actions]"), "5"), chromedp.Click(summary)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := line(changed.ID), "limits: changed: open to see them"; got != want {
+		t.Errorf("closed limits line after a change %q, want %q", got, want)
+	}
+	for _, c := range []struct {
+		card Card
+		max  int
+	}{{changed, 5}, {plain, 0}} {
+		if err := chromedp.Do(tab, chromedp.Click(chromedp.ID("approve-"+c.card.ID))); err != nil {
+			t.Fatal(err)
+		}
+		testkit.Eventually(t, func() bool { return f.lastDecision().RequestID == c.card.ID }, "approving %s reached no backend", c.card.ID)
+		if err := webtest.WaitFor(tab, `document.getElementById('flash') !== null && document.readyState === 'complete'`, testkit.Patience); err != nil {
+			t.Fatal(err)
+		}
+		d := f.lastDecision()
+		if d.RequestID != c.card.ID || !d.Approve || d.TTL != time.Hour || d.MaxActions != c.max || !d.OnlyThisAccount {
+			t.Errorf("approving %s sent %+v, want for 1h, at most %d actions (0: any), only this account", c.card.ID, d, c.max)
+		}
+	}
+	noHits(t, tab)
+}
+
+// pagesLayout: the runs page and an action page (its output read too),
+// full of a run's and an action's hostile long text, fit a phone's and a
+// laptop's width as the card does, and cut no input's placeholder.
+func (p browserPages) pagesLayout(t *testing.T) {
+	for _, sc := range screens {
+		t.Run(sc.name, func(t *testing.T) {
+			f, base, tab := p.start(t)
+			long, now := hostileLongCommand(), time.Now()
+			ended := hostileLongCard("pages", "call").Run
+			ended.State, ended.DecidedBy, ended.Reason, ended.MaxActions, ended.Actions = "expired", "bob", long, 3, 3
+			ended.EndedAt, ended.EndReason, ended.EndedBy, ended.EndNote = now, "max_actions", "bob", long
+			ended.Scope = []string{"build-box/" + strings.Repeat("a-long-account-name-", 8)}
+			ended.Recent = []ActionSummary{{ID: "act_pages", Target: "web-1", Account: "deploy", Command: long, State: "finished", Outcome: "exited", ExitCode: new(int), RequestedAt: now}}
+			active := *hostileLongCard("pages2", "call").Run
+			active.State, active.Recent = "approved", ended.Recent
+			f.mu.Lock()
+			f.runs = []Run{active, *ended}
+			f.actions["act_pages"] = Action{ID: "act_pages", RunID: ended.ID, Target: "web-1", Account: "deploy", Command: long, Timeout: time.Minute,
+				State: "finished", Outcome: "exited", Detail: long, ExitCode: new(int), RequestedAt: now, StartedAt: now, FinishedAt: now,
+				ApprovalMode: "run", ApprovalID: reqID("pages"), DecidedBy: "bob", Decision: "approve", ApprovalReason: long, StdoutBytes: int64(len(long)), OutputStored: true,
+				Trail: []Entry{{Seq: 7, Time: now, Kind: "action.requested", ActionID: "act_pages", RunID: ended.ID, Fields: []Field{{"command", long}, {"target", "web-1"}}}}}
+			f.outputs["act_pages"] = Output{Stdout: []byte(long), Stderr: []byte(long), StdoutReceived: int64(len(long)), StderrReceived: int64(len(long))}
+			f.mu.Unlock()
+			check := func(what string, fit webtest.Fit) {
+				t.Helper()
+				if pr := fit.Problem(); pr != "" {
+					t.Errorf("%s: %s", what, pr)
+				}
+			}
+			check("runs page", showAt(t, tab, base+"/ui/runs", ended.ID, sc.width))
+			noHits(t, tab)
+			check("action page", showAt(t, tab, base+"/ui/actions/act_pages", "read-output", sc.width))
+			if err := chromedp.Do(tab, chromedp.Click(chromedp.ID("read-output")), chromedp.WaitVisible(chromedp.ID("output"))); err != nil {
+				t.Fatal(err)
+			}
+			if err := webtest.WaitFor(tab, `document.readyState === 'complete'`, testkit.Patience); err != nil {
+				t.Fatal(err)
+			}
+			fit, err := webtest.Fits(tab)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("action page with its output", fit)
+			noHits(t, tab)
+		})
+	}
+}
