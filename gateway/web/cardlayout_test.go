@@ -68,7 +68,8 @@ const maxBar = 0.12
 // command, nothing is wider than the screen, the class and the decision
 // bar are on the first screen, and on a phone the bar takes at most
 // maxBar of the screen with its options closed, and cuts no input's
-// placeholder with them open. Screenshots go to docs/img under -update.
+// placeholder with them open. Screenshots of the call card at both widths
+// and of the run card on a phone go to docs/img under -update.
 func (p browserPages) cardLayout(t *testing.T) {
 	for _, kind := range []string{"call", "run"} {
 		for _, sc := range screens {
@@ -104,11 +105,14 @@ func (p browserPages) cardLayout(t *testing.T) {
 					t.Errorf("the decision bar is %.0f px high on a %d px screen, want at most %.0f%% of it", h, fit.Height, maxBar*100)
 				}
 				noHits(t, tab)
-				dir := ""
-				if *update && kind == "call" {
+				dir, name := "", "review-card-"+sc.name+".png"
+				if kind == "run" {
+					name = "review-card-run-" + sc.name + ".png"
+				}
+				if *update && (kind == "call" || sc.width < 600) {
 					dir = "../../docs/img"
 				}
-				webtest.ScreenOf(t, tab, sc.width, sc.height, "review-card-"+sc.name+".png", dir)
+				webtest.ScreenOf(t, tab, sc.width, sc.height, name, dir)
 				// Opened, the options fit too, and show their placeholders whole.
 				if _, err := webtest.Eval[bool](tab, `document.querySelectorAll('.decide details').forEach(function (d) { d.open = true; }), true`); err != nil {
 					t.Fatal(err)
