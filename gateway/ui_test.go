@@ -543,6 +543,8 @@ func (b *browserTour) approveRun(t *testing.T) {
 	}
 	waitForCard(t, b.tab, q.ID)
 	if err := chromedp.Do(b.tab,
+		// The limits are folded into one line of the bar: open it as a reviewer does.
+		chromedp.Click(chromedp.CSS(fmt.Sprintf(`#options-%s summary`, q.ID))),
 		chromedp.SetValue(chromedp.CSS(fmt.Sprintf(`#%s select[name=ttl_s]`, q.ID)), "900"),
 		chromedp.SendKeys(chromedp.CSS(fmt.Sprintf(`#%s input[name=max_actions]`, q.ID)), "3"),
 		chromedp.Click(chromedp.ID("approve-"+q.ID))); err != nil {

@@ -545,7 +545,7 @@ func runsList(args []string, stdout, stderr io.Writer) int {
 			anchor = fmt.Sprintf("pid %d %s", r.Anchor.PID, shorten(strings.Join(r.Anchor.Argv, " "), maxArgvWidth))
 		}
 		if r.EndReason != "" {
-			ended = endReasonText(r)
+			ended = api.EndReasonText(r.EndReason, r.Actions)
 			if r.EndedBy != "" {
 				ended += " by " + printable(r.EndedBy)
 			}
@@ -557,22 +557,6 @@ func runsList(args []string, stdout, stderr io.Writer) int {
 	}
 	tw.Flush()
 	return 0
-}
-
-// endReasonText is why run r ended, as runs list says it: the reason's
-// name, and for the three ways a run's approval runs out, which it was —
-// a spent action budget is not an expiry.
-func endReasonText(r api.Run) string {
-	switch r.EndReason {
-	case "max_actions":
-		// The budget is spent when the actions reach it.
-		return fmt.Sprintf("max_actions: its action budget (%d) is spent", r.Actions)
-	case "ttl":
-		return "ttl: its approval's time ran out"
-	case "token_expired":
-		return "token_expired: its run token expired"
-	}
-	return r.EndReason
 }
 
 // maxArgvWidth is how much of an anchor's command line runs list shows,

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/url"
 	"time"
@@ -452,6 +453,23 @@ type Run struct {
 	Renewal
 	// Token is returned once, by POST /v1/runs.
 	Token string `json:"token,omitempty"`
+}
+
+// EndReasonText is why a run ended, in words, as airlock runs list and
+// the runs page say it: the reason's name, and for the three ways a run's
+// approval runs out, which it was — a spent action budget is not an
+// expiry. actions is how many actions the run made.
+func EndReasonText(reason string, actions int) string {
+	switch reason {
+	case "max_actions":
+		// The budget is spent when the actions reach it.
+		return fmt.Sprintf("max_actions: its action budget (%d) is spent", actions)
+	case "ttl":
+		return "ttl: its approval's time ran out"
+	case "token_expired":
+		return "token_expired: its run token expired"
+	}
+	return reason
 }
 
 // Agent is an agent token an operator issued: GET /v1/agents, airlock

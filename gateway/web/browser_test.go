@@ -28,6 +28,8 @@ func TestBrowser(t *testing.T) {
 	t.Run("logout", p.logout)
 	t.Run("card layout", p.cardLayout)
 	t.Run("short confirmation", p.shortConfirmation)
+	t.Run("run limits", p.runLimits)
+	t.Run("pages layout", p.pagesLayout)
 }
 
 // browserPages is TestBrowser's fixture: one browser, in which each

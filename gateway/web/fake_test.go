@@ -347,3 +347,13 @@ func login(t *testing.T, c *http.Client, base string) {
 		t.Fatalf("login: %d %s\n%s", res.StatusCode, res.Header.Get("Location"), body)
 	}
 }
+
+// lastDecision is the last decision the backend was asked for.
+func (f *fakeBackend) lastDecision() Decision {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.decisions) == 0 {
+		return Decision{}
+	}
+	return f.decisions[len(f.decisions)-1]
+}

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/airlockgw/airlock/gateway/api"
 )
 
 //go:embed templates/*.html static/*
@@ -110,9 +112,11 @@ var funcs = template.FuncMap{
 	// whoView: the card shows a run's weak-evidence warnings in its
 	// header, the runs page beside the process.
 	"whoView": func(run any, warn bool) whoView { return whoView{Run: run, Warn: warn} },
-	"time":    func(t time.Time) string { return fmtTime(t) },
-	"iso":     func(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") },
-	"dur":     fmtDur,
+	// endReason: why a run ended, in the words airlock runs list uses.
+	"endReason": func(r Run) string { return api.EndReasonText(r.EndReason, r.Actions) },
+	"time":      func(t time.Time) string { return fmtTime(t) },
+	"iso":       func(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") },
+	"dur":       fmtDur,
 	"left": func(now, t time.Time) string {
 		if !t.After(now) {
 			return "expired"

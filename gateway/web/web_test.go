@@ -651,3 +651,18 @@ func TestRevealRedactedCommand(t *testing.T) {
 		t.Errorf("no original: status %d", res.StatusCode)
 	}
 }
+
+// TestRunsPageEndReason: a run that ended because its action budget was
+// spent says so in words, as airlock runs list does, not as max_actions
+// alone.
+func TestRunsPageEndReason(t *testing.T) {
+	f, _, srv, c := newTestHandler(t)
+	r := localRun("r")
+	r.State, r.MaxActions, r.Actions, r.EndedAt, r.EndReason = "expired", 3, 3, t0, "max_actions"
+	f.runs = []Run{*r}
+	login(t, c, srv.URL)
+	_, page := get(t, c, srv.URL+"/ui/runs")
+	if want := "its action budget (3) is spent"; !strings.Contains(page, want) {
+		t.Errorf("runs page for a run that spent its action budget: want %q in it", want)
+	}
+}

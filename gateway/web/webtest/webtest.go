@@ -143,6 +143,61 @@ func Login(ctx context.Context, base, name, password string) error {
 	return WaitFor(ctx, `location.pathname === '/ui/pending' && document.readyState === 'complete'`, testkit.Patience)
 }
 
+// Fit is how the page in a tab fits its screen.
+type Fit struct {
+	// Width and Height are the viewport's, in CSS pixels; ScrollWidth is
+	// the document's width.
+	Width, Height, ScrollWidth int
+	// Wide are the first elements wider than the screen that no box that
+	// scrolls (and fits) holds, as tag.class.
+	Wide []string
+	// Cut are the first shown text inputs whose text or placeholder is
+	// wider than their box, as name="…".
+	Cut []string
+}
+
+// Problem is what does not fit, in words, or "" when all of it does.
+func (f Fit) Problem() string {
+	var p []string
+	if f.ScrollWidth > f.Width || len(f.Wide) > 0 {
+		p = append(p, fmt.Sprintf("the page is %d px wide in a %d px screen; too wide: %q", f.ScrollWidth, f.Width, f.Wide))
+	}
+	if len(f.Cut) > 0 {
+		p = append(p, fmt.Sprintf("inputs whose placeholder or text is cut: %q", f.Cut))
+	}
+	return strings.Join(p, "; ")
+}
+
+// Fits measures how the page in ctx fits its screen. An element wider
+// than the screen is fine inside a box that scrolls, if that box fits.
+func Fits(ctx context.Context) (Fit, error) {
+	return Eval[Fit](ctx, `(function () {
+		const w = window.innerWidth;
+		return {
+			Width: w, Height: window.innerHeight,
+			ScrollWidth: document.documentElement.scrollWidth,
+			Wide: Array.from(document.querySelectorAll('body *')).filter(function (e) {
+				if (e.getBoundingClientRect().right <= w + 0.5) return false;
+				for (let a = e.parentElement; a; a = a.parentElement) {
+					if (getComputedStyle(a).overflowX !== 'visible') return a.getBoundingClientRect().right > w + 0.5;
+				}
+				return true;
+			}).map(e => e.tagName + '.' + e.className).slice(0, 5),
+			// scrollWidth counts typed text, not a placeholder: measure that
+			// in the input's font. A number input keeps 20 px for its spin
+			// buttons.
+			Cut: Array.from(document.querySelectorAll('input')).filter(function (e) {
+				if (e.type === 'hidden' || e.clientWidth === 0) return false;
+				if (e.scrollWidth > e.clientWidth) return true;
+				const cs = getComputedStyle(e), c = document.createElement('canvas').getContext('2d');
+				c.font = cs.font;
+				const room = e.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight) - (e.type === 'number' ? 20 : 0);
+				return e.value === '' && c.measureText(e.placeholder).width > room;
+			}).map(e => 'name="' + e.name + '"').slice(0, 5),
+		};
+	})()`)
+}
+
 // Screenshot saves a PNG of the element sel (or of the page when sel is
 // empty) as name in the test's artifact directory (go test -artifacts
 // keeps it), and also under dir when dir is not empty (the committed copy,
