@@ -286,36 +286,37 @@ type auditLog struct {
 }
 
 // openLog opens the log for verb and, with verify, verifies it first
-// (checkRead). What fails is said on stderr; the verb then exits
-// exitFailed. Close the log when ok.
-func openLog(ctx context.Context, f *auditFlags, verb string, verify bool, stderr io.Writer) (l *auditLog, ok bool) {
+// (checkRead). What fails is said on stderr and code is the verb's exit
+// status: exitWrongKey when the verifier key did not sign the log,
+// exitFailed else. Close the log when code is exitOK.
+func openLog(ctx context.Context, f *auditFlags, verb string, verify bool, stderr io.Writer) (l *auditLog, code int) {
 	if err := f.checkDB(); err != nil {
 		fmt.Fprintf(stderr, "airlock audit %s: %v\n", verb, err)
-		return nil, false
+		return nil, exitFailed
 	}
 	var r *auditchain.Reader
 	if f.pg != "" {
 		db, err := f.open(ctx)
 		if err != nil {
 			fmt.Fprintf(stderr, "airlock audit %s: %v\n", verb, err)
-			return nil, false
+			return nil, exitFailed
 		}
 		r = auditchain.NewReader(db)
 	} else {
 		var err error
 		if r, err = auditchain.OpenReader(ctx, f.db); err != nil {
 			fmt.Fprintf(stderr, "airlock audit %s: %v\n", verb, err)
-			return nil, false
+			return nil, exitFailed
 		}
 	}
 	l = &auditLog{Reader: r, f: f, firstBad: math.MaxInt64}
 	if verify {
-		if l.firstBad, ok = checkRead(ctx, f, verb, stderr); !ok {
+		if l.firstBad, code = checkRead(ctx, f, verb, stderr); code != exitOK {
 			l.Close()
-			return nil, false
+			return nil, code
 		}
 	}
-	return l, true
+	return l, exitOK
 }
 
 // exitCode is a verb's exit status once it printed what it read:
@@ -335,29 +336,32 @@ func (l *auditLog) Close() {
 
 // checkRead verifies the log before show or export print from it: the
 // first entry they must not vouch for (math.MaxInt64 when the log is
-// intact), or false when verifying was not possible (said on stderr).
-// What is damaged is said on stderr; the verb still prints everything and
-// exits non-zero.
-func checkRead(ctx context.Context, f *auditFlags, verb string, stderr io.Writer) (firstBad int64, ok bool) {
+// intact) and exitOK, or the exit status when verifying was not possible
+// (said on stderr): exitWrongKey, said in one line naming both origins as
+// verify says it, when the verifier key signed none of the log's
+// checkpoints, exitFailed else. What is damaged is said on stderr; the
+// verb still prints everything and exits non-zero.
+func checkRead(ctx context.Context, f *auditFlags, verb string, stderr io.Writer) (firstBad int64, code int) {
 	key, err := f.verifierKey(ctx)
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock audit %s: could not verify what it reads: %v; pass the verifier key with --key FILE\n", verb, err)
-		return 0, false
+		return 0, exitFailed
 	}
 	rep, err := f.verify(ctx, key, nil)
 	if mm := (*auditchain.KeyMismatchError)(nil); errors.As(err, &mm) {
-		err = mm // the verdict, without the verifier's context
+		fmt.Fprintf(stderr, "airlock audit %s: WRONG KEY: %v\n", verb, mm)
+		return 0, exitWrongKey
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "airlock audit %s: could not verify what it reads: %v\n", verb, err)
-		return 0, false
+		return 0, exitFailed
 	}
 	firstBad = rep.FirstUnvouched()
 	if rep.Intact() {
-		return firstBad, true
+		return firstBad, exitOK
 	}
 	first := rep.First()
 	fmt.Fprintf(stderr, "airlock audit %s: the log is DAMAGED (%s: %s: %s); entries from seq %d on are marked and not vouched for; run airlock audit verify\n",
 		verb, seqText(first.Seq, "first bad seq "), first.Kind, first.Detail, firstBad)
-	return firstBad, true
+	return firstBad, exitOK
 }

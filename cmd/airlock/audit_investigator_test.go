@@ -112,6 +112,24 @@ func TestAuditVerifyWrongKey(t *testing.T) {
 			if err := json.Unmarshal([]byte(out), &got); err != nil || code != exitWrongKey || got.Status != "wrong_key" || got.KeyOrigin != tc.o.Origin {
 				t.Errorf("--json: exit %d, %v: %s", code, err, out)
 			}
+			// The verbs that verify before they read say it as verify
+			// does: exit 3, one line naming both origins, nothing printed.
+			cmdFile := filepath.Join(dir, "cmd.txt")
+			os.WriteFile(cmdFile, []byte("echo 1\n"), 0o600)
+			macKey := filepath.Join(dir, "command-hmac")
+			if _, err := redact.LoadOrCreateKey(macKey); err != nil {
+				t.Fatal(err)
+			}
+			for _, args := range [][]string{
+				{"show", "act-1"}, {"export"}, {"check-command", "--command-key", macKey, "--command-file", cmdFile, "act-1"},
+			} {
+				verb := args[0]
+				args = append([]string{"audit", verb, "--db", o.Path, "--key", tc.o.VerifierKeyPath}, args[1:]...)
+				code, out, errs := runCLI(t, args...)
+				if code != exitWrongKey || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "airlock audit "+verb+": "+tc.want[0]) {
+					t.Errorf("%s: exit %d (want %d), want one line with %q on stderr and nothing on stdout:\n%s%s", verb, code, exitWrongKey, tc.want[0], out, errs)
+				}
+			}
 		})
 	}
 }

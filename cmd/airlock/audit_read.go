@@ -30,9 +30,9 @@ func auditExport(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if !isSet(f.fs, "after") {
 		*after = -1 // every entry, seq 0 included
 	}
-	r, ok := openLog(ctx, f, "export", true, stderr)
-	if !ok {
-		return exitFailed
+	r, code := openLog(ctx, f, "export", true, stderr)
+	if code != exitOK {
+		return code
 	}
 	defer r.Close()
 	w := bufio.NewWriterSize(stdout, 64<<10)
@@ -63,9 +63,9 @@ func auditShow(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if !ok {
 		return code
 	}
-	r, ok := openLog(ctx, f, "show", true, stderr)
-	if !ok {
-		return exitFailed
+	r, code := openLog(ctx, f, "show", true, stderr)
+	if code != exitOK {
+		return code
 	}
 	defer r.Close()
 	recs, err := r.ActionEntries(ctx, pos[0])
@@ -135,9 +135,9 @@ func auditProve(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "airlock audit prove: SEQ %q is not a sequence number\n", pos[0])
 		return exitFailed
 	}
-	r, ok := openLog(ctx, f, "prove", false, stderr)
-	if !ok {
-		return exitFailed
+	r, code := openLog(ctx, f, "prove", false, stderr)
+	if code != exitOK {
+		return code
 	}
 	defer r.Close()
 	// Without a key (none beside the log, and no --key) the proof is
@@ -203,9 +203,9 @@ func auditConsistency(ctx context.Context, args []string, stdout, stderr io.Writ
 		fmt.Fprintf(stderr, "airlock audit consistency: OLD (%d) is larger than NEW (%d): give the older, smaller tree first\n", sizes[0], sizes[1])
 		return exitFailed
 	}
-	r, ok := openLog(ctx, f, "consistency", false, stderr)
-	if !ok {
-		return exitFailed
+	r, code := openLog(ctx, f, "consistency", false, stderr)
+	if code != exitOK {
+		return code
 	}
 	defer r.Close()
 	p, err := r.ProveConsistency(ctx, sizes[0], sizes[1])
@@ -284,9 +284,9 @@ func auditCheckCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	if err != nil {
 		return fail("read the command: %v", err)
 	}
-	r, ok := openLog(ctx, f, "check-command", true, stderr)
-	if !ok {
-		return exitFailed
+	r, code := openLog(ctx, f, "check-command", true, stderr)
+	if code != exitOK {
+		return code
 	}
 	defer r.Close()
 	recs, err := r.ActionEntries(ctx, pos[0])

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -18,9 +20,10 @@ import (
 // sizes 1000 and 2000 (the page's numbers), action act_1 whose command
 // was stored redacted, the verifier key beside the database and in kept/,
 // the command MAC key in kept/, the checkpoints as kept-checkpoints.log
-// and as a witness appended them to witness/notes.log, and the original
-// command in cmd.txt.
-func investigatorsLog(t *testing.T, dir string) {
+// (witnessScript makes witness/notes.log of them), and the original
+// command in cmd.txt. It returns the state directory the log was written
+// in, where a gateway keeps it.
+func investigatorsLog(t *testing.T, dir string) (stateDir string) {
 	t.Helper()
 	state := t.TempDir()
 	o := auditchain.DefaultOptions(state)
@@ -77,7 +80,6 @@ func investigatorsLog(t *testing.T, dir string) {
 	copyFile(o.VerifierKeyPath, filepath.Join(dir, "kept", "checkpoint.vkey"))
 	copyFile(filepath.Join(state, filepath.FromSlash(redact.KeyFile)), filepath.Join(dir, "kept", "command-hmac"))
 	copyFile(o.CheckpointLogPath, filepath.Join(dir, "kept-checkpoints.log"))
-	// A witness that appends with cat: no blank line between notes.
 	data, err := os.ReadFile(o.CheckpointLogPath)
 	if err != nil {
 		t.Fatal(err)
@@ -97,35 +99,36 @@ func investigatorsLog(t *testing.T, dir string) {
 	if fmt.Sprint(sizes) != "[1000 2000]" {
 		t.Fatalf("checkpoint sizes %v, want [1000 2000] (the page's numbers)", sizes)
 	}
-	copyFile(o.CheckpointLogPath, filepath.Join(dir, "witness", "notes.log"))
-	if err := os.WriteFile(filepath.Join(dir, "witness", "notes.log"), []byte(strings.Join(func() []string {
-		s := make([]string, len(notes))
-		for i, nt := range notes {
-			s[i] = string(nt)
-		}
-		return s
-	}(), "")), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	if err := os.WriteFile(filepath.Join(dir, "cmd.txt"), []byte(original+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return state
 }
 
-// The marked examples of docs/investigators.md run as written, with the
-// airlock binary, against a log the test made; each must exit 0 (the shell
-// runs with set -e) and print what the page says it prints.
+// The examples of docs/investigators.md run as written, with the airlock
+// binary, against a log the test made; each must exit 0 (the shell runs
+// with set -e) and print what the page says it prints. Those for the
+// gateway's host get $AIRLOCK_CONFIG, as the page says to set it: a
+// configuration whose state directory holds the log. Every sh block of
+// the page is run.
 func TestDocsInvestigators(t *testing.T) {
 	const page = "docs/investigators.md"
 	blocks := pageBlocks(t, page, 4)
 	airlockBin, _ := binaries(t)
 	dir := t.TempDir()
-	investigatorsLog(t, dir)
-	sh := startDocShell(t, page, docEnv("PATH="+filepath.Dir(airlockBin)+":"+os.Getenv("PATH")))
+	state := investigatorsLog(t, dir)
+	cfg := filepath.Join(t.TempDir(), "airlock.hcl")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("state_dir = %q\n", state)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	witnessScript(t, page, len(blocks), filepath.Join(dir, "kept-checkpoints.log"), filepath.Join(dir, "witness"))
+	sh := startDocShell(t, page, docEnv("PATH="+filepath.Dir(airlockBin)+":"+os.Getenv("PATH"), "AIRLOCK_CONFIG="+cfg))
 	sh.send(fmt.Sprintf("cd %q\n", dir))
 	ps := []placeholder{{regexp.MustCompile(`act_…`), func() string { return "act_1" }}}
 	want := map[string][]string{
 		"audit verify":                {"intact: 2000 entries; 2 checkpoints in the database and 2 kept outside verified"},
+		"audit show":                  {"action.requested  run=\n", `command = "deploy --token [redacted:aws-access-key]"`, "action.finished  run=\n", "outcome = \"exited\""},
+		"audit export":                {`{"seq":1201,`, `{"seq":1999,`},
 		"--key checkpoint.vkey 1234 ": {"entry 1234 (leaf hash", "is in the tree of size 2000", "signed checkpoint:"},
 		"audit check-proof":           {"holds: entry 1234", "using note #2 of witness/notes.log (2 in the file): tree size 2000", "holds: the tree of 1000"},
 		"audit check-command":         {"action act_1: MATCH: this is the command it ran (outcome exited)"},
@@ -151,6 +154,57 @@ func TestDocsInvestigators(t *testing.T) {
 	for key := range want {
 		if !seen[key] {
 			t.Errorf("%s: no runnable block runs %q", page, key)
+		}
+	}
+}
+
+// witnessScript runs the page's witness script, the one sh block that is
+// not a command to type, as the gateway would run it: once per checkpoint
+// of the kept file, the signed note on its standard input. The witness
+// mount it names is witnessDir: the page's examples read the notes.log the
+// script wrote there (no blank line between notes). Every other sh
+// block of the page must be runnable (runnable counts them).
+func witnessScript(t *testing.T, page string, runnable int, kept, witnessDir string) {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join(repoRoot(t), page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const mount = "/mnt/witness"
+	var script string
+	fences := 0
+	for _, b := range strings.Split(string(src), "```sh\n")[1:] {
+		fences++
+		if body, _, _ := strings.Cut(b, "```"); strings.HasPrefix(body, "#!/bin/sh\n") {
+			script = body
+		}
+	}
+	if script == "" || !strings.Contains(script, mount+"/notes.log") {
+		t.Fatalf("%s: no witness script appending to %s/notes.log", page, mount)
+	}
+	if fences != runnable+1 {
+		t.Fatalf("%s: %d sh blocks, %d of them runnable: every block but the witness script must be marked runnable", page, fences, runnable)
+	}
+	file := filepath.Join(t.TempDir(), "push-checkpoint")
+	if err := os.WriteFile(file, []byte(strings.ReplaceAll(script, mount, witnessDir)), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(witnessDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(kept)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes, err := auditchain.SplitNotes(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, nt := range notes {
+		cmd := exec.Command(file)
+		cmd.Stdin = bytes.NewReader(nt)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: the witness script: %v\n%s", page, err, out)
 		}
 	}
 }
