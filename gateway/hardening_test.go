@@ -156,7 +156,7 @@ func TestAgentLimitsBindItsRuns(t *testing.T) {
 	}
 	agent := api.NewHTTPClient(g.base, run.Token)
 	out, err := agent.RunAction(ctx, api.ActionRequest{Target: "box-call", Command: "id"}, api.Events{})
-	if err != nil || out.Outcome != sshexec.Rejected || !strings.Contains(out.Detail, "does not cover") {
+	if err != nil || out.Outcome != sshexec.Rejected || !strings.Contains(out.Detail, "do not cover this target or account") {
 		t.Fatalf("outside its limits: %v %+v", err, out)
 	}
 	if pending, _ := g.reviewer.Approvals(ctx, "pending"); len(pending) != 0 {

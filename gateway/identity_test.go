@@ -80,7 +80,7 @@ agent "ci" {
 	}
 	agent := api.NewHTTPClient(g.base, run.Token)
 	out, err := agent.RunAction(ctx, api.ActionRequest{Target: "box-call", Command: "id"}, api.Events{})
-	if err != nil || out.Outcome != sshexec.Rejected || !strings.Contains(out.Detail, "does not cover") {
+	if err != nil || out.Outcome != sshexec.Rejected || !strings.Contains(out.Detail, "do not cover this target or account") {
 		t.Errorf("outside the agent block's limits: %v %+v", err, out)
 	}
 	done := make(chan *api.Action, 1)
