@@ -81,22 +81,7 @@ func TestExecAnswersByMaxWaitAndTheActionGoesOn(t *testing.T) {
 			t.Errorf("text lacks %q:\n%s", want, text)
 		}
 	}
-	select {
-	case <-b.cancelled:
-		t.Fatal("the action was cancelled with the call that answered")
-	default:
-	}
-	close(b.decide)
-	testkit.EventuallyErr(t, func() error {
-		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: mcp.ToolGetAction, Arguments: map[string]any{"action_id": "act_held"}})
-		if err != nil {
-			return err
-		}
-		if a := mcptest.Structured[mcp.ActionResult](t, res); !a.Success() || a.Follow != nil {
-			return fmt.Errorf("get_action: %+v", a)
-		}
-		return nil
-	}, "the held action to finish")
+	decideAndFollow(t, b, cs, "action")
 	select {
 	case <-b.cancelled:
 		t.Error("the action was cancelled")
@@ -278,9 +263,17 @@ func TestHeldPutAnswersByMaxWait(t *testing.T) {
 	if text := mcptest.Text(res); !strings.Contains(text, `get_action, action_id "act_held"`) {
 		t.Errorf("the held put does not say how to follow it:\n%s", text)
 	}
+	decideAndFollow(t, b.pendingBackend, cs, "put")
+}
+
+// decideAndFollow checks that the held action of b was not cancelled with
+// the call that answered, lets the reviewer decide, and follows it with
+// get_action until it succeeded.
+func decideAndFollow(t *testing.T, b *pendingBackend, cs *sdk.ClientSession, what string) {
+	t.Helper()
 	select {
 	case <-b.cancelled:
-		t.Fatal("the put was cancelled with the call that answered")
+		t.Fatalf("the %s was cancelled with the call that answered", what)
 	default:
 	}
 	close(b.decide)
@@ -289,9 +282,9 @@ func TestHeldPutAnswersByMaxWait(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if a := mcptest.Structured[mcp.ActionResult](t, res); !a.Success() {
+		if a := mcptest.Structured[mcp.ActionResult](t, res); !a.Success() || a.Follow != nil {
 			return fmt.Errorf("get_action: %+v", a)
 		}
 		return nil
-	}, "the held put to finish")
+	}, "the held %s to finish", what)
 }
