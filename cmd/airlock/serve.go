@@ -303,9 +303,8 @@ func configCheck(args []string, stdout, stderr io.Writer) int {
 			problems++
 		}
 		if o.TokenFile != "" {
-			// 64 KiB: the bound opa.New reads it with.
-			if _, err := securefile.ReadTokenFor(o.TokenFile, 64<<10, gw); err != nil {
-				fmt.Fprintf(stderr, "%s: opa.token_file: %v\n", cfg.Path, err)
+			if _, err := opa.ReadToken(o.TokenFile, gw); err != nil {
+				fmt.Fprintf(stderr, "%s: %v\n", cfg.Path, err)
 				problems++
 			}
 		}

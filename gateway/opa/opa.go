@@ -136,14 +136,24 @@ type Options struct {
 // maxAnswer bounds what is read of an answer.
 const maxAnswer = 64 << 10
 
+// ReadToken reads the bearer token file as New does: a credential owned
+// by account uid (-1: whoever runs this; config check run by root passes
+// the gateway's service user) and read by it alone.
+func ReadToken(file string, uid int) (string, error) {
+	tok, err := securefile.ReadTokenFor(file, maxAnswer, uid)
+	if err != nil {
+		return "", fmt.Errorf("policy.opa_token_file: %w", err)
+	}
+	return tok, nil
+}
+
 // New makes a client, reading its token and CA files.
 func New(o Options) (*Client, error) {
 	c := &Client{url: o.URL}
 	if o.TokenFile != "" {
-		// A credential: owned by the gateway's user, read by it alone.
-		tok, err := securefile.ReadToken(o.TokenFile, maxAnswer)
+		tok, err := ReadToken(o.TokenFile, -1)
 		if err != nil {
-			return nil, fmt.Errorf("policy.opa_token_file: %w", err)
+			return nil, err
 		}
 		c.token = tok
 	}
