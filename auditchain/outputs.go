@@ -26,6 +26,7 @@ type OutputStore struct {
 	db      *sqldb.DB
 	owned   bool
 	maxBlob int
+	cache   *blobCache
 }
 
 // OutputOptions configure an OutputStore.
@@ -73,7 +74,7 @@ func OpenOutputs(ctx context.Context, opts OutputOptions) (*OutputStore, error) 
 		if err := opts.DB.Migrate(ctx, "outputs", pgOutputMigrations); err != nil {
 			return nil, fmt.Errorf("audit log: output store: %w", err)
 		}
-		return &OutputStore{db: opts.DB, maxBlob: opts.MaxBlob}, nil
+		return newOutputStore(opts.DB, false, opts.MaxBlob), nil
 	}
 	if opts.Path == "" {
 		return nil, errors.New("audit log: OutputOptions.Path (or DB) is required")
@@ -98,7 +99,7 @@ func OpenOutputs(ctx context.Context, opts OutputOptions) (*OutputStore, error) 
 		db.Close()
 		return nil, fmt.Errorf("audit log: output store: %w", err)
 	}
-	return &OutputStore{db: db, owned: true, maxBlob: opts.MaxBlob}, nil
+	return newOutputStore(db, true, opts.MaxBlob), nil
 }
 
 // Close closes the store (and its database, unless the caller gave it).
@@ -161,9 +162,21 @@ func (s *OutputStore) PutAll(ctx context.Context, data ...[]byte) ([]Blob, error
 	return blobs, nil
 }
 
+// newOutputStore is the store on db (closed by Close when owned).
+func newOutputStore(db *sqldb.DB, owned bool, maxBlob int) *OutputStore {
+	return &OutputStore{db: db, owned: owned, maxBlob: maxBlob,
+		cache: &blobCache{max: max(blobCacheBytes, 2*maxBlob), idle: blobCacheIdle}}
+}
+
+// Get returns the stored bytes of digest, checked against it, or an error
+// wrapping ErrNotFound. The bytes may be shared with later calls: the
+// caller must not modify them.
 func (s *OutputStore) Get(ctx context.Context, digest [32]byte) ([]byte, error) {
 	if digest == emptyDigest {
 		return []byte{}, nil
+	}
+	if data, ok := s.cache.get(digest); ok {
+		return data, nil
 	}
 	var data []byte
 	err := s.db.QueryRowContext(ctx, `SELECT data FROM blobs WHERE digest = ?`, digest[:]).Scan(&data)
@@ -176,5 +189,6 @@ func (s *OutputStore) Get(ctx context.Context, digest [32]byte) ([]byte, error) 
 	if sha256.Sum256(data) != digest {
 		return nil, fmt.Errorf("audit log: output %s does not match its digest", hex.EncodeToString(digest[:]))
 	}
+	s.cache.put(digest, data)
 	return data, nil
 }
