@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -24,8 +25,17 @@ func (l *Log) fail(cause error) error {
 	return *l.failed.Load()
 }
 
+// ProfileLabel is the pprof label the writer goroutine carries, with the
+// value "audit": a CPU profile of the gateway counts the group commits
+// (encoding, hashing, signing checkpoints, the database) there, beside
+// its phases (the gateway's engine.ProfileLabel is the same key).
+const ProfileLabel = "airlock_phase"
+
+var cpuAudit = pprof.WithLabels(context.Background(), pprof.Labels(ProfileLabel, "audit"))
+
 // run is the writer goroutine: it owns the writer connection and state.
 func (l *Log) run() {
+	pprof.SetGoroutineLabels(cpuAudit)
 	defer close(l.done)
 	defer l.release()
 	defer func() {

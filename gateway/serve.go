@@ -108,6 +108,10 @@ func (s *Server) Serve(ctx context.Context) error {
 	serve := func(hs *http.Server, ln net.Listener) {
 		servers = append(servers, hs)
 		wg.Go(func() {
+			// Every connection's goroutine inherits the label: a CPU
+			// profile counts reading, checking and answering requests as
+			// HTTP handling, apart from the actions' phases.
+			engine.SetCPUPhase(engine.CPUHTTP)
 			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				errc <- err
 			}

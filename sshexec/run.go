@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime/pprof"
 	"sync"
 	"time"
 
@@ -257,6 +258,7 @@ func (a *action) run(ctx, dctx context.Context) error {
 func (a *action) handshake(ctx, dctx context.Context, h *hop, wc *watchConn) (ssh.Conn, <-chan ssh.NewChannel, <-chan *ssh.Request, error) {
 	res := a.res
 	hsStart := time.Now()
+	pprof.SetGoroutineLabels(cpuHandshake)
 	cfg := &ssh.ClientConfig{
 		User:              h.user,
 		Auth:              []ssh.AuthMethod{ssh.PublicKeys(h.signers...)},
@@ -333,6 +335,7 @@ func (a *action) session(ctx, dctx context.Context, wc *watchConn, conn ssh.Conn
 	// One exec request (RFC 4254 §6.5). From here the deadline and
 	// cancel are handled by signalling the command, not by cutting.
 	execAt := time.Now()
+	pprof.SetGoroutineLabels(cpuCommand)
 	execReply := make(chan error, 1)
 	wg.Go(func() {
 		sendBatchEnv(ch)
@@ -491,6 +494,7 @@ func (a *action) openSession(ctx, dctx context.Context, wc *watchConn, conn ssh.
 	}
 	refuseAll(wg, chans, reqs)
 	sessStart := time.Now()
+	pprof.SetGoroutineLabels(cpuSession)
 	ch, chReqs, err := conn.OpenChannel("session", nil)
 	a.res.Timings.Session = time.Since(sessStart)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -174,6 +175,7 @@ func (a *action) sftp(ctx, dctx context.Context, wc *watchConn, conn ssh.Conn, c
 		return a.notStarted(ctx, dctx, fmt.Errorf("sftp subsystem: %w", err))
 	}
 	cmdAt := time.Now()
+	pprof.SetGoroutineLabels(cpuCommand)
 	if a.cfg.Started != nil {
 		a.cfg.Started()
 	}

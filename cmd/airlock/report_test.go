@@ -1,16 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"image"
-	"image/color"
-	"image/draw"
 	"image/png"
-	"io"
 	"math"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,7 +62,7 @@ func TestBenchReport(t *testing.T) {
 	machine := describeMachine()
 
 	s := sshtest.NewSSHD(t, sshtest.Options{})
-	d, cfgFile, state := startBenchDaemon(t, s, profileOut != "")
+	d, cfgFile, state := startBenchDaemon(t, s, true)
 	_, sshBin := binaries(t)
 	viaGateway := airlockSSHAction(d, sshBin, "true")
 	ctx := context.Background()
@@ -90,15 +84,7 @@ func TestBenchReport(t *testing.T) {
 	// anchor is this process), and this process's own requests to another
 	// (its anchor is its parent): approve each once.
 	for _, run := range []func() error{viaGateway, viaClient} {
-		first := make(chan error, 1)
-		go func() { first <- run() }()
-		list := d.pending(1)
-		if _, errs, code := d.cli("approvals", "approve", list[0].ID, "--ttl", "8h"); code != 0 {
-			t.Fatalf("approve: %s", errs)
-		}
-		if err := <-first; err != nil {
-			t.Fatal(err)
-		}
+		approveFirst(t, d, run)
 	}
 
 	// Where the time goes, measured in the sequential rounds.
@@ -143,8 +129,15 @@ func TestBenchReport(t *testing.T) {
 	t.Logf("peak RSS before the 100 concurrent actions %d KiB, after %d KiB", peakBefore, peakRSS)
 
 	helper, floor := helperStart(t, sshBin), processFloor(t)
+	// Where the gateway's CPU goes, 16 airlock-ssh actions at a time,
+	// beside the floor: the same connections from bare sshexec.Run.
+	prof, profActions := profileGateway(t, pprofAddr(t, d), viaGateway, 16)
+	cpu := breakdown(t, prof, profActions)
+	cpu.floor = clientCPU(t, s, int(max(100, 400*scale)), 16)
 	if profileOut != "" {
-		profileGateway(t, pprofAddr(t, d), profileOut, viaGateway, 16)
+		if err := os.WriteFile(profileOut, prof, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// Verification of the resulting log, once the gateway has stopped.
@@ -155,6 +148,7 @@ func TestBenchReport(t *testing.T) {
 		when: time.Now().UTC()}
 	rep.bars = phaseTimes.bars(modes[0], paths, helper)
 	rep.helper, rep.floor = helper, floor
+	rep.cpu = cpu
 	rep.mcp = mcpPaths
 	rep.replicas, rep.pgVersion = replicaResults, pgtest.Version()
 	rep.write(t, outDir)
@@ -348,78 +342,6 @@ func (r *report) write(t *testing.T, outDir string) {
 	t.Logf("wrote %s and benchmarks-latency.png:\n%s", filepath.Join(outDir, "benchmarks-report.md"), md)
 }
 
-// profileGateway writes a CPU profile of airlock serve to out while
-// airlock-ssh actions run, conc at a time (AIRLOCK_BENCH_REPORT_PROFILE):
-// `go tool pprof -top out` then shows where the gateway's time goes.
-// pprofAddr is the address of the daemon's profile listener: the one it
-// listens on besides its HTTP listener.
-func pprofAddr(t *testing.T, d *daemon) string {
-	t.Helper()
-	addrs, err := testkit.ListeningAddrs(d.PID())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range addrs {
-		if "http://"+a != d.HTTPURL {
-			return a
-		}
-	}
-	t.Fatalf("the gateway listens on %v: no profile listener beside %s", addrs, d.HTTPURL)
-	return ""
-}
-
-func profileGateway(t *testing.T, addr, out string, run func() error, conc int) {
-	type result struct {
-		b   []byte
-		err error
-	}
-	done := make(chan struct{})
-	got := make(chan result, 1)
-	go func() {
-		defer close(done)
-		// The profile runs for its seconds and is written once they end;
-		// the load below is sized to outlast them.
-		resp, err := http.Get("http://" + addr + "/debug/pprof/profile?seconds=20")
-		if err != nil {
-			got <- result{err: err}
-			return
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		got <- result{b, err}
-	}()
-	var wg sync.WaitGroup
-	var actions atomic.Int64
-	for range conc {
-		wg.Go(func() {
-			for {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				if err := run(); err != nil {
-					t.Errorf("profiling load: %v", err)
-					return
-				}
-				actions.Add(1)
-			}
-		})
-	}
-	r := <-got
-	wg.Wait()
-	// Divide the profile's total by this for CPU per action (the last few
-	// finished just after the profile ended).
-	t.Logf("actions finished while profiling: %d", actions.Load())
-	if r.err != nil {
-		t.Fatalf("profile: %v", r.err)
-	}
-	if err := os.WriteFile(out, r.b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("wrote a CPU profile of airlock serve to %s", out)
-}
-
 // reportPath is one way of running an action.
 type reportPath struct {
 	name, what string
@@ -490,131 +412,6 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 	}
 	i := int(math.Ceil(q*float64(len(sorted)))) - 1
 	return sorted[max(0, min(i, len(sorted)-1))]
-}
-
-// gatewayProbe reads the airlock serve process's counters.
-type gatewayProbe struct {
-	pid        int
-	metricsURL string
-}
-
-// cpu is the process's user+system time so far, from /proc/PID/stat.
-func (g gatewayProbe) cpu(t *testing.T) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", g.pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	// Fields 14 and 15 of stat (utime, stime), in clock ticks; f starts at
-	// field 3. The kernel's USER_HZ is 100 on every Linux architecture Go
-	// supports.
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond
-}
-
-// resetPeak starts the process's peak resident set (VmHWM) again from its
-// current one (proc(5): clear_refs, 5).
-func (g gatewayProbe) resetPeak(t *testing.T) {
-	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", g.pid), []byte("5"), 0); err != nil {
-		t.Fatalf("resetting the peak resident set: %v", err)
-	}
-}
-
-// memory returns the process's peak and current resident set, in KiB.
-func (g gatewayProbe) memory(t *testing.T) (peak, now int) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", g.pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			peak, _ = strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
-		}
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			now, _ = strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
-		}
-	}
-	return peak, now
-}
-
-// histogram is a cumulative Prometheus histogram: counts by upper bound.
-type histogram struct {
-	bounds []float64 // seconds, ascending, +Inf last
-	counts []float64 // cumulative
-	sum    float64
-}
-
-// appendHistogram reads airlock_audit_append_seconds from /metrics.
-func (g gatewayProbe) appendHistogram(t *testing.T) histogram {
-	return g.histogram(t, "airlock_audit_append_seconds")
-}
-
-// histogram reads one histogram from /metrics.
-func (g gatewayProbe) histogram(t *testing.T, name string) histogram {
-	resp, err := http.Get(g.metricsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var h histogram
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), name+"_sum "); ok {
-			h.sum, _ = strconv.ParseFloat(v, 64)
-		}
-		rest, ok := strings.CutPrefix(sc.Text(), name+`_bucket{le="`)
-		if !ok {
-			continue
-		}
-		le, count, _ := strings.Cut(rest, `"} `)
-		b, err1 := strconv.ParseFloat(le, 64)
-		c, err2 := strconv.ParseFloat(count, 64)
-		if err1 != nil || err2 != nil {
-			t.Fatalf("metrics: %q", sc.Text())
-		}
-		h.bounds, h.counts = append(h.bounds, b), append(h.counts, c)
-	}
-	if len(h.bounds) == 0 {
-		t.Fatalf("metrics: no %s histogram", name)
-	}
-	return h
-}
-
-func (h histogram) minus(o histogram) histogram {
-	d := histogram{bounds: h.bounds, counts: slices.Clone(h.counts), sum: h.sum - o.sum}
-	for i := range d.counts {
-		d.counts[i] -= o.counts[i]
-	}
-	return d
-}
-
-func (h histogram) total() float64 { return h.counts[len(h.counts)-1] }
-
-// quantile interpolates linearly within the bucket holding q, as
-// Prometheus's histogram_quantile does.
-func (h histogram) quantile(q float64) time.Duration {
-	n := h.total()
-	if n == 0 {
-		return 0
-	}
-	rank := q * n
-	lower, below := 0.0, 0.0
-	for i, c := range h.counts {
-		if c >= rank {
-			upper := h.bounds[i]
-			if math.IsInf(upper, 1) {
-				return time.Duration(lower * float64(time.Second))
-			}
-			frac := 0.0
-			if c > below {
-				frac = (rank - below) / (c - below)
-			}
-			return time.Duration((lower + (upper-lower)*frac) * float64(time.Second))
-		}
-		lower, below = h.bounds[i], c
-	}
-	return 0
 }
 
 type verifyResult struct {
@@ -714,6 +511,7 @@ type report struct {
 	peakBeforeKiB int
 	rssKiB        int
 	verify        verifyResult
+	cpu           cpuBreakdown
 	when          time.Time
 }
 
@@ -793,6 +591,7 @@ func (r *report) markdown() string {
 	fmt.Fprintf(&b, "the resident set just before, through `/proc/PID/clear_refs`); resident at the end (VmRSS) %.1f MiB.\n",
 		float64(r.rssKiB)/1024)
 	r.phasesMarkdown(&b)
+	r.cpuMarkdown(&b)
 	r.mcpMarkdown(&b)
 	r.replicasMarkdown(&b)
 
@@ -825,148 +624,3 @@ func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
 func msf(d time.Duration) float64      { return float64(d) / float64(time.Millisecond) }
 
 func capitalize(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
-
-// The plot's colours, by path index, and their names for the legend.
-var (
-	plotColors = []color.RGBA{
-		{0x1f, 0x77, 0xb4, 0xff}, // blue
-		{0xff, 0x7f, 0x0e, 0xff}, // orange
-		{0x2c, 0xa0, 0x2c, 0xff}, // green
-		{0xd6, 0x27, 0x28, 0xff}, // red
-		{0x94, 0x67, 0xbd, 0xff}, // purple
-	}
-	plotColorNames = []string{"blue", "orange", "green", "red", "purple"}
-)
-
-// plot draws one panel per mode with the CDF of every path's latencies,
-// with the standard library only (digits from a built-in 3×5 font).
-func (r *report) plot() image.Image {
-	const pw, ph, margin, gap = 560, 360, 48, 24
-	rows := (len(r.modes) + 1) / 2
-	w := 2*pw + gap + 2*margin
-	h := rows*(ph+margin) + margin
-	img := image.NewRGBA(image.Rect(0, 0, w, h))
-	draw.Draw(img, img.Bounds(), image.White, image.Point{}, draw.Src)
-	for mi, mode := range r.modes {
-		x0 := margin + (mi%2)*(pw+gap)
-		y0 := margin + (mi/2)*(ph+margin)
-		var xmax time.Duration
-		sorted := make([][]time.Duration, len(mode.results))
-		for i, res := range mode.results {
-			sorted[i] = slices.Sorted(slices.Values(res.lat))
-			xmax = max(xmax, percentile(sorted[i], .995))
-		}
-		step := niceStep(msf(xmax) / 6)
-		xmaxMS := math.Ceil(msf(xmax)/step) * step
-		px := func(v float64) int { return x0 + int(v/xmaxMS*float64(pw-1)) }
-		py := func(f float64) int { return y0 + ph - 1 - int(f*float64(ph-1)) }
-		grey := color.RGBA{0xdd, 0xdd, 0xdd, 0xff}
-		black := color.RGBA{0, 0, 0, 0xff}
-		for _, f := range []float64{.25, .5, .75, .95} {
-			hline(img, x0, x0+pw-1, py(f), grey)
-		}
-		for v := step; v <= xmaxMS+1e-9; v += step {
-			vline(img, px(v), y0, y0+ph-1, grey)
-		}
-		// Axes and ticks.
-		hline(img, x0, x0+pw-1, y0+ph-1, black)
-		vline(img, x0, y0, y0+ph-1, black)
-		for v := 0.0; v <= xmaxMS+1e-9; v += step {
-			vline(img, px(v), y0+ph-1, y0+ph+4, black)
-			label := strconv.FormatFloat(v, 'f', -1, 64)
-			drawText(img, px(v)-textWidth(label)/2, y0+ph+9, label, black)
-		}
-		for _, f := range []float64{0, .5, 1} {
-			hline(img, x0-5, x0, py(f), black)
-			label := strconv.FormatFloat(f, 'f', -1, 64)
-			drawText(img, x0-8-textWidth(label), py(f)-5, label, black)
-		}
-		// The mode: "1" or "16" above the panel, the number in flight.
-		drawText(img, x0, y0-18, strconv.Itoa(mode.conc), black)
-		for i := range sorted {
-			n := len(sorted[i])
-			prevX, prevY := px(min(msf(sorted[i][0]), xmaxMS)), py(0)
-			for k, d := range sorted[i] {
-				x := px(min(msf(d), xmaxMS))
-				y := py(float64(k+1) / float64(n))
-				line(img, prevX, prevY, x, prevY, plotColors[i]) // step: across, then up
-				line(img, x, prevY, x, y, plotColors[i])
-				prevX, prevY = x, y
-			}
-		}
-	}
-	return img
-}
-
-// niceStep rounds a tick step up to 1, 2 or 5 times a power of ten.
-func niceStep(raw float64) float64 {
-	if raw <= 0 {
-		return 1
-	}
-	p := math.Pow(10, math.Floor(math.Log10(raw)))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if raw <= m*p {
-			return m * p
-		}
-	}
-	return 10 * p
-}
-
-func hline(img *image.RGBA, x1, x2, y int, c color.RGBA) {
-	for x := x1; x <= x2; x++ {
-		img.SetRGBA(x, y, c)
-	}
-}
-
-func vline(img *image.RGBA, x, y1, y2 int, c color.RGBA) {
-	for y := y1; y <= y2; y++ {
-		img.SetRGBA(x, y, c)
-	}
-}
-
-// line draws an axis-parallel segment two pixels thick.
-func line(img *image.RGBA, x1, y1, x2, y2 int, c color.RGBA) {
-	if x1 > x2 {
-		x1, x2 = x2, x1
-	}
-	if y1 > y2 {
-		y1, y2 = y2, y1
-	}
-	for x := x1; x <= x2; x++ {
-		for y := y1; y <= y2; y++ {
-			img.SetRGBA(x, y, c)
-			img.SetRGBA(x+1, y, c)
-			img.SetRGBA(x, y-1, c)
-		}
-	}
-}
-
-// font3x5 holds digits and '.' as five rows of three bits.
-var font3x5 = map[rune][5]uint8{
-	'0': {7, 5, 5, 5, 7}, '1': {2, 6, 2, 2, 7}, '2': {7, 1, 7, 4, 7}, '3': {7, 1, 7, 1, 7},
-	'4': {5, 5, 7, 1, 1}, '5': {7, 4, 7, 1, 7}, '6': {7, 4, 7, 5, 7}, '7': {7, 1, 1, 1, 1},
-	'8': {7, 5, 7, 5, 7}, '9': {7, 5, 7, 1, 7}, '.': {0, 0, 0, 0, 2},
-}
-
-const fontScale = 2
-
-func textWidth(s string) int { return len(s) * 4 * fontScale }
-
-func drawText(img *image.RGBA, x, y int, s string, c color.RGBA) {
-	for _, ch := range s {
-		g := font3x5[ch]
-		for row := range 5 {
-			for col := range 3 {
-				if g[row]&(4>>col) == 0 {
-					continue
-				}
-				for dy := range fontScale {
-					for dx := range fontScale {
-						img.SetRGBA(x+col*fontScale+dx, y+row*fontScale+dy, c)
-					}
-				}
-			}
-		}
-		x += 4 * fontScale
-	}
-}

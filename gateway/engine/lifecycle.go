@@ -117,6 +117,7 @@ type result struct {
 
 // execute runs the lifecycle of a.
 func (e *core) execute(ctx context.Context, a *Action, c Caller, req api.ActionRequest) {
+	SetCPUPhase(phaseCheck)
 	l := &lifecycle{e: e, a: a, c: c, req: req, conf: e.conf(), ph: phases{begun: e.clock.Now(), now: e.clock.Now}}
 	defer func() {
 		e.observe(&l.ph, l.a.Snapshot())

@@ -71,6 +71,7 @@ func (p *phases) mark(name string) {
 		start = p.list[n-1].end
 	}
 	p.list = append(p.list, phase{name, start, now})
+	SetCPUPhase(cpuNext[name])
 }
 
 // connection adds the SSH connection's phases, laid end to end from start
@@ -89,6 +90,7 @@ func (p *phases) connection(start time.Time, t sshexec.Timings) {
 	if end := start.Add(t.Total); end.After(at) && len(p.list) > 0 {
 		p.list[len(p.list)-1].end = end // the rest of Run (closing) belongs to its last phase
 	}
+	SetCPUPhase(cpuNext[phaseCommand])
 }
 
 // observe sends the phases to the histogram and, when tracing is on, to a
