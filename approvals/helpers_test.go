@@ -23,10 +23,11 @@ type fakeInspector struct {
 	mu    sync.Mutex
 	procs map[int]Process
 	dead  map[ProcessID]chan struct{}
+	stats map[int]int // Stat calls per pid
 }
 
 func newFakeInspector() *fakeInspector {
-	fi := &fakeInspector{procs: map[int]Process{}, dead: map[ProcessID]chan struct{}{}}
+	fi := &fakeInspector{procs: map[int]Process{}, dead: map[ProcessID]chan struct{}{}, stats: map[int]int{}}
 	fi.add(1, 0, 1, "systemd", 0)
 	return fi
 }
@@ -45,6 +46,16 @@ func (fi *fakeInspector) add(pid, ppid int, start uint64, name string, uid int) 
 	return id
 }
 
+// statted returns the pids Stat read since the last call, and forgets
+// them.
+func (fi *fakeInspector) statted() map[int]int {
+	fi.mu.Lock()
+	defer fi.mu.Unlock()
+	got := fi.stats
+	fi.stats = map[int]int{}
+	return got
+}
+
 func (fi *fakeInspector) kill(pid int) {
 	fi.mu.Lock()
 	defer fi.mu.Unlock()
@@ -59,6 +70,7 @@ func (fi *fakeInspector) kill(pid int) {
 func (fi *fakeInspector) Stat(pid int) (ProcStat, error) {
 	fi.mu.Lock()
 	defer fi.mu.Unlock()
+	fi.stats[pid]++
 	p, ok := fi.procs[pid]
 	if !ok {
 		return ProcStat{}, ErrNoProcess

@@ -27,7 +27,7 @@ import (
 // and the run is returned with the error, as FindLocal would show it, so
 // that the refused request can name it; it grants nothing.
 func (s *Store) ResolveLocal(ctx context.Context, peer Peer) (Run, error) {
-	cl, err := s.caller(peer)
+	cl, err := s.callerUpTo(peer)
 	if err != nil {
 		return Run{}, err
 	}
@@ -45,6 +45,9 @@ func (s *Store) ResolveLocal(ctx context.Context, peer Peer) (Run, error) {
 	if err != nil {
 		return Run{}, err
 	}
+	if err := s.completeChain(&cl); err != nil {
+		return Run{}, err
+	}
 	p.Chain = cl.full[cl.anchor+1:] // reviewers see the whole way up
 	return s.createLocal(ctx, cl.own, cl.anchor, p, false)
 }
@@ -55,7 +58,7 @@ func (s *Store) ResolveLocal(ctx context.Context, peer Peer) (Run, error) {
 // ErrUnknownRun. It is for reading (an agent looking up its own actions)
 // and for naming the run of a refused request.
 func (s *Store) FindLocal(ctx context.Context, peer Peer) (Run, error) {
-	cl, err := s.caller(peer)
+	cl, err := s.callerUpTo(peer)
 	if err != nil {
 		return Run{}, err
 	}
@@ -96,27 +99,87 @@ func (s *Store) RegisterAnchor(ctx context.Context, peer Peer) (Run, error) {
 // caller is a local caller's process chain as ResolveLocal and FindLocal
 // read it.
 type caller struct {
-	full []ProcStat // the caller and its ancestors up to pid 1
-	own  []ProcStat // the part of full that runs as the caller (see own)
+	// full is the caller and its ancestors up to pid 1, or, unless
+	// complete, as far up as the walk needed to go (see callerUpTo).
+	full     []ProcStat
+	complete bool
+	own      []ProcStat // the part of full that runs as the caller (see own)
 	// anchor indexes own: the heuristic anchor, unless explicitOnly (no
 	// process qualifies: only a registered anchor holds the caller's run).
 	anchor       int
 	explicitOnly bool
 }
 
-// caller reads peer's process chain and its heuristic anchor.
+// caller reads peer's whole process chain and its heuristic anchor.
 func (s *Store) caller(peer Peer) (caller, error) {
 	full, err := chain(s.insp, peer)
 	if err != nil {
 		return caller{}, err
 	}
+	return s.callerOf(full, true)
+}
+
+// callerUpTo reads peer's process chain only as far up as finding its run
+// needs: to its heuristic anchor when no run of the caller's uid was
+// registered (airlock run, airlock mcp) — such an anchor could be further
+// up, and is searched for through the whole own chain — and never beyond
+// the first process of another uid, where the own chain ends. The walk
+// above is what reviewers see of a new run (whole); completeChain reads
+// it when needed. An agent's every action saves the reads of the
+// processes above its anchor.
+func (s *Store) callerUpTo(peer Peer) (caller, error) {
+	explicit := s.explicitAnchorsOf(peer.UID)
+	full, done, err := chainUntil(s.insp, peer, func(c []ProcStat) bool {
+		last := c[len(c)-1]
+		if last.UID != c[0].UID {
+			return true
+		}
+		return !explicit && len(c) > 1 && last.ID.PID != 1 && !s.transparent[last.name()]
+	})
+	if err != nil {
+		return caller{}, err
+	}
+	return s.callerOf(full, done)
+}
+
+// callerOf is the caller whose chain (from the caller up) is full.
+func (s *Store) callerOf(full []ProcStat, complete bool) (caller, error) {
 	c := own(full)
 	anchor, err := heuristicAnchor(c, s.transparent)
 	explicitOnly := errors.Is(err, ErrNoAnchor)
 	if err != nil && !explicitOnly {
 		return caller{}, err
 	}
-	return caller{full: full, own: c, anchor: anchor, explicitOnly: explicitOnly}, nil
+	return caller{full: full, complete: complete, own: c, anchor: anchor, explicitOnly: explicitOnly}, nil
+}
+
+// completeChain reads the rest of cl's chain, up to pid 1, when the walk
+// stopped short of it.
+func (s *Store) completeChain(cl *caller) error {
+	if cl.complete {
+		return nil
+	}
+	full, _, err := chainFrom(s.insp, cl.full, nil)
+	if err != nil {
+		return err
+	}
+	cl.full, cl.complete = full, true
+	return nil
+}
+
+// explicitAnchorsOf reports whether a run of uid was registered and its
+// anchor lives (airlock run, airlock mcp).
+func (s *Store) explicitAnchorsOf(uid int) bool {
+	if err := s.lock(); err != nil {
+		return true // the caller walks the whole chain, and fails there
+	}
+	defer s.unlock()
+	for _, e := range s.anchors {
+		if e.explicit && e.uid == uid {
+			return true
+		}
+	}
+	return false
 }
 
 // findLocal looks for an existing run for caller cl: the nearest explicit
@@ -206,7 +269,7 @@ func (s *Store) createLocal(ctx context.Context, c []ProcStat, anchor int, p Pro
 	if err := s.commit(ctx, []*Run{r}, nil, []Event{{Kind: EventRunCreated, Time: now, Run: *r}}); err != nil {
 		return Run{}, err
 	}
-	s.anchors[p.ID] = anchorEntry{run: r.ID, explicit: explicit}
+	s.anchors[p.ID] = anchorEntry{run: r.ID, explicit: explicit, uid: p.UID}
 	s.watch(p.ID)
 	return *r, nil
 }

@@ -94,29 +94,43 @@ const maxChain = 1024
 // Every parent must have started no later than its child: a parent pid
 // reused by a newer process breaks the chain instead of lending its place.
 func chain(insp Inspector, peer Peer) ([]ProcStat, error) {
+	c, _, err := chainUntil(insp, peer, nil)
+	return c, err
+}
+
+// chainUntil is chain, stopping early once enough (given the chain read
+// so far) says so; done reports whether it reached the top.
+func chainUntil(insp Inspector, peer Peer, enough func([]ProcStat) bool) (c []ProcStat, done bool, err error) {
 	self, err := insp.Stat(peer.PID)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if self.UID != peer.UID {
-		return nil, ErrPeerMismatch
+		return nil, false, ErrPeerMismatch
 	}
-	c := []ProcStat{self}
-	for cur := self; cur.PPID > 0; {
+	return chainFrom(insp, []ProcStat{self}, enough)
+}
+
+// chainFrom goes on up from the last process of c, as chainUntil.
+func chainFrom(insp Inspector, c []ProcStat, enough func([]ProcStat) bool) ([]ProcStat, bool, error) {
+	for cur := c[len(c)-1]; cur.PPID > 0; {
+		if enough != nil && enough(c) {
+			return c, false, nil
+		}
 		if len(c) == maxChain {
-			return nil, fmt.Errorf("local caller process: chain longer than %d: %w", maxChain, ErrNoProcess)
+			return nil, false, fmt.Errorf("local caller process: chain longer than %d: %w", maxChain, ErrNoProcess)
 		}
 		p, err := insp.Stat(cur.PPID)
 		if err != nil {
-			return nil, fmt.Errorf("local caller process: parent of pid %d: %w", cur.ID.PID, err)
+			return nil, false, fmt.Errorf("local caller process: parent of pid %d: %w", cur.ID.PID, err)
 		}
 		if p.ID.StartTime > cur.ID.StartTime {
-			return nil, fmt.Errorf("local caller process: parent pid %d was reused: %w", p.ID.PID, ErrNoProcess)
+			return nil, false, fmt.Errorf("local caller process: parent pid %d was reused: %w", p.ID.PID, ErrNoProcess)
 		}
 		c = append(c, p)
 		cur = p
 	}
-	return c, nil
+	return c, true, nil
 }
 
 // own returns the part of chain c that runs as the caller: the caller and

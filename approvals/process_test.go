@@ -420,3 +420,47 @@ func TestFindLocalCreatesNothing(t *testing.T) {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }
+
+// TestLocalWalkStopsAtTheAnchor: resolving a caller of a known run reads
+// the processes from the caller up to its anchor and none above, while no
+// run of the caller's uid was registered; once one was, the walk goes up
+// the whole own chain, where a registered anchor further up holds the
+// caller. A new run still shows reviewers the whole way up.
+func TestLocalWalkStopsAtTheAnchor(t *testing.T) {
+	e := newEnv(t)
+	agentTree(e.procs)
+	ctx := context.Background()
+	r1, err := e.s.ResolveLocal(ctx, Peer{PID: 60, UID: 1000})
+	if err != nil || len(r1.Anchor.Chain) != 3 {
+		t.Fatalf("first resolve: %v, chain %v; want the chain above node 30 up to pid 1", err, r1.Anchor)
+	}
+	e.procs.statted()
+	if r, err := e.s.ResolveLocal(ctx, Peer{PID: 60, UID: 1000}); err != nil || r.ID != r1.ID {
+		t.Fatalf("second resolve: %s, %v; want %s", r.ID, err, r1.ID)
+	}
+	got := e.procs.statted()
+	for _, pid := range []int{60, 50, 40, 30} {
+		if got[pid] == 0 {
+			t.Errorf("pid %d, between the caller and its anchor, was not read (reads %v)", pid, got)
+		}
+	}
+	for _, pid := range []int{20, 10, 1} {
+		if got[pid] != 0 {
+			t.Errorf("pid %d, above the anchor, was read (reads %v)", pid, got)
+		}
+	}
+	// bash 20, above the agent, registers a run (as airlock run does):
+	// the nearest registered anchor now holds the caller.
+	explicit, err := e.s.RegisterAnchor(ctx, Peer{PID: 20, UID: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.procs.statted()
+	r, err := e.s.ResolveLocal(ctx, Peer{PID: 60, UID: 1000})
+	if err != nil || r.ID != explicit.ID {
+		t.Errorf("resolve under a registered anchor: run %s, %v; want the registered run %s", r.ID, err, explicit.ID)
+	}
+	if got := e.procs.statted(); got[20] == 0 {
+		t.Errorf("the walk stopped below the registered anchor (reads %v)", got)
+	}
+}

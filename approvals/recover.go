@@ -48,7 +48,7 @@ func (s *Store) recover(ctx context.Context) error {
 		if r.Local() && !r.anchorGone && s.mine(r) && !renewed[r.ID] {
 			// A live anchor keeps even a denied or expired run, so that the
 			// process stays refused rather than getting a fresh run.
-			s.anchors[r.Anchor.ID] = anchorEntry{run: r.ID, explicit: r.Explicit}
+			s.anchors[r.Anchor.ID] = anchorEntry{run: r.ID, explicit: r.Explicit, uid: r.Anchor.UID}
 			s.watch(r.Anchor.ID)
 		}
 		if r.State.Terminal() {

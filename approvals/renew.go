@@ -107,6 +107,9 @@ func (s *Store) renewLocal(ctx context.Context, cl caller, old Run) (Run, error)
 		return old, stateErr(&old)
 	}
 	a := old.Anchor.ID
+	if err := s.completeChain(&cl); err != nil {
+		return Run{}, err
+	}
 	above := -1
 	for i, p := range cl.full {
 		if p.ID == a {
@@ -146,7 +149,7 @@ func (s *Store) renewLocal(ctx context.Context, cl caller, old Run) (Run, error)
 	}
 	// The anchor's watcher ends whichever run the anchor holds when it
 	// exits: now this one.
-	s.anchors[a] = anchorEntry{run: r.ID, explicit: old.Explicit}
+	s.anchors[a] = anchorEntry{run: r.ID, explicit: old.Explicit, uid: p.UID}
 	return *r, nil
 }
 

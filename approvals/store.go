@@ -116,6 +116,7 @@ type Store struct {
 type anchorEntry struct {
 	run      RunID
 	explicit bool
+	uid      int // the anchor's effective uid
 }
 
 // waitSet is a pending request and everyone waiting for it. done is closed
