@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -124,6 +125,7 @@ type cpuBreakdown struct {
 	parts   []cpuShare    // heaviest first
 	top     []cpuShare    // the heaviest functions overall, flat
 	floor   time.Duration // bare sshexec.Run's CPU per action, in process
+	conc    int           // actions at a time
 }
 
 // unlabelled names the samples that carry no label.
@@ -256,9 +258,9 @@ func (b cpuBreakdown) markdown() string {
 	}
 	fmt.Fprintf(&w, "| **all** | **%.3f ms** | 100%% | %d actions in %d s |\n", msf(b.total), b.actions, cpuProfileSeconds)
 	if b.floor > 0 {
-		fmt.Fprintf(&w, "\nThe floor, bare `sshexec.Run` in one process making the same connections 16 at a time: **%.3f ms** of CPU per action. "+
+		fmt.Fprintf(&w, "\nThe floor, bare `sshexec.Run` in one process making the same connections %d at a time: **%.3f ms** of CPU per action. "+
 			"The gateway's CPU per action is %.2f× it; beyond the connection (the labels dial, handshake, session and command) it spends %.3f ms.\n",
-			msf(b.floor), float64(b.total)/float64(b.floor), msf(b.total-b.connection()))
+			b.conc, msf(b.floor), float64(b.total)/float64(b.floor), msf(b.total-b.connection()))
 	}
 	fmt.Fprintf(&w, "\nThe heaviest functions overall (flat, CPU per action):\n\n")
 	for _, f := range b.top {
@@ -280,7 +282,7 @@ func (b cpuBreakdown) connection() time.Duration {
 }
 
 // TestBenchCPU profiles airlock serve under 16 parallel airlock-ssh
-// actions and writes the CPU breakdown (cpu.md) and the profile
+// actions (AIRLOCK_BENCH_CPU_CONC: another number) and writes the CPU breakdown (cpu.md) and the profile
 // (cpu.pprof) to the directory AIRLOCK_BENCH_CPU names: the quick way to
 // see where the gateway's CPU goes, without the whole report.
 func TestBenchCPU(t *testing.T) {
@@ -293,15 +295,22 @@ func TestBenchCPU(t *testing.T) {
 	_, sshBin := binaries(t)
 	viaGateway := airlockSSHAction(d, sshBin, "true")
 	approveFirst(t, d, viaGateway)
-	if _, _, err := runBatch(viaGateway, 32, 16); err != nil { // warm up
+	conc := 16
+	if v := os.Getenv("AIRLOCK_BENCH_CPU_CONC"); v != "" {
+		var err error
+		if conc, err = strconv.Atoi(v); err != nil || conc < 1 {
+			t.Fatalf("AIRLOCK_BENCH_CPU_CONC=%q: want a positive number of actions at a time", v)
+		}
+	}
+	if _, _, err := runBatch(viaGateway, 2*conc, conc); err != nil { // warm up
 		t.Fatal(err)
 	}
 	gw := gatewayProbe{pid: d.PID(), metricsURL: d.HTTPURL + "/metrics"}
 	c0 := gw.cpu(t)
-	prof, actions := profileGateway(t, pprofAddr(t, d), viaGateway, 16)
-	t.Logf("gateway CPU per action from /proc while profiling: %.2f ms (%d actions)", msf(gw.cpu(t)-c0)/float64(actions), actions)
+	prof, actions := profileGateway(t, pprofAddr(t, d), viaGateway, conc)
+	t.Logf("%d at a time: gateway CPU per action from /proc while profiling: %.2f ms (%d actions)", conc, msf(gw.cpu(t)-c0)/float64(actions), actions)
 	b := breakdown(t, prof, actions)
-	b.floor = clientCPU(t, s, 400, 16)
+	b.floor, b.conc = clientCPU(t, s, 400, conc), conc
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -133,7 +133,7 @@ func TestBenchReport(t *testing.T) {
 	// beside the floor: the same connections from bare sshexec.Run.
 	prof, profActions := profileGateway(t, pprofAddr(t, d), viaGateway, 16)
 	cpu := breakdown(t, prof, profActions)
-	cpu.floor = clientCPU(t, s, int(max(100, 400*scale)), 16)
+	cpu.floor, cpu.conc = clientCPU(t, s, int(max(100, 400*scale)), 16), 16
 	if profileOut != "" {
 		if err := os.WriteFile(profileOut, prof, 0o644); err != nil {
 			t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -525,10 +526,19 @@ func decodeJSONUpTo(w http.ResponseWriter, r *http.Request, v any, limit int64) 
 	return true
 }
 
-// jsonNames returns the exact JSON field names of a struct pointer.
+// jsonNamesOf caches jsonNames per type: every request body is checked
+// against its type's names, which do not change.
+var jsonNamesOf sync.Map // reflect.Type → map[string]bool
+
+// jsonNames returns the exact JSON field names of a struct pointer (not
+// to be modified: the map is shared).
 func jsonNames(v any) map[string]bool {
 	t := reflect.TypeOf(v).Elem()
+	if names, ok := jsonNamesOf.Load(t); ok {
+		return names.(map[string]bool)
+	}
 	names := map[string]bool{}
+	defer jsonNamesOf.Store(t, names)
 	for i := range t.NumField() {
 		tag := t.Field(i).Tag.Get("json")
 		name, _, _ := strings.Cut(tag, ",")
