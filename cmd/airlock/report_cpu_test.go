@@ -139,7 +139,7 @@ type cpuBreakdown struct {
 	// helper is the CPU per action of airlock-ssh's processes, start to
 	// exit (helperCPU), when the load runs them.
 	helper time.Duration
-	prof    []byte
+	prof   []byte
 }
 
 // unlabelled names the samples that carry no label.
