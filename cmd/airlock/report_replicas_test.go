@@ -56,15 +56,7 @@ func measureReplicas(t *testing.T, s *sshtest.SSHD, run func() error, probe gate
 			}
 			return err
 		}
-		first := make(chan error, 1)
-		go func() { first <- r() }()
-		list := d.pending(1)
-		if _, errs, code := d.cli("approvals", "approve", list[0].ID, "--ttl", "8h"); code != 0 {
-			t.Fatalf("approve: %s", errs)
-		}
-		if err := <-first; err != nil {
-			t.Fatal(err)
-		}
+		approveFirst(t, d, r)
 		runs = append(runs, r)
 		probes = append(probes, gatewayProbe{pid: d.PID(), metricsURL: d.HTTPURL + "/metrics"})
 	}

@@ -496,12 +496,7 @@ func describeMachine() machine {
 	if out, err := exec.Command("ssh", "-V").CombinedOutput(); err == nil {
 		m.openssh = strings.TrimSpace(string(out))
 	}
-	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
-		f := strings.Fields(string(b))
-		if len(f) >= 3 {
-			m.load = strings.Join(f[:3], " ")
-		}
-	}
+	m.load = loadAverage()
 	return m
 }
 
