@@ -59,7 +59,10 @@ type Config struct {
 	// KillGrace is how long Run waits, after the deadline or a cancel made
 	// it send "signal KILL", for the server to report that the command
 	// ended. Zero means DefaultKillGrace. It is the only time Run may take
-	// beyond the deadline.
+	// beyond the deadline. After the command reported its end, it is also
+	// how long Run waits with nothing arriving before it asks the server
+	// whether the link still answers, and how long it waits for that
+	// answer; those waits end at the deadline.
 	KillGrace time.Duration
 
 	// OutputLimit is how many bytes of stdout, and separately of stderr,

@@ -96,7 +96,9 @@ type capture struct {
 	out    func(Stream, []byte)
 }
 
-func (c *capture) drain(r io.Reader) {
+// drain reads r to its end and returns the error that ended it; each
+// read that brought bytes leaves a token in progress, when there is room.
+func (c *capture) drain(r io.Reader, progress chan<- struct{}) error {
 	p := make([]byte, chunkSize)
 	for {
 		n, err := r.Read(p)
@@ -105,9 +107,13 @@ func (c *capture) drain(r io.Reader) {
 			if c.out != nil {
 				c.out(c.stream, p[:n])
 			}
+			select {
+			case progress <- struct{}{}:
+			default:
+			}
 		}
 		if err != nil {
-			return
+			return err
 		}
 	}
 }

@@ -324,8 +324,10 @@ func (a *action) session(ctx, dctx context.Context, wc *watchConn, conn ssh.Conn
 	limit := a.cfg.outputLimit()
 	stdout := &capture{Capture: Capture{Limit: limit, TailLimit: a.cfg.TailLimit}, stream: Stdout, out: a.cfg.Output}
 	stderr := &capture{Capture: Capture{Limit: limit, TailLimit: a.cfg.TailLimit}, stream: Stderr, out: a.cfg.Output}
-	wg.Go(func() { stdout.drain(ch) })
-	wg.Go(func() { stderr.drain(ch.Stderr()) })
+	out := newOutputWatch()
+	out.drain(wc, stdout, ch)
+	out.drain(wc, stderr, ch.Stderr())
+	out.start(wg)
 
 	if !stopCut() {
 		// The deadline or a cancel already cut the connection.
@@ -345,60 +347,10 @@ func (a *action) session(ctx, dctx context.Context, wc *watchConn, conn ssh.Conn
 		}
 		execReply <- err
 	})
-
-	var (
-		acked, killed bool
-		stop          = dctx.Done()
-		reported      = ex.reported
-		grace         <-chan time.Time
-	)
-wait:
-	for {
-		select {
-		case err := <-execReply:
-			execReply = nil
-			if errors.Is(err, errExecRefused) {
-				res.Timings.Command = time.Since(execAt)
-				return a.end(SessionFailed, NotStarted, err)
-			}
-			acked = err == nil
-			if acked {
-				// Stdin, then its end, after the exec reply: sshd drops an
-				// EOF that comes before it, and a command reading stdin
-				// would wait for the deadline. In its own goroutine: a command that does not read its input, or a
-				// stalled transport, must not hold the deadline off.
-				wg.Go(func() { a.sendStdin(ch) })
-				if a.cfg.Started != nil {
-					a.cfg.Started()
-				}
-			}
-		case <-ex.closed:
-			break wait
-		case <-reported:
-			if killed {
-				break wait // our KILL is confirmed; don't wait for more
-			}
-			// RFC 4254 §6.10: the channel should close right after the
-			// exit report. Give a server that leaves it open a grace
-			// period, not the rest of the deadline.
-			reported = nil
-			t := time.NewTimer(a.cfg.killGrace())
-			defer t.Stop()
-			grace = t.C
-		case <-stop:
-			// RFC 4254 §6.9. OpenSSH delivers it to the session's
-			// process (not its process group); sshd refuses it for
-			// forced-command sessions, which then end unconfirmed.
-			killed, stop = true, nil
-			wg.Go(func() {
-				ch.SendRequest("signal", false, ssh.Marshal(struct{ Signal string }{"KILL"}))
-			})
-			t := time.NewTimer(a.cfg.killGrace())
-			defer t.Stop()
-			grace = t.C
-		case <-grace:
-			break wait
-		}
+	w, refused := a.await(dctx, wc, conn, ch, wg, ex, out, execReply)
+	if refused != nil {
+		res.Timings.Command = time.Since(execAt)
+		return a.end(SessionFailed, NotStarted, refused)
 	}
 	res.Timings.Command = time.Since(execAt)
 
@@ -410,22 +362,23 @@ wait:
 	cut.close()
 	conn.Close()
 	wg.Wait()
-	if execReply != nil {
-		// The reply, if the server sent one, was queued before the
-		// channel closed; the goroutine has ended, so this does not block.
-		err := <-execReply
+	// A reply the wait did not take, if the server sent one, was queued
+	// before the channel closed; its goroutine has ended.
+	select {
+	case err := <-execReply:
 		if errors.Is(err, errExecRefused) {
 			return a.end(SessionFailed, NotStarted, err)
 		}
-		acked = err == nil
-		if acked && a.cfg.Started != nil {
+		w.acked = err == nil
+		if w.acked && a.cfg.Started != nil {
 			a.cfg.Started()
 		}
+	default:
 	}
 	stdout.fill(&res.Stdout, &res.StdoutBytes, &res.StdoutTruncated, &res.StdoutTail)
 	stderr.fill(&res.Stderr, &res.StderrBytes, &res.StderrTruncated, &res.StderrTail)
 
-	return a.ended(ctx, wc, ex.result(), killed, closedCleanly, acked)
+	return a.ended(ctx, wc, ex.result(), w, closedCleanly)
 }
 
 // sendStdin writes the action's input to the command, then its end. An
@@ -448,12 +401,15 @@ func (a *action) sendStdin(ch ssh.Channel) {
 // ended names the outcome of a command that was sent: what the server
 // reported (st), whether we sent KILL, whether the channel closed cleanly
 // and whether the server answered the exec request.
-func (a *action) ended(ctx context.Context, wc *watchConn, st exitState, killed, closedCleanly, acked bool) error {
+func (a *action) ended(ctx context.Context, wc *watchConn, st exitState, w waitEnd, closedCleanly bool) error {
 	res := a.res
 	res.ExitCode, res.HasExitCode = st.code, st.hasCode
 	res.Signal, res.CoreDumped = st.signal, st.coreDumped
+	if err, ok := a.afterReport(ctx, w, st); ok {
+		return err
+	}
 	switch {
-	case killed:
+	case w.killed:
 		o := stopped(ctx)
 		if st.reported() {
 			return a.end(o, Confirmed, fmt.Errorf("%s; the command was killed and its end confirmed", stopReason(o)))
@@ -469,7 +425,7 @@ func (a *action) ended(ctx context.Context, wc *watchConn, st exitState, killed,
 			err = io.ErrUnexpectedEOF
 		}
 		return a.end(ConnectionLost, 0, fmt.Errorf("the connection broke while the command ran, it may still be running: %w", err))
-	case !acked:
+	case !w.acked:
 		return a.end(SessionFailed, NotStarted, errors.New("the server closed the session without answering the exec request"))
 	}
 	return a.end(ExitMissing, 0, errors.New("the server closed the session without an exit status or signal"))

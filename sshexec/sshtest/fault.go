@@ -59,7 +59,7 @@ type Exec struct {
 	Done <-chan struct{}
 
 	srv  *FaultServer
-	conn net.Conn
+	conn *stallConn
 	sc   *ssh.ServerConn
 }
 
@@ -82,6 +82,52 @@ func (e *Exec) ExitSignal(name string) error {
 
 // Drop cuts the TCP connection without any SSH goodbye.
 func (e *Exec) Drop() { e.conn.Close() }
+
+// Stall makes the link silent from the server's side, as a blackhole on
+// the way does: nothing the server writes from now on reaches the
+// client (its writes wait until the connection closes), and the TCP
+// connection stays up.
+func (e *Exec) Stall() { e.conn.stall() }
+
+// stallConn is a server connection that Stall can silence.
+type stallConn struct {
+	net.Conn
+	once    sync.Once
+	closed  chan struct{}
+	stalled chan struct{}
+	stallMu sync.Once
+}
+
+func newStallConn(c net.Conn) *stallConn {
+	return &stallConn{Conn: c, closed: make(chan struct{}), stalled: make(chan struct{})}
+}
+
+func (c *stallConn) stall() { c.stallMu.Do(func() { close(c.stalled) }) }
+
+func (c *stallConn) Write(p []byte) (int, error) {
+	select {
+	case <-c.stalled:
+		<-c.closed
+		return 0, net.ErrClosed
+	default:
+		return c.Conn.Write(p)
+	}
+}
+
+// Read reads from the client; once the client went away, stalled writes
+// end too.
+func (c *stallConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil {
+		c.once.Do(func() { close(c.closed) })
+	}
+	return n, err
+}
+
+func (c *stallConn) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return c.Conn.Close()
+}
 
 // OpenToClient tries to open a channel of the given type toward the
 // client, as a hostile server would for forwarding, and records the result
@@ -177,7 +223,9 @@ func (f *FaultServer) Close() {
 	f.srv.Close()
 }
 
-func (f *FaultServer) serve(c net.Conn, cfg *ssh.ServerConfig) {
+func (f *FaultServer) serve(raw net.Conn, cfg *ssh.ServerConfig) {
+	c := newStallConn(raw)
+	defer c.Close()
 	if f.opts.BannerDelay > 0 {
 		t := time.NewTimer(f.opts.BannerDelay)
 		defer t.Stop()
@@ -216,7 +264,7 @@ func (f *FaultServer) serve(c net.Conn, cfg *ssh.ServerConfig) {
 	}
 }
 
-func (f *FaultServer) session(c net.Conn, sc *ssh.ServerConn, ch ssh.Channel, reqs <-chan *ssh.Request) {
+func (f *FaultServer) session(c *stallConn, sc *ssh.ServerConn, ch ssh.Channel, reqs <-chan *ssh.Request) {
 	signals := make(chan string, 16)
 	done := make(chan struct{})
 	var wg sync.WaitGroup

@@ -1,0 +1,150 @@
+package sshexec_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlockgw/airlock/sshexec"
+	"github.com/airlockgw/airlock/sshexec/sshtest"
+)
+
+// dribble writes n lines to the channel, one every gap, and stops early
+// when the client goes away.
+func dribble(e *sshtest.Exec, n int, gap time.Duration) {
+	for i := range n {
+		select {
+		case <-time.After(gap):
+		case <-e.Done:
+			return
+		}
+		fmt.Fprintf(e.Channel, "line %d\n", i)
+	}
+}
+
+func dribbled(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "line %d\n", i)
+	}
+	return b.String()
+}
+
+// An exit report may come before the output is all there: sshd sends it
+// when the command ends, and a slow link still carries what the command
+// wrote before. Run waits for the output's end as long as it keeps
+// arriving; output cut by a broken or silent link after the report, or by
+// the deadline, is never an "exited" outcome that looks complete.
+func TestOutputAfterTheExitReport(t *testing.T) {
+	t.Parallel()
+	const grace = 300 * time.Millisecond
+	tests := []struct {
+		name        string
+		exec        func(e *sshtest.Exec)
+		timeout     time.Duration
+		want        sshexec.Outcome
+		termination sshexec.Termination
+		stdout      string
+		detail      string // a part of the detail
+		atLeast     time.Duration
+	}{{
+		name: "output arriving for longer than the grace after the exit status",
+		exec: func(e *sshtest.Exec) {
+			io.WriteString(e.Channel, "start\n")
+			e.ExitStatus(0)
+			dribble(e, 12, grace/3)
+			e.Channel.CloseWrite()
+		},
+		want: sshexec.Exited, stdout: "start\n" + dribbled(12), detail: "exited",
+	}, {
+		name: "output ended and the channel left open",
+		exec: func(e *sshtest.Exec) {
+			io.WriteString(e.Channel, "all\n")
+			e.Channel.CloseWrite()
+			e.ExitStatus(0)
+			<-e.Done
+		},
+		want: sshexec.Exited, stdout: "all\n", detail: "exited", atLeast: grace,
+	}, {
+		name: "output held open after the exit status, the link alive",
+		exec: func(e *sshtest.Exec) {
+			io.WriteString(e.Channel, "hi\n")
+			e.ExitStatus(0)
+			<-e.Done
+		},
+		want: sshexec.Exited, stdout: "hi\n", detail: "kept the output open", atLeast: grace,
+	}, {
+		name: "the connection dropped after the exit status, before the output's end",
+		exec: func(e *sshtest.Exec) {
+			io.WriteString(e.Channel, "part\n")
+			e.ExitStatus(42)
+			time.Sleep(50 * time.Millisecond)
+			e.Drop()
+		},
+		want: sshexec.ConnectionLost, stdout: "part\n", detail: "did not finish arriving",
+	}, {
+		name: "the link went silent after the exit status",
+		exec: func(e *sshtest.Exec) {
+			io.WriteString(e.Channel, "part\n")
+			e.ExitStatus(0)
+			time.Sleep(50 * time.Millisecond)
+			e.Stall()
+			io.WriteString(e.Channel, "lost\n")
+		},
+		want: sshexec.ConnectionLost, stdout: "part\n", detail: "did not finish arriving", atLeast: 2 * grace,
+	}, {
+		name: "output still arriving at the deadline, after the exit status",
+		exec: func(e *sshtest.Exec) {
+			io.WriteString(e.Channel, "start\n")
+			e.ExitStatus(0)
+			dribble(e, 1000, grace/3)
+		},
+		timeout: 1500 * time.Millisecond,
+		want:    sshexec.TimedOut, termination: sshexec.Confirmed, detail: "while the output was still arriving",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := sshtest.NewFaultServer(t, sshtest.FaultOptions{Exec: tt.exec})
+			cfg := faultConfig(f)
+			cfg.KillGrace = grace
+			if tt.timeout != 0 {
+				cfg.Timeout = tt.timeout
+			}
+			res, _ := sshexec.Run(context.Background(), cfg, "anything")
+			if res == nil {
+				t.Fatal("no result")
+			}
+			if res.Outcome != tt.want || res.Termination != tt.termination {
+				t.Fatalf("outcome %v/%q (%s), want %v/%q", res.Outcome, res.Termination, res.Detail, tt.want, tt.termination)
+			}
+			if tt.stdout != "" && string(res.Stdout) != tt.stdout {
+				t.Errorf("stdout %q, want %q", res.Stdout, tt.stdout)
+			}
+			if !strings.Contains(res.Detail, tt.detail) {
+				t.Errorf("detail %q, want it to say %q", res.Detail, tt.detail)
+			}
+			if !res.HasExitCode {
+				t.Errorf("the exit status the server reported is not kept")
+			}
+			if tt.want != sshexec.Exited && res.Success() {
+				t.Errorf("%v counts as success", res.Outcome)
+			}
+			if res.Timings.Total < tt.atLeast {
+				t.Errorf("Run took %s, less than %s", res.Timings.Total, tt.atLeast)
+			}
+			limit := 10 * time.Second
+			if tt.timeout != 0 {
+				// After the report nothing is killed: no grace past the
+				// deadline.
+				limit = tt.timeout + grace/2
+			}
+			if res.Timings.Total > limit {
+				t.Errorf("Run took %s, over %s", res.Timings.Total, limit)
+			}
+		})
+	}
+}
