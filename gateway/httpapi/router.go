@@ -33,8 +33,9 @@ const (
 	// HTTP): its standard input, base64, up to the largest max_stdin, and
 	// the rest.
 	MaxActionBody = config.MaxStdinLimit/3*4 + 4 + MaxBody
-	// writeTimeout bounds each write to a client, so a client that stops
-	// reading cannot hold a handler forever.
+	// writeTimeout bounds each write of at most writePiece bytes to a
+	// client, so a client that stops reading cannot hold a handler
+	// forever, and one that reads slowly still gets a large response.
 	writeTimeout = 30 * time.Second
 )
 
@@ -471,13 +472,9 @@ func uiGuard(next http.Handler) http.Handler {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	if rc := http.NewResponseController(w); rc != nil {
-		rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.Encode(v)
+	json.NewEncoder(newPaced(w, writeTimeout)).Encode(v)
 }
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {
@@ -538,7 +535,6 @@ func jsonNames(v any) map[string]bool {
 		return names.(map[string]bool)
 	}
 	names := map[string]bool{}
-	defer jsonNamesOf.Store(t, names)
 	for i := range t.NumField() {
 		tag := t.Field(i).Tag.Get("json")
 		name, _, _ := strings.Cut(tag, ",")
@@ -546,6 +542,7 @@ func jsonNames(v any) map[string]bool {
 			names[name] = true
 		}
 	}
+	jsonNamesOf.Store(t, names)
 	return names
 }
 
@@ -588,44 +585,6 @@ func checkKeys(data []byte, allowed map[string]bool) error {
 		return errors.New("unexpected data after the JSON object")
 	}
 	return nil
-}
-
-// sseWriter writes server-sent events, each within writeTimeout.
-type sseWriter struct {
-	w  http.ResponseWriter
-	rc *http.ResponseController
-}
-
-func newSSE(w http.ResponseWriter) *sseWriter {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	return &sseWriter{w: w, rc: http.NewResponseController(w)}
-}
-
-func (s *sseWriter) send(name string, data any) error {
-	b, err := json.Marshal(data)
-	if err != nil {
-		return err
-	}
-	s.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-	// In pieces: a finished event carries whole outputs, and formatting
-	// would copy them once more.
-	for _, p := range [][]byte{[]byte("event: " + name + "\ndata: "), b, []byte("\n\n")} {
-		if _, err := s.w.Write(p); err != nil {
-			return err
-		}
-	}
-	return s.rc.Flush()
-}
-
-func (s *sseWriter) comment() error {
-	s.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-	if _, err := io.WriteString(s.w, ": keep-alive\n\n"); err != nil {
-		return err
-	}
-	return s.rc.Flush()
 }
 
 func wantsSSE(r *http.Request) bool {
