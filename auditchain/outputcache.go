@@ -94,3 +94,13 @@ func (c *blobCache) clear() {
 	defer c.mu.Unlock()
 	c.ents, c.bytes = nil, 0
 }
+
+// stop drops every cached blob and the idle timer (the store is closed).
+func (c *blobCache) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	c.ents, c.bytes = nil, 0
+}

@@ -104,6 +104,7 @@ func OpenOutputs(ctx context.Context, opts OutputOptions) (*OutputStore, error) 
 
 // Close closes the store (and its database, unless the caller gave it).
 func (s *OutputStore) Close() error {
+	s.cache.stop()
 	if !s.owned {
 		return nil
 	}

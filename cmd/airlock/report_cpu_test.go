@@ -219,12 +219,18 @@ func shortFunc(name string) string {
 	return name
 }
 
+// benchSSHConfig is the connection every in-process path makes to s: its
+// key, its pinned host key.
+func benchSSHConfig(s *sshtest.SSHD) *sshexec.Config {
+	return &sshexec.Config{Addr: s.Addr, User: s.User, Signers: []ssh.Signer{s.ClientSigner},
+		HostKeys: sshexec.HostKeys{Pinned: []ssh.PublicKey{s.HostKey}}, Timeout: 30 * time.Second}
+}
+
 // clientCPU is the CPU time per action of n bare sshexec.Run calls to s,
 // conc at a time, in this process (getrusage): the SSH client's own work
 // for one fresh connection, which any gateway that opens one must do.
 func clientCPU(t *testing.T, s *sshtest.SSHD, n, conc int) time.Duration {
-	cfg := &sshexec.Config{Addr: s.Addr, User: s.User, Signers: []ssh.Signer{s.ClientSigner},
-		HostKeys: sshexec.HostKeys{Pinned: []ssh.PublicKey{s.HostKey}}, Timeout: 30 * time.Second}
+	cfg := benchSSHConfig(s)
 	run := func() error {
 		r, err := sshexec.Run(context.Background(), cfg, "true")
 		if err == nil && !r.Success() {

@@ -217,8 +217,7 @@ var helperCPU atomic.Int64
 // add the time of each of their phases to phaseTimes.
 func directPaths(t *testing.T, s *sshtest.SSHD, timing *atomic.Bool, phaseTimes *phaseAcc) []reportPath {
 	ctx := context.Background()
-	cfg := &sshexec.Config{Addr: s.Addr, User: s.User, Signers: []ssh.Signer{s.ClientSigner},
-		HostKeys: sshexec.HostKeys{Pinned: []ssh.PublicKey{s.HostKey}}, Timeout: 30 * time.Second}
+	cfg := benchSSHConfig(s)
 	kh := filepath.Join(t.TempDir(), "known_hosts")
 	os.WriteFile(kh, []byte(s.KnownHostsLine()+"\n"), 0o600)
 	host, sshPort, _ := strings.Cut(s.Addr, ":")

@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"runtime/pprof"
+
+	"github.com/airlockgw/airlock/sshexec"
 )
 
 // Where an action's CPU goes. The phases above time an action; a CPU
@@ -15,8 +17,9 @@ import (
 // count under the phase that opened them.
 //
 // Labels cost nothing per action beyond storing a pointer: each phase's
-// labelled context is made once.
-const ProfileLabel = "airlock_phase"
+// labelled context is made once. The key is sshexec's, which labels the
+// connection's phases.
+const ProfileLabel = sshexec.ProfileLabel
 
 // Phases that have a CPU label and no timed phase of their own.
 const (
