@@ -311,9 +311,11 @@ func (b cpuBreakdown) connection() time.Duration {
 }
 
 // TestBenchCPU profiles airlock serve under 16 parallel airlock-ssh
-// actions (AIRLOCK_BENCH_CPU_CONC: another number) and writes the CPU breakdown (cpu.md) and the profile
-// (cpu.pprof) to the directory AIRLOCK_BENCH_CPU names: the quick way to
-// see where the gateway's CPU goes, without the whole report.
+// actions (AIRLOCK_BENCH_CPU_CONC: another number) and writes the CPU
+// breakdown (cpu.md) and the profile (cpu.pprof) to the directory
+// AIRLOCK_BENCH_CPU names: the quick way to see where the gateway's CPU
+// goes, without the whole report. AIRLOCK_BENCH_CPU_HELPER names another
+// helper binary to run the load with (testdata/barehelper, say).
 func TestBenchCPU(t *testing.T) {
 	out := os.Getenv("AIRLOCK_BENCH_CPU")
 	if out == "" {
@@ -324,6 +326,12 @@ func TestBenchCPU(t *testing.T) {
 	_, sshBin := binaries(t)
 	viaGateway := airlockSSHAction(d, sshBin, "true")
 	approveFirst(t, d, viaGateway)
+	if b := os.Getenv("AIRLOCK_BENCH_CPU_HELPER"); b != "" {
+		// Another helper in airlock-ssh's place, in the run the real one
+		// opened (both are the test's children): what would a different
+		// helper cost?
+		viaGateway = airlockSSHAction(d, b, "true")
+	}
 	conc := 16
 	if v := os.Getenv("AIRLOCK_BENCH_CPU_CONC"); v != "" {
 		var err error
