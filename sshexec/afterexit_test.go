@@ -148,3 +148,39 @@ func TestOutputAfterTheExitReport(t *testing.T) {
 		})
 	}
 }
+
+// Against a real sshd: a command that leaves a background process
+// holding its output ends as exited soon after the shell's exit status,
+// and says that later output was not collected; one that leaves a
+// background process writing to it runs into its deadline, told as
+// output still arriving, with the shell's exit status kept.
+func TestBackgroundProcessHoldingTheOutput(t *testing.T) {
+	t.Parallel()
+	s := sharedSSHD(t)
+	t.Run("silent", func(t *testing.T) {
+		t.Parallel()
+		cfg := configFor(s)
+		cfg.KillGrace = 300 * time.Millisecond
+		res, _ := sshexec.Run(context.Background(), cfg, "echo first; sleep 8 &")
+		if res.Outcome != sshexec.Exited || res.ExitCode != 0 || string(res.Stdout) != "first\n" || !strings.Contains(res.Detail, "kept the output open") {
+			t.Fatalf("outcome %v %d stdout %q (%s), want exited 0 with first and the held output told", res.Outcome, res.ExitCode, res.Stdout, res.Detail)
+		}
+		if res.Timings.Total > 10*time.Second {
+			t.Errorf("took %s: the background process held the action", res.Timings.Total)
+		}
+	})
+	t.Run("writing", func(t *testing.T) {
+		t.Parallel()
+		cfg := configFor(s)
+		cfg.KillGrace = 300 * time.Millisecond
+		cfg.Timeout = 3 * time.Second
+		res, _ := sshexec.Run(context.Background(), cfg, "(while sleep 0.1; do echo tick; done) & exit 7")
+		if res.Outcome != sshexec.TimedOut || res.Termination != sshexec.Confirmed || !res.HasExitCode || res.ExitCode != 7 ||
+			!strings.Contains(res.Detail, "still arriving") {
+			t.Fatalf("outcome %v/%q code %d (%s), want timed_out, confirmed, exit status 7 kept", res.Outcome, res.Termination, res.ExitCode, res.Detail)
+		}
+		if res.Success() {
+			t.Error("counted as success")
+		}
+	})
+}
