@@ -1,10 +1,12 @@
 package sshexec_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,25 +42,16 @@ func dribbled(n int) string {
 // the deadline, is never an "exited" outcome that looks complete.
 func TestOutputAfterTheExitReport(t *testing.T) {
 	t.Parallel()
-	const grace = 300 * time.Millisecond
-	tests := []struct {
-		name        string
-		exec        func(e *sshtest.Exec)
-		timeout     time.Duration
-		want        sshexec.Outcome
-		termination sshexec.Termination
-		stdout      string
-		detail      string // a part of the detail
-		atLeast     time.Duration
-	}{{
+	const grace = 500 * time.Millisecond
+	tests := []afterExitCase{{
 		name: "output arriving for longer than the grace after the exit status",
 		exec: func(e *sshtest.Exec) {
 			io.WriteString(e.Channel, "start\n")
 			e.ExitStatus(0)
-			dribble(e, 12, grace/3)
+			dribble(e, 12, grace/10)
 			e.Channel.CloseWrite()
 		},
-		want: sshexec.Exited, stdout: "start\n" + dribbled(12), detail: "exited",
+		want: sshexec.Exited, stdout: "start\n" + dribbled(12), detail: "=exited",
 	}, {
 		name: "output ended and the channel left open",
 		exec: func(e *sshtest.Exec) {
@@ -67,7 +60,7 @@ func TestOutputAfterTheExitReport(t *testing.T) {
 			e.ExitStatus(0)
 			<-e.Done
 		},
-		want: sshexec.Exited, stdout: "all\n", detail: "exited", atLeast: grace,
+		want: sshexec.Exited, stdout: "all\n", detail: "=exited", atLeast: grace,
 	}, {
 		name: "output held open after the exit status, the link alive",
 		exec: func(e *sshtest.Exec) {
@@ -96,11 +89,22 @@ func TestOutputAfterTheExitReport(t *testing.T) {
 		},
 		want: sshexec.ConnectionLost, stdout: "part\n", detail: "did not finish arriving", atLeast: 2 * grace,
 	}, {
+		name: "a thin link: each packet takes longer than the grace to arrive, its bytes do not",
+		exec: func(e *sshtest.Exec) {
+			e.ExitStatus(0)
+			e.Throttle(grace / 5) // per write of the server's transport: a few KiB
+			for range 4 {
+				e.Channel.Write(bytes.Repeat([]byte("y"), 32<<10))
+			}
+			e.Channel.CloseWrite()
+		},
+		want: sshexec.Exited, stdout: strings.Repeat("y", 4*32<<10), detail: "=exited",
+	}, {
 		name: "output still arriving at the deadline, after the exit status",
 		exec: func(e *sshtest.Exec) {
 			io.WriteString(e.Channel, "start\n")
 			e.ExitStatus(0)
-			dribble(e, 1000, grace/3)
+			dribble(e, 1000, grace/5)
 		},
 		timeout: 1500 * time.Millisecond,
 		want:    sshexec.TimedOut, termination: sshexec.Confirmed, detail: "while the output was still arriving",
@@ -108,44 +112,61 @@ func TestOutputAfterTheExitReport(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			f := sshtest.NewFaultServer(t, sshtest.FaultOptions{Exec: tt.exec})
-			cfg := faultConfig(f)
-			cfg.KillGrace = grace
-			if tt.timeout != 0 {
-				cfg.Timeout = tt.timeout
-			}
-			res, _ := sshexec.Run(context.Background(), cfg, "anything")
-			if res == nil {
-				t.Fatal("no result")
-			}
-			if res.Outcome != tt.want || res.Termination != tt.termination {
-				t.Fatalf("outcome %v/%q (%s), want %v/%q", res.Outcome, res.Termination, res.Detail, tt.want, tt.termination)
-			}
-			if tt.stdout != "" && string(res.Stdout) != tt.stdout {
-				t.Errorf("stdout %q, want %q", res.Stdout, tt.stdout)
-			}
-			if !strings.Contains(res.Detail, tt.detail) {
-				t.Errorf("detail %q, want it to say %q", res.Detail, tt.detail)
-			}
-			if !res.HasExitCode {
-				t.Errorf("the exit status the server reported is not kept")
-			}
-			if tt.want != sshexec.Exited && res.Success() {
-				t.Errorf("%v counts as success", res.Outcome)
-			}
-			if res.Timings.Total < tt.atLeast {
-				t.Errorf("Run took %s, less than %s", res.Timings.Total, tt.atLeast)
-			}
-			limit := 10 * time.Second
-			if tt.timeout != 0 {
-				// After the report nothing is killed: no grace past the
-				// deadline.
-				limit = tt.timeout + grace/2
-			}
-			if res.Timings.Total > limit {
-				t.Errorf("Run took %s, over %s", res.Timings.Total, limit)
-			}
+			checkAfterExit(t, tt, grace)
 		})
+	}
+}
+
+// afterExitCase is a case of TestOutputAfterTheExitReport.
+type afterExitCase struct {
+	name        string
+	exec        func(e *sshtest.Exec)
+	timeout     time.Duration
+	want        sshexec.Outcome
+	termination sshexec.Termination
+	stdout      string
+	detail      string // a part of the detail; "=…" the whole of it
+	atLeast     time.Duration
+}
+
+// checkAfterExit runs one case of TestOutputAfterTheExitReport.
+func checkAfterExit(t *testing.T, tt afterExitCase, grace time.Duration) {
+	f := sshtest.NewFaultServer(t, sshtest.FaultOptions{Exec: tt.exec})
+	cfg := faultConfig(f)
+	cfg.KillGrace = grace
+	if tt.timeout != 0 {
+		cfg.Timeout = tt.timeout
+	}
+	res, _ := sshexec.Run(context.Background(), cfg, "anything")
+	if res == nil {
+		t.Fatal("no result")
+	}
+	if res.Outcome != tt.want || res.Termination != tt.termination {
+		t.Fatalf("outcome %v/%q (%s), want %v/%q", res.Outcome, res.Termination, res.Detail, tt.want, tt.termination)
+	}
+	if tt.stdout != "" && string(res.Stdout) != tt.stdout {
+		t.Errorf("stdout %q, want %q", res.Stdout, tt.stdout)
+	}
+	if exact, ok := strings.CutPrefix(tt.detail, "="); ok && res.Detail != exact || !ok && !strings.Contains(res.Detail, tt.detail) {
+		t.Errorf("detail %q, want %q", res.Detail, tt.detail)
+	}
+	if !res.HasExitCode {
+		t.Errorf("the exit status the server reported is not kept")
+	}
+	if tt.want != sshexec.Exited && res.Success() {
+		t.Errorf("%v counts as success", res.Outcome)
+	}
+	if res.Timings.Total < tt.atLeast {
+		t.Errorf("Run took %s, less than %s", res.Timings.Total, tt.atLeast)
+	}
+	limit := 10 * time.Second
+	if tt.timeout != 0 {
+		// After the report nothing is killed: no grace past the
+		// deadline.
+		limit = tt.timeout + grace
+	}
+	if res.Timings.Total > limit {
+		t.Errorf("Run took %s, over %s", res.Timings.Total, limit)
 	}
 }
 
@@ -183,4 +204,25 @@ func TestBackgroundProcessHoldingTheOutput(t *testing.T) {
 			t.Error("counted as success")
 		}
 	})
+}
+
+// An Output callback that blocks (back-pressure from a slow follower)
+// after the exit report is not the server's silence: every byte arrives
+// and the action is exited with nothing said missing.
+func TestSlowOutputCallbackAfterTheExitReport(t *testing.T) {
+	t.Parallel()
+	const total = 4 << 20
+	f := sshtest.NewFaultServer(t, sshtest.FaultOptions{Exec: func(e *sshtest.Exec) {
+		e.ExitStatus(0)
+		e.Channel.Write(bytes.Repeat([]byte("x"), total))
+		e.Channel.CloseWrite()
+	}})
+	cfg := faultConfig(f)
+	cfg.KillGrace = 300 * time.Millisecond
+	var once sync.Once
+	cfg.Output = func(sshexec.Stream, []byte) { once.Do(func() { time.Sleep(time.Second) }) }
+	res, _ := sshexec.Run(context.Background(), cfg, "anything")
+	if res.Outcome != sshexec.Exited || res.StdoutBytes != total || res.Detail != "exited" {
+		t.Fatalf("outcome %v, %d of %d bytes (%s)", res.Outcome, res.StdoutBytes, total, res.Detail)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -32,11 +33,30 @@ type watchConn struct {
 	err        error
 	local      bool
 	chanClosed <-chan struct{}
+	// progress, when set, gets a token (when it has room) for every read
+	// that brought bytes.
+	progress atomic.Pointer[chan struct{}]
+}
+
+// watchProgress makes every read that brings bytes leave a token in p
+// (nil: none).
+func (c *watchConn) watchProgress(p chan struct{}) {
+	if p == nil {
+		c.progress.Store(nil)
+		return
+	}
+	c.progress.Store(&p)
 }
 
 func (c *watchConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
+		if pp := c.progress.Load(); pp != nil {
+			select {
+			case *pp <- struct{}{}:
+			default:
+			}
+		}
 		c.mu.Lock()
 		if room := headLimit - len(c.head); room > 0 {
 			c.head = append(c.head, p[:min(n, room)]...)

@@ -1,6 +1,9 @@
 package sshexec
 
-import "io"
+import (
+	"io"
+	"sync/atomic"
+)
 
 // chunkSize is the read size of the output drains, one SSH packet's worth.
 const chunkSize = 32 << 10
@@ -97,19 +100,22 @@ type capture struct {
 }
 
 // drain reads r to its end and returns the error that ended it; each
-// read that brought bytes leaves a token in progress, when there is room.
-func (c *capture) drain(r io.Reader, progress chan<- struct{}) error {
+// read that brought bytes leaves a token in progress, when there is room,
+// and busy counts the drain while the Output callback has the bytes.
+func (c *capture) drain(r io.Reader, progress chan<- struct{}, busy *atomic.Int32) error {
 	p := make([]byte, chunkSize)
 	for {
 		n, err := r.Read(p)
 		if n > 0 {
-			c.Write(p[:n])
-			if c.out != nil {
-				c.out(c.stream, p[:n])
-			}
 			select {
 			case progress <- struct{}{}:
 			default:
+			}
+			c.Write(p[:n])
+			if c.out != nil {
+				busy.Add(1)
+				c.out(c.stream, p[:n])
+				busy.Add(-1)
 			}
 		}
 		if err != nil {

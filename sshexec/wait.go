@@ -18,6 +18,7 @@ type outputWatch struct {
 	progress chan struct{} // one token: bytes arrived since it was taken
 	done     chan struct{} // closed when both streams' readers returned
 	cleanEnd atomic.Int32  // streams that ended at the server's EOF, the transport intact
+	busy     atomic.Int32  // drains inside the Output callback, which may block
 
 	wg sync.WaitGroup
 }
@@ -31,7 +32,7 @@ func newOutputWatch() *outputWatch {
 // intact) or the connection's.
 func (o *outputWatch) drain(wc *watchConn, c *capture, r io.Reader) {
 	o.wg.Go(func() {
-		err := c.drain(r, o.progress)
+		err := c.drain(r, o.progress, &o.busy)
 		if errors.Is(err, io.EOF) && wc.transportError() == nil {
 			o.cleanEnd.Add(1)
 		}
@@ -77,24 +78,15 @@ func (a *action) await(dctx context.Context, wc *watchConn, conn ssh.Conn, ch ss
 	var (
 		stop     = dctx.Done()
 		reported = ex.reported
-		grace    <-chan time.Time
-		timer    *time.Timer
-		probe    chan error
 		drained  = out.done
+		// Any bytes from the server, not only whole output packets, show
+		// the link is alive: watchConn.Read leaves a token here.
+		link = make(chan struct{}, 1)
+		t    = &settle{a: a, wc: wc, conn: conn, wg: wg, ex: ex, out: out, link: link}
 	)
-	arm := func() {
-		if timer == nil {
-			timer = time.NewTimer(a.cfg.killGrace())
-		} else {
-			timer.Reset(a.cfg.killGrace())
-		}
-		grace = timer.C
-	}
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
+	wc.watchProgress(link)
+	defer wc.watchProgress(nil)
+	defer t.stop()
 	// after: the command reported its end, and not to our KILL.
 	after := func() bool { return isClosed(ex.reported) && !w.killed }
 	for {
@@ -127,12 +119,23 @@ func (a *action) await(dctx context.Context, wc *watchConn, conn ssh.Conn, ch ss
 				w.outputCut = true
 				return w, nil
 			}
+		case <-link:
+			// Bytes on the link, not yet whole output: the link is alive,
+			// and an answer to a probe may be queued behind them, so the
+			// grace starts again. After an answer (whose own bytes were
+			// dropped), they are more output on its way.
+			if after() {
+				if t.answered {
+					t.probe, t.answered = nil, false
+				}
+				t.arm()
+			}
 		case <-out.progress:
 			if after() {
 				// Output still arriving: the link is alive and the grace
 				// starts again.
-				probe = nil
-				arm()
+				t.probe, t.answered = nil, false
+				t.arm()
 			}
 		case <-reported:
 			if w.killed {
@@ -142,12 +145,12 @@ func (a *action) await(dctx context.Context, wc *watchConn, conn ssh.Conn, ch ss
 			// exit report. Give a server that leaves it open a grace
 			// period, not the rest of the deadline.
 			reported = nil
-			arm()
+			t.arm()
 		case <-stop:
 			stop = nil
 			if after() {
 				// The command ended; its output did not, in time.
-				w.stoppedAfterReport = !out.complete()
+				w.stoppedAfterReport = !t.ended()
 				return w, nil
 			}
 			// RFC 4254 §6.9. OpenSSH delivers it to the session's
@@ -157,34 +160,116 @@ func (a *action) await(dctx context.Context, wc *watchConn, conn ssh.Conn, ch ss
 			wg.Go(func() {
 				ch.SendRequest("signal", false, ssh.Marshal(struct{ Signal string }{"KILL"}))
 			})
-			arm()
-		case err := <-probe:
-			probe = nil
-			if err != nil {
-				w.outputCut = true
-			} else {
-				w.heldOpen = !out.complete()
-			}
-			return w, nil
-		case <-grace:
-			grace = nil
-			if !after() || out.complete() || probe != nil {
-				// KILL unanswered, the output ended but the channel was
-				// left open, or the probe unanswered.
-				w.outputCut = after() && probe != nil
+			t.arm()
+		case err := <-t.probe:
+			if t.answer(err, &w) {
 				return w, nil
 			}
-			// Nothing arrived for a grace period and the output has not
-			// ended. The server answers a global request only after what
-			// it sent before it: an answer means the link is alive.
-			probe = make(chan error, 1)
-			wg.Go(func() {
-				_, _, err := conn.SendRequest("keepalive@openssh.com", true, nil)
-				probe <- err
-			})
-			arm()
+		case <-t.grace:
+			if t.expired(&w, after()) {
+				return w, nil
+			}
 		}
 	}
+}
+
+// settle is the wait's grace timer and its probe of the link.
+type settle struct {
+	a    *action
+	wc   *watchConn
+	conn ssh.Conn
+	wg   *sync.WaitGroup
+	ex   *exitWatcher
+	out  *outputWatch
+	link chan struct{}
+
+	timer    *time.Timer
+	grace    <-chan time.Time
+	probe    chan error
+	answered bool // the probe was answered; settling before deciding
+}
+
+func (t *settle) armFor(d time.Duration) {
+	if t.timer == nil {
+		t.timer = time.NewTimer(d)
+	} else {
+		if !t.timer.Stop() {
+			select {
+			case <-t.timer.C:
+			default:
+			}
+		}
+		t.timer.Reset(d)
+	}
+	t.grace = t.timer.C
+}
+
+func (t *settle) arm() { t.armFor(t.a.cfg.killGrace()) }
+
+func (t *settle) stop() {
+	if t.timer != nil {
+		t.timer.Stop()
+	}
+}
+
+// ended says the output ended, or the channel closed cleanly (what the
+// readers have not taken yet is buffered, and theirs).
+func (t *settle) ended() bool {
+	return t.out.complete() || isClosed(t.ex.closed) && t.wc.transportError() == nil
+}
+
+// answer takes the probe's answer; true ends the wait.
+func (t *settle) answer(err error, w *waitEnd) bool {
+	t.probe = nil
+	if err != nil {
+		w.outputCut = !t.ended()
+		return true
+	}
+	// Alive. Data the server sent before its answer may still be on its
+	// way to the readers: settle briefly, and any output meanwhile starts
+	// the wait again. The answer's own bytes left a token on link: drop
+	// it.
+	select {
+	case <-t.link:
+	default:
+	}
+	t.answered = true
+	t.armFor(lostGrace)
+	return false
+}
+
+// expired handles the end of a grace period; after says the command
+// reported its end (not to our KILL). True ends the wait.
+func (t *settle) expired(w *waitEnd, after bool) bool {
+	t.grace = nil
+	switch {
+	case !after || t.ended():
+		// KILL unanswered, or the output ended but the channel was left
+		// open.
+		return true
+	case t.out.busy.Load() > 0:
+		// The Output callback holds a reader back (a slow follower):
+		// that is not the server's silence.
+		t.arm()
+		return false
+	case t.answered:
+		w.heldOpen = true
+		return true
+	case t.probe != nil:
+		w.outputCut = true // the probe went unanswered
+		return true
+	}
+	// Nothing arrived for a grace period and the output has not ended.
+	// The server answers a global request only after what it sent before
+	// it: an answer means the link is alive.
+	p := make(chan error, 1)
+	t.probe = p
+	t.wg.Go(func() {
+		_, _, err := t.conn.SendRequest("keepalive@openssh.com", true, nil)
+		p <- err
+	})
+	t.arm()
+	return false
 }
 
 // cutDetail says what an action whose output was cut after its command

@@ -3,6 +3,7 @@ package sshtest
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -89,6 +90,12 @@ func (e *Exec) Drop() { e.conn.Close() }
 // connection stays up.
 func (e *Exec) Stall() { e.conn.stall() }
 
+// Throttle makes every later write of more than 200 bytes on the
+// server's connection take d more (the transport writes a large packet in
+// pieces of a few KiB): a thin link, on which bytes keep coming but a
+// packet takes long.
+func (e *Exec) Throttle(d time.Duration) { e.conn.throttle.Store(int64(d)) }
+
 // stallConn is a server connection that Stall can silence.
 type stallConn struct {
 	net.Conn
@@ -96,6 +103,9 @@ type stallConn struct {
 	closed  chan struct{}
 	stalled chan struct{}
 	stallMu sync.Once
+	// throttle delays each write of more than 200 bytes (a packet with
+	// data, not a keepalive's answer).
+	throttle atomic.Int64
 }
 
 func newStallConn(c net.Conn) *stallConn {
@@ -110,6 +120,9 @@ func (c *stallConn) Write(p []byte) (int, error) {
 		<-c.closed
 		return 0, net.ErrClosed
 	default:
+		if d := c.throttle.Load(); d > 0 && len(p) > 200 {
+			time.Sleep(time.Duration(d))
+		}
 		return c.Conn.Write(p)
 	}
 }
