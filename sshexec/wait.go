@@ -80,11 +80,11 @@ func (a *action) await(dctx context.Context, wc *watchConn, conn ssh.Conn, ch ss
 		reported = ex.reported
 		drained  = out.done
 		// Any bytes from the server, not only whole output packets, show
-		// the link is alive: watchConn.Read leaves a token here.
+		// the link is alive: after the report, watchConn.Read leaves a
+		// token here.
 		link = make(chan struct{}, 1)
 		t    = &settle{a: a, wc: wc, conn: conn, wg: wg, ex: ex, out: out, link: link}
 	)
-	wc.watchProgress(link)
 	defer wc.watchProgress(nil)
 	defer t.stop()
 	// after: the command reported its end, and not to our KILL.
@@ -145,6 +145,8 @@ func (a *action) await(dctx context.Context, wc *watchConn, conn ssh.Conn, ch ss
 			// exit report. Give a server that leaves it open a grace
 			// period, not the rest of the deadline.
 			reported = nil
+			// From here, and not before, bytes on the link count.
+			wc.watchProgress(link)
 			t.arm()
 		case <-stop:
 			stop = nil
